@@ -1,0 +1,1 @@
+"""prism: an asyncio agent runtime whose turn control is a replaceable loop strategy."""
