@@ -1,0 +1,737 @@
+"""Loop and artifact contracts (CON-22..CON-29).
+
+This module defines the seam between the runtime and a loop strategy:
+
+* the ``Artifact*`` value types and callback aliases, generic over a host type ``T`` that prism
+  never constructs, copies, serialises or inspects (CON-22..CON-25);
+* the :class:`AgentLoopStrategy` protocol and its durable-capable refinement
+  :class:`DurableLoopStrategy` (CON-26);
+* the loop options :class:`SingleShotLoopOptions` and :class:`GenerateValidateReviseLoopOptions`
+  (CON-27, GVR-1);
+* the :class:`LoopContext` protocol that the runtime implements once per run leg (CON-28, CON-29).
+
+The contracts are host-domain free (ARCH-7): no field or member name contains ``workflow``,
+``node`` or ``step``.
+
+``prism.events`` imports :class:`ArtifactValidation` from here, so this module never imports
+``prism.events`` at run time (only under ``TYPE_CHECKING``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    runtime_checkable,
+)
+
+from prism._serde import Serializable
+from prism.abort import AbortSignal
+from prism.errors import PrismConfigError
+from prism.types import (
+    AgentInput,
+    JsonValue,
+    Message,
+    ProviderRequest,
+    ProviderTurnResult,
+    StructuredOutputOptions,
+    ToolCallContent,
+    ToolResult,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from prism.events import AgentEvent
+
+__all__ = [
+    "AgentLoopOptions",
+    "AgentLoopStrategy",
+    "ArtifactContext",
+    "ArtifactError",
+    "ArtifactParseResult",
+    "ArtifactParser",
+    "ArtifactRepairer",
+    "ArtifactValidation",
+    "ArtifactValidator",
+    "DurableLoopStrategy",
+    "GenerateValidateReviseLoopOptions",
+    "LoopContext",
+    "SingleShotLoopOptions",
+    "StructuredOutputMode",
+    "StructuredOutputTiming",
+    "ToolCallsMode",
+    "coerce_loop_options",
+    "coerce_structured_output",
+    "effective_loop_revision",
+    "is_durable_capable",
+]
+
+T = TypeVar("T")
+
+# --------------------------------------------------------------------------------------------
+# Artifact contracts (CON-22..CON-25)
+# --------------------------------------------------------------------------------------------
+
+
+def _reject_unknown_keys(kind: str, value: Mapping[str, Any], allowed: frozenset[str]) -> None:
+    unknown = sorted(str(k) for k in value if k not in allowed)
+    if unknown:
+        raise ValueError(f"unknown {kind} key(s): {', '.join(unknown)}")
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactError(Serializable):
+    """One artifact validation or parse error (CON-22).
+
+    Example: ``ArtifactError("must be a string", path="/items/0/name")``.
+    """
+
+    message: str
+    """Human-readable description. May echo model text; events carrying it are redacted (EVT-23)."""
+
+    path: str | None = None
+    """Location of the error inside the value, by convention a JSON pointer such as
+    ``"/items/0/name"`` (``""`` is the root). ``None`` when the error has no location, e.g. a
+    parse failure (GVR-4 step 16)."""
+
+    @classmethod
+    def coerce(cls, value: ArtifactError | Mapping[str, Any]) -> ArtifactError:
+        """Return ``value`` as an :class:`ArtifactError`.
+
+        Args:
+            value: An ``ArtifactError`` (returned unchanged) or a mapping
+                ``{"message": str, "path": str | None}``.
+
+        Returns:
+            The converted error.
+
+        Raises:
+            TypeError: ``value`` is neither, or ``message``/``path`` have the wrong type.
+            ValueError: the mapping has keys other than ``message`` and ``path``.
+        """
+        if isinstance(value, ArtifactError):
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError(
+                f"artifact error must be an ArtifactError or a mapping, got {type(value).__name__}"
+            )
+        _reject_unknown_keys("artifact error", value, _ERROR_KEYS)
+        message = value.get("message")
+        path = value.get("path")
+        if not isinstance(message, str):
+            raise TypeError("artifact error 'message' must be a str")
+        if path is not None and not isinstance(path, str):
+            raise TypeError("artifact error 'path' must be a str or None")
+        return cls(message=message, path=path)
+
+
+_ERROR_KEYS = frozenset({"message", "path"})
+_VALIDATION_KEYS = frozenset({"ok", "errors", "metadata"})
+_PARSE_KEYS = frozenset({"ok", "value", "error"})
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactValidation(Serializable):
+    """Outcome of validating (or parsing) one artifact candidate (CON-22).
+
+    A list given as ``errors`` is converted to a tuple, and mapping elements to
+    :class:`ArtifactError`, so ``from_dict(v.to_dict()) == v``.
+    """
+
+    ok: bool
+    """``True`` when the candidate is accepted."""
+
+    errors: tuple[ArtifactError, ...] = ()
+    """Errors in the order the validator reported them; usually empty when ``ok``."""
+
+    metadata: Mapping[str, Any] | None = None
+    """Free-form JSON-compatible data. ``metadata["reason"]`` (a ``str``) names a terminal failure
+    and becomes the failed run's error code (RUN-17, GVR-8): ``"parse_error"``,
+    ``"tool_round_limit"`` or the host's own reason."""
+
+    def __post_init__(self) -> None:
+        errors: Any = self.errors
+        if not isinstance(errors, tuple) or not all(isinstance(e, ArtifactError) for e in errors):
+            if isinstance(errors, (str, bytes)) or not isinstance(errors, Sequence):
+                raise TypeError("ArtifactValidation.errors must be a sequence of ArtifactError")
+            object.__setattr__(self, "errors", tuple(ArtifactError.coerce(e) for e in errors))
+
+    @classmethod
+    def coerce(cls, value: ArtifactValidation | Mapping[str, Any]) -> ArtifactValidation:
+        """Return a validator's result as an :class:`ArtifactValidation` (CON-22).
+
+        Args:
+            value: An ``ArtifactValidation`` (returned unchanged) or a mapping
+                ``{"ok": bool, "errors": [{"message": str, "path": str}], "metadata": {...}}``
+                (``errors`` and ``metadata`` optional).
+
+        Returns:
+            The converted validation.
+
+        Raises:
+            TypeError: ``value`` is neither, ``ok`` is not a ``bool``, ``errors`` is not a
+                sequence of errors, or ``metadata`` is not a mapping.
+            ValueError: the mapping has unknown keys.
+        """
+        if isinstance(value, ArtifactValidation):
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError(
+                "artifact validator must return an ArtifactValidation or a mapping, "
+                f"got {type(value).__name__}"
+            )
+        _reject_unknown_keys("artifact validation", value, _VALIDATION_KEYS)
+        ok = value.get("ok")
+        if not isinstance(ok, bool):
+            raise TypeError("artifact validation 'ok' must be a bool")
+        metadata = value.get("metadata")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise TypeError("artifact validation 'metadata' must be a mapping or None")
+        errors = value.get("errors")
+        return cls(ok=ok, errors=() if errors is None else errors, metadata=metadata)
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactContext(Serializable):
+    """Context passed to every artifact callback (CON-23).
+
+    ``signal`` is a host object and is left out of ``to_dict()`` (CON-3).
+    """
+
+    session_id: str
+    """The session the run belongs to."""
+
+    run_id: str
+    """The run id (``run_`` + 32 hex)."""
+
+    turn: int
+    """1-based turn index of the candidate being parsed/validated/repaired."""
+
+    signal: AbortSignal = field(metadata={"serialize": False})
+    """The run's abort signal; long callbacks should watch it."""
+
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Merged agent, session and run metadata (read-only mapping, RUN-6)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactParseResult(Serializable, Generic[T]):
+    """Result of an :data:`ArtifactParser` (CON-24).
+
+    A result with ``ok=False`` or ``value is None`` is a parse failure: it consumes revision budget
+    like a validation failure (GVR-4 step 16).
+    """
+
+    ok: bool
+    """``True`` when parsing produced a value."""
+
+    value: T | None = None
+    """The host's parsed value; prism never inspects it (CON-25)."""
+
+    error: str | None = None
+    """Why parsing failed; becomes the synthetic ``parse_error`` message."""
+
+    @classmethod
+    def coerce(cls, value: ArtifactParseResult[Any] | Mapping[str, Any]) -> ArtifactParseResult[Any]:
+        """Return a parser's result as an :class:`ArtifactParseResult` (CON-24).
+
+        Args:
+            value: An ``ArtifactParseResult`` (returned unchanged) or a mapping
+                ``{"ok": bool, "value": T, "error": str}`` (``value``/``error`` optional).
+
+        Returns:
+            The converted parse result.
+
+        Raises:
+            TypeError: ``value`` is neither, ``ok`` is not a ``bool`` or ``error`` not a ``str``.
+            ValueError: the mapping has unknown keys.
+        """
+        if isinstance(value, ArtifactParseResult):
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError(
+                "artifact parser must return an ArtifactParseResult or a mapping, "
+                f"got {type(value).__name__}"
+            )
+        _reject_unknown_keys("artifact parse result", value, _PARSE_KEYS)
+        ok = value.get("ok")
+        error = value.get("error")
+        if not isinstance(ok, bool):
+            raise TypeError("artifact parse result 'ok' must be a bool")
+        if error is not None and not isinstance(error, str):
+            raise TypeError("artifact parse result 'error' must be a str or None")
+        return ArtifactParseResult(ok=ok, value=value.get("value"), error=error)
+
+
+ArtifactParser: TypeAlias = Callable[
+    [str, ArtifactContext],
+    ArtifactParseResult[T] | Mapping[str, Any] | Awaitable[ArtifactParseResult[T] | Mapping[str, Any]],
+]
+"""``(text, ctx) -> ArtifactParseResult[T]`` (or an equivalent mapping), sync or async (CON-25).
+
+Never called for empty or whitespace-only call-free text (GVR-4 step 15)."""
+
+ArtifactValidator: TypeAlias = Callable[
+    [T, ArtifactContext],
+    ArtifactValidation | Mapping[str, Any] | Awaitable[ArtifactValidation | Mapping[str, Any]],
+]
+"""``(value, ctx) -> ArtifactValidation`` (or an equivalent mapping), sync or async (CON-25)."""
+
+ArtifactRepairer: TypeAlias = Callable[
+    [T | None, ArtifactValidation, ArtifactContext],
+    AgentInput | Awaitable[AgentInput],
+]
+"""``(value_or_None, failure, ctx) -> AgentInput``, sync or async (CON-25).
+
+``value`` is ``None`` after a parse failure. The result becomes the revision request's input."""
+
+# --------------------------------------------------------------------------------------------
+# Loop strategies (CON-26)
+# --------------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class AgentLoopStrategy(Protocol):
+    """A replaceable per-run turn-control strategy (CON-26).
+
+    Runtime-checkable on ``name`` and ``run`` only. Optional members, read with ``getattr``:
+
+    * ``revision: str | None`` — host-authored revision (default ``"1"``, LOOP-4); joins the
+      durable fingerprint (DUR-5) and the stored ``loop_state``;
+    * ``snapshot() -> JsonValue`` and ``restore(snapshot) -> None`` — see
+      :class:`DurableLoopStrategy`.
+    """
+
+    @property
+    def name(self) -> str:
+        """Stable identifier (e.g. ``"single-shot"``); joins the durable fingerprint."""
+        ...
+
+    async def run(self, ctx: LoopContext, /) -> Usage | None:
+        """Drive one run leg through ``ctx`` only (ARCH-2).
+
+        Returns:
+            A usage fallback for custom loops (USAGE-2); the runtime accumulates usage itself.
+        """
+        ...
+
+
+@runtime_checkable
+class DurableLoopStrategy(AgentLoopStrategy, Protocol):
+    """A loop strategy that can be checkpointed (CON-26, DUR-10..DUR-14).
+
+    An object is *durable-capable* when both ``snapshot`` and ``restore`` are callables; use
+    :func:`is_durable_capable` rather than ``isinstance`` (which does not check callability).
+    """
+
+    def snapshot(self) -> JsonValue:
+        """Capture loop-local resumable state; must be JSON-compatible (CON-1, DUR-10)."""
+        ...
+
+    def restore(self, snapshot: JsonValue, /) -> None:
+        """Rehydrate from :meth:`snapshot`'s value; called once before ``run`` on resume.
+
+        Raises:
+            AgentLoopStateError: ``ERR_PRISM_LOOP_SNAPSHOT`` (or any exception) on drift.
+        """
+        ...
+
+
+def is_durable_capable(loop: object) -> bool:
+    """Return ``True`` when ``loop`` defines callable ``snapshot`` and ``restore`` (CON-26, DUR-2)."""
+    return callable(getattr(loop, "snapshot", None)) and callable(getattr(loop, "restore", None))
+
+
+def effective_loop_revision(loop: object) -> str:
+    """Return ``getattr(loop, "revision", None) or "1"`` (LOOP-4).
+
+    A non-``str`` truthy revision is converted with ``str``.
+    """
+    revision = getattr(loop, "revision", None)
+    return str(revision) if revision else "1"
+
+
+# --------------------------------------------------------------------------------------------
+# Loop options (CON-27)
+# --------------------------------------------------------------------------------------------
+
+ToolCallsMode: TypeAlias = Literal["disabled", "bounded"]
+"""Artifact-loop tool handling: ``"disabled"`` (default) or ``"bounded"`` (GVR-4 steps 10-11)."""
+
+StructuredOutputMode: TypeAlias = Literal["native", "artifact-loop"]
+"""``"native"`` sends the schema to the provider; ``"artifact-loop"`` enforces it only by
+parse/validate/repair turns (SO-3)."""
+
+StructuredOutputTiming: TypeAlias = Literal["every-turn", "final-turn-only"]
+"""When the schema is attached with bounded tools (SO-7)."""
+
+_TOOL_CALLS = ("disabled", "bounded")
+_SO_MODES = (None, "native", "artifact-loop")
+_SO_TIMINGS = ("every-turn", "final-turn-only")
+
+
+def _options_from_mapping(cls: type[Any], strategy: str, value: Mapping[str, Any]) -> Any:
+    if not isinstance(value, Mapping):
+        raise PrismConfigError(f"{cls.__name__} must be built from a mapping")
+    data = dict(value)
+    given = data.pop("strategy", strategy)
+    if given != strategy:
+        raise PrismConfigError(f"{cls.__name__} requires strategy {strategy!r}, got {given!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(str(k) for k in data if k not in names)
+    if unknown:
+        raise PrismConfigError(f"unknown {strategy} loop option(s): {', '.join(unknown)}")
+    return cls(**data)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SingleShotLoopOptions(Serializable):
+    """Options selecting the default single-shot loop (CON-27, LOOP-1).
+
+    ``tool_concurrency`` is not validated here: ``resolve_tool_concurrency`` treats a missing,
+    non-numeric, non-finite or < 1 value as 1 and floors floats (LOOP-3).
+    """
+
+    tool_concurrency: int = 1
+    """Independent tool calls per round dispatched concurrently, at most (≥ 1; default 1)."""
+
+    @property
+    def strategy(self) -> Literal["single-shot"]:
+        """The strategy literal, ``"single-shot"``."""
+        return "single-shot"
+
+    @classmethod
+    def from_mapping(cls, value: Mapping[str, Any]) -> SingleShotLoopOptions:
+        """Build from a snake_case mapping; an optional ``"strategy"`` key must match.
+
+        Raises:
+            PrismConfigError: ``ERR_PRISM_CONFIG`` for an unknown key or another strategy.
+        """
+        result: SingleShotLoopOptions = _options_from_mapping(cls, "single-shot", value)
+        return result
+
+    @classmethod
+    def _unknown_keys_error(cls, keys: Sequence[str]) -> Exception:
+        return PrismConfigError(f"{cls.__name__}: unknown keys: {', '.join(sorted(keys))}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GenerateValidateReviseLoopOptions(Serializable):
+    """Options selecting a generate → validate → revise artifact loop (CON-27, GVR-1).
+
+    All values are validated at construction (GVR-1). The callbacks are host objects and are left
+    out of ``to_dict()`` (CON-3); these options therefore have no round trip.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` when ``validator`` is not callable,
+            ``parser``/``repairer`` are neither callable nor ``None``, ``max_revisions`` is not an
+            ``int`` ≥ 0 (``bool`` rejected), or a mode/timing literal is unknown.
+        StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when ``structured_output`` fails
+            SO-1.
+    """
+
+    validator: ArtifactValidator[Any] = field(metadata={"serialize": False})
+    """Accepts or rejects a parsed candidate (sync or async)."""
+
+    parser: ArtifactParser[Any] | None = field(default=None, metadata={"serialize": False})
+    """Turns assistant text into a value; ``None`` uses the text itself (GVR-5)."""
+
+    repairer: ArtifactRepairer[Any] | None = field(default=None, metadata={"serialize": False})
+    """Builds the revision input; ``None`` joins the error messages with ``"\\n"`` (GVR-5)."""
+
+    max_revisions: int = 3
+    """Failed call-free candidates that may be revised; the run makes at most
+    ``1 + max_revisions`` candidates (GVR-7). ``0`` disables revisions."""
+
+    tool_calls: ToolCallsMode = "disabled"
+    """``"disabled"`` answers host tool calls with ``tool_call_not_dispatched`` rows;
+    ``"bounded"`` dispatches them sequentially within ``limits.max_tool_rounds``."""
+
+    structured_output: StructuredOutputOptions | None = None
+    """Native JSON schema for the provider (SO-3); a mapping with the same keys is accepted."""
+
+    structured_output_mode: StructuredOutputMode | None = None
+    """``"artifact-loop"`` keeps the schema away from the provider (SO-3); ``None`` = native."""
+
+    structured_output_timing: StructuredOutputTiming = "every-turn"
+    """``"final-turn-only"`` omits the schema while bounded tools may run (SO-7)."""
+
+    def __post_init__(self) -> None:
+        _validate_gvr_options(
+            validator=self.validator,
+            parser=self.parser,
+            repairer=self.repairer,
+            max_revisions=self.max_revisions,
+            tool_calls=self.tool_calls,
+            structured_output_mode=self.structured_output_mode,
+            structured_output_timing=self.structured_output_timing,
+        )
+        so: Any = self.structured_output
+        if so is not None:
+            object.__setattr__(self, "structured_output", coerce_structured_output(so))
+
+    @property
+    def strategy(self) -> Literal["generate-validate-revise"]:
+        """The strategy literal, ``"generate-validate-revise"``."""
+        return "generate-validate-revise"
+
+    @classmethod
+    def from_mapping(cls, value: Mapping[str, Any]) -> GenerateValidateReviseLoopOptions:
+        """Build from a snake_case mapping; an optional ``"strategy"`` key must match.
+
+        Example: ``GenerateValidateReviseLoopOptions.from_mapping({"validator": v,
+        "max_revisions": 1})``.
+
+        Raises:
+            PrismConfigError: ``ERR_PRISM_CONFIG`` for an unknown key, another strategy, a
+                missing ``validator`` or any GVR-1 violation.
+        """
+        if "validator" not in value:
+            raise PrismConfigError("generate-validate-revise loop requires a 'validator'")
+        result: GenerateValidateReviseLoopOptions = _options_from_mapping(
+            cls, "generate-validate-revise", value
+        )
+        return result
+
+    @classmethod
+    def _unknown_keys_error(cls, keys: Sequence[str]) -> Exception:
+        return PrismConfigError(f"{cls.__name__}: unknown keys: {', '.join(sorted(keys))}")
+
+
+def _validate_gvr_options(
+    *,
+    validator: object,
+    parser: object,
+    repairer: object,
+    max_revisions: object,
+    tool_calls: object,
+    structured_output_mode: object,
+    structured_output_timing: object,
+) -> None:
+    """Apply the GVR-1 checks shared by the options class and the loop factory."""
+    if not callable(validator):
+        raise PrismConfigError("generate-validate-revise 'validator' must be callable")
+    if parser is not None and not callable(parser):
+        raise PrismConfigError("generate-validate-revise 'parser' must be callable or None")
+    if repairer is not None and not callable(repairer):
+        raise PrismConfigError("generate-validate-revise 'repairer' must be callable or None")
+    if isinstance(max_revisions, bool) or not isinstance(max_revisions, int) or max_revisions < 0:
+        raise PrismConfigError(
+            f"generate-validate-revise 'max_revisions' must be an int >= 0, got {max_revisions!r}"
+        )
+    if tool_calls not in _TOOL_CALLS:
+        raise PrismConfigError(
+            f"generate-validate-revise 'tool_calls' must be 'disabled' or 'bounded', "
+            f"got {tool_calls!r}"
+        )
+    if structured_output_mode not in _SO_MODES:
+        raise PrismConfigError(
+            "generate-validate-revise 'structured_output_mode' must be None, 'native' or "
+            f"'artifact-loop', got {structured_output_mode!r}"
+        )
+    if structured_output_timing not in _SO_TIMINGS:
+        raise PrismConfigError(
+            "generate-validate-revise 'structured_output_timing' must be 'every-turn' or "
+            f"'final-turn-only', got {structured_output_timing!r}"
+        )
+
+
+def coerce_structured_output(
+    value: StructuredOutputOptions | Mapping[str, Any],
+) -> StructuredOutputOptions:
+    """Convert a mapping to :class:`StructuredOutputOptions` and check it against SO-1.
+
+    Raises:
+        PrismConfigError: the value is neither, or the mapping has unknown keys.
+        StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` on an invalid name/schema/size.
+    """
+    from prism.structured_output import validate_structured_output
+
+    if isinstance(value, Mapping):
+        names = {f.name for f in dataclasses.fields(StructuredOutputOptions)}
+        unknown = sorted(str(k) for k in value if k not in names)
+        if unknown:
+            raise PrismConfigError(f"unknown structured_output key(s): {', '.join(unknown)}")
+        value = StructuredOutputOptions(**value)
+    if not isinstance(value, StructuredOutputOptions):
+        raise PrismConfigError(
+            "structured_output must be StructuredOutputOptions or a mapping, "
+            f"got {type(value).__name__}"
+        )
+    validate_structured_output(value)
+    return value
+
+
+AgentLoopOptions: TypeAlias = SingleShotLoopOptions | GenerateValidateReviseLoopOptions
+"""The seed's ``AgentLoopOptions`` union (CON-27)."""
+
+
+def coerce_loop_options(value: AgentLoopOptions | Mapping[str, Any]) -> AgentLoopOptions:
+    """Convert a loop-options mapping by its ``"strategy"`` key (CON-27, LOOP-1).
+
+    Args:
+        value: Loop options (returned unchanged) or a mapping with a ``"strategy"`` key of
+            ``"single-shot"`` or ``"generate-validate-revise"`` and the remaining keys in
+            snake_case.
+
+    Returns:
+        The options dataclass.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` for a missing or unknown strategy (message
+            ``unknown agent loop strategy: <value>``), an unknown key or a GVR-1 violation.
+    """
+    if isinstance(value, (SingleShotLoopOptions, GenerateValidateReviseLoopOptions)):
+        return value
+    if not isinstance(value, Mapping):
+        raise PrismConfigError(f"loop options must be a mapping, got {type(value).__name__}")
+    if "strategy" not in value:
+        raise PrismConfigError("loop options mapping requires a 'strategy' key")
+    strategy = value["strategy"]
+    if strategy == "single-shot":
+        return SingleShotLoopOptions.from_mapping(value)
+    if strategy == "generate-validate-revise":
+        return GenerateValidateReviseLoopOptions.from_mapping(value)
+    raise PrismConfigError(f"unknown agent loop strategy: {strategy}")
+
+
+# --------------------------------------------------------------------------------------------
+# LoopContext (CON-28, CON-29)
+# --------------------------------------------------------------------------------------------
+
+
+class LoopContext(Protocol):
+    """What the runtime gives a loop, built once per run leg (CON-28).
+
+    A loop reaches the model, tools, store and event stream only through these members (ARCH-2).
+    Built-in loops treat ``charge_tool_round``, ``is_tool_call_exclusive``,
+    ``has_pending_steers`` and ``apply_pending_steers`` as optional (CON-29): a duck-typed context
+    without them behaves as no charge, not exclusive, no steers.
+    """
+
+    @property
+    def session_id(self) -> str:
+        """The session id."""
+        ...
+
+    @property
+    def run_id(self) -> str:
+        """The run id (same on every leg of a durable run)."""
+        ...
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """Merged agent, session and run metadata, read-only (RUN-6)."""
+        ...
+
+    @property
+    def signal(self) -> AbortSignal:
+        """The run's abort signal (session abort, external signal, limit breach, cancellation)."""
+        ...
+
+    @property
+    def history(self) -> list[Message]:
+        """The live, mutable transcript of this leg (RUN-12); loops append to it in place."""
+        ...
+
+    @property
+    def input(self) -> AgentInput:
+        """First-turn input as passed to ``run()`` (unredacted); ``[]`` on resumed legs without
+        stored input."""
+        ...
+
+    @property
+    def input_messages(self) -> tuple[Message, ...]:
+        """``to_messages(input)`` after redaction — already appended to the store; the loop pushes
+        them to ``history`` once, after the first ``generate`` (SSL-2 step 7, GVR-4 step 7)."""
+        ...
+
+    @property
+    def max_tool_rounds(self) -> float:
+        """Tool rounds left for the whole run (an ``int``), or ``prism.UNLIMITED`` (``math.inf``)."""
+        ...
+
+    @property
+    def tool_concurrency(self) -> int:
+        """Per-round parallel dispatch limit (≥ 1; default 1)."""
+        ...
+
+    @property
+    def restored_loop_state(self) -> JsonValue | None:
+        """The stored loop snapshot on a resumed leg with ``loop_state``; otherwise ``None``."""
+        ...
+
+    finish_reason: str | None
+    """Writable. Set to ``"turn_limit"`` when a ceiling ended the run cleanly (``"token_limit"``
+    and ``"refusal"`` are reserved for custom loops); copied to the result."""
+
+    artifact: Any
+    """Writable. The accepted artifact value; copied to ``RunResult.artifact`` on success."""
+
+    async def assemble(
+        self,
+        next_input: AgentInput,
+        tool_results: Sequence[ToolResult] | None = None,
+        turn: int | None = None,
+        /,
+    ) -> ProviderRequest:
+        """Run the turn boundary (once per turn), then build the next ``ProviderRequest``.
+
+        Args:
+            next_input: Input appended after the live history (``[]`` for continuation turns).
+            tool_results: Optional loop-local tool results to include.
+            turn: 1-based turn index for context providers (RUN-13); ``None`` = the boundary's.
+
+        Returns:
+            The request (messages = system/context + history + ``next_input``).
+        """
+        ...
+
+    async def generate(self, request: ProviderRequest, /) -> ProviderTurnResult:
+        """Run policies, middleware, redaction, retry, the provider stream and output guardrails.
+
+        Returns:
+            The turn result; ``started=False`` means no assistant message must be appended.
+        """
+        ...
+
+    async def dispatch_tool_call(self, call: ToolCallContent, /) -> ToolResult:
+        """Fully guarded dispatch of one host call (TOOL-3, TOOL-9); raises only run-level
+        failures."""
+        ...
+
+    async def charge_tool_round(self, calls: Sequence[ToolCallContent], /) -> None:
+        """Charge one tool round (when ``calls`` is non-empty) and apply the approval gate.
+
+        Optional (CON-29). Must be awaited before dispatching a round.
+        """
+        ...
+
+    def is_tool_call_exclusive(self, call: ToolCallContent, /) -> bool:
+        """True when the registered tool named by ``call`` has ``exclusive=True``. Optional."""
+        ...
+
+    async def append_message(self, message: Message, /) -> None:
+        """Append ``message`` to the store under this run, redacted; does not touch ``history``."""
+        ...
+
+    def emit(self, event: AgentEvent, /) -> None:
+        """Emit a redacted event to subscribers, ``on_event`` and the ledger (EVT-21)."""
+        ...
+
+    def has_pending_steers(self) -> bool:
+        """True when steered messages are queued. Optional (CON-29)."""
+        ...
+
+    async def apply_pending_steers(self) -> bool:
+        """Drain the steer queue into history and store; True when anything was drained
+        (STEER-4, STEER-8). Optional (CON-29)."""
+        ...
