@@ -1,0 +1,622 @@
+"""Every exception prism defines, and their codes (09-error-codes.md).
+
+Hierarchy::
+
+    PrismError (Exception)                      .code: str
+    ├── PrismConfigError (ValueError)           ERR_PRISM_CONFIG
+    ├── AbortError                              ERR_PRISM_ABORTED
+    ├── AgentSessionBusyError                   ERR_PRISM_SESSION_BUSY
+    ├── SteerError                              ERR_PRISM_STEER_{NO_RUN,EMPTY,LIMIT}
+    ├── ProviderResolutionError                 ERR_PRISM_PROVIDER_UNKNOWN
+    ├── ProviderTurnError                       ERR_PRISM_PROVIDER (.info)
+    ├── ProviderTransportError                  lowercase transport codes (data)
+    ├── RunLimitExceeded                        ERR_PRISM_RUN_LIMIT (.breach)
+    ├── AgentRunError                           ERR_PRISM_RUN_{FAILED,ABORTED} / artifact reason
+    │   └── AgentRunLimitError                  ERR_PRISM_RUN_LIMIT (.breach)
+    ├── ArtifactFailedError                     the artifact failure reason (data)
+    ├── GuardrailError                          ERR_PRISM_GUARDRAIL_{BLOCKED,INTERRUPT_UNAVAILABLE}
+    ├── TurnPolicyError                         ERR_PRISM_TURN_POLICY
+    ├── AgentRunStateError                      ERR_PRISM_AGENT_RUN_STATE
+    ├── AgentLoopStateError                     ERR_PRISM_LOOP_{NOT_DURABLE,SNAPSHOT,REVISION}
+    ├── AgentRunSuspended                       ERR_PRISM_AGENT_RUN_SUSPENDED (control signal)
+    ├── AgentDecisionError                      ERR_PRISM_DECISION_{INVALID,DUPLICATE,UNKNOWN,LIMIT}
+    ├── CheckpointConflictError                 ERR_PRISM_CHECKPOINT_CONFLICT
+    ├── SessionAppendConflictError              ERR_PRISM_SESSION_APPEND_CONFLICT
+    ├── StructuredOutputError                   ERR_PRISM_STRUCTURED_OUTPUT (.reason)
+    ├── RunLedgerError                          ERR_PRISM_LEDGER
+    ├── StoreSchemaError                        ERR_PRISM_STORE_SCHEMA
+    └── RedactedError                           ERR_PRISM_REDACTED (.original_type)
+
+Constructor conventions (ERR-5): classes with several codes take the code first
+(``SteerError("ERR_PRISM_STEER_NO_RUN")``); classes with one code take the message first; classes
+built from data take the data first (``RunLimitExceeded(breach)``, ``GuardrailError(record)``,
+``ProviderTurnError(info)``, ``AgentRunError(message, *, result)``). ``str(err)`` is always the
+message, and every instance keeps its fields as attributes.
+
+This module holds errors only; redaction helpers live in :mod:`prism.redaction`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from prism.types import ErrorInfo, GuardrailRecord, RunLimitBreach, RunResult
+
+__all__ = [
+    "ERR_PRISM_ABORTED",
+    "ERR_PRISM_AGENT_RUN_STATE",
+    "ERR_PRISM_AGENT_RUN_SUSPENDED",
+    "ERR_PRISM_CHECKPOINT_CONFLICT",
+    "ERR_PRISM_CONFIG",
+    "ERR_PRISM_DECISION_DUPLICATE",
+    "ERR_PRISM_DECISION_INVALID",
+    "ERR_PRISM_DECISION_LIMIT",
+    "ERR_PRISM_DECISION_UNKNOWN",
+    "ERR_PRISM_DELEGATION_SUSPENDED",
+    "ERR_PRISM_GUARDRAIL_BLOCKED",
+    "ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE",
+    "ERR_PRISM_LEDGER",
+    "ERR_PRISM_LOOP_NOT_DURABLE",
+    "ERR_PRISM_LOOP_REVISION",
+    "ERR_PRISM_LOOP_SNAPSHOT",
+    "ERR_PRISM_PROVIDER",
+    "ERR_PRISM_PROVIDER_UNKNOWN",
+    "ERR_PRISM_REDACTED",
+    "ERR_PRISM_RUN_ABORTED",
+    "ERR_PRISM_RUN_FAILED",
+    "ERR_PRISM_RUN_LIMIT",
+    "ERR_PRISM_SESSION_APPEND_CONFLICT",
+    "ERR_PRISM_SESSION_BUSY",
+    "ERR_PRISM_STEER_EMPTY",
+    "ERR_PRISM_STEER_LIMIT",
+    "ERR_PRISM_STEER_NO_RUN",
+    "ERR_PRISM_STORE_SCHEMA",
+    "ERR_PRISM_STRUCTURED_OUTPUT",
+    "ERR_PRISM_TURN_POLICY",
+    "AbortError",
+    "AgentDecisionError",
+    "AgentLoopStateError",
+    "AgentRunError",
+    "AgentRunLimitError",
+    "AgentRunStateError",
+    "AgentRunSuspended",
+    "AgentSessionBusyError",
+    "ArtifactFailedError",
+    "CheckpointConflictError",
+    "GuardrailError",
+    "PrismConfigError",
+    "PrismError",
+    "ProviderResolutionError",
+    "ProviderTransportError",
+    "ProviderTurnError",
+    "RedactedError",
+    "RunLedgerError",
+    "RunLimitExceeded",
+    "SessionAppendConflictError",
+    "SteerError",
+    "StoreSchemaError",
+    "StructuredOutputError",
+    "TurnPolicyError",
+]
+
+# --------------------------------------------------------------------------- codes (ERR-1)
+
+ERR_PRISM_CONFIG = "ERR_PRISM_CONFIG"
+ERR_PRISM_ABORTED = "ERR_PRISM_ABORTED"
+ERR_PRISM_SESSION_BUSY = "ERR_PRISM_SESSION_BUSY"
+ERR_PRISM_STEER_NO_RUN = "ERR_PRISM_STEER_NO_RUN"
+ERR_PRISM_STEER_EMPTY = "ERR_PRISM_STEER_EMPTY"
+ERR_PRISM_STEER_LIMIT = "ERR_PRISM_STEER_LIMIT"
+ERR_PRISM_PROVIDER_UNKNOWN = "ERR_PRISM_PROVIDER_UNKNOWN"
+ERR_PRISM_PROVIDER = "ERR_PRISM_PROVIDER"
+ERR_PRISM_RUN_LIMIT = "ERR_PRISM_RUN_LIMIT"
+ERR_PRISM_RUN_FAILED = "ERR_PRISM_RUN_FAILED"
+ERR_PRISM_RUN_ABORTED = "ERR_PRISM_RUN_ABORTED"
+ERR_PRISM_GUARDRAIL_BLOCKED = "ERR_PRISM_GUARDRAIL_BLOCKED"
+ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE = "ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE"
+ERR_PRISM_TURN_POLICY = "ERR_PRISM_TURN_POLICY"
+ERR_PRISM_AGENT_RUN_STATE = "ERR_PRISM_AGENT_RUN_STATE"
+ERR_PRISM_LOOP_NOT_DURABLE = "ERR_PRISM_LOOP_NOT_DURABLE"
+ERR_PRISM_LOOP_SNAPSHOT = "ERR_PRISM_LOOP_SNAPSHOT"
+ERR_PRISM_LOOP_REVISION = "ERR_PRISM_LOOP_REVISION"
+ERR_PRISM_AGENT_RUN_SUSPENDED = "ERR_PRISM_AGENT_RUN_SUSPENDED"
+ERR_PRISM_DECISION_INVALID = "ERR_PRISM_DECISION_INVALID"
+ERR_PRISM_DECISION_DUPLICATE = "ERR_PRISM_DECISION_DUPLICATE"
+ERR_PRISM_DECISION_UNKNOWN = "ERR_PRISM_DECISION_UNKNOWN"
+ERR_PRISM_DECISION_LIMIT = "ERR_PRISM_DECISION_LIMIT"
+ERR_PRISM_CHECKPOINT_CONFLICT = "ERR_PRISM_CHECKPOINT_CONFLICT"
+ERR_PRISM_SESSION_APPEND_CONFLICT = "ERR_PRISM_SESSION_APPEND_CONFLICT"
+ERR_PRISM_STRUCTURED_OUTPUT = "ERR_PRISM_STRUCTURED_OUTPUT"
+ERR_PRISM_LEDGER = "ERR_PRISM_LEDGER"
+ERR_PRISM_STORE_SCHEMA = "ERR_PRISM_STORE_SCHEMA"
+ERR_PRISM_REDACTED = "ERR_PRISM_REDACTED"
+ERR_PRISM_DELEGATION_SUSPENDED = "ERR_PRISM_DELEGATION_SUSPENDED"
+"""Reserved: nested runs are out of scope; an exception carrying it counts as a suspension
+signal in tool dispatch (POOL-6)."""
+
+
+def _rebuild(cls: type[PrismError], args: tuple[Any, ...], state: dict[str, Any]) -> PrismError:
+    """Unpickle helper: restore an error without calling its (data-first) ``__init__``."""
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
+
+# --------------------------------------------------------------------------- root
+
+
+class PrismError(Exception):
+    """Root of every exception prism defines (ERR-1).
+
+    Attributes:
+        code: Stable identifier of the failure; ``ERR_PRISM_*`` except for the data codes of
+            ``ProviderTransportError``, ``ArtifactFailedError`` and an artifact ``AgentRunError``.
+        message: The human-readable message; ``str(err)`` returns it (ERR-5).
+    """
+
+    code: str = "ERR_PRISM"
+    default_message: str = "Prism error"
+
+    def __init__(self, message: str | None = None) -> None:
+        text = self.default_message if message is None else str(message)
+        super().__init__(text)
+        self.message = text
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+class _MultiCodeError(PrismError):
+    """Base for classes with several codes: ``Cls(code, message=None, **fields)`` (ERR-5)."""
+
+    codes: Mapping[str, str] = {}
+    """Allowed codes mapped to their default message."""
+
+    def __init__(self, code: str, message: str | None = None, **fields: Any) -> None:
+        if not isinstance(code, str) or not code:
+            raise TypeError(f"{type(self).__name__} code must be a non-empty str, got {code!r}")
+        if self.codes and code not in self.codes:
+            allowed = ", ".join(sorted(self.codes))
+            raise ValueError(f"{type(self).__name__}: unknown code {code!r} (expected {allowed})")
+        if message is None:
+            message = self.codes.get(code) or code
+        super().__init__(message)
+        self.code = code
+        for key, value in fields.items():
+            if key in ("code", "message", "args"):
+                raise TypeError(f"{type(self).__name__}: field {key!r} is reserved")
+            setattr(self, key, value)
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+class PrismConfigError(PrismError, ValueError):
+    """Invalid agent/run/loop/limit/retry/turn-policy/option values (ARCH-9, RUN-7, LIM-2, ...).
+
+    Also a ``ValueError``, so generic handlers keep working. Code ``ERR_PRISM_CONFIG``.
+    """
+
+    code = ERR_PRISM_CONFIG
+    default_message = "Invalid configuration"
+
+
+# --------------------------------------------------------------------------- abort / session
+
+
+class AbortError(PrismError):
+    """The default abort reason (CON-33); raised by ``throw_if_aborted`` for non-exception reasons.
+
+    Code ``ERR_PRISM_ABORTED``; default message ``Agent run aborted``.
+    """
+
+    code = ERR_PRISM_ABORTED
+    default_message = "Agent run aborted"
+
+
+class AgentSessionBusyError(PrismError):
+    """``run()``/``compact()``/``checkout()`` while a run is active (RUN-8).
+
+    Code ``ERR_PRISM_SESSION_BUSY``.
+    """
+
+    code = ERR_PRISM_SESSION_BUSY
+    default_message = "Agent session already has an active run"
+
+
+class SteerError(_MultiCodeError):
+    """``steer()`` rejected (STEER-1, STEER-2); the active run is unaffected.
+
+    Construct with the code first: ``SteerError("ERR_PRISM_STEER_NO_RUN")``.
+    """
+
+    code = ERR_PRISM_STEER_NO_RUN
+    codes = {
+        ERR_PRISM_STEER_NO_RUN: "No active run to steer",
+        ERR_PRISM_STEER_EMPTY: "Steer input is empty",
+        ERR_PRISM_STEER_LIMIT: "Steer queue is full (8 messages / 65536 bytes)",
+    }
+
+
+# --------------------------------------------------------------------------- providers
+
+
+class ProviderResolutionError(PrismError):
+    """No provider could be resolved for the model (RUN-11 step 1). Code ``ERR_PRISM_PROVIDER_UNKNOWN``."""
+
+    code = ERR_PRISM_PROVIDER_UNKNOWN
+    default_message = "No provider for the model"
+
+
+class ProviderTurnError(PrismError):
+    """A provider attempt failed and was not retried (RETRY-1..3).
+
+    Code ``ERR_PRISM_PROVIDER``. ``str(err)`` is ``info.message``.
+
+    Attributes:
+        info: The (redacted) provider ``ErrorInfo``; it becomes ``RunResult.error`` unchanged.
+    """
+
+    code = ERR_PRISM_PROVIDER
+    default_message = "Provider turn failed"
+
+    def __init__(self, info: ErrorInfo, message: str | None = None) -> None:
+        super().__init__(message if message is not None else info.message)
+        self.info = info
+
+
+class ProviderTransportError(_MultiCodeError):
+    """Bounded SSE reading, delta reconstruction or argument parsing failed (PROV-5/6/10).
+
+    The code is data (lowercase), e.g. ``sse_event_overflow``, ``sse_buffer_overflow``,
+    ``incomplete_delta``, ``invalid_json_arguments``; other non-empty codes are accepted.
+    Construct with the code first: ``ProviderTransportError("incomplete_delta")``.
+    """
+
+    code = "incomplete_delta"
+    codes: Mapping[str, str] = {}
+    _defaults = {
+        "sse_event_overflow": "SSE event exceeds the maximum event size",
+        "sse_buffer_overflow": "SSE buffer exceeds the maximum buffered size",
+        "incomplete_delta": "Stream ended with an incomplete tool call delta",
+        "invalid_json_arguments": "Tool call arguments are not a valid JSON object",
+    }
+
+    def __init__(self, code: str, message: str | None = None, **fields: Any) -> None:
+        if message is None and isinstance(code, str):
+            message = self._defaults.get(code)
+        super().__init__(code, message, **fields)
+
+
+# --------------------------------------------------------------------------- limits / runs
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+class RunLimitExceeded(PrismError):
+    """A run limit counter passed its maximum (LIM-7). Code ``ERR_PRISM_RUN_LIMIT``.
+
+    Attributes:
+        breach: The ``RunLimitBreach`` (limit field name, maximum, observed, currency).
+    """
+
+    code = ERR_PRISM_RUN_LIMIT
+    default_message = "Run limit exceeded"
+
+    def __init__(self, breach: RunLimitBreach, message: str | None = None) -> None:
+        if message is None:
+            message = (
+                f"Run limit exceeded: {breach.limit} "
+                f"(maximum {_num(breach.maximum)}, observed {_num(breach.observed)}"
+                + (f" {breach.currency})" if breach.currency else ")")
+            )
+        super().__init__(message)
+        self.breach = breach
+
+
+class AgentRunError(PrismError):
+    """Terminal failure of ``run()`` or of a resumed leg (ERR-3).
+
+    ``code`` is ``ERR_PRISM_RUN_ABORTED`` when ``result.status == "aborted"``, the artifact failure
+    reason (``result.error.code``) when the run failed because a generate-validate-revise leg
+    ended without an accepted artifact (RUN-17, detected from ``result.error.name ==
+    "ArtifactFailedError"`` or given as ``code=``), else ``ERR_PRISM_RUN_FAILED``. ``str(err)`` is
+    ``message`` when given, else ``result.error.message`` when present, else ``Agent run failed`` /
+    ``Agent run aborted``.
+
+    Args:
+        message: Explicit message (normally ``None``: derived from ``result``).
+        result: The ``RunResult`` of the failed leg (``status``, ``error``, ``usage``, ...).
+        code: Override of the derived code (the runtime passes the artifact reason here).
+
+    Attributes:
+        result: The ``RunResult`` of the failed leg.
+    """
+
+    code = ERR_PRISM_RUN_FAILED
+    default_message = "Agent run failed"
+
+    def __init__(
+        self, message: str | None = None, *, result: RunResult, code: str | None = None
+    ) -> None:
+        status = getattr(result, "status", None)
+        error = getattr(result, "error", None)
+        if message is None:
+            if error is not None and getattr(error, "message", None):
+                message = str(error.message)
+            else:
+                message = "Agent run aborted" if status == "aborted" else "Agent run failed"
+        super().__init__(message)
+        self.result = result
+        self.code = code if code is not None else self._derive_code(status, error)
+
+    def _derive_code(self, status: Any, error: Any) -> str:
+        if status == "aborted":
+            return ERR_PRISM_RUN_ABORTED
+        if error is not None and getattr(error, "name", None) == "ArtifactFailedError":
+            reason = getattr(error, "code", None)
+            if isinstance(reason, (str, int)) and not isinstance(reason, bool):
+                return str(reason)
+        return ERR_PRISM_RUN_FAILED
+
+    @property
+    def run_id(self) -> str:
+        """The failed run's id (``result.run_id``)."""
+        return str(getattr(self.result, "run_id", ""))
+
+
+class AgentRunLimitError(AgentRunError):
+    """A run failed because of a limit breach (LIM-7). Code ``ERR_PRISM_RUN_LIMIT``.
+
+    Attributes:
+        breach: The ``RunLimitBreach`` (defaults to ``result.limit``).
+        result: The failed ``RunResult``.
+    """
+
+    code = ERR_PRISM_RUN_LIMIT
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        result: RunResult,
+        breach: RunLimitBreach | None = None,
+    ) -> None:
+        super().__init__(message, result=result, code=ERR_PRISM_RUN_LIMIT)
+        self.breach = breach if breach is not None else getattr(result, "limit", None)
+
+
+class ArtifactFailedError(PrismError):
+    """A generate-validate-revise leg ended without ``artifact_finished`` (RUN-17).
+
+    ``code`` is data: the failure reason (``parse_error``, ``tool_round_limit``, a host reason,
+    or ``artifact_failed``); an ``int`` reason is kept as its ``str``.
+
+    Args:
+        message: First error message of the last ``artifact_failed`` result.
+        code: The reason (``ArtifactValidation.metadata["reason"]``); default ``artifact_failed``.
+        validation: The last failing ``ArtifactValidation``, if any.
+    """
+
+    code = "artifact_failed"
+    default_message = "artifact loop ended without a validated artifact"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        code: str | int | None = None,
+        validation: Any = None,
+    ) -> None:
+        super().__init__(message)
+        if code is not None and not isinstance(code, bool):
+            self.code = str(code)
+        self.validation = validation
+
+
+class GuardrailError(PrismError):
+    """A terminal guardrail decision ended the run (GRD-5, GRD-7).
+
+    ``code`` is ``ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE`` when ``record.action ==
+    "interrupt"`` (the message names the stage), else ``ERR_PRISM_GUARDRAIL_BLOCKED``. Never retried.
+
+    Attributes:
+        record: The terminal ``GuardrailRecord``.
+    """
+
+    code = ERR_PRISM_GUARDRAIL_BLOCKED
+    default_message = "Guardrail blocked the run"
+
+    def __init__(self, record: GuardrailRecord, message: str | None = None) -> None:
+        interrupt = record.action == "interrupt"
+        if message is None:
+            if interrupt:
+                message = f"Guardrail interrupt is unavailable at stage {record.stage!r}"
+            else:
+                message = f"Guardrail {record.guardrail!r} {record.action} at stage {record.stage!r}"
+                if record.reason:
+                    message += f": {record.reason}"
+        super().__init__(message)
+        self.record = record
+        self.code = ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE if interrupt else (
+            ERR_PRISM_GUARDRAIL_BLOCKED
+        )
+
+
+class TurnPolicyError(PrismError):
+    """The turn-policy stop callback failed or decided something unusable (TP-6, TP-11).
+
+    Code ``ERR_PRISM_TURN_POLICY``.
+    """
+
+    code = ERR_PRISM_TURN_POLICY
+    default_message = "Turn policy failed"
+
+
+# --------------------------------------------------------------------------- durable runs
+
+
+class AgentRunStateError(PrismError):
+    """Durable preflight, envelope or resume failure (DUR-2, DUR-6, DUR-16..20).
+
+    Code ``ERR_PRISM_AGENT_RUN_STATE``.
+    """
+
+    code = ERR_PRISM_AGENT_RUN_STATE
+    default_message = "Invalid agent run state"
+
+
+class AgentLoopStateError(_MultiCodeError):
+    """Loop durability failure (DUR-2, DUR-10, DUR-13, GVR-9).
+
+    Construct with the code first: ``AgentLoopStateError("ERR_PRISM_LOOP_NOT_DURABLE")``.
+    """
+
+    code = ERR_PRISM_LOOP_NOT_DURABLE
+    codes = {
+        ERR_PRISM_LOOP_NOT_DURABLE: "Loop strategy does not support durable runs "
+        "(snapshot and restore are required)",
+        ERR_PRISM_LOOP_SNAPSHOT: "Loop snapshot is not valid JSON-compatible state",
+        ERR_PRISM_LOOP_REVISION: "Stored loop state does not match the resolved loop revision",
+    }
+
+
+class AgentRunSuspended(PrismError):
+    """Internal control signal: a suspension was persisted (DUR-8, APR-4, APR-5).
+
+    Code ``ERR_PRISM_AGENT_RUN_SUSPENDED``. The run returns ``RunResult(status="suspended")``.
+
+    Attributes:
+        state: The persisted ``AgentRunState``.
+        interruption: The ``AgentRunInterruption`` that caused the suspension.
+    """
+
+    code = ERR_PRISM_AGENT_RUN_SUSPENDED
+    default_message = "Agent run suspended"
+
+    def __init__(self, state: Any = None, interruption: Any = None, message: str | None = None):
+        super().__init__(message)
+        self.state = state
+        self.interruption = interruption
+
+
+class AgentDecisionError(_MultiCodeError):
+    """Malformed, duplicate, unknown or over-limit resume decisions (APR-7, APR-8, DUR-16, DUR-18).
+
+    Construct with the code first: ``AgentDecisionError("ERR_PRISM_DECISION_UNKNOWN")``.
+    """
+
+    code = ERR_PRISM_DECISION_INVALID
+    codes = {
+        ERR_PRISM_DECISION_INVALID: "Invalid run decision",
+        ERR_PRISM_DECISION_DUPLICATE: "Duplicate approval_id in decision batch",
+        ERR_PRISM_DECISION_UNKNOWN: "Unknown approval_id",
+        ERR_PRISM_DECISION_LIMIT: "Decision limit exceeded",
+    }
+
+
+class CheckpointConflictError(PrismError):
+    """CAS version or fencing-token mismatch on ``save_checkpoint`` (DUR-3, DUR-19).
+
+    Code ``ERR_PRISM_CHECKPOINT_CONFLICT``.
+    """
+
+    code = ERR_PRISM_CHECKPOINT_CONFLICT
+    default_message = "Checkpoint version conflict"
+
+
+# --------------------------------------------------------------------------- stores / misc
+
+
+class SessionAppendConflictError(PrismError):
+    """Store append parent conflict or duplicate idempotent append (STORE-3).
+
+    Code ``ERR_PRISM_SESSION_APPEND_CONFLICT``.
+    """
+
+    code = ERR_PRISM_SESSION_APPEND_CONFLICT
+    default_message = "Session append conflict"
+
+
+class StructuredOutputError(PrismError):
+    """Invalid structured-output options or unsupported model (SO-1, SO-2).
+
+    Code ``ERR_PRISM_STRUCTURED_OUTPUT``.
+
+    Attributes:
+        reason: ``"invalid_name"``, ``"invalid_schema"``, ``"schema_too_large"`` or
+            ``"unsupported_model"`` (``None`` when not given).
+    """
+
+    code = ERR_PRISM_STRUCTURED_OUTPUT
+    default_message = "Invalid structured output"
+    _defaults = {
+        "invalid_name": "Structured output name must be 1-128 characters",
+        "invalid_schema": "Structured output schema must be a JSON-compatible object",
+        "schema_too_large": "Structured output schema exceeds 65536 bytes",
+        "unsupported_model": "Model does not support native structured output; "
+        "use structured_output_mode='artifact-loop'",
+    }
+
+    def __init__(self, message: str | None = None, *, reason: str | None = None) -> None:
+        if message is None and reason is not None:
+            message = self._defaults.get(reason)
+        super().__init__(message)
+        self.reason = reason
+
+
+class RunLedgerError(PrismError):
+    """A ledger write failed and was detected during cleanup (RUN-22, REC-4). Code ``ERR_PRISM_LEDGER``."""
+
+    code = ERR_PRISM_LEDGER
+    default_message = "Run ledger write failed"
+
+
+class StoreSchemaError(PrismError):
+    """A database migration record is unknown, newer than the package or altered (DB-4).
+
+    Code ``ERR_PRISM_STORE_SCHEMA``.
+    """
+
+    code = ERR_PRISM_STORE_SCHEMA
+    default_message = "Unsupported store schema"
+
+
+class RedactedError(PrismError):
+    """Stand-in ``__cause__`` for a host exception whose message held a secret (EVT-26).
+
+    Never raised on its own. Carries the original class name, the redacted message and the
+    original traceback (``__traceback__``); the original exception object is not chained.
+    Code ``ERR_PRISM_REDACTED``.
+
+    Attributes:
+        original_type: ``type(original).__name__``.
+    """
+
+    code = ERR_PRISM_REDACTED
+    default_message = "[REDACTED]"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        original_type: str,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.original_type = original_type
+        if traceback is not None:
+            self.__traceback__ = traceback
