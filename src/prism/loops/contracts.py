@@ -222,8 +222,8 @@ class ArtifactContext(Serializable):
     """Merged agent, session and run metadata (read-only mapping, RUN-6)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ArtifactParseResult(Serializable, Generic[T]):
+@dataclass(frozen=True)  # no slots: ``ArtifactParseResult[X](...)`` must be able to try
+class ArtifactParseResult(Serializable, Generic[T]):  # setting ``__orig_class__`` (3.11)
     """Result of an :data:`ArtifactParser` (CON-24).
 
     A result with ``ok=False`` or ``value is None`` is a parse failure: it consumes revision budget
@@ -550,24 +550,15 @@ def coerce_structured_output(
     """Convert a mapping to :class:`StructuredOutputOptions` and check it against SO-1.
 
     Raises:
-        PrismConfigError: the value is neither, or the mapping has unknown keys.
+        PrismConfigError: ``ERR_PRISM_CONFIG`` when the value is neither, or the mapping has
+            unknown keys or wrongly typed values.
         StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` on an invalid name/schema/size.
     """
     from prism.structured_output import validate_structured_output
 
-    if isinstance(value, Mapping):
-        names = {f.name for f in dataclasses.fields(StructuredOutputOptions)}
-        unknown = sorted(str(k) for k in value if k not in names)
-        if unknown:
-            raise PrismConfigError(f"unknown structured_output key(s): {', '.join(unknown)}")
-        value = StructuredOutputOptions(**value)
-    if not isinstance(value, StructuredOutputOptions):
-        raise PrismConfigError(
-            "structured_output must be StructuredOutputOptions or a mapping, "
-            f"got {type(value).__name__}"
-        )
-    validate_structured_output(value)
-    return value
+    options = StructuredOutputOptions.coerce(value)
+    validate_structured_output(options)
+    return options
 
 
 AgentLoopOptions: TypeAlias = SingleShotLoopOptions | GenerateValidateReviseLoopOptions

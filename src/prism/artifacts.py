@@ -1,0 +1,262 @@
+"""Ready-made artifact callbacks for the generate → validate → revise loop.
+
+Each factory returns an :class:`ArtifactCallbacks` mapping whose keys are loop options, so it can
+be unpacked straight into the loop::
+
+    loop = GenerateValidateReviseLoopOptions(**json_schema_artifact(schema), max_revisions=2)
+    loop = generate_validate_revise_loop(**pydantic_artifact(ReleaseNote))
+
+By default only ``parser`` and ``validator`` are returned: the schema is enforced by
+parse/validate/repair turns and works with every model. Pass ``structured_output_name=`` to also
+get a ``structured_output`` key, which asks the provider to constrain its output natively (SO-3);
+the run then fails up front on models without structured-output support (SO-2).
+
+Validation errors become :class:`~prism.loops.contracts.ArtifactError` values whose ``path`` is an
+RFC 6901 JSON pointer (``"/items/0/name"``), or ``None`` for an error at the root; errors are sorted
+by (pointer, message) like the tool-argument validator (TOOL-6, SO-8).
+
+``jsonschema`` (a core dependency) and ``pydantic`` (extra ``prism-runtime[pydantic]``) are imported
+when a factory is called, never by ``import prism`` (ARCH-5).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, NotRequired, TypedDict, TypeVar
+
+from prism.errors import PrismConfigError
+from prism.loops.contracts import (
+    ArtifactContext,
+    ArtifactError,
+    ArtifactParser,
+    ArtifactParseResult,
+    ArtifactValidation,
+    ArtifactValidator,
+    coerce_structured_output,
+)
+from prism.types import StructuredOutputOptions
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["ArtifactCallbacks", "json_schema_artifact", "pydantic_artifact"]
+
+T = TypeVar("T")
+M = TypeVar("M", bound="BaseModel")
+
+_PYDANTIC_MISSING = (
+    "pydantic_artifact needs pydantic v2: pip install 'prism-runtime[pydantic]'"
+)
+
+
+class ArtifactCallbacks(TypedDict, Generic[T]):
+    """Loop options produced by the artifact factories; unpack with ``**``.
+
+    Keys match :class:`~prism.loops.contracts.GenerateValidateReviseLoopOptions` fields and
+    ``generate_validate_revise_loop`` parameters.
+    """
+
+    parser: ArtifactParser[T]
+    """Decodes the draft's JSON text (GVR-4 step 15)."""
+
+    validator: ArtifactValidator[T]
+    """Checks the decoded value and reports every error with its JSON pointer."""
+
+    structured_output: NotRequired[StructuredOutputOptions]
+    """Present only when ``structured_output_name`` was given: the native provider schema."""
+
+
+# --------------------------------------------------------------------------------------------
+# shared helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _pointer(parts: Iterable[object]) -> str | None:
+    """RFC 6901 pointer of a location (``None`` at the root): ``("items", 0)`` → ``/items/0``."""
+    tokens = [str(p).replace("~", "~0").replace("/", "~1") for p in parts]
+    return "/" + "/".join(tokens) if tokens else None
+
+
+def _sorted_errors(errors: Iterable[ArtifactError]) -> tuple[ArtifactError, ...]:
+    return tuple(sorted(errors, key=lambda e: (e.path or "", e.message)))
+
+
+def _strip_fence(text: str) -> str:
+    """Strip surrounding whitespace and one enclosing Markdown code fence (```json ... ```)."""
+    stripped = text.strip()
+    if stripped.startswith("```") and stripped.endswith("```") and len(stripped) >= 6:
+        body = stripped[3:-3]
+        newline = body.find("\n")
+        # drop the opening fence line when it is empty or an info string such as "json"
+        if newline != -1:
+            info = body[:newline].strip()
+            if not info or info.isidentifier():
+                body = body[newline + 1 :]
+        return body.strip()
+    return stripped
+
+
+def _parse_json(text: str, ctx: ArtifactContext) -> ArtifactParseResult[Any]:
+    """Decode the draft as JSON (optionally inside one code fence).
+
+    A decode error is a parse failure with the decoder's message; a decoded JSON ``null`` is also a
+    parse failure, because the loop treats a ``None`` value as "no artifact" (GVR-4 step 16).
+    """
+    try:
+        value = json.loads(_strip_fence(text))
+    except ValueError as exc:
+        return ArtifactParseResult(ok=False, error=f"invalid JSON: {exc}")
+    if value is None:
+        return ArtifactParseResult(ok=False, error="artifact is JSON null")
+    return ArtifactParseResult(ok=True, value=value)
+
+
+def _native(name: str | None, schema: Mapping[str, Any]) -> StructuredOutputOptions | None:
+    if name is None:
+        return None
+    return coerce_structured_output({"name": name, "schema": dict(schema)})
+
+
+# --------------------------------------------------------------------------------------------
+# JSON Schema
+# --------------------------------------------------------------------------------------------
+
+
+def json_schema_artifact(
+    schema: Mapping[str, Any],
+    *,
+    structured_output_name: str | None = None,
+) -> ArtifactCallbacks[Any]:
+    """Parser and validator enforcing a JSON Schema on the artifact.
+
+    The parser decodes the draft text as JSON (surrounding whitespace and one enclosing Markdown
+    code fence are ignored). The validator checks the value with the ``jsonschema`` validator class
+    the schema declares (``validator_for``, built once here) and returns one
+    :class:`ArtifactError` per violation, sorted by (pointer, message), e.g.
+    ``ArtifactError("'name' is a required property", path="/items/0")``.
+
+    Args:
+        schema: A JSON Schema (a JSON-compatible mapping).
+        structured_output_name: When given, the result also carries ``structured_output =
+            StructuredOutputOptions(name=structured_output_name, schema=schema)`` for native
+            structured output (SO-3).
+
+    Returns:
+        ``{"parser": ..., "validator": ...}`` (+ ``"structured_output"``). The accepted artifact is
+        the decoded JSON value (``dict``, ``list``, ``str``, number or ``bool``).
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` when ``schema`` is not a mapping or not a valid
+            schema for its metaschema.
+        StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when the native options fail SO-1.
+    """
+    from jsonschema import exceptions as js_exceptions
+    from jsonschema import validators as js_validators
+
+    if not isinstance(schema, Mapping):
+        raise PrismConfigError(f"artifact schema must be a mapping, got {type(schema).__name__}")
+    schema_dict = dict(schema)
+    cls = js_validators.validator_for(schema_dict)
+    try:
+        cls.check_schema(schema_dict)
+    except js_exceptions.SchemaError as exc:
+        raise PrismConfigError(f"invalid artifact schema: {exc.message}") from exc
+    checker = cls(schema_dict)
+
+    def validator(value: Any, ctx: ArtifactContext) -> ArtifactValidation:
+        errors = [
+            ArtifactError(err.message, path=_pointer(err.absolute_path))
+            for err in checker.iter_errors(value)
+        ]
+        if not errors:
+            return ArtifactValidation(ok=True)
+        return ArtifactValidation(ok=False, errors=_sorted_errors(errors))
+
+    callbacks: ArtifactCallbacks[Any] = {"parser": _parse_json, "validator": validator}
+    native = _native(structured_output_name, schema_dict)
+    if native is not None:
+        callbacks["structured_output"] = native
+    return callbacks
+
+
+# --------------------------------------------------------------------------------------------
+# pydantic v2
+# --------------------------------------------------------------------------------------------
+
+
+def _import_pydantic() -> Any:
+    try:
+        import pydantic
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(_PYDANTIC_MISSING) from exc
+    if not str(getattr(pydantic, "VERSION", "")).startswith("2"):
+        raise ImportError(_PYDANTIC_MISSING)
+    return pydantic
+
+
+def pydantic_artifact(
+    model: type[M],
+    *,
+    structured_output_name: str | None = None,
+) -> ArtifactCallbacks[M | Any]:
+    """Parser and validator producing an instance of a pydantic v2 model.
+
+    The parser decodes the draft as JSON (as :func:`json_schema_artifact` does) and validates it
+    with ``model.model_validate``; on success the value is the model instance, so
+    ``RunResult.artifact`` is a ``model``. When the decoded data does not fit the model, the parser
+    hands the decoded data on unchanged and the validator reports one :class:`ArtifactError` per
+    pydantic error (path = JSON pointer of its ``loc``, ``None`` at the root), so the repairer sees
+    every field-level problem; the repairer then receives the decoded data, not an instance.
+
+    Args:
+        model: A ``pydantic.BaseModel`` subclass.
+        structured_output_name: When given, also return ``structured_output`` with
+            ``model.model_json_schema()`` for native structured output (SO-3).
+
+    Returns:
+        ``{"parser": ..., "validator": ...}`` (+ ``"structured_output"``).
+
+    Raises:
+        ImportError: pydantic v2 is not installed (message names ``prism-runtime[pydantic]``).
+        PrismConfigError: ``ERR_PRISM_CONFIG`` when ``model`` is not a ``BaseModel`` subclass.
+        StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when the native options fail SO-1.
+    """
+    pydantic = _import_pydantic()
+    if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
+        raise PrismConfigError(
+            f"pydantic_artifact expects a pydantic.BaseModel subclass, got {model!r}"
+        )
+    validation_error: type[Exception] = pydantic.ValidationError
+
+    def parser(text: str, ctx: ArtifactContext) -> ArtifactParseResult[Any]:
+        decoded = _parse_json(text, ctx)
+        if not decoded.ok:
+            return decoded
+        try:
+            return ArtifactParseResult(ok=True, value=model.model_validate(decoded.value))
+        except validation_error:
+            return decoded  # the validator reports the field errors
+
+    def validator(value: Any, ctx: ArtifactContext) -> ArtifactValidation:
+        if isinstance(value, model):
+            return ArtifactValidation(ok=True)
+        try:
+            model.model_validate(value)
+        except validation_error as exc:
+            details: list[dict[str, Any]] = exc.errors(include_url=False)  # type: ignore[attr-defined]
+            return ArtifactValidation(
+                ok=False,
+                errors=_sorted_errors(
+                    ArtifactError(str(d.get("msg", "invalid value")), path=_pointer(d.get("loc", ())))
+                    for d in details
+                ),
+            )
+        return ArtifactValidation(ok=True)
+
+    callbacks: ArtifactCallbacks[M | Any] = {"parser": parser, "validator": validator}
+    if structured_output_name is not None:
+        native = _native(structured_output_name, model.model_json_schema())
+        if native is not None:
+            callbacks["structured_output"] = native
+    return callbacks

@@ -1,0 +1,529 @@
+"""The generate → validate → revise artifact loop (GVR-1..GVR-9).
+
+Each call-free candidate is parsed (host ``parser``, or the text itself), validated (host
+``validator``) and, while revision budget remains, answered with a repair message built by the host
+``repairer``. Optional bounded tool rounds let the model consult host lookup tools before it
+commits to a candidate. The loop never raises for a terminal artifact failure: it emits
+``artifact_failed`` and returns, and the runtime fails the run (RUN-17, GVR-8).
+
+Example::
+
+    loop = generate_validate_revise_loop(validator=lambda v, ctx: {"ok": bool(v)})
+    result = await session.run("Write a release note.", loop=loop)
+    result.artifact  # the accepted value
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+from prism._util import maybe_await, new_id
+from prism.errors import AgentLoopStateError
+from prism.events import (
+    ArtifactFailedEvent,
+    ArtifactFinishedEvent,
+    ArtifactRevisionStartedEvent,
+    ArtifactValidationFinishedEvent,
+    ArtifactValidationStartedEvent,
+    MessageFinishedEvent,
+    TurnFinishedEvent,
+    TurnStartedEvent,
+)
+from prism.loops.contracts import (
+    ArtifactContext,
+    ArtifactError,
+    ArtifactParser,
+    ArtifactParseResult,
+    ArtifactRepairer,
+    ArtifactValidation,
+    ArtifactValidator,
+    LoopContext,
+    StructuredOutputMode,
+    StructuredOutputTiming,
+    ToolCallsMode,
+    _validate_gvr_options,
+    coerce_structured_output,
+)
+from prism.loops.dispatch import (
+    append_unanswered_rows,
+    dispatch_tool_calls_in_order,
+    dispatchable_tool_calls,
+)
+from prism.types import (
+    AgentInput,
+    JsonValue,
+    Message,
+    StructuredOutputOptions,
+    Usage,
+    to_messages,
+)
+
+__all__ = ["GenerateValidateReviseLoop", "generate_validate_revise_loop"]
+
+_NO_ARTIFACT_TEXT: Final = "no artifact text in model output"
+"""Parse error for empty, whitespace-only or thinking-only drafts (GVR-4 step 15)."""
+
+_ROUND_LIMIT_MESSAGE: Final = "tool call not dispatched: tool round limit reached"
+_DISABLED_MESSAGE: Final = "tool call not dispatched: tool calls are disabled for this loop"
+_TOOL_ROUND_LIMIT_RESULT: Final = ArtifactValidation(
+    ok=False,
+    errors=(ArtifactError("maximum tool rounds exceeded"),),
+    metadata={"reason": "tool_round_limit"},
+)
+
+
+def _default_repairer(
+    value: object, failure: ArtifactValidation, ctx: ArtifactContext
+) -> AgentInput:
+    """GVR-5: one user message with the ``"\\n"``-joined error messages (or ``invalid artifact``)."""
+    text = "\n".join(e.message for e in failure.errors) or "invalid artifact"
+    return text
+
+
+class GenerateValidateReviseLoop:
+    """Strategy object returned by :func:`generate_validate_revise_loop` (GVR-2, GVR-3).
+
+    Satisfies :class:`~prism.loops.contracts.DurableLoopStrategy`. Its loop state (``attempts``,
+    ``artifact_phase``, ``saved_schema``, ``pending_history``) lives on the object and is scoped to
+    ``(session_id, run_id)``: a new, non-restored run resets it, so one object can serve sequential
+    runs. Concurrent runs of one object are not supported.
+    """
+
+    __slots__ = (
+        "_artifact_phase",
+        "_attempts",
+        "_final_only",
+        "_max_revisions",
+        "_parser",
+        "_pending_history",
+        "_repairer",
+        "_restored",
+        "_saved_schema",
+        "_scope",
+        "_structured_output",
+        "_tool_calls",
+        "_validator",
+    )
+
+    name: Final = "generate-validate-revise"
+    """Strategy name (LOOP-4); RUN-17 keys the artifact outcome check on it."""
+
+    revision: Final = "1"
+    """Loop revision (LOOP-4); joins the durable fingerprint and ``loop_state``."""
+
+    def __init__(
+        self,
+        *,
+        validator: ArtifactValidator[Any],
+        parser: ArtifactParser[Any] | None,
+        repairer: ArtifactRepairer[Any] | None,
+        max_revisions: int,
+        tool_calls: ToolCallsMode,
+        structured_output: StructuredOutputOptions | None,
+        structured_output_mode: StructuredOutputMode | None,
+        structured_output_timing: StructuredOutputTiming,
+    ) -> None:
+        self._validator = validator
+        self._parser = parser
+        self._repairer: ArtifactRepairer[Any] = repairer or _default_repairer
+        self._max_revisions = max_revisions
+        self._tool_calls = tool_calls
+        self._structured_output = (
+            None if structured_output_mode == "artifact-loop" else structured_output
+        )
+        self._final_only = structured_output_timing == "final-turn-only" and tool_calls == "bounded"
+        self._attempts = 0
+        self._artifact_phase = not self._final_only
+        self._saved_schema: StructuredOutputOptions | None = None
+        self._pending_history: list[Message] = []
+        self._scope: tuple[str, str] | None = None
+        self._restored = False
+
+    # ------------------------------------------------------------------ read-only views
+
+    @property
+    def structured_output(self) -> StructuredOutputOptions | None:
+        """The native schema the runtime merges into provider options (GVR-2, SO-3).
+
+        ``None`` when none was given or ``structured_output_mode == "artifact-loop"``.
+        """
+        return self._structured_output
+
+    @property
+    def max_revisions(self) -> int:
+        """Failed call-free candidates that may be revised (GVR-7)."""
+        return self._max_revisions
+
+    @property
+    def tool_calls(self) -> ToolCallsMode:
+        """``"disabled"`` or ``"bounded"``."""
+        return self._tool_calls
+
+    @property
+    def final_turn_only(self) -> bool:
+        """True when the schema is attached only to the artifact turns (GVR-2, SO-7)."""
+        return self._final_only
+
+    @property
+    def attempts(self) -> int:
+        """Call-free candidates of the current run scope so far (GVR-3)."""
+        return self._attempts
+
+    @property
+    def artifact_phase(self) -> bool:
+        """True once tools are withdrawn and the schema is attached (always True without
+        final-turn-only timing)."""
+        return self._artifact_phase
+
+    @property
+    def saved_schema(self) -> StructuredOutputOptions | None:
+        """The first request schema seen in this scope, reused for artifact turns (GVR-4 step 3)."""
+        return self._saved_schema
+
+    @property
+    def pending_history(self) -> tuple[Message, ...]:
+        """Repair messages stored but not yet pushed into live history (GVR-6)."""
+        return tuple(self._pending_history)
+
+    # ------------------------------------------------------------------ durable state
+
+    def snapshot(self) -> JsonValue:
+        """Capture the loop state (GVR-9, DUR-11).
+
+        Returns:
+            ``{"attempts": int, "artifact_phase": bool, "saved_schema": dict | None,
+            "pending_history": [Message.to_dict(), ...]}``.
+        """
+        return {
+            "attempts": self._attempts,
+            "artifact_phase": self._artifact_phase,
+            "saved_schema": None if self._saved_schema is None else self._saved_schema.to_dict(),
+            "pending_history": [m.to_dict() for m in self._pending_history],
+        }
+
+    def restore(self, snapshot: JsonValue, /) -> None:
+        """Rehydrate from :meth:`snapshot`'s value; the next ``run`` keeps it (GVR-3, GVR-9).
+
+        ``pending_history`` is cleared: those repair messages are already in the store and come
+        back with the rebuilt history.
+
+        Raises:
+            AgentLoopStateError: ``ERR_PRISM_LOOP_SNAPSHOT`` when ``snapshot`` is not a dict with a
+                non-negative ``int`` (not ``bool``) ``attempts`` and a ``bool`` ``artifact_phase``,
+                or ``saved_schema`` is neither ``None`` nor valid structured-output options.
+        """
+        if not isinstance(snapshot, dict):
+            raise AgentLoopStateError(
+                "ERR_PRISM_LOOP_SNAPSHOT", "generate-validate-revise snapshot must be a dict"
+            )
+        attempts = snapshot.get("attempts")
+        phase = snapshot.get("artifact_phase")
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
+            raise AgentLoopStateError(
+                "ERR_PRISM_LOOP_SNAPSHOT",
+                "generate-validate-revise snapshot 'attempts' must be an int >= 0",
+            )
+        if not isinstance(phase, bool):
+            raise AgentLoopStateError(
+                "ERR_PRISM_LOOP_SNAPSHOT",
+                "generate-validate-revise snapshot 'artifact_phase' must be a bool",
+            )
+        raw_schema = snapshot.get("saved_schema")
+        schema: StructuredOutputOptions | None = None
+        if raw_schema is not None:
+            try:
+                if not isinstance(raw_schema, Mapping):
+                    raise TypeError("not a mapping")
+                schema = coerce_structured_output(raw_schema)
+            except Exception as exc:
+                raise AgentLoopStateError(
+                    "ERR_PRISM_LOOP_SNAPSHOT",
+                    f"generate-validate-revise snapshot 'saved_schema' is invalid: {exc}",
+                ) from exc
+        self._attempts = attempts
+        self._artifact_phase = phase
+        self._saved_schema = schema
+        self._pending_history = []
+        self._restored = True
+
+    def _enter_scope(self, ctx: LoopContext) -> None:
+        """GVR-3: keep restored state, else reset it for a new ``(session_id, run_id)``."""
+        scope = (ctx.session_id, ctx.run_id)
+        if self._restored:
+            self._restored = False
+        elif self._scope != scope:
+            self._attempts = 0
+            self._artifact_phase = not self._final_only
+            self._saved_schema = None
+            self._pending_history = []
+        self._scope = scope
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self, ctx: LoopContext, /) -> Usage | None:
+        """Drive generate → parse → validate → revise turns (GVR-4).
+
+        Args:
+            ctx: The run's loop context. ``charge_tool_round``, ``is_tool_call_exclusive``,
+                ``has_pending_steers`` and ``apply_pending_steers`` are optional (CON-29).
+
+        Returns:
+            The last non-``None`` per-turn usage (a fallback only, USAGE-2).
+
+        Raises:
+            AbortError: the run signal was aborted at a turn start or before ``generate``.
+            Exception: whatever ``ctx`` primitives or the host callbacks raise (run failures);
+                a rejected artifact is never raised (GVR-8).
+        """
+        self._enter_scope(ctx)
+        signal = ctx.signal
+        history = ctx.history
+        session_id = ctx.session_id
+        run_id = ctx.run_id
+        apply_steers = getattr(ctx, "apply_pending_steers", None)
+        bounded = self._tool_calls == "bounded"
+        final_only = self._final_only
+        max_revisions = self._max_revisions
+
+        usage: Usage | None = None
+        next_input: AgentInput = ctx.input
+        tool_rounds = 0
+        turn = 1
+
+        while self._attempts <= max_revisions:
+            # 1. abort check, steer drain, turn_started
+            signal.throw_if_aborted()
+            if apply_steers is not None:
+                await apply_steers()
+            ctx.emit(TurnStartedEvent(session_id=session_id, run_id=run_id, turn=turn))
+
+            # 2-4. assemble, remember the schema, apply final-turn-only timing
+            request = await ctx.assemble(next_input, None, turn)
+            options = request.options
+            if self._saved_schema is None and options is not None:
+                self._saved_schema = options.structured_output
+            if final_only:
+                from prism.structured_output import artifact_request, without_structured_output
+
+                if not self._artifact_phase and tool_rounds < ctx.max_tool_rounds:
+                    request = without_structured_output(request)
+                else:
+                    self._artifact_phase = True
+                    request = artifact_request(request, self._saved_schema)
+
+            # 5. generate
+            signal.throw_if_aborted()
+            result = await ctx.generate(request)
+            usage = result.usage or usage
+
+            # 6-7. history catches up only now: repair messages, then first-turn input (GVR-6)
+            if self._pending_history:
+                history.extend(self._pending_history)
+                self._pending_history = []
+            if turn == 1:
+                history.extend(ctx.input_messages)
+
+            # 8-9. the assistant draft
+            if result.started:
+                draft = Message(id=result.message_id, role="assistant", content=result.content)
+                history.append(draft)
+                await ctx.append_message(draft)
+                ctx.emit(MessageFinishedEvent(session_id=session_id, run_id=run_id, message=draft))
+            ctx.emit(TurnFinishedEvent(session_id=session_id, run_id=run_id, turn=turn))
+
+            calls = result.calls
+            if calls:
+                host_calls = dispatchable_tool_calls(calls)
+                # 10. bounded tool branch
+                if bounded:
+                    if not host_calls:
+                        next_input = []
+                        turn += 1
+                        continue
+                    if tool_rounds >= ctx.max_tool_rounds:
+                        ctx.finish_reason = "turn_limit"
+                        await append_unanswered_rows(ctx, host_calls, _ROUND_LIMIT_MESSAGE)
+                        ctx.emit(
+                            ArtifactFailedEvent(
+                                session_id=session_id,
+                                run_id=run_id,
+                                turn=turn,
+                                attempt=self._attempts + 1,
+                                result=_TOOL_ROUND_LIMIT_RESULT,
+                            )
+                        )
+                        return usage
+                    tool_rounds += 1
+                    await dispatch_tool_calls_in_order(host_calls, ctx, concurrency=1)
+                    next_input = []
+                    turn += 1
+                    continue
+                # 11. disabled tools: answer the inert calls, then judge the text
+                if host_calls:
+                    await append_unanswered_rows(ctx, host_calls, _DISABLED_MESSAGE)
+
+            # 12. steers keep the run going
+            if apply_steers is not None and await apply_steers():
+                next_input = []
+                turn += 1
+                continue
+
+            # 13. final-turn-only: promote to the artifact turn
+            if final_only and not self._artifact_phase:
+                self._artifact_phase = True
+                next_input = []
+                turn += 1
+                continue
+
+            # 14-16. parse
+            actx = ArtifactContext(session_id, run_id, turn, signal, ctx.metadata)
+            text = result.text  # CON-10: text parts only
+            parsed: ArtifactParseResult[Any]
+            if not text.strip():
+                parsed = ArtifactParseResult(ok=False, error=_NO_ARTIFACT_TEXT)
+            elif self._parser is not None:
+                parsed = ArtifactParseResult.coerce(await maybe_await(self._parser(text, actx)))
+            else:
+                parsed = ArtifactParseResult(ok=True, value=text)
+            parse_failure: ArtifactValidation | None = None
+            if not parsed.ok or parsed.value is None:
+                parse_failure = ArtifactValidation(
+                    ok=False,
+                    errors=(ArtifactError(parsed.error or "artifact parse failed"),),
+                    metadata={"reason": "parse_error"},
+                )
+
+            # 17-18. validate
+            self._attempts += 1
+            attempt = self._attempts
+            ctx.emit(
+                ArtifactValidationStartedEvent(
+                    session_id=session_id, run_id=run_id, turn=turn, attempt=attempt
+                )
+            )
+            if parse_failure is not None:
+                validation = parse_failure
+            else:
+                validation = ArtifactValidation.coerce(
+                    await maybe_await(self._validator(parsed.value, actx))
+                )
+            ctx.emit(
+                ArtifactValidationFinishedEvent(
+                    session_id=session_id,
+                    run_id=run_id,
+                    turn=turn,
+                    attempt=attempt,
+                    result=validation,
+                )
+            )
+
+            # 19. accepted
+            if validation.ok:
+                ctx.artifact = parsed.value
+                ctx.emit(
+                    ArtifactFinishedEvent(
+                        session_id=session_id,
+                        run_id=run_id,
+                        turn=turn,
+                        attempt=attempt,
+                        result=validation,
+                    )
+                )
+                return usage
+
+            # 20. budget exhausted
+            if attempt > max_revisions:
+                ctx.emit(
+                    ArtifactFailedEvent(
+                        session_id=session_id,
+                        run_id=run_id,
+                        turn=turn,
+                        attempt=attempt,
+                        result=validation,
+                    )
+                )
+                return usage
+
+            # 21-24. revise: store the repair now, push it to history after the next generate
+            ctx.emit(
+                ArtifactRevisionStartedEvent(
+                    session_id=session_id,
+                    run_id=run_id,
+                    turn=turn,
+                    attempt=attempt,
+                    failure=validation,
+                )
+            )
+            repair = await maybe_await(
+                self._repairer(None if parse_failure is not None else parsed.value, validation, actx)
+            )
+            repair_messages = [
+                dataclasses.replace(m, id=new_id("msg")) for m in to_messages(repair)
+            ]
+            for message in repair_messages:
+                await ctx.append_message(message)
+            self._pending_history = repair_messages
+            next_input = list(repair_messages)
+            turn += 1
+
+        return usage
+
+
+def generate_validate_revise_loop(
+    *,
+    validator: ArtifactValidator[Any],
+    parser: ArtifactParser[Any] | None = None,
+    repairer: ArtifactRepairer[Any] | None = None,
+    max_revisions: int = 3,
+    tool_calls: Literal["disabled", "bounded"] = "disabled",
+    structured_output: StructuredOutputOptions | Mapping[str, Any] | None = None,
+    structured_output_mode: Literal["native", "artifact-loop"] | None = None,
+    structured_output_timing: Literal["every-turn", "final-turn-only"] = "every-turn",
+) -> GenerateValidateReviseLoop:
+    """Build a generate → validate → revise loop strategy (GVR-1, GVR-2).
+
+    Args:
+        validator: ``(value, ctx) -> ArtifactValidation`` (or mapping), sync or async.
+        parser: ``(text, ctx) -> ArtifactParseResult`` (or mapping); ``None`` = the text itself.
+        repairer: ``(value | None, failure, ctx) -> AgentInput``; ``None`` = one user message with
+            the ``"\\n"``-joined error messages (GVR-5).
+        max_revisions: Revisions after the first failed candidate (``int`` ≥ 0; default 3); the run
+            makes at most ``1 + max_revisions`` candidates.
+        tool_calls: ``"disabled"`` (host calls answered with ``tool_call_not_dispatched`` rows) or
+            ``"bounded"`` (dispatched sequentially, at most ``limits.max_tool_rounds`` rounds).
+        structured_output: Native schema for the provider (SO-3); a mapping is converted.
+        structured_output_mode: ``"artifact-loop"`` keeps the schema away from the provider.
+        structured_output_timing: ``"final-turn-only"`` sends tool-eligible turns without the
+            schema (only with ``tool_calls="bounded"``, SO-7).
+
+    Returns:
+        A fresh strategy with ``name="generate-validate-revise"``, ``revision="1"``,
+        ``snapshot``/``restore`` and a read-only ``structured_output``.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` for any GVR-1 violation.
+        StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when ``structured_output`` fails
+            SO-1.
+    """
+    _validate_gvr_options(
+        validator=validator,
+        parser=parser,
+        repairer=repairer,
+        max_revisions=max_revisions,
+        tool_calls=tool_calls,
+        structured_output_mode=structured_output_mode,
+        structured_output_timing=structured_output_timing,
+    )
+    schema = None if structured_output is None else coerce_structured_output(structured_output)
+    return GenerateValidateReviseLoop(
+        validator=validator,
+        parser=parser,
+        repairer=repairer,
+        max_revisions=max_revisions,
+        tool_calls=tool_calls,
+        structured_output=schema,
+        structured_output_mode=structured_output_mode,
+        structured_output_timing=structured_output_timing,
+    )
