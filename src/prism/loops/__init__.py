@@ -1,0 +1,54 @@
+"""Loop strategies: the default single-shot loop, resolution and the shared tool-round dispatcher.
+
+``prism.loops`` exports the dispatcher helpers that custom loops reuse (POOL-10):
+:func:`dispatch_tool_calls_in_order`, :func:`dispatchable_tool_calls` and
+:func:`append_unanswered_rows`, plus :data:`single_shot_loop`, :func:`resolve_loop` and
+:func:`resolve_tool_concurrency` (also re-exported from ``prism``).
+
+The names are loaded on first access: ``prism.events`` imports ``prism.loops.contracts``, which
+initialises this package, so importing the loops eagerly here would be circular.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prism.loops.dispatch import append_unanswered_rows as append_unanswered_rows
+    from prism.loops.dispatch import dispatch_tool_calls_in_order as dispatch_tool_calls_in_order
+    from prism.loops.dispatch import dispatchable_tool_calls as dispatchable_tool_calls
+    from prism.loops.resolve import resolve_loop as resolve_loop
+    from prism.loops.resolve import resolve_tool_concurrency as resolve_tool_concurrency
+    from prism.loops.single_shot import single_shot_loop as single_shot_loop
+
+__all__ = [
+    "append_unanswered_rows",
+    "dispatch_tool_calls_in_order",
+    "dispatchable_tool_calls",
+    "resolve_loop",
+    "resolve_tool_concurrency",
+    "single_shot_loop",
+]
+
+_SOURCES = {
+    "append_unanswered_rows": "prism.loops.dispatch",
+    "dispatch_tool_calls_in_order": "prism.loops.dispatch",
+    "dispatchable_tool_calls": "prism.loops.dispatch",
+    "resolve_loop": "prism.loops.resolve",
+    "resolve_tool_concurrency": "prism.loops.resolve",
+    "single_shot_loop": "prism.loops.single_shot",
+}
+
+
+def __getattr__(name: str) -> Any:
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module 'prism.loops' has no attribute {name!r}")
+    value = getattr(importlib.import_module(source), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

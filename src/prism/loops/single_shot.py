@@ -1,0 +1,112 @@
+"""The default loop: ``single_shot_loop`` (SSL-1..SSL-4).
+
+Each iteration drains pending steers, emits ``turn_started``, assembles and generates one provider
+turn, appends the assistant draft, emits ``message_finished``/``turn_finished`` and dispatches the
+host tool calls of the draft as one round. The run ends after a turn without host calls (unless
+steers arrived meanwhile) or when the tool-round budget is spent.
+
+The loop touches nothing but its :class:`~prism.loops.contracts.LoopContext` (ARCH-2) and keeps
+its state in local variables, so the module-level object is safe to share between runs.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from prism.events import MessageFinishedEvent, TurnFinishedEvent, TurnStartedEvent
+from prism.loops.contracts import LoopContext
+from prism.loops.dispatch import (
+    append_unanswered_rows,
+    dispatch_tool_calls_in_order,
+    dispatchable_tool_calls,
+)
+from prism.types import AgentInput, Message, Usage
+
+__all__ = ["ROUND_LIMIT_MESSAGE", "SingleShotLoop", "single_shot_loop"]
+
+ROUND_LIMIT_MESSAGE: Final = "tool call not dispatched: tool round limit reached"
+"""Message of the rows that answer calls beyond ``max_tool_rounds`` (SSL-2 step 11, POOL-9)."""
+
+
+class SingleShotLoop:
+    """The single-shot turn loop (SSL-1..SSL-4). Use the shared :data:`single_shot_loop`.
+
+    It has no ``snapshot``/``restore``: its durability rests on the stored history and the
+    runtime's pending-call machinery (DUR-11).
+    """
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> Literal["single-shot"]:
+        """Strategy name, ``"single-shot"`` (LOOP-4)."""
+        return "single-shot"
+
+    @property
+    def revision(self) -> str:
+        """Strategy revision, ``"1"`` (LOOP-4)."""
+        return "1"
+
+    def __repr__(self) -> str:
+        return "single_shot_loop"
+
+    async def run(self, ctx: LoopContext, /) -> Usage | None:
+        """Drive turns until a turn ends without host tool calls (SSL-2).
+
+        Args:
+            ctx: The run's loop context.
+
+        Returns:
+            The last non-``None`` per-turn usage — only a fallback; the runtime accumulates usage
+            itself (SSL-3, USAGE-2).
+
+        Raises:
+            Exception: The abort error when the run signal is aborted at a turn start or before a
+                provider call; run-level failures from ``ctx`` (limits, guardrails, suspension,
+                turn-policy stop) propagate unchanged (LOOP-8).
+        """
+        usage: Usage | None = None
+        tool_rounds = 0
+        next_input: AgentInput = ctx.input
+        turn = 1
+        signal = ctx.signal
+        history = ctx.history
+        apply_steers = getattr(ctx, "apply_pending_steers", None)
+        while True:
+            signal.throw_if_aborted()  # 1
+            if apply_steers is not None:  # 2
+                await apply_steers()
+            ctx.emit(TurnStartedEvent(turn=turn))  # 3
+            request = await ctx.assemble(next_input, None, turn)  # 4
+            signal.throw_if_aborted()  # 5
+            result = await ctx.generate(request)  # 6
+            if result.usage is not None:
+                usage = result.usage
+            if turn == 1:  # 7
+                history.extend(ctx.input_messages)
+            if result.started:  # 8
+                message = Message(
+                    role="assistant", content=result.content, id=result.message_id
+                )
+                history.append(message)
+                await ctx.append_message(message)
+                ctx.emit(MessageFinishedEvent(message=message))
+            ctx.emit(TurnFinishedEvent(turn=turn))  # 9
+            calls = dispatchable_tool_calls(result.calls) if result.calls else []  # 10
+            if not calls or tool_rounds >= ctx.max_tool_rounds:  # 11
+                if calls:
+                    ctx.finish_reason = "turn_limit"
+                    await append_unanswered_rows(ctx, calls, ROUND_LIMIT_MESSAGE)
+                if apply_steers is not None and await apply_steers():
+                    next_input = []
+                    turn += 1
+                    continue
+                return usage
+            tool_rounds += 1  # 12
+            await dispatch_tool_calls_in_order(calls, ctx)
+            next_input = []
+            turn += 1
+
+
+single_shot_loop: Final[SingleShotLoop] = SingleShotLoop()
+"""The default loop strategy (``name="single-shot"``, ``revision="1"``, LOOP-1, SSL-1..SSL-4)."""
