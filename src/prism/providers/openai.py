@@ -1,0 +1,1005 @@
+"""OpenAI Chat Completions and OpenAI-compatible servers, on the official ``openai`` SDK.
+
+```python
+from prism.providers.openai import create_openai_compatible_provider
+
+provider = create_openai_compatible_provider(base_url="http://127.0.0.1:8080/v1", auth_style="none")
+```
+
+Layering (PROV-0): the SDK client (``openai.AsyncOpenAI``) owns HTTP, auth defaults, timeouts and
+HTTP status errors (``APIStatusError`` and friends); it is built with ``max_retries=0`` because
+retry belongs to the runtime (RETRY-1). This module owns the mapping between prism's contracts and
+the Chat Completions wire format (OAI-3..7), the byte bounds (PROV-10) and the translation of
+failures into ``error`` events (PROV-11, PROV-12). The response body is read through the SDK's
+public streaming-response API and framed by prism's bounded SSE reader, because the SDK's own
+stream iterator hides whether ``data: [DONE]`` arrived (needed to fail closed, OAI-6) and puts no
+bound on event size.
+
+Models whose ``capabilities.streaming`` is ``False`` are called without streaming (no ``stream``
+or ``stream_options`` keys); the JSON completion is mapped to the same events. A ``200`` response
+with a JSON body to a streaming request is handled the same way.
+
+The ``openai`` package is the extra ``prism-runtime[openai]``; it is imported when a factory is
+called, never when this module is imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AsyncExitStack, contextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+from prism._util import maybe_await
+from prism.abort import AbortSignal
+from prism.errors import PrismConfigError, ProviderTransportError
+from prism.providers._sse import SSEDecoder
+from prism.providers.base import (
+    _redact_error_info,
+    _retry_after_ms,
+    _tool_result_payload_text,
+    provider_error,
+    tool_call_from_arguments_text,
+)
+from prism.types import (
+    ErrorInfo,
+    ImageContent,
+    Message,
+    ModelCapabilities,
+    ProviderContentDelta,
+    ProviderDone,
+    ProviderErrorEvent,
+    ProviderEvent,
+    ProviderRequest,
+    ProviderStopReason,
+    ProviderToolCall,
+    ProviderToolCallDelta,
+    ProviderUsage,
+    TextContent,
+    ThinkingContent,
+    ToolCallContent,
+    ToolResultContent,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = [
+    "MAX_REQUEST_BODY_BYTES",
+    "MAX_RESPONSE_BODY_BYTES",
+    "OpenAICompatibleProvider",
+    "create_openai_chat_provider",
+    "create_openai_compatible_provider",
+]
+
+MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024
+"""Largest request body sent, in UTF-8 bytes of ``json.dumps(body)`` (PROV-10 a)."""
+
+MAX_ERROR_BODY_BYTES = 65_536
+"""Most bytes of an HTTP error body put into an error message (PROV-11)."""
+
+MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024
+"""Largest non-streamed JSON completion read, in bytes (streamed events are bounded by PROV-10)."""
+
+AuthStyle = Literal["bearer", "api-key", "none"]
+ApiKey = str | Callable[[], str | Awaitable[str]]
+TransformBody = Callable[[dict[str, Any], ProviderRequest], Any]
+
+_OPENAI_EXTRA_HINT = "pip install 'prism-runtime[openai]'"
+_DEFAULT_TIMEOUT_S = 600.0
+_CONNECT_TIMEOUT_S = 10.0
+_MAX_REMEMBERED_KEYS = 16
+_PLACEHOLDER_KEY = "prism-key-set-per-request"
+
+_STOP_REASONS: Mapping[str, ProviderStopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "content_filter",
+}
+
+
+def _require_openai() -> Any:
+    """Import the SDK on first use (ARCH-5)."""
+    try:
+        import openai
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            f"The OpenAI provider needs the 'openai' package: {_OPENAI_EXTRA_HINT}"
+        ) from exc
+    return openai
+
+
+# =========================================================================== request mapping
+
+
+class _InvalidRequest(Exception):
+    """A request that cannot be expressed on the wire (code ``invalid_request``, PROV-12)."""
+
+
+def _text_of(parts: tuple[Any, ...]) -> str:
+    return "".join(p.text for p in parts if isinstance(p, TextContent))
+
+
+def _image_part(part: ImageContent, capabilities: ModelCapabilities) -> dict[str, Any]:
+    if "image" not in capabilities.input:
+        raise _InvalidRequest("model does not accept image input (capabilities.input)")
+    if part.url:
+        url = part.url
+    elif part.data:
+        if not part.mime_type:
+            raise _InvalidRequest("image data without mime_type")
+        url = f"data:{part.mime_type};base64,{part.data}"
+    else:
+        raise _InvalidRequest("image without data or url")
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _map_message(
+    message: Message, capabilities: ModelCapabilities, reasoning_field: str | None
+) -> dict[str, Any]:
+    """Map one message to its Chat Completions form (OAI-4)."""
+    role = message.role
+    content = message.content
+    if role == "system":
+        return {"role": "system", "content": _text_of(content)}
+    if role == "user":
+        if len(content) == 1 and isinstance(content[0], TextContent):
+            return {"role": "user", "content": content[0].text}
+        parts: list[dict[str, Any]] = []
+        for part in content:
+            if isinstance(part, TextContent):
+                parts.append({"type": "text", "text": part.text})
+            elif isinstance(part, ImageContent):
+                parts.append(_image_part(part, capabilities))
+        return {"role": "user", "content": parts}
+    if role == "assistant":
+        text = _text_of(content)
+        calls = [
+            {
+                "id": part.id,
+                "type": "function",
+                "function": {"name": part.name, "arguments": json.dumps(part.arguments)},
+            }
+            for part in content
+            if isinstance(part, ToolCallContent) and part.authority != "provider-hosted"
+        ]
+        out: dict[str, Any] = {"role": "assistant", "content": None if not text and calls else text}
+        if calls:
+            out["tool_calls"] = calls
+        if reasoning_field:
+            reasoning = "".join(p.text for p in content if isinstance(p, ThinkingContent))
+            if reasoning:
+                out[reasoning_field] = reasoning
+        return out
+    if role == "tool":
+        result = next((p for p in content if isinstance(p, ToolResultContent)), None)
+        if result is None:
+            raise _InvalidRequest("tool message without a tool_result part")
+        return {
+            "role": "tool",
+            "tool_call_id": result.tool_call_id,
+            "content": _tool_result_payload_text(message),
+        }
+    raise _InvalidRequest(f"unsupported message role {role!r}")
+
+
+def _build_request_body(
+    request: ProviderRequest, *, stream: bool = True, reasoning_field: str | None = None
+) -> dict[str, Any]:
+    """Build the Chat Completions body for ``request`` (OAI-3, OAI-4), before ``transform_body``.
+
+    Raises:
+        _InvalidRequest: an image for a model without image input, a tool message without a
+            result part, or an unknown role.
+    """
+    model = request.model
+    capabilities = model.capabilities or ModelCapabilities()
+    body: dict[str, Any] = {
+        "model": model.model,
+        "messages": [_map_message(m, capabilities, reasoning_field) for m in request.messages],
+    }
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    if request.tools:
+        tools: list[dict[str, Any]] = []
+        for tool in request.tools:
+            function: dict[str, Any] = {"name": tool.name}
+            if tool.description is not None:
+                function["description"] = tool.description
+            function["parameters"] = (
+                tool.parameters if tool.parameters is not None else {"type": "object"}
+            )
+            tools.append({"type": "function", "function": function})
+        body["tools"] = tools
+    if model.parameters:
+        body.update(model.parameters)
+    options = request.options
+    if options is not None:
+        if options.extra:
+            body.update(options.extra)
+        structured = options.structured_output
+        if structured is not None:
+            schema: dict[str, Any] = {"name": structured.name, "schema": structured.schema}
+            if structured.strict is not None:
+                schema["strict"] = structured.strict
+            body["response_format"] = {"type": "json_schema", "json_schema": schema}
+    return body
+
+
+# =========================================================================== response mapping
+
+
+def _map_usage(raw: Mapping[str, Any]) -> Usage | None:
+    """Map a Chat Completions ``usage`` object to :class:`Usage` (OAI-7).
+
+    Returns:
+        ``None`` when none of the mapped fields is present (non-``null``).
+
+    Raises:
+        TypeError: a present count is not a non-negative int (CON-11).
+    """
+    fields: dict[str, Any] = {}
+
+    def take(name: str, value: Any) -> None:
+        if value is not None and name not in fields:
+            fields[name] = value
+
+    prompt_details = raw.get("prompt_tokens_details")
+    completion_details = raw.get("completion_tokens_details")
+    take("input_tokens", raw.get("prompt_tokens"))
+    take("output_tokens", raw.get("completion_tokens"))
+    take("total_tokens", raw.get("total_tokens"))
+    if isinstance(prompt_details, Mapping):
+        take("cache_read_tokens", prompt_details.get("cached_tokens"))
+        take("cache_write_tokens", prompt_details.get("cache_write_tokens"))
+    take("cache_read_tokens", raw.get("prompt_cache_hit_tokens"))
+    take("cache_write_tokens", raw.get("cache_creation_input_tokens"))
+    if isinstance(completion_details, Mapping):
+        take("reasoning_tokens", completion_details.get("reasoning_tokens"))
+    if not fields:
+        return None
+    return Usage(**fields)
+
+
+class _StreamFailure(Exception):
+    """Ends the attempt with ``info`` (already shaped; redacted by the caller)."""
+
+    def __init__(self, info: ErrorInfo) -> None:
+        super().__init__(info.message)
+        self.info = info
+
+
+class _CallAccumulator:
+    __slots__ = ("id", "index", "name", "parts")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.id: str | None = None
+        self.name: str | None = None
+        self.parts: list[str] = []
+
+
+class _ResponseMapper:
+    """Turns Chat Completions chunks (or one completion) into provider events (OAI-5..7)."""
+
+    __slots__ = ("calls", "done_seen", "finish_reason", "open_calls", "usage")
+
+    def __init__(self) -> None:
+        self.done_seen = False
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.calls: list[_CallAccumulator] = []
+        self.open_calls: dict[int, _CallAccumulator] = {}
+
+    # -- one SSE data payload ------------------------------------------------------------
+
+    def on_data(self, data: str) -> list[ProviderEvent]:
+        if data.strip() == "[DONE]":
+            self.done_seen = True
+            return []
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise _StreamFailure(
+                ErrorInfo(
+                    name="ProviderTransportError",
+                    code="invalid_stream_chunk",
+                    message=f"Invalid stream chunk (not JSON): {data[:200]}",
+                )
+            ) from None
+        if not isinstance(chunk, dict):
+            raise _StreamFailure(
+                ErrorInfo(
+                    name="ProviderTransportError",
+                    code="invalid_stream_chunk",
+                    message=f"Invalid stream chunk (not a JSON object): {data[:200]}",
+                )
+            )
+        return self.on_chunk(chunk, delta_key="delta")
+
+    def on_chunk(self, chunk: Mapping[str, Any], *, delta_key: str) -> list[ProviderEvent]:
+        error = chunk.get("error")
+        if error is not None:
+            raise _StreamFailure(_error_object_info(error))
+        events: list[ProviderEvent] = []
+        usage = chunk.get("usage")
+        if isinstance(usage, Mapping):
+            mapped = _map_usage(usage)
+            if mapped is not None:
+                self.usage = mapped
+                events.append(ProviderUsage(usage=mapped))
+        choices = chunk.get("choices")
+        if isinstance(choices, list):
+            for choice in choices:
+                if not isinstance(choice, Mapping):
+                    continue
+                finish = choice.get("finish_reason")
+                if isinstance(finish, str) and finish:
+                    self.finish_reason = finish
+                delta = choice.get(delta_key)
+                if isinstance(delta, Mapping):
+                    self._on_delta(delta, events)
+        return events
+
+    def _on_delta(self, delta: Mapping[str, Any], events: list[ProviderEvent]) -> None:
+        reasoning = delta.get("reasoning_content")
+        if not (isinstance(reasoning, str) and reasoning):
+            reasoning = delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            events.append(ProviderContentDelta(content=ThinkingContent(text=reasoning)))
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            events.append(ProviderContentDelta(content=TextContent(text=text)))
+        tool_calls = delta.get("tool_calls")
+        if isinstance(tool_calls, list):
+            for position, entry in enumerate(tool_calls):
+                if isinstance(entry, Mapping):
+                    events.append(self._on_tool_call(position, entry))
+
+    def _on_tool_call(self, position: int, entry: Mapping[str, Any]) -> ProviderToolCallDelta:
+        raw_index = entry.get("index")
+        index = raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else position
+        call_id = entry.get("id")
+        call_id = call_id if isinstance(call_id, str) and call_id else None
+        function = entry.get("function")
+        name: str | None = None
+        arguments: str | None = None
+        if isinstance(function, Mapping):
+            raw_name = function.get("name")
+            name = raw_name if isinstance(raw_name, str) and raw_name else None
+            raw_args = function.get("arguments")
+            if isinstance(raw_args, str):
+                arguments = raw_args or None
+            elif isinstance(raw_args, Mapping):
+                arguments = json.dumps(raw_args)
+        acc = self.open_calls.get(index)
+        if acc is None or (call_id is not None and acc.id is not None and call_id != acc.id):
+            acc = _CallAccumulator(index)
+            self.open_calls[index] = acc
+            self.calls.append(acc)
+        if call_id is not None:
+            acc.id = call_id
+        if name is not None:
+            acc.name = name
+        if arguments is not None:
+            acc.parts.append(arguments)
+        return ProviderToolCallDelta(
+            index=index, id=call_id, name=name, arguments_text=arguments
+        )
+
+    # -- end of stream -------------------------------------------------------------------
+
+    def finish(self, *, strict: bool, prefix: str) -> list[ProviderEvent]:
+        """Closing events (OAI-6): synthesized-id fragments, final calls, then ``done``.
+
+        Raises:
+            _StreamFailure: ``incomplete_stream`` (strict and evidence missing) or
+                ``incomplete_delta`` (a call without a name).
+        """
+        if strict:
+            missing = [
+                label
+                for label, present in (
+                    ("[DONE]", self.done_seen),
+                    ("finish_reason", self.finish_reason is not None),
+                )
+                if not present
+            ]
+            if missing:
+                raise _StreamFailure(
+                    ErrorInfo(
+                        name="ProviderTransportError",
+                        code="incomplete_stream",
+                        message=f"{prefix}: stream ended without {' and '.join(missing)}",
+                    )
+                )
+        ordered = sorted(self.calls, key=lambda acc: acc.index)
+        for acc in ordered:
+            if acc.name is None:
+                raise _StreamFailure(
+                    ErrorInfo(
+                        name="ProviderTransportError",
+                        code="incomplete_delta",
+                        message=f"{prefix}: streamed tool call at index {acc.index} has no name",
+                    )
+                )
+        events: list[ProviderEvent] = []
+        for acc in ordered:
+            if acc.id is None:
+                acc.id = f"call_{uuid.uuid4().hex}"
+                events.append(ProviderToolCallDelta(index=acc.index, id=acc.id))
+        for acc in ordered:
+            assert acc.id is not None and acc.name is not None
+            call = tool_call_from_arguments_text(acc.id, acc.name, "".join(acc.parts))
+            events.append(ProviderToolCall(call=call))
+        stop = (
+            None
+            if self.finish_reason is None
+            else _STOP_REASONS.get(self.finish_reason, "other")
+        )
+        events.append(ProviderDone(usage=self.usage, stop_reason=stop))
+        return events
+
+
+def _error_object_info(error: Any) -> ErrorInfo:
+    """``ErrorInfo`` for an ``error`` object inside a 200 response (OAI-5)."""
+    if isinstance(error, Mapping):
+        message = error.get("message")
+        code = error.get("code")
+        if not (isinstance(code, (str, int)) and not isinstance(code, bool) and code != ""):
+            code = error.get("type")
+            if not (isinstance(code, str) and code):
+                code = None
+        text = message if isinstance(message, str) and message else json.dumps(error)[:1000]
+        return ErrorInfo(name="ProviderStreamError", message=text, code=code)
+    return ErrorInfo(name="ProviderStreamError", message=str(error)[:1000])
+
+
+# =========================================================================== error mapping
+
+
+def _class_named(module_name: str, attr: str) -> type[BaseException] | None:
+    module = sys.modules.get(module_name)
+    cls = getattr(module, attr, None) if module is not None else None
+    return cls if isinstance(cls, type) and issubclass(cls, BaseException) else None
+
+
+def _transport_code(exc: BaseException) -> str | None:
+    """PROV-12 code for an httpx/httpx2 transport exception anywhere in the cause chain."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 6:
+        for module in ("httpx2", "httpx"):
+            timeout = _class_named(module, "TimeoutException")
+            if timeout is not None and isinstance(current, timeout):
+                return "timeout"
+            connect = _class_named(module, "ConnectError")
+            if connect is not None and isinstance(current, connect):
+                return "ECONNREFUSED"
+            transport = _class_named(module, "TransportError")
+            if transport is not None and isinstance(current, transport):
+                return "ECONNRESET"
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
+
+
+def _read_error_body(response: Any) -> str:
+    try:
+        content = response.content
+    except Exception:  # a response that was not read: nothing to show
+        return ""
+    if not isinstance(content, (bytes, bytearray)):
+        return ""
+    return bytes(content[:MAX_ERROR_BODY_BYTES]).decode("utf-8", errors="replace")
+
+
+def _exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
+    """Translate an SDK, httpx or prism exception into an ``ErrorInfo`` (PROV-11, PROV-12)."""
+    openai_mod = sys.modules.get("openai")
+    status_error = getattr(openai_mod, "APIStatusError", None)
+    timeout_error = getattr(openai_mod, "APITimeoutError", None)
+    connection_error = getattr(openai_mod, "APIConnectionError", None)
+    name = type(exc).__name__
+    if isinstance(exc, _StreamFailure):
+        return exc.info
+    if isinstance(exc, ProviderTransportError):
+        return ErrorInfo(name=name, code=exc.code, message=str(exc))
+    if isinstance(exc, _InvalidRequest):
+        return ErrorInfo(name="ProviderTransportError", code="invalid_request", message=f"{prefix}: invalid request: {exc}")
+    if status_error is not None and isinstance(exc, status_error):
+        response = exc.response
+        status = int(response.status_code)
+        body = _read_error_body(response)
+        return ErrorInfo(
+            name=name,
+            code=status,
+            message=f"{prefix}: {status} {body}".rstrip(),
+            retry_after_ms=_retry_after_ms(response.headers.get("retry-after")),
+        )
+    cause = exc.__cause__
+    cause_text = str(cause) if cause is not None else None
+    if timeout_error is not None and isinstance(exc, timeout_error):
+        return ErrorInfo(name=name, code="timeout", message=f"{prefix}: {exc}", cause=cause_text)
+    code = _transport_code(exc)
+    if code is not None:
+        return ErrorInfo(name=name, code=code, message=f"{prefix}: {exc}", cause=cause_text)
+    if connection_error is not None and isinstance(exc, connection_error):
+        return ErrorInfo(name=name, code="ECONNRESET", message=f"{prefix}: {exc}", cause=cause_text)
+    code_attr = getattr(exc, "code", None)
+    return ErrorInfo(
+        name=name,
+        code=code_attr if isinstance(code_attr, (str, int)) and not isinstance(code_attr, bool) else None,
+        message=f"{prefix}: {exc}",
+        cause=cause_text,
+    )
+
+
+# =========================================================================== abort (PROV-4)
+
+
+@contextmanager
+def _cancel_on_abort(signal: AbortSignal | None) -> Iterator[None]:
+    """While active, an abort of ``signal`` cancels the current task's pending await.
+
+    The resulting ``CancelledError`` is turned into the signal's abort error; a cancellation
+    that did not come from the signal propagates unchanged. Never active across a ``yield``.
+    """
+    if signal is None:
+        yield
+        return
+    signal.throw_if_aborted()
+    task = asyncio.current_task()
+    fired = False
+
+    def on_abort(_reason: Any) -> None:
+        nonlocal fired
+        if task is not None and not task.done():
+            fired = True
+            task.cancel()
+
+    remove = signal.add_listener(on_abort)
+    try:
+        yield
+    except asyncio.CancelledError:
+        if fired and task is not None and task.uncancel() == 0:
+            signal.throw_if_aborted()
+        raise
+    finally:
+        remove()
+
+
+# =========================================================================== the provider
+
+
+class OpenAICompatibleProvider:
+    """Chat Completions provider (OAI-1..7); build it with the factories of this module."""
+
+    __slots__ = (
+        "_api_key",
+        "_auth_style",
+        "_client",
+        "_extra_headers",
+        "_omit_openai_headers",
+        "_prefix",
+        "_reasoning_field",
+        "_secrets",
+        "_strict",
+        "_transform_body",
+        "id",
+    )
+
+    id: str
+    """Provider id (``"openai"`` or ``"openai-compatible"`` by default)."""
+
+    def __init__(
+        self,
+        *,
+        client: openai.AsyncOpenAI,
+        id: str,
+        api_key: ApiKey | None,
+        auth_style: AuthStyle,
+        extra_headers: Mapping[str, str] | None,
+        transform_body: TransformBody | None,
+        strict_completion: bool,
+        reasoning_field: str | None,
+        request_failed_prefix: str,
+        omit_openai_headers: bool,
+    ) -> None:
+        """Store the configuration; use the factories instead of calling this directly."""
+        self.id = id
+        self._client = client
+        self._api_key = api_key
+        self._auth_style = auth_style
+        self._extra_headers = dict(extra_headers or {})
+        self._transform_body = transform_body
+        self._strict = strict_completion
+        self._reasoning_field = reasoning_field
+        self._prefix = request_failed_prefix
+        self._omit_openai_headers = omit_openai_headers
+        self._secrets: deque[str] = deque(maxlen=_MAX_REMEMBERED_KEYS)
+        if isinstance(api_key, str):
+            self._remember(api_key)
+        client_key = getattr(client, "api_key", None)
+        if isinstance(client_key, str) and client_key != _PLACEHOLDER_KEY:
+            self._remember(client_key)
+
+    def _remember(self, secret: str) -> None:
+        if secret and secret not in self._secrets:
+            self._secrets.append(secret)
+
+    async def _resolve_key(self) -> str | None:
+        key = self._api_key
+        if key is None or isinstance(key, str):
+            return key
+        value = await maybe_await(key())
+        if not isinstance(value, str) or not value:
+            raise PrismConfigError("api_key callable must return a non-empty str")
+        self._remember(value)
+        return value
+
+    def _headers(self, request: ProviderRequest, key: str | None) -> dict[str, Any]:
+        """Request headers (OAI-2): options, then ``extra_headers``, then provider-owned keys."""
+        import openai as sdk
+
+        merged: dict[str, tuple[str, Any]] = {}
+        options = request.options
+        for source in (options.headers if options is not None else None, self._extra_headers):
+            if source:
+                for name, value in source.items():
+                    merged[name.lower()] = (name, value)
+        owned: dict[str, Any] = {"content-type": "application/json"}
+        if self._omit_openai_headers:
+            owned["openai-organization"] = sdk.Omit()
+            owned["openai-project"] = sdk.Omit()
+        if self._auth_style == "none":
+            owned["authorization"] = sdk.Omit()
+        elif key is not None:
+            if self._auth_style == "bearer":
+                owned["authorization"] = f"Bearer {key}"
+            else:
+                owned["authorization"] = sdk.Omit()
+                owned["api-key"] = key
+        for name, value in owned.items():
+            merged[name] = (name, value)
+        return dict(merged.values())
+
+    def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        """Stream one Chat Completions attempt as provider events (PROV-1, OAI-3..7).
+
+        Failures end the stream with one ``error`` event (PROV-11, PROV-12): HTTP statuses carry
+        the status int as ``code`` (``retry_after_ms`` from ``Retry-After``); ``timeout``,
+        ``ECONNREFUSED``, ``ECONNRESET`` for transport failures; ``invalid_request``,
+        ``invalid_stream_chunk``, ``incomplete_stream``, ``incomplete_delta``,
+        ``sse_event_overflow``/``sse_buffer_overflow`` otherwise. Secrets are redacted.
+
+        Raises:
+            BaseException: the abort reason of ``request.signal`` when it aborts (PROV-4).
+        """
+        return self._generate(request)
+
+    async def _generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        signal = request.signal
+        if signal is not None:
+            signal.throw_if_aborted()
+        capabilities = request.model.capabilities
+        stream = capabilities is None or capabilities.streaming
+        try:
+            key = await self._resolve_key()
+            body = _build_request_body(
+                request, stream=stream, reasoning_field=self._reasoning_field
+            )
+            if self._transform_body is not None:
+                replaced = await maybe_await(self._transform_body(body, request))
+                if replaced is not None:
+                    body = replaced
+            try:
+                size = len(json.dumps(body).encode("utf-8"))
+            except (TypeError, ValueError) as exc:
+                raise _InvalidRequest(f"body is not JSON-serialisable: {exc}") from None
+            if size > MAX_REQUEST_BODY_BYTES:
+                raise _InvalidRequest(
+                    f"body is {size} bytes, above the {MAX_REQUEST_BODY_BYTES}-byte limit"
+                )
+            headers = self._headers(request, key)
+        except Exception as exc:
+            yield self._error(exc)
+            return
+
+        mapper = _ResponseMapper()
+        async with AsyncExitStack() as stack:
+            try:
+                with _cancel_on_abort(signal):
+                    response = await stack.enter_async_context(
+                        self._client.chat.completions.with_streaming_response.create(
+                            model=str(body.get("model", "")),
+                            messages=[],
+                            extra_body=_sdk_body(body),
+                            extra_headers=headers,
+                        )
+                    )
+                content_type = str(response.headers.get("content-type", "")).lower()
+                chunks = response.iter_bytes().__aiter__()
+                if stream and "json" not in content_type:
+                    decoder = SSEDecoder()
+                    while not mapper.done_seen:
+                        with _cancel_on_abort(signal):
+                            chunk = await anext(chunks, None)
+                        sse_events = decoder.finish() if chunk is None else decoder.feed(chunk)
+                        for sse in sse_events:
+                            for event in mapper.on_data(sse.data):
+                                yield event
+                            if mapper.done_seen:
+                                break
+                        if chunk is None:
+                            break
+                else:
+                    raw = bytearray()
+                    while True:
+                        with _cancel_on_abort(signal):
+                            chunk = await anext(chunks, None)
+                        if chunk is None:
+                            break
+                        raw += chunk
+                        if len(raw) > MAX_RESPONSE_BODY_BYTES:
+                            raise ProviderTransportError(
+                                "response_overflow",
+                                f"Response body exceeds {MAX_RESPONSE_BODY_BYTES} bytes",
+                            )
+                    for event in _map_completion(mapper, bytes(raw)):
+                        yield event
+                for event in mapper.finish(strict=self._strict, prefix=self._prefix):
+                    yield event
+            except Exception as exc:
+                if signal is not None and signal.aborted:
+                    signal.throw_if_aborted()
+                yield self._error(exc)
+
+    def _error(self, exc: BaseException) -> ProviderErrorEvent:
+        info = _exception_info(exc, self._prefix)
+        return provider_error(_redact_error_info(info, tuple(self._secrets)))
+
+
+def _sdk_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body as ``extra_body``: keys the SDK sets itself are omitted when absent."""
+    import openai as sdk
+
+    out: dict[str, Any] = dict(body)
+    for key in ("model", "messages"):
+        if key not in out:
+            out[key] = sdk.Omit()
+    return out
+
+
+def _map_completion(mapper: _ResponseMapper, raw: bytes) -> list[ProviderEvent]:
+    """Map a non-streamed JSON completion (or JSON error) to events; counts as complete."""
+    try:
+        payload = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        raise _StreamFailure(
+            ErrorInfo(
+                name="ProviderTransportError",
+                code="invalid_stream_chunk",
+                message=f"Invalid completion body (not JSON): {raw[:200]!r}",
+            )
+        ) from None
+    if not isinstance(payload, dict):
+        raise _StreamFailure(
+            ErrorInfo(
+                name="ProviderTransportError",
+                code="invalid_stream_chunk",
+                message="Invalid completion body (not a JSON object)",
+            )
+        )
+    events = mapper.on_chunk(payload, delta_key="message")
+    mapper.done_seen = True
+    return events
+
+
+# =========================================================================== factories
+
+
+def _check_str(name: str, value: Any, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, str) or not value:
+        raise PrismConfigError(f"{name} must be a non-empty str")
+
+
+def _check_api_key(api_key: Any) -> None:
+    if api_key is None or callable(api_key):
+        return
+    if not isinstance(api_key, str) or not api_key:
+        raise PrismConfigError("api_key must be a non-empty str or a callable returning one")
+
+
+def _build_client(
+    sdk: Any, *, api_key: ApiKey | None, base_url: str, http_client: Any
+) -> openai.AsyncOpenAI:
+    """An SDK client with an explicit timeout and SDK retries off (PROV-8)."""
+    client: openai.AsyncOpenAI = sdk.AsyncOpenAI(
+        api_key=api_key if isinstance(api_key, str) else _PLACEHOLDER_KEY,
+        base_url=base_url,
+        timeout=sdk.Timeout(_DEFAULT_TIMEOUT_S, connect=_CONNECT_TIMEOUT_S),
+        max_retries=0,
+        http_client=http_client,
+    )
+    return client
+
+
+def _check_client(sdk: Any, client: Any, http_client: Any) -> None:
+    if client is not None:
+        if not isinstance(client, sdk.AsyncOpenAI):
+            raise PrismConfigError("client must be an openai.AsyncOpenAI instance")
+        if http_client is not None:
+            raise PrismConfigError("give either client or http_client, not both")
+
+
+def create_openai_compatible_provider(
+    *,
+    base_url: str,
+    api_key: ApiKey | None = None,
+    id: str = "openai-compatible",
+    auth_style: AuthStyle = "bearer",
+    client: openai.AsyncOpenAI | None = None,
+    http_client: Any = None,
+    extra_headers: Mapping[str, str] | None = None,
+    transform_body: TransformBody | None = None,
+    strict_completion: bool = True,
+    reasoning_field: str | None = None,
+    request_failed_prefix: str = "OpenAI-compatible request failed",
+) -> OpenAICompatibleProvider:
+    """Create a provider for a server speaking OpenAI Chat Completions (OAI-1).
+
+    Requests go to ``<base_url without trailing slash>/chat/completions``. No environment variable
+    is read: the key of another server must never be sent here.
+
+    Args:
+        base_url: Server base URL, e.g. ``"http://127.0.0.1:8080/v1"``.
+        api_key: A ``str``, or a sync/async callable returning one, resolved on every request
+            (PROV-9); it is redacted from every ``ErrorInfo``. Required unless ``client`` is
+            given or ``auth_style="none"``.
+        id: Provider id.
+        auth_style: ``"bearer"`` (``Authorization: Bearer <key>``), ``"api-key"``
+            (``api-key: <key>``) or ``"none"`` (no auth header).
+        client: A host-built ``openai.AsyncOpenAI``; it keeps its own timeout and auth (an
+            ``api_key`` given here still overrides the auth header per request).
+        http_client: An ``httpx.AsyncClient`` (or ``httpx2``) passed to the SDK client this
+            factory builds (e.g. with ``httpx.MockTransport`` in tests).
+        extra_headers: Headers added after ``request.options.headers`` (OAI-2).
+        transform_body: ``transform_body(body, request)`` (sync or async) may return a
+            replacement body; ``None`` keeps it (OAI-3).
+        strict_completion: When true, a stream without ``[DONE]`` or ``finish_reason`` ends with
+            ``error`` ``incomplete_stream`` (OAI-6).
+        reasoning_field: When set (e.g. ``"reasoning_content"``), assistant thinking text is sent
+            back under this key; otherwise thinking parts are dropped (OAI-4).
+        request_failed_prefix: Prefix of HTTP error messages (PROV-11).
+
+    Raises:
+        PrismConfigError: a missing ``api_key`` (unless ``client`` or ``auth_style="none"``), an
+            unknown ``auth_style``, an invalid ``base_url``/``id``/``client``, or both ``client``
+            and ``http_client``.
+        ImportError: the ``openai`` extra is not installed.
+    """
+    return _make_provider(
+        base_url=base_url,
+        api_key=api_key,
+        id=id,
+        auth_style=auth_style,
+        client=client,
+        http_client=http_client,
+        extra_headers=extra_headers,
+        transform_body=transform_body,
+        strict_completion=strict_completion,
+        reasoning_field=reasoning_field,
+        request_failed_prefix=request_failed_prefix,
+        openai_server=False,
+    )
+
+
+def _make_provider(
+    *,
+    base_url: str,
+    api_key: ApiKey | None,
+    id: str,
+    auth_style: AuthStyle,
+    client: openai.AsyncOpenAI | None,
+    http_client: Any,
+    extra_headers: Mapping[str, str] | None,
+    transform_body: TransformBody | None,
+    strict_completion: bool,
+    reasoning_field: str | None,
+    request_failed_prefix: str,
+    openai_server: bool,
+) -> OpenAICompatibleProvider:
+    _check_str("base_url", base_url)
+    _check_str("id", id)
+    _check_str("request_failed_prefix", request_failed_prefix)
+    _check_str("reasoning_field", reasoning_field, allow_none=True)
+    if auth_style not in ("bearer", "api-key", "none"):
+        raise PrismConfigError("auth_style must be 'bearer', 'api-key' or 'none'")
+    _check_api_key(api_key)
+    if api_key is None and client is None and auth_style != "none":
+        raise PrismConfigError(
+            "api_key is required for an OpenAI-compatible server unless client is given "
+            "or auth_style='none'"
+        )
+    if transform_body is not None and not callable(transform_body):
+        raise PrismConfigError("transform_body must be callable")
+    sdk = _require_openai()
+    _check_client(sdk, client, http_client)
+    built = client is None
+    if client is None:
+        client = _build_client(
+            sdk, api_key=api_key, base_url=base_url.rstrip("/"), http_client=http_client
+        )
+    return OpenAICompatibleProvider(
+        client=client,
+        id=id,
+        api_key=api_key,
+        auth_style=auth_style,
+        extra_headers=extra_headers,
+        transform_body=transform_body,
+        strict_completion=bool(strict_completion),
+        reasoning_field=reasoning_field,
+        request_failed_prefix=request_failed_prefix,
+        omit_openai_headers=built and not openai_server,
+    )
+
+
+def create_openai_chat_provider(
+    *,
+    api_key: ApiKey | None = None,
+    base_url: str = "https://api.openai.com/v1",
+    id: str = "openai",
+    client: openai.AsyncOpenAI | None = None,
+    http_client: Any = None,
+) -> OpenAICompatibleProvider:
+    """Create the OpenAI Chat Completions provider (OAI-1).
+
+    Same provider as :func:`create_openai_compatible_provider` with OpenAI defaults, bearer auth
+    and the error prefix ``OpenAI request failed``. When neither ``api_key`` nor ``client`` is
+    given, ``OPENAI_API_KEY`` is read from ``os.environ`` now (never at import, ARCH-8).
+
+    Args:
+        api_key: A ``str`` or a sync/async callable returning one (PROV-9).
+        base_url: API base URL.
+        id: Provider id.
+        client: A host-built ``openai.AsyncOpenAI`` (keeps its own timeout and auth).
+        http_client: An ``httpx.AsyncClient`` for the SDK client this factory builds.
+
+    Raises:
+        PrismConfigError: no ``api_key``, no ``client`` and ``OPENAI_API_KEY`` unset or empty
+            (the message names ``api_key`` and ``OPENAI_API_KEY``); invalid arguments.
+        ImportError: the ``openai`` extra is not installed.
+    """
+    if api_key is None and client is None:
+        api_key = os.environ.get("OPENAI_API_KEY") or None
+        if api_key is None:
+            raise PrismConfigError(
+                "OpenAI provider needs api_key (or a client), or the OPENAI_API_KEY "
+                "environment variable"
+            )
+    return _make_provider(
+        base_url=base_url,
+        api_key=api_key,
+        id=id,
+        auth_style="bearer",
+        client=client,
+        http_client=http_client,
+        extra_headers=None,
+        transform_body=None,
+        strict_completion=True,
+        reasoning_field=None,
+        request_failed_prefix="OpenAI request failed",
+        openai_server=True,
+    )
