@@ -35,6 +35,7 @@ from prism.loops.contracts import (
     ArtifactValidator,
     coerce_structured_output,
 )
+from prism.structured_output import json_schema_artifact_validator
 from prism.types import StructuredOutputOptions
 
 if TYPE_CHECKING:
@@ -131,10 +132,10 @@ def json_schema_artifact(
     """Parser and validator enforcing a JSON Schema on the artifact.
 
     The parser decodes the draft text as JSON (surrounding whitespace and one enclosing Markdown
-    code fence are ignored). The validator checks the value with the ``jsonschema`` validator class
-    the schema declares (``validator_for``, built once here) and returns one
-    :class:`ArtifactError` per violation, sorted by (pointer, message), e.g.
-    ``ArtifactError("'name' is a required property", path="/items/0")``.
+    code fence are ignored; JSON ``null`` is a parse failure). The validator is
+    ``prism.json_schema_artifact_validator(schema)`` (SO-8): the ``jsonschema`` class the schema
+    declares, compiled once here, with one :class:`ArtifactError` per violation sorted by
+    (pointer, message), e.g. ``ArtifactError("'name' is a required property", path="/items/0")``.
 
     Args:
         schema: A JSON Schema (a JSON-compatible mapping).
@@ -151,28 +152,10 @@ def json_schema_artifact(
             schema for its metaschema.
         StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when the native options fail SO-1.
     """
-    from jsonschema import exceptions as js_exceptions
-    from jsonschema import validators as js_validators
-
     if not isinstance(schema, Mapping):
         raise PrismConfigError(f"artifact schema must be a mapping, got {type(schema).__name__}")
     schema_dict = dict(schema)
-    cls = js_validators.validator_for(schema_dict)
-    try:
-        cls.check_schema(schema_dict)
-    except js_exceptions.SchemaError as exc:
-        raise PrismConfigError(f"invalid artifact schema: {exc.message}") from exc
-    checker = cls(schema_dict)
-
-    def validator(value: Any, ctx: ArtifactContext) -> ArtifactValidation:
-        errors = [
-            ArtifactError(err.message, path=_pointer(err.absolute_path))
-            for err in checker.iter_errors(value)
-        ]
-        if not errors:
-            return ArtifactValidation(ok=True)
-        return ArtifactValidation(ok=False, errors=_sorted_errors(errors))
-
+    validator = json_schema_artifact_validator(schema_dict)
     callbacks: ArtifactCallbacks[Any] = {"parser": _parse_json, "validator": validator}
     native = _native(structured_output_name, schema_dict)
     if native is not None:

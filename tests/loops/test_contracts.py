@@ -113,7 +113,7 @@ def test_con24_parse_result_is_generic_and_mapping_converted() -> None:
         ok=True, value=[1]
     )
     assert ArtifactParseResult.coerce({"ok": False, "error": "no"}).error == "no"
-    same = ArtifactParseResult(ok=False)
+    same: ArtifactParseResult[Any] = ArtifactParseResult(ok=False)
     assert ArtifactParseResult.coerce(same) is same
 
 
@@ -189,7 +189,7 @@ def test_con27_strategy_properties_and_defaults() -> None:
 
 def test_con27_options_are_keyword_only_and_frozen() -> None:
     with pytest.raises(TypeError):
-        SingleShotLoopOptions(2)  # type: ignore[misc]
+        SingleShotLoopOptions(2)  # type: ignore[call-arg]
     opts = SingleShotLoopOptions(tool_concurrency=2)
     with pytest.raises(dataclasses.FrozenInstanceError):
         opts.tool_concurrency = 3  # type: ignore[misc]
