@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from prism.errors import ProviderTransportError, ProviderTurnError
+from prism.redaction import error_to_error_info
 from prism.types import (
     ContentBlock,
     ErrorInfo,
@@ -227,8 +228,6 @@ def provider_error(
         if secret_list:
             error = _redact_error_info(error, secret_list)
         return ProviderErrorEvent(error=error)
-    from prism.redaction import error_to_error_info  # imported late: redaction imports types
-
     return ProviderErrorEvent(error=error_to_error_info(error, secrets=secret_list))
 
 
