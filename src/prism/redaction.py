@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_E = TypeVar("_E", bound=AgentEvent)
 
 REDACTED = "[REDACTED]"
 """Replacement text for a secret (EVT-22)."""
@@ -252,7 +253,7 @@ def _walk_dataclass(value: Any, secrets: tuple[str, ...], depth: int, active: se
 # --------------------------------------------------------------------------- events
 
 
-def redact_agent_event(event: AgentEvent, redactor: SecretRedactor | None) -> AgentEvent:
+def redact_agent_event(event: _E, redactor: SecretRedactor | None) -> _E:
     """Return ``event`` with every string redacted by ``redactor`` (EVT-21, EVT-22).
 
     Without a redactor the event is returned unchanged (EVT-24).

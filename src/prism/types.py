@@ -344,6 +344,16 @@ class Message(Serializable):
     metadata: Mapping[str, JsonValue] | None = None
     """Host metadata (kept as given)."""
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            role: MessageRole,
+            content: str | Sequence[ContentBlock],
+            id: str | None = None,
+            metadata: Mapping[str, JsonValue] | None = None,
+        ) -> None: ...
+
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
             raise ValueError(f"invalid message role: {self.role!r}")
@@ -494,6 +504,18 @@ class ModelCapabilities(_Options):
     """Supports streaming."""
     structured_output: bool | Literal["json_schema"] = False
     """Native structured output support (SO-2)."""
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            input: Sequence[str] = ("text",),
+            output: Sequence[str] = ("text",),
+            reasoning: bool = False,
+            tools: bool = False,
+            streaming: bool = True,
+            structured_output: bool | Literal["json_schema"] = False,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.input, tuple):
@@ -669,6 +691,18 @@ class ToolResult(Serializable):
     metadata: Mapping[str, Any] | None = None
     """Host metadata, copied to the tool-result message."""
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            tool_call_id: str,
+            name: str,
+            value: JsonValue | None = None,
+            content: Sequence[ContentBlock] = (),
+            error: ErrorInfo | None = None,
+            metadata: Mapping[str, Any] | None = None,
+        ) -> None: ...
+
     def __post_init__(self) -> None:
         if not isinstance(self.content, tuple):
             object.__setattr__(self, "content", tuple(self.content))
@@ -694,6 +728,16 @@ class ContextBlock(Serializable):
     """Optional id."""
     metadata: Mapping[str, Any] | None = None
     """Host metadata."""
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            content: str | Sequence[ContentBlock],
+            title: str | None = None,
+            id: str | None = None,
+            metadata: Mapping[str, Any] | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.content, (str, tuple)):
@@ -733,6 +777,19 @@ class ProviderRequest(Serializable):
     """Run metadata."""
     signal: AbortSignal | None = field(default=None, metadata={"serialize": False})
     """The run's abort signal."""
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            model: ModelConfig,
+            messages: Sequence[Message],
+            tools: Sequence[ToolDefinition] | None = None,
+            context: Sequence[ContextBlock] = (),
+            options: ProviderRequestOptions | None = None,
+            metadata: Mapping[str, Any] | None = None,
+            signal: AbortSignal | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.messages, tuple):
@@ -886,6 +943,18 @@ class ProviderTurnResult(Serializable):
     stop_reason: ProviderStopReason | None = None
     """Why the provider stopped."""
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            content: Sequence[ContentBlock] = (),
+            calls: Sequence[ToolCallContent] = (),
+            message_id: str | None = None,
+            started: bool = False,
+            usage: Usage | None = None,
+            stop_reason: ProviderStopReason | None = None,
+        ) -> None: ...
+
     def __post_init__(self) -> None:
         if not isinstance(self.content, tuple):
             object.__setattr__(self, "content", tuple(self.content))
@@ -1003,6 +1072,27 @@ class RunResult(Serializable):
     """``str(signal.reason)`` when aborted without a breach."""
     interruption: Any = None
     """``AgentRunInterruption`` of a suspended/denied run, else ``None``."""
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            run_id: str,
+            session_id: str,
+            status: RunStatus,
+            stop_reason: RunStopReason | None = None,
+            stop_detail: str | None = None,
+            usage: Usage | None = None,
+            messages: Sequence[Message] = (),
+            artifact: Any = None,
+            run_state: Any = None,
+            error: ErrorInfo | None = None,
+            leaf_id: str | None = None,
+            limit: RunLimitBreach | None = None,
+            abort_reason: str | None = None,
+            interruption: Any = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.messages, tuple):
