@@ -17,7 +17,7 @@ __all__ = ["AbortController", "AbortError", "AbortSignal"]
 
 _log = logging.getLogger("prism")
 
-Listener = Callable[[Any], object]
+_Listener = Callable[[Any], object]
 """``callback(reason)``; the return value is ignored."""
 
 
@@ -34,7 +34,7 @@ class AbortSignal:
     def __init__(self) -> None:
         self._aborted = False
         self._reason: Any = None
-        self._listeners: dict[int, Listener] | None = None
+        self._listeners: dict[int, _Listener] | None = None
         self._next_key = 0
         self._waiters: list[asyncio.Future[None]] | None = None
 
@@ -85,7 +85,7 @@ class AbortSignal:
                 except ValueError:  # pragma: no cover - already removed
                     pass
 
-    def add_listener(self, callback: Listener) -> Callable[[], None]:
+    def add_listener(self, callback: _Listener) -> Callable[[], None]:
         """Register ``callback(reason)``, run synchronously and once at abort time.
 
         On an already-aborted signal the callback runs immediately. Exceptions raised by a
@@ -155,7 +155,7 @@ def _noop() -> None:
     return None
 
 
-def _call(callback: Listener, reason: Any) -> None:
+def _call(callback: _Listener, reason: Any) -> None:
     try:
         callback(reason)
     except Exception as exc:  # a failing host listener must not break the abort

@@ -34,7 +34,7 @@ REDACTED = "[REDACTED]"
 """Replacement text for a secret (EVT-22)."""
 _CIRCULAR = "[Circular]"
 _MAX_DEPTH_MARK = "[MaxDepth]"
-MAX_DEPTH = 32
+_MAX_DEPTH = 32
 """Containers nested deeper than this many levels are replaced by ``"[MaxDepth]"``."""
 
 
@@ -171,7 +171,7 @@ def _enter(value: Any, secrets: tuple[str, ...], depth: int, active: set[int], w
     key = id(value)
     if key in active:
         return _CIRCULAR
-    if depth >= MAX_DEPTH:
+    if depth >= _MAX_DEPTH:
         return _MAX_DEPTH_MARK
     active.add(key)
     try:

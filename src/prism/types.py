@@ -87,10 +87,10 @@ JsonValue: TypeAlias = Union[  # noqa: UP007 - recursive alias needs the Union f
 ]
 """``None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]`` (CON-1)."""
 
-JSON_MAX_DEPTH = 32
+_JSON_MAX_DEPTH = 32
 
 
-def is_json_value(value: object, *, max_depth: int = JSON_MAX_DEPTH) -> bool:
+def is_json_value(value: object, *, max_depth: int = _JSON_MAX_DEPTH) -> bool:
     """Return whether ``value`` is JSON-compatible (CON-1, CON-2); never raises.
 
     JSON-compatible means: built only from ``None``, ``bool``, ``int``, finite ``float``, ``str``,
