@@ -44,7 +44,7 @@ async def _collect(stream: AsyncIterator[ProviderEvent]) -> list[ProviderEvent]:
 
 async def test_events_are_replayed_by_every_call() -> None:
     """MOCK-1: `events` is replayed on every generate call."""
-    script = [provider_text_delta("ok"), provider_done()]
+    script: list[ProviderEvent] = [provider_text_delta("ok"), provider_done()]
     provider = create_mock_provider(script)
     assert await _collect(provider.generate(_request())) == script
     assert await _collect(provider.generate(_request())) == script

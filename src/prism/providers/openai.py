@@ -514,6 +514,12 @@ def _exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
         return exc.info
     if isinstance(exc, ProviderTransportError):
         return ErrorInfo(name=name, code=exc.code, message=str(exc))
+    if isinstance(exc, UnicodeDecodeError):
+        return ErrorInfo(
+            name="ProviderTransportError",
+            code="invalid_stream_chunk",
+            message=f"{prefix}: response is not valid UTF-8",
+        )
     if isinstance(exc, _InvalidRequest):
         return ErrorInfo(name="ProviderTransportError", code="invalid_request", message=f"{prefix}: invalid request: {exc}")
     if status_error is not None and isinstance(exc, status_error):
