@@ -170,20 +170,26 @@ class RetryOptions(_Options):
     def coerce(cls, value: RetryOptions | Mapping[str, Any]) -> RetryOptions:
         """Return ``value`` itself, or the options built from a snake_case mapping (ARCH-9).
 
-        The mapping may carry ``policy`` (a host object, never serialised).
+        The mapping may carry ``policy`` (a host object, never serialised). Values are not
+        validated here (:func:`validate_retry_options` does).
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key (a
                 camelCase key is reported with its snake_case name).
         """
-        if isinstance(value, RetryOptions) or not isinstance(value, Mapping) or (
-            "policy" not in value
-        ):
-            return super(RetryOptions, cls).coerce(value)
-        data = dict(value)
-        policy = data.pop("policy")
-        options = super(RetryOptions, cls).coerce(data)
-        return dataclasses.replace(options, policy=policy)
+        if isinstance(value, RetryOptions):
+            return value
+        if not isinstance(value, Mapping):
+            raise PrismConfigError(
+                f"RetryOptions expects a RetryOptions or a mapping, got {type(value).__name__}"
+            )
+        unknown = [str(k) for k in value if k not in _RETRY_FIELDS]
+        if unknown:
+            raise cls._unknown_keys_error(unknown)
+        return cls(**{str(k): v for k, v in value.items()})
+
+
+_RETRY_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RetryOptions))
 
 
 # --------------------------------------------------------------------------- validation (RETRY-6)

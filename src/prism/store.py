@@ -598,20 +598,25 @@ class CompactionOptions(_Options):
     def coerce(cls, value: CompactionOptions | Mapping[str, Any]) -> CompactionOptions:
         """Return ``value`` itself, or the options built from a snake_case mapping (ARCH-9).
 
-        The mapping may carry ``strategy`` (a host callable, never serialised).
+        The mapping may carry ``strategy`` (a host callable, never serialised). Values are not
+        validated here (:func:`validate_compaction_options` does).
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key (a
                 camelCase key is reported with its snake_case name).
         """
-        if isinstance(value, CompactionOptions) or not isinstance(value, Mapping) or (
-            "strategy" not in value
-        ):
-            return super(CompactionOptions, cls).coerce(value)
-        data = dict(value)
-        strategy = data.pop("strategy")
-        options = super(CompactionOptions, cls).coerce(data)
-        return dataclasses.replace(options, strategy=strategy)
+        if isinstance(value, CompactionOptions):
+            return value
+        if not isinstance(value, Mapping):
+            raise PrismConfigError(
+                "CompactionOptions expects a CompactionOptions or a mapping, "
+                f"got {type(value).__name__}"
+            )
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = [str(k) for k in value if k not in names]
+        if unknown:
+            raise cls._unknown_keys_error(unknown)
+        return cls(**{str(k): v for k, v in value.items()})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
