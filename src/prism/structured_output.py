@@ -1,0 +1,296 @@
+"""Native structured output: option checks, request helpers, resolution and artifact helpers.
+
+- :func:`validate_structured_output` checks options (SO-1);
+- :func:`resolve_structured_output` merges the provider-option layers and a loop's schema (SO-3)
+  and checks model support (SO-2) — the runtime calls it once per run leg (setup step 13);
+- :func:`without_structured_output` / :func:`artifact_request` derive requests for
+  ``final-turn-only`` timing (SO-5, SO-6, SO-7);
+- :func:`json_artifact_parser` / :func:`json_schema_artifact_validator` are ready-made artifact
+  callbacks for artifact-loop mode (SO-8).
+
+``jsonschema`` is imported when :func:`json_schema_artifact_validator` is called, never by
+``import prism`` (ARCH-5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from prism.errors import PrismConfigError, StructuredOutputError
+from prism.loops.contracts import (
+    ArtifactContext,
+    ArtifactError,
+    ArtifactParseResult,
+    ArtifactValidation,
+    ArtifactValidator,
+)
+from prism.tools import _compile_schema, _schema_error_detail, schema_errors
+from prism.types import (
+    ModelConfig,
+    ProviderRequest,
+    ProviderRequestOptions,
+    StructuredOutputOptions,
+    canonical_json,
+    is_json_value,
+    merge_provider_options,
+)
+
+__all__ = [
+    "MAX_SCHEMA_BYTES",
+    "MAX_SCHEMA_NAME_CHARS",
+    "artifact_request",
+    "check_structured_output_support",
+    "json_artifact_parser",
+    "json_schema_artifact_validator",
+    "loop_structured_output",
+    "resolve_structured_output",
+    "validate_structured_output",
+    "without_structured_output",
+]
+
+MAX_SCHEMA_NAME_CHARS = 128
+"""Longest structured-output name, in characters after stripping (SO-1)."""
+
+MAX_SCHEMA_BYTES = 65_536
+"""Largest ``canonical_json(schema)``, in UTF-8 bytes (SO-1)."""
+
+_GVR = "generate-validate-revise"
+
+
+def validate_structured_output(
+    options: StructuredOutputOptions | Mapping[str, Any],
+) -> StructuredOutputOptions:
+    """Check structured-output options (SO-1) and return them (a mapping is converted).
+
+    Args:
+        options: ``StructuredOutputOptions`` or a mapping of its fields.
+
+    Returns:
+        The options, unchanged (the name is checked stripped but not rewritten).
+
+    Raises:
+        StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` with ``reason`` ``"invalid_name"``
+            (stripped name not 1–128 characters, or not a string), ``"invalid_schema"`` (not a
+            JSON-compatible ``dict``) or ``"schema_too_large"`` (``canonical_json`` > 65 536 UTF-8
+            bytes).
+        PrismConfigError: a mapping with unknown keys or of the wrong shape.
+    """
+    if not isinstance(options, StructuredOutputOptions):
+        options = StructuredOutputOptions.coerce(options)
+    name = options.name
+    if not isinstance(name, str) or not 1 <= len(name.strip()) <= MAX_SCHEMA_NAME_CHARS:
+        raise StructuredOutputError(
+            f"structured output name must be 1-{MAX_SCHEMA_NAME_CHARS} characters once stripped",
+            reason="invalid_name",
+        )
+    schema = options.schema
+    if not isinstance(schema, dict) or not is_json_value(schema):
+        raise StructuredOutputError(
+            "structured output schema must be a JSON-compatible object", reason="invalid_schema"
+        )
+    size = len(canonical_json(schema).encode("utf-8"))
+    if size > MAX_SCHEMA_BYTES:
+        raise StructuredOutputError(
+            f"structured output schema is {size} bytes; the maximum is {MAX_SCHEMA_BYTES}",
+            reason="schema_too_large",
+        )
+    return options
+
+
+def without_structured_output(request: ProviderRequest) -> ProviderRequest:
+    """Return ``request`` with ``options.structured_output = None`` (SO-5).
+
+    The same object is returned when it carried no schema.
+    """
+    options = request.options
+    if options is None or options.structured_output is None:
+        return request
+    return dataclasses.replace(
+        request, options=dataclasses.replace(options, structured_output=None)
+    )
+
+
+def artifact_request(
+    request: ProviderRequest, schema: StructuredOutputOptions | None
+) -> ProviderRequest:
+    """Return ``request`` prepared for an artifact turn (SO-6).
+
+    ``tools`` is set to ``None``; ``options.structured_output`` is set to ``schema`` when given,
+    else kept as the request's own schema (and left ``None`` when neither exists).
+    """
+    options = request.options
+    if schema is None or (options is not None and options.structured_output is schema):
+        if request.tools is None:
+            return request
+        return dataclasses.replace(request, tools=None)
+    if options is None:
+        options = ProviderRequestOptions(structured_output=schema)
+    else:
+        options = dataclasses.replace(options, structured_output=schema)
+    return dataclasses.replace(request, tools=None, options=options)
+
+
+def loop_structured_output(loop: object) -> StructuredOutputOptions | None:
+    """Return the schema a resolved loop contributes to provider options (SO-3, GVR-2).
+
+    Only a built-in generate-validate-revise strategy contributes: its read-only
+    ``structured_output`` attribute (already ``None`` in ``"artifact-loop"`` mode). Any other loop
+    contributes ``None``.
+    """
+    if getattr(loop, "name", None) != _GVR:
+        return None
+    schema = getattr(loop, "structured_output", None)
+    return schema if isinstance(schema, StructuredOutputOptions) else None
+
+
+def check_structured_output_support(
+    options: ProviderRequestOptions | None, model: ModelConfig
+) -> None:
+    """Fail when a schema is requested from a model without native support (SO-2).
+
+    Args:
+        options: The effective provider options of the run.
+        model: The effective model.
+
+    Raises:
+        StructuredOutputError: ``reason="unsupported_model"`` when ``options`` carry a
+            ``structured_output`` and ``model.capabilities.structured_output`` is neither
+            ``True`` nor ``"json_schema"`` (missing capabilities count as unsupported). The
+            message names the model and suggests ``structured_output_mode="artifact-loop"``.
+    """
+    if options is None or options.structured_output is None:
+        return
+    capabilities = model.capabilities
+    support = capabilities.structured_output if capabilities is not None else False
+    if support is True or support == "json_schema":
+        return
+    raise StructuredOutputError(
+        f"Model {model.provider}/{model.model} does not support native structured output; "
+        'use structured_output_mode="artifact-loop" to enforce the artifact with '
+        "parse/validate/repair turns instead",
+        reason="unsupported_model",
+    )
+
+
+def resolve_structured_output(
+    agent_options: ProviderRequestOptions | Mapping[str, Any] | None,
+    run_options: ProviderRequestOptions | Mapping[str, Any] | None = None,
+    *,
+    structured_output: StructuredOutputOptions | Mapping[str, Any] | None = None,
+    loop: object = None,
+    model: ModelConfig | None = None,
+) -> ProviderRequestOptions | None:
+    """Resolve a run's provider options and its native schema (SO-3), then check SO-2.
+
+    Merge order, later wins (CON-15 for the option layers): agent ``provider_options``, run
+    ``provider_options``, the run's ``structured_output=``, then the schema of the resolved loop
+    when it is a built-in generate-validate-revise strategy (:func:`loop_structured_output`).
+    Every schema that takes part is checked against SO-1.
+
+    Args:
+        agent_options: ``AgentConfig.provider_options`` (a mapping is converted).
+        run_options: The run's ``provider_options`` (a mapping is converted).
+        structured_output: The run's ``structured_output=`` (a mapping is converted).
+        loop: The resolved loop strategy (``None``: no loop contribution).
+        model: The effective model; when given, :func:`check_structured_output_support` runs on
+            the result.
+
+    Returns:
+        The effective ``ProviderRequestOptions``, or ``None`` when no layer sets anything.
+
+    Raises:
+        StructuredOutputError: an invalid schema (SO-1) or an unsupported model (SO-2).
+        PrismConfigError: an option mapping with unknown keys or of the wrong shape.
+    """
+    merged = merge_provider_options(_options(agent_options), _options(run_options))
+    schema: StructuredOutputOptions | None = None
+    if structured_output is not None:
+        schema = validate_structured_output(structured_output)
+    loop_schema = loop_structured_output(loop)
+    if loop_schema is not None:
+        schema = validate_structured_output(loop_schema)
+    if schema is not None:
+        merged = merge_provider_options(merged, ProviderRequestOptions(structured_output=schema))
+    elif merged is not None and merged.structured_output is not None:
+        validate_structured_output(merged.structured_output)
+    if model is not None:
+        check_structured_output_support(merged, model)
+    return merged
+
+
+def _options(
+    value: ProviderRequestOptions | Mapping[str, Any] | None,
+) -> ProviderRequestOptions | None:
+    if value is None or isinstance(value, ProviderRequestOptions):
+        return value
+    if isinstance(value, Mapping):
+        return ProviderRequestOptions.coerce(value)
+    raise PrismConfigError(
+        f"provider_options must be ProviderRequestOptions or a mapping, got {type(value).__name__}"
+    )
+
+
+# =========================================================================== SO-8 helpers
+
+
+def json_artifact_parser(
+    text: str, ctx: ArtifactContext | None = None
+) -> ArtifactParseResult[Any]:
+    """Parse the stripped draft text with ``json.loads`` (SO-8).
+
+    Args:
+        text: The candidate's text (CON-10).
+        ctx: The artifact context (unused; accepted so the function is an ``ArtifactParser``).
+
+    Returns:
+        ``ArtifactParseResult(ok=True, value=<decoded>)``, or ``ok=False`` with
+        ``error=str(exc)`` when decoding fails.
+    """
+    try:
+        value = json.loads(text.strip())
+    except ValueError as exc:
+        return ArtifactParseResult(ok=False, error=str(exc))
+    return ArtifactParseResult(ok=True, value=value)
+
+
+def json_schema_artifact_validator(schema: Mapping[str, Any]) -> ArtifactValidator[Any]:
+    """Return an artifact validator checking values against a JSON Schema (SO-8).
+
+    Errors become ``ArtifactError(message, path=<RFC 6901 pointer, None at the root>)``, sorted by
+    (pointer, message) as in TOOL-6; the result is ``ok`` when there are none. The schema is
+    checked and compiled once, here.
+
+    Args:
+        schema: A JSON Schema (the ``jsonschema`` class comes from ``validator_for``).
+
+    Returns:
+        ``validator(value, ctx) -> ArtifactValidation``.
+
+    Raises:
+        PrismConfigError: ``schema`` is not a mapping or is not a valid JSON Schema.
+    """
+    if not isinstance(schema, Mapping):
+        raise PrismConfigError(f"schema must be a mapping, got {type(schema).__name__}")
+    compiled = _compile_schema(schema)
+    if isinstance(compiled, str):
+        raise PrismConfigError(f"invalid JSON Schema: {compiled}")
+
+    def validate(value: Any, ctx: ArtifactContext | None = None) -> ArtifactValidation:
+        try:
+            found = schema_errors(compiled, value)
+        except Exception as exc:
+            detail = _schema_error_detail(exc)
+            return ArtifactValidation(
+                ok=False, errors=(ArtifactError(f"invalid JSON Schema: {detail}"),)
+            )
+        if not found:
+            return ArtifactValidation(ok=True)
+        return ArtifactValidation(
+            ok=False,
+            errors=tuple(ArtifactError(message, path=pointer or None) for pointer, message in found),
+        )
+
+    return validate
