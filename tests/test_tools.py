@@ -45,6 +45,7 @@ from prism.tools import (
     json_schema_tool_validator,
     normalize_tool_filters,
     parallel_tool_round,
+    resolve_tool_validator,
     tool,
 )
 from prism.types import (
@@ -589,6 +590,24 @@ async def test_tool6_uses_validator_for_draft() -> None:
               "properties": {"n": {"type": "number", "maximum": 5, "exclusiveMaximum": True}}}
     assert validator(echo_tool(parameters=draft4), {"n": 5}, make_context()) is not None
     assert validator(echo_tool(parameters=draft4), {"n": 4}, make_context()) is None
+
+
+def test_tool6_effective_validator_run_then_agent_then_builtin() -> None:
+    """TOOL-6/RUN-6: run value wins, else agent, else the built-in; False disables; bad values raise."""
+
+    def mine(t: Any, a: Any, c: Any) -> None:
+        return None
+
+    builtin = resolve_tool_validator(None, None)
+    assert callable(builtin) and builtin is resolve_tool_validator(None)
+    assert resolve_tool_validator(mine, None) is mine
+    assert resolve_tool_validator(False, mine) is mine
+    assert resolve_tool_validator(mine, False) is False
+    assert resolve_tool_validator(False, None) is False
+    with pytest.raises(PrismConfigError):
+        resolve_tool_validator(True, None)  # type: ignore[arg-type]
+    with pytest.raises(PrismConfigError):
+        resolve_tool_validator(None, "x")  # type: ignore[arg-type]
 
 
 # =========================================================================== TOOL-7

@@ -77,6 +77,7 @@ __all__ = [
     "json_schema_tool_validator",
     "normalize_tool_filters",
     "parallel_tool_round",
+    "resolve_tool_validator",
     "tool",
 ]
 
@@ -478,6 +479,28 @@ def json_schema_tool_validator(
 
 
 _DEFAULT_VALIDATOR = json_schema_tool_validator()
+
+
+def resolve_tool_validator(
+    agent: ToolValidator | Literal[False] | None,
+    run: ToolValidator | Literal[False] | None = None,
+) -> ToolValidator | Literal[False]:
+    """Return the effective argument validator of a run (TOOL-6, RUN-6).
+
+    The run's value wins when not ``None``, else the agent's; ``False`` (at the winning level)
+    disables validation; when both are ``None`` the result is the built-in
+    :func:`json_schema_tool_validator` (one shared instance, so its schema cache is shared).
+
+    Raises:
+        PrismConfigError: a value that is not ``None``, ``False`` or callable (RUN-1).
+    """
+    for label, value in (("agent", agent), ("run", run)):
+        if value is not None and value is not False and not callable(value):
+            raise PrismConfigError(
+                f"{label} tool_validator must be None, False or callable, got {type(value).__name__}"
+            )
+    chosen = run if run is not None else agent
+    return _DEFAULT_VALIDATOR if chosen is None else chosen
 
 # =========================================================================== sync tools (TOOL-11)
 
