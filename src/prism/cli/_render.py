@@ -1,0 +1,337 @@
+"""Output of ``prism run``: JSON lines, plain text, or a live terminal view (``rich``).
+
+* :class:`JsonRenderer` — one ``event.to_dict()`` JSON object per line on stdout, nothing else.
+* :class:`PlainRenderer` — for pipes and files: the assistant text streams to stdout; tool calls,
+  results, validation notes and the usage summary go to stderr, one line each, so stdout holds only
+  the answer. No terminal control codes.
+* :class:`LiveRenderer` — for terminals (extra ``prism-runtime[cli]``): the text streams as it
+  arrives, tool calls and results are printed as they happen, a status line at the bottom shows the
+  turn, tokens so far and elapsed time, and a usage summary closes the run.
+
+Every renderer receives already-redacted events (the agent's secret redactor, EVT-21); text that
+the command builds itself from exceptions is redacted by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import IO, Any, Protocol
+
+from prism.types import TextContent, ToolCallContent, Usage
+
+__all__ = ["JsonRenderer", "LiveRenderer", "PlainRenderer", "Renderer", "RunStats", "summarize"]
+
+_PREVIEW_CHARS = 200
+
+
+def _preview(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
+
+
+def _call_text(call: ToolCallContent) -> str:
+    return f"{call.name}({_preview(call.arguments)})"
+
+
+class RunStats:
+    """Counters shown in the status line and the final summary."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.started = clock()
+        self.turn = 0
+        self.tokens = 0
+        self.tool_calls = 0
+        self.usage: Usage | None = None
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds since the run started."""
+        return self._clock() - self.started
+
+    def observe(self, event: Any) -> None:
+        """Update the counters from one event."""
+        kind = event.type
+        if kind == "turn_started":
+            self.turn = event.turn
+        elif kind == "provider_turn_finished" and event.usage is not None:
+            self.tokens += _total(event.usage)
+        elif kind == "tool_execution_started":
+            self.tool_calls += 1
+        elif kind == "agent_finished":
+            self.usage = event.usage
+
+    def status(self) -> str:
+        """``turn 2 · 864 tokens · 3.4 s``."""
+        return f"turn {max(self.turn, 1)} · {self.tokens} tokens · {self.elapsed_s:.1f} s"
+
+
+def _total(usage: Usage) -> int:
+    if usage.total_tokens is not None:
+        return usage.total_tokens
+    return (usage.input_tokens or 0) + (usage.output_tokens or 0)
+
+
+def summarize(stats: RunStats, usage: Usage | None) -> str:
+    """Final usage line, e.g. ``usage: 838 in + 26 out = 864 tokens · 2 turns · 1 tool call · 3.4 s``.
+
+    Args:
+        stats: The run's counters.
+        usage: The run total (``RunResult.usage``); ``None`` when the provider reported none.
+    """
+    turns = max(stats.turn, 1)
+    parts = [f"{turns} turn{'s' if turns != 1 else ''}"]
+    if stats.tool_calls:
+        parts.append(f"{stats.tool_calls} tool call{'s' if stats.tool_calls != 1 else ''}")
+    parts.append(f"{stats.elapsed_s:.1f} s")
+    if usage is None:
+        head = "usage: not reported by the provider"
+    else:
+        head = (
+            f"usage: {usage.input_tokens or 0} in + {usage.output_tokens or 0} out"
+            f" = {_total(usage)} tokens"
+        )
+        if usage.cost is not None:
+            head += f" · {usage.cost:.6g} {usage.currency or ''}".rstrip()
+    return " · ".join([head, *parts])
+
+
+class Renderer(Protocol):
+    """What ``prism run`` drives: events in order, then the outcome."""
+
+    stats: RunStats
+
+    def __enter__(self) -> Renderer: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def event(self, event: Any) -> None:
+        """Show one (redacted) agent event."""
+        ...
+
+    def succeeded(self, usage: Usage | None, artifact: Any = None) -> None:
+        """The run succeeded; ``artifact`` is the accepted artifact of a gvr run, else ``None``."""
+        ...
+
+    def failed(self, message: str) -> None:
+        """The run failed or was aborted; ``message`` is already redacted."""
+        ...
+
+
+# --------------------------------------------------------------------------- JSON lines
+
+
+class JsonRenderer:
+    """``--json``: every event as one JSON line (``event.to_dict()``) on ``out``."""
+
+    def __init__(self, out: IO[str], err: IO[str]) -> None:
+        self._out = out
+        self._err = err
+        self.stats = RunStats()
+
+    def __enter__(self) -> JsonRenderer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._out.flush()
+
+    def event(self, event: Any) -> None:
+        self.stats.observe(event)
+        self._out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+        self._out.flush()
+
+    def succeeded(self, usage: Usage | None, artifact: Any = None) -> None:
+        pass
+
+    def failed(self, message: str) -> None:
+        # the run's terminal `error` event is already on stdout; keep a human line on stderr
+        self._err.write(f"prism: {message}\n")
+
+
+# --------------------------------------------------------------------------- shared text logic
+
+
+class _TextRenderer:
+    """Turns events into the assistant text stream and one-line notes."""
+
+    def __init__(self) -> None:
+        self.stats = RunStats()
+        self._in_text = False
+
+    # subclasses implement these two
+    def _text(self, text: str) -> None:
+        raise NotImplementedError
+
+    def _note(self, text: str, style: str = "") -> None:
+        raise NotImplementedError
+
+    def _end_text(self) -> None:
+        if self._in_text:
+            self._in_text = False
+            self._text("\n")
+
+    def event(self, event: Any) -> None:
+        self.stats.observe(event)
+        kind = event.type
+        if kind == "message_delta":
+            content = event.content
+            if isinstance(content, TextContent) and content.text:
+                self._in_text = True
+                self._text(content.text)
+        elif kind == "message_finished":
+            self._end_text()
+        elif kind == "tool_execution_started":
+            self._end_text()
+            self._note(f"⚙ {_call_text(event.call)}", "cyan")
+        elif kind == "tool_execution_finished":
+            result = event.result
+            if result.error is not None:
+                self._note(f"✗ {result.name}: {result.error.message}", "red")
+            else:
+                shown = result.value if result.value is not None else "(no output)"
+                self._note(f"→ {result.name}: {_preview(shown)}", "green")
+        elif kind == "tool_execution_error":
+            self._note(f"✗ {event.call.name}: {event.error.message}", "red")
+        elif kind == "tool_execution_blocked":
+            self._note(f"⊘ {event.name} blocked ({event.reason}): {event.error.message}", "yellow")
+        elif kind == "retry_scheduled":
+            self._end_text()
+            self._note(
+                f"↻ retrying in {event.delay_ms / 1000:.1f} s after: {event.error.message}",
+                "yellow",
+            )
+        elif kind == "artifact_validation_finished":
+            self._end_text()
+            if event.result.ok:
+                self._note(f"✓ attempt {event.attempt}: valid", "green")
+            else:
+                errors = "; ".join(
+                    f"{e.path or '/'}: {e.message}" for e in event.result.errors
+                ) or "invalid"
+                self._note(f"✗ attempt {event.attempt}: {_preview(errors)}", "yellow")
+        elif kind == "artifact_revision_started":
+            self._note(f"↻ asking for revision {event.attempt}", "yellow")
+        elif kind == "run_limit_exceeded":
+            self._end_text()
+            breach = event.breach
+            self._note(f"limit {breach.limit} exceeded ({breach.observed} > {breach.maximum})", "red")
+
+    def succeeded(self, usage: Usage | None, artifact: Any = None) -> None:
+        self._end_text()
+        if artifact is not None:
+            self._note("artifact: " + json.dumps(artifact, ensure_ascii=False), "bold")
+        self._note(summarize(self.stats, usage), "dim")
+
+    def failed(self, message: str) -> None:
+        self._end_text()
+        self._note(f"error: {message}", "bold red")
+        self._note(summarize(self.stats, self.stats.usage), "dim")
+
+
+# --------------------------------------------------------------------------- plain
+
+
+class PlainRenderer(_TextRenderer):
+    """Pipes and files: text to ``out`` as it arrives; notes and summary to ``err``."""
+
+    def __init__(self, out: IO[str], err: IO[str]) -> None:
+        super().__init__()
+        self._out = out
+        self._err = err
+
+    def __enter__(self) -> PlainRenderer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._end_text()
+        self._out.flush()
+        self._err.flush()
+
+    def _text(self, text: str) -> None:
+        self._out.write(text)
+        self._out.flush()
+
+    def _note(self, text: str, style: str = "") -> None:
+        self._err.write(text + "\n")
+        self._err.flush()
+
+
+# --------------------------------------------------------------------------- live terminal
+
+
+def _import_rich() -> Any:
+    try:
+        import rich.console
+        import rich.live
+        import rich.text
+    except ImportError as exc:
+        raise ImportError(
+            "the prism command's terminal view needs rich: pip install 'prism-runtime[cli]'"
+        ) from exc
+    return rich
+
+
+class LiveRenderer(_TextRenderer):
+    """Terminals: streamed text, tool lines, a live status line and a usage summary (``rich``).
+
+    Complete lines of assistant text are printed above the live region; the line being written
+    stays in the region with the status line below it, so partial text shows as it arrives.
+
+    Raises:
+        ImportError: ``rich`` is not installed (the message names ``prism-runtime[cli]``).
+    """
+
+    def __init__(self, console: Any = None, *, refresh_per_second: float = 8.0) -> None:
+        super().__init__()
+        rich = _import_rich()
+        self._rich = rich
+        self._console = console if console is not None else rich.console.Console(highlight=False)
+        self._pending = ""
+        self._live = rich.live.Live(
+            get_renderable=self._renderable,
+            console=self._console,
+            refresh_per_second=refresh_per_second,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+
+    def __enter__(self) -> LiveRenderer:
+        self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._flush_pending()
+        self._live.stop()
+
+    def _renderable(self) -> Any:
+        text = self._rich.text
+        status = text.Text(self.stats.status(), style="dim")
+        if self._pending:
+            return self._rich.console.Group(text.Text(self._pending), status)
+        return status
+
+    def _flush_pending(self) -> None:
+        if self._pending:
+            self._console.print(self._rich.text.Text(self._pending))
+            self._pending = ""
+
+    def _text(self, text: str) -> None:
+        self._pending += text
+        if "\n" in self._pending:
+            *lines, self._pending = self._pending.split("\n")
+            for line in lines:
+                self._console.print(self._rich.text.Text(line))
+        self._live.refresh()
+
+    def _end_text(self) -> None:
+        if self._in_text:
+            self._in_text = False
+            self._flush_pending()
+
+    def _note(self, text: str, style: str = "") -> None:
+        self._console.print(self._rich.text.Text(text, style=style or ""))
+        self._live.refresh()
