@@ -51,6 +51,7 @@ from prism.loops.dispatch import (
     dispatch_tool_calls_in_order,
     dispatchable_tool_calls,
 )
+from prism.structured_output import artifact_request, without_structured_output
 from prism.types import (
     AgentInput,
     JsonValue,
@@ -67,11 +68,15 @@ _NO_ARTIFACT_TEXT: Final = "no artifact text in model output"
 
 _ROUND_LIMIT_MESSAGE: Final = "tool call not dispatched: tool round limit reached"
 _DISABLED_MESSAGE: Final = "tool call not dispatched: tool calls are disabled for this loop"
-_TOOL_ROUND_LIMIT_RESULT: Final = ArtifactValidation(
-    ok=False,
-    errors=(ArtifactError("maximum tool rounds exceeded"),),
-    metadata={"reason": "tool_round_limit"},
-)
+
+
+def _tool_round_limit_result() -> ArtifactValidation:
+    """The terminal failure for a tool request beyond ``max_tool_rounds`` (GVR-4 step 10)."""
+    return ArtifactValidation(
+        ok=False,
+        errors=(ArtifactError("maximum tool rounds exceeded"),),
+        metadata={"reason": "tool_round_limit"},
+    )
 
 
 def _default_repairer(
@@ -305,8 +310,6 @@ class GenerateValidateReviseLoop:
             if self._saved_schema is None and options is not None:
                 self._saved_schema = options.structured_output
             if final_only:
-                from prism.structured_output import artifact_request, without_structured_output
-
                 if not self._artifact_phase and tool_rounds < ctx.max_tool_rounds:
                     request = without_structured_output(request)
                 else:
@@ -351,7 +354,7 @@ class GenerateValidateReviseLoop:
                                 run_id=run_id,
                                 turn=turn,
                                 attempt=self._attempts + 1,
-                                result=_TOOL_ROUND_LIMIT_RESULT,
+                                result=_tool_round_limit_result(),
                             )
                         )
                         return usage
