@@ -28,6 +28,7 @@ from prism.types import RunLimitBreach, Usage, _Options
 
 __all__ = [
     "DEFAULT_RUN_LIMITS",
+    "BreachCallback",
     "MAX_BYTES_LIMIT",
     "UNLIMITED",
     "LimitValue",
@@ -459,6 +460,7 @@ def _coerce_counters(value: RunLimitCounters | Mapping[str, Any] | None) -> RunL
 
 
 BreachCallback: TypeAlias = Callable[[RunLimitBreach], object]
+"""``on_breach(breach)``: called once, synchronously, with the run's first breach (LIM-7)."""
 
 
 class RunLimitTracker:
@@ -685,14 +687,12 @@ class RunLimitTracker:
 
     def _on_deadline(self) -> None:
         self._timer = None
-        if self._disposed:
+        if self._disposed or self._breach is not None:
             return
         observed = max(int(self._wall_ms()), int(self._max_wall))
         breach = RunLimitBreach(
             limit="max_wall_time_ms", maximum=self._max_wall, observed=observed
         )
-        if self._breach is not None:
-            return
         self._breach = breach
         callback = self._on_breach
         if callback is None:
