@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from prism.errors import AgentLoopStateError, AgentRunSuspended
 from prism.loops.contracts import LoopContext
 from prism.redaction import error_to_error_info
+from prism.tools import parallel_tool_round
 from prism.types import ErrorInfo, ToolCallContent, ToolResult, tool_result_message
 
 __all__ = [
@@ -209,7 +210,11 @@ async def _dispatch_parallel(
                 if not first_failure:
                     first_failure.append(exc)
 
-    outcomes = await asyncio.gather(*(worker() for _ in range(width)), return_exceptions=True)
+    # Workers are created inside ``parallel_tool_round`` so that their copied context runs sync
+    # tools in worker threads (TOOL-11).
+    with parallel_tool_round():
+        workers = [asyncio.ensure_future(worker()) for _ in range(width)]
+    outcomes = await asyncio.gather(*workers, return_exceptions=True)
     for outcome in outcomes:
         # A worker cancelled on its own (not through this task) is a failure of the round.
         if isinstance(outcome, BaseException) and not first_failure:

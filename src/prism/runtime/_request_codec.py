@@ -1,0 +1,252 @@
+"""Incremental request redaction and byte counting (ARCH-15, RUN-14 step 4, RUN-15 step 1).
+
+Every provider request must be redacted with the active redactor and measured as
+``len(canonical_json(request.to_dict()).encode())``. Doing either over the whole request each turn
+would make a turn cost O(history). Messages are frozen, so :class:`RequestCodec` keeps, for the
+run, each message's redacted form and byte size, and for the live history a running prefix of
+redacted messages and cumulative sizes. A turn then costs O(new messages) plus copying message
+references into the redacted request.
+
+Exactness: the result equals the full computation.
+
+* Bytes: ``canonical_json`` of a dict is the concatenation of its sorted members, so the size is
+  ``size(request with messages=()) + sum(size(message)) + (n - 1)`` commas.
+* Redaction: the redactor is assumed to be a pure function of its input (ARCH-15). Each message is
+  redacted wrapped as ``([message],)`` so that it sits at the same container depth (2) as inside
+  ``request.messages``; the built-in walk's depth cap (``[MaxDepth]``) therefore applies at the
+  same place.
+
+:class:`LiveHistory` is the ``list`` subclass shared as ``ctx.history``: appends and extends are
+plain list operations; every other mutation bumps :attr:`LiveHistory.mutations`, which tells the
+codec that its prefix is stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, SupportsIndex
+
+from prism.redaction import SecretRedactor
+from prism.types import Message, ProviderRequest, canonical_json
+
+__all__ = ["LiveHistory", "RequestCodec"]
+
+
+class LiveHistory(list[Message]):
+    """The live transcript list (RUN-12) with a counter of non-append mutations (ARCH-15).
+
+    ``append``, ``extend`` and ``+=`` keep existing elements in place and do not count; every
+    other mutating operation increments :attr:`mutations`.
+    """
+
+    __slots__ = ("mutations",)
+
+    def __init__(self, items: Iterable[Message] = ()) -> None:
+        super().__init__(items)
+        self.mutations = 0
+        """Number of non-append mutations so far."""
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self.mutations += 1
+        super().__setitem__(index, value)
+
+    def __delitem__(self, index: SupportsIndex | slice) -> None:
+        self.mutations += 1
+        super().__delitem__(index)
+
+    def __imul__(self, count: SupportsIndex) -> LiveHistory:
+        self.mutations += 1
+        super().__imul__(count)
+        return self
+
+    def insert(self, index: SupportsIndex, value: Message) -> None:
+        self.mutations += 1
+        super().insert(index, value)
+
+    def pop(self, index: SupportsIndex = -1) -> Message:
+        self.mutations += 1
+        return super().pop(index)
+
+    def remove(self, value: Message) -> None:
+        self.mutations += 1
+        super().remove(value)
+
+    def clear(self) -> None:
+        self.mutations += 1
+        super().clear()
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        self.mutations += 1
+        super().sort(*args, **kwargs)
+
+    def reverse(self) -> None:
+        self.mutations += 1
+        super().reverse()
+
+
+class RequestCodec:
+    """Per-run cache that redacts and measures provider requests incrementally (ARCH-15).
+
+    Args:
+        redactor: The active redactor, or ``None`` (requests are then only measured).
+        history: The run's live history.
+    """
+
+    __slots__ = (
+        "_cache",
+        "_h_cum",
+        "_h_red",
+        "_h_version",
+        "_head",
+        "_head_key",
+        "_history",
+        "_redactor",
+    )
+
+    def __init__(self, redactor: SecretRedactor | None, history: LiveHistory) -> None:
+        self._redactor = redactor
+        self._history = history
+        self._cache: dict[int, tuple[Message, Message, int]] = {}
+        self._h_red: list[Message] = []
+        self._h_cum: list[int] = [0]
+        self._h_version = history.mutations
+        self._head_key: tuple[Any, ...] | None = None
+        self._head: tuple[ProviderRequest, int] | None = None
+
+    # ----------------------------------------------------------------- per message
+
+    def message(self, message: Message) -> tuple[Message, int]:
+        """Return ``(redacted message, canonical UTF-8 size)``, cached for the run."""
+        entry = self._cache.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1], entry[2]
+        redactor = self._redactor
+        if redactor is None:
+            red = message
+        else:
+            red = redactor.redact(([message],))[0][0]
+        size = len(canonical_json(red.to_dict()).encode())
+        self._cache[id(message)] = (message, red, size)
+        return red, size
+
+    # ----------------------------------------------------------------- history prefix
+
+    def _sync(self, upto: int) -> bool:
+        """Bring the cached history prefix up to ``upto`` messages; False if it cannot."""
+        history = self._history
+        if history.mutations != self._h_version:
+            self._h_red.clear()
+            del self._h_cum[1:]
+            self._h_version = history.mutations
+        done = len(self._h_red)
+        if upto > len(history):
+            return False
+        if upto > done:
+            red_list = self._h_red
+            cum = self._h_cum
+            total = cum[-1]
+            message = self.message
+            for item in history[done:upto]:
+                red, size = message(item)
+                red_list.append(red)
+                total += size
+                cum.append(total)
+        return True
+
+    # ----------------------------------------------------------------- whole request
+
+    def _head_of(self, request: ProviderRequest) -> tuple[ProviderRequest, int]:
+        key = (request.model, request.tools, request.context, request.options, request.metadata)
+        cached_key = self._head_key
+        if cached_key is not None and all(a is b for a, b in zip(key, cached_key, strict=True)):
+            head = self._head
+            assert head is not None
+            return head
+        bare = ProviderRequest(
+            model=request.model,
+            messages=(),
+            tools=request.tools,
+            context=request.context,
+            options=request.options,
+            metadata=request.metadata,
+        )
+        red = bare if self._redactor is None else self._redactor.redact(bare)
+        size = len(canonical_json(red.to_dict()).encode())
+        self._head_key = key
+        self._head = (red, size)
+        return red, size
+
+    def encode(
+        self,
+        request: ProviderRequest,
+        *,
+        prefix_len: int | None = None,
+        history_len: int = 0,
+        history_version: int | None = None,
+    ) -> tuple[ProviderRequest, int]:
+        """Redact and measure ``request`` (RUN-14 step 4, RUN-15 step 1).
+
+        Args:
+            request: The request after policies and middleware.
+            prefix_len: When ``request.messages[prefix_len : prefix_len + history_len]`` are the
+                first ``history_len`` live-history messages (as assembled), their cached results
+                are reused. ``None``: no layout is known; every message goes through the cache.
+            history_len: History messages included after the prefix.
+            history_version: :attr:`LiveHistory.mutations` when the request was assembled; a
+                different current value disables the layout.
+
+        Returns:
+            ``(redacted request, UTF-8 size of canonical_json(redacted.to_dict()))``; without a
+            redactor the request itself is returned.
+        """
+        messages = request.messages
+        head, size = self._head_of(request)
+        count = len(messages)
+        if count:
+            size += count - 1
+        redactor = self._redactor
+        message = self.message
+        red_messages: tuple[Message, ...]
+        if (
+            prefix_len is not None
+            and history_version == self._history.mutations
+            and self._sync(history_len)
+        ):
+            end = prefix_len + history_len
+            size += self._h_cum[history_len]
+            prefix_red: list[Message] = []
+            tail_red: list[Message] = []
+            for item in messages[:prefix_len]:
+                red, n = message(item)
+                prefix_red.append(red)
+                size += n
+            for item in messages[end:]:
+                red, n = message(item)
+                tail_red.append(red)
+                size += n
+            if redactor is None:
+                return request, size
+            hred = self._h_red
+            part = hred if len(hred) == history_len else hred[:history_len]
+            red_messages = (*prefix_red, *part, *tail_red)
+        else:
+            red_list: list[Message] = []
+            for item in messages:
+                red, n = message(item)
+                red_list.append(red)
+                size += n
+            if redactor is None:
+                return request, size
+            red_messages = tuple(red_list)
+        return (
+            ProviderRequest(
+                model=head.model,
+                messages=red_messages,
+                tools=head.tools,
+                context=head.context,
+                options=head.options,
+                metadata=head.metadata,
+                signal=request.signal,
+            ),
+            size,
+        )

@@ -1,0 +1,1094 @@
+"""One run leg: activation, setup, the loop, and the success/failure/cleanup envelope (RUN-9..RUN-24).
+
+:class:`RunLeg` is created by ``AgentSession.run()`` after preflight. It owns the run's abort
+controller, limit tracker, usage accumulator, ledger writer, request assembler and codec, the
+provider-turn runner and the live history, and builds the one :class:`RunContext` (the
+``LoopContext``, CON-28) the loop receives. The loop reaches the model, tools, store and events only
+through that context (ARCH-2).
+
+Per-turn work is constant in the history length (ARCH-15): assembling copies message references,
+redaction and byte counting are incremental (:mod:`prism.runtime._request_codec`), store appends
+and event emission are O(1) in the history, and the open-tool-call bookkeeping of RUN-24 is a dict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from prism._util import maybe_await
+from prism.abort import AbortController, AbortSignal
+from prism.assembly import RequestAssembler, Skill, SystemPromptContribution, select_skills
+from prism.errors import (
+    AbortError,
+    AgentRunError,
+    AgentRunLimitError,
+    ArtifactFailedError,
+    GuardrailError,
+    ProviderResolutionError,
+    ProviderTurnError,
+)
+from prism.events import (
+    AgentEvent,
+    AgentFinishedEvent,
+    AgentStartedEvent,
+    ArtifactFailedEvent,
+    ArtifactFinishedEvent,
+    CompactionFinishedEvent,
+    CompactionStartedEvent,
+    ErrorEvent,
+    QueueUpdatedEvent,
+    RunLimitExceededEvent,
+    SteerRejectedEvent,
+    TurnStartedEvent,
+)
+from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
+from prism.ledger import LedgerWriter, finish_run_record, start_run_record
+from prism.limits import RunLimits, RunLimitTracker, sets_finite_output_budget
+from prism.loops.contracts import AgentLoopStrategy
+from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
+from prism.middleware import MiddlewareRegistry
+from prism.providers.base import AIProvider
+from prism.redaction import SecretRedactor, error_to_error_info, redact_agent_event, redacted_cause
+from prism.retry import RetryOptions, RetryPayload
+from prism.runtime._observers import SessionObservers
+from prism.runtime._request_codec import LiveHistory, RequestCodec
+from prism.runtime.provider_turn import (
+    PolicyContext,
+    ProviderRequestPolicy,
+    ProviderRequestPolicyResult,
+    ProviderTurnRunner,
+)
+from prism.store import (
+    CompactionOptions,
+    SessionEntry,
+    SessionStore,
+    compaction_entry,
+    compute_compaction,
+    current_model,
+    drop_trailing_input,
+    history_from_branch,
+    new_session_entry,
+    read_branch,
+    should_auto_compact,
+)
+from prism.structured_output import resolve_structured_output
+from prism.tools import ToolFilter, ToolValidator, dispatch_tool_call, filter_tools
+from prism.types import (
+    AgentInput,
+    ErrorInfo,
+    Message,
+    ModelConfig,
+    OwnershipScope,
+    ProviderRequest,
+    ProviderRequestOptions,
+    ProviderTurnResult,
+    RunResult,
+    RunStatus,
+    StructuredOutputOptions,
+    ToolCallContent,
+    ToolExecutionContext,
+    ToolResult,
+    ToolResultContent,
+    Usage,
+    merge_provider_options,
+    to_messages,
+    tool_result_message,
+)
+from prism.usage import UsageAccumulator
+
+if TYPE_CHECKING:
+    from prism.runtime.agent import AgentConfig, ProviderSource
+    from prism.runtime.session import AgentSession
+
+__all__ = ["RunContext", "RunLeg", "RunPlan", "TurnBoundary"]
+
+_log = logging.getLogger("prism")
+
+INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its result was recorded"
+"""Message of the rows that answer calls left open by a failed run (RUN-24)."""
+
+
+# --------------------------------------------------------------------------- the run plan
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class RunPlan:
+    """The run options after preflight (RUN-5..RUN-7), resolved against the agent config."""
+
+    input: AgentInput
+    limits: RunLimits
+    agent_limits: RunLimits | None
+    run_limits: RunLimits | None
+    retry: RetryOptions | None
+    compaction: CompactionOptions | None
+    loop: Any
+    signal: AbortSignal | None
+    metadata: Mapping[str, Any]
+    structured_output: StructuredOutputOptions | Mapping[str, Any] | None
+    redactor: SecretRedactor | None
+    active_skills: Sequence[str] | None
+    model: ModelConfig
+    provider_source: ProviderSource | None
+    provider_options: ProviderRequestOptions | Mapping[str, Any] | None
+    provider_request_policies: tuple[ProviderRequestPolicy, ...]
+    system_prompt: tuple[SystemPromptContribution, ...]
+    drop_agent_system_prompt: bool
+    run_ledger: Any
+    ownership: OwnershipScope | None
+    idempotency_key: str | None
+    guardrails: Guardrails | None
+    skills: tuple[Skill, ...]
+    tool_filters: tuple[ToolFilter, ...]
+    tool_validator: ToolValidator | bool | None
+
+
+# --------------------------------------------------------------------------- turn boundary
+
+
+BoundaryHook = Callable[[int], Coroutine[Any, Any, None]]
+"""``await hook(turn)`` at a turn boundary; may raise to stop or suspend the run."""
+
+
+class TurnBoundary:
+    """The once-per-provider-turn boundary (TP-4, LIM-4).
+
+    It runs on the first ``ctx.assemble`` or ``ctx.generate`` of a turn; the turn index is
+    "completed provider turns + 1" (a completed turn is a ``generate`` call that returned, TP-5).
+    Steps, in order: the ``before_charge`` hooks (approval suspension APR-5 and the turn policy
+    TP-6 plug in here), charging ``max_turns`` (LIM-4), then the ``after_charge`` hooks (the
+    ``every-turn`` checkpoint DUR-7 plugs in here).
+
+    Args:
+        tracker: The run's limit tracker.
+        before_charge: Hooks evaluated before ``max_turns`` is charged.
+        after_charge: Hooks run after the charge.
+    """
+
+    __slots__ = ("_after", "_before", "_entered", "_tracker", "completed")
+
+    def __init__(
+        self,
+        tracker: RunLimitTracker,
+        *,
+        before_charge: Sequence[BoundaryHook] = (),
+        after_charge: Sequence[BoundaryHook] = (),
+    ) -> None:
+        self._tracker = tracker
+        self._before = tuple(before_charge)
+        self._after = tuple(after_charge)
+        self._entered = 0
+        self.completed = 0
+        """Provider turns completed in this leg (returned ``generate`` calls)."""
+
+    @property
+    def turn(self) -> int:
+        """Index of the provider turn the next boundary precedes (``completed + 1``)."""
+        return self.completed + 1
+
+    async def enter(self) -> int:
+        """Run the boundary for the current turn unless it already ran; return the turn index.
+
+        Raises:
+            RunLimitExceeded: ``max_turns`` breached (LIM-7).
+            Exception: whatever a hook raises (turn-policy stop, suspension).
+        """
+        turn = self.completed + 1
+        if self._entered == turn:
+            return turn
+        self._entered = turn
+        for hook in self._before:
+            await hook(turn)
+        self._tracker.charge_turn()
+        for hook in self._after:
+            await hook(turn)
+        return turn
+
+
+# --------------------------------------------------------------------------- the loop context
+
+
+class RunContext:
+    """The ``LoopContext`` of one run leg (CON-28). Built once per leg by :class:`RunLeg`.
+
+    Data members are plain attributes; ``finish_reason`` and ``artifact`` are writable. Methods
+    delegate to the leg; none of them exposes the provider, the store, the ledger or credentials.
+    """
+
+    __slots__ = (
+        "_leg",
+        "artifact",
+        "finish_reason",
+        "history",
+        "input",
+        "input_messages",
+        "max_tool_rounds",
+        "metadata",
+        "restored_loop_state",
+        "run_id",
+        "session_id",
+        "signal",
+        "tool_concurrency",
+    )
+
+    def __init__(
+        self,
+        leg: RunLeg,
+        *,
+        tool_concurrency: int,
+        max_tool_rounds: float,
+    ) -> None:
+        self._leg = leg
+        self.session_id: str = leg.session_id
+        self.run_id: str = leg.run_id
+        self.metadata: Mapping[str, Any] = leg.metadata
+        self.signal: AbortSignal = leg.signal
+        self.history: list[Message] = leg.history
+        self.input: AgentInput = leg.plan.input
+        self.input_messages: tuple[Message, ...] = leg.input_messages
+        self.max_tool_rounds: float = max_tool_rounds
+        self.tool_concurrency: int = tool_concurrency
+        self.restored_loop_state: Any = None
+        self.finish_reason: str | None = None
+        self.artifact: Any = None
+
+    def __repr__(self) -> str:
+        return f"<LoopContext session_id={self.session_id!r} run_id={self.run_id!r}>"
+
+    async def assemble(
+        self,
+        next_input: AgentInput,
+        tool_results: Sequence[ToolResult] | None = None,
+        turn: int | None = None,
+        /,
+    ) -> ProviderRequest:
+        """Run the turn boundary, then build the next request (RUN-13). See CON-28."""
+        return await self._leg.assemble(next_input, tool_results, turn)
+
+    async def generate(self, request: ProviderRequest, /) -> ProviderTurnResult:
+        """Policies, middleware, redaction, retry, provider stream, guardrails (RUN-14)."""
+        return await self._leg.generate(request)
+
+    async def dispatch_tool_call(self, call: ToolCallContent, /) -> ToolResult:
+        """Fully guarded dispatch of one host call (TOOL-9)."""
+        return await self._leg.dispatch_tool_call(call)
+
+    async def charge_tool_round(self, calls: Sequence[ToolCallContent], /) -> None:
+        """Charge one tool round when ``calls`` is non-empty (LIM-4, APR-2)."""
+        if calls:
+            self._leg.tracker.charge_tool_round()
+
+    def is_tool_call_exclusive(self, call: ToolCallContent, /) -> bool:
+        """True when the registered tool named by ``call`` has ``exclusive=True`` (POOL-2)."""
+        tool = self._leg.registry.get(call.name)
+        return tool is not None and tool.exclusive
+
+    async def append_message(self, message: Message, /) -> None:
+        """Append ``message`` to the store under this run, redacted (STORE-4)."""
+        await self._leg.append_message(message)
+
+    def emit(self, event: AgentEvent, /) -> None:
+        """Emit a redacted event, stamping empty ids (EVT-1, EVT-21)."""
+        self._leg.emit(event)
+
+    def has_pending_steers(self) -> bool:
+        """True when steered messages are queued (STEER-3)."""
+        return bool(self._leg.session._steer_queue)
+
+    async def apply_pending_steers(self) -> bool:
+        """Drain the steer queue into history and store (STEER-4, STEER-8)."""
+        return await self._leg.apply_pending_steers()
+
+
+# --------------------------------------------------------------------------- the leg
+
+
+def _stamp(event: Any, session_id: str, run_id: str) -> Any:
+    sid = getattr(event, "session_id", session_id)
+    rid = getattr(event, "run_id", run_id)
+    if sid and rid:
+        return event
+    changes: dict[str, str] = {}
+    if not sid and hasattr(event, "session_id"):
+        changes["session_id"] = session_id
+    if not rid and hasattr(event, "run_id"):
+        changes["run_id"] = run_id
+    return dataclasses.replace(event, **changes) if changes else event
+
+
+async def _shielded(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` to completion even if the caller is cancelled meanwhile (RUN-10).
+
+    A cancellation that arrives while waiting is re-raised once ``coro`` has finished.
+    """
+    task = asyncio.ensure_future(coro)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                if task.cancelled():
+                    raise
+                cancelled = True
+                break
+            cancelled = True
+            continue
+        break
+    if cancelled:
+        task.result()  # surface the task's own exception first
+        raise asyncio.CancelledError
+    return result
+
+
+class RunLeg:
+    """One run leg of a session (RUN-9..RUN-24). Created by ``AgentSession.run()``.
+
+    Args:
+        session: The owning session (marked active by the caller).
+        plan: The preflighted, resolved run options.
+        run_id: The run id (``run_…``).
+    """
+
+    def __init__(self, session: AgentSession, plan: RunPlan, run_id: str) -> None:
+        config: AgentConfig = session.agent.config
+        self.session = session
+        self.config = config
+        self.plan = plan
+        self.session_id = session.id
+        self.run_id = run_id
+        self.redactor: SecretRedactor | None = plan.redactor
+        self.metadata: Mapping[str, Any] = plan.metadata
+        self.store: SessionStore = session.store
+        self.observers: SessionObservers = session._observers
+        # RUN-9 activation
+        self.controller = AbortController()
+        self.signal: AbortSignal = self.controller.signal
+        self._unbridge: Callable[[], None] | None = None
+        if plan.signal is not None:
+            self._unbridge = plan.signal.add_listener(self.controller.abort)
+        self.tracker = RunLimitTracker(plan.limits, on_breach=self._on_breach)
+        self.accumulator = UsageAccumulator()
+        self.writer = LedgerWriter(
+            plan.run_ledger,
+            session_id=self.session_id,
+            run_id=run_id,
+            redactor=self.redactor,
+            ownership=plan.ownership,
+        )
+        self.middleware: MiddlewareRegistry | None = config.middleware
+        self.registry = config.tools
+        self.history: LiveHistory = LiveHistory()
+        self.input_messages: tuple[Message, ...] = ()
+        self.messages: list[Message] = []
+        self._open_calls: dict[str, str] = {}
+        self._terminal_emitted = False
+        self._start_record: Any = None
+        self._last_turn = 1
+        self._artifact_finished = False
+        self._last_artifact_failed: ArtifactFailedEvent | None = None
+        self._worker_threads: list[asyncio.Future[Any]] = []
+        self._fork_next = session._fork_next
+        self.boundary = TurnBoundary(self.tracker)
+        self.ctx: RunContext | None = None
+        self.loop: AgentLoopStrategy | None = None
+        self.runner: ProviderTurnRunner | None = None
+        self.assembler: RequestAssembler | None = None
+        self.codec = RequestCodec(self.redactor, self.history)
+        self._layout: Any = None
+        self._layout_version = 0
+        self._policies: tuple[ProviderRequestPolicy, ...] = ()
+        self._tool_validator: Any = None
+        self._tool_calls = 0
+        self._status: RunStatus | None = None
+        self._stop_reason: Any = None
+        self._abort_reason: str | None = None
+        self._error: ErrorInfo | None = None
+        self.observers.set_redactor(self.redactor)
+
+    # ----------------------------------------------------------------- events
+
+    def _on_breach(self, breach: Any) -> None:
+        """First limit breach (LIM-7): one ``run_limit_exceeded`` event, then abort the run."""
+        from prism.errors import RunLimitExceeded
+
+        self.emit(RunLimitExceededEvent(session_id=self.session_id, run_id=self.run_id, breach=breach))
+        self.controller.abort(RunLimitExceeded(breach))
+
+    def emit(self, event: AgentEvent) -> None:
+        """Emit one event to observers and the ledger (EVT-1, EVT-7, EVT-21, REC-3).
+
+        Empty ids are stamped, the event is redacted once, and all observers get the same object.
+        Nothing is emitted after the leg's terminal event. O(size of the event).
+        """
+        if self._terminal_emitted:
+            return
+        kind = type(event)
+        if kind is TurnStartedEvent:
+            self._last_turn = event.turn  # type: ignore[union-attr]
+        elif kind is ArtifactFinishedEvent:
+            self._artifact_finished = True
+        elif kind is ArtifactFailedEvent:
+            self._last_artifact_failed = event  # type: ignore[assignment]
+        observers = self.observers
+        writer = self.writer
+        if not observers.active and not writer.enabled:
+            return
+        event = _stamp(event, self.session_id, self.run_id)
+        redactor = self.redactor
+        if redactor is not None:
+            event = redact_agent_event(event, redactor)
+        observers.deliver(event)
+        writer.record_event(event)
+
+    def _emit_terminal(self, event: AgentEvent) -> None:
+        self.emit(event)
+        self._terminal_emitted = True
+
+    # ----------------------------------------------------------------- store (STORE-4)
+
+    async def _append_entry(self, entry: SessionEntry) -> SessionEntry:
+        redactor = self.redactor
+        stored = redactor.redact(entry) if redactor is not None else entry
+        session = self.session
+        parent = session._leaf_id
+        fork = self._fork_next and parent is not None
+        await self.store.append(
+            stored,
+            expected_parent_id=parent,
+            idempotency_key=self.plan.idempotency_key,
+            fork=fork,
+        )
+        self._fork_next = False
+        session._fork_next = False
+        session._leaf_id = stored.id
+        return stored
+
+    async def append_message(self, message: Message) -> None:
+        """``ctx.append_message``: one redacted ``message`` entry under this run (STORE-4)."""
+        await self._append_message_entry(message)
+
+    async def _append_message_entry(self, message: Message) -> SessionEntry:
+        entry = new_session_entry(
+            "message",
+            session_id=self.session_id,
+            parent_id=self.session._leaf_id,
+            run_id=self.run_id,
+            message=message,
+        )
+        stored = await self._append_entry(entry)
+        stored_message = stored.message if stored.message is not None else message
+        self.messages.append(stored_message)
+        self._track_calls(stored_message)
+        return stored
+
+    def _track_calls(self, message: Message) -> None:
+        """RUN-24 bookkeeping: open host calls of stored assistant messages, closed by results."""
+        role = message.role
+        if role == "assistant":
+            open_calls = self._open_calls
+            for part in message.content:
+                if type(part) is ToolCallContent and part.authority != "provider-hosted":
+                    open_calls[part.id] = part.name
+        elif role == "tool":
+            open_calls = self._open_calls
+            if open_calls:
+                for part in message.content:
+                    if type(part) is ToolResultContent:
+                        open_calls.pop(part.tool_call_id, None)
+
+    # ----------------------------------------------------------------- loop context primitives
+
+    def _check_live(self) -> None:
+        """LOOP-8: a recorded abort or breach is sticky for every later assemble/generate."""
+        signal = self.signal
+        if signal.aborted:
+            signal.throw_if_aborted()
+
+    async def assemble(
+        self,
+        next_input: AgentInput,
+        tool_results: Sequence[ToolResult] | None,
+        turn: int | None,
+    ) -> ProviderRequest:
+        self._check_live()
+        boundary_turn = await self.boundary.enter()
+        assembler = self.assembler
+        assert assembler is not None
+        request = await assembler.assemble(
+            self.history,
+            next_input,
+            tool_results,
+            turn=boundary_turn if turn is None else turn,
+        )
+        self._layout = assembler.last_layout
+        self._layout_version = self.history.mutations
+        return request
+
+    async def generate(self, request: ProviderRequest) -> ProviderTurnResult:
+        self._check_live()
+        boundary = self.boundary
+        await boundary.enter()
+        secrets: tuple[str, ...] = ()
+        if self._policies:
+            request, secrets = await self._apply_policies(request)
+        middleware = self.middleware
+        if middleware is not None and middleware.has("provider_request"):
+            request = await middleware.run("provider_request", request)
+        layout = self._layout
+        if layout is not None and layout.messages is request.messages:
+            red, size = self.codec.encode(
+                request,
+                prefix_len=layout.prefix_len,
+                history_len=layout.history_len,
+                history_version=self._layout_version,
+            )
+        else:
+            red, size = self.codec.encode(request)
+        runner = self.runner
+        assert runner is not None
+        result = await runner.generate(
+            red, request_bytes=size, turn=self._last_turn, secrets=secrets
+        )
+        boundary.completed += 1
+        return result
+
+    async def _apply_policies(
+        self, request: ProviderRequest
+    ) -> tuple[ProviderRequest, tuple[str, ...]]:
+        secrets: list[str] = []
+        for policy in self._policies:
+            context = PolicyContext(
+                request=request,
+                session_id=self.session_id,
+                run_id=self.run_id,
+                metadata=self.metadata,
+                signal=self.signal,
+            )
+            outcome: Any = await maybe_await(policy(context))
+            if outcome is None:
+                continue
+            if isinstance(outcome, Mapping):
+                outcome = ProviderRequestPolicyResult(
+                    options=outcome.get("options"), secrets=tuple(outcome.get("secrets") or ())
+                )
+            if not isinstance(outcome, ProviderRequestPolicyResult):
+                raise TypeError(
+                    "provider request policy returned "
+                    f"{type(outcome).__name__}, not a ProviderRequestPolicyResult"
+                )
+            options: Any = outcome.options
+            if isinstance(options, Mapping):
+                options = ProviderRequestOptions.coerce(options)
+            if options is not None:
+                request = dataclasses.replace(
+                    request, options=merge_provider_options(request.options, options)
+                )
+            secrets.extend(s for s in outcome.secrets if s)
+        return request, tuple(secrets)
+
+    async def dispatch_tool_call(self, call: ToolCallContent) -> ToolResult:
+        """``ctx.dispatch_tool_call`` (TOOL-9)."""
+        self._tool_calls += 1
+        redactor = self.redactor
+        writer = self.writer
+        plan = self.plan
+        return await dispatch_tool_call(
+            call,
+            registry=self.registry,
+            context=ToolExecutionContext(
+                session_id=self.session_id,
+                run_id=self.run_id,
+                tool_call_id=call.id,
+                signal=self.signal,
+                metadata=self.metadata,
+            ),
+            filter=plan.tool_filters or None,
+            middleware=self.middleware,
+            tool_validator=self._tool_validator,
+            permission=self.config.permission,
+            guardrails=plan.guardrails,
+            redactor=redactor,
+            ledger=writer if writer.enabled else None,
+            emit=self.emit,
+            limit_tracker=self.tracker,
+            secrets=redactor.secrets if redactor is not None else (),
+            ownership=plan.ownership,
+            tool_abort_grace_ms=self.config.tool_abort_grace_ms,
+            on_worker_thread=self._worker_threads.append,
+        )
+
+    async def apply_pending_steers(self) -> bool:
+        """STEER-4 / STEER-8."""
+        session = self.session
+        queue = session._steer_queue
+        runner = self.runner
+        if not queue or runner is None or not runner.generated:
+            return False
+        messages = list(queue)
+        queue.clear()
+        session._steer_bytes = 0
+        runner.clear_soft_interrupt()
+        self.emit(QueueUpdatedEvent(session_id=self.session_id, run_id=self.run_id, size=0))
+        guardrails = self.plan.guardrails
+        has_input_guards = guardrails is not None and bool(guardrails.input)
+        for message in messages:
+            self._check_live()
+            if has_input_guards:
+                assert guardrails is not None
+                outcome = await run_guardrails(
+                    "input",
+                    guardrails,
+                    (message,),
+                    self._guardrail_context("input", (message,)),
+                    redactor=self.redactor,
+                    emit=self.emit,
+                )
+                record = outcome.terminal
+                if record is not None:
+                    if record.action == "interrupt":
+                        raise GuardrailError(record)
+                    self.emit(
+                        SteerRejectedEvent(
+                            session_id=self.session_id,
+                            run_id=self.run_id,
+                            message=message,
+                            record=record,
+                        )
+                    )
+                    continue
+            self.history.append(message)
+            await self.append_message(message)
+        return True
+
+    def _guardrail_context(self, stage: Any, value: Any) -> GuardrailContext[Any]:
+        return GuardrailContext(
+            stage=stage,
+            value=value,
+            session_id=self.session_id,
+            run_id=self.run_id,
+            metadata=self.metadata,
+            signal=self.signal,
+        )
+
+    # ----------------------------------------------------------------- the envelope
+
+    async def execute(self) -> RunResult:
+        """Run the leg: setup, loop, success path; failure path and cleanup around them.
+
+        Returns:
+            The succeeded ``RunResult``.
+
+        Raises:
+            AgentRunError: the run failed or was aborted (``AgentRunLimitError`` for a breach).
+            asyncio.CancelledError: the task awaiting ``run()`` was cancelled (after cleanup).
+            RunLedgerError: a ledger write failed (found during cleanup).
+        """
+        outcome: BaseException | None = None
+        try:
+            try:
+                return await self._body()
+            except asyncio.CancelledError as exc:
+                self.controller.abort(AbortError("run task cancelled"))
+                outcome = exc
+                await _shielded(self._failure(exc))
+                raise
+            except Exception as exc:
+                outcome = exc
+                error = await _shielded(self._failure(exc))
+                raise error from redacted_cause(exc, self.redactor)
+        finally:
+            await _shielded(self._cleanup(outcome))
+
+    async def _body(self) -> RunResult:
+        config = self.config
+        plan = self.plan
+        # RUN-11 step 1: provider
+        provider = await self._resolve_provider()
+        # step 2
+        self.signal.throw_if_aborted()
+        self.tracker.start()
+        # step 3
+        self.emit(AgentStartedEvent(session_id=self.session_id, run_id=self.run_id))
+        # step 4
+        session = self.session
+        await session._ensure_leaf()
+        self._start_record = start_run_record(
+            run_id=self.run_id,
+            session_id=self.session_id,
+            branch_id=session._leaf_id,
+            model=plan.model,
+            idempotency_key=plan.idempotency_key,
+            metadata=dict(self.metadata) or None,
+            ownership=plan.ownership,
+        )
+        self.writer.append_run(self._start_record)
+        # step 5
+        branch = await read_branch(self.store, self.session_id, session._leaf_id)
+        messages, summaries = history_from_branch(branch)
+        self.history.extend(messages)
+        # step 6
+        active_skills = select_skills(plan.skills, plan.active_skills)
+        # step 7
+        current = current_model(branch) or config.model
+        if plan.model.to_dict() != current.to_dict():
+            entry = await self._append_entry(
+                new_session_entry(
+                    "model_change",
+                    session_id=self.session_id,
+                    parent_id=session._leaf_id,
+                    run_id=self.run_id,
+                    model=plan.model,
+                    previous_model=current,
+                )
+            )
+            branch.append(entry)
+        # step 8
+        redactor = self.redactor
+        raw_inputs = to_messages(plan.input)
+        self.input_messages = tuple(
+            redactor.redact(m) if redactor is not None else m for m in raw_inputs
+        )
+        # step 9
+        guardrails = plan.guardrails
+        if guardrails is not None and guardrails.input:
+            outcome = await run_guardrails(
+                "input",
+                guardrails,
+                self.input_messages,
+                self._guardrail_context("input", self.input_messages),
+                redactor=redactor,
+                emit=self.emit,
+            )
+            if outcome.terminal is not None:
+                raise GuardrailError(outcome.terminal)
+        # step 10
+        for message in self.input_messages:
+            branch.append(await self._append_message_entry(message))
+        # step 11
+        compaction = plan.compaction
+        if compaction is not None and should_auto_compact(compaction, branch):
+            summaries = await self._auto_compact(compaction)
+        # step 12
+        loop = resolve_loop(plan.loop, config.loop)
+        self.loop = loop
+        concurrency = resolve_tool_concurrency(plan.loop, config.loop)
+        # step 13
+        options = resolve_structured_output(
+            config.provider_options,
+            plan.provider_options,
+            structured_output=plan.structured_output,
+            loop=loop,
+            model=plan.model,
+        )
+        # step 14
+        self._setup_assembly(options, active_skills, summaries)
+        self._setup_runner(provider)
+        # step 15
+        ctx = RunContext(
+            self, tool_concurrency=concurrency, max_tool_rounds=self.tracker.leg_max_tool_rounds
+        )
+        self.ctx = ctx
+        # step 17
+        fallback = await loop.run(ctx)
+        self._check_live()
+        # step 18 (RUN-17)
+        if loop.name == "generate-validate-revise" and not self._artifact_finished:
+            raise _artifact_failure(self._last_artifact_failed)
+        return await self._success(ctx, fallback)
+
+    async def _resolve_provider(self) -> AIProvider:
+        config = self.config
+        if config.provider is not None:
+            return config.provider
+        model = self.plan.model
+        for source in (self.plan.provider_source, config.provider_source):
+            if source is None:
+                continue
+            provider: Any = await maybe_await(source(model))
+            if provider is not None:
+                result: AIProvider = provider
+                return result
+        raise ProviderResolutionError(f"Unknown provider: {model.provider}")
+
+    def _setup_assembly(
+        self,
+        options: ProviderRequestOptions | None,
+        skills: tuple[Skill, ...],
+        summaries: Sequence[str],
+    ) -> None:
+        config = self.config
+        plan = self.plan
+        contributions = plan.system_prompt
+        if not plan.drop_agent_system_prompt:
+            contributions = config.system_prompt + contributions
+        providers = list(config.context)
+        for skill in skills:
+            providers.extend(skill.context)
+        tools = filter_tools(self.registry, plan.tool_filters) if len(self.registry) else ()
+        middleware = self.middleware
+        hook = None
+        if middleware is not None and middleware.has("input_assembly"):
+            registry = middleware
+
+            async def hook(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+                result: tuple[Message, ...] = await registry.run("input_assembly", messages)
+                return result
+
+        assembler = RequestAssembler(
+            model=plan.model,
+            instructions=config.instructions,
+            system_prompt=contributions,
+            context=providers,
+            skills=skills,
+            tools=tools or None,
+            options=options,
+            metadata=self.metadata,
+            signal=self.signal,
+            session_id=self.session_id,
+            run_id=self.run_id,
+            input_assembly=hook,
+        )
+        if summaries:
+            assembler.set_summaries(summaries)
+        self.assembler = assembler
+        self._policies = config.provider_request_policies + plan.provider_request_policies
+        validator = plan.tool_validator
+        self._tool_validator = validator if validator is not None else config.tool_validator
+
+    def _setup_runner(self, provider: AIProvider) -> None:
+        plan = self.plan
+        middleware = self.middleware
+        retry_hook = None
+        if middleware is not None and middleware.has("retry"):
+            registry = middleware
+
+            async def retry_hook(payload: RetryPayload) -> RetryPayload:
+                result: RetryPayload = await registry.run("retry", payload)
+                return result
+
+        writer = self.writer
+        on_usage = None
+        if writer.enabled:
+
+            def on_usage(turn: int, attempt: int, usage: Usage) -> None:
+                writer.record_usage("provider_turn", usage, turn=turn, attempt=attempt)
+
+        guardrails = plan.guardrails
+        self.runner = ProviderTurnRunner(
+            provider=provider,
+            model=plan.model,
+            session_id=self.session_id,
+            run_id=self.run_id,
+            metadata=self.metadata,
+            signal=self.signal,
+            emit=self.emit,
+            tracker=self.tracker,
+            accumulator=self.accumulator,
+            on_usage=on_usage,
+            retry=plan.retry,
+            retry_hook=retry_hook,
+            guardrails=guardrails,
+            redactor=self.redactor,
+            buffer_output=sets_finite_output_budget(plan.agent_limits, plan.run_limits),
+        )
+        session = self.session
+        if session._soft_pending:
+            session._soft_pending = False
+            self.runner.soft_interrupt()
+
+    async def _auto_compact(self, options: CompactionOptions) -> list[str]:
+        """STORE-8: compact, append the entry, rebuild the history without the input."""
+        self.emit(CompactionStartedEvent(session_id=self.session_id, run_id=self.run_id))
+        branch = await read_branch(self.store, self.session_id, self.session._leaf_id)
+        result = await compute_compaction(
+            session_id=self.session_id,
+            entries=branch,
+            options=options,
+            signal=self.signal,
+            middleware=self.middleware,
+        )
+        entry = await self._append_entry(
+            compaction_entry(
+                result,
+                session_id=self.session_id,
+                options=options,
+                trigger="auto",
+                parent_id=self.session._leaf_id,
+                run_id=self.run_id,
+            )
+        )
+        self.emit(
+            CompactionFinishedEvent(
+                session_id=self.session_id, run_id=self.run_id, summary=entry.summary or ""
+            )
+        )
+        messages, summaries = history_from_branch([*branch, entry])
+        drop_trailing_input(messages, self.input_messages)
+        self.history.clear()
+        self.history.extend(messages)
+        return summaries
+
+    # ----------------------------------------------------------------- outcomes
+
+    async def _success(self, ctx: RunContext, fallback: Any) -> RunResult:
+        """RUN-18: usage, ``run_total`` row, ledger drain, ``agent_finished``, result."""
+        usage = self.accumulator.value()
+        if usage is None and isinstance(fallback, Usage):
+            usage = fallback
+        writer = self.writer
+        if usage is not None:
+            writer.record_usage("run_total", usage)
+        await writer.drain()
+        finish_reason: Any = ctx.finish_reason
+        self._emit_terminal(
+            AgentFinishedEvent(
+                session_id=self.session_id,
+                run_id=self.run_id,
+                usage=usage,
+                finish_reason=finish_reason,
+                stop_detail=None,
+            )
+        )
+        self._status = "succeeded"
+        self._stop_reason = finish_reason
+        return RunResult(
+            run_id=self.run_id,
+            session_id=self.session_id,
+            status="succeeded",
+            stop_reason=finish_reason,
+            usage=usage,
+            messages=tuple(self.messages),
+            artifact=ctx.artifact,
+            leaf_id=self.session._leaf_id,
+        )
+
+    def _error_info(self, exc: BaseException) -> ErrorInfo:
+        redactor = self.redactor
+        if isinstance(exc, ProviderTurnError):
+            info = exc.info
+            return redactor.redact(info) if redactor is not None else info
+        if isinstance(exc, asyncio.CancelledError):
+            reason = self.signal.reason
+            return error_to_error_info(reason if reason is not None else exc, redactor or ())
+        return error_to_error_info(exc, redactor or ())
+
+    async def _failure(self, exc: BaseException) -> AgentRunError:
+        """RUN-20: error info, dangling calls (RUN-24), ``error`` event, the error to raise."""
+        info = self._error_info(exc)
+        await self._answer_open_calls()
+        self._emit_terminal(ErrorEvent(session_id=self.session_id, run_id=self.run_id, error=info))
+        breach = self.tracker.breach
+        signal = self.signal
+        status: RunStatus
+        if breach is not None:
+            status = "failed"
+        elif signal.aborted:
+            status = "aborted"
+        else:
+            status = "failed"
+        self._status = status
+        self._error = info
+        abort_reason: str | None = None
+        if signal.aborted and breach is None:
+            abort_reason = str(signal.reason)
+            if self.redactor is not None:
+                abort_reason = self.redactor.redact(abort_reason)
+        self._abort_reason = abort_reason
+        result = RunResult(
+            run_id=self.run_id,
+            session_id=self.session_id,
+            status=status,
+            usage=self.accumulator.value(),
+            messages=tuple(self.messages),
+            error=info,
+            leaf_id=self.session._leaf_id,
+            limit=breach,
+            abort_reason=abort_reason,
+        )
+        if breach is not None:
+            return AgentRunLimitError(result=result, breach=breach)
+        return AgentRunError(result=result)
+
+    async def _answer_open_calls(self) -> None:
+        """RUN-24: one ``tool_call_interrupted`` row per host call still open, in call order."""
+        open_calls = self._open_calls
+        if not open_calls:
+            return
+        pending = list(open_calls.items())
+        for call_id, name in pending:
+            row = tool_result_message(
+                ToolResult(
+                    tool_call_id=call_id,
+                    name=name,
+                    error=ErrorInfo(code="tool_call_interrupted", message=INTERRUPTED_MESSAGE),
+                )
+            )
+            try:
+                await self.append_message(row)
+            except Exception as exc:  # the original failure is the one reported
+                _log.warning("could not answer tool call %s: %s", call_id, type(exc).__name__)
+        open_calls.clear()
+
+    async def _cleanup(self, outcome: BaseException | None) -> None:
+        """RUN-22: threads, steer state, ledger drain + finish record, timers, subscribers."""
+        for fut in self._worker_threads:
+            try:
+                await fut
+            except BaseException:
+                pass
+        session = self.session
+        session._steer_queue.clear()
+        session._steer_bytes = 0
+        self.tracker.dispose()
+        if self._unbridge is not None:
+            self._unbridge()
+            self._unbridge = None
+        ledger_error: BaseException | None = None
+        writer = self.writer
+        try:
+            await writer.drain()
+        except Exception as exc:
+            ledger_error = exc
+        if self._start_record is not None and writer.enabled:
+            status = self._status or "failed"
+            writer.append_run(
+                finish_run_record(
+                    self._start_record,
+                    status=status,
+                    abort_reason=self._abort_reason,
+                    error=self._error,
+                    stop_reason=self._stop_reason if status == "succeeded" else None,
+                )
+            )
+            try:
+                await writer.drain()
+            except Exception as exc:
+                ledger_error = ledger_error or exc
+        await self.observers.drain()
+        self.observers.close_all()
+        session._finish_leg(self)
+        if ledger_error is not None and not isinstance(outcome, asyncio.CancelledError):
+            raise ledger_error
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _artifact_failure(event: ArtifactFailedEvent | None) -> ArtifactFailedError:
+    """RUN-17: the failure of a generate-validate-revise leg without ``artifact_finished``."""
+    if event is None:
+        return ArtifactFailedError("artifact loop ended without a validated artifact")
+    result = event.result
+    message = result.errors[0].message if result.errors else None
+    reason: Any = (result.metadata or {}).get("reason")
+    code = reason if isinstance(reason, (str, int)) and not isinstance(reason, bool) else None
+    return ArtifactFailedError(
+        message or "artifact loop ended without a validated artifact",
+        code=code if code is not None else "artifact_failed",
+        validation=result,
+    )
+

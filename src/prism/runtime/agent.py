@@ -1,0 +1,433 @@
+"""Agents: validated, immutable configuration and the session factory (RUN-1..RUN-3).
+
+``create_agent(...)`` checks every option once, converts mappings to their dataclasses and freezes
+the result as :class:`AgentConfig` (``agent.config``). It performs no I/O and starts nothing; a run
+starts only when a session's ``run()`` is awaited.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from prism.assembly import ContextProvider, Skill, SystemPromptContribution
+from prism.errors import PrismConfigError
+from prism.guardrails import Guardrails, coerce_guardrails
+from prism.ledger import RunLedger
+from prism.limits import RunLimits, coerce_run_limits, resolve_run_limits
+from prism.loops.resolve import resolve_loop
+from prism.middleware import MiddlewareRegistry
+from prism.providers.base import AIProvider
+from prism.redaction import SecretRedactor
+from prism.retry import RetryOptions, validate_retry_options
+from prism.store import CompactionOptions, SessionStore, validate_compaction_options
+from prism.tools import (
+    PermissionPolicy,
+    ToolFilter,
+    ToolRegistry,
+    ToolValidator,
+    create_tool_registry,
+    normalize_tool_filters,
+)
+from prism.types import ModelConfig, OwnershipScope, ProviderRequestOptions, ToolDefinition
+
+if TYPE_CHECKING:
+    from prism.runtime._observers import OnEvent
+    from prism.runtime.provider_turn import ProviderRequestPolicy
+    from prism.runtime.session import AgentSession
+
+__all__ = ["Agent", "AgentConfig", "ProviderSource", "create_agent"]
+
+ProviderSource: TypeAlias = Callable[[ModelConfig], "AIProvider | None | Awaitable[AIProvider | None]"]
+"""``provider_source(model) -> AIProvider | None`` (sync or async); ``None`` means it has no
+provider for that model (RUN-2, RUN-6)."""
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentConfig:
+    """The immutable, validated configuration of an agent (RUN-1). Built by :func:`create_agent`.
+
+    Sequences are tuples, mappings are read-only, and option mappings are already converted to
+    their dataclasses.
+    """
+
+    model: ModelConfig
+    """Default model of the agent's runs (a run ``model=`` overrides it)."""
+    provider: AIProvider | None = None
+    """Fixed provider; wins over every ``provider_source`` (RUN-6)."""
+    provider_source: ProviderSource | None = None
+    """Resolves a provider per model when ``provider`` is not set (after the run's source)."""
+    id: str | None = None
+    """Stable agent id (durable fingerprints use ``id or name``)."""
+    name: str | None = None
+    """Human-readable agent name."""
+    instructions: str | None = None
+    """Base system instructions (first part of the composed system prompt, RUN-13)."""
+    system_prompt: tuple[SystemPromptContribution, ...] = ()
+    """System prompt contributions joined after ``instructions``."""
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    """The agent's tools; each run dispatches against this registry (TOOL-1)."""
+    tool_filter: tuple[ToolFilter, ...] = ()
+    """Agent tool filters; a tool must pass all of them (TOOL-13)."""
+    context: tuple[ContextProvider, ...] = ()
+    """Context providers resolved on every request (RUN-13 b)."""
+    skills: tuple[Skill, ...] = ()
+    """Skills; all active unless a run selects ``active_skills``."""
+    store: SessionStore | None = None
+    """Default session store; ``None`` gives each session a private memory store."""
+    run_ledger: RunLedger | None = None
+    """Write-only sink for run, event, tool-call and usage records (REC-1)."""
+    redactor: SecretRedactor | None = None
+    """Redacts requests, events, store entries and records (EVT-21)."""
+    guardrails: Guardrails | None = None
+    """Agent guardrails (run guardrails are appended per stage)."""
+    permission: PermissionPolicy | None = None
+    """Tool permission policy (TOOL-7)."""
+    tool_validator: ToolValidator | Literal[False] | None = None
+    """Argument validator; ``None`` = built-in JSON Schema validator, ``False`` = none (TOOL-6)."""
+    middleware: MiddlewareRegistry | None = None
+    """Middleware hooks (RUN-2)."""
+    provider_options: ProviderRequestOptions | None = None
+    """Provider options merged under the run's (CON-15)."""
+    provider_request_policies: tuple[ProviderRequestPolicy, ...] = ()
+    """Request policies applied before the run's (RUN-14 step 2)."""
+    limits: RunLimits | None = None
+    """Agent limits layer (validated; defaults apply per axis when unset, LIM-1)."""
+    retry: RetryOptions | Literal[False] | None = None
+    """Retry options; ``False`` disables retry; ``None`` = ``RetryOptions()`` (RETRY-1)."""
+    compaction: CompactionOptions | Literal[False] | None = None
+    """Compaction options (STORE-7); ``None``/``False``: no compaction."""
+    loop: Any = None
+    """Default loop: loop options, a mapping of them, or a strategy instance (LOOP-1)."""
+    run_state: Any = None
+    """Durable run options (05-durable-runs)."""
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    """Agent metadata, merged under session and run metadata (RUN-6)."""
+    ownership: OwnershipScope | None = None
+    """Ownership copied into records (REC-8)."""
+    idempotency_key: str | None = None
+    """Idempotency key passed to every store append (STORE-4)."""
+    tool_abort_grace_ms: float = 5000
+    """Milliseconds a running tool may continue after an abort (TOOL-10)."""
+
+
+def _tuple(value: Any, label: str) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise PrismConfigError(f"{label} must be a sequence, got {type(value).__name__}")
+    return tuple(value)
+
+
+def _check_callable_or_none(value: Any, label: str) -> None:
+    if value is not None and not callable(value):
+        raise PrismConfigError(f"{label} must be callable or None")
+
+
+def _check_grace(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PrismConfigError(
+            f"tool_abort_grace_ms must be a finite number >= 0, got {value!r}"
+        )
+    if not math.isfinite(value) or value < 0:
+        raise PrismConfigError(
+            f"tool_abort_grace_ms must be a finite number >= 0, got {value!r}"
+        )
+    return float(value) if isinstance(value, float) else value
+
+
+def _tools(value: Any) -> ToolRegistry:
+    if value is None:
+        return ToolRegistry()
+    if isinstance(value, ToolRegistry):
+        return value
+    if isinstance(value, ToolDefinition):
+        raise PrismConfigError("tools must be a sequence of ToolDefinition or a ToolRegistry")
+    return create_tool_registry(_tuple(value, "tools"))
+
+
+def _model(value: Any) -> ModelConfig:
+    if isinstance(value, ModelConfig):
+        return value
+    if isinstance(value, Mapping):
+        return ModelConfig.coerce(value)
+    if value is None:
+        raise PrismConfigError("create_agent requires a model (ModelConfig or mapping)")
+    raise PrismConfigError(f"model must be a ModelConfig or a mapping, got {type(value).__name__}")
+
+
+def _system_prompt(value: Any) -> tuple[SystemPromptContribution, ...]:
+    items = _tuple(value, "system_prompt")
+    for item in items:
+        if not isinstance(item, SystemPromptContribution):
+            raise PrismConfigError(
+                "system_prompt must be a sequence of SystemPromptContribution, "
+                f"got {type(item).__name__}"
+            )
+    return items
+
+
+def _skills(value: Any) -> tuple[Skill, ...]:
+    items = _tuple(value, "skills")
+    names: set[str] = set()
+    for item in items:
+        if not isinstance(item, Skill):
+            raise PrismConfigError(f"skills must be Skill objects, got {type(item).__name__}")
+        if item.name in names:
+            raise PrismConfigError(f"Duplicate skill: {item.name}")
+        names.add(item.name)
+    return items
+
+
+def _context(value: Any) -> tuple[ContextProvider, ...]:
+    items = _tuple(value, "context")
+    for item in items:
+        if not callable(getattr(item, "resolve", None)):
+            raise PrismConfigError(
+                f"context providers need a callable resolve(), got {type(item).__name__}"
+            )
+    return items
+
+
+def _tool_validator(value: Any) -> ToolValidator | Literal[False] | None:
+    if value is None:
+        return None
+    if value is False:
+        return False
+    if not callable(value):
+        raise PrismConfigError("tool_validator must be None, False or callable")
+    validator: ToolValidator = value
+    return validator
+
+
+def _retry(value: Any) -> RetryOptions | Literal[False] | None:
+    if value is None:
+        return None
+    if value is False:
+        return False
+    if isinstance(value, (RetryOptions, Mapping)):
+        return validate_retry_options(value)
+    raise PrismConfigError(
+        f"retry must be a RetryOptions, a mapping, False or None, got {type(value).__name__}"
+    )
+
+
+def _compaction(value: Any) -> CompactionOptions | Literal[False] | None:
+    if value is None:
+        return None
+    if value is False:
+        return False
+    if isinstance(value, (CompactionOptions, Mapping)):
+        return validate_compaction_options(value)
+    raise PrismConfigError(
+        "compaction must be a CompactionOptions, a mapping, False or None, "
+        f"got {type(value).__name__}"
+    )
+
+
+def _metadata(value: Any, label: str = "metadata") -> Mapping[str, Any]:
+    if value is None:
+        return _EMPTY
+    if not isinstance(value, Mapping):
+        raise PrismConfigError(f"{label} must be a mapping, got {type(value).__name__}")
+    return MappingProxyType(dict(value))
+
+
+def create_agent(
+    *,
+    model: ModelConfig | Mapping[str, Any] | None = None,
+    provider: AIProvider | None = None,
+    provider_source: ProviderSource | None = None,
+    id: str | None = None,
+    name: str | None = None,
+    instructions: str | None = None,
+    system_prompt: Sequence[SystemPromptContribution] | None = None,
+    tools: Sequence[ToolDefinition] | ToolRegistry | None = None,
+    tool_filter: ToolFilter | Sequence[ToolFilter] | None = None,
+    context: Sequence[ContextProvider] | None = None,
+    skills: Sequence[Skill] | None = None,
+    store: SessionStore | None = None,
+    run_ledger: RunLedger | None = None,
+    redactor: SecretRedactor | None = None,
+    guardrails: Guardrails | Mapping[str, Any] | None = None,
+    permission: PermissionPolicy | None = None,
+    tool_validator: ToolValidator | Literal[False] | None = None,
+    middleware: MiddlewareRegistry | None = None,
+    provider_options: ProviderRequestOptions | Mapping[str, Any] | None = None,
+    provider_request_policies: Sequence[ProviderRequestPolicy] | None = None,
+    limits: RunLimits | Mapping[str, Any] | None = None,
+    retry: RetryOptions | Mapping[str, Any] | Literal[False] | None = None,
+    compaction: CompactionOptions | Mapping[str, Any] | Literal[False] | None = None,
+    loop: Any = None,
+    run_state: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+    ownership: OwnershipScope | Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    tool_abort_grace_ms: float = 5000,
+) -> Agent:
+    """Validate and freeze an agent's configuration (RUN-1). Performs no I/O.
+
+    Args:
+        model: Required: a ``ModelConfig`` or a mapping of its fields.
+        provider: A fixed provider (wins over every ``provider_source``).
+        provider_source: ``model -> AIProvider | None`` resolver (sync or async).
+        id: Stable agent id.
+        name: Agent name.
+        instructions: Base system instructions.
+        system_prompt: ``SystemPromptContribution`` objects joined after ``instructions``.
+        tools: ``ToolDefinition`` sequence (names must be unique) or a ``ToolRegistry``.
+        tool_filter: A ``ToolFilter`` or a sequence of them (TOOL-13).
+        context: Context providers (``resolve(ctx)``, sync or async).
+        skills: ``Skill`` objects (unique names).
+        store: Default session store.
+        run_ledger: Ledger receiving run/event/tool-call/usage records.
+        redactor: Active redactor (e.g. ``create_secret_redactor([...])``).
+        guardrails: ``Guardrails`` or a mapping of its fields.
+        permission: Tool permission policy.
+        tool_validator: ``None`` (built-in), ``False`` (off) or a callable (TOOL-6).
+        middleware: A ``MiddlewareRegistry``.
+        provider_options: ``ProviderRequestOptions`` or a mapping.
+        provider_request_policies: Callables applied to every request (RUN-14 step 2).
+        limits: ``RunLimits`` or a mapping (LIM-2 checked here).
+        retry: ``RetryOptions``, a mapping, or ``False`` (RETRY-6 checked here).
+        compaction: ``CompactionOptions``, a mapping, or ``False``.
+        loop: Loop options, a mapping with ``"strategy"``, or a strategy instance (LOOP-1).
+        run_state: Durable run options (05-durable-runs).
+        metadata: Agent metadata.
+        ownership: ``OwnershipScope`` or a mapping (copied into records).
+        idempotency_key: Key for store appends.
+        tool_abort_grace_ms: Grace for running tools after an abort, in ms (finite, ≥ 0).
+
+    Returns:
+        The :class:`Agent`.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — ``model`` missing or of another type; invalid
+            ``limits`` (LIM-2), ``retry`` (RETRY-6) or ``compaction``; a ``loop`` that
+            ``resolve_loop(loop, None)`` rejects (LOOP-1, GVR-1); duplicate tool or skill names;
+            an invalid ``tool_filter``; ``tool_validator`` not ``None``/``False``/callable;
+            ``tool_abort_grace_ms`` not a finite number ≥ 0 (``bool`` rejected).
+    """
+    model_config = _model(model)
+    agent_limits = coerce_run_limits(limits)
+    if agent_limits is not None:
+        resolve_run_limits(agent_limits)  # LIM-2 on the agent layer
+    if loop is not None:
+        resolve_loop(loop, None)
+    _check_callable_or_none(provider_source, "provider_source")
+    _check_callable_or_none(permission, "permission")
+    if provider is not None and not callable(getattr(provider, "generate", None)):
+        raise PrismConfigError("provider must have a callable generate(request)")
+    if middleware is not None and not isinstance(middleware, MiddlewareRegistry):
+        raise PrismConfigError("middleware must be a MiddlewareRegistry")
+    if redactor is not None and not callable(getattr(redactor, "redact", None)):
+        raise PrismConfigError("redactor must have a callable redact(value)")
+    policies = _tuple(provider_request_policies, "provider_request_policies")
+    for policy in policies:
+        if not callable(policy):
+            raise PrismConfigError("provider_request_policies must be callables")
+    config = AgentConfig(
+        model=model_config,
+        provider=provider,
+        provider_source=provider_source,
+        id=id,
+        name=name,
+        instructions=instructions,
+        system_prompt=_system_prompt(system_prompt),
+        tools=_tools(tools),
+        tool_filter=normalize_tool_filters(tool_filter),
+        context=_context(context),
+        skills=_skills(skills),
+        store=store,
+        run_ledger=run_ledger,
+        redactor=redactor,
+        guardrails=coerce_guardrails(guardrails),
+        permission=permission,
+        tool_validator=_tool_validator(tool_validator),
+        middleware=middleware,
+        provider_options=(
+            None if provider_options is None else ProviderRequestOptions.coerce(provider_options)
+        ),
+        provider_request_policies=policies,
+        limits=agent_limits,
+        retry=_retry(retry),
+        compaction=_compaction(compaction),
+        loop=loop,
+        run_state=run_state,
+        metadata=_metadata(metadata),
+        ownership=None if ownership is None else OwnershipScope.coerce(ownership),
+        idempotency_key=idempotency_key,
+        tool_abort_grace_ms=_check_grace(tool_abort_grace_ms),
+    )
+    return Agent(config)
+
+
+class Agent:
+    """An agent: immutable configuration plus a session factory (RUN-1, RUN-3).
+
+    Build one with :func:`create_agent`.
+
+    Attributes:
+        config: The validated :class:`AgentConfig`.
+    """
+
+    __slots__ = ("config",)
+
+    def __init__(self, config: AgentConfig) -> None:
+        if not isinstance(config, AgentConfig):
+            raise TypeError("Agent expects an AgentConfig; use create_agent(...)")
+        self.config = config
+
+    @property
+    def id(self) -> str | None:
+        """``config.id``."""
+        return self.config.id
+
+    @property
+    def name(self) -> str | None:
+        """``config.name``."""
+        return self.config.name
+
+    def __repr__(self) -> str:
+        label = self.config.id or self.config.name or self.config.model.model
+        return f"<Agent {label!r}>"
+
+    def create_session(
+        self,
+        session_id: str | None = None,
+        *,
+        store: SessionStore | None = None,
+        leaf_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        on_event: OnEvent | None = None,
+    ) -> AgentSession:
+        """Create a session over a store (RUN-3). Performs no I/O.
+
+        Args:
+            session_id: Id of the conversation (default: a generated ``session_…`` id). An id that
+                already has entries continues from its last stored entry (looked up at the first
+                run, ``entries()`` or ``compact()``).
+            store: Store for this session (default: ``config.store``, else a private
+                ``MemorySessionStore``).
+            leaf_id: Entry to continue from, as if ``checkout(leaf_id)`` had been called.
+            metadata: Session metadata (merged between agent and run metadata, RUN-6).
+            on_event: Callback receiving every redacted event of every run (REC-7).
+
+        Returns:
+            The new :class:`~prism.runtime.session.AgentSession`.
+        """
+        from prism.runtime.session import AgentSession
+
+        return AgentSession(
+            self,
+            session_id=session_id,
+            store=store,
+            leaf_id=leaf_id,
+            metadata=_metadata(metadata, "session metadata"),
+            on_event=on_event,
+        )

@@ -1,0 +1,816 @@
+"""One provider attempt and the retry loop around it (RUN-15, RUN-16, RETRY-1..3, STEER-6, RUN-25).
+
+:class:`ProviderTurnRunner` is built once per run leg. Its :meth:`~ProviderTurnRunner.generate`
+is ``generate_with_retry``: it runs attempts ``1, 2, …`` of one already-redacted request and
+returns the :class:`~prism.types.ProviderTurnResult` of the first attempt that succeeds.
+
+One attempt (RUN-15):
+
+1. charge ``max_provider_attempts`` and ``max_request_bytes`` (the byte count is computed
+   incrementally by the caller, ARCH-15);
+2. emit ``provider_turn_started``;
+3. open a child abort signal linked to the run signal (soft interrupts abort only the child) and
+   iterate ``provider.generate(request)``;
+4. per event: raise if aborted, charge ``max_response_bytes``, fold it into the draft (CON-18) and
+   emit ``message_started``/``message_delta`` (held back while output buffering is on, RUN-16);
+5. rebuild streamed tool calls (PROV-5);
+6. record usage exactly once (USAGE-1);
+7. run output guardrails;
+8. flush buffered message events;
+9. emit ``provider_turn_finished``.
+
+Prompt abort (RUN-25): while the attempt awaits the provider's next event, an abort listener
+cancels the awaiting task; the attempt recognises its own cancellation (``Task.uncancel()``) and
+fails with the abort error, while a cancellation from outside still propagates. This costs no task
+or timer per event: one flag is set around the ``await``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
+
+from prism._util import maybe_await
+from prism.abort import AbortController, AbortSignal
+from prism.errors import AbortError, GuardrailError, ProviderTurnError, RunLimitExceeded
+from prism.events import (
+    AgentEvent,
+    MessageDeltaEvent,
+    MessageStartedEvent,
+    ProviderTurnFinishedEvent,
+    ProviderTurnMetadata,
+    ProviderTurnStartedEvent,
+    RetryScheduledEvent,
+)
+from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
+from prism.limits import RunLimitTracker
+from prism.providers.base import AIProvider, reconstruct_tool_call_deltas
+from prism.redaction import SecretRedactor, error_to_error_info, redact_value
+from prism.retry import (
+    RetryContext,
+    RetryDecision,
+    RetryOptions,
+    RetryPayload,
+    RetryPolicy,
+    create_default_retry_policy,
+)
+from prism.types import (
+    ContentBlock,
+    ErrorInfo,
+    Message,
+    ModelConfig,
+    ProviderContentDelta,
+    ProviderDone,
+    ProviderErrorEvent,
+    ProviderEvent,
+    ProviderMessageStart,
+    ProviderRequest,
+    ProviderRequestOptions,
+    ProviderStopReason,
+    ProviderToolCall,
+    ProviderToolCallDelta,
+    ProviderTurnResult,
+    ProviderUsage,
+    TextContent,
+    ThinkingContent,
+    ToolCallContent,
+    ToolCallDeltaContent,
+    Usage,
+    canonical_json,
+)
+from prism.usage import UsageAccumulator
+
+_log = logging.getLogger("prism")
+
+__all__ = [
+    "EMPTY_TURN_RESULT",
+    "PolicyContext",
+    "ProviderRequestPolicy",
+    "ProviderRequestPolicyResult",
+    "ProviderTurnRunner",
+    "SoftInterrupt",
+    "event_bytes",
+    "generate_with_retry",
+]
+
+EMPTY_TURN_RESULT: Final = ProviderTurnResult(
+    content=(), calls=(), message_id=None, started=False, usage=None
+)
+"""What ``generate`` returns for an attempt ended by a steer soft interrupt (RUN-14 step 6)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyContext:
+    """What a provider-request policy sees (RUN-14 step 2)."""
+
+    request: ProviderRequest
+    """The request as assembled (policies run before middleware and redaction)."""
+    session_id: str
+    """Session id."""
+    run_id: str
+    """Run id."""
+    metadata: Mapping[str, Any]
+    """Run metadata (read-only)."""
+    signal: AbortSignal | None = None
+    """The run's abort signal."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderRequestPolicyResult:
+    """A policy's contribution to one request (RUN-14 step 2).
+
+    ``options`` are merged into ``request.options`` (CON-15); ``secrets`` are collected to redact
+    the ``ErrorInfo`` of failed attempts (RETRY-3).
+    """
+
+    options: ProviderRequestOptions | None = None
+    """Options merged over the request's (``patch`` wins, CON-15)."""
+    secrets: tuple[str, ...] = ()
+    """Strings to redact from provider errors of this request."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.secrets, tuple):
+            object.__setattr__(self, "secrets", tuple(self.secrets))
+
+
+ProviderRequestPolicy: TypeAlias = Callable[
+    [PolicyContext],
+    "ProviderRequestPolicyResult | None | Awaitable[ProviderRequestPolicyResult | None]",
+]
+"""``policy(ctx) -> ProviderRequestPolicyResult | None`` (sync or async, RUN-14 step 2)."""
+
+
+class SoftInterrupt(Exception):
+    """Abort reason of an attempt's child signal when a steer soft-interrupts it (STEER-6).
+
+    Internal signal: never surfaced to callers.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("provider attempt interrupted by a steer")
+
+
+# --------------------------------------------------------------------------- event byte counts
+
+_encode_str: Callable[[str], str] = json.encoder.encode_basestring
+_TEXT_DELTA_BASE: Final = len(
+    canonical_json(ProviderContentDelta(content=TextContent(text="")).to_dict()).encode()
+) - 2
+
+
+def event_bytes(event: ProviderEvent) -> int:
+    """UTF-8 length of ``canonical_json(event.to_dict())`` (RUN-15 step 4, LIM-4).
+
+    Text deltas — the most frequent event — take a fast path that serialises only the text.
+
+    Raises:
+        TypeError / ValueError: the event holds non-JSON data.
+    """
+    if type(event) is ProviderContentDelta:
+        content = event.content
+        if type(content) is TextContent:
+            return _TEXT_DELTA_BASE + len(_encode_str(content.text).encode())
+    return len(canonical_json(event.to_dict()).encode())
+
+
+# --------------------------------------------------------------------------- internal failures
+
+
+class _AttemptFailed(Exception):
+    """A provider-side failure of one attempt (error event, provider exception, bad stream)."""
+
+    def __init__(self, info: ErrorInfo, observable: bool, cause: BaseException | None) -> None:
+        super().__init__(info.message)
+        self.info = info
+        self.observable = observable
+        self.cause = cause
+
+
+def _http_status(code: object) -> int | None:
+    if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
+        return code
+    return None
+
+
+def _set_none(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+Emit = Callable[[AgentEvent], None]
+UsageSink = Callable[[int, int, Usage], None]
+RetryHook = Callable[[RetryPayload], Awaitable[RetryPayload]]
+
+
+class ProviderTurnRunner:
+    """Runs provider attempts for one run leg (RUN-15, RETRY-1..3).
+
+    Args:
+        provider: The resolved provider.
+        model: The effective model (for ``ProviderTurnMetadata``).
+        session_id: Session id stamped on events.
+        run_id: Run id stamped on events.
+        metadata: Run metadata (retry contexts, guardrail contexts).
+        signal: The run's abort signal.
+        emit: Emits a runtime event (already carrying ids) to observers.
+        tracker: The run's limit tracker.
+        accumulator: The leg's usage accumulator (USAGE-2).
+        on_usage: Called once per attempt with usage, as ``(turn, attempt, usage)`` — the ledger
+            ``provider_turn`` row (USAGE-1); ``None`` skips it.
+        retry: Effective retry options, or ``None`` when retry is off (RUN-6).
+        retry_random: Injectable jitter source for the default policy (tests).
+        retry_hook: The ``retry`` middleware hook, or ``None`` when it has no handler.
+        guardrails: Merged guardrails; only ``output`` is used here.
+        redactor: The active redactor (error infos, guardrail records), or ``None``.
+        buffer_output: Hold back message events until usage and guardrails passed (RUN-16).
+    """
+
+    __slots__ = (
+        "_accumulator",
+        "_buffer",
+        "_cancel_pending",
+        "_child",
+        "_emit",
+        "_generated",
+        "_guardrails",
+        "_metadata",
+        "_model",
+        "_on_usage",
+        "_policy",
+        "_provider",
+        "_provider_id",
+        "_redactor",
+        "_retry",
+        "_retry_hook",
+        "_retry_metadata",
+        "_run_id",
+        "_session_id",
+        "_signal",
+        "_soft_pending",
+        "_task",
+        "_tracker",
+        "_waiting",
+    )
+
+    def __init__(
+        self,
+        *,
+        provider: AIProvider,
+        model: ModelConfig,
+        session_id: str,
+        run_id: str,
+        metadata: Mapping[str, Any],
+        signal: AbortSignal,
+        emit: Emit,
+        tracker: RunLimitTracker,
+        accumulator: UsageAccumulator,
+        on_usage: UsageSink | None = None,
+        retry: RetryOptions | None = None,
+        retry_random: Callable[[], float] | None = None,
+        retry_hook: RetryHook | None = None,
+        guardrails: Guardrails | None = None,
+        redactor: SecretRedactor | None = None,
+        buffer_output: bool = False,
+    ) -> None:
+        self._provider = provider
+        self._provider_id = str(getattr(provider, "id", "") or "")
+        self._model = model
+        self._session_id = session_id
+        self._run_id = run_id
+        self._metadata = metadata
+        self._signal = signal
+        self._emit = emit
+        self._tracker = tracker
+        self._accumulator = accumulator
+        self._on_usage = on_usage
+        self._retry = retry
+        self._policy: RetryPolicy | None = None
+        if retry is not None and retry.max_attempts > 1:
+            self._policy = retry.policy or create_default_retry_policy(retry, random=retry_random)
+        self._retry_metadata: Mapping[str, Any] | None = None
+        if retry is not None and (retry.metadata or metadata):
+            self._retry_metadata = {**metadata, **(retry.metadata or {})}
+        self._retry_hook = retry_hook
+        self._guardrails = guardrails if guardrails is not None and guardrails.output else None
+        self._redactor = redactor
+        self._buffer = buffer_output or self._guardrails is not None
+        self._child: AbortController | None = None
+        self._soft_pending = False
+        self._generated = False
+        self._task: asyncio.Task[Any] | None = None
+        self._waiting = False
+        self._cancel_pending = False
+
+    # ----------------------------------------------------------------- soft interrupts (STEER-6)
+
+    @property
+    def generated(self) -> bool:
+        """Whether the leg's first ``generate`` has returned (STEER-8)."""
+        return self._generated
+
+    def soft_interrupt(self) -> None:
+        """Interrupt the streaming attempt, or set the pending flag when none streams (STEER-6)."""
+        child = self._child
+        if child is not None:
+            child.abort(SoftInterrupt())
+        else:
+            self._soft_pending = True
+
+    def clear_soft_interrupt(self) -> None:
+        """Clear a pending soft interrupt (``apply_pending_steers`` drained the queue, STEER-4)."""
+        self._soft_pending = False
+
+    # ----------------------------------------------------------------- generate_with_retry
+
+    async def generate(
+        self,
+        request: ProviderRequest,
+        *,
+        request_bytes: int | None,
+        turn: int,
+        secrets: tuple[str, ...] = (),
+    ) -> ProviderTurnResult:
+        """Run attempts of one redacted request until one succeeds (RETRY-1..3).
+
+        Args:
+            request: The redacted request (its ``signal`` is replaced per attempt).
+            request_bytes: ``len(canonical_json(request.to_dict()).encode())`` (ARCH-15).
+            turn: Turn number for provider events (last ``turn_started``).
+            secrets: Secrets returned by provider-request policies (RETRY-3).
+
+        Returns:
+            The successful attempt's result, or :data:`EMPTY_TURN_RESULT` after a soft interrupt.
+
+        Raises:
+            ProviderTurnError: ``ERR_PRISM_PROVIDER`` — the last attempt failed and was not
+                retried; ``.info`` is its redacted ``ErrorInfo``.
+            RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — a limit breached during an attempt.
+            GuardrailError: an output guardrail did not allow the draft.
+            Exception: the run signal's abort reason when the run was aborted.
+        """
+        attempt = 1
+        while True:
+            try:
+                result = await self._attempt(request, request_bytes, turn, attempt, secrets)
+            except _AttemptFailed as failure:
+                info = failure.info
+                if failure.observable or self._policy is None or self._signal.aborted:
+                    raise ProviderTurnError(info) from failure.cause
+                decision = await self._decide(attempt, info)
+                if not decision.retry:
+                    raise ProviderTurnError(info) from failure.cause
+                delay = float(decision.delay_ms or 0)
+                self._emit(
+                    RetryScheduledEvent(
+                        session_id=self._session_id,
+                        run_id=self._run_id,
+                        attempt=attempt,
+                        delay_ms=delay,
+                        error=info,
+                    )
+                )
+                await self._sleep(delay)
+                attempt += 1
+                continue
+            self._generated = True
+            return result
+
+    async def _decide(self, attempt: int, info: ErrorInfo) -> RetryDecision:
+        policy = self._policy
+        assert policy is not None
+        context = RetryContext(
+            session_id=self._session_id,
+            run_id=self._run_id,
+            attempt=attempt,
+            error=info,
+            metadata=self._retry_metadata,
+            signal=self._signal,
+        )
+        decision: Any = await maybe_await(policy.decide(context))
+        if isinstance(decision, Mapping):
+            decision = RetryDecision.coerce(decision)
+        if not isinstance(decision, RetryDecision):
+            raise TypeError(
+                f"retry policy returned {type(decision).__name__}, not a RetryDecision"
+            )
+        hook = self._retry_hook
+        if hook is not None:
+            payload = await hook(RetryPayload(context=context, decision=decision))
+            decision = payload.decision
+        result: RetryDecision = decision
+        return result
+
+    async def _sleep(self, delay_ms: float) -> None:
+        """Wait ``delay_ms``; an abort of the run signal ends the wait and raises (RETRY-2)."""
+        signal = self._signal
+        signal.throw_if_aborted()
+        if delay_ms > 0:
+            loop = asyncio.get_running_loop()
+            fut: asyncio.Future[None] = loop.create_future()
+            handle = loop.call_later(delay_ms / 1000.0, _set_none, fut)
+            remove = signal.add_listener(lambda _reason: _set_none(fut))
+            try:
+                await fut
+            finally:
+                handle.cancel()
+                remove()
+        signal.throw_if_aborted()
+
+    # ----------------------------------------------------------------- one attempt (RUN-15)
+
+    def _on_child_abort(self, _reason: object) -> None:
+        # RUN-25: wake the task awaiting the provider. Only while it awaits the next event, so a
+        # cancellation never lands in code that does not expect it.
+        task = self._task
+        if self._waiting and task is not None and not self._cancel_pending:
+            self._cancel_pending = True
+            task.cancel()
+
+    async def _consume_cancel(self) -> None:
+        """Swallow our own cancellation that was requested but not delivered (rare race)."""
+        task = self._task
+        assert task is not None
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            self._cancel_pending = False
+            if task.uncancel() > 0:
+                raise
+            return
+        self._cancel_pending = False
+        if task.cancelling() > 0:
+            task.uncancel()
+
+    def _redact_info(self, info: ErrorInfo, secrets: tuple[str, ...]) -> ErrorInfo:
+        redactor = self._redactor
+        if redactor is not None:
+            info = redactor.redact(info)
+        extra = secrets + (self._retry.secrets if self._retry is not None else ())
+        if extra:
+            info = redact_value(info, extra)
+        return info
+
+    async def _attempt(
+        self,
+        request: ProviderRequest,
+        request_bytes: int | None,
+        turn: int,
+        attempt: int,
+        secrets: tuple[str, ...],
+    ) -> ProviderTurnResult:
+        tracker = self._tracker
+        tracker.charge_provider_attempt(request_bytes)
+        emit = self._emit
+        sid = self._session_id
+        rid = self._run_id
+        meta = ProviderTurnMetadata(provider_id=self._provider_id, model=self._model, attempt=attempt)
+        emit(ProviderTurnStartedEvent(session_id=sid, run_id=rid, turn=turn, metadata=meta))
+        started_at = time.perf_counter()
+
+        run_signal = self._signal
+        controller = AbortController()
+        child = controller.signal
+        unlink = run_signal.add_listener(controller.abort)
+        if self._soft_pending and self._generated:
+            self._soft_pending = False
+            controller.abort(SoftInterrupt())
+        unwake = child.add_listener(self._on_child_abort)
+        self._child = controller
+        self._task = asyncio.current_task()
+
+        buffered: list[AgentEvent] | None = [] if self._buffer else None
+        usage: Usage | None = None
+        usage_recorded = False
+        started = False
+        message_emitted = False
+        message_id: str | None = None
+        stop_reason: ProviderStopReason | None = None
+        parts: list[ContentBlock] = []
+        calls: list[ToolCallContent] = []
+        buf: list[str] = []
+        open_kind = 0  # 0: none, 1: text, 2: thinking
+        call_events: list[ProviderEvent] | None = None  # tool_call(_delta) events for PROV-5
+        has_deltas = False
+
+        def out(event: AgentEvent) -> None:
+            if buffered is None:
+                emit(event)
+            else:
+                buffered.append(event)
+
+        def start() -> None:
+            nonlocal started, message_emitted
+            started = True
+            if not message_emitted:
+                message_emitted = True
+                out(
+                    MessageStartedEvent(
+                        session_id=sid,
+                        run_id=rid,
+                        message=Message("assistant", (), id=message_id),
+                    )
+                )
+
+        def close_open() -> None:
+            nonlocal open_kind
+            if open_kind == 1:
+                parts.append(TextContent("".join(buf)))
+            elif open_kind == 2:
+                parts.append(ThinkingContent("".join(buf)))
+            buf.clear()
+            open_kind = 0
+
+        def record_usage() -> None:
+            nonlocal usage_recorded
+            if usage_recorded:
+                return
+            usage_recorded = True
+            if usage is not None:
+                self._accumulator.add(usage)
+                sink = self._on_usage
+                if sink is not None:
+                    sink(turn, attempt, usage)
+            tracker.charge_usage(usage)
+
+        def finished(error: ErrorInfo | None) -> None:
+            latency = int((time.perf_counter() - started_at) * 1000)
+            emit(
+                ProviderTurnFinishedEvent(
+                    session_id=sid,
+                    run_id=rid,
+                    turn=turn,
+                    metadata=ProviderTurnMetadata(
+                        provider_id=meta.provider_id,
+                        model=meta.model,
+                        attempt=attempt,
+                        latency_ms=latency,
+                        http_status=None if error is None else _http_status(error.code),
+                    ),
+                    usage=usage,
+                    error=error,
+                )
+            )
+
+        iterator: Any = None
+        try:
+            try:
+                stream_request = ProviderRequest(
+                    model=request.model,
+                    messages=request.messages,
+                    tools=request.tools,
+                    context=request.context,
+                    options=request.options,
+                    metadata=request.metadata,
+                    signal=child,
+                )
+                iterator = self._provider.generate(stream_request)
+                next_event = iterator.__anext__
+                while True:
+                    if child.aborted:
+                        child.throw_if_aborted()
+                    self._waiting = True
+                    try:
+                        event = await next_event()
+                    except StopAsyncIteration:
+                        break
+                    finally:
+                        self._waiting = False
+                    if self._cancel_pending:
+                        await self._consume_cancel()
+                        child.throw_if_aborted()
+                    tracker.charge_response_bytes(event_bytes(event))
+                    kind = type(event)
+                    if kind is ProviderContentDelta:
+                        assert isinstance(event, ProviderContentDelta)
+                        start()
+                        content = event.content
+                        out(MessageDeltaEvent(session_id=sid, run_id=rid, content=content))
+                        ckind = type(content)
+                        if ckind is TextContent:
+                            assert isinstance(content, TextContent)
+                            if open_kind != 1:
+                                close_open()
+                                open_kind = 1
+                            buf.append(content.text)
+                        elif ckind is ThinkingContent:
+                            assert isinstance(content, ThinkingContent)
+                            if content.redacted_data is not None:
+                                close_open()
+                                parts.append(content)
+                            else:
+                                if open_kind != 2:
+                                    close_open()
+                                    open_kind = 2
+                                buf.append(content.text)
+                                if content.signature is not None:
+                                    parts.append(
+                                        ThinkingContent("".join(buf), signature=content.signature)
+                                    )
+                                    buf.clear()
+                                    open_kind = 0
+                        else:
+                            close_open()
+                            parts.append(content)
+                    elif kind is ProviderToolCall:
+                        assert isinstance(event, ProviderToolCall)
+                        start()
+                        call = event.call
+                        out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+                        close_open()
+                        parts.append(call)
+                        calls.append(call)
+                        if call_events is None:
+                            call_events = []
+                        call_events.append(event)
+                    elif kind is ProviderToolCallDelta:
+                        assert isinstance(event, ProviderToolCallDelta)
+                        start()
+                        out(
+                            MessageDeltaEvent(
+                                session_id=sid,
+                                run_id=rid,
+                                content=ToolCallDeltaContent(
+                                    index=event.index,
+                                    id=event.id,
+                                    name=event.name,
+                                    arguments_text=event.arguments_text,
+                                    authority=event.authority,
+                                ),
+                            )
+                        )
+                        has_deltas = True
+                        if call_events is None:
+                            call_events = []
+                        call_events.append(event)
+                    elif kind is ProviderMessageStart:
+                        assert isinstance(event, ProviderMessageStart)
+                        if not message_emitted:
+                            message_id = event.message_id
+                        start()
+                    elif kind is ProviderUsage:
+                        assert isinstance(event, ProviderUsage)
+                        usage = event.usage
+                    elif kind is ProviderDone:
+                        assert isinstance(event, ProviderDone)
+                        if event.usage is not None:
+                            usage = event.usage
+                        stop_reason = event.stop_reason
+                        break
+                    elif kind is ProviderErrorEvent:
+                        assert isinstance(event, ProviderErrorEvent)
+                        raise _AttemptFailed(event.error, started, None)
+                close_open()
+                if has_deltas and call_events is not None:
+                    for call in reconstruct_tool_call_deltas(call_events):
+                        parts.append(call)
+                        calls.append(call)
+                        out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+            finally:
+                if iterator is not None:
+                    await _close_iterator(iterator)
+        except asyncio.CancelledError:
+            task = self._task
+            if self._cancel_pending and task is not None:
+                self._cancel_pending = False
+                if task.uncancel() == 0:
+                    return self._after_stop(child, record_usage, finished, secrets)
+            record_usage_quietly(record_usage)
+            finished(ErrorInfo(name="CancelledError", message="run task cancelled"))
+            raise
+        except _AttemptFailed as failure:
+            info = self._redact_info(failure.info, secrets)
+            self._fail(record_usage, finished, info)
+            raise _AttemptFailed(info, failure.observable, failure.cause) from None
+        except (GuardrailError, RunLimitExceeded) as exc:
+            self._fail(record_usage, finished, error_to_error_info(exc, self._redactor or ()))
+            raise
+        except Exception as exc:
+            if child.aborted:
+                return self._after_stop(child, record_usage, finished, secrets)
+            info = self._redact_info(error_to_error_info(exc), secrets)
+            self._fail(record_usage, finished, info)
+            raise _AttemptFailed(info, started, exc) from None
+        finally:
+            self._child = None
+            self._task = None
+            self._waiting = False
+            unwake()
+            unlink()
+
+        # Success path: steps 6-9.
+        result = ProviderTurnResult(
+            content=tuple(parts),
+            calls=tuple(calls),
+            message_id=message_id,
+            started=started,
+            usage=usage,
+            stop_reason=stop_reason,
+        )
+        try:
+            record_usage()
+            guardrails = self._guardrails
+            if guardrails is not None:
+                context: GuardrailContext[Any] = GuardrailContext(
+                    stage="output",
+                    value=result,
+                    session_id=sid,
+                    run_id=rid,
+                    metadata=self._metadata,
+                    signal=run_signal,
+                )
+                outcome = await run_guardrails(
+                    "output", guardrails, result, context, redactor=self._redactor, emit=emit
+                )
+                if outcome.terminal is not None:
+                    raise GuardrailError(outcome.terminal)
+        except (GuardrailError, RunLimitExceeded) as exc:
+            self._fail(record_usage, finished, error_to_error_info(exc, self._redactor or ()))
+            raise
+        if buffered:
+            for event in buffered:
+                emit(event)
+        finished(None)
+        return result
+
+    def _fail(
+        self,
+        record_usage: Callable[[], None],
+        finished: Callable[[ErrorInfo | None], None],
+        info: ErrorInfo,
+    ) -> None:
+        """Record usage once and emit ``provider_turn_finished`` with ``info``; a breach found
+        while recording usage still lets the event out before the attempt's own error."""
+        try:
+            record_usage()
+        finally:
+            finished(info)
+
+    def _after_stop(
+        self,
+        child: AbortSignal,
+        record_usage: Callable[[], None],
+        finished: Callable[[ErrorInfo | None], None],
+        secrets: tuple[str, ...],
+    ) -> ProviderTurnResult:
+        """The child signal stopped the stream: a run abort fails the attempt with the abort
+        error (RUN-25); a soft interrupt ends it cleanly with an empty result (STEER-6)."""
+        run_signal = self._signal
+        if run_signal.aborted or not isinstance(child.reason, SoftInterrupt):
+            reason = run_signal.reason if run_signal.aborted else child.reason
+            info = self._redact_info(error_to_error_info(reason), secrets)
+            self._fail(record_usage, finished, info)
+            if isinstance(reason, BaseException):
+                raise reason
+            raise AbortError(str(reason))
+        record_usage()
+        finished(None)
+        self._generated = True
+        return EMPTY_TURN_RESULT
+
+
+async def _close_iterator(iterator: Any) -> None:
+    """Close the provider's iterator at once so its HTTP response is released (RUN-15)."""
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await aclose()
+    except Exception as exc:  # a provider failing to clean up must not mask the outcome
+        _log.warning("provider iterator close failed: %s", type(exc).__name__)
+
+
+def record_usage_quietly(record_usage: Callable[[], None]) -> None:
+    """Record usage during a cancellation, never letting a breach hide the cancellation."""
+    try:
+        record_usage()
+    except RunLimitExceeded:
+        pass
+
+
+async def generate_with_retry(
+    runner: ProviderTurnRunner,
+    request: ProviderRequest,
+    *,
+    request_bytes: int | None = None,
+    turn: int = 1,
+    secrets: tuple[str, ...] = (),
+) -> ProviderTurnResult:
+    """Run ``request`` through ``runner`` with retry (RETRY-1); see
+    :meth:`ProviderTurnRunner.generate`.
+
+    Args:
+        runner: The leg's provider-turn runner.
+        request: The redacted request.
+        request_bytes: Its canonical UTF-8 size; ``None`` computes it here (O(request)).
+        turn: Turn number for events.
+        secrets: Provider-request policy secrets (RETRY-3).
+    """
+    if request_bytes is None:
+        request_bytes = len(canonical_json(request.to_dict()).encode())
+    return await runner.generate(request, request_bytes=request_bytes, turn=turn, secrets=secrets)
+
