@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -463,7 +462,8 @@ class GenerateValidateReviseLoop:
                 self._repairer(None if parse_failure is not None else parsed.value, validation, actx)
             )
             repair_messages = [
-                dataclasses.replace(m, id=new_id("msg")) for m in to_messages(repair)
+                Message(m.role, m.content, id=new_id("msg"), metadata=m.metadata)
+                for m in to_messages(repair)
             ]
             for message in repair_messages:
                 await ctx.append_message(message)
