@@ -209,14 +209,22 @@ class BranchReadingSessionStore(SessionStore, Protocol):
 # --------------------------------------------------------------------------- copying
 
 
-_ATOMIC: Final = (str, int, float, bool, type(None))
+_ATOMIC: Final = frozenset({str, int, float, bool, type(None)})
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def _clone(value: Any) -> Any:
     """Deep-copy the mutable parts of ``value``; frozen parts without mutable content are shared."""
-    if isinstance(value, _ATOMIC):
-        return value
     t = type(value)
+    if t in _ATOMIC:
+        return value
     if t is dict:
         return {k: _clone(v) for k, v in value.items()}
     if t is list:
@@ -224,15 +232,20 @@ def _clone(value: Any) -> Any:
     if t is tuple:
         items = tuple(_clone(v) for v in value)
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, (str, int, float)):
+        return value  # subclasses (enums, ...) are immutable too
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = _field_names(t)
         changed: dict[str, Any] | None = None
-        for f in dataclasses.fields(value):
-            old = getattr(value, f.name)
+        for name in names:
+            old = getattr(value, name)
+            if type(old) in _ATOMIC:
+                continue
             new = _clone(old)
             if new is not old:
                 if changed is None:
                     changed = {}
-                changed[f.name] = new
+                changed[name] = new
         if changed is None:
             return value
         return _rebuild_dataclass(value, changed)
@@ -241,8 +254,8 @@ def _clone(value: Any) -> Any:
 
 def _rebuild_dataclass(value: Any, changed: Mapping[str, Any]) -> Any:
     out = object.__new__(type(value))
-    for f in dataclasses.fields(value):
-        object.__setattr__(out, f.name, changed.get(f.name, getattr(value, f.name)))
+    for name in _field_names(type(value)):
+        object.__setattr__(out, name, changed.get(name, getattr(value, name)))
     return out
 
 
