@@ -98,9 +98,10 @@ class ArtifactError(Serializable):
     """Human-readable description. May echo model text; events carrying it are redacted (EVT-23)."""
 
     path: str | None = None
-    """Location of the error inside the value, by convention a JSON pointer such as
-    ``"/items/0/name"`` (``""`` is the root). ``None`` when the error has no location, e.g. a
-    parse failure (GVR-4 step 16)."""
+    """Location of the error inside the value, by convention an RFC 6901 JSON pointer such as
+    ``"/items/0/name"``. ``None`` when the error has no location (a parse failure, GVR-4 step 16)
+    or concerns the whole value (how the built-in JSON Schema and pydantic helpers report root
+    errors, SO-8)."""
 
     @classmethod
     def coerce(cls, value: ArtifactError | Mapping[str, Any]) -> ArtifactError:
