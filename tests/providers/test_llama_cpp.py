@@ -274,9 +274,9 @@ async def test_messages_are_mapped_for_the_chat_format() -> None:
                 "function": {"name": "calculator", "arguments": '{"expression": "1+1"}'},
             }],
         },
-        {"role": "user", "content": "functions.calculator returned:\n2"},
-        {"role": "user", "content": f"functions.calculator returned:\n{EMPTY_TOOL_RESULT_TEXT}"},
-        {"role": "user", "content": 'functions.calculator returned:\n{"error": {"message": "bad", "code": "x"}}'},
+        {"role": "user", "content": "Result of calculator: 2"},
+        {"role": "user", "content": f"Result of calculator: {EMPTY_TOOL_RESULT_TEXT}"},
+        {"role": "user", "content": 'Result of calculator: {"error": {"message": "bad", "code": "x"}}'},
     ]
     assert sent["tools"] == [{
         "type": "function",
@@ -587,3 +587,22 @@ async def test_real_model_abort_stops_generation(local_provider: LlamaCppProvide
     result = fold_provider_events(await _collect(local_provider, follow_up))
     assert result.usage is not None and result.usage.output_tokens is not None
     assert result.usage.output_tokens <= 4
+
+
+async def test_message_text_reaches_the_prompt_unescaped() -> None:
+    """chatml-function-calling renders with HTML autoescaping; quotes must not become &#34;."""
+    jinja2 = pytest.importorskip("jinja2")
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    provider, fake = _fake_provider(TEXT_CHUNKS)
+    call = ToolCallContent("c1", "calculator", {"expression": "1<2"})
+    messages = [user_message('say "hi" & <go>'), Message("assistant", (call,))]
+    await _collect(provider, _request(messages, tools=[_calc_tool()]))
+    env = ImmutableSandboxedEnvironment(autoescape=jinja2.select_autoescape(["html", "xml"]))
+    template = env.from_string(
+        "{% for m in messages %}{{ m.content or '' }}"
+        "{% for c in m.tool_calls or [] %}{{ c.function.arguments }}{% endfor %}|{% endfor %}"
+    )
+    rendered = template.render(messages=fake.calls[0]["messages"])
+    assert 'say "hi" & <go>|' in rendered
+    assert '{"expression": "1<2"}|' in rendered

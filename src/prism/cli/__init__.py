@@ -80,6 +80,19 @@ def build_parser() -> argparse.ArgumentParser:
         choices=sorted(BUILTIN_TOOLS),
         help=f"enable a built-in tool (repeatable): {', '.join(sorted(BUILTIN_TOOLS))}",
     )
+    run.add_argument(
+        "--tool-choice",
+        choices=("auto", "required", "none"),
+        default="auto",
+        help="whether the model must call a tool when answering the prompt (default auto)",
+    )
+    run.add_argument(
+        "--tool-rounds",
+        type=int,
+        metavar="N",
+        help="tool rounds before the model must answer in text (default: 1 for the local "
+        "model, unlimited for others; 0 = unlimited)",
+    )
     run.add_argument("--system", metavar="TEXT", help="system instructions for the agent")
     run.add_argument(
         "--loop",

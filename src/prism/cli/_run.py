@@ -14,7 +14,7 @@ from prism.cli._tools import builtin_tool
 from prism.errors import AgentRunError, PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "RunCommand"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "RunCommand", "tool_choice_policy"]
 
 EXIT_OK = 0
 """The run succeeded."""
@@ -27,6 +27,57 @@ _GVR_INSTRUCTIONS = (
     "Answer with only a JSON value (no prose, no code fence) that validates against this "
     "JSON Schema:\n{schema}"
 )
+
+
+def _tool_choice_value(provider: str, choice: str) -> Any:
+    """``auto``/``required``/``none`` in the wire form of the model's provider."""
+    if provider == "anthropic":
+        return {"type": {"required": "any"}.get(choice, choice)}
+    return choice
+
+
+def tool_choice_policy(
+    provider: str, *, first: str, rounds_before_answer: int | None
+) -> Callable[[Any], Any]:
+    """Provider-request policy that sets ``tool_choice`` per turn (RUN-14 step 2).
+
+    Turns that answer the user's latest message directly get ``first``; once
+    ``rounds_before_answer`` tool rounds have been answered since that message, later turns get
+    ``none``, so the model has to answer in text. ``None`` never forces the answer.
+
+    Args:
+        provider: ``ModelConfig.provider`` (the wire form differs for Anthropic).
+        first: ``auto``, ``required`` or ``none``.
+        rounds_before_answer: Tool rounds allowed before the text answer, or ``None``.
+    """
+    from prism.runtime.provider_turn import ProviderRequestPolicyResult
+    from prism.types import ProviderRequestOptions
+
+    def policy(ctx: Any) -> Any:
+        request = ctx.request
+        if not request.tools:
+            return None
+        rounds = 0
+        for message in reversed(request.messages):
+            if message.role == "user":
+                break
+            if message.role == "assistant" and any(
+                part.type == "tool_call" for part in message.content
+            ):
+                rounds += 1
+        choice = first
+        if rounds and rounds_before_answer is not None and rounds >= rounds_before_answer:
+            choice = "none"
+        elif rounds:
+            choice = "auto"
+        if choice == "auto" and first == "auto":
+            return None
+        value = _tool_choice_value(provider, choice)
+        return ProviderRequestPolicyResult(
+            options=ProviderRequestOptions(extra={"tool_choice": value})
+        )
+
+    return policy
 
 
 class UsageError(Exception):
@@ -159,6 +210,18 @@ class RunCommand:
         provider = self._provider(choice)
         renderer = self._renderer()
         limits = RunLimits(max_turns=self.args.max_turns, max_tool_rounds=self.args.max_tool_rounds)
+        rounds = self.args.tool_rounds
+        if rounds is None and choice.model.provider == "local":
+            rounds = 1  # a 135M-parameter model cannot tell when to stop calling tools
+        policies = []
+        if tools and (rounds is not None or self.args.tool_choice != "auto"):
+            policies.append(
+                tool_choice_policy(
+                    choice.model.provider,
+                    first=self.args.tool_choice,
+                    rounds_before_answer=rounds if rounds and rounds > 0 else None,
+                )
+            )
         agent = create_agent(
             model=choice.model,
             provider=provider,
@@ -167,6 +230,7 @@ class RunCommand:
             redactor=self.redactor,
             loop=loop,
             limits=limits,
+            provider_request_policies=policies or None,
         )
         return agent, renderer
 

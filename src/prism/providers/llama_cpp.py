@@ -23,8 +23,10 @@ Wire mapping (the OpenAI chat shapes of OAI-4, with the quirks of the chat forma
 * ``user`` text → ``{"role": "user", "content": text}`` (images → ``invalid_request``);
 * ``assistant`` → text plus ``tool_calls`` for host calls; thinking parts are dropped;
 * ``tool`` results carry the PROV-13 payload. ``chatml-function-calling`` renders only system,
-  user and assistant turns, so there a result is sent as a user turn
-  ``"functions.<name> returned:\\n<payload>"``; other chat formats get ``{"role": "tool", ...}``;
+  user and assistant turns, so there a result is sent as a user turn ``"Result of <name>:
+  <payload>"`` (the phrasing the bundled model answers best from); other chat formats get
+  ``{"role": "tool", ...}``. Message text is passed verbatim: that template is rendered with
+  HTML autoescaping, which would otherwise turn quotes into ``&#34;``;
 * ``request.model.parameters`` then ``request.options.extra`` give the sampling settings
   (``temperature``, ``top_p``, ``top_k``, ``min_p``, ``typical_p``, ``max_tokens`` or
   ``max_completion_tokens``, ``stop``, ``seed``, ``repeat_penalty``, ``presence_penalty``,
@@ -319,10 +321,38 @@ def _text_of(message: Message) -> str:
     return "".join(part.text for part in message.content if isinstance(part, TextContent))
 
 
+def _verbatim(text: str) -> str:
+    """Mark ``text`` as safe for Jinja autoescaping.
+
+    llama-cpp-python renders the ``chatml-function-calling`` prompt with HTML autoescaping on, so
+    quotes in messages and tool arguments would reach the model as ``&#34;``. A ``markupsafe.Markup``
+    (a ``str`` subclass; markupsafe ships with Jinja) is rendered unchanged.
+    """
+    try:
+        from markupsafe import Markup
+    except ImportError:  # pragma: no cover - Jinja (and so markupsafe) comes with llama-cpp-python
+        return text
+    return Markup(text)
+
+
 def _chat_messages(
     messages: Sequence[Message], *, has_tools: bool, tool_results_as_user: bool
 ) -> list[dict[str, Any]]:
     """Map prism messages to llama-cpp-python chat messages (see the module docstring)."""
+    out = _chat_messages_raw(
+        messages, has_tools=has_tools, tool_results_as_user=tool_results_as_user
+    )
+    for entry in out:
+        if isinstance(entry.get("content"), str):
+            entry["content"] = _verbatim(entry["content"])
+        for call in entry.get("tool_calls", ()):
+            call["function"]["arguments"] = _verbatim(call["function"]["arguments"])
+    return out
+
+
+def _chat_messages_raw(
+    messages: Sequence[Message], *, has_tools: bool, tool_results_as_user: bool
+) -> list[dict[str, Any]]:
     system_parts: list[str] = []
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -359,7 +389,7 @@ def _chat_messages(
             payload = _tool_result_payload_text(message)
             name, call_id = _tool_result_ids(message)
             if tool_results_as_user:
-                out.append({"role": "user", "content": f"functions.{name} returned:\n{payload}"})
+                out.append({"role": "user", "content": f"Result of {name}: {payload}"})
             else:
                 out.append({"role": "tool", "tool_call_id": call_id, "content": payload})
     system = "\n\n".join(system_parts)
