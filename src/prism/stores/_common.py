@@ -1,0 +1,188 @@
+"""What the SQLite and PostgreSQL stores share: JSON codec, checks, errors and decoding.
+
+Both stores keep values as the JSON text of the runtime's own ``to_dict()`` (DB-8) and raise the
+same errors, with the same messages, as the memory stores (STORE-3, DUR-3), so the conformance
+suite holds for all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeAlias
+
+from prism._serde import Serializable
+from prism.errors import CheckpointConflictError, SessionAppendConflictError
+from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
+from prism.store import SessionEntry
+
+__all__ = [
+    "AppendOutcome",
+    "SessionInfo",
+    "append_error",
+    "check_append",
+    "checkpoint_conflict",
+    "dumps",
+    "walk_rows",
+]
+
+AppendOutcome: TypeAlias = Literal[
+    "ok", "missing_parent", "not_tip", "duplicate_idempotent", "duplicate_id"
+]
+"""Result of the atomic append statement of a database store."""
+
+LedgerKind: TypeAlias = Literal["run", "event", "tool_call", "usage"]
+
+LEDGER_TYPES: Final[Mapping[str, type[Serializable]]] = {
+    "run": RunRecord,
+    "event": AgentEventRecord,
+    "tool_call": ToolCallRecord,
+    "usage": UsageRecord,
+}
+
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text of ``value`` (UTF-8 characters kept, NaN/inf refused).
+
+    Raises:
+        TypeError: a value that is not JSON-compatible.
+        ValueError: ``NaN`` or an infinity.
+    """
+    return _ENCODER.encode(value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo(Serializable):
+    """One session of a database store, as listed by ``list_sessions()``."""
+
+    session_id: str
+    """The session id."""
+    entries: int
+    """Number of stored entries (all branches)."""
+    created_at: str
+    """Earliest entry timestamp (ISO-8601 UTC)."""
+    updated_at: str
+    """Latest entry timestamp (ISO-8601 UTC)."""
+    last_entry_id: str
+    """Id of the most recently appended entry — the usual leaf to continue from."""
+
+
+# --------------------------------------------------------------------------- session appends
+
+
+def check_append(entry: object, expected_parent_id: str | None, fork: bool) -> None:
+    """The argument checks of ``append`` that precede any I/O (STORE-3).
+
+    Raises:
+        TypeError: ``entry`` is not a :class:`~prism.store.SessionEntry`.
+        ValueError: ``fork=True`` without ``expected_parent_id``.
+    """
+    if not isinstance(entry, SessionEntry):
+        raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
+    if fork and expected_parent_id is None:
+        raise ValueError("fork=True requires expected_parent_id")
+
+
+def append_error(
+    outcome: str,
+    entry: SessionEntry,
+    expected_parent_id: str | None,
+    idempotency_key: str | None,
+) -> Exception:
+    """The exception for a refused append, worded as the memory store words it (STORE-3).
+
+    Args:
+        outcome: One of :data:`AppendOutcome` other than ``"ok"``.
+        entry: The refused entry.
+        expected_parent_id: The append's expected parent.
+        idempotency_key: The append's idempotency key.
+
+    Returns:
+        ``SessionAppendConflictError`` (``ERR_PRISM_SESSION_APPEND_CONFLICT``) for a missing
+        parent, a parent that is not a branch tip, or a repeated idempotent append;
+        ``ValueError`` for a duplicate entry id.
+    """
+    sid = entry.session_id
+    if outcome == "missing_parent":
+        return SessionAppendConflictError(
+            f"Session append conflict: expected parent {expected_parent_id} does not exist in "
+            f"session {sid}"
+        )
+    if outcome == "not_tip":
+        return SessionAppendConflictError(
+            f"Session append conflict: expected parent {expected_parent_id} is not a branch tip"
+        )
+    if outcome == "duplicate_idempotent":
+        return SessionAppendConflictError(
+            f"Session append conflict: duplicate idempotent append ({idempotency_key})"
+        )
+    if outcome == "duplicate_id":
+        return ValueError(f"Duplicate session entry id: {entry.id}")
+    return RuntimeError(f"unexpected append outcome {outcome!r}")
+
+
+def walk_rows(
+    rows: Iterable[tuple[str, str | None, Any]],
+    leaf_id: str,
+    decode: Callable[[Any], SessionEntry],
+) -> list[SessionEntry]:
+    """Order the ancestor rows of ``leaf_id`` root→leaf and decode them (STORE-5).
+
+    Args:
+        rows: ``(id, parent_id, body)`` of the leaf and its ancestors, in any order (what the
+            recursive branch query returns). O(len(rows)).
+        leaf_id: The branch's last entry.
+        decode: Turns a stored body into a :class:`~prism.store.SessionEntry`.
+
+    Raises:
+        ValueError: ``Unknown session leaf: <id>``, ``Missing session parent: <id>`` or a cycle.
+    """
+    by_id = {row[0]: row for row in rows}
+    row = by_id.get(leaf_id)
+    if row is None:
+        raise ValueError(f"Unknown session leaf: {leaf_id}")
+    chain = [row]
+    while row[1] is not None:
+        parent = by_id.get(row[1])
+        if parent is None:
+            raise ValueError(f"Missing session parent: {row[1]}")
+        chain.append(parent)
+        if len(chain) > len(by_id):
+            raise ValueError(f"Session branch has a cycle at entry {parent[0]}")
+        row = parent
+    chain.reverse()
+    return [decode(r[2]) for r in chain]
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def checkpoint_conflict(
+    namespace: str,
+    key: str,
+    expected_version: int,
+    fencing_token: int | None,
+    current: tuple[int, int | None] | None,
+) -> CheckpointConflictError:
+    """The error of a refused compare-and-set, worded as the memory store words it (DB-6).
+
+    Args:
+        namespace: The checkpoint namespace.
+        key: The checkpoint key.
+        expected_version: The caller's expected version.
+        fencing_token: The caller's token.
+        current: ``(version, fencing_token)`` stored now, ``None`` when absent.
+    """
+    current_version = current[0] if current is not None else 0
+    if current_version != expected_version or current is None:
+        return CheckpointConflictError(
+            f"Checkpoint version conflict: expected version {expected_version}, stored version "
+            f"is {current_version} ({namespace}/{key})"
+        )
+    return CheckpointConflictError(
+        f"Checkpoint fencing conflict: token {fencing_token} is older than the stored token "
+        f"{current[1]} ({namespace}/{key})"
+    )

@@ -1,0 +1,636 @@
+"""PostgreSQL store: sessions, checkpoints and the run ledger shared by many workers (DB-1..DB-8).
+
+:class:`PostgresStore` implements :class:`~prism.store.SessionStore` (with ``read_branch``),
+:class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` with the
+semantics of the memory stores, over ``psycopg`` 3 (async) and ``psycopg_pool``. Both come with the
+``postgres`` extra: ``pip install 'prism-runtime[postgres]'``.
+
+Every write is one statement, hence one transaction, and holds under concurrent writers on
+different machines:
+
+* a session append calls the schema's ``prism_append_entry`` function, which locks the expected
+  parent row (``FOR UPDATE``) before checking that it has no child, then checks idempotency and
+  inserts — one round trip; unique indexes on ``(session_id, id)`` and on ``(session_id,
+  idempotency_key, expected_parent_id)`` back it up (DB-5);
+* a checkpoint save is ``INSERT ... ON CONFLICT DO NOTHING`` (first version) or ``UPDATE ... WHERE
+  version = expected AND`` the fencing condition (DB-6): of N workers claiming one run with the
+  same expected version exactly one gets a row back (DB-11);
+* ledger rows are single inserts into four append-only tables (DB-7).
+
+Tables live in one schema (default ``prism``); migrations are applied on open under a
+transaction-scoped advisory lock, so concurrent openers serialise (DB-4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import hashlib
+import re
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from prism._util import now_iso
+from prism.errors import StoreSchemaError
+from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
+from prism.runtime.checkpoints import CheckpointRecord, check_checkpoint_write, clone_json
+from prism.store import SessionEntry
+from prism.stores._common import (
+    SessionInfo,
+    append_error,
+    check_append,
+    checkpoint_conflict,
+    dumps,
+    walk_rows,
+)
+from prism.stores._migrations import MIGRATIONS_TABLE, load_migrations, plan_migrations
+from prism.types import JsonValue, OwnershipScope
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["PostgresStore"]
+
+_T = TypeVar("_T")
+
+_EXTRA_HINT: Final = (
+    "PostgresStore needs psycopg 3 and psycopg_pool: pip install 'prism-runtime[postgres]'"
+)
+_SCHEMA_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_IDEMPOTENCY_INDEX: Final = "prism_session_entries_idempotency"
+_ENTRY_KEY: Final = "prism_session_entries_pkey"
+
+
+def _require_psycopg() -> Any:
+    """Import ``psycopg`` (and check ``psycopg_pool``) or name the extra to install."""
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(_EXTRA_HINT) from exc
+    return psycopg
+
+
+class _Sql:
+    """The store's statements with the quoted schema name filled in (built once per store)."""
+
+    __slots__ = (
+        "append",
+        "cp_insert",
+        "cp_load",
+        "cp_update",
+        "insert_event",
+        "insert_run",
+        "insert_tool_call",
+        "insert_usage",
+        "list",
+        "list_sessions",
+        "read_branch",
+        "schema",
+    )
+
+    def __init__(self, schema: str) -> None:
+        s = f'"{schema}"'
+        self.schema = s
+        self.append = (
+            f"SELECT {s}.prism_append_entry(%s::text, %s::text, %s::text, %s::text, %s::text, "
+            "%s::text, %s::jsonb, %s::text, %s::text, %s::boolean)"
+        )
+        self.list = f"SELECT body FROM {s}.prism_session_entries WHERE session_id = %s ORDER BY seq"
+        self.read_branch = f"""
+WITH RECURSIVE chain(id, parent_id) AS (
+    SELECT id, parent_id FROM {s}.prism_session_entries WHERE session_id = %(sid)s AND id = %(leaf)s
+    UNION
+    SELECT e.id, e.parent_id
+      FROM {s}.prism_session_entries e JOIN chain c
+        ON e.session_id = %(sid)s AND e.id = c.parent_id
+)
+SELECT e.id, e.parent_id, e.body
+  FROM chain c JOIN {s}.prism_session_entries e ON e.session_id = %(sid)s AND e.id = c.id
+"""
+        self.list_sessions = f"""
+SELECT s.session_id, s.n, s.first_ts, s.last_ts, e.id
+  FROM (SELECT session_id, count(*) AS n, min("timestamp") AS first_ts,
+               max("timestamp") AS last_ts, max(seq) AS last_seq
+          FROM {s}.prism_session_entries GROUP BY session_id) s
+  JOIN {s}.prism_session_entries e ON e.session_id = s.session_id AND e.seq = s.last_seq
+ ORDER BY s.last_seq DESC
+ LIMIT %s
+"""
+        self.cp_insert = f"""
+INSERT INTO {s}.prism_checkpoints (
+    namespace, key, version, value, created_at, updated_at, fencing_token,
+    tenant_id, account_id, user_id
+) VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s::bigint, %s, %s, %s)
+ON CONFLICT (namespace, key) DO NOTHING
+RETURNING created_at
+"""
+        self.cp_update = f"""
+UPDATE {s}.prism_checkpoints
+   SET version = %(version)s, value = %(value)s::jsonb, updated_at = %(now)s,
+       fencing_token = %(token)s::bigint,
+       tenant_id = %(tenant)s, account_id = %(account)s, user_id = %(user)s
+ WHERE namespace = %(ns)s AND key = %(key)s AND version = %(expected)s
+   AND (fencing_token IS NULL OR fencing_token <= %(token)s::bigint)
+RETURNING created_at
+"""
+        self.cp_load = (
+            "SELECT version, value, created_at, updated_at, fencing_token "
+            f"FROM {s}.prism_checkpoints WHERE namespace = %s AND key = %s"
+        )
+        self.insert_run = (
+            f"INSERT INTO {s}.prism_runs (id, session_id, status, body) "
+            "VALUES (%s, %s, %s, %s::jsonb)"
+        )
+        self.insert_event = (
+            f"INSERT INTO {s}.prism_run_events (id, session_id, run_id, type, body) "
+            "VALUES (%s, %s, %s, %s, %s::jsonb)"
+        )
+        self.insert_tool_call = (
+            f"INSERT INTO {s}.prism_tool_calls "
+            "(id, session_id, run_id, tool_call_id, status, body) "
+            "VALUES (%s, %s, %s, %s, %s, %s::jsonb)"
+        )
+        self.insert_usage = (
+            f"INSERT INTO {s}.prism_usage (id, session_id, run_id, scope, body) "
+            "VALUES (%s, %s, %s, %s, %s::jsonb)"
+        )
+
+
+class PostgresStore:
+    """Sessions, checkpoints and run records in PostgreSQL, for many workers (DB-1, DB-3).
+
+    Implements :class:`~prism.store.SessionStore` (``append``, ``list``, ``read_branch``),
+    :class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
+    plus read methods for tooling (``list_sessions``, ``list_runs``, ``list_events``,
+    ``list_tool_calls``, ``list_usage``). Semantics are those of the memory stores (DB-5..DB-8).
+
+    Create it with :meth:`connect` (the store owns its pool), or over a host pool with
+    ``PostgresStore(pool=...)`` (the host opens and closes that pool; its connections may be in
+    autocommit mode or not). The schema is migrated by :meth:`open`, ``async with``, or lazily
+    on first use.
+
+    Example::
+
+        async with await PostgresStore.connect("postgresql://app@db/app") as store:
+            agent = create_agent(..., store=store)
+
+    Args:
+        pool: An open or openable ``psycopg_pool.AsyncConnectionPool``.
+        schema: Schema holding the tables (created when missing); letters, digits and ``_``.
+
+    Raises:
+        ValueError: ``schema`` is not a plain identifier.
+        ImportError: ``psycopg``/``psycopg_pool`` are not installed (names the extra).
+    """
+
+    __slots__ = ("_open_lock", "_owns_pool", "_pool", "_ready", "_schema", "_sql", "_unique")
+
+    def __init__(self, *, pool: AsyncConnectionPool[Any], schema: str = "prism") -> None:
+        psycopg = _require_psycopg()
+        if not isinstance(schema, str) or not _SCHEMA_RE.match(schema):
+            raise ValueError(f"schema must be a plain SQL identifier, got {schema!r}")
+        self._pool = pool
+        self._schema = schema
+        self._sql = _Sql(schema)
+        self._owns_pool = False
+        self._ready = False
+        self._open_lock = asyncio.Lock()
+        self._unique: type[Exception] = psycopg.errors.UniqueViolation
+
+    @classmethod
+    async def connect(
+        cls,
+        conninfo: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        schema: str = "prism",
+    ) -> PostgresStore:
+        """Open a pool on ``conninfo``, migrate the schema and return the store (DB-1).
+
+        Args:
+            conninfo: libpq connection string or ``postgresql://`` URL.
+            min_size: Connections kept open.
+            max_size: Most connections open at once.
+            schema: Schema holding the tables.
+
+        Raises:
+            ImportError: the ``postgres`` extra is missing.
+            StoreSchemaError: ``ERR_PRISM_STORE_SCHEMA`` — unknown, newer or altered schema.
+            psycopg.OperationalError: the server cannot be reached.
+        """
+        _require_psycopg()
+        from psycopg_pool import AsyncConnectionPool
+
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            kwargs={"autocommit": True},
+            name=f"prism-store-{schema}",
+        )
+        await pool.open(wait=True)
+        try:
+            store = cls(pool=pool, schema=schema)
+            store._owns_pool = True
+            await store.open()
+        except BaseException:
+            await pool.close()
+            raise
+        return store
+
+    def __repr__(self) -> str:
+        return f"PostgresStore(schema={self._schema!r})"
+
+    @property
+    def schema(self) -> str:
+        """The schema holding the store's tables."""
+        return self._schema
+
+    @property
+    def pool(self) -> AsyncConnectionPool[Any]:
+        """The connection pool the store uses."""
+        return self._pool
+
+    # ----------------------------------------------------------------- lifecycle
+
+    async def open(self) -> PostgresStore:
+        """Create the schema and apply missing migrations (once; later calls return at once).
+
+        Migrations run in one transaction holding ``pg_advisory_xact_lock`` on a key derived
+        from the schema name, so concurrent openers on any machine apply them once (DB-4).
+
+        Returns:
+            The store itself.
+
+        Raises:
+            StoreSchemaError: ``ERR_PRISM_STORE_SCHEMA`` — a recorded migration is unknown,
+                newer than this package, or altered.
+        """
+        if self._ready:
+            return self
+        async with self._open_lock:
+            if not self._ready:
+                await self._migrate()
+                self._ready = True
+        return self
+
+    async def aclose(self) -> None:
+        """Close the pool when the store created it (:meth:`connect`); a host pool stays open."""
+        if self._owns_pool:
+            await self._pool.close()
+
+    async def __aenter__(self) -> PostgresStore:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _migrate(self) -> None:
+        shipped = load_migrations("postgres")
+        q = self._sql.schema
+        where = f"schema {self._schema}"
+        table = f"{q}.{MIGRATIONS_TABLE}"
+        async with self._pool.connection() as conn:
+            recorded = await self._recorded(conn)
+            if recorded is not None and not plan_migrations(shipped, recorded, where=where):
+                return  # up to date: no lock, no write
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(self._schema),))
+                cur = await conn.execute(
+                    "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self._schema,)
+                )
+                if await cur.fetchone() is None:
+                    await conn.execute(f"CREATE SCHEMA {q}")
+                await conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {table} (version INTEGER PRIMARY KEY, "
+                    "name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)"
+                )
+                recorded = await self._recorded(conn) or []
+                for migration in plan_migrations(shipped, recorded, where=where):
+                    sql = migration.sql.replace("{schema}", q)
+                    try:
+                        async with conn.transaction():  # savepoint: report a clear error
+                            await conn.execute(sql)
+                    except Exception as exc:
+                        if isinstance(exc, StoreSchemaError):
+                            raise
+                        raise StoreSchemaError(
+                            f"Store schema of {where}: migration {migration.version} "
+                            f"({migration.name}) failed: {exc}"
+                        ) from exc
+                    await conn.execute(
+                        f"INSERT INTO {table} (version, name, checksum, applied_at) "
+                        "VALUES (%s, %s, %s, %s)",
+                        (migration.version, migration.name, migration.checksum, now_iso()),
+                    )
+
+    async def _recorded(self, conn: AsyncConnection[Any]) -> builtins.list[tuple[int, str]] | None:
+        """The recorded ``(version, checksum)`` rows, or ``None`` when there is no table yet."""
+        cur = await conn.execute(
+            "SELECT to_regclass(%s)", (f"{self._sql.schema}.{MIGRATIONS_TABLE}",)
+        )
+        row = await cur.fetchone()
+        if row is None or row[0] is None:
+            return None
+        cur = await conn.execute(
+            f"SELECT version, checksum FROM {self._sql.schema}.{MIGRATIONS_TABLE}"
+        )
+        return [(int(v), str(c)) for v, c in await cur.fetchall()]
+
+    async def _fetch(
+        self, sql: str, params: Any, *, one: bool = False
+    ) -> builtins.list[Any]:
+        if not self._ready:
+            await self.open()
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            if one:
+                row = await cur.fetchone()
+                return [row] if row is not None else []
+            rows: builtins.list[Any] = await cur.fetchall()
+            return rows
+
+    async def _execute(self, sql: str, params: Any) -> None:
+        if not self._ready:
+            await self.open()
+        async with self._pool.connection() as conn:
+            await conn.execute(sql, params)
+
+    # ----------------------------------------------------------------- SessionStore
+
+    async def append(
+        self,
+        entry: SessionEntry,
+        *,
+        expected_parent_id: str | None = None,
+        idempotency_key: str | None = None,
+        fork: bool = False,
+    ) -> None:
+        """Append ``entry`` atomically in one round trip (STORE-3, DB-5).
+
+        Raises:
+            TypeError: ``entry`` is not a :class:`~prism.store.SessionEntry`.
+            ValueError: ``fork=True`` without ``expected_parent_id``; the entry id already
+                exists in the session.
+            SessionAppendConflictError: ``ERR_PRISM_SESSION_APPEND_CONFLICT`` — the expected
+                parent is missing from the session, is not a branch tip (without ``fork``), or
+                the idempotent append was already made.
+        """
+        check_append(entry, expected_parent_id, fork)
+        params = (
+            entry.session_id,
+            entry.id,
+            entry.parent_id,
+            entry.kind,
+            entry.run_id,
+            entry.timestamp,
+            dumps(entry.to_dict()),
+            expected_parent_id,
+            idempotency_key,
+            bool(fork),
+        )
+        try:
+            rows = await self._fetch(self._sql.append, params, one=True)
+        except Exception as exc:
+            if not isinstance(exc, self._unique):
+                raise
+            # A concurrent writer inserted the same id or idempotent append first.
+            constraint = getattr(getattr(exc, "diag", None), "constraint_name", None)
+            outcome = "duplicate_idempotent" if constraint == _IDEMPOTENCY_INDEX else (
+                "duplicate_id" if constraint == _ENTRY_KEY else None
+            )
+            if outcome is None:
+                raise
+            raise append_error(outcome, entry, expected_parent_id, idempotency_key) from None
+        outcome = rows[0][0]
+        if outcome != "ok":
+            raise append_error(outcome, entry, expected_parent_id, idempotency_key)
+
+    async def list(self, session_id: str) -> builtins.list[SessionEntry]:
+        """Every entry of ``session_id`` in append order (``[]`` when unknown). O(entries)."""
+        rows = await self._fetch(self._sql.list, (session_id,))
+        return [SessionEntry.from_dict(body) for (body,) in rows]
+
+    async def read_branch(self, session_id: str, leaf_id: str) -> builtins.list[SessionEntry]:
+        """The entries from the root to ``leaf_id``, root first: one recursive query, O(branch).
+
+        Raises:
+            ValueError: ``Unknown session leaf: <id>`` or ``Missing session parent: <id>``.
+        """
+        rows = await self._fetch(self._sql.read_branch, {"sid": session_id, "leaf": leaf_id})
+        return walk_rows(rows, leaf_id, SessionEntry.from_dict)
+
+    async def list_sessions(self, *, limit: int = 100) -> builtins.list[SessionInfo]:
+        """The stored sessions, most recently appended first (for tooling such as a CLI).
+
+        Args:
+            limit: Most sessions returned (>= 1). Cost O(all entries).
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        rows = await self._fetch(self._sql.list_sessions, (limit,))
+        return [
+            SessionInfo(
+                session_id=sid, entries=int(n), created_at=first, updated_at=last,
+                last_entry_id=last_id,
+            )
+            for sid, n, first, last, last_id in rows
+        ]
+
+    # ----------------------------------------------------------------- CheckpointStore
+
+    async def save_checkpoint(
+        self,
+        *,
+        namespace: str,
+        key: str,
+        value: JsonValue,
+        version: int,
+        expected_version: int,
+        fencing_token: int | None = None,
+        ownership: OwnershipScope | None = None,
+    ) -> CheckpointRecord:
+        """Compare-and-set ``(namespace, key)`` in one statement (DUR-3, DB-6).
+
+        ``ownership`` is recorded in the row's ``tenant_id``/``account_id``/``user_id``.
+
+        Returns:
+            The new record (its ``value`` is a copy of ``value``).
+
+        Raises:
+            CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — stale
+                ``expected_version``, ``version`` not greater, or a smaller/missing token.
+            TypeError, ValueError: malformed arguments, or ``value`` is not JSON-compatible.
+        """
+        check_checkpoint_write(
+            namespace=namespace,
+            key=key,
+            version=version,
+            expected_version=expected_version,
+            fencing_token=fencing_token,
+        )
+        text = dumps(value)
+        now = now_iso()
+        tenant, account, user = (
+            (ownership.tenant_id, ownership.account_id, ownership.user_id)
+            if ownership is not None
+            else (None, None, None)
+        )
+        if expected_version == 0:
+            rows = await self._fetch(
+                self._sql.cp_insert,
+                (namespace, key, version, text, now, now, fencing_token, tenant, account, user),
+                one=True,
+            )
+        else:
+            rows = await self._fetch(
+                self._sql.cp_update,
+                {
+                    "version": version, "value": text, "now": now, "token": fencing_token,
+                    "tenant": tenant, "account": account, "user": user,
+                    "ns": namespace, "key": key, "expected": expected_version,
+                },
+                one=True,
+            )
+        if not rows:
+            current = await self._fetch(self._sql.cp_load, (namespace, key), one=True)
+            state = (int(current[0][0]), current[0][4]) if current else None
+            raise checkpoint_conflict(namespace, key, expected_version, fencing_token, state)
+        return CheckpointRecord(
+            namespace=namespace,
+            key=key,
+            version=version,
+            value=clone_json(value),
+            created_at=rows[0][0],
+            updated_at=now,
+            fencing_token=fencing_token,
+        )
+
+    async def load_checkpoint(
+        self, *, namespace: str, key: str, ownership: OwnershipScope | None = None
+    ) -> CheckpointRecord | None:
+        """The stored record of ``(namespace, key)``, or ``None``; ``ownership`` is not used."""
+        rows = await self._fetch(self._sql.cp_load, (namespace, key), one=True)
+        if not rows:
+            return None
+        version, value, created_at, updated_at, token = rows[0]
+        return CheckpointRecord(
+            namespace=namespace,
+            key=key,
+            version=int(version),
+            value=value,
+            created_at=created_at,
+            updated_at=updated_at,
+            fencing_token=token,
+        )
+
+    # ----------------------------------------------------------------- RunLedger
+
+    async def append_run(self, record: RunRecord, /) -> None:
+        """Append a start or finish run row (REC-1, REC-2, DB-7)."""
+        await self._execute(
+            self._sql.insert_run,
+            (record.id, record.session_id, record.status, dumps(record.to_dict())),
+        )
+
+    async def append_event(self, record: AgentEventRecord, /) -> None:
+        """Append an event row; rows keep append (= emission) order (REC-3, REC-4, DB-7)."""
+        await self._execute(
+            self._sql.insert_event,
+            (record.id, record.session_id, record.run_id, record.type, dumps(record.to_dict())),
+        )
+
+    async def append_tool_call(self, record: ToolCallRecord, /) -> None:
+        """Append a tool-call row (TOOL-8, DB-7)."""
+        await self._execute(
+            self._sql.insert_tool_call,
+            (
+                record.id,
+                record.session_id,
+                record.run_id,
+                record.tool_call_id,
+                record.status,
+                dumps(record.to_dict()),
+            ),
+        )
+
+    async def append_usage(self, record: UsageRecord, /) -> None:
+        """Append a usage row (REC-8, DB-7)."""
+        await self._execute(
+            self._sql.insert_usage,
+            (record.id, record.session_id, record.run_id, record.scope, dumps(record.to_dict())),
+        )
+
+    async def list_runs(
+        self, session_id: str | None = None, *, run_id: str | None = None
+    ) -> builtins.list[RunRecord]:
+        """Run rows in append order, filtered by session and/or run (at least one).
+
+        Raises:
+            ValueError: neither ``session_id`` nor ``run_id`` given.
+        """
+        return await self._list_ledger("prism_runs", "id", session_id, run_id, RunRecord.from_dict)
+
+    async def list_events(
+        self, session_id: str, *, run_id: str | None = None
+    ) -> builtins.list[AgentEventRecord]:
+        """Event rows of a session (or of one of its runs) in emission order (REC-4)."""
+        return await self._list_ledger(
+            "prism_run_events", "run_id", session_id, run_id, AgentEventRecord.from_dict
+        )
+
+    async def list_tool_calls(
+        self, session_id: str, *, run_id: str | None = None
+    ) -> builtins.list[ToolCallRecord]:
+        """Tool-call rows of a session (or of one of its runs) in append order."""
+        return await self._list_ledger(
+            "prism_tool_calls", "run_id", session_id, run_id, ToolCallRecord.from_dict
+        )
+
+    async def list_usage(
+        self, session_id: str, *, run_id: str | None = None
+    ) -> builtins.list[UsageRecord]:
+        """Usage rows of a session (or of one of its runs) in append order."""
+        return await self._list_ledger(
+            "prism_usage", "run_id", session_id, run_id, UsageRecord.from_dict
+        )
+
+    async def _list_ledger(
+        self,
+        table: str,
+        run_column: str,
+        session_id: str | None,
+        run_id: str | None,
+        decode: Callable[[Mapping[str, Any]], _T],
+    ) -> builtins.list[_T]:
+        clauses: builtins.list[str] = []
+        params: builtins.list[str] = []
+        if session_id is not None:
+            clauses.append("session_id = %s")
+            params.append(session_id)
+        if run_id is not None:
+            clauses.append(f"{run_column} = %s")
+            params.append(run_id)
+        if not clauses:
+            raise ValueError("give a session_id or a run_id")
+        sql = (
+            f"SELECT body FROM {self._sql.schema}.{table} "
+            f"WHERE {' AND '.join(clauses)} ORDER BY seq"
+        )
+        return [decode(body) for (body,) in await self._fetch(sql, tuple(params))]
+
+
+def _lock_key(schema: str) -> int:
+    """The advisory-lock key (signed 64-bit) that serialises migrations of ``schema``."""
+    digest = hashlib.sha256(f"prism.stores.migrate:{schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)

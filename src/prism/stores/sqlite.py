@@ -1,0 +1,665 @@
+"""SQLite store: sessions, checkpoints and the run ledger in one embedded database (DB-1..DB-8).
+
+:class:`SqliteStore` implements :class:`~prism.store.SessionStore` (with ``read_branch``),
+:class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` with the
+semantics of the memory stores, over the standard library's :mod:`sqlite3`:
+
+* WAL journal, ``synchronous=NORMAL`` (a commit survives a process crash; after a power loss the
+  last commits may be lost, never half of one), foreign keys on, a busy timeout;
+* every blocking call runs on one dedicated worker thread per store that owns the connection and
+  takes jobs from a queue — never on the event loop (DB-3);
+* every write is ONE statement and therefore one transaction (an append's tip check, idempotency
+  check and insert are a single ``INSERT ... SELECT ... WHERE``; a checkpoint save is a single
+  conditional ``UPDATE`` or ``INSERT OR IGNORE``), so a process killed at any point leaves either
+  the whole write or nothing (DB-10), and concurrent writers in other processes serialise on the
+  database lock (DB-11);
+* the schema comes from the package's checksummed migrations (DB-4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import math
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+from prism._util import now_iso
+from prism.errors import StoreSchemaError
+from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
+from prism.runtime.checkpoints import CheckpointRecord, check_checkpoint_write, clone_json
+from prism.store import SessionEntry
+from prism.stores._common import (
+    SessionInfo,
+    append_error,
+    check_append,
+    checkpoint_conflict,
+    dumps,
+    walk_rows,
+)
+from prism.stores._migrations import MIGRATIONS_TABLE, load_migrations, plan_migrations
+from prism.types import JsonValue, OwnershipScope
+
+__all__ = ["SqliteStore"]
+
+_T = TypeVar("_T")
+
+_Job = tuple[
+    Callable[[sqlite3.Connection], Any], asyncio.Future[Any], asyncio.AbstractEventLoop
+]
+
+# --------------------------------------------------------------------------- SQL
+
+_APPEND: Final = """
+INSERT INTO prism_session_entries (
+    session_id, id, parent_id, kind, run_id, "timestamp", idempotency_key, expected_parent_id, body
+)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
+WHERE (?8 IS NULL OR EXISTS (
+        SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND id = ?8))
+  AND (?8 IS NULL OR ?10 OR NOT EXISTS (
+        SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND parent_id = ?8))
+  AND (?7 IS NULL OR NOT EXISTS (
+        SELECT 1 FROM prism_session_entries
+         WHERE session_id = ?1 AND idempotency_key = ?7
+           AND coalesce(expected_parent_id, '') = coalesce(?8, '')
+           AND (expected_parent_id IS NULL) = (?8 IS NULL)))
+  AND NOT EXISTS (SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND id = ?2)
+"""
+
+_APPEND_DIAGNOSE: Final = """
+SELECT
+    ?3 IS NULL OR EXISTS (
+        SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND id = ?3),
+    ?3 IS NOT NULL AND EXISTS (
+        SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND parent_id = ?3),
+    ?4 IS NOT NULL AND EXISTS (
+        SELECT 1 FROM prism_session_entries
+         WHERE session_id = ?1 AND idempotency_key = ?4
+           AND coalesce(expected_parent_id, '') = coalesce(?3, '')
+           AND (expected_parent_id IS NULL) = (?3 IS NULL)),
+    EXISTS (SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND id = ?2)
+"""
+
+_LIST: Final = "SELECT body FROM prism_session_entries WHERE session_id = ? ORDER BY seq"
+
+_READ_BRANCH: Final = """
+WITH RECURSIVE chain(id, parent_id) AS (
+    SELECT id, parent_id FROM prism_session_entries WHERE session_id = ?1 AND id = ?2
+    UNION
+    SELECT e.id, e.parent_id
+      FROM prism_session_entries e JOIN chain c ON e.session_id = ?1 AND e.id = c.parent_id
+)
+SELECT e.id, e.parent_id, e.body
+  FROM chain c JOIN prism_session_entries e ON e.session_id = ?1 AND e.id = c.id
+"""
+
+_LIST_SESSIONS: Final = """
+SELECT s.session_id, s.n, s.first_ts, s.last_ts, e.id
+  FROM (SELECT session_id, count(*) AS n, min("timestamp") AS first_ts,
+               max("timestamp") AS last_ts, max(seq) AS last_seq
+          FROM prism_session_entries GROUP BY session_id) s
+  JOIN prism_session_entries e ON e.seq = s.last_seq
+ ORDER BY s.last_seq DESC
+ LIMIT ?
+"""
+
+_CP_INSERT: Final = """
+INSERT OR IGNORE INTO prism_checkpoints (
+    namespace, key, version, value, created_at, updated_at, fencing_token,
+    tenant_id, account_id, user_id
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+_CP_UPDATE: Final = """
+UPDATE prism_checkpoints
+   SET version = ?1, value = ?2, updated_at = ?3, fencing_token = ?4,
+       tenant_id = ?5, account_id = ?6, user_id = ?7
+ WHERE namespace = ?8 AND key = ?9 AND version = ?10
+   AND (fencing_token IS NULL OR fencing_token <= ?4)
+"""
+
+_CP_LOAD: Final = """
+SELECT version, value, created_at, updated_at, fencing_token
+  FROM prism_checkpoints WHERE namespace = ? AND key = ?
+"""
+
+_INSERT_RUN: Final = "INSERT INTO prism_runs (id, session_id, status, body) VALUES (?, ?, ?, ?)"
+_INSERT_EVENT: Final = (
+    "INSERT INTO prism_run_events (id, session_id, run_id, type, body) VALUES (?, ?, ?, ?, ?)"
+)
+_INSERT_TOOL_CALL: Final = (
+    "INSERT INTO prism_tool_calls (id, session_id, run_id, tool_call_id, status, body) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_INSERT_USAGE: Final = (
+    "INSERT INTO prism_usage (id, session_id, run_id, scope, body) VALUES (?, ?, ?, ?, ?)"
+)
+
+
+# --------------------------------------------------------------------------- worker thread
+
+
+def _deliver(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if fut.done():  # the caller was cancelled; the write itself has completed
+        return
+    if ok:
+        fut.set_result(value)
+    else:
+        fut.set_exception(value)
+
+
+class _Worker(threading.Thread):
+    """Owns the connection; runs jobs from a FIFO queue one at a time (DB-3)."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection], name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._connect = connect
+
+    def run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        failure: BaseException | None = None
+        try:
+            conn = self._connect()
+        except BaseException as exc:
+            failure = exc
+        try:
+            while True:
+                job = self.jobs.get()
+                if job is None:
+                    return
+                fn, fut, loop = job
+                ok = False
+                value: Any
+                if failure is not None:
+                    value = failure
+                else:
+                    assert conn is not None
+                    try:
+                        value = fn(conn)
+                        ok = True
+                    except BaseException as exc:
+                        value = exc
+                try:
+                    loop.call_soon_threadsafe(_deliver, fut, ok, value)
+                except RuntimeError:  # the caller's loop is closed; nobody is waiting
+                    pass
+        finally:
+            if conn is not None:
+                conn.close()
+
+
+# --------------------------------------------------------------------------- store
+
+
+class SqliteStore:
+    """Sessions, checkpoints and run records in one SQLite database (DB-1, DB-3).
+
+    Implements :class:`~prism.store.SessionStore` (``append``, ``list``, ``read_branch``),
+    :class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
+    plus read methods for tooling (``list_sessions``, ``list_runs``, ``list_events``,
+    ``list_tool_calls``, ``list_usage``). Semantics are those of the memory stores (DB-5..DB-8).
+
+    The database is opened, configured and migrated lazily on the first call (or by
+    :meth:`open` / ``async with``), on the store's worker thread. Any number of processes may
+    open the same file; their writes serialise on SQLite's lock (waiting up to
+    ``busy_timeout_s``).
+
+    Example::
+
+        async with SqliteStore("prism.db") as store:
+            agent = create_agent(..., store=store)
+
+    Args:
+        path_or_uri: A file path, ``":memory:"`` (a private in-memory database), or a
+            ``file:`` URI (passed with ``uri=True``).
+        busy_timeout_s: Seconds a write waits for another connection's lock before failing
+            with ``sqlite3.OperationalError: database is locked``.
+
+    Raises:
+        ValueError: ``busy_timeout_s`` is negative or not finite.
+    """
+
+    __slots__ = ("_busy_timeout_s", "_closed", "_lock", "_target", "_uri", "_worker")
+
+    def __init__(self, path_or_uri: str | os.PathLike[str], *, busy_timeout_s: float = 5.0) -> None:
+        timeout = float(busy_timeout_s)
+        if not math.isfinite(timeout) or timeout < 0:
+            raise ValueError(f"busy_timeout_s must be a finite number >= 0, got {busy_timeout_s!r}")
+        self._target = os.fspath(path_or_uri)
+        self._uri = self._target.startswith("file:")
+        self._busy_timeout_s = timeout
+        self._worker: _Worker | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self._target!r})"
+
+    @property
+    def path(self) -> str:
+        """The path, ``":memory:"`` or URI the store was created with."""
+        return self._target
+
+    # ----------------------------------------------------------------- lifecycle
+
+    async def open(self) -> SqliteStore:
+        """Open, configure and migrate the database now (otherwise done on first use).
+
+        Returns:
+            The store itself.
+
+        Raises:
+            StoreSchemaError: ``ERR_PRISM_STORE_SCHEMA`` — the database records a migration
+                that is unknown, newer than this package, or altered (DB-4).
+            sqlite3.Error: the file cannot be opened.
+        """
+        await self._call(_noop)
+        return self
+
+    async def aclose(self) -> None:
+        """Finish queued work, close the connection and stop the worker thread. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            worker = self._worker
+        if worker is None:
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
+        worker.jobs.put((_noop, fut, loop))  # runs after every queued job
+        worker.jobs.put(None)
+        try:
+            await fut
+        except Exception:
+            pass  # an open failure was already reported to the callers
+
+    async def __aenter__(self) -> SqliteStore:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self._target,
+            timeout=self._busy_timeout_s,
+            isolation_level=None,  # autocommit: each statement is its own transaction
+            uri=self._uri,
+            cached_statements=64,
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            _migrate(conn, self._target)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[_T] = loop.create_future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"{self!r} is closed")
+            worker = self._worker
+            if worker is None:
+                worker = self._worker = _Worker(self._connect, name=f"prism-sqlite:{self._target}")
+                worker.start()
+            worker.jobs.put((fn, fut, loop))
+        return await fut
+
+    # ----------------------------------------------------------------- SessionStore
+
+    async def append(
+        self,
+        entry: SessionEntry,
+        *,
+        expected_parent_id: str | None = None,
+        idempotency_key: str | None = None,
+        fork: bool = False,
+    ) -> None:
+        """Append ``entry`` atomically (STORE-3, DB-5).
+
+        The existence and tip checks on ``expected_parent_id``, the idempotency check and the
+        insert are one ``INSERT ... SELECT ... WHERE`` statement, so of two appends racing for
+        one tip (in any process) exactly one wins.
+
+        Raises:
+            TypeError: ``entry`` is not a :class:`~prism.store.SessionEntry`.
+            ValueError: ``fork=True`` without ``expected_parent_id``; the entry id already
+                exists in the session.
+            SessionAppendConflictError: ``ERR_PRISM_SESSION_APPEND_CONFLICT`` — the expected
+                parent is missing from the session, is not a branch tip (without ``fork``), or
+                the idempotent append was already made.
+        """
+        check_append(entry, expected_parent_id, fork)
+        params = (
+            entry.session_id,
+            entry.id,
+            entry.parent_id,
+            entry.kind,
+            entry.run_id,
+            entry.timestamp,
+            idempotency_key,
+            expected_parent_id,
+            dumps(entry.to_dict()),
+            bool(fork),
+        )
+
+        def job(conn: sqlite3.Connection) -> str:
+            if conn.execute(_APPEND, params).rowcount == 1:
+                return "ok"
+            parent_ok, has_child, idem_used, id_used = conn.execute(
+                _APPEND_DIAGNOSE, (entry.session_id, entry.id, expected_parent_id, idempotency_key)
+            ).fetchone()
+            if not parent_ok:
+                return "missing_parent"
+            if has_child and not fork:
+                return "not_tip"
+            if idem_used:
+                return "duplicate_idempotent"
+            if id_used:
+                return "duplicate_id"
+            raise RuntimeError("session append refused for no recorded reason")
+
+        outcome = await self._call(job)
+        if outcome != "ok":
+            raise append_error(outcome, entry, expected_parent_id, idempotency_key)
+
+    async def list(self, session_id: str) -> builtins.list[SessionEntry]:
+        """Every entry of ``session_id`` in append order (``[]`` when unknown). O(entries)."""
+
+        def job(conn: sqlite3.Connection) -> builtins.list[SessionEntry]:
+            rows = conn.execute(_LIST, (session_id,)).fetchall()
+            return [_entry(body) for (body,) in rows]
+
+        return await self._call(job)
+
+    async def read_branch(self, session_id: str, leaf_id: str) -> builtins.list[SessionEntry]:
+        """The entries from the root to ``leaf_id``, root first: one recursive query, O(branch).
+
+        Raises:
+            ValueError: ``Unknown session leaf: <id>`` or ``Missing session parent: <id>``.
+        """
+
+        def job(conn: sqlite3.Connection) -> builtins.list[SessionEntry]:
+            rows = conn.execute(_READ_BRANCH, (session_id, leaf_id)).fetchall()
+            return walk_rows(rows, leaf_id, _entry)
+
+        return await self._call(job)
+
+    async def list_sessions(self, *, limit: int = 100) -> builtins.list[SessionInfo]:
+        """The stored sessions, most recently appended first (for tooling such as a CLI).
+
+        Args:
+            limit: Most sessions returned (>= 1). Cost O(all entries).
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+
+        def job(conn: sqlite3.Connection) -> builtins.list[SessionInfo]:
+            return [
+                SessionInfo(
+                    session_id=sid, entries=n, created_at=first, updated_at=last,
+                    last_entry_id=last_id,
+                )
+                for sid, n, first, last, last_id in conn.execute(_LIST_SESSIONS, (limit,))
+            ]
+
+        return await self._call(job)
+
+    # ----------------------------------------------------------------- CheckpointStore
+
+    async def save_checkpoint(
+        self,
+        *,
+        namespace: str,
+        key: str,
+        value: JsonValue,
+        version: int,
+        expected_version: int,
+        fencing_token: int | None = None,
+        ownership: OwnershipScope | None = None,
+    ) -> CheckpointRecord:
+        """Compare-and-set ``(namespace, key)`` in one statement (DUR-3, DB-6).
+
+        ``expected_version == 0`` is an ``INSERT OR IGNORE`` (fails when the key exists);
+        otherwise an ``UPDATE ... WHERE version = expected_version AND`` the fencing condition.
+        ``ownership`` is recorded in the row's ``tenant_id``/``account_id``/``user_id``.
+
+        Returns:
+            The new record (its ``value`` is a copy of ``value``).
+
+        Raises:
+            CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — stale
+                ``expected_version``, ``version`` not greater, or a smaller/missing token.
+            TypeError, ValueError: malformed arguments, or ``value`` is not JSON-compatible.
+        """
+        check_checkpoint_write(
+            namespace=namespace,
+            key=key,
+            version=version,
+            expected_version=expected_version,
+            fencing_token=fencing_token,
+        )
+        text = dumps(value)
+        now = now_iso()
+        owner = (
+            (ownership.tenant_id, ownership.account_id, ownership.user_id)
+            if ownership is not None
+            else (None, None, None)
+        )
+
+        def job(conn: sqlite3.Connection) -> tuple[str | None, tuple[int, int | None] | None]:
+            if expected_version == 0:
+                cur = conn.execute(
+                    _CP_INSERT,
+                    (namespace, key, version, text, now, now, fencing_token, *owner),
+                )
+                if cur.rowcount == 1:
+                    return now, None
+            else:
+                cur = conn.execute(
+                    _CP_UPDATE,
+                    (version, text, now, fencing_token, *owner, namespace, key, expected_version),
+                )
+                if cur.rowcount == 1:
+                    row = conn.execute(_CP_LOAD, (namespace, key)).fetchone()
+                    return (row[2] if row is not None else now), None
+            row = conn.execute(_CP_LOAD, (namespace, key)).fetchone()
+            return None, ((row[0], row[4]) if row is not None else None)
+
+        created_at, current = await self._call(job)
+        if created_at is None:
+            raise checkpoint_conflict(namespace, key, expected_version, fencing_token, current)
+        return CheckpointRecord(
+            namespace=namespace,
+            key=key,
+            version=version,
+            value=clone_json(value),
+            created_at=created_at,
+            updated_at=now,
+            fencing_token=fencing_token,
+        )
+
+    async def load_checkpoint(
+        self, *, namespace: str, key: str, ownership: OwnershipScope | None = None
+    ) -> CheckpointRecord | None:
+        """The stored record of ``(namespace, key)``, or ``None``; ``ownership`` is not used."""
+
+        def job(conn: sqlite3.Connection) -> CheckpointRecord | None:
+            row = conn.execute(_CP_LOAD, (namespace, key)).fetchone()
+            if row is None:
+                return None
+            version, text, created_at, updated_at, token = row
+            return CheckpointRecord(
+                namespace=namespace,
+                key=key,
+                version=version,
+                value=json.loads(text),
+                created_at=created_at,
+                updated_at=updated_at,
+                fencing_token=token,
+            )
+
+        return await self._call(job)
+
+    # ----------------------------------------------------------------- RunLedger
+
+    async def append_run(self, record: RunRecord, /) -> None:
+        """Append a start or finish run row (REC-1, REC-2, DB-7)."""
+        params = (record.id, record.session_id, record.status, dumps(record.to_dict()))
+        await self._call(lambda conn: conn.execute(_INSERT_RUN, params))
+
+    async def append_event(self, record: AgentEventRecord, /) -> None:
+        """Append an event row; rows keep append (= emission) order (REC-3, REC-4, DB-7)."""
+        params = (
+            record.id, record.session_id, record.run_id, record.type, dumps(record.to_dict())
+        )
+        await self._call(lambda conn: conn.execute(_INSERT_EVENT, params))
+
+    async def append_tool_call(self, record: ToolCallRecord, /) -> None:
+        """Append a tool-call row (TOOL-8, DB-7)."""
+        params = (
+            record.id,
+            record.session_id,
+            record.run_id,
+            record.tool_call_id,
+            record.status,
+            dumps(record.to_dict()),
+        )
+        await self._call(lambda conn: conn.execute(_INSERT_TOOL_CALL, params))
+
+    async def append_usage(self, record: UsageRecord, /) -> None:
+        """Append a usage row (REC-8, DB-7)."""
+        params = (
+            record.id, record.session_id, record.run_id, record.scope, dumps(record.to_dict())
+        )
+        await self._call(lambda conn: conn.execute(_INSERT_USAGE, params))
+
+    async def list_runs(
+        self, session_id: str | None = None, *, run_id: str | None = None
+    ) -> builtins.list[RunRecord]:
+        """Run rows in append order, filtered by session and/or run (at least one).
+
+        Raises:
+            ValueError: neither ``session_id`` nor ``run_id`` given.
+        """
+        sql, params = _ledger_query("prism_runs", "id", session_id, run_id)
+        return await self._call(lambda conn: _decode_rows(conn, sql, params, RunRecord.from_dict))
+
+    async def list_events(
+        self, session_id: str, *, run_id: str | None = None
+    ) -> builtins.list[AgentEventRecord]:
+        """Event rows of a session (or of one of its runs) in emission order (REC-4)."""
+        sql, params = _ledger_query("prism_run_events", "run_id", session_id, run_id)
+        return await self._call(
+            lambda conn: _decode_rows(conn, sql, params, AgentEventRecord.from_dict)
+        )
+
+    async def list_tool_calls(
+        self, session_id: str, *, run_id: str | None = None
+    ) -> builtins.list[ToolCallRecord]:
+        """Tool-call rows of a session (or of one of its runs) in append order."""
+        sql, params = _ledger_query("prism_tool_calls", "run_id", session_id, run_id)
+        return await self._call(
+            lambda conn: _decode_rows(conn, sql, params, ToolCallRecord.from_dict)
+        )
+
+    async def list_usage(
+        self, session_id: str, *, run_id: str | None = None
+    ) -> builtins.list[UsageRecord]:
+        """Usage rows of a session (or of one of its runs) in append order."""
+        sql, params = _ledger_query("prism_usage", "run_id", session_id, run_id)
+        return await self._call(lambda conn: _decode_rows(conn, sql, params, UsageRecord.from_dict))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _noop(conn: sqlite3.Connection) -> None:
+    return None
+
+
+def _entry(body: str) -> SessionEntry:
+    return SessionEntry.from_dict(json.loads(body))
+
+
+def _ledger_query(
+    table: str, run_column: str, session_id: str | None, run_id: str | None
+) -> tuple[str, tuple[str, ...]]:
+    clauses: builtins.list[str] = []
+    params: builtins.list[str] = []
+    if session_id is not None:
+        clauses.append("session_id = ?")
+        params.append(session_id)
+    if run_id is not None:
+        clauses.append(f"{run_column} = ?")
+        params.append(run_id)
+    if not clauses:
+        raise ValueError("give a session_id or a run_id")
+    return f"SELECT body FROM {table} WHERE {' AND '.join(clauses)} ORDER BY seq", tuple(params)
+
+
+def _decode_rows(
+    conn: sqlite3.Connection,
+    sql: str,
+    params: tuple[str, ...],
+    decode: Callable[[Any], _T],
+) -> builtins.list[_T]:
+    return [decode(json.loads(body)) for (body,) in conn.execute(sql, params)]
+
+
+def _migrate(conn: sqlite3.Connection, where: str) -> None:
+    """Check the recorded migrations and apply the missing ones in one transaction (DB-4)."""
+    shipped = load_migrations("sqlite")
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (MIGRATIONS_TABLE,)
+    ).fetchone()
+    if exists is not None:
+        recorded = conn.execute(f"SELECT version, checksum FROM {MIGRATIONS_TABLE}").fetchall()
+        if not plan_migrations(shipped, recorded, where=where):
+            return  # up to date: no write lock needed
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} ("
+            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, "
+            "applied_at TEXT NOT NULL)"
+        )
+        recorded = conn.execute(f"SELECT version, checksum FROM {MIGRATIONS_TABLE}").fetchall()
+        for migration in plan_migrations(shipped, recorded, where=where):
+            try:
+                for statement in migration.statements():
+                    conn.execute(statement)
+            except sqlite3.Error as exc:
+                raise StoreSchemaError(
+                    f"Store schema of {where}: migration {migration.version} "
+                    f"({migration.name}) failed: {exc}"
+                ) from exc
+            conn.execute(
+                f"INSERT INTO {MIGRATIONS_TABLE} (version, name, checksum, applied_at) "
+                "VALUES (?, ?, ?, ?)",
+                (migration.version, migration.name, migration.checksum, now_iso()),
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
