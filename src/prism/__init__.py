@@ -1,1 +1,870 @@
-"""prism: an asyncio agent runtime whose turn control is a replaceable loop strategy."""
+"""prism: an asyncio agent runtime whose per-run turn control is a replaceable loop strategy.
+
+Everything a host needs is importable from this one namespace (ARCH-6); provider adapters live in
+``prism.providers.<name>``, database stores in ``prism.stores``, test doubles in ``prism.testing``
+and artifact helpers in ``prism.artifacts``. Importing ``prism`` performs no I/O (ARCH-8).
+"""
+
+from __future__ import annotations
+
+from .abort import (
+    AbortController as AbortController,
+)
+from .abort import (
+    AbortSignal as AbortSignal,
+)
+from .assembly import (
+    ContextProvider as ContextProvider,
+)
+from .assembly import (
+    ContextProviderContext as ContextProviderContext,
+)
+from .assembly import (
+    Skill as Skill,
+)
+from .assembly import (
+    SystemPromptContribution as SystemPromptContribution,
+)
+from .assembly import (
+    assemble_provider_input as assemble_provider_input,
+)
+from .errors import (
+    AbortError as AbortError,
+)
+from .errors import (
+    AgentDecisionError as AgentDecisionError,
+)
+from .errors import (
+    AgentLoopStateError as AgentLoopStateError,
+)
+from .errors import (
+    AgentRunError as AgentRunError,
+)
+from .errors import (
+    AgentRunLimitError as AgentRunLimitError,
+)
+from .errors import (
+    AgentRunStateError as AgentRunStateError,
+)
+from .errors import (
+    AgentRunSuspended as AgentRunSuspended,
+)
+from .errors import (
+    AgentSessionBusyError as AgentSessionBusyError,
+)
+from .errors import (
+    ArtifactFailedError as ArtifactFailedError,
+)
+from .errors import (
+    CheckpointConflictError as CheckpointConflictError,
+)
+from .errors import (
+    GuardrailError as GuardrailError,
+)
+from .errors import (
+    PrismConfigError as PrismConfigError,
+)
+from .errors import (
+    PrismError as PrismError,
+)
+from .errors import (
+    ProviderResolutionError as ProviderResolutionError,
+)
+from .errors import (
+    ProviderTransportError as ProviderTransportError,
+)
+from .errors import (
+    ProviderTurnError as ProviderTurnError,
+)
+from .errors import (
+    RedactedError as RedactedError,
+)
+from .errors import (
+    RunLedgerError as RunLedgerError,
+)
+from .errors import (
+    RunLimitExceeded as RunLimitExceeded,
+)
+from .errors import (
+    SessionAppendConflictError as SessionAppendConflictError,
+)
+from .errors import (
+    SteerError as SteerError,
+)
+from .errors import (
+    StoreSchemaError as StoreSchemaError,
+)
+from .errors import (
+    StructuredOutputError as StructuredOutputError,
+)
+from .errors import (
+    TurnPolicyError as TurnPolicyError,
+)
+from .events import (
+    EVENT_TYPES as EVENT_TYPES,
+)
+from .events import (
+    AgentDeniedEvent as AgentDeniedEvent,
+)
+from .events import (
+    AgentEvent as AgentEvent,
+)
+from .events import (
+    AgentFinishedEvent as AgentFinishedEvent,
+)
+from .events import (
+    AgentResumedEvent as AgentResumedEvent,
+)
+from .events import (
+    AgentStartedEvent as AgentStartedEvent,
+)
+from .events import (
+    AgentSuspendedEvent as AgentSuspendedEvent,
+)
+from .events import (
+    ArtifactFailedEvent as ArtifactFailedEvent,
+)
+from .events import (
+    ArtifactFinishedEvent as ArtifactFinishedEvent,
+)
+from .events import (
+    ArtifactRevisionStartedEvent as ArtifactRevisionStartedEvent,
+)
+from .events import (
+    ArtifactValidationFinishedEvent as ArtifactValidationFinishedEvent,
+)
+from .events import (
+    ArtifactValidationStartedEvent as ArtifactValidationStartedEvent,
+)
+from .events import (
+    CompactionFinishedEvent as CompactionFinishedEvent,
+)
+from .events import (
+    CompactionStartedEvent as CompactionStartedEvent,
+)
+from .events import (
+    ErrorEvent as ErrorEvent,
+)
+from .events import (
+    EventSubscriberOverflowEvent as EventSubscriberOverflowEvent,
+)
+from .events import (
+    GuardrailDecisionEvent as GuardrailDecisionEvent,
+)
+from .events import (
+    MessageDeltaEvent as MessageDeltaEvent,
+)
+from .events import (
+    MessageFinishedEvent as MessageFinishedEvent,
+)
+from .events import (
+    MessageStartedEvent as MessageStartedEvent,
+)
+from .events import (
+    ProviderTurnFinishedEvent as ProviderTurnFinishedEvent,
+)
+from .events import (
+    ProviderTurnMetadata as ProviderTurnMetadata,
+)
+from .events import (
+    ProviderTurnStartedEvent as ProviderTurnStartedEvent,
+)
+from .events import (
+    QueueUpdatedEvent as QueueUpdatedEvent,
+)
+from .events import (
+    RetryScheduledEvent as RetryScheduledEvent,
+)
+from .events import (
+    RunLimitExceededEvent as RunLimitExceededEvent,
+)
+from .events import (
+    SteerRejectedEvent as SteerRejectedEvent,
+)
+from .events import (
+    ToolExecutionBlockedEvent as ToolExecutionBlockedEvent,
+)
+from .events import (
+    ToolExecutionErrorEvent as ToolExecutionErrorEvent,
+)
+from .events import (
+    ToolExecutionFinishedEvent as ToolExecutionFinishedEvent,
+)
+from .events import (
+    ToolExecutionMetadata as ToolExecutionMetadata,
+)
+from .events import (
+    ToolExecutionProgressEvent as ToolExecutionProgressEvent,
+)
+from .events import (
+    ToolExecutionStartedEvent as ToolExecutionStartedEvent,
+)
+from .events import (
+    ToolExecutionStatus as ToolExecutionStatus,
+)
+from .events import (
+    TurnFinishedEvent as TurnFinishedEvent,
+)
+from .events import (
+    TurnStartedEvent as TurnStartedEvent,
+)
+from .events import (
+    event_from_dict as event_from_dict,
+)
+from .guardrails import (
+    Guardrail as Guardrail,
+)
+from .guardrails import (
+    GuardrailContext as GuardrailContext,
+)
+from .guardrails import (
+    GuardrailDecision as GuardrailDecision,
+)
+from .guardrails import (
+    Guardrails as Guardrails,
+)
+from .guardrails import (
+    run_guardrails as run_guardrails,
+)
+from .ledger import (
+    AgentEventRecord as AgentEventRecord,
+)
+from .ledger import (
+    ExecutionTimeline as ExecutionTimeline,
+)
+from .ledger import (
+    MemoryRunLedger as MemoryRunLedger,
+)
+from .ledger import (
+    RunLedger as RunLedger,
+)
+from .ledger import (
+    RunRecord as RunRecord,
+)
+from .ledger import (
+    TimelineArtifactAttempt as TimelineArtifactAttempt,
+)
+from .ledger import (
+    TimelineToolCall as TimelineToolCall,
+)
+from .ledger import (
+    TimelineTurn as TimelineTurn,
+)
+from .ledger import (
+    ToolCallRecord as ToolCallRecord,
+)
+from .ledger import (
+    UsageRecord as UsageRecord,
+)
+from .ledger import (
+    project_execution_timeline as project_execution_timeline,
+)
+from .limits import (
+    UNLIMITED as UNLIMITED,
+)
+from .limits import (
+    RunCost as RunCost,
+)
+from .limits import (
+    RunLimits as RunLimits,
+)
+from .limits import (
+    RunLimitTracker as RunLimitTracker,
+)
+from .limits import (
+    resolve_run_limits as resolve_run_limits,
+)
+from .loops.contracts import (
+    AgentLoopOptions as AgentLoopOptions,
+)
+from .loops.contracts import (
+    AgentLoopStrategy as AgentLoopStrategy,
+)
+from .loops.contracts import (
+    ArtifactContext as ArtifactContext,
+)
+from .loops.contracts import (
+    ArtifactError as ArtifactError,
+)
+from .loops.contracts import (
+    ArtifactParser as ArtifactParser,
+)
+from .loops.contracts import (
+    ArtifactParseResult as ArtifactParseResult,
+)
+from .loops.contracts import (
+    ArtifactRepairer as ArtifactRepairer,
+)
+from .loops.contracts import (
+    ArtifactValidation as ArtifactValidation,
+)
+from .loops.contracts import (
+    ArtifactValidator as ArtifactValidator,
+)
+from .loops.contracts import (
+    GenerateValidateReviseLoopOptions as GenerateValidateReviseLoopOptions,
+)
+from .loops.contracts import (
+    LoopContext as LoopContext,
+)
+from .loops.contracts import (
+    SingleShotLoopOptions as SingleShotLoopOptions,
+)
+from .loops.gvr import (
+    generate_validate_revise_loop as generate_validate_revise_loop,
+)
+from .loops.resolve import (
+    resolve_loop as resolve_loop,
+)
+from .loops.resolve import (
+    resolve_tool_concurrency as resolve_tool_concurrency,
+)
+from .loops.single_shot import (
+    single_shot_loop as single_shot_loop,
+)
+from .middleware import (
+    MiddlewareRegistry as MiddlewareRegistry,
+)
+from .providers.base import (
+    AIProvider as AIProvider,
+)
+from .providers.base import (
+    provider_content_delta as provider_content_delta,
+)
+from .providers.base import (
+    provider_done as provider_done,
+)
+from .providers.base import (
+    provider_error as provider_error,
+)
+from .providers.base import (
+    provider_message_start as provider_message_start,
+)
+from .providers.base import (
+    provider_text_delta as provider_text_delta,
+)
+from .providers.base import (
+    provider_thinking_delta as provider_thinking_delta,
+)
+from .providers.base import (
+    provider_tool_call as provider_tool_call,
+)
+from .providers.base import (
+    provider_tool_call_delta as provider_tool_call_delta,
+)
+from .providers.base import (
+    provider_usage as provider_usage,
+)
+from .providers.base import (
+    reconstruct_tool_call_deltas as reconstruct_tool_call_deltas,
+)
+from .providers.base import (
+    tool_call_content as tool_call_content,
+)
+from .providers.base import (
+    tool_call_from_arguments_text as tool_call_from_arguments_text,
+)
+from .providers.mock import (
+    MockProvider as MockProvider,
+)
+from .providers.mock import (
+    create_mock_provider as create_mock_provider,
+)
+from .redaction import (
+    SecretRedactor as SecretRedactor,
+)
+from .redaction import (
+    create_secret_redactor as create_secret_redactor,
+)
+from .redaction import (
+    error_to_error_info as error_to_error_info,
+)
+from .redaction import (
+    redact_agent_event as redact_agent_event,
+)
+from .redaction import (
+    redact_value as redact_value,
+)
+from .retry import (
+    RetryContext as RetryContext,
+)
+from .retry import (
+    RetryDecision as RetryDecision,
+)
+from .retry import (
+    RetryOptions as RetryOptions,
+)
+from .retry import (
+    RetryPayload as RetryPayload,
+)
+from .retry import (
+    RetryPolicy as RetryPolicy,
+)
+from .retry import (
+    create_default_retry_policy as create_default_retry_policy,
+)
+from .retry import (
+    is_transient_error as is_transient_error,
+)
+from .runtime.agent import (
+    Agent as Agent,
+)
+from .runtime.agent import (
+    AgentConfig as AgentConfig,
+)
+from .runtime.agent import (
+    ProviderSource as ProviderSource,
+)
+from .runtime.agent import (
+    create_agent as create_agent,
+)
+from .runtime.checkpoints import (
+    CheckpointStore as CheckpointStore,
+)
+from .runtime.checkpoints import (
+    MemoryCheckpointStore as MemoryCheckpointStore,
+)
+from .runtime.provider_turn import (
+    PolicyContext as PolicyContext,
+)
+from .runtime.provider_turn import (
+    ProviderRequestPolicy as ProviderRequestPolicy,
+)
+from .runtime.provider_turn import (
+    ProviderRequestPolicyResult as ProviderRequestPolicyResult,
+)
+from .runtime.provider_turn import (
+    generate_with_retry as generate_with_retry,
+)
+from .runtime.session import (
+    AgentSession as AgentSession,
+)
+from .runtime.session import (
+    RunOptions as RunOptions,
+)
+from .runtime.session import (
+    RunStream as RunStream,
+)
+from .store import (
+    CompactionInput as CompactionInput,
+)
+from .store import (
+    CompactionOptions as CompactionOptions,
+)
+from .store import (
+    CompactionResult as CompactionResult,
+)
+from .store import (
+    CompactionStrategy as CompactionStrategy,
+)
+from .store import (
+    MemorySessionStore as MemorySessionStore,
+)
+from .store import (
+    SessionEntry as SessionEntry,
+)
+from .store import (
+    SessionStore as SessionStore,
+)
+from .structured_output import (
+    artifact_request as artifact_request,
+)
+from .structured_output import (
+    json_artifact_parser as json_artifact_parser,
+)
+from .structured_output import (
+    json_schema_artifact_validator as json_schema_artifact_validator,
+)
+from .structured_output import (
+    validate_structured_output as validate_structured_output,
+)
+from .structured_output import (
+    without_structured_output as without_structured_output,
+)
+from .tools import (
+    PermissionPolicy as PermissionPolicy,
+)
+from .tools import (
+    PermissionRequest as PermissionRequest,
+)
+from .tools import (
+    ToolFilter as ToolFilter,
+)
+from .tools import (
+    ToolRegistry as ToolRegistry,
+)
+from .tools import (
+    ToolValidator as ToolValidator,
+)
+from .tools import (
+    create_tool_registry as create_tool_registry,
+)
+from .tools import (
+    dispatch_tool_call as dispatch_tool_call,
+)
+from .tools import (
+    filter_tools as filter_tools,
+)
+from .tools import (
+    json_schema_tool_validator as json_schema_tool_validator,
+)
+from .tools import (
+    tool as tool,
+)
+from .types import (
+    AgentInput as AgentInput,
+)
+from .types import (
+    AgentRunRef as AgentRunRef,
+)
+from .types import (
+    ContentBlock as ContentBlock,
+)
+from .types import (
+    ContextBlock as ContextBlock,
+)
+from .types import (
+    ErrorInfo as ErrorInfo,
+)
+from .types import (
+    GuardrailRecord as GuardrailRecord,
+)
+from .types import (
+    ImageContent as ImageContent,
+)
+from .types import (
+    JsonValue as JsonValue,
+)
+from .types import (
+    Message as Message,
+)
+from .types import (
+    ModelCapabilities as ModelCapabilities,
+)
+from .types import (
+    ModelConfig as ModelConfig,
+)
+from .types import (
+    ModelLimits as ModelLimits,
+)
+from .types import (
+    OwnershipScope as OwnershipScope,
+)
+from .types import (
+    ProviderContentDelta as ProviderContentDelta,
+)
+from .types import (
+    ProviderDone as ProviderDone,
+)
+from .types import (
+    ProviderErrorEvent as ProviderErrorEvent,
+)
+from .types import (
+    ProviderEvent as ProviderEvent,
+)
+from .types import (
+    ProviderMessageStart as ProviderMessageStart,
+)
+from .types import (
+    ProviderRequest as ProviderRequest,
+)
+from .types import (
+    ProviderRequestOptions as ProviderRequestOptions,
+)
+from .types import (
+    ProviderStopReason as ProviderStopReason,
+)
+from .types import (
+    ProviderToolCall as ProviderToolCall,
+)
+from .types import (
+    ProviderToolCallDelta as ProviderToolCallDelta,
+)
+from .types import (
+    ProviderTurnResult as ProviderTurnResult,
+)
+from .types import (
+    ProviderUsage as ProviderUsage,
+)
+from .types import (
+    RunLimitBreach as RunLimitBreach,
+)
+from .types import (
+    RunResult as RunResult,
+)
+from .types import (
+    StructuredOutputOptions as StructuredOutputOptions,
+)
+from .types import (
+    TextContent as TextContent,
+)
+from .types import (
+    ThinkingContent as ThinkingContent,
+)
+from .types import (
+    ToolCallContent as ToolCallContent,
+)
+from .types import (
+    ToolCallDeltaContent as ToolCallDeltaContent,
+)
+from .types import (
+    ToolDefinition as ToolDefinition,
+)
+from .types import (
+    ToolExecutionContext as ToolExecutionContext,
+)
+from .types import (
+    ToolResult as ToolResult,
+)
+from .types import (
+    ToolResultContent as ToolResultContent,
+)
+from .types import (
+    Usage as Usage,
+)
+from .types import (
+    assistant_message as assistant_message,
+)
+from .types import (
+    canonical_json as canonical_json,
+)
+from .types import (
+    is_json_value as is_json_value,
+)
+from .types import (
+    merge_provider_options as merge_provider_options,
+)
+from .types import (
+    system_message as system_message,
+)
+from .types import (
+    to_messages as to_messages,
+)
+from .types import (
+    tool_result_message as tool_result_message,
+)
+from .types import (
+    user_message as user_message,
+)
+from .usage import (
+    UsageAccumulator as UsageAccumulator,
+)
+
+__all__ = [
+    "AIProvider",
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "Agent",
+    "AgentConfig",
+    "AgentDecisionError",
+    "AgentDeniedEvent",
+    "AgentEvent",
+    "AgentEventRecord",
+    "AgentFinishedEvent",
+    "AgentInput",
+    "AgentLoopOptions",
+    "AgentLoopStateError",
+    "AgentLoopStrategy",
+    "AgentResumedEvent",
+    "AgentRunError",
+    "AgentRunLimitError",
+    "AgentRunRef",
+    "AgentRunStateError",
+    "AgentRunSuspended",
+    "AgentSession",
+    "AgentSessionBusyError",
+    "AgentStartedEvent",
+    "AgentSuspendedEvent",
+    "ArtifactContext",
+    "ArtifactError",
+    "ArtifactFailedError",
+    "ArtifactFailedEvent",
+    "ArtifactFinishedEvent",
+    "ArtifactParseResult",
+    "ArtifactParser",
+    "ArtifactRepairer",
+    "ArtifactRevisionStartedEvent",
+    "ArtifactValidation",
+    "ArtifactValidationFinishedEvent",
+    "ArtifactValidationStartedEvent",
+    "ArtifactValidator",
+    "CheckpointConflictError",
+    "CheckpointStore",
+    "CompactionFinishedEvent",
+    "CompactionInput",
+    "CompactionOptions",
+    "CompactionResult",
+    "CompactionStartedEvent",
+    "CompactionStrategy",
+    "ContentBlock",
+    "ContextBlock",
+    "ContextProvider",
+    "ContextProviderContext",
+    "EVENT_TYPES",
+    "ErrorEvent",
+    "ErrorInfo",
+    "EventSubscriberOverflowEvent",
+    "ExecutionTimeline",
+    "GenerateValidateReviseLoopOptions",
+    "Guardrail",
+    "GuardrailContext",
+    "GuardrailDecision",
+    "GuardrailDecisionEvent",
+    "GuardrailError",
+    "GuardrailRecord",
+    "Guardrails",
+    "ImageContent",
+    "JsonValue",
+    "LoopContext",
+    "MemoryCheckpointStore",
+    "MemoryRunLedger",
+    "MemorySessionStore",
+    "Message",
+    "MessageDeltaEvent",
+    "MessageFinishedEvent",
+    "MessageStartedEvent",
+    "MiddlewareRegistry",
+    "MockProvider",
+    "ModelCapabilities",
+    "ModelConfig",
+    "ModelLimits",
+    "OwnershipScope",
+    "PermissionPolicy",
+    "PermissionRequest",
+    "PolicyContext",
+    "PrismConfigError",
+    "PrismError",
+    "ProviderContentDelta",
+    "ProviderDone",
+    "ProviderErrorEvent",
+    "ProviderEvent",
+    "ProviderMessageStart",
+    "ProviderRequest",
+    "ProviderRequestOptions",
+    "ProviderRequestPolicy",
+    "ProviderRequestPolicyResult",
+    "ProviderResolutionError",
+    "ProviderSource",
+    "ProviderStopReason",
+    "ProviderToolCall",
+    "ProviderToolCallDelta",
+    "ProviderTransportError",
+    "ProviderTurnError",
+    "ProviderTurnFinishedEvent",
+    "ProviderTurnMetadata",
+    "ProviderTurnResult",
+    "ProviderTurnStartedEvent",
+    "ProviderUsage",
+    "QueueUpdatedEvent",
+    "RedactedError",
+    "RetryContext",
+    "RetryDecision",
+    "RetryOptions",
+    "RetryPayload",
+    "RetryPolicy",
+    "RetryScheduledEvent",
+    "RunCost",
+    "RunLedger",
+    "RunLedgerError",
+    "RunLimitBreach",
+    "RunLimitExceeded",
+    "RunLimitExceededEvent",
+    "RunLimitTracker",
+    "RunLimits",
+    "RunOptions",
+    "RunRecord",
+    "RunResult",
+    "RunStream",
+    "SecretRedactor",
+    "SessionAppendConflictError",
+    "SessionEntry",
+    "SessionStore",
+    "SingleShotLoopOptions",
+    "Skill",
+    "SteerError",
+    "SteerRejectedEvent",
+    "StoreSchemaError",
+    "StructuredOutputError",
+    "StructuredOutputOptions",
+    "SystemPromptContribution",
+    "TextContent",
+    "ThinkingContent",
+    "TimelineArtifactAttempt",
+    "TimelineToolCall",
+    "TimelineTurn",
+    "ToolCallContent",
+    "ToolCallDeltaContent",
+    "ToolCallRecord",
+    "ToolDefinition",
+    "ToolExecutionBlockedEvent",
+    "ToolExecutionContext",
+    "ToolExecutionErrorEvent",
+    "ToolExecutionFinishedEvent",
+    "ToolExecutionMetadata",
+    "ToolExecutionProgressEvent",
+    "ToolExecutionStartedEvent",
+    "ToolExecutionStatus",
+    "ToolFilter",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolResultContent",
+    "ToolValidator",
+    "TurnFinishedEvent",
+    "TurnPolicyError",
+    "TurnStartedEvent",
+    "UNLIMITED",
+    "Usage",
+    "UsageAccumulator",
+    "UsageRecord",
+    "artifact_request",
+    "assemble_provider_input",
+    "assistant_message",
+    "canonical_json",
+    "create_agent",
+    "create_default_retry_policy",
+    "create_mock_provider",
+    "create_secret_redactor",
+    "create_tool_registry",
+    "dispatch_tool_call",
+    "error_to_error_info",
+    "event_from_dict",
+    "filter_tools",
+    "generate_validate_revise_loop",
+    "generate_with_retry",
+    "is_json_value",
+    "is_transient_error",
+    "json_artifact_parser",
+    "json_schema_artifact_validator",
+    "json_schema_tool_validator",
+    "merge_provider_options",
+    "project_execution_timeline",
+    "provider_content_delta",
+    "provider_done",
+    "provider_error",
+    "provider_message_start",
+    "provider_text_delta",
+    "provider_thinking_delta",
+    "provider_tool_call",
+    "provider_tool_call_delta",
+    "provider_usage",
+    "reconstruct_tool_call_deltas",
+    "redact_agent_event",
+    "redact_value",
+    "resolve_loop",
+    "resolve_run_limits",
+    "resolve_tool_concurrency",
+    "run_guardrails",
+    "single_shot_loop",
+    "system_message",
+    "to_messages",
+    "tool",
+    "tool_call_content",
+    "tool_call_from_arguments_text",
+    "tool_result_message",
+    "user_message",
+    "validate_structured_output",
+    "without_structured_output",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,82 @@
+"""The public namespaces list exactly their public names (ARCH-6, STYLE §2)."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import types
+
+import pytest
+
+PUBLIC_MODULES = [
+    "prism",
+    "prism.testing",
+    "prism.types",
+    "prism.errors",
+    "prism.events",
+    "prism.loops",
+    "prism.artifacts",
+]
+
+
+REEXPORT_NAMESPACES = {"prism", "prism.testing", "prism.loops"}
+
+
+def _public_names(module: types.ModuleType) -> set[str]:
+    """Names a user sees: for re-export namespaces every public binding; for implementation
+    modules the public classes and functions defined there."""
+    names = set()
+    for name, value in vars(module).items():
+        if name.startswith("_") or isinstance(value, types.ModuleType):
+            continue
+        if name in {"annotations", "TYPE_CHECKING"}:
+            continue
+        if module.__name__ in REEXPORT_NAMESPACES:
+            names.add(name)
+        elif (isinstance(value, type) or callable(value)) and getattr(
+            value, "__module__", None
+        ) == module.__name__:
+            names.add(name)
+    return names
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_all_lists_exactly_the_public_names(name: str) -> None:
+    """ARCH-6: each public module's ``__all__`` equals its public namespace."""
+    module = importlib.import_module(name)
+    exported = set(module.__all__)
+    assert len(module.__all__) == len(exported), "duplicate names in __all__"
+    missing = _public_names(module) - exported
+    assert not missing, f"public but not in __all__: {sorted(missing)}"
+    for export in exported:
+        assert hasattr(module, export), f"{name}.__all__ names missing attribute {export}"
+
+
+def test_prism_all_is_sorted() -> None:
+    import prism
+
+    assert list(prism.__all__) == sorted(prism.__all__)
+
+
+def test_every_error_class_is_importable_from_prism_and_errors() -> None:
+    """ARCH-6 / ERR-1: error classes live in both ``prism`` and ``prism.errors``."""
+    import prism
+    import prism.errors
+
+    for name in prism.errors.__all__:
+        value = getattr(prism.errors, name)
+        if isinstance(value, type) and issubclass(value, BaseException):
+            assert getattr(prism, name) is value
+
+
+def test_import_prism_loads_no_optional_extra() -> None:
+    """ARCH-5 / ARCH-8: ``import prism`` imports no extra and not jsonschema."""
+    code = (
+        "import sys, prism, prism.testing\n"
+        "bad = [m for m in ('openai', 'anthropic', 'llama_cpp', 'psycopg', 'rich', 'pydantic',"
+        " 'jsonschema', 'httpx') if m in sys.modules]\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
