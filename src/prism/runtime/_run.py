@@ -418,6 +418,10 @@ class RunLeg:
         self.emit(RunLimitExceededEvent(session_id=self.session_id, run_id=self.run_id, breach=breach))
         self.controller.abort(RunLimitExceeded(breach))
 
+    def observed(self) -> bool:
+        """Whether anything observes this run's events (subscribers, ``on_event``, a ledger)."""
+        return not self._terminal_emitted and (self.observers.active or self.writer.enabled)
+
     def emit(self, event: AgentEvent) -> None:
         """Emit one event to observers and the ledger (EVT-1, EVT-7, EVT-21, REC-3).
 
@@ -886,6 +890,7 @@ class RunLeg:
             metadata=self.metadata,
             signal=self.signal,
             emit=self.emit,
+            observed=self.observed,
             tracker=self.tracker,
             accumulator=self.accumulator,
             on_usage=on_usage,

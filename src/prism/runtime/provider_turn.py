@@ -158,24 +158,34 @@ class SoftInterrupt(Exception):
 # --------------------------------------------------------------------------- event byte counts
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring
+_canonical: Callable[[Any], str] = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+"""Same output as ``prism.types.canonical_json``, without building an encoder per call."""
+
 _TEXT_DELTA_BASE: Final = len(
     canonical_json(ProviderContentDelta(content=TextContent(text="")).to_dict()).encode()
 ) - 2
+_BARE_DONE_BYTES: Final = len(canonical_json(ProviderDone().to_dict()).encode())
 
 
 def event_bytes(event: ProviderEvent) -> int:
     """UTF-8 length of ``canonical_json(event.to_dict())`` (RUN-15 step 4, LIM-4).
 
-    Text deltas — the most frequent event — take a fast path that serialises only the text.
+    Text deltas — the most frequent event — serialise only their text; a bare ``done`` is a
+    constant. Everything else takes the full computation.
 
     Raises:
         TypeError / ValueError: the event holds non-JSON data.
     """
-    if type(event) is ProviderContentDelta:
-        content = event.content
+    kind = type(event)
+    if kind is ProviderContentDelta:
+        content = event.content  # type: ignore[union-attr]
         if type(content) is TextContent:
             return _TEXT_DELTA_BASE + len(_encode_str(content.text).encode())
-    return len(canonical_json(event.to_dict()).encode())
+    elif kind is ProviderDone and event.usage is None and event.stop_reason is None:  # type: ignore[union-attr]
+        return _BARE_DONE_BYTES
+    return len(_canonical(event.to_dict()).encode())
 
 
 # --------------------------------------------------------------------------- internal failures
@@ -195,6 +205,10 @@ def _http_status(code: object) -> int | None:
     if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
         return code
     return None
+
+
+def _always() -> bool:
+    return True
 
 
 def _set_none(fut: asyncio.Future[None]) -> None:
@@ -218,6 +232,8 @@ class ProviderTurnRunner:
         metadata: Run metadata (retry contexts, guardrail contexts).
         signal: The run's abort signal.
         emit: Emits a runtime event (already carrying ids) to observers.
+        observed: Returns whether anything observes events; when it returns ``False`` the
+            attempt skips building event objects (``None``: always build them).
         tracker: The run's limit tracker.
         accumulator: The leg's usage accumulator (USAGE-2).
         on_usage: Called once per attempt with usage, as ``(turn, attempt, usage)`` — the ledger
@@ -237,6 +253,7 @@ class ProviderTurnRunner:
         "_child",
         "_emit",
         "_generated",
+        "_observed",
         "_guardrails",
         "_metadata",
         "_model",
@@ -268,6 +285,7 @@ class ProviderTurnRunner:
         signal: AbortSignal,
         emit: Emit,
         tracker: RunLimitTracker,
+        observed: Callable[[], bool] | None = None,
         accumulator: UsageAccumulator,
         on_usage: UsageSink | None = None,
         retry: RetryOptions | None = None,
@@ -285,6 +303,7 @@ class ProviderTurnRunner:
         self._metadata = metadata
         self._signal = signal
         self._emit = emit
+        self._observed: Callable[[], bool] = observed if observed is not None else _always
         self._tracker = tracker
         self._accumulator = accumulator
         self._on_usage = on_usage
@@ -463,213 +482,44 @@ class ProviderTurnRunner:
         attempt: int,
         secrets: tuple[str, ...],
     ) -> ProviderTurnResult:
-        tracker = self._tracker
-        tracker.charge_provider_attempt(request_bytes)
-        emit = self._emit
-        sid = self._session_id
-        rid = self._run_id
-        meta = ProviderTurnMetadata(provider_id=self._provider_id, model=self._model, attempt=attempt)
-        emit(ProviderTurnStartedEvent(session_id=sid, run_id=rid, turn=turn, metadata=meta))
-        started_at = time.perf_counter()
-
-        run_signal = self._signal
+        self._tracker.charge_provider_attempt(request_bytes)
+        st = _Attempt(self, turn, attempt)
+        if self._observed():
+            st.started_at = time.perf_counter()
+            self._emit(
+                ProviderTurnStartedEvent(
+                    session_id=self._session_id,
+                    run_id=self._run_id,
+                    turn=turn,
+                    metadata=ProviderTurnMetadata(
+                        provider_id=self._provider_id, model=self._model, attempt=attempt
+                    ),
+                )
+            )
         controller = AbortController()
         child = controller.signal
-        unlink = run_signal.add_listener(controller.abort)
+        unlink = self._signal.add_listener(controller.abort)
         if self._soft_pending and self._generated:
             self._soft_pending = False
             controller.abort(SoftInterrupt())
         unwake = child.add_listener(self._on_child_abort)
         self._child = controller
         self._task = asyncio.current_task()
-
-        buffered: list[AgentEvent] | None = [] if self._buffer else None
-        usage: Usage | None = None
-        usage_recorded = False
-        started = False
-        message_emitted = False
-        message_id: str | None = None
-        stop_reason: ProviderStopReason | None = None
-        parts: list[ContentBlock] = []
-        calls: list[ToolCallContent] = []
-        buf: list[str] = []
-        open_kind = 0  # 0: none, 1: text, 2: thinking
-        call_events: list[ProviderEvent] | None = None  # tool_call(_delta) events for PROV-5
-        has_deltas = False
-
-        def out(event: AgentEvent) -> None:
-            if buffered is None:
-                emit(event)
-            else:
-                buffered.append(event)
-
-        def start() -> None:
-            nonlocal started, message_emitted
-            started = True
-            if not message_emitted:
-                message_emitted = True
-                out(
-                    MessageStartedEvent(
-                        session_id=sid,
-                        run_id=rid,
-                        message=Message("assistant", (), id=message_id),
-                    )
-                )
-
-        def close_open() -> None:
-            nonlocal open_kind
-            if open_kind == 1:
-                parts.append(TextContent("".join(buf)))
-            elif open_kind == 2:
-                parts.append(ThinkingContent("".join(buf)))
-            buf.clear()
-            open_kind = 0
-
-        def record_usage() -> None:
-            nonlocal usage_recorded
-            if usage_recorded:
-                return
-            usage_recorded = True
-            if usage is not None:
-                self._accumulator.add(usage)
-                sink = self._on_usage
-                if sink is not None:
-                    sink(turn, attempt, usage)
-            tracker.charge_usage(usage)
-
-        def finished(error: ErrorInfo | None) -> None:
-            latency = int((time.perf_counter() - started_at) * 1000)
-            emit(
-                ProviderTurnFinishedEvent(
-                    session_id=sid,
-                    run_id=rid,
-                    turn=turn,
-                    metadata=ProviderTurnMetadata(
-                        provider_id=meta.provider_id,
-                        model=meta.model,
-                        attempt=attempt,
-                        latency_ms=latency,
-                        http_status=None if error is None else _http_status(error.code),
-                    ),
-                    usage=usage,
-                    error=error,
-                )
-            )
-
         iterator: Any = None
         try:
             try:
-                stream_request = ProviderRequest(
-                    model=request.model,
-                    messages=request.messages,
-                    tools=request.tools,
-                    context=request.context,
-                    options=request.options,
-                    metadata=request.metadata,
-                    signal=child,
+                iterator = self._provider.generate(
+                    ProviderRequest(
+                        model=request.model,
+                        messages=request.messages,
+                        tools=request.tools,
+                        context=request.context,
+                        options=request.options,
+                        metadata=request.metadata,
+                        signal=child,
+                    )
                 )
-                iterator = self._provider.generate(stream_request)
-                next_event = iterator.__anext__
-                while True:
-                    if child.aborted:
-                        child.throw_if_aborted()
-                    self._waiting = True
-                    try:
-                        event = await next_event()
-                    except StopAsyncIteration:
-                        break
-                    finally:
-                        self._waiting = False
-                    if self._cancel_pending:
-                        await self._consume_cancel()
-                        child.throw_if_aborted()
-                    tracker.charge_response_bytes(event_bytes(event))
-                    kind = type(event)
-                    if kind is ProviderContentDelta:
-                        assert isinstance(event, ProviderContentDelta)
-                        start()
-                        content = event.content
-                        out(MessageDeltaEvent(session_id=sid, run_id=rid, content=content))
-                        ckind = type(content)
-                        if ckind is TextContent:
-                            assert isinstance(content, TextContent)
-                            if open_kind != 1:
-                                close_open()
-                                open_kind = 1
-                            buf.append(content.text)
-                        elif ckind is ThinkingContent:
-                            assert isinstance(content, ThinkingContent)
-                            if content.redacted_data is not None:
-                                close_open()
-                                parts.append(content)
-                            else:
-                                if open_kind != 2:
-                                    close_open()
-                                    open_kind = 2
-                                buf.append(content.text)
-                                if content.signature is not None:
-                                    parts.append(
-                                        ThinkingContent("".join(buf), signature=content.signature)
-                                    )
-                                    buf.clear()
-                                    open_kind = 0
-                        else:
-                            close_open()
-                            parts.append(content)
-                    elif kind is ProviderToolCall:
-                        assert isinstance(event, ProviderToolCall)
-                        start()
-                        call = event.call
-                        out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
-                        close_open()
-                        parts.append(call)
-                        calls.append(call)
-                        if call_events is None:
-                            call_events = []
-                        call_events.append(event)
-                    elif kind is ProviderToolCallDelta:
-                        assert isinstance(event, ProviderToolCallDelta)
-                        start()
-                        out(
-                            MessageDeltaEvent(
-                                session_id=sid,
-                                run_id=rid,
-                                content=ToolCallDeltaContent(
-                                    index=event.index,
-                                    id=event.id,
-                                    name=event.name,
-                                    arguments_text=event.arguments_text,
-                                    authority=event.authority,
-                                ),
-                            )
-                        )
-                        has_deltas = True
-                        if call_events is None:
-                            call_events = []
-                        call_events.append(event)
-                    elif kind is ProviderMessageStart:
-                        assert isinstance(event, ProviderMessageStart)
-                        if not message_emitted:
-                            message_id = event.message_id
-                        start()
-                    elif kind is ProviderUsage:
-                        assert isinstance(event, ProviderUsage)
-                        usage = event.usage
-                    elif kind is ProviderDone:
-                        assert isinstance(event, ProviderDone)
-                        if event.usage is not None:
-                            usage = event.usage
-                        stop_reason = event.stop_reason
-                        break
-                    elif kind is ProviderErrorEvent:
-                        assert isinstance(event, ProviderErrorEvent)
-                        raise _AttemptFailed(event.error, started, None)
-                close_open()
-                if has_deltas and call_events is not None:
-                    for call in reconstruct_tool_call_deltas(call_events):
-                        parts.append(call)
-                        calls.append(call)
-                        out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+                await self._stream(st, iterator.__anext__, child)
             finally:
                 if iterator is not None:
                     await _close_iterator(iterator)
@@ -678,23 +528,23 @@ class ProviderTurnRunner:
             if self._cancel_pending and task is not None:
                 self._cancel_pending = False
                 if task.uncancel() == 0:
-                    return self._after_stop(child, record_usage, finished, secrets)
-            record_usage_quietly(record_usage)
-            finished(ErrorInfo(name="CancelledError", message="run task cancelled"))
+                    return self._after_stop(st, child, secrets)
+            st.record_usage_quietly()
+            st.finished(ErrorInfo(name="CancelledError", message="run task cancelled"))
             raise
         except _AttemptFailed as failure:
             info = self._redact_info(failure.info, secrets)
-            self._fail(record_usage, finished, info)
+            st.fail(info)
             raise _AttemptFailed(info, failure.observable, failure.cause) from None
         except (GuardrailError, RunLimitExceeded) as exc:
-            self._fail(record_usage, finished, error_to_error_info(exc, self._redactor or ()))
+            st.fail(error_to_error_info(exc, self._redactor or ()))
             raise
         except Exception as exc:
             if child.aborted:
-                return self._after_stop(child, record_usage, finished, secrets)
+                return self._after_stop(st, child, secrets)
             info = self._redact_info(error_to_error_info(exc), secrets)
-            self._fail(record_usage, finished, info)
-            raise _AttemptFailed(info, started, exc) from None
+            st.fail(info)
+            raise _AttemptFailed(info, st.started, exc) from None
         finally:
             self._child = None
             self._task = None
@@ -702,75 +552,296 @@ class ProviderTurnRunner:
             unwake()
             unlink()
 
-        # Success path: steps 6-9.
+        # Steps 6-9: usage, output guardrails, flush, provider_turn_finished.
         result = ProviderTurnResult(
-            content=tuple(parts),
-            calls=tuple(calls),
-            message_id=message_id,
-            started=started,
-            usage=usage,
-            stop_reason=stop_reason,
+            content=tuple(st.parts),
+            calls=tuple(st.calls),
+            message_id=st.message_id,
+            started=st.started,
+            usage=st.usage,
+            stop_reason=st.stop_reason,
         )
         try:
-            record_usage()
+            st.record_usage()
             guardrails = self._guardrails
             if guardrails is not None:
                 context: GuardrailContext[Any] = GuardrailContext(
                     stage="output",
                     value=result,
-                    session_id=sid,
-                    run_id=rid,
+                    session_id=self._session_id,
+                    run_id=self._run_id,
                     metadata=self._metadata,
-                    signal=run_signal,
+                    signal=self._signal,
                 )
                 outcome = await run_guardrails(
-                    "output", guardrails, result, context, redactor=self._redactor, emit=emit
+                    "output", guardrails, result, context, redactor=self._redactor, emit=self._emit
                 )
                 if outcome.terminal is not None:
                     raise GuardrailError(outcome.terminal)
         except (GuardrailError, RunLimitExceeded) as exc:
-            self._fail(record_usage, finished, error_to_error_info(exc, self._redactor or ()))
+            st.fail(error_to_error_info(exc, self._redactor or ()))
             raise
+        buffered = st.buffered
         if buffered:
+            emit = self._emit
             for event in buffered:
                 emit(event)
-        finished(None)
+        st.finished(None)
         return result
 
-    def _fail(
-        self,
-        record_usage: Callable[[], None],
-        finished: Callable[[ErrorInfo | None], None],
-        info: ErrorInfo,
+    async def _stream(
+        self, st: _Attempt, next_event: Callable[[], Awaitable[ProviderEvent]], child: AbortSignal
     ) -> None:
-        """Record usage once and emit ``provider_turn_finished`` with ``info``; a breach found
-        while recording usage still lets the event out before the attempt's own error."""
-        try:
-            record_usage()
-        finally:
-            finished(info)
+        """Read provider events until ``done``/exhaustion, folding them into ``st`` (RUN-15 4-5)."""
+        charge = self._tracker.charge_response_bytes
+        sid = self._session_id
+        rid = self._run_id
+        observed = self._observed
+        while True:
+            if child.aborted:
+                child.throw_if_aborted()
+            self._waiting = True
+            try:
+                event = await next_event()
+            except StopAsyncIteration:
+                break
+            finally:
+                self._waiting = False
+            if self._cancel_pending:
+                await self._consume_cancel()
+                child.throw_if_aborted()
+            charge(event_bytes(event))
+            kind = type(event)
+            if kind is ProviderContentDelta:
+                content: Any = event.content  # type: ignore[union-attr]
+                if not st.started or not st.message_emitted:
+                    st.start()
+                if observed():
+                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=content))
+                ckind = type(content)
+                if ckind is TextContent:
+                    if st.open_kind != 1:
+                        st.close_open()
+                        st.open_kind = 1
+                    st.buf.append(content.text)
+                elif ckind is ThinkingContent:
+                    st.thinking(content)
+                else:
+                    st.close_open()
+                    st.parts.append(content)
+            elif kind is ProviderToolCall:
+                call = event.call  # type: ignore[union-attr]
+                if not st.started or not st.message_emitted:
+                    st.start()
+                if observed():
+                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+                st.close_open()
+                st.parts.append(call)
+                st.calls.append(call)
+                st.call_events.append(event)
+            elif kind is ProviderDone:
+                usage = event.usage  # type: ignore[union-attr]
+                if usage is not None:
+                    st.usage = usage
+                st.stop_reason = event.stop_reason  # type: ignore[union-attr]
+                break
+            elif kind is ProviderUsage:
+                st.usage = event.usage  # type: ignore[union-attr]
+            elif kind is ProviderToolCallDelta:
+                if not st.started or not st.message_emitted:
+                    st.start()
+                if observed():
+                    st.out(
+                        MessageDeltaEvent(
+                            session_id=sid,
+                            run_id=rid,
+                            content=ToolCallDeltaContent(
+                                index=event.index,  # type: ignore[union-attr]
+                                id=event.id,  # type: ignore[union-attr]
+                                name=event.name,  # type: ignore[union-attr]
+                                arguments_text=event.arguments_text,  # type: ignore[union-attr]
+                                authority=event.authority,  # type: ignore[union-attr]
+                            ),
+                        )
+                    )
+                st.has_deltas = True
+                st.call_events.append(event)
+            elif kind is ProviderMessageStart:
+                if not st.message_emitted:
+                    st.message_id = event.message_id  # type: ignore[union-attr]
+                st.start()
+            elif kind is ProviderErrorEvent:
+                raise _AttemptFailed(event.error, st.started, None)  # type: ignore[union-attr]
+        st.close_open()
+        if st.has_deltas:
+            for call in reconstruct_tool_call_deltas(st.call_events):
+                st.parts.append(call)
+                st.calls.append(call)
+                if observed():
+                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
 
     def _after_stop(
-        self,
-        child: AbortSignal,
-        record_usage: Callable[[], None],
-        finished: Callable[[ErrorInfo | None], None],
-        secrets: tuple[str, ...],
+        self, st: _Attempt, child: AbortSignal, secrets: tuple[str, ...]
     ) -> ProviderTurnResult:
         """The child signal stopped the stream: a run abort fails the attempt with the abort
         error (RUN-25); a soft interrupt ends it cleanly with an empty result (STEER-6)."""
         run_signal = self._signal
         if run_signal.aborted or not isinstance(child.reason, SoftInterrupt):
             reason = run_signal.reason if run_signal.aborted else child.reason
-            info = self._redact_info(error_to_error_info(reason), secrets)
-            self._fail(record_usage, finished, info)
+            st.fail(self._redact_info(error_to_error_info(reason), secrets))
             if isinstance(reason, BaseException):
                 raise reason
             raise AbortError(str(reason))
-        record_usage()
-        finished(None)
+        st.record_usage()
+        st.finished(None)
         self._generated = True
         return EMPTY_TURN_RESULT
+
+
+class _Attempt:
+    """Mutable state of one provider attempt: the folded draft (CON-18) and bookkeeping."""
+
+    __slots__ = (
+        "attempt",
+        "buf",
+        "buffered",
+        "call_events",
+        "calls",
+        "has_deltas",
+        "message_emitted",
+        "message_id",
+        "open_kind",
+        "parts",
+        "runner",
+        "started",
+        "started_at",
+        "stop_reason",
+        "turn",
+        "usage",
+        "usage_recorded",
+    )
+
+    def __init__(self, runner: ProviderTurnRunner, turn: int, attempt: int) -> None:
+        self.runner = runner
+        self.turn = turn
+        self.attempt = attempt
+        self.started_at = 0.0
+        self.buffered: list[AgentEvent] | None = [] if runner._buffer else None
+        self.usage: Usage | None = None
+        self.usage_recorded = False
+        self.started = False
+        self.message_emitted = False
+        self.message_id: str | None = None
+        self.stop_reason: ProviderStopReason | None = None
+        self.parts: list[ContentBlock] = []
+        self.calls: list[ToolCallContent] = []
+        self.buf: list[str] = []
+        self.open_kind = 0  # 0: none, 1: text, 2: thinking
+        self.call_events: list[ProviderEvent] = []
+        self.has_deltas = False
+
+    def out(self, event: AgentEvent) -> None:
+        """Emit a message event now, or hold it back while buffering (RUN-16)."""
+        buffered = self.buffered
+        if buffered is None:
+            self.runner._emit(event)
+        else:
+            buffered.append(event)
+
+    def start(self) -> None:
+        """Mark the draft started; emit ``message_started`` once per attempt (EVT-10)."""
+        self.started = True
+        if not self.message_emitted:
+            self.message_emitted = True
+            runner = self.runner
+            if runner._observed():
+                self.out(
+                    MessageStartedEvent(
+                        session_id=runner._session_id,
+                        run_id=runner._run_id,
+                        message=Message("assistant", (), id=self.message_id),
+                    )
+                )
+
+    def close_open(self) -> None:
+        """Close the open coalesced text/thinking part (CON-18)."""
+        kind = self.open_kind
+        if kind:
+            buf = self.buf
+            if kind == 1:
+                self.parts.append(TextContent("".join(buf)))
+            else:
+                self.parts.append(ThinkingContent("".join(buf)))
+            buf.clear()
+            self.open_kind = 0
+
+    def thinking(self, content: ThinkingContent) -> None:
+        """Fold one thinking delta (CON-18): coalesce until a signature closes the part; a
+        ``redacted_data`` delta is a part of its own."""
+        if content.redacted_data is not None:
+            self.close_open()
+            self.parts.append(content)
+            return
+        if self.open_kind != 2:
+            self.close_open()
+            self.open_kind = 2
+        self.buf.append(content.text)
+        if content.signature is not None:
+            self.parts.append(ThinkingContent("".join(self.buf), signature=content.signature))
+            self.buf.clear()
+            self.open_kind = 0
+
+    def record_usage(self) -> None:
+        """USAGE-1: once per attempt — accumulate, ledger row, then charge the tracker."""
+        if self.usage_recorded:
+            return
+        self.usage_recorded = True
+        runner = self.runner
+        usage = self.usage
+        if usage is not None:
+            runner._accumulator.add(usage)
+            sink = runner._on_usage
+            if sink is not None:
+                sink(self.turn, self.attempt, usage)
+        runner._tracker.charge_usage(usage)
+
+    def record_usage_quietly(self) -> None:
+        """Record usage during a cancellation; a breach must not hide the cancellation."""
+        try:
+            self.record_usage()
+        except RunLimitExceeded:
+            pass
+
+    def finished(self, error: ErrorInfo | None) -> None:
+        """Emit ``provider_turn_finished`` (RUN-15 step 9, EVT-10)."""
+        runner = self.runner
+        if not runner._observed():
+            return
+        latency = int((time.perf_counter() - self.started_at) * 1000) if self.started_at else 0
+        runner._emit(
+            ProviderTurnFinishedEvent(
+                session_id=runner._session_id,
+                run_id=runner._run_id,
+                turn=self.turn,
+                metadata=ProviderTurnMetadata(
+                    provider_id=runner._provider_id,
+                    model=runner._model,
+                    attempt=self.attempt,
+                    latency_ms=latency,
+                    http_status=None if error is None else _http_status(error.code),
+                ),
+                usage=self.usage,
+                error=error,
+            )
+        )
+
+    def fail(self, info: ErrorInfo) -> None:
+        """Record usage once and emit ``provider_turn_finished`` with ``info``; the event goes
+        out even when recording usage breaches a limit."""
+        try:
+            self.record_usage()
+        finally:
+            self.finished(info)
 
 
 async def _close_iterator(iterator: Any) -> None:
@@ -782,14 +853,6 @@ async def _close_iterator(iterator: Any) -> None:
         await aclose()
     except Exception as exc:  # a provider failing to clean up must not mask the outcome
         _log.warning("provider iterator close failed: %s", type(exc).__name__)
-
-
-def record_usage_quietly(record_usage: Callable[[], None]) -> None:
-    """Record usage during a cancellation, never letting a breach hide the cancellation."""
-    try:
-        record_usage()
-    except RunLimitExceeded:
-        pass
 
 
 async def generate_with_retry(

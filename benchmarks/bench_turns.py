@@ -1,0 +1,88 @@
+"""Per-turn runtime overhead with the mock provider (ARCH-15).
+
+Runs an agent whose mock provider asks for one tool call per turn for N turns and then answers
+with text, and reports the median microseconds per turn over several repetitions. The tool is a
+no-op, so the figure is the runtime's own work: assembly, incremental redaction and byte counting,
+limits, events, store appends and dispatch. The per-turn cost must stay flat as N grows.
+
+Usage::
+
+    python benchmarks/bench_turns.py [--turns 10 100 1000] [--repeat 5] [--observed] [--redactor]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from typing import Any
+
+from prism.limits import UNLIMITED, RunLimits
+from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
+from prism.providers.mock import create_mock_provider
+from prism.redaction import create_secret_redactor
+from prism.runtime.agent import create_agent
+from prism.types import ModelConfig, ToolDefinition
+
+
+def _noop(arguments: dict[str, Any], context: Any) -> Any:
+    return {"ok": True}
+
+
+async def _run_once(turns: int, *, observed: bool, redactor: bool) -> float:
+    script = [
+        [provider_tool_call(f"c{i}", "noop", {"i": i}), provider_done()] for i in range(turns - 1)
+    ]
+    script.append([provider_text_delta("done"), provider_done()])
+    provider = create_mock_provider(turns=script)
+    agent = create_agent(
+        model=ModelConfig(provider="mock", model="bench"),
+        provider=provider,
+        tools=[ToolDefinition(name="noop", execute=_noop)],
+        limits=RunLimits(
+            max_turns=UNLIMITED,
+            max_provider_attempts=UNLIMITED,
+            max_tool_rounds=UNLIMITED,
+            max_tool_calls=UNLIMITED,
+        ),
+        redactor=create_secret_redactor(["sk-secret"]) if redactor else None,
+        tool_validator=False,
+    )
+    session = agent.create_session()
+    drained: list[Any] = []
+    consumer = None
+    if observed:
+        sub = session.subscribe(max_queued_events=1 << 20)
+
+        async def consume() -> None:
+            async for event in sub:
+                drained.append(event)
+
+        consumer = asyncio.ensure_future(consume())
+    start = time.perf_counter()
+    await session.run("go")
+    elapsed = time.perf_counter() - start
+    if consumer is not None:
+        await consumer
+    return elapsed / turns * 1e6
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--turns", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--observed", action="store_true", help="attach a subscriber")
+    parser.add_argument("--redactor", action="store_true", help="use a secret redactor")
+    args = parser.parse_args()
+    await _run_once(20, observed=args.observed, redactor=args.redactor)  # warm-up
+    for turns in args.turns:
+        samples = [
+            await _run_once(turns, observed=args.observed, redactor=args.redactor)
+            for _ in range(args.repeat)
+        ]
+        print(f"{turns:>6} turns: median {statistics.median(samples):8.1f} us/turn")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
