@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import IO, Any
@@ -164,7 +165,8 @@ def main(
     err = sys.stderr if err is None else err
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed usage or help
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
     handler = getattr(args, "handler", None)

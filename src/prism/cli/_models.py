@@ -40,7 +40,7 @@ MODEL_SPEC_HELP = (
     "anthropic:MODEL, openai-compatible:MODEL@BASE_URL"
 )
 
-_COMPATIBLE = re.compile(r"^(?P<model>[^@]+)@(?P<url>https?://\S+)$")
+_COMPATIBLE = re.compile(r"^(?P<model>.+?)@(?P<url>https?://\S+)$")
 
 
 class ModelSpecError(ValueError):

@@ -229,18 +229,23 @@ def _clock(arguments: Mapping[str, Any], context: ToolExecutionContext) -> dict[
         try:
             zone = ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone: {name}") from None
-        out["timezone"] = name
-        out["local"] = utc.astimezone(zone).isoformat(timespec="seconds")
-    else:
-        local = utc.astimezone()
-        out["timezone"] = local.tzname() or "local"
-        out["local"] = local.isoformat(timespec="seconds")
+            zone = None
+            out["note"] = f"unknown time zone {name!r}; showing the local time"
+        if zone is not None:
+            out["timezone"] = name
+            out["local"] = utc.astimezone(zone).isoformat(timespec="seconds")
+            return out
+    local = utc.astimezone()
+    out["timezone"] = local.tzname() or "local"
+    out["local"] = local.isoformat(timespec="seconds")
     return out
 
 
 def clock_tool() -> ToolDefinition:
-    """The ``clock`` tool: ``{"timezone"?: IANA name}`` → current UTC and local time."""
+    """The ``clock`` tool: ``{"timezone"?: IANA name}`` → current UTC and local time.
+
+    An unknown time zone is not an error: the local time is returned with a ``note``.
+    """
     return ToolDefinition(
         name="clock",
         execute=_clock,
