@@ -19,6 +19,7 @@ from runtime_support import (
 from prism.abort import AbortController
 from prism.errors import AbortError, AgentRunError
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
+from prism.providers.mock import create_mock_provider
 from prism.runtime.agent import create_agent
 from prism.types import ProviderEvent, ProviderRequest, ToolDefinition
 
@@ -212,10 +213,15 @@ async def test_timeout_around_run_still_works_with_runtime_cancellations_run_25(
 
 
 async def test_an_abort_during_a_slow_mock_stream_stops_it_run_25() -> None:
-    session, provider = make_session(events=[provider_text_delta("a"), provider_text_delta("b"), provider_done()], delay_s=30)
+    entered = asyncio.Event()
+    provider = create_mock_provider(
+        events=[provider_text_delta("a"), provider_text_delta("b"), provider_done()],
+        delay_s=30,
+        on_request=lambda request: entered.set(),
+    )
+    session = create_agent(model=MODEL, provider=provider).create_session()
     task = asyncio.ensure_future(session.run("go"))
-    while provider.call_count == 0:
-        await asyncio.sleep(0)
+    await entered.wait()
     session.abort()
     with pytest.raises(AgentRunError) as info:
         await asyncio.wait_for(task, timeout=5)

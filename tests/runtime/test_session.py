@@ -192,8 +192,10 @@ async def test_a_model_override_appends_one_model_change_entry_run_11() -> None:
 
 async def test_a_busy_session_rejects_a_second_run_with_one_error_event_run_8() -> None:
     gate = asyncio.Event()
+    entered = asyncio.Event()
 
     async def slow(arguments: dict[str, Any], context: Any) -> str:
+        entered.set()
         await gate.wait()
         return "ok"
 
@@ -203,10 +205,8 @@ async def test_a_busy_session_rejects_a_second_run_with_one_error_event_run_8() 
     )
     sub = session.subscribe()
     first = asyncio.ensure_future(session.run("one"))
-    while not session.is_running:
-        await asyncio.sleep(0)
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await entered.wait()
+    assert session.is_running
     with pytest.raises(AgentSessionBusyError):
         await session.run("two")
     with pytest.raises(AgentSessionBusyError):
