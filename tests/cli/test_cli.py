@@ -175,6 +175,9 @@ def test_live_renderer_shows_text_tools_status_and_summary() -> None:
         renderer.event(AgentFinishedEvent(usage=usage))
         renderer.succeeded(usage)
     output = buffer.getvalue()
+    # once printed, finished text leaves the live region: later redraws show only the status
+    assert "line" not in output.rsplit("usage:", 1)[1]
+    assert output.count("line one\n") == 1
     assert "⚙ clock({})" in output
     assert "line one" in output and "line two" in output
     assert "usage: 10 in + 3 out = 13 tokens · 1 turn · 1 tool call" in output

@@ -44,6 +44,7 @@ class RunStats:
         self.started = clock()
         self.turn = 0
         self.tokens = 0
+        self.streamed = 0
         self.tool_calls = 0
         self.usage: Usage | None = None
 
@@ -57,16 +58,27 @@ class RunStats:
         kind = event.type
         if kind == "turn_started":
             self.turn = event.turn
-        elif kind == "provider_turn_finished" and event.usage is not None:
-            self.tokens += _total(event.usage)
+        elif kind == "message_delta":
+            self.streamed += 1
+        elif kind == "provider_turn_finished":
+            if event.usage is not None:
+                self.tokens += _total(event.usage)
+            else:
+                self.tokens += self.streamed
+            self.streamed = 0
         elif kind == "tool_execution_started":
             self.tool_calls += 1
         elif kind == "agent_finished":
             self.usage = event.usage
 
     def status(self) -> str:
-        """``turn 2 · 864 tokens · 3.4 s``."""
-        return f"turn {max(self.turn, 1)} · {self.tokens} tokens · {self.elapsed_s:.1f} s"
+        """``turn 2 · 864 tokens · 3.4 s``.
+
+        Tokens are the reported usage of finished provider turns plus one per fragment streamed
+        in the current turn (a turn without reported usage keeps its fragment count).
+        """
+        tokens = self.tokens + self.streamed
+        return f"turn {max(self.turn, 1)} · {tokens} tokens · {self.elapsed_s:.1f} s"
 
 
 def _total(usage: Usage) -> int:
@@ -315,17 +327,22 @@ class LiveRenderer(_TextRenderer):
         return status
 
     def _flush_pending(self) -> None:
-        if self._pending:
-            self._console.print(self._rich.text.Text(self._pending))
-            self._pending = ""
+        text, self._pending = self._pending, ""
+        if text:
+            # the live region caches its last render: refresh it without the text, then print
+            self._live.refresh()
+            self._console.print(self._rich.text.Text(text))
 
     def _text(self, text: str) -> None:
-        self._pending += text
-        if "\n" in self._pending:
-            *lines, self._pending = self._pending.split("\n")
+        pending = self._pending + text
+        if "\n" in pending:
+            *lines, self._pending = pending.split("\n")
+            self._live.refresh()
             for line in lines:
                 self._console.print(self._rich.text.Text(line))
-        self._live.refresh()
+        else:
+            self._pending = pending
+            self._live.refresh()
 
     def _end_text(self) -> None:
         if self._in_text:

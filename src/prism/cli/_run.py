@@ -23,6 +23,8 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 """Invalid command line or configuration (bad ``--model``, missing key or extra, bad schema)."""
 
+_DEFAULT_TOOL_SYSTEM = "You are a helpful assistant. Use the tools when they help."
+
 _GVR_INSTRUCTIONS = (
     "Answer with only a JSON value (no prose, no code fence) that validates against this "
     "JSON Schema:\n{schema}"
@@ -213,9 +215,11 @@ class RunCommand:
         self.redactor = create_secret_redactor(choice.secrets)
         tools = self._tools()
         loop, loop_instructions = self._loop(choice)
-        instructions = "\n\n".join(
-            text for text in (self.args.system, loop_instructions) if text
-        ) or None
+        system = self.args.system
+        if system is None and tools:
+            # chat formats of small local models describe tools inside the system message only
+            system = _DEFAULT_TOOL_SYSTEM
+        instructions = "\n\n".join(text for text in (system, loop_instructions) if text) or None
         provider = self._provider(choice)
         renderer = self._renderer()
         limits = RunLimits(max_turns=self.args.max_turns, max_tool_rounds=self.args.max_tool_rounds)
