@@ -1,0 +1,219 @@
+"""One provider attempt inside a run: folding, deltas, buffering, guardrails (RUN-15, RUN-16, CON-18,
+PROV-5, GRD-5, GRD-6, EVT-10)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from runtime_support import echo_tool, make_session, run_collect, types_of
+
+from prism.errors import AgentRunError
+from prism.guardrails import Guardrail, GuardrailDecision, Guardrails
+from prism.providers.base import (
+    provider_content_delta,
+    provider_done,
+    provider_message_start,
+    provider_text_delta,
+    provider_thinking_delta,
+    provider_tool_call,
+    provider_tool_call_delta,
+    provider_usage,
+)
+from prism.runtime.provider_turn import event_bytes
+from prism.types import (
+    ErrorInfo,
+    ImageContent,
+    ProviderErrorEvent,
+    RunResult,
+    TextContent,
+    ThinkingContent,
+    ToolCallContent,
+    ToolCallDeltaContent,
+    Usage,
+    canonical_json,
+)
+
+TEXT = [provider_text_delta("done"), provider_done()]
+
+
+async def test_adjacent_text_and_thinking_deltas_are_coalesced_con_18() -> None:
+    image = ImageContent(mime_type="image/png", data="AAAA")
+    session, _ = make_session([[
+        provider_thinking_delta("think "),
+        provider_thinking_delta("more", signature="sig1"),
+        provider_thinking_delta("again"),
+        provider_content_delta(ThinkingContent(text="", redacted_data="opaque")),
+        provider_text_delta("Hel"),
+        provider_text_delta("lo"),
+        provider_content_delta(image),
+        provider_text_delta("!"),
+        provider_done(),
+    ]])
+    result = await session.run("x")
+    assert result.message is not None
+    assert result.message.content == (
+        ThinkingContent(text="think more", signature="sig1"),
+        ThinkingContent(text="again"),
+        ThinkingContent(text="", redacted_data="opaque"),
+        TextContent("Hello"),
+        image,
+        TextContent("!"),
+    )
+    assert result.text == "Hello!"
+
+
+async def test_streamed_tool_call_fragments_are_rebuilt_after_the_stream_prov_5_run_15() -> None:
+    session, provider = make_session(
+        [[
+            provider_text_delta("let me look"),
+            provider_tool_call_delta(0, id="c1", name="lookup", arguments_text='{"q": '),
+            provider_tool_call_delta(0, arguments_text='"x"}'),
+            provider_done(),
+        ], TEXT],
+        tools=[echo_tool()],
+    )
+    result, events = await run_collect(session)
+    assert isinstance(result, RunResult)
+    assistant = result.messages[1]
+    assert assistant.content == (
+        TextContent("let me look"),
+        ToolCallContent(id="c1", name="lookup", arguments={"q": "x"}),
+    )
+    deltas = [e.content for e in events if e.type == "message_delta"]
+    assert isinstance(deltas[1], ToolCallDeltaContent) and deltas[1].index == 0
+    assert deltas[-2] == ToolCallContent(id="c1", name="lookup", arguments={"q": "x"})
+    assert provider.call_count == 2
+
+
+async def test_a_final_tool_call_wins_over_its_fragments_prov_5() -> None:
+    session, _ = make_session(
+        [[
+            provider_tool_call_delta(0, id="c1", name="lookup", arguments_text='{"q": "frag"}'),
+            provider_tool_call("c1", "lookup", {"q": "final"}),
+            provider_done(),
+        ], TEXT],
+        tools=[echo_tool()],
+    )
+    result = await session.run("x")
+    calls = [p for p in result.messages[1].content if isinstance(p, ToolCallContent)]
+    assert calls == [ToolCallContent(id="c1", name="lookup", arguments={"q": "final"})]
+
+
+async def test_an_incomplete_fragment_fails_the_attempt_observably_run_15() -> None:
+    session, provider = make_session(
+        [[provider_tool_call_delta(0, arguments_text="{}"), provider_done()], TEXT]
+    )
+    result, _ = await run_collect(session)
+    assert isinstance(result, AgentRunError)
+    assert result.result.error is not None and result.result.error.code == "incomplete_delta"
+    assert provider.call_count == 1  # observable: not retried
+
+
+async def test_usage_done_wins_over_earlier_usage_events_con_18() -> None:
+    session, _ = make_session([[
+        provider_usage(Usage(input_tokens=1)),
+        provider_usage(Usage(input_tokens=2)),
+        provider_text_delta("x"),
+        provider_done(Usage(input_tokens=3, output_tokens=1), stop_reason="end_turn"),
+    ]])
+    result, events = await run_collect(session)
+    assert isinstance(result, RunResult)
+    assert result.usage == Usage(input_tokens=3, output_tokens=1, total_tokens=4)
+    finished = [e for e in events if e.type == "provider_turn_finished"][0]
+    assert finished.usage == Usage(input_tokens=3, output_tokens=1)
+
+
+async def test_a_stream_without_output_appends_nothing_con_18() -> None:
+    session, _ = make_session([[provider_done()]])
+    result, events = await run_collect(session)
+    assert isinstance(result, RunResult)
+    assert [m.role for m in result.messages] == ["user"]
+    assert "message_started" not in types_of(events) and "message_finished" not in types_of(events)
+
+
+async def test_events_after_done_are_not_read_run_15() -> None:
+    session, _ = make_session([[provider_text_delta("a"), provider_done(), provider_text_delta("ignored")]])
+    result = await session.run("x")
+    assert result.text == "a"
+
+
+async def test_message_started_is_emitted_at_most_once_per_attempt_evt_10() -> None:
+    session, _ = make_session([[provider_text_delta("a"), provider_message_start("late"), provider_text_delta("b"), provider_done()]])
+    result, events = await run_collect(session)
+    assert types_of(events).count("message_started") == 1
+    assert isinstance(result, RunResult) and result.message is not None and result.message.id is None
+
+
+def allow_all(ctx: Any) -> GuardrailDecision:
+    return GuardrailDecision(action="allow")
+
+
+async def test_output_guardrails_buffer_message_events_until_they_pass_run_16_evt_10() -> None:
+    guard = Guardrail(name="ok", stage="output", evaluate=allow_all)
+    session, _ = make_session([[provider_text_delta("a"), provider_text_delta("b"), provider_done()]], guardrails=Guardrails(output=(guard,)))
+    result, events = await run_collect(session)
+    assert isinstance(result, RunResult)
+    kinds = types_of(events)
+    assert kinds[kinds.index("provider_turn_started") :][:6] == [
+        "provider_turn_started",
+        "guardrail_decision",
+        "message_started",
+        "message_delta",
+        "message_delta",
+        "provider_turn_finished",
+    ]
+
+
+async def test_an_output_guardrail_block_fails_the_run_and_discards_the_draft_grd_5() -> None:
+    guard = Guardrail(name="no", stage="output", evaluate=lambda ctx: GuardrailDecision(action="block", reason="bad"))
+    session, provider = make_session([[provider_text_delta("secret plan"), provider_done()], TEXT], guardrails=Guardrails(output=(guard,)))
+    result, events = await run_collect(session)
+    assert isinstance(result, AgentRunError)
+    assert result.result.error is not None and result.result.error.code == "ERR_PRISM_GUARDRAIL_BLOCKED"
+    kinds = types_of(events)
+    assert "message_started" not in kinds and "message_delta" not in kinds
+    assert [m.role for m in result.result.messages] == ["user"]
+    assert provider.call_count == 1  # guardrail errors are never retried
+
+
+async def test_output_guardrails_see_the_completed_turn_result_grd_2() -> None:
+    seen: list[Any] = []
+
+    def look(ctx: Any) -> GuardrailDecision:
+        seen.append(ctx.value)
+        return GuardrailDecision(action="allow")
+
+    session, _ = make_session([[provider_text_delta("hi"), provider_done()]], guardrails={"output": [Guardrail(name="look", stage="output", evaluate=look)]})
+    await session.run("x")
+    assert seen[0].content == (TextContent("hi"),) and seen[0].started
+
+
+async def test_finite_output_budgets_turn_buffering_on_run_16() -> None:
+    session, _ = make_session([[provider_text_delta("x"), provider_done()]], limits={"max_total_tokens": 1000})
+    _, buffered = await run_collect(session)
+    kinds = types_of(buffered)
+    assert kinds.index("message_delta") < kinds.index("provider_turn_finished")
+    session, _ = make_session([[provider_text_delta("x"), provider_done(Usage(output_tokens=5000))]], limits={"max_total_tokens": 1000})
+    result, events = await run_collect(session)
+    assert isinstance(result, AgentRunError)
+    assert "message_delta" not in types_of(events)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        provider_text_delta("héllo \"q\" \n ✓"),
+        provider_text_delta(""),
+        provider_done(),
+        provider_done(Usage(input_tokens=3), stop_reason="end_turn"),
+        provider_tool_call("c", "t", {"b": [1, 2.5, None], "a": "ü"}),
+        provider_thinking_delta("t", signature="s"),
+        provider_tool_call_delta(1, id="x", arguments_text="{"),
+        provider_message_start("m"),
+        provider_usage(Usage(output_tokens=2, cost=0.5, currency="USD")),
+        ProviderErrorEvent(error=ErrorInfo(message="boom", code=500)),
+    ],
+)
+def test_event_bytes_equal_the_canonical_size_run_15(event: Any) -> None:
+    assert event_bytes(event) == len(canonical_json(event.to_dict()).encode())
