@@ -12,7 +12,7 @@ initialises this package, so importing the loops eagerly here would be circular.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from prism.loops.dispatch import append_unanswered_rows as append_unanswered_rows
@@ -41,7 +41,7 @@ _SOURCES = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     source = _SOURCES.get(name)
     if source is None:
         raise AttributeError(f"module 'prism.loops' has no attribute {name!r}")
