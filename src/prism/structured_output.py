@@ -27,7 +27,7 @@ from prism.loops.contracts import (
     ArtifactValidation,
     ArtifactValidator,
 )
-from prism.tools import _compile_schema, _schema_error_detail, schema_errors
+from prism.tools import _compile_schema, _schema_error_detail, _schema_errors
 from prism.types import (
     ModelConfig,
     ProviderRequest,
@@ -280,7 +280,7 @@ def json_schema_artifact_validator(schema: Mapping[str, Any]) -> ArtifactValidat
 
     def validate(value: Any, ctx: ArtifactContext | None = None) -> ArtifactValidation:
         try:
-            found = schema_errors(compiled, value)
+            found = _schema_errors(compiled, value)
         except Exception as exc:
             detail = _schema_error_detail(exc)
             return ArtifactValidation(

@@ -414,7 +414,7 @@ def _pointer(path: Iterable[Any]) -> str:
     return out
 
 
-def schema_errors(compiled: Any, instance: Any) -> builtins.list[tuple[str, str]]:
+def _schema_errors(compiled: Any, instance: Any) -> builtins.list[tuple[str, str]]:
     """Return ``(pointer, message)`` for every error of ``instance``, sorted (TOOL-6, SO-8).
 
     Args:
@@ -468,7 +468,7 @@ def json_schema_tool_validator(
         if isinstance(compiled, str):
             return f"invalid parameters schema for tool {tool.name}: {compiled}"
         try:
-            errors = schema_errors(compiled, arguments)
+            errors = _schema_errors(compiled, arguments)
         except Exception as exc:
             return f"invalid parameters schema for tool {tool.name}: {_schema_error_detail(exc)}"
         return _format_errors(errors) if errors else None
