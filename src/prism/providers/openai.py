@@ -8,12 +8,12 @@ provider = create_openai_compatible_provider(base_url="http://127.0.0.1:8080/v1"
 
 Layering (PROV-0): the SDK client (``openai.AsyncOpenAI``) owns HTTP, auth defaults, timeouts and
 HTTP status errors (``APIStatusError`` and friends); it is built with ``max_retries=0`` because
-retry belongs to the runtime (RETRY-1). This module owns the mapping between prism's contracts and
-the Chat Completions wire format (OAI-3..7), the byte bounds (PROV-10) and the translation of
-failures into ``error`` events (PROV-11, PROV-12). The response body is read through the SDK's
-public streaming-response API and framed by prism's bounded SSE reader, because the SDK's own
-stream iterator hides whether ``data: [DONE]`` arrived (needed to fail closed, OAI-6) and puts no
-bound on event size.
+retry belongs to the runtime (RETRY-1). Prism owns the mapping between its contracts and the Chat
+Completions wire format (OAI-3..7, in ``_openai_wire``), the byte bounds (PROV-10) and the
+translation of failures into ``error`` events (PROV-11, PROV-12). The response body is read
+through the SDK's public streaming-response API and framed by prism's bounded SSE reader, because
+the SDK's own stream iterator hides whether ``data: [DONE]`` arrived (needed to fail closed,
+OAI-6) and puts no bound on event size.
 
 Models whose ``capabilities.streaming`` is ``False`` are called without streaming (no ``stream``
 or ``stream_options`` keys); the JSON completion is mapped to the same events. A ``200`` response
@@ -29,7 +29,6 @@ import asyncio
 import json
 import os
 import sys
-import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, contextmanager
@@ -38,42 +37,37 @@ from typing import TYPE_CHECKING, Any, Literal
 from prism._util import maybe_await
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError, ProviderTransportError
+from prism.providers._openai_wire import (
+    InvalidRequest,
+    ResponseMapper,
+    StreamFailure,
+    build_request_body,
+    map_completion,
+)
 from prism.providers._sse import SSEDecoder
 from prism.providers.base import (
     _redact_error_info,
     _retry_after_ms,
-    _tool_result_payload_text,
     provider_error,
-    tool_call_from_arguments_text,
 )
 from prism.types import (
     ErrorInfo,
-    ImageContent,
-    Message,
-    ModelCapabilities,
-    ProviderContentDelta,
-    ProviderDone,
     ProviderErrorEvent,
     ProviderEvent,
     ProviderRequest,
-    ProviderStopReason,
-    ProviderToolCall,
-    ProviderToolCallDelta,
-    ProviderUsage,
-    TextContent,
-    ThinkingContent,
-    ToolCallContent,
-    ToolResultContent,
-    Usage,
 )
 
 if TYPE_CHECKING:
     import openai
 
 __all__ = [
+    "MAX_ERROR_BODY_BYTES",
     "MAX_REQUEST_BODY_BYTES",
     "MAX_RESPONSE_BODY_BYTES",
+    "ApiKey",
+    "AuthStyle",
     "OpenAICompatibleProvider",
+    "TransformBody",
     "create_openai_chat_provider",
     "create_openai_compatible_provider",
 ]
@@ -88,23 +82,19 @@ MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024
 """Largest non-streamed JSON completion read, in bytes (streamed events are bounded by PROV-10)."""
 
 AuthStyle = Literal["bearer", "api-key", "none"]
+"""How the key is sent: ``Authorization: Bearer``, an ``api-key`` header, or not at all (OAI-1)."""
+
 ApiKey = str | Callable[[], str | Awaitable[str]]
+"""A key, or a sync/async callable returning one, resolved on every request (PROV-9)."""
+
 TransformBody = Callable[[dict[str, Any], ProviderRequest], Any]
+"""``transform_body(body, request)``, sync or async; returns a replacement body or ``None``."""
 
 _OPENAI_EXTRA_HINT = "pip install 'prism-runtime[openai]'"
 _DEFAULT_TIMEOUT_S = 600.0
 _CONNECT_TIMEOUT_S = 10.0
 _MAX_REMEMBERED_KEYS = 16
 _PLACEHOLDER_KEY = "prism-key-set-per-request"
-
-_STOP_REASONS: Mapping[str, ProviderStopReason] = {
-    "stop": "end_turn",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "length": "max_tokens",
-    "content_filter": "content_filter",
-}
-
 
 def _require_openai() -> Any:
     """Import the SDK on first use (ARCH-5)."""
@@ -117,351 +107,6 @@ def _require_openai() -> Any:
     return openai
 
 
-# =========================================================================== request mapping
-
-
-class _InvalidRequest(Exception):
-    """A request that cannot be expressed on the wire (code ``invalid_request``, PROV-12)."""
-
-
-def _text_of(parts: tuple[Any, ...]) -> str:
-    return "".join(p.text for p in parts if isinstance(p, TextContent))
-
-
-def _image_part(part: ImageContent, capabilities: ModelCapabilities) -> dict[str, Any]:
-    if "image" not in capabilities.input:
-        raise _InvalidRequest("model does not accept image input (capabilities.input)")
-    if part.url:
-        url = part.url
-    elif part.data:
-        if not part.mime_type:
-            raise _InvalidRequest("image data without mime_type")
-        url = f"data:{part.mime_type};base64,{part.data}"
-    else:
-        raise _InvalidRequest("image without data or url")
-    return {"type": "image_url", "image_url": {"url": url}}
-
-
-def _map_message(
-    message: Message, capabilities: ModelCapabilities, reasoning_field: str | None
-) -> dict[str, Any]:
-    """Map one message to its Chat Completions form (OAI-4)."""
-    role = message.role
-    content = message.content
-    if role == "system":
-        return {"role": "system", "content": _text_of(content)}
-    if role == "user":
-        if len(content) == 1 and isinstance(content[0], TextContent):
-            return {"role": "user", "content": content[0].text}
-        parts: list[dict[str, Any]] = []
-        for part in content:
-            if isinstance(part, TextContent):
-                parts.append({"type": "text", "text": part.text})
-            elif isinstance(part, ImageContent):
-                parts.append(_image_part(part, capabilities))
-        return {"role": "user", "content": parts}
-    if role == "assistant":
-        text = _text_of(content)
-        calls = [
-            {
-                "id": part.id,
-                "type": "function",
-                "function": {"name": part.name, "arguments": json.dumps(part.arguments)},
-            }
-            for part in content
-            if isinstance(part, ToolCallContent) and part.authority != "provider-hosted"
-        ]
-        out: dict[str, Any] = {"role": "assistant", "content": None if not text and calls else text}
-        if calls:
-            out["tool_calls"] = calls
-        if reasoning_field:
-            reasoning = "".join(p.text for p in content if isinstance(p, ThinkingContent))
-            if reasoning:
-                out[reasoning_field] = reasoning
-        return out
-    if role == "tool":
-        result = next((p for p in content if isinstance(p, ToolResultContent)), None)
-        if result is None:
-            raise _InvalidRequest("tool message without a tool_result part")
-        return {
-            "role": "tool",
-            "tool_call_id": result.tool_call_id,
-            "content": _tool_result_payload_text(message),
-        }
-    raise _InvalidRequest(f"unsupported message role {role!r}")
-
-
-def _build_request_body(
-    request: ProviderRequest, *, stream: bool = True, reasoning_field: str | None = None
-) -> dict[str, Any]:
-    """Build the Chat Completions body for ``request`` (OAI-3, OAI-4), before ``transform_body``.
-
-    Raises:
-        _InvalidRequest: an image for a model without image input, a tool message without a
-            result part, or an unknown role.
-    """
-    model = request.model
-    capabilities = model.capabilities or ModelCapabilities()
-    body: dict[str, Any] = {
-        "model": model.model,
-        "messages": [_map_message(m, capabilities, reasoning_field) for m in request.messages],
-    }
-    if stream:
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
-    if request.tools:
-        tools: list[dict[str, Any]] = []
-        for tool in request.tools:
-            function: dict[str, Any] = {"name": tool.name}
-            if tool.description is not None:
-                function["description"] = tool.description
-            function["parameters"] = (
-                tool.parameters if tool.parameters is not None else {"type": "object"}
-            )
-            tools.append({"type": "function", "function": function})
-        body["tools"] = tools
-    if model.parameters:
-        body.update(model.parameters)
-    options = request.options
-    if options is not None:
-        if options.extra:
-            body.update(options.extra)
-        structured = options.structured_output
-        if structured is not None:
-            schema: dict[str, Any] = {"name": structured.name, "schema": structured.schema}
-            if structured.strict is not None:
-                schema["strict"] = structured.strict
-            body["response_format"] = {"type": "json_schema", "json_schema": schema}
-    return body
-
-
-# =========================================================================== response mapping
-
-
-def _map_usage(raw: Mapping[str, Any]) -> Usage | None:
-    """Map a Chat Completions ``usage`` object to :class:`Usage` (OAI-7).
-
-    Returns:
-        ``None`` when none of the mapped fields is present (non-``null``).
-
-    Raises:
-        TypeError: a present count is not a non-negative int (CON-11).
-    """
-    fields: dict[str, Any] = {}
-
-    def take(name: str, value: Any) -> None:
-        if value is not None and name not in fields:
-            fields[name] = value
-
-    prompt_details = raw.get("prompt_tokens_details")
-    completion_details = raw.get("completion_tokens_details")
-    take("input_tokens", raw.get("prompt_tokens"))
-    take("output_tokens", raw.get("completion_tokens"))
-    take("total_tokens", raw.get("total_tokens"))
-    if isinstance(prompt_details, Mapping):
-        take("cache_read_tokens", prompt_details.get("cached_tokens"))
-        take("cache_write_tokens", prompt_details.get("cache_write_tokens"))
-    take("cache_read_tokens", raw.get("prompt_cache_hit_tokens"))
-    take("cache_write_tokens", raw.get("cache_creation_input_tokens"))
-    if isinstance(completion_details, Mapping):
-        take("reasoning_tokens", completion_details.get("reasoning_tokens"))
-    if not fields:
-        return None
-    return Usage(**fields)
-
-
-class _StreamFailure(Exception):
-    """Ends the attempt with ``info`` (already shaped; redacted by the caller)."""
-
-    def __init__(self, info: ErrorInfo) -> None:
-        super().__init__(info.message)
-        self.info = info
-
-
-class _CallAccumulator:
-    __slots__ = ("id", "index", "name", "parts")
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.id: str | None = None
-        self.name: str | None = None
-        self.parts: list[str] = []
-
-
-class _ResponseMapper:
-    """Turns Chat Completions chunks (or one completion) into provider events (OAI-5..7)."""
-
-    __slots__ = ("calls", "done_seen", "finish_reason", "open_calls", "usage")
-
-    def __init__(self) -> None:
-        self.done_seen = False
-        self.finish_reason: str | None = None
-        self.usage: Usage | None = None
-        self.calls: list[_CallAccumulator] = []
-        self.open_calls: dict[int, _CallAccumulator] = {}
-
-    # -- one SSE data payload ------------------------------------------------------------
-
-    def on_data(self, data: str) -> list[ProviderEvent]:
-        if data.strip() == "[DONE]":
-            self.done_seen = True
-            return []
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise _StreamFailure(
-                ErrorInfo(
-                    name="ProviderTransportError",
-                    code="invalid_stream_chunk",
-                    message=f"Invalid stream chunk (not JSON): {data[:200]}",
-                )
-            ) from None
-        if not isinstance(chunk, dict):
-            raise _StreamFailure(
-                ErrorInfo(
-                    name="ProviderTransportError",
-                    code="invalid_stream_chunk",
-                    message=f"Invalid stream chunk (not a JSON object): {data[:200]}",
-                )
-            )
-        return self.on_chunk(chunk, delta_key="delta")
-
-    def on_chunk(self, chunk: Mapping[str, Any], *, delta_key: str) -> list[ProviderEvent]:
-        error = chunk.get("error")
-        if error is not None:
-            raise _StreamFailure(_error_object_info(error))
-        events: list[ProviderEvent] = []
-        usage = chunk.get("usage")
-        if isinstance(usage, Mapping):
-            mapped = _map_usage(usage)
-            if mapped is not None:
-                self.usage = mapped
-                events.append(ProviderUsage(usage=mapped))
-        choices = chunk.get("choices")
-        if isinstance(choices, list):
-            for choice in choices:
-                if not isinstance(choice, Mapping):
-                    continue
-                finish = choice.get("finish_reason")
-                if isinstance(finish, str) and finish:
-                    self.finish_reason = finish
-                delta = choice.get(delta_key)
-                if isinstance(delta, Mapping):
-                    self._on_delta(delta, events)
-        return events
-
-    def _on_delta(self, delta: Mapping[str, Any], events: list[ProviderEvent]) -> None:
-        reasoning = delta.get("reasoning_content")
-        if not (isinstance(reasoning, str) and reasoning):
-            reasoning = delta.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
-            events.append(ProviderContentDelta(content=ThinkingContent(text=reasoning)))
-        text = delta.get("content")
-        if isinstance(text, str) and text:
-            events.append(ProviderContentDelta(content=TextContent(text=text)))
-        tool_calls = delta.get("tool_calls")
-        if isinstance(tool_calls, list):
-            for position, entry in enumerate(tool_calls):
-                if isinstance(entry, Mapping):
-                    events.append(self._on_tool_call(position, entry))
-
-    def _on_tool_call(self, position: int, entry: Mapping[str, Any]) -> ProviderToolCallDelta:
-        raw_index = entry.get("index")
-        index = raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else position
-        call_id = entry.get("id")
-        call_id = call_id if isinstance(call_id, str) and call_id else None
-        function = entry.get("function")
-        name: str | None = None
-        arguments: str | None = None
-        if isinstance(function, Mapping):
-            raw_name = function.get("name")
-            name = raw_name if isinstance(raw_name, str) and raw_name else None
-            raw_args = function.get("arguments")
-            if isinstance(raw_args, str):
-                arguments = raw_args or None
-            elif isinstance(raw_args, Mapping):
-                arguments = json.dumps(raw_args)
-        acc = self.open_calls.get(index)
-        if acc is None or (call_id is not None and acc.id is not None and call_id != acc.id):
-            acc = _CallAccumulator(index)
-            self.open_calls[index] = acc
-            self.calls.append(acc)
-        if call_id is not None:
-            acc.id = call_id
-        if name is not None:
-            acc.name = name
-        if arguments is not None:
-            acc.parts.append(arguments)
-        return ProviderToolCallDelta(
-            index=index, id=call_id, name=name, arguments_text=arguments
-        )
-
-    # -- end of stream -------------------------------------------------------------------
-
-    def finish(self, *, strict: bool, prefix: str) -> list[ProviderEvent]:
-        """Closing events (OAI-6): synthesized-id fragments, final calls, then ``done``.
-
-        Raises:
-            _StreamFailure: ``incomplete_stream`` (strict and evidence missing) or
-                ``incomplete_delta`` (a call without a name).
-        """
-        if strict:
-            missing = [
-                label
-                for label, present in (
-                    ("[DONE]", self.done_seen),
-                    ("finish_reason", self.finish_reason is not None),
-                )
-                if not present
-            ]
-            if missing:
-                raise _StreamFailure(
-                    ErrorInfo(
-                        name="ProviderTransportError",
-                        code="incomplete_stream",
-                        message=f"{prefix}: stream ended without {' and '.join(missing)}",
-                    )
-                )
-        ordered = sorted(self.calls, key=lambda acc: acc.index)
-        for acc in ordered:
-            if acc.name is None:
-                raise _StreamFailure(
-                    ErrorInfo(
-                        name="ProviderTransportError",
-                        code="incomplete_delta",
-                        message=f"{prefix}: streamed tool call at index {acc.index} has no name",
-                    )
-                )
-        events: list[ProviderEvent] = []
-        for acc in ordered:
-            if acc.id is None:
-                acc.id = f"call_{uuid.uuid4().hex}"
-                events.append(ProviderToolCallDelta(index=acc.index, id=acc.id))
-        for acc in ordered:
-            assert acc.id is not None and acc.name is not None
-            call = tool_call_from_arguments_text(acc.id, acc.name, "".join(acc.parts))
-            events.append(ProviderToolCall(call=call))
-        stop = (
-            None
-            if self.finish_reason is None
-            else _STOP_REASONS.get(self.finish_reason, "other")
-        )
-        events.append(ProviderDone(usage=self.usage, stop_reason=stop))
-        return events
-
-
-def _error_object_info(error: Any) -> ErrorInfo:
-    """``ErrorInfo`` for an ``error`` object inside a 200 response (OAI-5)."""
-    if isinstance(error, Mapping):
-        message = error.get("message")
-        code = error.get("code")
-        if not (isinstance(code, (str, int)) and not isinstance(code, bool) and code != ""):
-            code = error.get("type")
-            if not (isinstance(code, str) and code):
-                code = None
-        text = message if isinstance(message, str) and message else json.dumps(error)[:1000]
-        return ErrorInfo(name="ProviderStreamError", message=text, code=code)
-    return ErrorInfo(name="ProviderStreamError", message=str(error)[:1000])
 
 
 # =========================================================================== error mapping
@@ -510,7 +155,7 @@ def _exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
     timeout_error = getattr(openai_mod, "APITimeoutError", None)
     connection_error = getattr(openai_mod, "APIConnectionError", None)
     name = type(exc).__name__
-    if isinstance(exc, _StreamFailure):
+    if isinstance(exc, StreamFailure):
         return exc.info
     if isinstance(exc, ProviderTransportError):
         return ErrorInfo(name=name, code=exc.code, message=str(exc))
@@ -520,7 +165,7 @@ def _exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
             code="invalid_stream_chunk",
             message=f"{prefix}: response is not valid UTF-8",
         )
-    if isinstance(exc, _InvalidRequest):
+    if isinstance(exc, InvalidRequest):
         return ErrorInfo(name="ProviderTransportError", code="invalid_request", message=f"{prefix}: invalid request: {exc}")
     if status_error is not None and isinstance(exc, status_error):
         response = exc.response
@@ -701,7 +346,7 @@ class OpenAICompatibleProvider:
         stream = capabilities is None or capabilities.streaming
         try:
             key = await self._resolve_key()
-            body = _build_request_body(
+            body = build_request_body(
                 request, stream=stream, reasoning_field=self._reasoning_field
             )
             if self._transform_body is not None:
@@ -711,9 +356,9 @@ class OpenAICompatibleProvider:
             try:
                 size = len(json.dumps(body).encode("utf-8"))
             except (TypeError, ValueError) as exc:
-                raise _InvalidRequest(f"body is not JSON-serialisable: {exc}") from None
+                raise InvalidRequest(f"body is not JSON-serialisable: {exc}") from None
             if size > MAX_REQUEST_BODY_BYTES:
-                raise _InvalidRequest(
+                raise InvalidRequest(
                     f"body is {size} bytes, above the {MAX_REQUEST_BODY_BYTES}-byte limit"
                 )
             headers = self._headers(request, key)
@@ -721,7 +366,7 @@ class OpenAICompatibleProvider:
             yield self._error(exc)
             return
 
-        mapper = _ResponseMapper()
+        mapper = ResponseMapper()
         async with AsyncExitStack() as stack:
             try:
                 with _cancel_on_abort(signal):
@@ -761,7 +406,7 @@ class OpenAICompatibleProvider:
                                 "response_overflow",
                                 f"Response body exceeds {MAX_RESPONSE_BODY_BYTES} bytes",
                             )
-                    for event in _map_completion(mapper, bytes(raw)):
+                    for event in map_completion(mapper, bytes(raw)):
                         yield event
                 for event in mapper.finish(strict=self._strict, prefix=self._prefix):
                     yield event
@@ -784,31 +429,6 @@ def _sdk_body(body: Mapping[str, Any]) -> dict[str, Any]:
         if key not in out:
             out[key] = sdk.Omit()
     return out
-
-
-def _map_completion(mapper: _ResponseMapper, raw: bytes) -> list[ProviderEvent]:
-    """Map a non-streamed JSON completion (or JSON error) to events; counts as complete."""
-    try:
-        payload = json.loads(raw.decode("utf-8"))
-    except ValueError:
-        raise _StreamFailure(
-            ErrorInfo(
-                name="ProviderTransportError",
-                code="invalid_stream_chunk",
-                message=f"Invalid completion body (not JSON): {raw[:200]!r}",
-            )
-        ) from None
-    if not isinstance(payload, dict):
-        raise _StreamFailure(
-            ErrorInfo(
-                name="ProviderTransportError",
-                code="invalid_stream_chunk",
-                message="Invalid completion body (not a JSON object)",
-            )
-        )
-    events = mapper.on_chunk(payload, delta_key="message")
-    mapper.done_seen = True
-    return events
 
 
 # =========================================================================== factories
