@@ -1151,3 +1151,109 @@ async def test_fold_of_an_error_stream_raises_the_provider_error() -> None:
     with pytest.raises(ProviderTurnError) as caught:
         await result_of(compatible(server), request())
     assert caught.value.info.code == 500
+
+
+# =========================================================================== PROV-15 end to end
+
+
+def _tool_round_server() -> Server:
+    tool_turn = sse(
+        chunk(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_w1",
+                        "type": "function",
+                        "function": {"name": "weather", "arguments": '{"city": '},
+                    }
+                ],
+            }
+        ),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
+        chunk({}, "tool_calls"),
+        chunk(usage={"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}, choices=False),
+    )
+    answer = sse(
+        chunk({"content": "Sunny in Paris."}),
+        chunk({}, "stop"),
+        chunk(usage={"prompt_tokens": 40, "completion_tokens": 4, "total_tokens": 44}, choices=False),
+    )
+    return Server(sse_response(tool_turn), sse_response(answer))
+
+
+async def test_a_session_run_with_one_tool_round_through_the_provider() -> None:
+    """PROV-15: user, assistant(tool_call), tool, assistant persisted; results paired by id."""
+    from prism.runtime.agent import create_agent
+
+    seen: list[dict[str, Any]] = []
+
+    def weather(arguments: dict[str, Any], context: Any) -> dict[str, Any]:
+        seen.append(arguments)
+        return {"sky": "sunny"}
+
+    server = _tool_round_server()
+    agent = create_agent(
+        model=ModelConfig(provider="openai-compatible", model="test-model"),
+        provider=compatible(server),
+        tools=[ToolDefinition(name="weather", execute=weather, parameters={"type": "object"})],
+    )
+    session = agent.create_session()
+    result = await session.run("Weather in Paris?")
+    assert result.status == "succeeded"
+    assert seen == [{"city": "Paris"}]
+    messages = [entry.message for entry in await session.entries() if entry.message is not None]
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[1].content == (
+        ToolCallContent(id="call_w1", name="weather", arguments={"city": "Paris"}),
+    )
+    assert messages[3].content == (TextContent(text="Sunny in Paris."),)
+    second = server.body(1)["messages"]
+    assert second[-2] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_w1",
+                "type": "function",
+                "function": {"name": "weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    }
+    assert second[-1] == {"role": "tool", "tool_call_id": "call_w1", "content": '{"sky":"sunny"}'}
+    assert result.usage is not None
+    assert result.usage.total_tokens == 69
+
+
+async def test_the_runtime_retries_a_429_before_any_output() -> None:
+    """PROV-11, PROV-12, RETRY-1, RETRY-5: code 429 is transient; SDK retries stay off."""
+    from prism.runtime.agent import create_agent
+
+    busy = httpx.Response(429, headers={"retry-after": "0"}, json={"error": {"message": "slow"}})
+    server = Server(busy, text_stream("Recovered."))
+    agent = create_agent(
+        model=ModelConfig(provider="openai-compatible", model="test-model"),
+        provider=compatible(server),
+    )
+    result = await agent.create_session().run("hi")
+    assert result.status == "succeeded"
+    assert len(server.requests) == 2
+    assert result.messages[-1].content == (TextContent(text="Recovered."),)
+
+
+async def test_the_runtime_does_not_retry_a_400() -> None:
+    """PROV-12, RETRY-5: 400 is not retried; the run error keeps code 400."""
+    from prism.errors import AgentRunError
+    from prism.runtime.agent import create_agent
+
+    server = Server(httpx.Response(400, json={"error": {"message": "bad"}}))
+    agent = create_agent(
+        model=ModelConfig(provider="openai-compatible", model="test-model"),
+        provider=compatible(server),
+    )
+    with pytest.raises(AgentRunError) as caught:
+        await agent.create_session().run("hi")
+    assert len(server.requests) == 1
+    error = caught.value.result.error
+    assert error is not None and error.code == 400
