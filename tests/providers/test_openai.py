@@ -1109,6 +1109,28 @@ async def test_abort_during_a_stalled_read_closes_the_response_and_raises() -> N
     assert current is not None and current.cancelling() == 0
 
 
+async def test_abort_while_waiting_for_response_headers_raises_the_abort_error() -> None:
+    """PROV-4: an abort during the HTTP request itself ends the attempt at once."""
+    arrived = asyncio.Event()
+
+    async def slow_handler(http_request: httpx.Request) -> httpx.Response:
+        arrived.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    controller = AbortController()
+    provider = create_openai_compatible_provider(
+        base_url=BASE_URL,
+        api_key=KEY,
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(slow_handler)),
+    )
+    pending = asyncio.ensure_future(events_of(provider, request(signal=controller.signal)))
+    await arrived.wait()
+    controller.abort()
+    with pytest.raises(AbortError):
+        await asyncio.wait_for(pending, timeout=30)
+
+
 async def test_an_already_aborted_signal_makes_no_http_call() -> None:
     """PROV-4: an aborted request raises before any HTTP call."""
     controller = AbortController()
