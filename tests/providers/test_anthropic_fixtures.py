@@ -44,6 +44,7 @@ import yaml
 from prism.providers.anthropic import AnthropicProvider, create_anthropic_provider
 from prism.providers.base import fold_provider_events
 from prism.retry import is_transient_error
+from prism.runtime.agent import create_agent
 from prism.types import (
     Message,
     ModelConfig,
@@ -496,3 +497,51 @@ async def test_nonstream_recording_fails_closed_and_second_request_matches() -> 
     for tool in expected["tools"]:
         tool.pop("strict", None)
     assert sent == {**expected, "stream": True}
+
+
+# --------------------------------------------------------------------------- end to end (PROV-15)
+
+
+async def test_session_run_with_one_tool_round_over_recorded_traffic() -> None:
+    """PROV-15: session.run against the provider (recorded roundtrip) runs the tool round,
+    persists user, assistant(tool_call), tool, assistant entries, and the second request pairs
+    each tool_use with its tool_result by id."""
+    first, second = load("stream-text-then-parallel-tool-use-roundtrip.llm-anthropic.yaml")
+    replay = Replay(first, second)
+    names = {"toolu_017ngBid8gmdReTeroVSZf7r": "Charles", "toolu_01FJrHJrmnfEqR6NxkQ3yhpu": "Sammy"}
+    tool = ToolDefinition(
+        name="pelican_name_generator",
+        execute=lambda args, ctx: names[ctx.tool_call_id],
+        description="",
+        parameters={"properties": {}, "type": "object"},
+    )
+    agent = create_agent(
+        model=ModelConfig(
+            provider="anthropic",
+            model="claude-3-5-haiku-latest",
+            parameters={"max_tokens": 8192, "temperature": 1.0},
+        ),
+        provider=provider_for(replay),
+        tools=[tool],
+    )
+    session = agent.create_session()
+    result = await session.run("Two names for a pet pelican")
+
+    assert result.status == "succeeded"
+    stored = [e.message for e in await session.entries() if e.message is not None]
+    assert [(m.role, [p.type for p in m.content]) for m in stored] == [
+        ("user", ["text"]),
+        ("assistant", ["text", "tool_call", "tool_call"]),
+        ("tool", ["tool_result"]),
+        ("tool", ["tool_result"]),
+        ("assistant", ["text"]),
+    ]
+    assert stored[-1].content == (TextContent(text=joined(sse_data(second), "text_delta", "text")),)
+    assert replay.bodies[0] == recorded_request_body(first)
+    expected = recorded_request_body(second)
+    expected["messages"][1]["content"][0]["text"] = expected["messages"][1]["content"][0][
+        "text"
+    ].rstrip()  # the recording client's trailing space, as in the roundtrip test above
+    assert replay.bodies[1] == expected
+    assert result.usage is not None
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (310 + 465, 82 + 95)
