@@ -210,13 +210,12 @@ _PARAMS_LOCK = threading.Lock()
 _COUNTING_CLASS: type[Any] | None = None
 
 
-@contextlib.contextmanager
-def _default_params_without_extra_buffers() -> Iterator[None]:
-    """Make ``Llama(...)`` load its weights without llama.cpp's extra buffer types.
+def _patch_default_params() -> Callable[[], None]:
+    """Make ``llama_cpp.Llama(...)`` load weights without llama.cpp's extra buffer types.
 
-    ``llama_cpp.Llama`` exposes no keyword for ``llama_model_params.use_extra_bufts``; it builds
-    its params from ``llama_cpp.llama_cpp.llama_model_default_params()`` while constructing, so the
-    function is wrapped for the duration of the construction (under a lock).
+    ``Llama`` exposes no keyword for ``llama_model_params.use_extra_bufts``; it builds its params
+    from ``llama_cpp.llama_cpp.llama_model_default_params()`` while constructing, so that function
+    is wrapped. Returns the function that restores the original.
     """
     import llama_cpp.llama_cpp as low
 
@@ -228,12 +227,23 @@ def _default_params_without_extra_buffers() -> Iterator[None]:
             params.use_extra_bufts = False
         return params
 
+    low.llama_model_default_params = patched
+
+    def restore() -> None:
+        low.llama_model_default_params = original
+
+    return restore
+
+
+@contextlib.contextmanager
+def _default_params_without_extra_buffers() -> Iterator[None]:
+    """:func:`_patch_default_params` for the duration of one construction (under a lock)."""
     with _PARAMS_LOCK:
-        low.llama_model_default_params = patched
+        restore = _patch_default_params()
         try:
             yield
         finally:
-            low.llama_model_default_params = original
+            restore()
 
 
 def _counting_llama_class() -> type[Any]:
@@ -997,17 +1007,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if flag not in given:
             args += [flag, value]
     _require_llama_cpp()
-    import llama_cpp.llama_cpp as low
-
-    original = low.llama_model_default_params
-
-    def patched() -> Any:
-        params = original()
-        with contextlib.suppress(AttributeError):
-            params.use_extra_bufts = False
-        return params
-
-    low.llama_model_default_params = patched
+    _patch_default_params()  # for the whole server process
     from llama_cpp.server.__main__ import main as server_main
 
     sys.argv = ["llama_cpp.server", *args]
