@@ -195,13 +195,13 @@ async def run(runs: int, max_tokens: int) -> dict[str, Any]:
         mine = series[name].samples
         # per-round ratios (same round, adjacent requests) are robust to load drift on the machine
         report[f"{name}_vs_sdk"] = {
-            "ttft_ratio": statistics.median(m.first / b.first for m, b in zip(mine, sdk)),
+            "ttft_ratio": statistics.median(m.first / b.first for m, b in zip(mine, sdk, strict=True)),
             "decode_ratio": statistics.median(
                 ((m.tokens - 1) / (m.last - m.first)) / ((b.tokens - 1) / (b.last - b.first))
-                for m, b in zip(mine, sdk)
+                for m, b in zip(mine, sdk, strict=True)
             ),
             "e2e_ratio": statistics.median(
-                (m.tokens / m.total) / (b.tokens / b.total) for m, b in zip(mine, sdk)
+                (m.tokens / m.total) / (b.tokens / b.total) for m, b in zip(mine, sdk, strict=True)
             ),
         }
     return report
