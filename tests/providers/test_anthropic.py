@@ -1164,6 +1164,18 @@ async def test_transport_failure_mid_stream_after_output(exc: Exception, code: s
     assert only_error(events).code == code
 
 
+async def test_read_failure_after_message_stop_keeps_the_completed_turn() -> None:
+    """ANT-6: once message_stop proved completion, a reset while draining the body is ignored."""
+    stream = _FailingStream(text_stream("done"), HTTP.ReadError("reset after the last event"))
+    server = Server(
+        HTTP.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
+    )
+    events = await collect(make_provider(server), make_request())
+    assert isinstance(events[-1], ProviderDone)
+    assert not any(isinstance(e, ProviderErrorEvent) for e in events)
+    assert fold_provider_events(events).content == (TextContent(text="done"),)
+
+
 # --------------------------------------------------------------------------- abort (PROV-4)
 
 

@@ -49,6 +49,7 @@ from prism.types import (
     ErrorInfo,
     ImageContent,
     Message,
+    ModelCapabilities,
     ProviderContentDelta,
     ProviderEvent,
     ProviderRequest,
@@ -319,12 +320,17 @@ class AnthropicProvider:
             body = _build_body(request, default_max_tokens=self._default_max_tokens)
             size = len(json.dumps(body).encode("utf-8"))
         except _InvalidRequest as exc:
-            yield provider_error(ProviderTransportError("invalid_request", str(exc)))
+            yield provider_error(
+                ProviderTransportError(
+                    "invalid_request", f"{_REQUEST_FAILED}: invalid request: {exc}"
+                )
+            )
             return
         except (TypeError, ValueError) as exc:
             yield provider_error(
                 ProviderTransportError(
-                    "invalid_request", f"Anthropic request body is not JSON-serialisable: {exc}"
+                    "invalid_request",
+                    f"{_REQUEST_FAILED}: invalid request: body is not JSON-serialisable: {exc}",
                 )
             )
             return
@@ -332,7 +338,7 @@ class AnthropicProvider:
             yield provider_error(
                 ProviderTransportError(
                     "invalid_request",
-                    f"Anthropic request body is {size} bytes, above the "
+                    f"{_REQUEST_FAILED}: invalid request: body is {size} bytes, above the "
                     f"{_MAX_REQUEST_BYTES}-byte limit",
                 )
             )
@@ -343,6 +349,7 @@ class AnthropicProvider:
         bridge = _AbortBridge(signal)
         stream: Any = None
         mapper = _StreamMapper()
+        finishing = False
         try:
             stream = await bridge.run(
                 self._client.post(
@@ -371,6 +378,7 @@ class AnthropicProvider:
                     return
                 for out in mapper.feed(event):
                     yield out
+            finishing = True
             for out in mapper.finish():
                 yield out
         except Exception as exc:
@@ -379,7 +387,13 @@ class AnthropicProvider:
             info = self._error_info(exc)
             if info is None:
                 raise
-            yield provider_error(info, secrets)
+            if mapper.complete and not finishing:
+                # message_stop already proved the turn complete; a failure while draining the
+                # rest of the body does not undo it.
+                for out in mapper.finish():
+                    yield out
+            else:
+                yield provider_error(info, secrets)
         finally:
             bridge.close()
             if stream is not None:
@@ -451,11 +465,11 @@ class AnthropicProvider:
             code = _transport_code(cause) if isinstance(cause, Exception) else None
             if isinstance(exc, sdk.APITimeoutError):
                 code = "timeout"
-            detail = f"{exc} ({type(cause).__name__}: {cause})" if cause is not None else str(exc)
             return ErrorInfo(
-                message=f"{_REQUEST_FAILED}: {detail}",
+                message=f"{_REQUEST_FAILED}: {exc}",
                 name=type(exc).__name__,
                 code=code or "ECONNRESET",
+                cause=f"{type(cause).__name__}: {cause}" if cause is not None else None,
             )
         code = _transport_code(exc)
         if code is not None:
@@ -518,12 +532,12 @@ def _stream_error_info(exc: Any) -> ErrorInfo:
     if not isinstance(err_type, str) or not err_type:
         return ErrorInfo(
             message=f"{_REQUEST_FAILED}: malformed stream error event: {exc}",
-            name=type(exc).__name__,
+            name="ProviderStreamError",
             code="invalid_stream_chunk",
         )
     return ErrorInfo(
         message=message if isinstance(message, str) and message else err_type,
-        name=type(exc).__name__,
+        name="ProviderStreamError",
         code=err_type,
     )
 
@@ -556,16 +570,8 @@ def _event_overflow(event: Any) -> int | None:
 
 
 async def _close_stream(stream: Any) -> None:
-    """Close the SDK stream's HTTP response and its internal generator (PROV-4, RUN-15)."""
-    try:
-        await stream.close()
-    finally:
-        # An early exit leaves the SDK's event generator suspended; close it now rather than
-        # at garbage collection.
-        inner = vars(stream).get("_iterator") if hasattr(stream, "__dict__") else None
-        aclose = getattr(inner, "aclose", None)
-        if aclose is not None:
-            await aclose()
+    """Close the SDK stream's HTTP response at once (PROV-4, RUN-15)."""
+    await stream.close()
 
 
 # --------------------------------------------------------------------------- abort (PROV-4)
@@ -658,6 +664,11 @@ class _StreamMapper:
         self._stop_reason: Any = None
         self._tools: dict[int, _ToolBlock] = {}
         self._pending_signature: dict[int, str] = {}
+
+    @property
+    def complete(self) -> bool:
+        """Whether ``message_stop`` arrived (the completion evidence of ANT-6)."""
+        return self._done
 
     def feed(self, event: Any) -> Sequence[ProviderEvent]:
         """Provider events for one SDK stream event (ANT-4)."""
@@ -848,8 +859,8 @@ def _build_body(request: ProviderRequest, *, default_max_tokens: int = 4096) -> 
     if max_tokens is None:
         max_tokens = default_max_tokens
     preserve = _compat(request, "preserve_thinking") is not False
-    caps = model.capabilities
-    images_ok = caps is None or "image" in caps.input
+    # Without declared capabilities the CON-13 defaults apply (text input only).
+    images_ok = "image" in (model.capabilities or ModelCapabilities()).input
     system, messages = _map_messages(request.messages, preserve, images_ok, model.model)
     body: dict[str, Any] = {
         "model": model.model,
