@@ -143,7 +143,11 @@ def create_anthropic_provider(
 
     Args:
         api_key: A key, or a sync/async callable returning one, resolved on every request and
-            sent as ``x-api-key``; the resolved key is redacted from every ``ErrorInfo``.
+            sent as ``x-api-key`` (any ``Authorization`` header is then dropped, so one
+            credential goes on the wire); the resolved key is redacted from every
+            ``ErrorInfo``. Given together with ``client``, it replaces the client's own
+            credential for this provider's requests; without it the client's auth is used as
+            is (its ``api_key``/``auth_token`` are still redacted).
         base_url: API root including the version segment (default
             ``https://api.anthropic.com/v1``); ignored when ``client`` is given.
         id: Provider id reported in ``provider_turn_started`` metadata.
