@@ -319,6 +319,18 @@ async def test_host_client_keeps_its_base_url_and_its_key_is_redacted() -> None:
     assert "host-secret-key" not in info.message and "[REDACTED]" in info.message
 
 
+async def test_api_key_given_with_a_host_client_replaces_its_credential() -> None:
+    """PROV-9: api_key= with client= is sent as x-api-key, the client's bearer header dropped."""
+    server = Server(stream_response(text_stream()))
+    client = anthropic.AsyncAnthropic(
+        api_key="host-secret-key", http_client=http_client(server), max_retries=0
+    )
+    await collect(create_anthropic_provider(client=client, api_key=KEY), make_request())
+    headers = server.requests[0].headers
+    assert headers["x-api-key"] == KEY
+    assert "authorization" not in headers
+
+
 def test_missing_sdk_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """ARCH-5: without the SDK the factory raises ImportError naming the extra."""
     monkeypatch.setitem(sys.modules, "anthropic", None)
