@@ -368,7 +368,11 @@ class RequestAssembler:
         else:
             prefix = self._head
         count = len(history)
-        messages = prefix + tuple(history) + tail if tail else prefix + tuple(history)
+        # One pass over the history references (ARCH-15): the only O(history) work of a turn.
+        if prefix or tail:
+            messages = (*prefix, *history, *tail)
+        else:
+            messages = tuple(history)
         hook = self._input_assembly
         if hook is not None:
             replaced = tuple(await hook(messages))

@@ -23,19 +23,14 @@ codec that its prefix is stale.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
 from prism.redaction import SecretRedactor
+from prism.runtime._json_size import canonical_size
 from prism.types import Message, ProviderRequest
 
 __all__ = ["LiveHistory", "RequestCodec"]
-
-_canonical: Callable[[Any], str] = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
-"""Same output as ``prism.types.canonical_json``, without building an encoder per call."""
 
 
 class LiveHistory(list[Message]):
@@ -131,7 +126,7 @@ class RequestCodec:
             red = message
         else:
             red = redactor.redact(([message],))[0][0]
-        size = len(_canonical(red.to_dict()).encode())
+        size = canonical_size(red)
         self._cache[id(message)] = (message, red, size)
         return red, size
 
@@ -177,7 +172,7 @@ class RequestCodec:
             metadata=request.metadata,
         )
         red = bare if self._redactor is None else self._redactor.redact(bare)
-        size = len(_canonical(red.to_dict()).encode())
+        size = canonical_size(red)
         self._head_key = key
         self._head = (red, size)
         return red, size

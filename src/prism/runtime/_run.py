@@ -62,6 +62,12 @@ from prism.runtime.provider_turn import (
     ProviderRequestPolicyResult,
     ProviderTurnRunner,
 )
+from prism.runtime.turn_policy import (
+    TurnBoundaryContext,
+    TurnPolicy,
+    TurnPolicyStop,
+    evaluate_turn_policy,
+)
 from prism.store import (
     CompactionOptions,
     SessionEntry,
@@ -144,6 +150,7 @@ class RunPlan:
     skills: tuple[Skill, ...]
     tool_filters: tuple[ToolFilter, ...]
     tool_validator: ToolValidator | bool | None
+    turn_policy: TurnPolicy | None = None
 
 
 # --------------------------------------------------------------------------- turn boundary
@@ -168,7 +175,7 @@ class TurnBoundary:
         after_charge: Hooks run after the charge.
     """
 
-    __slots__ = ("_after", "_before", "_entered", "_tracker", "completed")
+    __slots__ = ("_entered", "_tracker", "after_charge", "before_charge", "completed", "failure")
 
     def __init__(
         self,
@@ -178,11 +185,16 @@ class TurnBoundary:
         after_charge: Sequence[BoundaryHook] = (),
     ) -> None:
         self._tracker = tracker
-        self._before = tuple(before_charge)
-        self._after = tuple(after_charge)
+        self.before_charge: list[BoundaryHook] = list(before_charge)
+        """Hooks evaluated before ``max_turns`` is charged (approvals, turn policy)."""
+        self.after_charge: list[BoundaryHook] = list(after_charge)
+        """Hooks run after the charge (``every-turn`` checkpoint)."""
         self._entered = 0
         self.completed = 0
         """Provider turns completed in this leg (returned ``generate`` calls)."""
+        self.failure: BaseException | None = None
+        """What a boundary raised (a stop, a suspension, a breach, a policy error): sticky for
+        the rest of the leg (LOOP-8)."""
 
     @property
     def turn(self) -> int:
@@ -196,15 +208,22 @@ class TurnBoundary:
             RunLimitExceeded: ``max_turns`` breached (LIM-7).
             Exception: whatever a hook raises (turn-policy stop, suspension).
         """
+        failure = self.failure
+        if failure is not None:
+            raise failure
         turn = self.completed + 1
         if self._entered == turn:
             return turn
         self._entered = turn
-        for hook in self._before:
-            await hook(turn)
-        self._tracker.charge_turn()
-        for hook in self._after:
-            await hook(turn)
+        try:
+            for hook in self.before_charge:
+                await hook(turn)
+            self._tracker.charge_turn()
+            for hook in self.after_charge:
+                await hook(turn)
+        except Exception as exc:
+            self.failure = exc
+            raise
         return turn
 
 
@@ -393,6 +412,8 @@ class RunLeg:
         self._worker_threads: list[asyncio.Future[Any]] = []
         self._fork_next = session._fork_next
         self.boundary = TurnBoundary(self.tracker)
+        if plan.turn_policy is not None:
+            self.boundary.before_charge.append(self._turn_policy_hook)
         self.ctx: RunContext | None = None
         self.loop: AgentLoopStrategy | None = None
         self.runner: ProviderTurnRunner | None = None
@@ -405,6 +426,7 @@ class RunLeg:
         self._tool_calls = 0
         self._status: RunStatus | None = None
         self._stop_reason: Any = None
+        self._stop_detail: str | None = None
         self._abort_reason: str | None = None
         self._error: ErrorInfo | None = None
         self.observers.set_redactor(self.redactor)
@@ -451,6 +473,23 @@ class RunLeg:
     def _emit_terminal(self, event: AgentEvent) -> None:
         self.emit(event)
         self._terminal_emitted = True
+
+    async def _turn_policy_hook(self, turn: int) -> None:
+        """TP-6 at the boundary: a stop is raised (and recorded as sticky by the boundary)."""
+        policy = self.plan.turn_policy
+        assert policy is not None
+        context = TurnBoundaryContext(
+            session_id=self.session_id,
+            run_id=self.run_id,
+            turn=turn,
+            turns=self.boundary.completed,
+            tool_calls=self._tool_calls,
+            usage=self.accumulator.value(),
+            metadata=self.metadata,
+        )
+        stop = evaluate_turn_policy(policy, context, redactor=self.redactor)
+        if stop is not None:
+            raise stop
 
     # ----------------------------------------------------------------- store (STORE-4)
 
@@ -507,7 +546,11 @@ class RunLeg:
     # ----------------------------------------------------------------- loop context primitives
 
     def _check_live(self) -> None:
-        """LOOP-8: a recorded abort or breach is sticky for every later assemble/generate."""
+        """LOOP-8: a recorded stop, suspension, breach or abort is sticky for every later
+        assemble/generate."""
+        failure = self.boundary.failure
+        if failure is not None:
+            raise failure
         signal = self.signal
         if signal.aborted:
             signal.throw_if_aborted()
@@ -797,12 +840,22 @@ class RunLeg:
         )
         self.ctx = ctx
         # step 17
-        fallback = await loop.run(ctx)
-        self._check_live()
-        # step 18 (RUN-17)
-        if loop.name == "generate-validate-revise" and not self._artifact_finished:
-            raise _artifact_failure(self._last_artifact_failed)
-        return await self._success(ctx, fallback)
+        stop: TurnPolicyStop | None = None
+        try:
+            fallback = await loop.run(ctx)
+        except TurnPolicyStop as exc:
+            stop, fallback = exc, None
+        recorded = self.boundary.failure
+        if isinstance(recorded, TurnPolicyStop):
+            stop = recorded  # sticky even when a custom loop swallowed it (LOOP-8)
+        elif recorded is not None:
+            raise recorded
+        if stop is None:
+            self._check_live()
+            # step 18 (RUN-17)
+            if loop.name == "generate-validate-revise" and not self._artifact_finished:
+                raise _artifact_failure(self._last_artifact_failed)
+        return await self._success(ctx, fallback, stop)
 
     async def _resolve_provider(self) -> AIProvider:
         config = self.config
@@ -939,8 +992,13 @@ class RunLeg:
 
     # ----------------------------------------------------------------- outcomes
 
-    async def _success(self, ctx: RunContext, fallback: Any) -> RunResult:
-        """RUN-18: usage, ``run_total`` row, ledger drain, ``agent_finished``, result."""
+    async def _success(
+        self, ctx: RunContext, fallback: Any, stop: TurnPolicyStop | None = None
+    ) -> RunResult:
+        """RUN-18/RUN-21: usage, ``run_total`` row, ledger drain, ``agent_finished``, result.
+
+        A turn-policy stop overrides ``ctx.finish_reason`` and leaves ``artifact`` unset (TP-7).
+        """
         usage = self.accumulator.value()
         if usage is None and isinstance(fallback, Usage):
             usage = fallback
@@ -949,25 +1007,31 @@ class RunLeg:
             writer.record_usage("run_total", usage)
         await writer.drain()
         finish_reason: Any = ctx.finish_reason
+        stop_detail: str | None = None
+        artifact = ctx.artifact
+        if stop is not None:
+            finish_reason, stop_detail, artifact = stop.stop_reason, stop.stop_detail, None
         self._emit_terminal(
             AgentFinishedEvent(
                 session_id=self.session_id,
                 run_id=self.run_id,
                 usage=usage,
                 finish_reason=finish_reason,
-                stop_detail=None,
+                stop_detail=stop_detail,
             )
         )
         self._status = "succeeded"
         self._stop_reason = finish_reason
+        self._stop_detail = stop_detail
         return RunResult(
             run_id=self.run_id,
             session_id=self.session_id,
             status="succeeded",
             stop_reason=finish_reason,
+            stop_detail=stop_detail,
             usage=usage,
             messages=tuple(self.messages),
-            artifact=ctx.artifact,
+            artifact=artifact,
             leaf_id=self.session._leaf_id,
         )
 
@@ -1067,6 +1131,7 @@ class RunLeg:
                     abort_reason=self._abort_reason,
                     error=self._error,
                     stop_reason=self._stop_reason if status == "succeeded" else None,
+                    stop_detail=self._stop_detail if status == "succeeded" else None,
                 )
             )
             try:

@@ -59,6 +59,7 @@ from prism.retry import (
     RetryPolicy,
     create_default_retry_policy,
 )
+from prism.runtime._json_size import canonical_size
 from prism.types import (
     ContentBlock,
     ErrorInfo,
@@ -158,11 +159,6 @@ class SoftInterrupt(Exception):
 # --------------------------------------------------------------------------- event byte counts
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring
-_canonical: Callable[[Any], str] = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
-"""Same output as ``prism.types.canonical_json``, without building an encoder per call."""
-
 _TEXT_DELTA_BASE: Final = len(
     canonical_json(ProviderContentDelta(content=TextContent(text="")).to_dict()).encode()
 ) - 2
@@ -185,7 +181,7 @@ def event_bytes(event: ProviderEvent) -> int:
             return _TEXT_DELTA_BASE + len(_encode_str(content.text).encode())
     elif kind is ProviderDone and event.usage is None and event.stop_reason is None:  # type: ignore[union-attr]
         return _BARE_DONE_BYTES
-    return len(_canonical(event.to_dict()).encode())
+    return canonical_size(event)
 
 
 # --------------------------------------------------------------------------- internal failures

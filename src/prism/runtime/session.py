@@ -44,6 +44,7 @@ from prism.retry import RetryOptions, resolve_retry_options
 from prism.runtime._observers import EventSubscription, OnEvent, OverflowPolicy, SessionObservers
 from prism.runtime._run import RunLeg, RunPlan
 from prism.runtime.provider_turn import ProviderRequestPolicy
+from prism.runtime.turn_policy import TurnPolicy, resolve_turn_policy
 from prism.store import (
     CompactionOptions,
     MemorySessionStore,
@@ -437,17 +438,18 @@ class AgentSession:
             opts = dataclasses.replace(opts, **changes)
         # step 1: option mappings
         run_limits = coerce_run_limits(opts.limits)
-        if opts.turn_policy is not None and not (
-            isinstance(opts.turn_policy, Mapping) or hasattr(opts.turn_policy, "stop")
-        ):
-            raise PrismConfigError("turn_policy must be a TurnPolicy or a mapping")
+        if opts.turn_policy is not None and not isinstance(opts.turn_policy, (TurnPolicy, Mapping)):
+            raise PrismConfigError(
+                f"turn_policy must be a TurnPolicy or a mapping, got {type(opts.turn_policy).__name__}"
+            )
         retry = resolve_retry_options(config.retry, opts.retry)
         compaction = resolve_compaction_options(config.compaction, opts.compaction)
         # step 2: limits (LIM-2, LIM-3)
         resolved_limits = resolve_run_limits(config.limits, run_limits)
-        # step 3: turn policy (06-turn-policy)
-        if opts.turn_policy is not None:
-            raise PrismConfigError("turn_policy is not supported by this version of prism")
+        # step 3: turn policy (TP-2)
+        turn_policy = resolve_turn_policy(
+            opts.turn_policy, max_turns_limit=resolved_limits.max_turns
+        )
         # step 4: durable options (05-durable-runs)
         if opts.run_state is not None or config.run_state is not None:
             raise AgentRunStateError("durable runs (run_state) are not supported by this version")
@@ -507,6 +509,7 @@ class AgentSession:
             skills=skills,
             tool_filters=config.tool_filter + normalize_tool_filters(opts.tool_filter),
             tool_validator=validator,
+            turn_policy=turn_policy,
         )
 
     def _finish_leg(self, leg: RunLeg) -> None:
