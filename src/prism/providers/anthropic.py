@@ -110,7 +110,7 @@ _USAGE_FIELDS: Final = (
 def _import_sdk() -> Any:
     try:
         import anthropic
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    except ImportError as exc:
         raise ImportError(
             f"The Anthropic provider needs the 'anthropic' SDK: {_EXTRA_HINT}"
         ) from exc
