@@ -32,13 +32,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-from prism.cli._models import MODEL_SPEC_HELP
-from prism.cli._run import EXIT_USAGE, RunCommand
-from prism.cli._tools import BUILTIN_TOOLS
+from prism.cli import _models, _run, _tools
 
-__all__ = ["add_model_options", "build_parser", "main"]
+__all__ = ["EXIT_INTERRUPTED", "add_model_options", "build_parser", "main"]
 
 EXIT_INTERRUPTED = 130
+"""Exit code after Ctrl-C."""
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +46,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         "--model",
         "-m",
         metavar="SPEC",
-        help=f"model to use: {MODEL_SPEC_HELP}. Default: $PRISM_MODEL, else local.",
+        help=f"model to use: {_models.MODEL_SPEC_HELP}. Default: $PRISM_MODEL, else local.",
     )
     parser.add_argument(
         "--api-key-env",
@@ -78,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-t",
         action="append",
         metavar="NAME",
-        choices=sorted(BUILTIN_TOOLS),
-        help=f"enable a built-in tool (repeatable): {', '.join(sorted(BUILTIN_TOOLS))}",
+        choices=sorted(_tools.BUILTIN_TOOLS),
+        help=f"enable a built-in tool (repeatable): {', '.join(sorted(_tools.BUILTIN_TOOLS))}",
     )
     run.add_argument(
         "--tool-choice",
@@ -130,7 +129,7 @@ async def _cmd_run(
     provider_override: Callable[[], Any] | None,
 ) -> int:
     live = not args.plain and not args.json and _isatty(out)
-    command = RunCommand(
+    command = _run.RunCommand(
         args, out=out, err=err, live=live, provider_override=provider_override
     )
     return await command.run()
@@ -168,11 +167,11 @@ def main(
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed usage or help
-        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+        return int(exc.code or 0) if isinstance(exc.code, int) else _run.EXIT_USAGE
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(out)
-        return EXIT_USAGE
+        return _run.EXIT_USAGE
     try:
         code: int = asyncio.run(handler(args, out, err, provider_override))
     except KeyboardInterrupt:

@@ -14,7 +14,14 @@ from prism.cli._tools import builtin_tool
 from prism.errors import AgentRunError, PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "RunCommand", "tool_choice_policy"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "RunCommand",
+    "UsageError",
+    "tool_choice_policy",
+]
 
 EXIT_OK = 0
 """The run succeeded."""

@@ -20,6 +20,9 @@ from prism.types import ToolDefinition, ToolExecutionContext
 
 __all__ = [
     "BUILTIN_TOOLS",
+    "MAX_EXPRESSION_CHARS",
+    "MAX_POWER_EXPONENT",
+    "MAX_RESULT_BITS",
     "CalculatorError",
     "builtin_tool",
     "calculator_tool",
