@@ -9,9 +9,9 @@ Every write is one statement, hence one transaction, and holds under concurrent 
 different machines:
 
 * a session append calls the schema's ``prism_append_entry`` function, which locks the expected
-  parent row (``FOR UPDATE``) before checking that it has no child, then checks idempotency and
-  inserts — one round trip; unique indexes on ``(session_id, id)`` and on ``(session_id,
-  idempotency_key, expected_parent_id)`` back it up (DB-5);
+  parent row (``FOR UPDATE``) before checking that it has no child, then inserts with ``ON
+  CONFLICT DO NOTHING`` over the unique keys ``(session_id, id)`` and ``(session_id,
+  idempotency_key, expected_parent_id)`` — one round trip (DB-5);
 * a checkpoint save is ``INSERT ... ON CONFLICT DO NOTHING`` (first version) or ``UPDATE ... WHERE
   version = expected AND`` the fencing condition (DB-6): of N workers claiming one run with the
   same expected version exactly one gets a row back (DB-11);
@@ -59,18 +59,15 @@ _EXTRA_HINT: Final = (
     "PostgresStore needs psycopg 3 and psycopg_pool: pip install 'prism-runtime[postgres]'"
 )
 _SCHEMA_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_IDEMPOTENCY_INDEX: Final = "prism_session_entries_idempotency"
-_ENTRY_KEY: Final = "prism_session_entries_pkey"
 
 
-def _require_psycopg() -> Any:
-    """Import ``psycopg`` (and check ``psycopg_pool``) or name the extra to install."""
+def _require_psycopg() -> None:
+    """Import ``psycopg`` and ``psycopg_pool``, or raise an ImportError naming the extra."""
     try:
-        import psycopg
+        import psycopg  # noqa: F401
         import psycopg_pool  # noqa: F401
     except ImportError as exc:
         raise ImportError(_EXTRA_HINT) from exc
-    return psycopg
 
 
 class _Sql:
@@ -96,19 +93,18 @@ class _Sql:
         self.schema = s
         self.append = (
             f"SELECT {s}.prism_append_entry(%s::text, %s::text, %s::text, %s::text, %s::text, "
-            "%s::text, %s::jsonb, %s::text, %s::text, %s::boolean)"
+            "%s::text, %s::text, %s::text, %s::text, %s::jsonb, %s::text, %s::text, %s::boolean)"
         )
         self.list = f"SELECT body FROM {s}.prism_session_entries WHERE session_id = %s ORDER BY seq"
         self.read_branch = f"""
-WITH RECURSIVE chain(id, parent_id) AS (
-    SELECT id, parent_id FROM {s}.prism_session_entries WHERE session_id = %(sid)s AND id = %(leaf)s
+WITH RECURSIVE chain(entry_key, parent_key) AS (
+    SELECT entry_key, parent_key FROM {s}.prism_session_entries WHERE entry_key = %s
     UNION
-    SELECT e.id, e.parent_id
-      FROM {s}.prism_session_entries e JOIN chain c
-        ON e.session_id = %(sid)s AND e.id = c.parent_id
+    SELECT e.entry_key, e.parent_key
+      FROM {s}.prism_session_entries e JOIN chain c ON e.entry_key = c.parent_key
 )
 SELECT e.id, e.parent_id, e.body
-  FROM chain c JOIN {s}.prism_session_entries e ON e.session_id = %(sid)s AND e.id = c.id
+  FROM chain c JOIN {s}.prism_session_entries e ON e.entry_key = c.entry_key
 """
         self.list_sessions = f"""
 SELECT s.session_id, s.n, s.first_ts, s.last_ts, e.id
@@ -186,10 +182,10 @@ class PostgresStore:
         ImportError: ``psycopg``/``psycopg_pool`` are not installed (names the extra).
     """
 
-    __slots__ = ("_open_lock", "_owns_pool", "_pool", "_ready", "_schema", "_sql", "_unique")
+    __slots__ = ("_open_lock", "_owns_pool", "_pool", "_ready", "_schema", "_sql")
 
     def __init__(self, *, pool: AsyncConnectionPool[Any], schema: str = "prism") -> None:
-        psycopg = _require_psycopg()
+        _require_psycopg()
         if not isinstance(schema, str) or not _SCHEMA_RE.match(schema):
             raise ValueError(f"schema must be a plain SQL identifier, got {schema!r}")
         self._pool = pool
@@ -198,7 +194,6 @@ class PostgresStore:
         self._owns_pool = False
         self._ready = False
         self._open_lock = asyncio.Lock()
-        self._unique: type[Exception] = psycopg.errors.UniqueViolation
 
     @classmethod
     async def connect(
@@ -387,8 +382,12 @@ class PostgresStore:
                 the idempotent append was already made.
         """
         check_append(entry, expected_parent_id, fork)
+        sid = entry.session_id
         params = (
-            entry.session_id,
+            _key(sid, entry.id),
+            _key(sid, entry.parent_id) if entry.parent_id is not None else None,
+            _key(sid, expected_parent_id) if expected_parent_id is not None else None,
+            sid,
             entry.id,
             entry.parent_id,
             entry.kind,
@@ -399,19 +398,7 @@ class PostgresStore:
             idempotency_key,
             bool(fork),
         )
-        try:
-            rows = await self._fetch(self._sql.append, params, one=True)
-        except Exception as exc:
-            if not isinstance(exc, self._unique):
-                raise
-            # A concurrent writer inserted the same id or idempotent append first.
-            constraint = getattr(getattr(exc, "diag", None), "constraint_name", None)
-            outcome = "duplicate_idempotent" if constraint == _IDEMPOTENCY_INDEX else (
-                "duplicate_id" if constraint == _ENTRY_KEY else None
-            )
-            if outcome is None:
-                raise
-            raise append_error(outcome, entry, expected_parent_id, idempotency_key) from None
+        rows = await self._fetch(self._sql.append, params, one=True)
         outcome = rows[0][0]
         if outcome != "ok":
             raise append_error(outcome, entry, expected_parent_id, idempotency_key)
@@ -427,7 +414,7 @@ class PostgresStore:
         Raises:
             ValueError: ``Unknown session leaf: <id>`` or ``Missing session parent: <id>``.
         """
-        rows = await self._fetch(self._sql.read_branch, {"sid": session_id, "leaf": leaf_id})
+        rows = await self._fetch(self._sql.read_branch, (_key(session_id, leaf_id),))
         return walk_rows(rows, leaf_id, SessionEntry.from_dict)
 
     async def list_sessions(self, *, limit: int = 100) -> builtins.list[SessionInfo]:
@@ -628,6 +615,14 @@ class PostgresStore:
             f"WHERE {' AND '.join(clauses)} ORDER BY seq"
         )
         return [decode(body) for (body,) in await self._fetch(sql, tuple(params))]
+
+
+def _key(session_id: str, entry_id: str) -> str:
+    """The one-column key of ``(session_id, entry_id)``: ``"<len>:<session_id>/<entry_id>"``.
+
+    The length prefix makes the encoding injective whatever characters the ids contain.
+    """
+    return f"{len(session_id)}:{session_id}/{entry_id}"
 
 
 def _lock_key(schema: str) -> int:
