@@ -160,3 +160,87 @@ def test_db3_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
         PostgresStore(pool=object(), schema="prism")  # type: ignore[arg-type]
     with pytest.raises(ImportError, match=r"prism-runtime\[postgres\]"):
         asyncio.run(PostgresStore.connect("postgresql://localhost/x"))
+
+
+async def test_db5_postgres_append_plans_are_index_lookups(
+    pg_url: str, pg_store: PostgresStore
+) -> None:
+    """DB-5/ARCH-15: on a fresh table (no statistics yet) every statement of the append
+    function is a single-row index lookup — never a scan of the session — also once the
+    function's plans are cached as generic plans (after 5 calls on one connection)."""
+    import psycopg
+
+    from prism.stores.postgres import _key
+
+    sid = "session_plans"
+    parent: str | None = None
+    for i in range(200):  # grow one session first, as a long conversation would
+        e = _entry(sid, parent, id=f"e{i}")
+        await pg_store.append(e, expected_parent_id=parent)
+        parent = e.id
+    notices: list[str] = []
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        try:
+            await conn.execute("LOAD 'auto_explain'")
+        except psycopg.Error:
+            pytest.skip("auto_explain is not available on this server")
+        await conn.execute("SET auto_explain.log_min_duration = 0")
+        await conn.execute("SET auto_explain.log_nested_statements = on")
+        await conn.execute("SET client_min_messages = log")
+        conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        for i in range(8):  # past the 5 custom plans: generic plans are in use
+            notices.clear()
+            eid = f"x{i}"
+            cur = await conn.execute(
+                pg_store._sql.append,
+                (_key(sid, eid), _key(sid, parent), _key(sid, parent), sid, eid, parent,
+                 "message", None, "t", "{}", parent, "k", False),
+            )
+            assert (await cur.fetchone()) == ("ok",)
+            parent = eid
+    plans = "\n".join(notices)
+    assert "Seq Scan" not in plans, plans
+    assert "Bitmap" not in plans, plans
+    assert "Filter:" not in plans, plans  # every lookup is fully answered by its index
+    assert "prism_session_entries_seq" not in plans, plans  # the per-session index
+    assert "Index Scan using prism_session_entries_pkey" in plans, plans
+    assert "prism_session_entries_children" in plans, plans
+
+
+async def test_db5_postgres_read_branch_walks_the_key_index(
+    pg_url: str, pg_store: PostgresStore
+) -> None:
+    """DB-5: read_branch is one recursive query; on a table of realistic size (with
+    statistics) each step is a primary-key lookup, so its cost follows the branch, not the
+    table."""
+    import psycopg
+
+    from prism.stores.postgres import _key
+
+    table = f"{pg_store._sql.schema}.prism_session_entries"
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        # 50 000 rows in 500 other sessions, then one 20-entry branch.
+        await conn.execute(
+            f"""INSERT INTO {table} (entry_key, parent_key, session_id, id, kind, "timestamp",
+                body)
+            SELECT length(s) || ':' || s || '/e' || i, NULL, s, 'e' || i, 'custom', 't', '{{}}'
+              FROM (SELECT 'other_' || (g % 500) AS s, g AS i
+                      FROM generate_series(1, 50000) AS g) AS rows"""  # type: ignore[arg-type]
+        )
+        await conn.execute(f"ANALYZE {table}")  # type: ignore[arg-type]
+    parent: str | None = None
+    for i in range(20):
+        e = _entry("session_branch", parent, id=f"b{i}")
+        await pg_store.append(e, expected_parent_id=parent)
+        parent = e.id
+    assert parent is not None
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        cur = await conn.execute(
+            ("EXPLAIN " + pg_store._sql.read_branch),  # type: ignore[arg-type]
+            (_key("session_branch", parent),),
+        )
+        plan = "\n".join(r[0] for r in await cur.fetchall())
+    assert "Seq Scan on prism_session_entries" not in plan, plan
+    assert "Index Scan using prism_session_entries_pkey" in plan, plan
+    branch = await pg_store.read_branch("session_branch", parent)
+    assert [e.id for e in branch] == [f"b{i}" for i in range(20)]
