@@ -26,6 +26,7 @@ from prism.errors import (
     AbortError,
     AgentRunError,
     AgentRunLimitError,
+    AgentRunSuspended,
     ArtifactFailedError,
     GuardrailError,
     ProviderResolutionError,
@@ -34,7 +35,9 @@ from prism.errors import (
 from prism.events import (
     AgentEvent,
     AgentFinishedEvent,
+    AgentResumedEvent,
     AgentStartedEvent,
+    AgentSuspendedEvent,
     ArtifactFailedEvent,
     ArtifactFinishedEvent,
     CompactionFinishedEvent,
@@ -54,8 +57,10 @@ from prism.middleware import MiddlewareRegistry
 from prism.providers.base import AIProvider
 from prism.redaction import SecretRedactor, error_to_error_info, redact_agent_event, redacted_cause
 from prism.retry import RetryOptions, RetryPayload
+from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._observers import SessionObservers
 from prism.runtime._request_codec import LiveHistory, RequestCodec
+from prism.runtime.durable import ResumePoint, RunStateOptions
 from prism.runtime.provider_turn import (
     PolicyContext,
     ProviderRequestPolicy,
@@ -151,6 +156,7 @@ class RunPlan:
     tool_filters: tuple[ToolFilter, ...]
     tool_validator: ToolValidator | bool | None
     turn_policy: TurnPolicy | None = None
+    durable: RunStateOptions | None = None
 
 
 # --------------------------------------------------------------------------- turn boundary
@@ -296,9 +302,13 @@ class RunContext:
         return await self._leg.dispatch_tool_call(call)
 
     async def charge_tool_round(self, calls: Sequence[ToolCallContent], /) -> None:
-        """Charge one tool round when ``calls`` is non-empty (LIM-4, APR-2)."""
+        """Charge one tool round when ``calls`` is non-empty, then gate it (LIM-4, APR-2)."""
         if calls:
-            self._leg.tracker.charge_tool_round()
+            leg = self._leg
+            leg.tracker.charge_tool_round()
+            durable = leg.durable
+            if durable is not None:
+                durable.gate_round(tuple(calls))
 
     def is_tool_call_exclusive(self, call: ToolCallContent, /) -> bool:
         """True when the registered tool named by ``call`` has ``exclusive=True`` (POOL-2)."""
@@ -372,7 +382,13 @@ class RunLeg:
         run_id: The run id (``run_…``).
     """
 
-    def __init__(self, session: AgentSession, plan: RunPlan, run_id: str) -> None:
+    def __init__(
+        self,
+        session: AgentSession,
+        plan: RunPlan,
+        run_id: str,
+        resume: ResumePoint | None = None,
+    ) -> None:
         config: AgentConfig = session.agent.config
         self.session = session
         self.config = config
@@ -389,7 +405,12 @@ class RunLeg:
         self._unbridge: Callable[[], None] | None = None
         if plan.signal is not None:
             self._unbridge = plan.signal.add_listener(self.controller.abort)
-        self.tracker = RunLimitTracker(plan.limits, on_breach=self._on_breach)
+        self.tracker = RunLimitTracker(
+            plan.limits,
+            on_breach=self._on_breach,
+            counters=None if resume is None else resume.counters,
+        )
+        self.resume = resume
         self.accumulator = UsageAccumulator()
         self.writer = LedgerWriter(
             plan.run_ledger,
@@ -412,8 +433,16 @@ class RunLeg:
         self._worker_threads: list[asyncio.Future[Any]] = []
         self._fork_next = session._fork_next
         self.boundary = TurnBoundary(self.tracker)
+        self.durable: DurableDriver | None = None
+        if plan.durable is not None:
+            durable = DurableDriver(self, plan.durable, resume)
+            self.durable = durable
+            self.boundary.before_charge.append(durable.approval_hook)  # TP-4 step 1
+            if plan.durable.checkpoint_policy == "every-turn":
+                self.boundary.after_charge.append(durable.checkpoint_hook)  # TP-4 step 4
         if plan.turn_policy is not None:
-            self.boundary.before_charge.append(self._turn_policy_hook)
+            self.boundary.before_charge.append(self._turn_policy_hook)  # TP-4 step 2
+        self._failure_cause: BaseException | None = None
         self.ctx: RunContext | None = None
         self.loop: AgentLoopStrategy | None = None
         self.runner: ProviderTurnRunner | None = None
@@ -638,7 +667,12 @@ class RunLeg:
         return request, tuple(secrets)
 
     async def dispatch_tool_call(self, call: ToolCallContent) -> ToolResult:
-        """``ctx.dispatch_tool_call`` (TOOL-9)."""
+        """``ctx.dispatch_tool_call`` (TOOL-9): APR-3 answers first, then the guarded dispatch."""
+        durable = self.durable
+        if durable is not None:
+            answer = durable.before_dispatch(call)
+            if answer is not None:
+                return answer
         self._tool_calls += 1
         redactor = self.redactor
         writer = self.writer
@@ -665,8 +699,17 @@ class RunLeg:
             secrets=redactor.secrets if redactor is not None else (),
             ownership=plan.ownership,
             tool_abort_grace_ms=self.config.tool_abort_grace_ms,
+            before_execute=None if durable is None else durable.before_execute,
             on_worker_thread=self._worker_threads.append,
         )
+
+    def open_call(self, call: ToolCallContent) -> None:
+        """Track a host call stored by an earlier leg until its row is written (RUN-24)."""
+        self._open_calls[call.id] = call.name
+
+    def result_message(self, result: ToolResult) -> Message:
+        """The tool-result message of ``result`` (CON-8)."""
+        return tool_result_message(result)
 
     async def apply_pending_steers(self) -> bool:
         """STEER-4 / STEER-8."""
@@ -738,6 +781,10 @@ class RunLeg:
         try:
             try:
                 return await self._body()
+            except AgentRunSuspended as exc:
+                outcome = exc
+                result: RunResult = await _shielded(self._suspended(exc))
+                return result
             except asyncio.CancelledError as exc:
                 self.controller.abort(AbortError("run task cancelled"))
                 outcome = exc
@@ -746,7 +793,10 @@ class RunLeg:
             except Exception as exc:
                 outcome = exc
                 error = await _shielded(self._failure(exc))
-                raise error from redacted_cause(exc, self.redactor)
+                cause = self._failure_cause
+                raise error from (
+                    cause if cause is not None else redacted_cause(exc, self.redactor)
+                )
         finally:
             await _shielded(self._cleanup(outcome))
 
@@ -760,6 +810,13 @@ class RunLeg:
         self.tracker.start()
         # step 3
         self.emit(AgentStartedEvent(session_id=self.session_id, run_id=self.run_id))
+        resume = self.resume
+        if resume is not None:
+            self.emit(
+                AgentResumedEvent(
+                    session_id=self.session_id, run_id=self.run_id, version=resume.version
+                )
+            )
         # step 4
         session = self.session
         await session._ensure_leaf()
@@ -801,7 +858,7 @@ class RunLeg:
         )
         # step 9
         guardrails = plan.guardrails
-        if guardrails is not None and guardrails.input:
+        if guardrails is not None and guardrails.input and self.input_messages:
             outcome = await run_guardrails(
                 "input",
                 guardrails,
@@ -810,8 +867,14 @@ class RunLeg:
                 redactor=redactor,
                 emit=self.emit,
             )
-            if outcome.terminal is not None:
-                raise GuardrailError(outcome.terminal)
+            record = outcome.terminal
+            if record is not None:
+                durable = self.durable
+                if record.action != "interrupt" or durable is None:
+                    raise GuardrailError(record)
+                if resume is None:  # DUR-9: a fresh durable leg suspends
+                    raise await durable.suspend_for_input(record, self.input_messages)
+                # a resumed leg: the interrupt counts as approved
         # step 10
         for message in self.input_messages:
             branch.append(await self._append_message_entry(message))
@@ -839,6 +902,11 @@ class RunLeg:
             self, tool_concurrency=concurrency, max_tool_rounds=self.tracker.leg_max_tool_rounds
         )
         self.ctx = ctx
+        # step 16 (DUR-13, APR-9)
+        durable = self.durable
+        if durable is not None:
+            durable.restore_loop(ctx)
+            await durable.replay(ctx)
         # step 17
         stop: TurnPolicyStop | None = None
         try:
@@ -852,6 +920,8 @@ class RunLeg:
             raise recorded
         if stop is None:
             self._check_live()
+            if durable is not None:
+                await durable.after_loop()  # APR-5
             # step 18 (RUN-17)
             if loop.name == "generate-validate-revise" and not self._artifact_finished:
                 raise _artifact_failure(self._last_artifact_failed)
@@ -1011,6 +1081,10 @@ class RunLeg:
         artifact = ctx.artifact
         if stop is not None:
             finish_reason, stop_detail, artifact = stop.stop_reason, stop.stop_detail, None
+        run_state = None
+        durable = self.durable
+        if durable is not None:
+            run_state = await durable.write_success(None if stop is None else stop.stop_reason)
         self._emit_terminal(
             AgentFinishedEvent(
                 session_id=self.session_id,
@@ -1032,6 +1106,32 @@ class RunLeg:
             usage=usage,
             messages=tuple(self.messages),
             artifact=artifact,
+            run_state=run_state,
+            leaf_id=self.session._leaf_id,
+        )
+
+    async def _suspended(self, signal: AgentRunSuspended) -> RunResult:
+        """RUN-19: ``agent_suspended`` and a ``suspended`` result; gated calls stay open."""
+        state: Any = signal.state
+        interruption: Any = signal.interruption
+        version = getattr(state, "version", 0)
+        self._emit_terminal(
+            AgentSuspendedEvent(
+                session_id=self.session_id,
+                run_id=self.run_id,
+                interruption=interruption,
+                version=version,
+            )
+        )
+        self._status = "suspended"
+        return RunResult(
+            run_id=self.run_id,
+            session_id=self.session_id,
+            status="suspended",
+            usage=self.accumulator.value(),
+            messages=tuple(self.messages),
+            run_state=state,
+            interruption=interruption,
             leaf_id=self.session._leaf_id,
         )
 
@@ -1067,6 +1167,15 @@ class RunLeg:
             if self.redactor is not None:
                 abort_reason = self.redactor.redact(abort_reason)
         self._abort_reason = abort_reason
+        run_state = None
+        durable = self.durable
+        if durable is not None:
+            try:
+                run_state = await durable.write_failure(status)
+            except Exception as write_error:  # DUR-15: report both failures
+                write_error.__context__ = exc
+                self._failure_cause = write_error
+                run_state = durable.state
         result = RunResult(
             run_id=self.run_id,
             session_id=self.session_id,
@@ -1077,6 +1186,7 @@ class RunLeg:
             leaf_id=self.session._leaf_id,
             limit=breach,
             abort_reason=abort_reason,
+            run_state=run_state,
         )
         if breach is not None:
             return AgentRunLimitError(result=result, breach=breach)
@@ -1112,6 +1222,8 @@ class RunLeg:
         session = self.session
         session._steer_queue.clear()
         session._steer_bytes = 0
+        if self.durable is not None:
+            self.durable.close()
         self.tracker.dispose()
         if self._unbridge is not None:
             self._unbridge()

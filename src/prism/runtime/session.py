@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -24,7 +24,6 @@ from prism.abort import AbortController, AbortSignal
 from prism.assembly import Skill, SystemPromptContribution
 from prism.errors import (
     AbortError,
-    AgentRunStateError,
     AgentSessionBusyError,
     PrismConfigError,
     SteerError,
@@ -43,6 +42,12 @@ from prism.redaction import SecretRedactor, redact_agent_event
 from prism.retry import RetryOptions, resolve_retry_options
 from prism.runtime._observers import EventSubscription, OnEvent, OverflowPolicy, SessionObservers
 from prism.runtime._run import RunLeg, RunPlan
+from prism.runtime.durable import (
+    ResumePoint,
+    RunStateOptions,
+    check_durable_run,
+    coerce_run_state_options,
+)
 from prism.runtime.provider_turn import ProviderRequestPolicy
 from prism.runtime.turn_policy import TurnPolicy, resolve_turn_policy
 from prism.store import (
@@ -429,8 +434,13 @@ class AgentSession:
         input: AgentInput,
         options: RunOptions | Mapping[str, Any] | None,
         overrides: Mapping[str, Any],
+        *,
+        durable: RunStateOptions | None = None,
     ) -> RunPlan:
-        """Preflight (RUN-7 steps 1–4) and option resolution (RUN-6). No side effects."""
+        """Preflight (RUN-7 steps 1–4) and option resolution (RUN-6). No side effects.
+
+        ``durable`` forces the durable options of a resumed leg (DUR-17 step 6).
+        """
         config = self.agent.config
         opts = RunOptions.coerce(options)
         changes = {k: v for k, v in overrides.items() if v is not None}
@@ -442,6 +452,7 @@ class AgentSession:
             raise PrismConfigError(
                 f"turn_policy must be a TurnPolicy or a mapping, got {type(opts.turn_policy).__name__}"
             )
+        run_state = coerce_run_state_options(opts.run_state)
         retry = resolve_retry_options(config.retry, opts.retry)
         compaction = resolve_compaction_options(config.compaction, opts.compaction)
         # step 2: limits (LIM-2, LIM-3)
@@ -450,9 +461,16 @@ class AgentSession:
         turn_policy = resolve_turn_policy(
             opts.turn_policy, max_turns_limit=resolved_limits.max_turns
         )
-        # step 4: durable options (05-durable-runs)
-        if opts.run_state is not None or config.run_state is not None:
-            raise AgentRunStateError("durable runs (run_state) are not supported by this version")
+        # step 4: durable options (DUR-2)
+        if durable is None:
+            durable = check_durable_run(
+                config,
+                run_state,
+                run_loop=opts.loop,
+                run_model=opts.model,
+                run_guardrails=opts.guardrails,
+                run_tool_filter=opts.tool_filter,
+            )
         model = config.model if opts.model is None else ModelConfig.coerce(opts.model)
         metadata = MappingProxyType({**config.metadata, **self.metadata, **(opts.metadata or {})})
         system_prompt = opts.system_prompt
@@ -510,7 +528,63 @@ class AgentSession:
             tool_filters=config.tool_filter + normalize_tool_filters(opts.tool_filter),
             tool_validator=validator,
             turn_policy=turn_policy,
+            durable=durable,
         )
+
+    async def _run_resumed(
+        self,
+        claim: Callable[[], Awaitable[ResumePoint]],
+        *,
+        options: RunStateOptions,
+        signal: AbortSignal | None = None,
+        ownership: OwnershipScope | None = None,
+    ) -> RunResult:
+        """Run a resumed leg of a durable run (DUR-17 step 6); called by ``resume_agent_run``.
+
+        The leg has the stored ``run_id``, input = the stored input or ``[]``, the given durable
+        options, no turn policy (TP-10), restored limit counters, and starts from the stored
+        leaf. ``claim()`` (the compare-and-set claim, DUR-19) is awaited after the busy check and
+        before any event; its failure is raised as is.
+
+        Raises:
+            AgentSessionBusyError: ``ERR_PRISM_SESSION_BUSY`` — a run is active.
+            CheckpointConflictError: another resumer claimed the run first.
+            AgentRunError: the resumed leg failed.
+        """
+        if self._busy:
+            raise AgentSessionBusyError()
+        overrides: dict[str, Any] = {"signal": signal, "ownership": ownership}
+        plan = self._plan([], None, overrides, durable=options)
+        self._busy = True
+        try:
+            resume = await claim()
+        except BaseException:
+            self._busy = False
+            raise
+        plan.input = list(resume.input) if resume.input is not None else []
+        self._leaf_id = resume.leaf_id
+        self._leaf_resolved = True
+        self._fork_next = resume.fork
+        run_id = str(resume.envelope["run_id"])
+        leg = RunLeg(self, plan, run_id, resume)
+        self._active = leg
+        self._steer_queue.clear()
+        self._steer_bytes = 0
+        self._soft_pending = False
+        return await leg.execute()
+
+    async def _emit_outside_run(self, event: AgentEvent, *, run_id: str | None = None) -> None:
+        """Deliver a terminal event of a run that has no active leg (DUR-21, APR-8).
+
+        The event is redacted with the agent's redactor and given to every subscription and
+        ``on_event`` (no ledger record); then the subscriptions are closed (EVT-20).
+        """
+        del run_id  # the event carries it
+        redactor = self.agent.config.redactor
+        self._observers.set_redactor(redactor)
+        self._observers.deliver(redact_agent_event(event, redactor))
+        await self._observers.drain()
+        self._observers.close_all()
 
     def _finish_leg(self, leg: RunLeg) -> None:
         """Called by the leg at the end of its cleanup (RUN-22)."""

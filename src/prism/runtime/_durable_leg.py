@@ -1,0 +1,278 @@
+"""How a run leg drives its durable state (05-durable-runs: DUR-7..DUR-17, APR-2..APR-9).
+
+:class:`DurableDriver` connects one :class:`~prism.runtime._run.RunLeg` to the
+:class:`~prism.runtime.durable.DurableRun` that owns the envelope. It plugs into the leg's seams:
+
+* the turn boundary (TP-4): suspend on an open approval round (step 1), write the ``every-turn``
+  checkpoint (step 4);
+* ``ctx.charge_tool_round`` (APR-2 gating) and ``ctx.dispatch_tool_call`` (APR-3 answers, the
+  APR-4 backstop and the APR-9 dispatch marking, via ``before_execute``);
+* setup: the input-guardrail suspension (DUR-9), loop-state restore (DUR-13) and the replay of
+  decided calls (APR-9);
+* the outcomes: suspension (RUN-19) and terminal writes (DUR-7, DUR-15).
+
+Every write costs O(envelope), never O(history).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from prism.errors import AgentLoopStateError, AgentRunSuspended
+from prism.loops.contracts import effective_loop_revision
+from prism.runtime.durable import (
+    AgentRunInterruption,
+    AgentRunState,
+    DurableRun,
+    ResumePoint,
+    RunStateOptions,
+    loop_state_of,
+    rejection_result,
+)
+from prism.types import (
+    GuardrailRecord,
+    Message,
+    RunStopReason,
+    ToolCallContent,
+    ToolDefinition,
+    ToolExecutionContext,
+    ToolResult,
+)
+
+if TYPE_CHECKING:
+    from prism.runtime._run import RunContext, RunLeg
+
+__all__ = ["DurableDriver"]
+
+INPUT_GUARDRAIL_REASON = "Input requires approval"
+"""Interruption reason of an input-guardrail suspension without a guard reason (DUR-9)."""
+
+
+class DurableDriver:
+    """The durable side of one run leg.
+
+    Args:
+        leg: The run leg.
+        options: The effective durable options.
+        resume: The resume point of a resumed leg, else ``None``.
+    """
+
+    __slots__ = ("leg", "options", "resume", "run", "terminal_write_failed")
+
+    def __init__(self, leg: RunLeg, options: RunStateOptions, resume: ResumePoint | None) -> None:
+        self.leg = leg
+        self.options = options
+        self.resume = resume
+        self.run = DurableRun(
+            options,
+            config=leg.config,
+            run_id=leg.run_id,
+            session_id=leg.session_id,
+            redactor=leg.redactor,
+            ownership=leg.plan.ownership,
+            resume=resume,
+        )
+        self.terminal_write_failed = False
+
+    # ----------------------------------------------------------------- helpers
+
+    @property
+    def state(self) -> AgentRunState | None:
+        """The view of the last envelope written or claimed."""
+        return self.run.state
+
+    def _frame(self) -> dict[str, Any]:
+        tracker = self.leg.tracker
+        return {
+            "leaf_id": self.leg.session._leaf_id,
+            "counters": tracker.export_counters(),
+            "deadline_at": tracker.deadline_at,
+        }
+
+    def _snapshot(self) -> dict[str, Any] | None:
+        loop = self.leg.loop
+        return None if loop is None else loop_state_of(loop)
+
+    async def _suspend(
+        self,
+        interruption: AgentRunInterruption,
+        *,
+        pending_calls: list[dict[str, Any]],
+        loop_state: dict[str, Any] | None,
+        input: tuple[Message, ...] | None = None,
+    ) -> AgentRunSuspended:
+        state = await self.run.write(
+            "suspended",
+            **self._frame(),
+            loop_state=loop_state,
+            interruption=interruption,
+            input=input,
+            pending_calls=pending_calls,
+        )
+        return AgentRunSuspended(state, interruption)
+
+    async def suspend_round(self) -> AgentRunSuspended:
+        """APR-5: write the ``suspended`` envelope of the open gated round; return the signal."""
+        run = self.run
+        return await self._suspend(
+            run.round_interruption(),
+            pending_calls=run.open_pending_calls(),
+            loop_state=self._snapshot(),
+        )
+
+    # ----------------------------------------------------------------- boundary (TP-4)
+
+    async def approval_hook(self, turn: int) -> None:
+        """TP-4 step 1: an open approval round suspends the run before the next request."""
+        if self.run.has_open_round:
+            raise await self.suspend_round()
+
+    async def checkpoint_hook(self, turn: int) -> None:
+        """TP-4 step 4 / DUR-7: the ``every-turn`` ``running`` checkpoint."""
+        await self.run.write("running", **self._frame(), loop_state=self._snapshot())
+
+    # ----------------------------------------------------------------- tools (APR-2..APR-4, APR-9)
+
+    def gate_round(self, calls: list[ToolCallContent] | tuple[ToolCallContent, ...]) -> None:
+        """APR-2: record the round's calls in the open gated round (when gating is active)."""
+        self.run.gate_round(calls)
+
+    def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
+        """APR-3: the answer of a gated or sticky-rejected call, without dispatching."""
+        return self.run.before_dispatch(call)
+
+    async def before_execute(
+        self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
+    ) -> None:
+        """TOOL-3 step 9: mark a replayed call ``dispatched`` (APR-9) or apply the APR-4
+        backstop to a call that reached execution without being gated."""
+        run = self.run
+        entry = run.replaying(call)
+        if entry is not None:
+            entry.status = "dispatched"
+            await run.write(
+                "running",
+                **self._frame(),
+                loop_state=run.loop_state,
+                pending_calls=run.replay_pending_calls(),
+            )
+            return
+        if run.needs_backstop(call):
+            run.open_backstop(call)
+            raise await self.suspend_round()
+
+    # ----------------------------------------------------------------- setup
+
+    async def suspend_for_input(
+        self, record: GuardrailRecord, input_messages: tuple[Message, ...]
+    ) -> AgentRunSuspended:
+        """DUR-9: an ``interrupt`` from the input guardrails of a fresh leg suspends the run; the
+        input is kept in the envelope instead of the store."""
+        interruption = AgentRunInterruption(
+            kind="input_guardrail", reason=record.reason or INPUT_GUARDRAIL_REASON
+        )
+        return await self._suspend(
+            interruption, pending_calls=[], loop_state=None, input=input_messages
+        )
+
+    def restore_loop(self, ctx: RunContext) -> None:
+        """DUR-13: check the stored loop identity, then ``restore`` the loop once."""
+        resume = self.resume
+        loop = self.leg.loop
+        if resume is None or loop is None:
+            return
+        stored = resume.loop_state
+        if stored is None:
+            return
+        if stored.get("name") != loop.name or stored.get("revision") != effective_loop_revision(
+            loop
+        ):
+            raise AgentLoopStateError("ERR_PRISM_LOOP_REVISION")
+        snapshot = stored.get("snapshot")
+        restore = getattr(loop, "restore", None)
+        if callable(restore):
+            restore(snapshot)
+        ctx.restored_loop_state = snapshot
+
+    async def replay(self, ctx: RunContext) -> None:
+        """APR-9: answer or dispatch every decided ``ready`` call, in stored order."""
+        run = self.run
+        leg = self.leg
+        for entry in run.replay_entries():
+            decision = entry.decision
+            call = entry.call
+            if decision is None:
+                continue
+            if decision.outcome in ("reject_once", "reject_for_run"):
+                result = rejection_result(call, decision.reason, "Approval rejected")
+            else:
+                if decision.modified_arguments is not None:
+                    call = ToolCallContent(
+                        id=call.id,
+                        name=call.name,
+                        arguments=dict(decision.modified_arguments),
+                        authority=call.authority,
+                    )
+                leg.open_call(call)
+                run.start_replay(entry, call)
+                result = await ctx.dispatch_tool_call(call)
+            message = leg.result_message(result)
+            ctx.history.append(message)
+            await ctx.append_message(message)
+            run.finish_replay(entry, call)
+
+    async def after_loop(self) -> None:
+        """APR-5: a gated round still open when ``loop.run`` returns suspends the run."""
+        if self.run.has_open_round:
+            raise await self.suspend_round()
+
+    # ----------------------------------------------------------------- outcomes (DUR-7, DUR-15)
+
+    async def write_success(self, stop_reason: RunStopReason | None) -> AgentRunState | None:
+        """The terminal write of a succeeded leg (DUR-7).
+
+        A ``host_policy`` stop writes the continuable ``succeeded`` envelope with the frontier
+        (even when nothing was written before, TP-8); any other success finalises an existing
+        envelope only.
+        """
+        run = self.run
+        try:
+            if stop_reason == "host_policy":
+                return await run.write(
+                    "succeeded",
+                    **self._frame(),
+                    loop_state=self._snapshot(),
+                    stop_reason="host_policy",
+                )
+            if run.version == 0:
+                return None
+            return await run.write(
+                "succeeded",
+                **self._frame(),
+                loop_state=None,
+                stop_reason="turn_limit" if stop_reason == "turn_limit" else None,
+                keep_sticky=False,
+            )
+        except BaseException:
+            self.terminal_write_failed = True
+            raise
+
+    async def write_failure(self, status: str) -> AgentRunState | None:
+        """Finalise an existing envelope as ``failed``/``aborted`` (DUR-7, TP-11).
+
+        Skipped when no envelope exists, or when the success path's own terminal write is what
+        failed (the stored envelope then keeps its previous, resumable content, DUR-15).
+        """
+        run = self.run
+        if run.version == 0 or self.terminal_write_failed:
+            return run.state
+        return await run.write(
+            "failed" if status == "failed" else "aborted",
+            **self._frame(),
+            loop_state=None,
+            keep_sticky=False,
+        )
+
+    def close(self) -> None:
+        """RUN-22: forget the gated round."""
+        self.run.close_round()
