@@ -40,7 +40,8 @@ from prism.types import (
 )
 
 if TYPE_CHECKING:
-    from prism.runtime._run import RunContext, RunLeg
+    from prism.runtime._context import RunContext
+    from prism.runtime._run import RunLeg
 
 __all__ = ["DurableDriver"]
 

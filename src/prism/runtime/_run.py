@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from prism._util import maybe_await
 from prism.abort import AbortController, AbortSignal
-from prism.assembly import RequestAssembler, Skill, SystemPromptContribution, select_skills
+from prism.assembly import RequestAssembler, select_skills
 from prism.errors import (
     AbortError,
     AgentRunError,
@@ -29,7 +29,6 @@ from prism.errors import (
     AgentRunSuspended,
     ArtifactFailedError,
     GuardrailError,
-    ProviderResolutionError,
     ProviderTurnError,
 )
 from prism.events import (
@@ -40,27 +39,25 @@ from prism.events import (
     AgentSuspendedEvent,
     ArtifactFailedEvent,
     ArtifactFinishedEvent,
-    CompactionFinishedEvent,
-    CompactionStartedEvent,
     ErrorEvent,
     QueueUpdatedEvent,
     RunLimitExceededEvent,
     SteerRejectedEvent,
     TurnStartedEvent,
 )
-from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
+from prism.guardrails import GuardrailContext, run_guardrails
 from prism.ledger import LedgerWriter, finish_run_record, start_run_record
-from prism.limits import RunLimits, RunLimitTracker, sets_finite_output_budget
+from prism.limits import RunLimitTracker
 from prism.loops.contracts import AgentLoopStrategy
 from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
 from prism.middleware import MiddlewareRegistry
-from prism.providers.base import AIProvider
 from prism.redaction import SecretRedactor, error_to_error_info, redact_agent_event, redacted_cause
-from prism.retry import RetryOptions, RetryPayload
+from prism.runtime._context import RunContext, RunPlan, TurnBoundary
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._observers import SessionObservers
 from prism.runtime._request_codec import LiveHistory, RequestCodec
-from prism.runtime.durable import ResumePoint, RunStateOptions
+from prism.runtime._setup import auto_compact, resolve_provider, setup_assembly, setup_runner
+from prism.runtime.durable import ResumePoint
 from prism.runtime.provider_turn import (
     PolicyContext,
     ProviderRequestPolicy,
@@ -69,37 +66,29 @@ from prism.runtime.provider_turn import (
 )
 from prism.runtime.turn_policy import (
     TurnBoundaryContext,
-    TurnPolicy,
     TurnPolicyStop,
     evaluate_turn_policy,
 )
 from prism.store import (
-    CompactionOptions,
     SessionEntry,
     SessionStore,
-    compaction_entry,
-    compute_compaction,
     current_model,
-    drop_trailing_input,
     history_from_branch,
     new_session_entry,
     read_branch,
     should_auto_compact,
 )
 from prism.structured_output import resolve_structured_output
-from prism.tools import ToolFilter, ToolValidator, dispatch_tool_call, filter_tools
+from prism.tools import dispatch_tool_call
 from prism.types import (
     AgentInput,
     ErrorInfo,
     Message,
-    ModelConfig,
-    OwnershipScope,
     ProviderRequest,
     ProviderRequestOptions,
     ProviderTurnResult,
     RunResult,
     RunStatus,
-    StructuredOutputOptions,
     ToolCallContent,
     ToolExecutionContext,
     ToolResult,
@@ -112,224 +101,15 @@ from prism.types import (
 from prism.usage import UsageAccumulator
 
 if TYPE_CHECKING:
-    from prism.runtime.agent import AgentConfig, ProviderSource
+    from prism.runtime.agent import AgentConfig
     from prism.runtime.session import AgentSession
 
-__all__ = ["RunContext", "RunLeg", "RunPlan", "TurnBoundary"]
+__all__ = ["RunLeg"]
 
 _log = logging.getLogger("prism")
 
 INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its result was recorded"
 """Message of the rows that answer calls left open by a failed run (RUN-24)."""
-
-
-# --------------------------------------------------------------------------- the run plan
-
-
-@dataclasses.dataclass(slots=True, kw_only=True)
-class RunPlan:
-    """The run options after preflight (RUN-5..RUN-7), resolved against the agent config."""
-
-    input: AgentInput
-    limits: RunLimits
-    agent_limits: RunLimits | None
-    run_limits: RunLimits | None
-    retry: RetryOptions | None
-    compaction: CompactionOptions | None
-    loop: Any
-    signal: AbortSignal | None
-    metadata: Mapping[str, Any]
-    structured_output: StructuredOutputOptions | Mapping[str, Any] | None
-    redactor: SecretRedactor | None
-    active_skills: Sequence[str] | None
-    model: ModelConfig
-    provider_source: ProviderSource | None
-    provider_options: ProviderRequestOptions | Mapping[str, Any] | None
-    provider_request_policies: tuple[ProviderRequestPolicy, ...]
-    system_prompt: tuple[SystemPromptContribution, ...]
-    drop_agent_system_prompt: bool
-    run_ledger: Any
-    ownership: OwnershipScope | None
-    idempotency_key: str | None
-    guardrails: Guardrails | None
-    skills: tuple[Skill, ...]
-    tool_filters: tuple[ToolFilter, ...]
-    tool_validator: ToolValidator | bool | None
-    turn_policy: TurnPolicy | None = None
-    durable: RunStateOptions | None = None
-
-
-# --------------------------------------------------------------------------- turn boundary
-
-
-BoundaryHook = Callable[[int], Coroutine[Any, Any, None]]
-"""``await hook(turn)`` at a turn boundary; may raise to stop or suspend the run."""
-
-
-class TurnBoundary:
-    """The once-per-provider-turn boundary (TP-4, LIM-4).
-
-    It runs on the first ``ctx.assemble`` or ``ctx.generate`` of a turn; the turn index is
-    "completed provider turns + 1" (a completed turn is a ``generate`` call that returned, TP-5).
-    Steps, in order: the ``before_charge`` hooks (approval suspension APR-5 and the turn policy
-    TP-6 plug in here), charging ``max_turns`` (LIM-4), then the ``after_charge`` hooks (the
-    ``every-turn`` checkpoint DUR-7 plugs in here).
-
-    Args:
-        tracker: The run's limit tracker.
-        before_charge: Hooks evaluated before ``max_turns`` is charged.
-        after_charge: Hooks run after the charge.
-    """
-
-    __slots__ = ("_entered", "_tracker", "after_charge", "before_charge", "completed", "failure")
-
-    def __init__(
-        self,
-        tracker: RunLimitTracker,
-        *,
-        before_charge: Sequence[BoundaryHook] = (),
-        after_charge: Sequence[BoundaryHook] = (),
-    ) -> None:
-        self._tracker = tracker
-        self.before_charge: list[BoundaryHook] = list(before_charge)
-        """Hooks evaluated before ``max_turns`` is charged (approvals, turn policy)."""
-        self.after_charge: list[BoundaryHook] = list(after_charge)
-        """Hooks run after the charge (``every-turn`` checkpoint)."""
-        self._entered = 0
-        self.completed = 0
-        """Provider turns completed in this leg (returned ``generate`` calls)."""
-        self.failure: BaseException | None = None
-        """What a boundary raised (a stop, a suspension, a breach, a policy error): sticky for
-        the rest of the leg (LOOP-8)."""
-
-    @property
-    def turn(self) -> int:
-        """Index of the provider turn the next boundary precedes (``completed + 1``)."""
-        return self.completed + 1
-
-    async def enter(self) -> int:
-        """Run the boundary for the current turn unless it already ran; return the turn index.
-
-        Raises:
-            RunLimitExceeded: ``max_turns`` breached (LIM-7).
-            Exception: whatever a hook raises (turn-policy stop, suspension).
-        """
-        failure = self.failure
-        if failure is not None:
-            raise failure
-        turn = self.completed + 1
-        if self._entered == turn:
-            return turn
-        self._entered = turn
-        try:
-            for hook in self.before_charge:
-                await hook(turn)
-            self._tracker.charge_turn()
-            for hook in self.after_charge:
-                await hook(turn)
-        except Exception as exc:
-            self.failure = exc
-            raise
-        return turn
-
-
-# --------------------------------------------------------------------------- the loop context
-
-
-class RunContext:
-    """The ``LoopContext`` of one run leg (CON-28). Built once per leg by :class:`RunLeg`.
-
-    Data members are plain attributes; ``finish_reason`` and ``artifact`` are writable. Methods
-    delegate to the leg; none of them exposes the provider, the store, the ledger or credentials.
-    """
-
-    __slots__ = (
-        "_leg",
-        "artifact",
-        "finish_reason",
-        "history",
-        "input",
-        "input_messages",
-        "max_tool_rounds",
-        "metadata",
-        "restored_loop_state",
-        "run_id",
-        "session_id",
-        "signal",
-        "tool_concurrency",
-    )
-
-    def __init__(
-        self,
-        leg: RunLeg,
-        *,
-        tool_concurrency: int,
-        max_tool_rounds: float,
-    ) -> None:
-        self._leg = leg
-        self.session_id: str = leg.session_id
-        self.run_id: str = leg.run_id
-        self.metadata: Mapping[str, Any] = leg.metadata
-        self.signal: AbortSignal = leg.signal
-        self.history: list[Message] = leg.history
-        self.input: AgentInput = leg.plan.input
-        self.input_messages: tuple[Message, ...] = leg.input_messages
-        self.max_tool_rounds: float = max_tool_rounds
-        self.tool_concurrency: int = tool_concurrency
-        self.restored_loop_state: Any = None
-        self.finish_reason: str | None = None
-        self.artifact: Any = None
-
-    def __repr__(self) -> str:
-        return f"<LoopContext session_id={self.session_id!r} run_id={self.run_id!r}>"
-
-    async def assemble(
-        self,
-        next_input: AgentInput,
-        tool_results: Sequence[ToolResult] | None = None,
-        turn: int | None = None,
-        /,
-    ) -> ProviderRequest:
-        """Run the turn boundary, then build the next request (RUN-13). See CON-28."""
-        return await self._leg.assemble(next_input, tool_results, turn)
-
-    async def generate(self, request: ProviderRequest, /) -> ProviderTurnResult:
-        """Policies, middleware, redaction, retry, provider stream, guardrails (RUN-14)."""
-        return await self._leg.generate(request)
-
-    async def dispatch_tool_call(self, call: ToolCallContent, /) -> ToolResult:
-        """Fully guarded dispatch of one host call (TOOL-9)."""
-        return await self._leg.dispatch_tool_call(call)
-
-    async def charge_tool_round(self, calls: Sequence[ToolCallContent], /) -> None:
-        """Charge one tool round when ``calls`` is non-empty, then gate it (LIM-4, APR-2)."""
-        if calls:
-            leg = self._leg
-            leg.tracker.charge_tool_round()
-            durable = leg.durable
-            if durable is not None:
-                durable.gate_round(tuple(calls))
-
-    def is_tool_call_exclusive(self, call: ToolCallContent, /) -> bool:
-        """True when the registered tool named by ``call`` has ``exclusive=True`` (POOL-2)."""
-        tool = self._leg.registry.get(call.name)
-        return tool is not None and tool.exclusive
-
-    async def append_message(self, message: Message, /) -> None:
-        """Append ``message`` to the store under this run, redacted (STORE-4)."""
-        await self._leg.append_message(message)
-
-    def emit(self, event: AgentEvent, /) -> None:
-        """Emit a redacted event, stamping empty ids (EVT-1, EVT-21)."""
-        self._leg.emit(event)
-
-    def has_pending_steers(self) -> bool:
-        """True when steered messages are queued (STEER-3)."""
-        return bool(self._leg.session._steer_queue)
-
-    async def apply_pending_steers(self) -> bool:
-        """Drain the steer queue into history and store (STEER-4, STEER-8)."""
-        return await self._leg.apply_pending_steers()
 
 
 # --------------------------------------------------------------------------- the leg
@@ -450,8 +230,8 @@ class RunLeg:
         self.codec = RequestCodec(self.redactor, self.history)
         self._layout: Any = None
         self._layout_version = 0
-        self._policies: tuple[ProviderRequestPolicy, ...] = ()
-        self._tool_validator: Any = None
+        self.policies: tuple[ProviderRequestPolicy, ...] = ()
+        self.tool_validator: Any = None
         self._tool_calls = 0
         self._status: RunStatus | None = None
         self._stop_reason: Any = None
@@ -522,7 +302,7 @@ class RunLeg:
 
     # ----------------------------------------------------------------- store (STORE-4)
 
-    async def _append_entry(self, entry: SessionEntry) -> SessionEntry:
+    async def append_entry(self, entry: SessionEntry) -> SessionEntry:
         redactor = self.redactor
         stored = redactor.redact(entry) if redactor is not None else entry
         session = self.session
@@ -551,7 +331,7 @@ class RunLeg:
             run_id=self.run_id,
             message=message,
         )
-        stored = await self._append_entry(entry)
+        stored = await self.append_entry(entry)
         stored_message = stored.message if stored.message is not None else message
         self.messages.append(stored_message)
         self._track_calls(stored_message)
@@ -609,7 +389,7 @@ class RunLeg:
         boundary = self.boundary
         await boundary.enter()
         secrets: tuple[str, ...] = ()
-        if self._policies:
+        if self.policies:
             request, secrets = await self._apply_policies(request)
         middleware = self.middleware
         if middleware is not None and middleware.has("provider_request"):
@@ -636,7 +416,7 @@ class RunLeg:
         self, request: ProviderRequest
     ) -> tuple[ProviderRequest, tuple[str, ...]]:
         secrets: list[str] = []
-        for policy in self._policies:
+        for policy in self.policies:
             context = PolicyContext(
                 request=request,
                 session_id=self.session_id,
@@ -689,7 +469,7 @@ class RunLeg:
             ),
             filter=plan.tool_filters or None,
             middleware=self.middleware,
-            tool_validator=self._tool_validator,
+            tool_validator=self.tool_validator,
             permission=self.config.permission,
             guardrails=plan.guardrails,
             redactor=redactor,
@@ -804,7 +584,7 @@ class RunLeg:
         config = self.config
         plan = self.plan
         # RUN-11 step 1: provider
-        provider = await self._resolve_provider()
+        provider = await resolve_provider(self)
         # step 2
         self.signal.throw_if_aborted()
         self.tracker.start()
@@ -839,7 +619,7 @@ class RunLeg:
         # step 7
         current = current_model(branch) or config.model
         if plan.model.to_dict() != current.to_dict():
-            entry = await self._append_entry(
+            entry = await self.append_entry(
                 new_session_entry(
                     "model_change",
                     session_id=self.session_id,
@@ -881,7 +661,7 @@ class RunLeg:
         # step 11
         compaction = plan.compaction
         if compaction is not None and should_auto_compact(compaction, branch):
-            summaries = await self._auto_compact(compaction)
+            summaries = await auto_compact(self, compaction)
         # step 12
         loop = resolve_loop(plan.loop, config.loop)
         self.loop = loop
@@ -895,8 +675,8 @@ class RunLeg:
             model=plan.model,
         )
         # step 14
-        self._setup_assembly(options, active_skills, summaries)
-        self._setup_runner(provider)
+        setup_assembly(self, options, active_skills, summaries)
+        setup_runner(self, provider)
         # step 15
         ctx = RunContext(
             self, tool_concurrency=concurrency, max_tool_rounds=self.tracker.leg_max_tool_rounds
@@ -926,139 +706,6 @@ class RunLeg:
             if loop.name == "generate-validate-revise" and not self._artifact_finished:
                 raise _artifact_failure(self._last_artifact_failed)
         return await self._success(ctx, fallback, stop)
-
-    async def _resolve_provider(self) -> AIProvider:
-        config = self.config
-        if config.provider is not None:
-            return config.provider
-        model = self.plan.model
-        for source in (self.plan.provider_source, config.provider_source):
-            if source is None:
-                continue
-            provider: Any = await maybe_await(source(model))
-            if provider is not None:
-                result: AIProvider = provider
-                return result
-        raise ProviderResolutionError(f"Unknown provider: {model.provider}")
-
-    def _setup_assembly(
-        self,
-        options: ProviderRequestOptions | None,
-        skills: tuple[Skill, ...],
-        summaries: Sequence[str],
-    ) -> None:
-        config = self.config
-        plan = self.plan
-        contributions = plan.system_prompt
-        if not plan.drop_agent_system_prompt:
-            contributions = config.system_prompt + contributions
-        providers = list(config.context)
-        for skill in skills:
-            providers.extend(skill.context)
-        tools = filter_tools(self.registry, plan.tool_filters) if len(self.registry) else ()
-        middleware = self.middleware
-        hook = None
-        if middleware is not None and middleware.has("input_assembly"):
-            registry = middleware
-
-            async def hook(messages: tuple[Message, ...]) -> tuple[Message, ...]:
-                result: tuple[Message, ...] = await registry.run("input_assembly", messages)
-                return result
-
-        assembler = RequestAssembler(
-            model=plan.model,
-            instructions=config.instructions,
-            system_prompt=contributions,
-            context=providers,
-            skills=skills,
-            tools=tools or None,
-            options=options,
-            metadata=self.metadata,
-            signal=self.signal,
-            session_id=self.session_id,
-            run_id=self.run_id,
-            input_assembly=hook,
-        )
-        if summaries:
-            assembler.set_summaries(summaries)
-        self.assembler = assembler
-        self._policies = config.provider_request_policies + plan.provider_request_policies
-        validator = plan.tool_validator
-        self._tool_validator = validator if validator is not None else config.tool_validator
-
-    def _setup_runner(self, provider: AIProvider) -> None:
-        plan = self.plan
-        middleware = self.middleware
-        retry_hook = None
-        if middleware is not None and middleware.has("retry"):
-            registry = middleware
-
-            async def retry_hook(payload: RetryPayload) -> RetryPayload:
-                result: RetryPayload = await registry.run("retry", payload)
-                return result
-
-        writer = self.writer
-        on_usage = None
-        if writer.enabled:
-
-            def on_usage(turn: int, attempt: int, usage: Usage) -> None:
-                writer.record_usage("provider_turn", usage, turn=turn, attempt=attempt)
-
-        guardrails = plan.guardrails
-        self.runner = ProviderTurnRunner(
-            provider=provider,
-            model=plan.model,
-            session_id=self.session_id,
-            run_id=self.run_id,
-            metadata=self.metadata,
-            signal=self.signal,
-            emit=self.emit,
-            observed=self.observed,
-            tracker=self.tracker,
-            accumulator=self.accumulator,
-            on_usage=on_usage,
-            retry=plan.retry,
-            retry_hook=retry_hook,
-            guardrails=guardrails,
-            redactor=self.redactor,
-            buffer_output=sets_finite_output_budget(plan.agent_limits, plan.run_limits),
-        )
-        session = self.session
-        if session._soft_pending:
-            session._soft_pending = False
-            self.runner.soft_interrupt()
-
-    async def _auto_compact(self, options: CompactionOptions) -> list[str]:
-        """STORE-8: compact, append the entry, rebuild the history without the input."""
-        self.emit(CompactionStartedEvent(session_id=self.session_id, run_id=self.run_id))
-        branch = await read_branch(self.store, self.session_id, self.session._leaf_id)
-        result = await compute_compaction(
-            session_id=self.session_id,
-            entries=branch,
-            options=options,
-            signal=self.signal,
-            middleware=self.middleware,
-        )
-        entry = await self._append_entry(
-            compaction_entry(
-                result,
-                session_id=self.session_id,
-                options=options,
-                trigger="auto",
-                parent_id=self.session._leaf_id,
-                run_id=self.run_id,
-            )
-        )
-        self.emit(
-            CompactionFinishedEvent(
-                session_id=self.session_id, run_id=self.run_id, summary=entry.summary or ""
-            )
-        )
-        messages, summaries = history_from_branch([*branch, entry])
-        drop_trailing_input(messages, self.input_messages)
-        self.history.clear()
-        self.history.extend(messages)
-        return summaries
 
     # ----------------------------------------------------------------- outcomes
 

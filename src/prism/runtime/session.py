@@ -40,8 +40,9 @@ from prism.guardrails import Guardrails, merge_guardrails
 from prism.limits import RunLimits, coerce_run_limits, resolve_run_limits
 from prism.redaction import SecretRedactor, redact_agent_event
 from prism.retry import RetryOptions, resolve_retry_options
+from prism.runtime._context import RunPlan
 from prism.runtime._observers import EventSubscription, OnEvent, OverflowPolicy, SessionObservers
-from prism.runtime._run import RunLeg, RunPlan
+from prism.runtime._run import RunLeg
 from prism.runtime.durable import (
     ResumePoint,
     RunStateOptions,
