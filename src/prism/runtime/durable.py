@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
@@ -549,31 +550,52 @@ def arguments_hash(arguments: Any) -> str:
 # --------------------------------------------------------------------------- envelope checks (DUR-6)
 
 
+_LEAVES: Final = frozenset((str, int, bool, type(None)))
+
+
 def _check_shape(value: Any, depth: int) -> None:
-    """Every value JSON-compatible, depth ≤ 32, ≤ 256 keys per object. Raises ``ValueError``."""
-    if value is None or isinstance(value, (str, bool, int)):
+    """Every value JSON-compatible, depth ≤ 32, ≤ 256 keys per object. Raises ``ValueError``.
+
+    ``depth`` is the number of containers above ``value`` (0 for the envelope itself). O(size).
+    """
+    t = type(value)
+    if t in _LEAVES:
         return
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ValueError("non-finite number")
-        return
-    if isinstance(value, (list, tuple)):
-        if depth >= _MAX_DEPTH:
-            raise ValueError(f"nested deeper than {_MAX_DEPTH}")
-        for item in value:
-            _check_shape(item, depth + 1)
-        return
-    if isinstance(value, dict):
+    if t is dict:
         if depth >= _MAX_DEPTH:
             raise ValueError(f"nested deeper than {_MAX_DEPTH}")
         if len(value) > _MAX_KEYS:
             raise ValueError(f"an object has more than {_MAX_KEYS} keys")
         for key, item in value.items():
-            if not isinstance(key, str):
+            if type(key) is not str:
                 raise ValueError("non-string object key")
-            _check_shape(item, depth + 1)
+            if type(item) not in _LEAVES:
+                _check_shape(item, depth + 1)
         return
-    raise ValueError(f"non-JSON value of type {type(value).__name__}")
+    if t is list or t is tuple:
+        if depth >= _MAX_DEPTH:
+            raise ValueError(f"nested deeper than {_MAX_DEPTH}")
+        for item in value:
+            if type(item) not in _LEAVES:
+                _check_shape(item, depth + 1)
+        return
+    if t is float:
+        if value != value or value in (math.inf, -math.inf):
+            raise ValueError("non-finite number")
+        return
+    # subclasses of the JSON types (e.g. an IntEnum) take the slow path
+    if isinstance(value, (str, int)):
+        return
+    if isinstance(value, float):
+        _check_shape(float(value), depth)
+        return
+    if isinstance(value, dict):
+        _check_shape(dict(value), depth)
+        return
+    if isinstance(value, (list, tuple)):
+        _check_shape(list(value), depth)
+        return
+    raise ValueError(f"non-JSON value of type {t.__name__}")
 
 
 def _encode(state: Any, limit: int) -> int:
@@ -586,6 +608,20 @@ def _encode(state: Any, limit: int) -> int:
     if size > limit:
         raise AgentRunStateError(f"run state is {size} bytes, more than the {limit} allowed")
     return size
+
+
+def _members_size(obj: Mapping[str, Any]) -> int:
+    """UTF-8 bytes of ``canonical_json(obj)`` without its braces, plus one separator per member.
+
+    ``canonical_json({**a, **b})`` (disjoint keys) is ``1 + _members_size(a) + _members_size(b)``
+    bytes: braces (2) plus the members, minus the one separator too many. Raises ``TypeError`` /
+    ``ValueError`` for non-JSON values.
+    """
+    total = 0
+    for key, value in obj.items():
+        total += len(canonical_json(key).encode("utf-8")) + 2  # ':' and ','
+        total += len(canonical_json(value).encode("utf-8"))
+    return total
 
 
 _REQUIRED_STR: Final = ("agent_id", "definition_revision", "fingerprint", "run_id", "session_id")
@@ -870,31 +906,23 @@ def _coerce_decisions(decisions: Any) -> list[RunDecision]:
 
 
 def _validate_modified(registry: ToolRegistry, name: str, arguments: dict[str, Any]) -> None:
-    from prism.tools import _compile_schema, schema_errors
+    """APR-8: modified arguments must match the tool's parameter schema (TOOL-6 validator)."""
+    from prism.abort import AbortController
+    from prism.tools import json_schema_tool_validator
+    from prism.types import ToolExecutionContext
 
     tool = registry.get(name)
     if tool is None:
         raise _decision_error(
             "ERR_PRISM_DECISION_INVALID", f"modified_arguments for unknown tool {name}"
         )
-    schema = tool.parameters
-    if schema is None:
-        return
-    compiled = _compile_schema(schema)
-    if isinstance(compiled, str):
+    context = ToolExecutionContext(
+        session_id="", run_id="", tool_call_id="", signal=AbortController().signal
+    )
+    problem = json_schema_tool_validator()(tool, arguments, context)
+    if problem is not None:
         raise _decision_error(
-            "ERR_PRISM_DECISION_INVALID", f"tool {name} has an invalid parameters schema"
-        )
-    try:
-        errors = schema_errors(compiled, arguments)
-    except Exception as exc:
-        raise _decision_error(
-            "ERR_PRISM_DECISION_INVALID", f"tool {name} has an invalid parameters schema"
-        ) from exc
-    if errors:
-        detail = "; ".join(f"{p}: {m}" if p else m for p, m in errors)
-        raise _decision_error(
-            "ERR_PRISM_DECISION_INVALID", f"modified_arguments do not match {name}: {detail}"
+            "ERR_PRISM_DECISION_INVALID", f"modified_arguments do not match {name}: {problem}"
         )
 
 
@@ -941,8 +969,8 @@ def _apply_decisions(
     for item in decisions:
         entry = undecided[item.approval_id]
         call = ToolCallContent.from_dict(entry["call"])
-        modified = item.modified_arguments
-        if modified is not None and item.outcome in _ALLOWING:
+        modified = item.modified_arguments if item.outcome in _ALLOWING else None
+        if modified is not None:
             _validate_modified(registry, call.name, modified)
         if item.outcome in ("allow_for_run", "reject_for_run"):
             stored_scope = pending_by_id.get(item.approval_id)
@@ -1095,8 +1123,10 @@ class DurableRun:
 
     __slots__ = (
         "_base",
+        "_base_bytes",
         "_entries",
         "_gated",
+        "_model",
         "_names",
         "_open",
         "_replaying",
@@ -1136,7 +1166,7 @@ class DurableRun:
         self.gating: bool = options.interrupt_before_tool
         """Approval gating is active (APR-1)."""
         revision = options.definition_revision
-        self._base: dict[str, Any] = {
+        base: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "agent_id": _agent_id(config),
             "definition_revision": revision,
@@ -1144,7 +1174,15 @@ class DurableRun:
             "run_id": run_id,
             "session_id": session_id,
             "model": config.model.to_dict(),
+            "interrupt_before_tool": options.interrupt_before_tool,
+            "checkpoint_policy": options.checkpoint_policy,
         }
+        if redactor is not None:
+            base = redactor.redact(base)
+        # The constant part is redacted, checked and sized once per leg (ARCH-15).
+        self._base = base
+        self._base_bytes = _members_size(base)
+        self._model = ModelConfig.from_dict(base["model"])
         self.version = 0
         """The stored version (0: no envelope written yet)."""
         self.state: AgentRunState | None = None
@@ -1204,31 +1242,35 @@ class DurableRun:
             Exception: whatever the checkpoint store raises.
         """
         options = self.options
-        envelope: dict[str, Any] = dict(self._base)
+        parts: dict[str, Any] = {"status": status}
         if leaf_id is not None:
-            envelope["leaf_id"] = leaf_id
-        envelope["status"] = status
+            parts["leaf_id"] = leaf_id
         if stop_reason is not None:
-            envelope["stop_reason"] = stop_reason
+            parts["stop_reason"] = stop_reason
         if interruption is not None:
-            envelope["interruption"] = interruption.to_dict()
+            parts["interruption"] = interruption.to_dict()
         if input is not None:
-            envelope["input"] = [m.to_dict() for m in input]
-        envelope["pending_calls"] = list(pending_calls)
-        envelope["sticky_decisions"] = (
-            [s.to_dict() for s in self.sticky] if keep_sticky else []
-        )
-        envelope["interrupt_before_tool"] = options.interrupt_before_tool
-        envelope["checkpoint_policy"] = options.checkpoint_policy
-        envelope["counters"] = dict(counters)
+            parts["input"] = [m.to_dict() for m in input]
+        parts["pending_calls"] = list(pending_calls)
+        parts["sticky_decisions"] = [s.to_dict() for s in self.sticky] if keep_sticky else []
+        parts["counters"] = dict(counters)
         if deadline_at is not None:
-            envelope["deadline_at"] = deadline_at
+            parts["deadline_at"] = deadline_at
         if loop_state is not None:
-            envelope["loop_state"] = loop_state
+            parts["loop_state"] = loop_state
         redactor = self.redactor
         if redactor is not None:
-            envelope = redactor.redact(envelope)
-        _encode(envelope, options.max_state_bytes)
+            parts = redactor.redact(parts)
+        try:
+            _check_shape(parts, 0)
+            # canonical_json(parts) has its braces and one separator fewer than its members
+            size = self._base_bytes + len(canonical_json(parts).encode("utf-8"))
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise AgentRunStateError(f"run state is not storable: {exc}") from exc
+        limit = options.max_state_bytes
+        if size > limit:
+            raise AgentRunStateError(f"run state is {size} bytes, more than the {limit} allowed")
+        envelope = {**self._base, **parts}
         version = self.version
         record = await self.checkpoints.save_checkpoint(
             namespace=AGENT_RUN_NAMESPACE,
@@ -1243,7 +1285,25 @@ class DurableRun:
         if not keep_sticky:
             self.sticky = []
         self.loop_state = loop_state
-        state = AgentRunState.from_envelope(envelope, record.version)
+        raw_interruption = parts.get("interruption")
+        state = AgentRunState(
+            schema_version=SCHEMA_VERSION,
+            agent_id=self._base["agent_id"],
+            definition_revision=self._base["definition_revision"],
+            fingerprint=self._base["fingerprint"],
+            run_id=self.run_id,
+            session_id=self.session_id,
+            leaf_id=parts.get("leaf_id"),
+            model=self._model,
+            status=status,
+            stop_reason=parts.get("stop_reason"),
+            interruption=(
+                None
+                if raw_interruption is None
+                else AgentRunInterruption.from_dict(raw_interruption)
+            ),
+            version=record.version,
+        )
         self.state = state
         return state
 

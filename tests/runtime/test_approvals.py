@@ -1,0 +1,316 @@
+"""Tool approvals: decision validation, gating, sticky decisions, suspension, resume replay
+(APR-1..APR-10, DUR-18..DUR-21)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from prism.errors import AgentDecisionError
+from prism.runtime import durable as d
+from prism.runtime.agent import create_agent
+from prism.runtime.checkpoints import MemoryCheckpointStore
+from prism.runtime.durable import (
+    DecisionScope,
+    DurableRun,
+    RunDecision,
+    RunStateOptions,
+    StickyDecision,
+    arguments_hash,
+)
+from prism.tools import ToolRegistry
+from prism.types import ModelConfig, ToolCallContent, ToolDefinition
+
+MODEL = ModelConfig(provider="mock", model="demo")
+
+
+def call(i: int, name: str = "refund", **args: Any) -> ToolCallContent:
+    return ToolCallContent(f"c{i}", name, args or {"order": i})
+
+
+# --------------------------------------------------------------------------- APR-7
+
+
+def codes(decisions: Any) -> str:
+    with pytest.raises(AgentDecisionError) as info:
+        d._coerce_decisions(decisions)
+    return info.value.code
+
+
+def test_apr7_valid_batch_and_mapping_form() -> None:
+    """APR-7: RunDecision objects or mappings, in order."""
+    out = d._coerce_decisions(
+        [RunDecision("a1", "allow_once"), {"approval_id": "a2", "outcome": "reject_for_run",
+                                            "reason": "no"}]
+    )
+    assert out == [RunDecision("a1", "allow_once"), RunDecision("a2", "reject_for_run", "no")]
+
+
+@pytest.mark.parametrize(
+    ("decisions", "code"),
+    [
+        ([], "ERR_PRISM_DECISION_INVALID"),
+        ("a1", "ERR_PRISM_DECISION_INVALID"),
+        ({"approval_id": "a1"}, "ERR_PRISM_DECISION_INVALID"),
+        ([RunDecision("", "allow_once")], "ERR_PRISM_DECISION_INVALID"),
+        ([RunDecision("a" * 129, "allow_once")], "ERR_PRISM_DECISION_INVALID"),
+        ([RunDecision("a1", "maybe")], "ERR_PRISM_DECISION_INVALID"),  # type: ignore[arg-type]
+        ([RunDecision("a1", "allow_once", reason=3)], "ERR_PRISM_DECISION_INVALID"),  # type: ignore[arg-type]
+        ([RunDecision("a1", "allow_once", modified_arguments=[1])], "ERR_PRISM_DECISION_INVALID"),  # type: ignore[arg-type]
+        ([{"approval_id": "a1", "outcome": "allow_once", "extra": 1}],
+         "ERR_PRISM_DECISION_INVALID"),
+        ([RunDecision("a1", "allow_once"), RunDecision("a1", "reject_once")],
+         "ERR_PRISM_DECISION_DUPLICATE"),
+        ([RunDecision(f"a{i}", "allow_once") for i in range(129)], "ERR_PRISM_DECISION_LIMIT"),
+        ([RunDecision("a1", "reject_once", reason="é" * 1025)], "ERR_PRISM_DECISION_LIMIT"),
+        ([RunDecision("a1", "allow_once", modified_arguments={"x": "y" * 16_400})],
+         "ERR_PRISM_DECISION_LIMIT"),
+    ],
+)
+def test_apr7_invalid_batches(decisions: Any, code: str) -> None:
+    """APR-7: INVALID / DUPLICATE / LIMIT codes."""
+    assert codes(decisions) == code
+
+
+def test_apr7_limits_are_inclusive() -> None:
+    """APR-7: 128 decisions, 2048-byte reasons and 128-char ids are accepted."""
+    assert len(d._coerce_decisions([RunDecision(f"a{i}", "allow_once") for i in range(128)])) == 128
+    d._coerce_decisions([RunDecision("a" * 128, "reject_once", reason="x" * 2048)])
+
+
+# --------------------------------------------------------------------------- APR-2 / APR-3 / APR-10
+
+
+def durable(gating: bool = True) -> DurableRun:
+    return DurableRun(
+        RunStateOptions(MemoryCheckpointStore(), "v1", interrupt_before_tool=gating),
+        config=create_agent(model=MODEL, id="desk").config,
+        run_id="run_1",
+        session_id="s",
+        redactor=None,
+        ownership=None,
+    )
+
+
+def test_apr2_gate_round_records_pending_decisions_in_call_order() -> None:
+    """APR-2: each call gets ``{call, ready, approval_…}`` and a PendingDecision with the hash."""
+    run = durable()
+    run.gate_round([call(1), call(2)])
+    entries = run.open_pending_calls()
+    assert [e["call"]["id"] for e in entries] == ["c1", "c2"]
+    assert all(e["status"] == "ready" and e["approval_id"].startswith("approval_") for e in entries)
+    interruption = run.round_interruption()
+    assert interruption.kind == "tool_approval"
+    assert interruption.reason == "2 tool side effects require approval"
+    assert interruption.tool_call_id is None and interruption.tool_name is None
+    first = interruption.pending_decisions[0]
+    assert first.kind == "tool_approval" and first.tool_call_id == "c1"
+    assert first.reason == "Tool side effect requires approval"
+    assert first.scope == DecisionScope(tool_name="refund", arguments_hash=arguments_hash({"order": 1}))
+
+
+def test_apr5_single_decision_interruption_carries_call_fields() -> None:
+    """APR-5: one decision → its reason, tool_call_id and tool_name."""
+    run = durable()
+    run.gate_round([call(1)])
+    i = run.round_interruption()
+    assert (i.reason, i.tool_call_id, i.tool_name) == (
+        "Tool side effect requires approval",
+        "c1",
+        "refund",
+    )
+
+
+def test_apr2_more_than_32_open_gated_calls_fail() -> None:
+    """APR-2: the 33rd open gated call raises ERR_PRISM_DECISION_LIMIT."""
+    run = durable()
+    run.gate_round([call(i) for i in range(32)])
+    with pytest.raises(AgentDecisionError) as info:
+        run.gate_round([call(99)])
+    assert info.value.code == "ERR_PRISM_DECISION_LIMIT"
+
+
+def test_apr1_no_gating_without_interrupt_before_tool() -> None:
+    """APR-1: gating only with ``interrupt_before_tool=True``."""
+    run = durable(gating=False)
+    run.gate_round([call(1)])
+    assert not run.has_open_round and run.before_dispatch(call(1)) is None
+    assert not run.needs_backstop(call(1))
+
+
+def test_apr3_gated_calls_and_sticky_rejections_are_answered_without_dispatch() -> None:
+    """APR-3: gated → approval_pending marker; reject_for_run sticky → approval_rejected row."""
+    run = durable()
+    run.sticky = [
+        StickyDecision(scope=DecisionScope(tool_name="wipe"), outcome="reject_for_run",
+                       reason="never", decided_at="t"),
+    ]
+    run.gate_round([call(1), call(2, "wipe")])
+    pending = run.before_dispatch(call(1))
+    assert pending is not None and pending.metadata == {"approval_pending": True}
+    rejected = run.before_dispatch(call(2, "wipe"))
+    assert rejected is not None and rejected.error is not None
+    assert (rejected.error.code, rejected.error.message) == ("approval_rejected", "never")
+    assert [e["call"]["id"] for e in run.open_pending_calls()] == ["c1"]
+    run.sticky[0] = StickyDecision(scope=DecisionScope(tool_name="wipe"),
+                                   outcome="reject_for_run", decided_at="t")
+    default = run.before_dispatch(call(2, "wipe"))
+    assert default is not None and default.error is not None
+    assert default.error.message == "Rejected for this run"
+
+
+def test_apr10_sticky_scope_matching() -> None:
+    """APR-10: every set scope field must equal the call's; unset fields match anything."""
+    by_hash = StickyDecision(
+        scope=DecisionScope(tool_name="refund", arguments_hash=arguments_hash({"order": 1})),
+        outcome="allow_for_run",
+        decided_at="t",
+    )
+    by_name = StickyDecision(scope=DecisionScope(tool_name="refund"), outcome="allow_for_run",
+                             decided_at="t")
+    anything = StickyDecision(scope=DecisionScope(), outcome="allow_for_run", decided_at="t")
+    assert d._sticky_match([by_hash], call(1)) is by_hash
+    assert d._sticky_match([by_hash], call(2)) is None
+    assert d._sticky_match([by_name], call(2)) is by_name
+    assert d._sticky_match([by_name], call(2, "other")) is None
+    assert d._sticky_match([anything], call(2, "other")) is anything
+
+
+def test_apr4_backstop_applies_only_to_ungated_unallowed_calls() -> None:
+    """APR-4: needed for an ungated call unless an allow_for_run sticky matches."""
+    run = durable()
+    assert run.needs_backstop(call(1))
+    run.gate_round([call(2)])
+    assert not run.needs_backstop(call(2))
+    run.sticky = [StickyDecision(scope=DecisionScope(tool_name="refund"),
+                                 outcome="allow_for_run", decided_at="t")]
+    assert not run.needs_backstop(call(3))
+    run.gate_round([call(4)])  # matches the sticky: not gated
+    assert [e["call"]["id"] for e in run.open_pending_calls()] == ["c2"]
+
+
+# --------------------------------------------------------------------------- APR-8
+
+
+REGISTRY = ToolRegistry(
+    [
+        ToolDefinition(
+            name="refund",
+            execute=lambda a, c: a,
+            parameters={
+                "type": "object",
+                "properties": {"order": {"type": "integer"}},
+                "required": ["order"],
+            },
+        )
+    ]
+)
+
+
+def suspended_state(n: int = 2) -> dict[str, Any]:
+    run = durable()
+    run.gate_round([call(i) for i in range(1, n + 1)])
+    return {
+        "pending_calls": run.open_pending_calls(),
+        "sticky_decisions": [],
+        "interruption": run.round_interruption().to_dict(),
+    }
+
+
+def ids(state: dict[str, Any]) -> list[str]:
+    return [e["approval_id"] for e in state["pending_calls"]]
+
+
+def test_apr8_approve_resolves_everything_as_allow_once() -> None:
+    """DUR-18: ``approve`` → every pending decision ``allow_once``."""
+    state = suspended_state()
+    applied = d._apply_decisions(state, None, REGISTRY)
+    assert applied.remaining == []
+    assert [e["decision"]["outcome"] for e in applied.pending_calls] == ["allow_once"] * 2
+    assert "decision" not in state["pending_calls"][0]  # the input is not mutated
+
+
+def test_apr8_partial_batch_leaves_remaining_decisions() -> None:
+    """APR-8: a strict subset decides some; the rest remain pending."""
+    state = suspended_state()
+    first, second = ids(state)
+    applied = d._apply_decisions(state, [RunDecision(first, "reject_once", "nope")], REGISTRY)
+    assert [p.approval_id for p in applied.remaining] == [second]
+    assert applied.pending_calls[0]["decision"] == {
+        "approval_id": first, "outcome": "reject_once", "reason": "nope"
+    }
+
+
+def test_apr8_unknown_approval_id_rejects_the_whole_batch() -> None:
+    """APR-8: any unknown id → ERR_PRISM_DECISION_UNKNOWN; nothing applied."""
+    state = suspended_state()
+    first, _ = ids(state)
+    with pytest.raises(AgentDecisionError) as info:
+        d._apply_decisions(
+            state, [RunDecision(first, "allow_once"), RunDecision("approval_x", "allow_once")],
+            REGISTRY,
+        )
+    assert info.value.code == "ERR_PRISM_DECISION_UNKNOWN"
+    assert all("decision" not in e for e in state["pending_calls"])
+
+
+def test_apr8_modified_arguments_are_validated_against_the_schema() -> None:
+    """APR-8: modified arguments must match the tool's parameters."""
+    state = suspended_state(1)
+    (only,) = ids(state)
+    with pytest.raises(AgentDecisionError) as info:
+        d._apply_decisions(
+            state, [RunDecision(only, "allow_once", modified_arguments={"order": "x"})], REGISTRY
+        )
+    assert info.value.code == "ERR_PRISM_DECISION_INVALID"
+    ok = d._apply_decisions(
+        state, [RunDecision(only, "allow_once", modified_arguments={"order": 9})], REGISTRY
+    )
+    assert ok.pending_calls[0]["decision"]["modified_arguments"] == {"order": 9}
+
+
+def test_apr8_for_run_outcomes_add_sticky_decisions() -> None:
+    """APR-8: *_for_run adds a sticky; scope drops the hash when arguments were modified."""
+    state = suspended_state()
+    first, second = ids(state)
+    applied = d._apply_decisions(
+        state,
+        [
+            RunDecision(first, "allow_for_run"),
+            RunDecision(second, "reject_for_run", "no", modified_arguments={"order": 1}),
+        ],
+        REGISTRY,
+    )
+    scopes = [s["scope"] for s in applied.sticky]
+    assert scopes == [
+        {"tool_name": "refund", "arguments_hash": arguments_hash({"order": 1})},
+        {"tool_name": "refund", "arguments_hash": arguments_hash({"order": 2})},
+    ]
+    assert [s["outcome"] for s in applied.sticky] == ["allow_for_run", "reject_for_run"]
+    assert applied.sticky[1]["reason"] == "no"
+
+
+def test_apr8_modified_allow_for_run_scope_has_no_hash() -> None:
+    """APR-8: ``allow_for_run`` with modified arguments → scope by tool name only."""
+    state = suspended_state(1)
+    (only,) = ids(state)
+    applied = d._apply_decisions(
+        state, [RunDecision(only, "allow_for_run", modified_arguments={"order": 5})], REGISTRY
+    )
+    assert applied.sticky[0]["scope"] == {"tool_name": "refund"}
+
+
+def test_apr8_more_than_64_stickies_fail() -> None:
+    """APR-8: over 64 sticky decisions → ERR_PRISM_DECISION_LIMIT."""
+    state = suspended_state(1)
+    (only,) = ids(state)
+    state["sticky_decisions"] = [
+        StickyDecision(scope=DecisionScope(tool_name=f"t{i}"), outcome="allow_for_run",
+                       decided_at="t").to_dict()
+        for i in range(64)
+    ]
+    with pytest.raises(AgentDecisionError) as info:
+        d._apply_decisions(state, [RunDecision(only, "allow_for_run")], REGISTRY)
+    assert info.value.code == "ERR_PRISM_DECISION_LIMIT"
+    d._apply_decisions(state, [RunDecision(only, "allow_once")], REGISTRY)
