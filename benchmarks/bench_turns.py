@@ -1,4 +1,4 @@
-"""Per-turn runtime overhead with the mock provider (ARCH-15).
+"""Per-turn runtime overhead with the mock provider (ARCH-15), in CPU microseconds.
 
 Runs an agent whose mock provider asks for one tool call per turn for N turns and then answers
 with text, and reports the median microseconds per turn over several repetitions. The tool is a
@@ -20,7 +20,7 @@ from typing import Any
 
 from prism.limits import UNLIMITED, RunLimits
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
-from prism.providers.mock import create_mock_provider
+from prism.providers.mock import MockScriptItem, create_mock_provider
 from prism.redaction import create_secret_redactor
 from prism.runtime.agent import create_agent
 from prism.types import ModelConfig, ToolDefinition
@@ -30,8 +30,27 @@ def _noop(arguments: dict[str, Any], context: Any) -> Any:
     return {"ok": True}
 
 
-async def _run_once(turns: int, *, observed: bool, redactor: bool) -> float:
-    script = [
+class _NullStore:
+    """A store that keeps nothing: isolates the runtime's own cost from the store's copying."""
+
+    async def append(
+        self,
+        entry: Any,
+        *,
+        expected_parent_id: str | None = None,
+        idempotency_key: str | None = None,
+        fork: bool = False,
+    ) -> None:
+        return None
+
+    async def list(self, session_id: str) -> list[Any]:
+        return []
+
+
+async def _run_once(
+    turns: int, *, observed: bool, redactor: bool, null_store: bool = False
+) -> float:
+    script: list[list[MockScriptItem]] = [
         [provider_tool_call(f"c{i}", "noop", {"i": i}), provider_done()] for i in range(turns - 1)
     ]
     script.append([provider_text_delta("done"), provider_done()])
@@ -48,6 +67,7 @@ async def _run_once(turns: int, *, observed: bool, redactor: bool) -> float:
         ),
         redactor=create_secret_redactor(["sk-secret"]) if redactor else None,
         tool_validator=False,
+        store=_NullStore() if null_store else None,
     )
     session = agent.create_session()
     drained: list[Any] = []
@@ -60,9 +80,10 @@ async def _run_once(turns: int, *, observed: bool, redactor: bool) -> float:
                 drained.append(event)
 
         consumer = asyncio.ensure_future(consume())
-    start = time.perf_counter()
+    # CPU time of this process: the runtime's own work, robust to other load on the machine.
+    start = time.process_time()
     await session.run("go")
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     if consumer is not None:
         await consumer
     return elapsed / turns * 1e6
@@ -74,13 +95,14 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--observed", action="store_true", help="attach a subscriber")
     parser.add_argument("--redactor", action="store_true", help="use a secret redactor")
+    parser.add_argument(
+        "--null-store", action="store_true", help="a store that keeps nothing (runtime cost only)"
+    )
     args = parser.parse_args()
-    await _run_once(20, observed=args.observed, redactor=args.redactor)  # warm-up
+    options = {"observed": args.observed, "redactor": args.redactor, "null_store": args.null_store}
+    await _run_once(20, **options)  # warm-up
     for turns in args.turns:
-        samples = [
-            await _run_once(turns, observed=args.observed, redactor=args.redactor)
-            for _ in range(args.repeat)
-        ]
+        samples = [await _run_once(turns, **options) for _ in range(args.repeat)]
         print(f"{turns:>6} turns: median {statistics.median(samples):8.1f} us/turn")
 
 
