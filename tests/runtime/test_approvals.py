@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from prism.errors import AgentDecisionError
+from prism.errors import AgentDecisionError, AgentRunError
+from prism.ledger import MemoryRunLedger, project_execution_timeline
+from prism.loops.contracts import SingleShotLoopOptions
+from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
+from prism.providers.mock import create_mock_provider
 from prism.runtime import durable as d
 from prism.runtime.agent import create_agent
-from prism.runtime.checkpoints import MemoryCheckpointStore
+from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, MemoryCheckpointStore
 from prism.runtime.durable import (
     DecisionScope,
     DurableRun,
@@ -18,9 +23,11 @@ from prism.runtime.durable import (
     RunStateOptions,
     StickyDecision,
     arguments_hash,
+    load_agent_run_state,
+    resume_agent_run,
 )
 from prism.tools import ToolRegistry
-from prism.types import ModelConfig, ToolCallContent, ToolDefinition
+from prism.types import Message, ModelConfig, ToolCallContent, ToolDefinition, tool_result_message
 
 MODEL = ModelConfig(provider="mock", model="demo")
 
@@ -314,3 +321,185 @@ def test_apr8_more_than_64_stickies_fail() -> None:
         d._apply_decisions(state, [RunDecision(only, "allow_for_run")], REGISTRY)
     assert info.value.code == "ERR_PRISM_DECISION_LIMIT"
     d._apply_decisions(state, [RunDecision(only, "allow_once")], REGISTRY)
+
+
+# --------------------------------------------------------------------------- through session.run
+
+class Desk:
+    """A gated agent over shared stores with execution counters."""
+
+    def __init__(self) -> None:
+        self.checkpoints = MemoryCheckpointStore()
+        self.executed: list[tuple[str, dict[str, Any]]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def tool(self, name: str) -> ToolDefinition:
+        async def execute(args: dict[str, Any], ctx: Any) -> Any:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.executed.append((name, dict(args)))
+            self.in_flight -= 1
+            return {"done": name}
+
+        return ToolDefinition(name=name, execute=execute)
+
+    def agent(self, turns: list[Any], **kw: Any) -> Any:
+        kw.setdefault("tools", [self.tool("refund"), self.tool("lookup")])
+        provider = create_mock_provider(turns=turns)
+        self.provider = provider
+        return create_agent(model=MODEL, id="desk", provider=provider,
+                            run_state=RunStateOptions(self.checkpoints, "v1",
+                                                      interrupt_before_tool=True), **kw)
+
+
+def calls_turn(*calls: tuple[str, str, dict[str, Any]]) -> list[Any]:
+    return [*(provider_tool_call(i, n, a) for i, n, a in calls), provider_done()]
+
+
+def text_turn(text: str) -> list[Any]:
+    return [provider_text_delta(text), provider_done()]
+
+
+async def test_apr6_interruption_never_contains_raw_arguments() -> None:
+    """APR-6: the interruption (and the public state) carry hashes, never arguments."""
+    desk = Desk()
+    session = desk.agent([calls_turn(("c1", "refund", {"card": "4111-1111"}))]).create_session()
+    result = await session.run("go")
+    assert result.status == "suspended"
+    assert "4111" not in json.dumps(result.interruption.to_dict())
+    assert "4111" not in json.dumps(result.run_state.to_dict())
+    # DUR-3: namespace and key
+    assert list(desk.checkpoints._records) == [(AGENT_RUN_NAMESPACE, result.run_id)]
+
+
+async def test_pool8_parallel_round_executes_no_gated_call() -> None:
+    """POOL-8/APR-5: with concurrency 2 and gating, no worker executes a gated call."""
+    desk = Desk()
+    agent = desk.agent(
+        [calls_turn(("c1", "refund", {"o": 1}), ("c2", "lookup", {"o": 2})), text_turn("ok")],
+        loop=SingleShotLoopOptions(tool_concurrency=2),
+    )
+    session = agent.create_session()
+    result = await session.run("go")
+    assert result.status == "suspended" and desk.executed == []
+    assert len(result.interruption.pending_decisions) == 2
+    done = await resume_agent_run(session, result.run_state, decision="approve")
+    assert done.status == "succeeded"
+    assert desk.executed == [("refund", {"o": 1}), ("lookup", {"o": 2})]
+    assert desk.provider.call_count == 2
+
+
+async def test_apr5_ungated_calls_of_the_round_run_before_the_suspension() -> None:
+    """APR-5/APR-10: a sticky-allowed call in a round runs and stores its row; the other call
+    suspends the run at the next boundary."""
+    desk = Desk()
+    agent = desk.agent([
+        calls_turn(("c1", "lookup", {"q": 1})),
+        calls_turn(("c2", "lookup", {"q": 1}), ("c3", "refund", {"o": 3})),
+        text_turn("done"),
+    ])
+    session = agent.create_session()
+    first = await session.run("go")
+    (pending,) = first.interruption.pending_decisions
+    second = await resume_agent_run(
+        session, first.run_state,
+        decisions=[{"approval_id": pending.approval_id, "outcome": "allow_for_run"}],
+    )
+    assert second.status == "suspended"
+    assert second.interruption.tool_call_id == "c3"
+    assert desk.executed == [("lookup", {"q": 1}), ("lookup", {"q": 1})]
+    assert [m.role for m in second.messages] == ["tool", "assistant", "tool"]
+    assert second.messages[-1].content[0].tool_call_id == "c2"
+    loaded = await load_agent_run_state(desk.checkpoints, run_id=first.run_id)
+    assert [s["outcome"] for s in loaded.state["sticky_decisions"]] == ["allow_for_run"]
+    third = await resume_agent_run(session, second.run_state, decision="approve")
+    assert third.status == "succeeded"
+    assert desk.executed[-1] == ("refund", {"o": 3})
+    assert desk.provider.call_count == 3
+
+
+async def test_apr2_more_than_32_gated_calls_fail_the_run() -> None:
+    """APR-2: a round opening a 33rd gated call fails the run with ERR_PRISM_DECISION_LIMIT."""
+    desk = Desk()
+    calls = [(f"c{i}", "refund", {"o": i}) for i in range(33)]
+    session = desk.agent([calls_turn(*calls)], limits={"max_tool_calls": 64}).create_session()
+    with pytest.raises(AgentRunError) as info:
+        await session.run("go")
+    assert info.value.result.error is not None
+    assert info.value.result.error.code == "ERR_PRISM_DECISION_LIMIT"
+    assert desk.executed == []
+    rows = [m for m in info.value.result.messages if m.role == "tool"]
+    assert len(rows) == 33  # every call answered (POOL-1)
+
+
+class DirectLoop:
+    """A durable custom loop that dispatches without ``charge_tool_round`` (hits APR-4)."""
+
+    name = "direct"
+
+    def __init__(self) -> None:
+        self.phase = "start"
+
+    def snapshot(self) -> Any:
+        return {"phase": self.phase}
+
+    def restore(self, snapshot: Any) -> None:
+        self.phase = snapshot["phase"]
+
+    async def _turn(self, ctx: Any, next_input: Any) -> Any:
+        result = await ctx.generate(await ctx.assemble(next_input))
+        if self.phase == "start":
+            ctx.history.extend(ctx.input_messages)
+        message = Message(role="assistant", content=result.content)
+        ctx.history.append(message)
+        await ctx.append_message(message)
+        return result
+
+    async def run(self, ctx: Any) -> None:
+        if self.phase == "start":
+            result = await self._turn(ctx, ctx.input)
+            self.phase = "dispatching"
+            for call in result.calls:
+                outcome = await ctx.dispatch_tool_call(call)
+                row = tool_result_message(outcome)
+                ctx.history.append(row)
+                await ctx.append_message(row)
+        await self._turn(ctx, [])
+        self.phase = "done"
+        return None
+
+
+async def test_apr4_backstop_suspends_a_direct_dispatch() -> None:
+    """APR-4: a call reaching execution ungated suspends on that call from inside dispatch."""
+    desk = Desk()
+    loop = DirectLoop()
+    agent = desk.agent([calls_turn(("c1", "refund", {"o": 1})), text_turn("done")], loop=loop)
+    session = agent.create_session()
+    first = await session.run("go")
+    assert first.status == "suspended"
+    assert first.interruption.tool_call_id == "c1" and desk.executed == []
+    loaded = await load_agent_run_state(desk.checkpoints, run_id=first.run_id)
+    assert [e["call"]["id"] for e in loaded.state["pending_calls"]] == ["c1"]
+    assert loaded.state["loop_state"]["snapshot"] == {"phase": "dispatching"}
+    done = await resume_agent_run(session, first.run_state, decision="approve")
+    assert done.status == "succeeded" and done.text == "done"
+    assert desk.executed == [("refund", {"o": 1})]
+    assert desk.provider.call_count == 2
+
+
+async def test_run19_suspension_records_and_timeline() -> None:
+    """RUN-19/REC-2/CON-32: the finish record of a suspended leg says ``suspended``; the
+    timeline counts both legs."""
+    desk = Desk()
+    ledger = MemoryRunLedger()
+    session = desk.agent([calls_turn(("c1", "refund", {"o": 1})), text_turn("ok")],
+                         run_ledger=ledger).create_session()
+    first = await session.run("go")
+    assert [r.status for r in ledger.runs] == ["running", "suspended"]
+    await resume_agent_run(session, first.run_state, decision="approve")
+    assert [r.status for r in ledger.runs] == ["running", "suspended", "running", "succeeded"]
+    timeline = project_execution_timeline(ledger.events, ledger.runs)
+    assert timeline.legs == 2 and timeline.status == "succeeded"
+    kinds = [e.type for e in ledger.events]
+    assert kinds.count("agent_suspended") == 1 and kinds.count("agent_resumed") == 1
