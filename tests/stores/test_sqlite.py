@@ -263,3 +263,31 @@ async def test_db2_open_store_refuses_other_urls(url: str) -> None:
     with pytest.raises(PrismConfigError) as info:
         await open_store(url)
     assert info.value.code == "ERR_PRISM_CONFIG"
+
+
+def _use_store_in_child(store: SqliteStore) -> None:
+    async def main() -> None:
+        await store.append(_entry("session_child"))  # type: ignore[arg-type]
+        assert len(await store.list("session_parent")) == 1
+        await store.aclose()
+
+    asyncio.run(main())
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork with threads (3.12+)
+async def test_db3_a_forked_child_opens_its_own_worker(tmp_path: Path) -> None:
+    """DB-3: a store used before ``fork()`` works in the child (a new worker thread and
+    connection there), and the parent's keeps working."""
+    import multiprocessing
+
+    store = SqliteStore(tmp_path / "fork.db")
+    await store.append(_entry("session_parent"))  # type: ignore[arg-type]
+    child = multiprocessing.get_context("fork").Process(target=_use_store_in_child, args=(store,))
+    child.start()
+    await asyncio.to_thread(child.join, 30)  # a hang guard; a broken store never answers
+    if child.is_alive():
+        child.kill()
+        child.join()
+    assert child.exitcode == 0
+    assert len(await store.list("session_child")) == 1
+    await store.aclose()

@@ -33,9 +33,14 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from prism._util import now_iso
 from prism.errors import StoreSchemaError
-from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
-from prism.runtime.checkpoints import CheckpointRecord, check_checkpoint_write, clone_json
-from prism.store import SessionEntry
+from prism.ledger import AgentEventRecord, RunLedger, RunRecord, ToolCallRecord, UsageRecord
+from prism.runtime.checkpoints import (
+    CheckpointRecord,
+    CheckpointStore,
+    check_checkpoint_write,
+    clone_json,
+)
+from prism.store import BranchReadingSessionStore, SessionEntry
 from prism.stores._common import (
     SessionInfo,
     append_error,
@@ -615,6 +620,14 @@ class PostgresStore:
             f"WHERE {' AND '.join(clauses)} ORDER BY seq"
         )
         return [decode(body) for (body,) in await self._fetch(sql, tuple(params))]
+
+
+if TYPE_CHECKING:  # static proof that one object implements the three protocols (DB-1)
+
+    def _implements(
+        s: PostgresStore,
+    ) -> tuple[BranchReadingSessionStore, CheckpointStore, RunLedger]:
+        return (s, s, s)
 
 
 def _key(session_id: str, entry_id: str) -> str:

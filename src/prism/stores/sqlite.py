@@ -28,13 +28,18 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from prism._util import now_iso
 from prism.errors import StoreSchemaError
-from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
-from prism.runtime.checkpoints import CheckpointRecord, check_checkpoint_write, clone_json
-from prism.store import SessionEntry
+from prism.ledger import AgentEventRecord, RunLedger, RunRecord, ToolCallRecord, UsageRecord
+from prism.runtime.checkpoints import (
+    CheckpointRecord,
+    CheckpointStore,
+    check_checkpoint_write,
+    clone_json,
+)
+from prism.store import BranchReadingSessionStore, SessionEntry
 from prism.stores._common import (
     SessionInfo,
     append_error,
@@ -227,7 +232,7 @@ class SqliteStore:
         ValueError: ``busy_timeout_s`` is negative or not finite.
     """
 
-    __slots__ = ("_busy_timeout_s", "_closed", "_lock", "_target", "_uri", "_worker")
+    __slots__ = ("_busy_timeout_s", "_closed", "_lock", "_pid", "_target", "_uri", "_worker")
 
     def __init__(self, path_or_uri: str | os.PathLike[str], *, busy_timeout_s: float = 5.0) -> None:
         timeout = float(busy_timeout_s)
@@ -237,6 +242,7 @@ class SqliteStore:
         self._uri = self._target.startswith("file:")
         self._busy_timeout_s = timeout
         self._worker: _Worker | None = None
+        self._pid = os.getpid()
         self._closed = False
         self._lock = threading.Lock()
 
@@ -319,7 +325,10 @@ class SqliteStore:
             if self._closed:
                 raise RuntimeError(f"{self!r} is closed")
             worker = self._worker
-            if worker is None:
+            if worker is None or self._pid != os.getpid():
+                # First use, or first use in a forked child: the parent's thread and connection
+                # did not survive the fork, so this process opens its own.
+                self._pid = os.getpid()
                 worker = self._worker = _Worker(self._connect, name=f"prism-sqlite:{self._target}")
                 worker.start()
             worker.jobs.put((fn, fut, loop))
@@ -589,6 +598,14 @@ class SqliteStore:
         """Usage rows of a session (or of one of its runs) in append order."""
         sql, params = _ledger_query("prism_usage", "run_id", session_id, run_id)
         return await self._call(lambda conn: _decode_rows(conn, sql, params, UsageRecord.from_dict))
+
+
+if TYPE_CHECKING:  # static proof that one object implements the three protocols (DB-1)
+
+    def _implements(
+        s: SqliteStore,
+    ) -> tuple[BranchReadingSessionStore, CheckpointStore, RunLedger]:
+        return (s, s, s)
 
 
 # --------------------------------------------------------------------------- helpers
