@@ -13,7 +13,7 @@ from prism.ledger import MemoryRunLedger, project_execution_timeline
 from prism.loops.contracts import SingleShotLoopOptions
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
-from prism.runtime import durable as d
+from prism.runtime import _approvals as d
 from prism.runtime.agent import create_agent
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, MemoryCheckpointStore
 from prism.runtime.durable import (
@@ -41,13 +41,13 @@ def call(i: int, name: str = "refund", **args: Any) -> ToolCallContent:
 
 def codes(decisions: Any) -> str:
     with pytest.raises(AgentDecisionError) as info:
-        d._coerce_decisions(decisions)
+        d.coerce_decisions(decisions)
     return info.value.code
 
 
 def test_apr7_valid_batch_and_mapping_form() -> None:
     """APR-7: RunDecision objects or mappings, in order."""
-    out = d._coerce_decisions(
+    out = d.coerce_decisions(
         [RunDecision("a1", "allow_once"), {"approval_id": "a2", "outcome": "reject_for_run",
                                             "reason": "no"}]
     )
@@ -82,8 +82,8 @@ def test_apr7_invalid_batches(decisions: Any, code: str) -> None:
 
 def test_apr7_limits_are_inclusive() -> None:
     """APR-7: 128 decisions, 2048-byte reasons and 128-char ids are accepted."""
-    assert len(d._coerce_decisions([RunDecision(f"a{i}", "allow_once") for i in range(128)])) == 128
-    d._coerce_decisions([RunDecision("a" * 128, "reject_once", reason="x" * 2048)])
+    assert len(d.coerce_decisions([RunDecision(f"a{i}", "allow_once") for i in range(128)])) == 128
+    d.coerce_decisions([RunDecision("a" * 128, "reject_once", reason="x" * 2048)])
 
 
 # --------------------------------------------------------------------------- APR-2 / APR-3 / APR-10
@@ -177,11 +177,11 @@ def test_apr10_sticky_scope_matching() -> None:
     by_name = StickyDecision(scope=DecisionScope(tool_name="refund"), outcome="allow_for_run",
                              decided_at="t")
     anything = StickyDecision(scope=DecisionScope(), outcome="allow_for_run", decided_at="t")
-    assert d._sticky_match([by_hash], call(1)) is by_hash
-    assert d._sticky_match([by_hash], call(2)) is None
-    assert d._sticky_match([by_name], call(2)) is by_name
-    assert d._sticky_match([by_name], call(2, "other")) is None
-    assert d._sticky_match([anything], call(2, "other")) is anything
+    assert d.sticky_match([by_hash], call(1)) is by_hash
+    assert d.sticky_match([by_hash], call(2)) is None
+    assert d.sticky_match([by_name], call(2)) is by_name
+    assert d.sticky_match([by_name], call(2, "other")) is None
+    assert d.sticky_match([anything], call(2, "other")) is anything
 
 
 def test_apr4_backstop_applies_only_to_ungated_unallowed_calls() -> None:
@@ -232,7 +232,7 @@ def ids(state: dict[str, Any]) -> list[str]:
 def test_apr8_approve_resolves_everything_as_allow_once() -> None:
     """DUR-18: ``approve`` → every pending decision ``allow_once``."""
     state = suspended_state()
-    applied = d._apply_decisions(state, None, REGISTRY)
+    applied = d.apply_decisions(state, None, REGISTRY)
     assert applied.remaining == []
     assert [e["decision"]["outcome"] for e in applied.pending_calls] == ["allow_once"] * 2
     assert "decision" not in state["pending_calls"][0]  # the input is not mutated
@@ -242,7 +242,7 @@ def test_apr8_partial_batch_leaves_remaining_decisions() -> None:
     """APR-8: a strict subset decides some; the rest remain pending."""
     state = suspended_state()
     first, second = ids(state)
-    applied = d._apply_decisions(state, [RunDecision(first, "reject_once", "nope")], REGISTRY)
+    applied = d.apply_decisions(state, [RunDecision(first, "reject_once", "nope")], REGISTRY)
     assert [p.approval_id for p in applied.remaining] == [second]
     assert applied.pending_calls[0]["decision"] == {
         "approval_id": first, "outcome": "reject_once", "reason": "nope"
@@ -254,7 +254,7 @@ def test_apr8_unknown_approval_id_rejects_the_whole_batch() -> None:
     state = suspended_state()
     first, _ = ids(state)
     with pytest.raises(AgentDecisionError) as info:
-        d._apply_decisions(
+        d.apply_decisions(
             state, [RunDecision(first, "allow_once"), RunDecision("approval_x", "allow_once")],
             REGISTRY,
         )
@@ -267,11 +267,11 @@ def test_apr8_modified_arguments_are_validated_against_the_schema() -> None:
     state = suspended_state(1)
     (only,) = ids(state)
     with pytest.raises(AgentDecisionError) as info:
-        d._apply_decisions(
+        d.apply_decisions(
             state, [RunDecision(only, "allow_once", modified_arguments={"order": "x"})], REGISTRY
         )
     assert info.value.code == "ERR_PRISM_DECISION_INVALID"
-    ok = d._apply_decisions(
+    ok = d.apply_decisions(
         state, [RunDecision(only, "allow_once", modified_arguments={"order": 9})], REGISTRY
     )
     assert ok.pending_calls[0]["decision"]["modified_arguments"] == {"order": 9}
@@ -281,7 +281,7 @@ def test_apr8_for_run_outcomes_add_sticky_decisions() -> None:
     """APR-8: *_for_run adds a sticky; scope drops the hash when arguments were modified."""
     state = suspended_state()
     first, second = ids(state)
-    applied = d._apply_decisions(
+    applied = d.apply_decisions(
         state,
         [
             RunDecision(first, "allow_for_run"),
@@ -302,7 +302,7 @@ def test_apr8_modified_allow_for_run_scope_has_no_hash() -> None:
     """APR-8: ``allow_for_run`` with modified arguments → scope by tool name only."""
     state = suspended_state(1)
     (only,) = ids(state)
-    applied = d._apply_decisions(
+    applied = d.apply_decisions(
         state, [RunDecision(only, "allow_for_run", modified_arguments={"order": 5})], REGISTRY
     )
     assert applied.sticky[0]["scope"] == {"tool_name": "refund"}
@@ -318,9 +318,9 @@ def test_apr8_more_than_64_stickies_fail() -> None:
         for i in range(64)
     ]
     with pytest.raises(AgentDecisionError) as info:
-        d._apply_decisions(state, [RunDecision(only, "allow_for_run")], REGISTRY)
+        d.apply_decisions(state, [RunDecision(only, "allow_for_run")], REGISTRY)
     assert info.value.code == "ERR_PRISM_DECISION_LIMIT"
-    d._apply_decisions(state, [RunDecision(only, "allow_once")], REGISTRY)
+    d.apply_decisions(state, [RunDecision(only, "allow_once")], REGISTRY)
 
 
 # --------------------------------------------------------------------------- through session.run
