@@ -104,6 +104,10 @@ class FakeLlama:
     def __init__(self, *results: Any) -> None:
         self.results = list(results)
         self.calls: list[dict[str, Any]] = []
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
 
     def create_chat_completion(self, **kwargs: Any) -> Any:
         self.calls.append(kwargs)
@@ -631,3 +635,10 @@ def test_llama_server_transform_body_sends_empty_content_instead_of_null() -> No
     assert body["messages"][1]["content"] is None  # the given body is not modified
     untouched = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     assert llama_server_transform_body(untouched, _request()) is untouched
+
+
+def test_close_releases_the_model() -> None:
+    provider, fake = _fake_provider()
+    assert provider.loaded
+    provider.close()
+    assert fake.closed and not provider.loaded

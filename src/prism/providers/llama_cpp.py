@@ -650,6 +650,18 @@ class LlamaCppProvider:
         with self._lock:
             self._ensure_loaded()
 
+    def close(self) -> None:
+        """Free the model's memory (blocking; waits for a running request to finish).
+
+        The provider stays usable: the next request loads the model again. A host-built
+        ``llama`` is closed too when it has a ``close()`` method.
+        """
+        with self._lock:
+            llama, self._llama = self._llama, None
+            close = getattr(llama, "close", None)
+            if callable(close):
+                close()
+
     def _ensure_loaded(self) -> Any:
         if self._llama is None:
             self._llama = _load_llama(
