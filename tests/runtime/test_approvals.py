@@ -503,3 +503,28 @@ async def test_run19_suspension_records_and_timeline() -> None:
     assert timeline.legs == 2 and timeline.status == "succeeded"
     kinds = [e.type for e in ledger.events]
     assert kinds.count("agent_suspended") == 1 and kinds.count("agent_resumed") == 1
+
+
+async def test_dur6_operator_decisions_are_redacted_when_stored() -> None:
+    """DUR-6: a decision's reason joins the envelope redacted (the row text is redacted too)."""
+    from prism.redaction import create_secret_redactor
+
+    desk = Desk()
+    agent = desk.agent(
+        [calls_turn(("c1", "refund", {"o": 1}), ("c2", "refund", {"o": 2})), text_turn("ok")],
+        redactor=create_secret_redactor(["sk-1"]),
+    )
+    session = agent.create_session()
+    first = await session.run("go")
+    a, b = first.interruption.pending_decisions
+    partial = await resume_agent_run(
+        session, first.run_state,
+        decisions=[{"approval_id": a.approval_id, "outcome": "reject_once",
+                    "reason": "key sk-1 leaked"}],
+    )
+    loaded = await load_agent_run_state(desk.checkpoints, run_id=first.run_id)
+    assert "sk-1" not in json.dumps(loaded.state)
+    assert loaded.state["pending_calls"][0]["decision"]["reason"] == "key [REDACTED] leaked"
+    done = await resume_agent_run(session, partial.run_state, decision="approve")
+    row = done.messages[0].content[0]
+    assert row.error is not None and row.error.message == "key [REDACTED] leaked"

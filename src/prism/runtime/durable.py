@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from prism.errors import AgentRunStateError
+from prism.redaction import SecretRedactor
 from prism.runtime._approvals import DurableRun as DurableRun
 from prism.runtime._approvals import ResumePoint as ResumePoint
 from prism.runtime._approvals import (
@@ -262,7 +263,7 @@ async def resume_agent_run(
         interrupt_before_tool=state["interrupt_before_tool"],
         fencing_token=fencing_token,
     )
-    writer = _Writer(options, record.version, owner)
+    writer = _Writer(options, record.version, owner, config.redactor)
     if status == "suspended" and decision == "deny":
         return await _deny(session, state, writer)
     new_state = dict(state)
@@ -306,13 +307,18 @@ class _Writer:
     options: RunStateOptions
     version: int
     ownership: OwnershipScope | None
+    redactor: SecretRedactor | None
 
     async def save(self, envelope: dict[str, Any]) -> int:
-        encode_state(envelope, MAX_LOADED_STATE_BYTES)
+        """Redact (operator reasons and modified arguments join the envelope here), check and
+        compare-and-set ``envelope``; return the new version (DUR-6, DUR-19)."""
+        redactor = self.redactor
+        stored = redactor.redact(envelope) if redactor is not None else envelope
+        encode_state(stored, MAX_LOADED_STATE_BYTES)
         record = await self.options.checkpoints.save_checkpoint(
             namespace=AGENT_RUN_NAMESPACE,
             key=envelope["run_id"],
-            value=envelope,
+            value=stored,
             version=self.version + 1,
             expected_version=self.version,
             fencing_token=self.options.fencing_token,
