@@ -8,13 +8,12 @@ suite holds for all of them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 from prism._serde import Serializable
 from prism.errors import CheckpointConflictError, SessionAppendConflictError
-from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
 from prism.store import SessionEntry
 
 __all__ = [
@@ -31,15 +30,6 @@ AppendOutcome: TypeAlias = Literal[
     "ok", "missing_parent", "not_tip", "duplicate_idempotent", "duplicate_id"
 ]
 """Result of the atomic append statement of a database store."""
-
-LedgerKind: TypeAlias = Literal["run", "event", "tool_call", "usage"]
-
-LEDGER_TYPES: Final[Mapping[str, type[Serializable]]] = {
-    "run": RunRecord,
-    "event": AgentEventRecord,
-    "tool_call": ToolCallRecord,
-    "usage": UsageRecord,
-}
 
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import hashlib
+import json
 import re
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -398,7 +399,7 @@ class PostgresStore:
             entry.kind,
             entry.run_id,
             entry.timestamp,
-            dumps(entry.to_dict()),
+            _jsonb(entry.to_dict()),
             expected_parent_id,
             idempotency_key,
             bool(fork),
@@ -411,7 +412,7 @@ class PostgresStore:
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         """Every entry of ``session_id`` in append order (``[]`` when unknown). O(entries)."""
         rows = await self._fetch(self._sql.list, (session_id,))
-        return [SessionEntry.from_dict(body) for (body,) in rows]
+        return [_entry(body) for (body,) in rows]
 
     async def read_branch(self, session_id: str, leaf_id: str) -> builtins.list[SessionEntry]:
         """The entries from the root to ``leaf_id``, root first: one recursive query, O(branch).
@@ -420,7 +421,7 @@ class PostgresStore:
             ValueError: ``Unknown session leaf: <id>`` or ``Missing session parent: <id>``.
         """
         rows = await self._fetch(self._sql.read_branch, (_key(session_id, leaf_id),))
-        return walk_rows(rows, leaf_id, SessionEntry.from_dict)
+        return walk_rows(rows, leaf_id, _entry)
 
     async def list_sessions(self, *, limit: int = 100) -> builtins.list[SessionInfo]:
         """The stored sessions, most recently appended first (for tooling such as a CLI).
@@ -471,7 +472,7 @@ class PostgresStore:
             expected_version=expected_version,
             fencing_token=fencing_token,
         )
-        text = dumps(value)
+        text = _jsonb(value)
         now = now_iso()
         tenant, account, user = (
             (ownership.tenant_id, ownership.account_id, ownership.user_id)
@@ -520,7 +521,7 @@ class PostgresStore:
             namespace=namespace,
             key=key,
             version=int(version),
-            value=value,
+            value=_unwrap(value),
             created_at=created_at,
             updated_at=updated_at,
             fencing_token=token,
@@ -532,14 +533,14 @@ class PostgresStore:
         """Append a start or finish run row (REC-1, REC-2, DB-7)."""
         await self._execute(
             self._sql.insert_run,
-            (record.id, record.session_id, record.status, dumps(record.to_dict())),
+            (record.id, record.session_id, record.status, _jsonb(record.to_dict())),
         )
 
     async def append_event(self, record: AgentEventRecord, /) -> None:
         """Append an event row; rows keep append (= emission) order (REC-3, REC-4, DB-7)."""
         await self._execute(
             self._sql.insert_event,
-            (record.id, record.session_id, record.run_id, record.type, dumps(record.to_dict())),
+            (record.id, record.session_id, record.run_id, record.type, _jsonb(record.to_dict())),
         )
 
     async def append_tool_call(self, record: ToolCallRecord, /) -> None:
@@ -552,7 +553,7 @@ class PostgresStore:
                 record.run_id,
                 record.tool_call_id,
                 record.status,
-                dumps(record.to_dict()),
+                _jsonb(record.to_dict()),
             ),
         )
 
@@ -560,7 +561,7 @@ class PostgresStore:
         """Append a usage row (REC-8, DB-7)."""
         await self._execute(
             self._sql.insert_usage,
-            (record.id, record.session_id, record.run_id, record.scope, dumps(record.to_dict())),
+            (record.id, record.session_id, record.run_id, record.scope, _jsonb(record.to_dict())),
         )
 
     async def list_runs(
@@ -619,7 +620,7 @@ class PostgresStore:
             f"SELECT body FROM {self._sql.schema}.{table} "
             f"WHERE {' AND '.join(clauses)} ORDER BY seq"
         )
-        return [decode(body) for (body,) in await self._fetch(sql, tuple(params))]
+        return [decode(_unwrap(body)) for (body,) in await self._fetch(sql, tuple(params))]
 
 
 if TYPE_CHECKING:  # static proof that one object implements the three protocols (DB-1)
@@ -628,6 +629,36 @@ if TYPE_CHECKING:  # static proof that one object implements the three protocols
         s: PostgresStore,
     ) -> tuple[BranchReadingSessionStore, CheckpointStore, RunLedger]:
         return (s, s, s)
+
+
+_WRAP: Final = "$prism_json"
+
+
+def _jsonb(value: Any) -> str:
+    """JSON text for a ``jsonb`` column, keeping strings with NUL characters storable (DB-8).
+
+    ``jsonb`` cannot hold ``\\u0000``. A value whose JSON text contains one — or which is itself
+    a one-key ``{"$prism_json": …}`` object, so that the mapping stays injective — is stored as
+    ``{"$prism_json": "<its JSON text>"}`` (the escape is then plain characters of a string);
+    :func:`_unwrap` reverses it. Other values are stored as they are. O(len(text)).
+    """
+    text = dumps(value)
+    if "\\u0000" in text or (
+        type(value) is dict and len(value) == 1 and _WRAP in value
+    ):
+        return dumps({_WRAP: text})
+    return text
+
+
+def _unwrap(value: Any) -> Any:
+    """The stored value of a ``jsonb`` column, undoing :func:`_jsonb`'s wrapping."""
+    if type(value) is dict and len(value) == 1 and _WRAP in value:
+        return json.loads(value[_WRAP])
+    return value
+
+
+def _entry(body: Any) -> SessionEntry:
+    return SessionEntry.from_dict(_unwrap(body))
 
 
 def _key(session_id: str, entry_id: str) -> str:

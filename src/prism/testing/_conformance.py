@@ -138,7 +138,7 @@ async def _session_round_trip(store: SessionStore) -> None:
         message=Message(
             role="assistant",
             content=(
-                TextContent(text="héllo ✓ \U0001f600"),
+                TextContent(text="héllo ✓ \U0001f600 nul:\x00 backslash:\\u0000"),
                 ToolCallContent(id="call_1", name="lookup", arguments={"q": [1, 2.5, None]}),
             ),
         ),
@@ -489,7 +489,7 @@ async def _checkpoint_versions(store: CheckpointStore) -> None:
     _check(await _load(store, key) is None, "DUR-3: load of an absent key returns None")
     value: JsonValue = {
         "status": "running",
-        "nested": {"list": [1, 2.5, "ü ✓", None, True], "empty": {}},
+        "nested": {"list": [1, 2.5, "ü ✓", None, True, "nul:\x00"], "empty": {}},
     }
     before = now_iso()
     first = await _save(store, key, value, 1, 0)
@@ -533,6 +533,17 @@ async def _checkpoint_versions(store: CheckpointStore) -> None:
     _check(await _load(store, key) == second, "DUR-3: load returns the latest record")
     jumped = await _save(store, key, "v10", 10, 2)
     _check(jumped.version == 10, "DUR-3: a version may jump (it only has to be greater)")
+    odd_values: list[JsonValue] = [
+        {"$prism_json": "[1]"}, "\x00", [{"k": "\x00"}], 0, None, True, -2.5,
+    ]
+    for odd in odd_values:
+        key_odd = new_id("run")
+        await _save(store, key_odd, odd, 1, 0)
+        got = await _load(store, key_odd)
+        _check(
+            got is not None and got.value == odd and type(got.value) is type(odd),
+            f"DB-8: checkpoint value {odd!r} did not round-trip, got {got!r}",
+        )
     absent = new_id("run")
     await _expect(
         CheckpointConflictError,
@@ -708,7 +719,9 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
                 event = MessageFinishedEvent(
                     session_id=sid,
                     run_id=rid,
-                    message=Message(role="assistant", content=(TextContent(text="done ✓"),)),
+                    message=Message(
+                        role="assistant", content=(TextContent(text="done ✓ \x00"),)
+                    ),
                 )
             await put(
                 "event",
