@@ -18,7 +18,10 @@ different machines:
 * ledger rows are single inserts into four append-only tables (DB-7).
 
 Tables live in one schema (default ``prism``); migrations are applied on open under a
-transaction-scoped advisory lock, so concurrent openers serialise (DB-4).
+transaction-scoped advisory lock, so concurrent openers serialise (DB-4). Values are ``jsonb``
+(DB-8); since ``jsonb`` cannot hold a NUL character, a value containing one is stored wrapped as
+``{"$prism_json": "<its JSON text>"}`` and unwrapped on read, so every JSON value round-trips.
+A pool's connections must not cross ``fork()``: open the store in each worker process.
 """
 
 from __future__ import annotations
