@@ -49,6 +49,9 @@ from ._conformance import (
     run_checkpoint_store_conformance as run_checkpoint_store_conformance,
 )
 from ._conformance import (
+    run_ledger_conformance as run_ledger_conformance,
+)
+from ._conformance import (
     run_run_ledger_conformance as run_run_ledger_conformance,
 )
 from ._conformance import (
@@ -72,6 +75,7 @@ __all__ = [
     "provider_tool_call_delta",
     "provider_usage",
     "run_checkpoint_store_conformance",
+    "run_ledger_conformance",
     "run_run_ledger_conformance",
     "run_session_store_conformance",
     "tool_call_content",
