@@ -47,6 +47,7 @@ __all__ = [
     "TurnPolicy",
     "TurnPolicyStop",
     "TurnStopCallback",
+    "coerce_turn_policy",
     "evaluate_turn_policy",
     "resolve_turn_policy",
 ]
@@ -147,11 +148,38 @@ def _fmt_limit(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
+def coerce_turn_policy(value: Any) -> TurnPolicy | None:
+    """Convert a ``turn_policy`` option to :class:`TurnPolicy` (RUN-7 step 1). No value checks.
+
+    Args:
+        value: ``None``, a :class:`TurnPolicy`, or a mapping with the keys ``max_turns``/``stop``.
+
+    Returns:
+        The policy, or ``None``.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — neither a ``TurnPolicy`` nor a mapping, or an
+            unknown mapping key (``maxTurns`` is reported with its snake_case name).
+    """
+    if value is None or isinstance(value, TurnPolicy):
+        return value
+    if not isinstance(value, Mapping):
+        raise PrismConfigError(
+            f"turn_policy must be a TurnPolicy or a mapping, got {type(value).__name__}"
+        )
+    unknown = sorted(str(k) for k in value if k not in _POLICY_KEYS)
+    if unknown:
+        hints = [f"{k} (use max_turns)" if k == "maxTurns" else k for k in unknown]
+        raise PrismConfigError(f"unknown turn_policy key(s): {', '.join(hints)}")
+    return TurnPolicy(max_turns=value.get("max_turns"), stop=value.get("stop"))
+
+
 def resolve_turn_policy(value: Any, *, max_turns_limit: float | None = None) -> TurnPolicy | None:
     """Validate a run's ``turn_policy`` option (RUN-7 step 3, TP-2). No side effects.
 
     Args:
-        value: ``None``, a :class:`TurnPolicy`, or a mapping with the keys ``max_turns``/``stop``.
+        value: ``None``, a :class:`TurnPolicy`, or a mapping with the keys ``max_turns``/``stop``
+            (converted with :func:`coerce_turn_policy`).
         max_turns_limit: The resolved ``limits.max_turns`` (a count or ``UNLIMITED``); ``None``
             skips the widening check.
 
@@ -165,22 +193,9 @@ def resolve_turn_policy(value: Any, *, max_turns_limit: float | None = None) -> 
             resolved limit (message ``turn_policy.max_turns (<n>) cannot widen limits.max_turns
             (<m>)``).
     """
-    if value is None:
+    policy = coerce_turn_policy(value)
+    if policy is None:
         return None
-    if isinstance(value, TurnPolicy):
-        policy = value
-    elif isinstance(value, Mapping):
-        unknown = sorted(str(k) for k in value if k not in _POLICY_KEYS)
-        if unknown:
-            hints = [
-                f"{k} (use max_turns)" if k == "maxTurns" else k for k in unknown
-            ]
-            raise PrismConfigError(f"unknown turn_policy key(s): {', '.join(hints)}")
-        policy = TurnPolicy(max_turns=value.get("max_turns"), stop=value.get("stop"))
-    else:
-        raise PrismConfigError(
-            f"turn_policy must be a TurnPolicy or a mapping, got {type(value).__name__}"
-        )
     stop = policy.stop
     if stop is not None and not callable(stop):
         raise PrismConfigError("turn_policy.stop must be callable")
