@@ -1,0 +1,440 @@
+"""Crash safety (DB-10): durable runs on SQLite and on PostgreSQL, killed with SIGKILL at every
+hook point of a clean run, then continued by new processes.
+
+The run and the hook points are described in ``_crash_worker.py``: three provider turns, three
+approved tool calls, every-turn checkpoints — 48 hook points spread over provider turns (request,
+mid-stream), tool calls (before and after the side effect), session appends and checkpoint writes
+(before and after each real write). For every hook point a ``start`` process kills itself there
+(``os.kill(getpid(), SIGKILL)``), and a ``recover`` process continues the run from the store alone
+(``resume_agent_run`` of the ``running``/``suspended`` envelope, DUR-16..DUR-22). Some cases kill
+the recovering process too, so a second recovery continues a twice-crashed run.
+
+Each phase is its own OS process, forked per job from a warm worker interpreter that never opens a
+store (so a case costs milliseconds, not interpreter starts); one test runs the same protocol with
+a fresh interpreter per phase.
+
+What every case must show (DB-10):
+
+* no stored message lost: the branch the envelope recorded at the crash is a prefix of the final
+  branch; none duplicated: the final branch is exactly the expected transcript;
+* no completed provider turn requested again: after a crash, no process requests a turn whose
+  answer is on the recorded branch (the provider logs every request in ``turns.log``);
+* every stored tool call ends up with exactly one result on the final branch, and no branch of
+  the store, abandoned ones included, answers a call twice;
+* a call whose dispatch was recorded but whose outcome was not is *reported* by resume
+  (``AgentRunStateError``, DUR-20) — in particular every crash inside a tool is — and resolved by
+  the operator (DUR-24); every tool side effect happens exactly once (``effects.log``), so nothing
+  is silently re-run.
+
+Crashes before the run's first checkpoint leave no envelope: the run never became durable and the
+host starts it again (its input stays on an abandoned branch). Crashes after an answer was stored
+but before the next checkpoint re-request that turn on a sibling branch (DUR-22); the checks above
+allow exactly that and nothing more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prism.stores.postgres import PostgresStore
+
+WORKER = Path(__file__).with_name("_crash_worker.py")
+SERVERS = 2
+HOOK_POINTS = 48
+_IO_GUARD_S = 60.0  # a hang guard only; nothing asserts on time
+
+PROMPT = "Record a, b and c."
+CALLS = ("call_1a", "call_1b", "call_2")
+EXPECTED_BRANCH: list[tuple[str, str, tuple[str, ...]]] = [
+    ("user", "hello", ()),
+    ("assistant", "hi, what shall I record?", ()),
+    ("user", PROMPT, ()),
+    ("assistant", "", ("call_1a", "call_1b")),
+    ("tool", "call_1a", ()),
+    ("tool", "call_1b", ()),
+    ("assistant", "checking c", ("call_2",)),
+    ("tool", "call_2", ()),
+    ("assistant", "all recorded", ()),
+]
+"""The final branch: (role, text or the answered call id, tool call ids)."""
+
+CHAINED: tuple[tuple[int, ...], ...] = (
+    (4, 3),
+    (10, 2),
+    (12, 4, 2),
+    (14, 4),
+    (16, 5),
+    (20, 1),
+    (24, 7),
+    (32, 2),
+    (36, 3),
+    (42, 2),
+)
+"""Cases that kill the recovering process too: the start's kill point, then each recover's."""
+
+
+# --------------------------------------------------------------------------- running phases
+
+
+class ForkServer:
+    """One ``_crash_worker.py serve`` process; each job runs in a child it forks."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    async def run(self, job: dict[str, Any]) -> dict[str, Any]:
+        proc = self.proc
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write((json.dumps(job) + "\n").encode())
+        await proc.stdin.drain()
+        line = await asyncio.wait_for(proc.stdout.readline(), _IO_GUARD_S)
+        if not line:
+            err = await proc.stderr.read() if proc.stderr is not None else b""
+            raise AssertionError(f"worker server exited: {err.decode(errors='replace')}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+
+@asynccontextmanager
+async def fork_servers(count: int) -> AsyncIterator[list[ForkServer]]:
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, str(WORKER), "serve",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for _ in range(count)
+    ]
+    try:
+        yield [ForkServer(p) for p in procs]
+    finally:
+        for p in procs:
+            if p.stdin is not None:
+                p.stdin.close()
+        for p in procs:
+            try:
+                await asyncio.wait_for(p.wait(), _IO_GUARD_S)
+            except TimeoutError:
+                p.kill()
+                await p.wait()
+
+
+class FreshInterpreter:
+    """Runs each job in a new ``python _crash_worker.py once JOB`` process."""
+
+    async def run(self, job: dict[str, Any]) -> dict[str, Any]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(WORKER), "once", json.dumps(job),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        code = await asyncio.wait_for(proc.wait(), _IO_GUARD_S)
+        return {
+            "pid": proc.pid,
+            "exit": code if code >= 0 else None,
+            "signal": -code if code < 0 else None,
+        }
+
+
+@dataclass
+class Case:
+    """A chain of phases over one session: ``start`` killed at ``kills[0]``, a ``recover``
+    killed at each later value, then a ``recover`` that runs to the end. No kills: one clean
+    ``start``."""
+
+    kills: tuple[int, ...]
+    directory: Path
+    url: str
+    schema: str | None
+    session: str
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return "kill@" + ",".join(map(str, self.kills)) if self.kills else "clean"
+
+    def phases(self) -> list[tuple[str, int | None]]:
+        if not self.kills:
+            return [("start", None)]
+        modes = ["start"] + ["recover"] * len(self.kills)
+        kills: list[int | None] = [*self.kills, None]
+        return list(zip(modes, kills, strict=True))
+
+    async def run(self, runner: Any) -> None:
+        for phase, (mode, kill_at) in enumerate(self.phases()):
+            outcome = await runner.run(
+                {
+                    "mode": mode,
+                    "url": self.url,
+                    "schema": self.schema,
+                    "session": self.session,
+                    "dir": str(self.directory),
+                    "phase": phase,
+                    "kill_at": kill_at,
+                }
+            )
+            self.outcomes.append(outcome)
+            if kill_at is not None and outcome["signal"] != signal.SIGKILL:
+                return  # reported by check_case
+
+
+async def run_cases(cases: list[Case], runners: list[Any]) -> None:
+    queue: asyncio.Queue[Case] = asyncio.Queue()
+    for case in cases:
+        queue.put_nowait(case)
+
+    async def drain(runner: Any) -> None:
+        while not queue.empty():
+            await queue.get_nowait().run(runner)
+
+    await asyncio.gather(*(drain(r) for r in runners))
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _read_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _shape(entry: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
+    role = entry.get("role", entry.get("kind", "?"))
+    key = entry.get("result_for") if role == "tool" else entry.get("text", "")
+    return role, str(key), tuple(entry.get("calls", ()))
+
+
+def _answer_problems(path: list[dict[str, Any]], *, complete: bool = False) -> list[str]:
+    """Tool results on one root-to-leaf path: each answers a call made earlier on the path, at
+    most once (exactly once with ``complete``)."""
+    problems = []
+    calls: list[str] = []
+    answered: Counter[str] = Counter()
+    for entry in path:
+        calls += entry.get("calls", [])
+        if "result_for" in entry:
+            if entry["result_for"] not in calls:
+                problems.append(f"result for unknown call {entry['result_for']}")
+            answered[entry["result_for"]] += 1
+    for call in calls:
+        if answered[call] > 1 or (complete and answered[call] != 1):
+            problems.append(f"call {call} has {answered[call]} results")
+    return problems
+
+
+def kill_labels(case: Case) -> list[str]:
+    """``<mode>: <hook label>`` of every kill of the case."""
+    labels = []
+    for phase, (mode, kill_at) in enumerate(case.phases()):
+        if kill_at is None:
+            continue
+        lines = _read_lines(case.directory / f"trace-{phase}.log")
+        if lines and lines[-1].startswith("KILL "):
+            labels.append(f"{mode}: {lines[-1].split(' ', 2)[2]}")
+    return labels
+
+
+def check_case(case: Case) -> list[str]:
+    """Every DB-10 property of one case; returns the violations (empty when all hold)."""
+    d = case.directory
+    phases = case.phases()
+    problems: list[str] = []
+    # -- the processes died where they were told to, and the last one finished the run
+    if len(case.outcomes) != len(phases):
+        problems.append(f"ran {len(case.outcomes)} of {len(phases)} phases: {case.outcomes}")
+        return problems
+    for phase, ((_, kill_at), outcome) in enumerate(zip(phases, case.outcomes, strict=True)):
+        error = d / f"error-{phase}.txt"
+        if error.exists():
+            problems.append(f"phase {phase} raised:\n{error.read_text()}")
+        if kill_at is not None:
+            last = (_read_lines(d / f"trace-{phase}.log") or [""])[-1]
+            if outcome["signal"] != signal.SIGKILL or not last.startswith(f"KILL {kill_at} "):
+                problems.append(f"phase {phase} was not killed at {kill_at}: {outcome}, {last!r}")
+        elif outcome["exit"] != 0:
+            problems.append(f"phase {phase} exited with {outcome}")
+    if problems:
+        return problems
+    last_phase = len(phases) - 1
+    final = _json(d / f"final-{last_phase}.json")
+    if final is None or final.get("status") != "succeeded" or "final" not in final:
+        return [f"run did not succeed: {final}"]
+    branch = final["final"]["branch"]
+    everything = final["final"]["all"]
+    ids = [e["id"] for e in branch]
+    # -- none duplicated, none missing: exactly the expected transcript
+    if [_shape(e) for e in branch] != EXPECTED_BRANCH or len(set(ids)) != len(ids):
+        problems.append(f"final branch {[_shape(e) for e in branch]}")
+    reports = [line.split() for line in _read_lines(d / "reports.log")]
+    rejected = {r[2] for r in reports if r[1] == "reject"}
+    for entry in branch:
+        if entry.get("role") == "tool":
+            expected_code = "approval_rejected" if entry["result_for"] in rejected else None
+            if entry.get("error_code") != expected_code:
+                problems.append(f"result of {entry['result_for']}: {entry.get('error_code')}")
+    # -- every stored tool call has exactly one result on the final branch, and no branch of
+    #    the store (abandoned ones included) answers a call twice or answers an unknown call
+    problems += [f"final branch: {p}" for p in _answer_problems(branch, complete=True)]
+    by_id = {e["id"]: e for e in everything}
+    parents = {e["parent"] for e in everything}
+    for leaf in (e for e in everything if e["id"] not in parents):
+        path = [leaf]
+        while path[-1]["parent"] is not None:
+            path.append(by_id[path[-1]["parent"]])
+        problems += [f"branch to {leaf['id']}: {p}" for p in _answer_problems(path[::-1])]
+    # -- every side effect exactly once: never silently re-run
+    effects = Counter(line.split()[0] for line in _read_lines(d / "effects.log"))
+    if effects != Counter(CALLS):
+        problems.append(f"tool side effects {dict(effects)}")
+    turns = [tuple(map(int, line.split())) for line in _read_lines(d / "turns.log")]
+    for phase, (mode, _) in enumerate(phases):
+        if mode != "recover":
+            continue
+        snap = _json(d / f"snapshot-{phase}.json")
+        if snap is None:
+            problems.append(f"phase {phase}: no snapshot")
+            continue
+        recorded = snap["branch"]
+        # -- no stored message lost
+        if ids[: len(recorded)] != [e["id"] for e in recorded]:
+            problems.append(f"phase {phase}: the recorded branch is not kept")
+        # -- no completed provider turn requested again
+        done = sum(
+            1 for e in recorded if e.get("role") == "assistant" and e["run"] == snap["run_id"]
+        )
+        again = [t for t, p in turns if p >= phase and t <= done]
+        if again:
+            problems.append(f"phase {phase}: turns {again} requested again ({done} were stored)")
+        envelope = snap["envelope"]
+        ambiguous = any(line == [str(phase), "ambiguous"] for line in reports)
+        if envelope is None:
+            # never durable: nothing irreversible may have happened before
+            earlier_turns = [t for t, p in turns if p < phase]
+            earlier_effects = [
+                line for line in _read_lines(d / "effects.log") if int(line.split()[1]) < phase
+            ]
+            if earlier_turns or earlier_effects or ambiguous:
+                problems.append(f"phase {phase}: work done before the first checkpoint")
+            continue
+        # -- an ambiguous dispatch is reported exactly when one was recorded
+        dispatched = [p["id"] for p in envelope["pending"] if p["status"] == "dispatched"]
+        if bool(dispatched) != ambiguous:
+            problems.append(f"phase {phase}: dispatched {dispatched}, reported={ambiguous}")
+        # -- a crash inside a tool is always such a case
+        previous = (_read_lines(d / f"trace-{phase - 1}.log") or [""])[-1].split()
+        if previous[2:3] in (["tool.before"], ["tool.after"]) and previous[3] not in dispatched:
+            problems.append(f"phase {phase}: crash in {previous[3]} is not reported")
+    return problems
+
+
+async def _crash_matrix(tmp_path: Path, url_for: Any, schema: str | None, runners: Any) -> None:
+    def case(kills: tuple[int, ...]) -> Case:
+        name = "clean" if not kills else "k" + "_".join(map(str, kills))
+        directory = tmp_path / name
+        directory.mkdir()
+        return Case(kills, directory, url_for(directory), schema, f"sess_{name}")
+
+    clean = case(())
+    await run_cases([clean], runners[:1])
+    assert check_case(clean) == []
+    points = _read_lines(clean.directory / "trace-0.log")
+    assert len(points) == HOOK_POINTS, points
+    kinds = Counter(p.split()[1].split(".")[0] for p in points)
+    assert kinds == {"provider": 6, "tool": 6, "append": 14, "save": 22}, kinds
+
+    cases = [case((k,)) for k in range(1, HOOK_POINTS + 1)]
+    cases += [case(kills) for kills in CHAINED]
+    await run_cases(cases, runners)
+    failures = {c.name: p for c in cases if (p := check_case(c))}
+    assert not failures, json.dumps(failures, indent=1)
+    # the kills really are spread over all kinds of hook points (at least 20 distinct ones)
+    killed = {label for c in cases for label in kill_labels(c)}
+    assert len(killed) >= 20
+    for kind in ("provider.", "tool.", "append.", "save."):
+        assert sum(1 for label in killed if label.split(": ")[1].startswith(kind)) >= 4, kind
+    assert any(label.startswith("recover: ") for label in killed)
+    # and they exercised every recovery path
+    paths = Counter(
+        (_json(c.directory / f"final-{len(c.phases()) - 1}.json") or {}).get("path")
+        for c in cases
+    )
+    assert {"restart", "running", "suspended", "finished"} <= set(paths), paths
+    reports = Counter(
+        line.split()[1] for c in cases for line in _read_lines(c.directory / "reports.log")
+    )
+    assert {"ambiguous", "adopt", "reject", "rerun"} <= set(reports), reports
+
+
+# --------------------------------------------------------------------------- tests
+
+
+async def test_db10_sqlite_sigkill_at_every_hook_point_then_resume(tmp_path: Path) -> None:
+    """DB-10 on SQLite: 48 single kills (every hook point) and 10 chained ones, each case over
+    its own database file."""
+    async with fork_servers(SERVERS) as servers:
+        await _crash_matrix(tmp_path, lambda d: f"sqlite:///{d}/store.db", None, servers)
+
+
+async def test_db10_postgres_sigkill_at_every_hook_point_then_resume(
+    tmp_path: Path, pg_url: str, pg_schema: str
+) -> None:
+    """DB-10 on PostgreSQL: the same 58 cases, all in one schema (one session per case)."""
+    store = await PostgresStore.connect(pg_url, schema=pg_schema, max_size=1)
+    await store.aclose()  # migrated before the workers start
+    async with fork_servers(SERVERS) as servers:
+        await _crash_matrix(tmp_path, lambda d: pg_url, pg_schema, servers)
+
+
+@pytest.mark.parametrize("kills", [(15,), (30,), (18, 3)], ids=str)
+async def test_db10_fresh_interpreter_per_phase(tmp_path: Path, kills: tuple[int, ...]) -> None:
+    """DB-10 without the fork server: each phase is a new interpreter (SQLite)."""
+    case = Case(kills, tmp_path, f"sqlite:///{tmp_path}/store.db", None, "sess_fresh")
+    await case.run(FreshInterpreter())
+    assert check_case(case) == []
+
+
+async def test_db10_checks_catch_violations(tmp_path: Path) -> None:
+    """The checks fail on a re-run side effect, a duplicated message, an unreported ambiguous
+    call and a re-requested turn (so the crash tests can fail)."""
+    async with fork_servers(1) as servers:
+        case = Case((16,), tmp_path, f"sqlite:///{tmp_path}/store.db", None, "sess_check")
+        await case.run(servers[0])
+    assert check_case(case) == []
+    effects = tmp_path / "effects.log"
+    original = effects.read_text()
+    effects.write_text(original + "call_1a 1\n")
+    assert any("side effects" in p for p in check_case(case))
+    effects.write_text(original)
+
+    final_path = tmp_path / "final-1.json"
+    final = json.loads(final_path.read_text())
+    doubled = json.loads(json.dumps(final))
+    doubled["final"]["branch"].insert(4, doubled["final"]["branch"][3])
+    final_path.write_text(json.dumps(doubled))
+    assert any("final branch" in p for p in check_case(case))
+    final_path.write_text(json.dumps(final))
+
+    reports = tmp_path / "reports.log"
+    saved_reports = reports.read_text()
+    reports.write_text("")
+    assert any("reported=False" in p for p in check_case(case))
+    reports.write_text(saved_reports)
+
+    turns = tmp_path / "turns.log"
+    turns.write_text(turns.read_text() + "1 1\n")
+    assert any("requested again" in p for p in check_case(case))
