@@ -50,7 +50,7 @@ from prism.runtime.durable import (
     coerce_run_state_options,
 )
 from prism.runtime.provider_turn import ProviderRequestPolicy
-from prism.runtime.turn_policy import TurnPolicy, resolve_turn_policy
+from prism.runtime.turn_policy import coerce_turn_policy, resolve_turn_policy
 from prism.store import (
     CompactionOptions,
     MemorySessionStore,
@@ -449,19 +449,14 @@ class AgentSession:
             opts = dataclasses.replace(opts, **changes)
         # step 1: option mappings
         run_limits = coerce_run_limits(opts.limits)
-        if opts.turn_policy is not None and not isinstance(opts.turn_policy, (TurnPolicy, Mapping)):
-            raise PrismConfigError(
-                f"turn_policy must be a TurnPolicy or a mapping, got {type(opts.turn_policy).__name__}"
-            )
+        coerced_policy = coerce_turn_policy(opts.turn_policy)
         run_state = coerce_run_state_options(opts.run_state)
         retry = resolve_retry_options(config.retry, opts.retry)
         compaction = resolve_compaction_options(config.compaction, opts.compaction)
         # step 2: limits (LIM-2, LIM-3)
         resolved_limits = resolve_run_limits(config.limits, run_limits)
         # step 3: turn policy (TP-2)
-        turn_policy = resolve_turn_policy(
-            opts.turn_policy, max_turns_limit=resolved_limits.max_turns
-        )
+        turn_policy = resolve_turn_policy(coerced_policy, max_turns_limit=resolved_limits.max_turns)
         # step 4: durable options (DUR-2)
         if durable is None:
             durable = check_durable_run(
