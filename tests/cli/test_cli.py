@@ -105,7 +105,8 @@ def test_plain_output_streams_text_to_stdout_and_notes_to_stderr(tmp_path: Path)
     lines = err.splitlines()
     assert lines[0] == '⚙ calculator({"expression": "6*7"})'
     assert lines[1] == '→ calculator: {"expression": "6*7", "result": 42}'
-    assert lines[-1].startswith("usage: 30 in + 4 out = 34 tokens · 2 turns · 1 tool call · ")
+    assert lines[-2].startswith("usage: 30 in + 4 out = 34 tokens · 2 turns · 1 tool call · ")
+    assert lines[-1].startswith("session session_") and " · run run_" in lines[-1]
 
 
 def test_tool_errors_are_shown_and_the_run_continues(tmp_path: Path) -> None:

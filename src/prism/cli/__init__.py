@@ -7,6 +7,12 @@
     prism run "Plan a trip" --model anthropic:claude-sonnet-4-5 --json
     prism run "Name two cities" --loop gvr --schema cities.schema.json
     prism run "hi" --model openai-compatible:llama3@http://127.0.0.1:8080/v1
+    prism run --session SESSION_ID "and in Celsius?"            # continue a conversation
+    prism run --max-turns 2 "Investigate"                       # stop cleanly after 2 turns
+    prism run --approve-tools --tool clock "What time is it?"   # ask before each tool call
+    prism resume RUN_ID [--approve | --deny]                    # continue a stopped run
+    prism sessions list
+    prism sessions show SESSION_ID
 
 ``prism run`` streams the assistant text as it arrives, shows each tool call and its result, a live
 status line (turn, tokens, elapsed time) on terminals, and a usage summary at the end. ``--json``
@@ -15,12 +21,17 @@ plain: the answer on stdout, notes on stderr. API keys come from ``OPENAI_API_KE
 ``ANTHROPIC_API_KEY`` (or ``--api-key-env`` for compatible servers), never from the command line,
 and are redacted from everything the command prints.
 
-Exit codes: 0 success, 1 the run failed or was aborted, 2 invalid command line or configuration,
-130 interrupted (Ctrl-C).
+Sessions live in a store (10-stores): ``--store URL`` (``sqlite:///file.db``,
+``sqlite:////abs/file.db``, ``postgresql://…``), else ``$PRISM_STORE``, else the SQLite file
+``$XDG_DATA_HOME/prism/sessions.db`` (``~/.local/share/prism/sessions.db``). Every run is durable
+with every-turn checkpoints, so ``prism resume RUN_ID`` continues a run stopped by ``--max-turns``,
+one waiting for a tool approval (``--approve-tools``), or one whose process ended mid-run.
 
-Commands are registered in :func:`build_parser`; each has a ``_cmd_<name>`` coroutine. Session
-storage (``--store URL``), ``prism sessions list/show`` and ``prism resume RUN_ID`` will plug in
-there, sharing :func:`add_model_options` with ``run``.
+Exit codes: 0 success (also a ``--max-turns`` stop or a requested denial), 1 the run failed, was
+aborted or cannot be resumed, 2 invalid command line, configuration or store, 3 the run waits for
+an approval (``prism resume RUN_ID --approve`` or ``--deny``), 130 interrupted (Ctrl-C).
+
+Commands are registered in :func:`build_parser`; each has a ``_cmd_<name>`` coroutine.
 """
 
 from __future__ import annotations
@@ -32,9 +43,17 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-from prism.cli import _models, _run, _tools
+from prism.cli import _models, _run, _sessions, _tools
+from prism.cli._store import STORE_ENV
 
-__all__ = ["EXIT_INTERRUPTED", "add_model_options", "build_parser", "main"]
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "add_model_options",
+    "add_output_options",
+    "add_store_option",
+    "build_parser",
+    "main",
+]
 
 EXIT_INTERRUPTED = 130
 """Exit code after Ctrl-C."""
@@ -57,6 +76,27 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, metavar="T", help="sampling temperature")
 
 
+def add_store_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--store URL`` (shared by every command that reads or writes sessions)."""
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help=f"session store: sqlite:///FILE.db, sqlite:////ABS/FILE.db or postgresql://… "
+        f"(default: ${STORE_ENV}, else $XDG_DATA_HOME/prism/sessions.db)",
+    )
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--json`` / ``--plain`` (commands that stream a run)."""
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
+        "--json", action="store_true", help="print every event as one JSON line instead"
+    )
+    output.add_argument(
+        "--plain", action="store_true", help="plain output even on a terminal (no live status)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``prism`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -68,9 +108,17 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run an agent on a prompt and stream the answer",
-        description="Run an agent on PROMPT and stream its answer.",
+        description="Run an agent on PROMPT and stream its answer. The conversation is stored "
+        "as a session; the run can be continued with prism resume.",
     )
     run.add_argument("prompt", metavar="PROMPT", help="the user message")
+    run.add_argument(
+        "--session",
+        "-s",
+        metavar="ID",
+        help="continue this stored session (with its model and tools unless given again)",
+    )
+    add_store_option(run)
     add_model_options(run)
     run.add_argument(
         "--tool",
@@ -83,7 +131,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--tool-choice",
         choices=("auto", "required", "none"),
-        default="auto",
         help="whether the model must call a tool when answering the prompt (default auto)",
     )
     run.add_argument(
@@ -93,11 +140,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="tool rounds before the model must answer in text (default: 1 for the local "
         "model, unlimited for others; 0 = unlimited)",
     )
+    run.add_argument(
+        "--approve-tools",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="ask before each tool call runs (on a terminal; otherwise the run waits for "
+        "prism resume RUN_ID --approve or --deny)",
+    )
     run.add_argument("--system", metavar="TEXT", help="system instructions for the agent")
     run.add_argument(
         "--loop",
         choices=("single-shot", "gvr"),
-        default="single-shot",
         help="turn loop: single-shot (default) or gvr (generate, validate against --schema, "
         "revise)",
     )
@@ -105,20 +158,58 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--max-revisions",
         type=int,
-        default=3,
         metavar="N",
         help="--loop gvr: revisions after the first candidate (default 3)",
     )
-    run.add_argument("--max-turns", type=int, metavar="N", help="cap on model turns")
+    run.add_argument(
+        "--max-turns",
+        type=int,
+        metavar="N",
+        help="stop cleanly after N model turns; prism resume RUN_ID continues the run",
+    )
     run.add_argument("--max-tool-rounds", type=int, metavar="N", help="cap on tool rounds")
-    output = run.add_mutually_exclusive_group()
-    output.add_argument(
-        "--json", action="store_true", help="print every event as one JSON line instead"
-    )
-    output.add_argument(
-        "--plain", action="store_true", help="plain output even on a terminal (no live status)"
-    )
+    add_output_options(run)
     run.set_defaults(handler=_cmd_run)
+
+    resume = commands.add_parser(
+        "resume",
+        help="continue a stopped, interrupted or approval-waiting run",
+        description="Continue a run stopped by --max-turns, a run whose process ended, or a run "
+        "waiting for a tool approval (decide with --approve or --deny, or answer on a terminal).",
+    )
+    resume.add_argument("run_id", metavar="RUN_ID", help="the run to continue")
+    decide = resume.add_mutually_exclusive_group()
+    decide.add_argument(
+        "--approve", action="store_true", help="allow the tool calls the run waits for (once)"
+    )
+    decide.add_argument(
+        "--deny", action="store_true", help="refuse them: the run ends as denied, nothing runs"
+    )
+    add_store_option(resume)
+    add_output_options(resume)
+    resume.set_defaults(handler=_cmd_resume)
+
+    sessions = commands.add_parser(
+        "sessions",
+        help="list stored sessions or show one",
+        description="List the stored sessions, or show one session's conversation and runs.",
+    )
+    sessions_commands = sessions.add_subparsers(dest="sessions_command", metavar="SUBCOMMAND")
+    listing = sessions_commands.add_parser(
+        "list", help="list sessions, most recently used first"
+    )
+    listing.add_argument(
+        "--limit", type=int, default=50, metavar="N", help="most sessions shown (default 50)"
+    )
+    listing.add_argument("--json", action="store_true", help="one JSON object per session")
+    add_store_option(listing)
+    show = sessions_commands.add_parser("show", help="show a session's conversation and runs")
+    show.add_argument("session_id", metavar="ID", help="the session to show")
+    show.add_argument(
+        "--json", action="store_true", help="the entries and runs as JSON lines"
+    )
+    add_store_option(show)
+    sessions.set_defaults(handler=_cmd_sessions, sessions_command=None)
     return parser
 
 
@@ -126,13 +217,41 @@ async def _cmd_run(
     args: argparse.Namespace,
     out: IO[str],
     err: IO[str],
+    stdin: IO[str] | None,
     provider_override: Callable[[], Any] | None,
 ) -> int:
     live = not args.plain and not args.json and _isatty(out)
     command = _run.RunCommand(
-        args, out=out, err=err, live=live, provider_override=provider_override
+        args, out=out, err=err, live=live, stdin=stdin, provider_override=provider_override
     )
     return await command.run()
+
+
+async def _cmd_resume(
+    args: argparse.Namespace,
+    out: IO[str],
+    err: IO[str],
+    stdin: IO[str] | None,
+    provider_override: Callable[[], Any] | None,
+) -> int:
+    live = not args.plain and not args.json and _isatty(out)
+    command = _run.RunCommand(
+        args, out=out, err=err, live=live, stdin=stdin, provider_override=provider_override
+    )
+    return await command.resume()
+
+
+async def _cmd_sessions(
+    args: argparse.Namespace,
+    out: IO[str],
+    err: IO[str],
+    stdin: IO[str] | None,
+    provider_override: Callable[[], Any] | None,
+) -> int:
+    if args.sessions_command is None:
+        err.write("prism: sessions needs a subcommand: list or show ID\n")
+        return _run.EXIT_USAGE
+    return await _sessions.SessionsCommand(args, out=out, err=err).run()
 
 
 def _isatty(stream: IO[str]) -> bool:
@@ -145,6 +264,7 @@ def main(
     *,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
+    stdin: IO[str] | None = None,
     provider_override: Callable[[], Any] | None = None,
 ) -> int:
     """Entry point of the ``prism`` command.
@@ -153,15 +273,18 @@ def main(
         argv: Arguments without the program name; ``None`` means ``sys.argv[1:]``.
         out: Standard output (default ``sys.stdout``).
         err: Standard error (default ``sys.stderr``).
+        stdin: Where approval answers are read (default ``sys.stdin``; asked only when it is a
+            terminal).
         provider_override: Test seam: builds the provider instead of the ``--model`` spec (the
             spec still supplies the ``ModelConfig``).
 
     Returns:
-        The exit code: 0 success, 1 run failed or aborted, 2 usage or configuration error,
-        130 interrupted.
+        The exit code: 0 success, 1 run failed or aborted, 2 usage, configuration or store
+        error, 3 waiting for an approval, 130 interrupted.
     """
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
+    stdin = sys.stdin if stdin is None else stdin
     parser = build_parser()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -173,7 +296,7 @@ def main(
         parser.print_help(out)
         return _run.EXIT_USAGE
     try:
-        code: int = asyncio.run(handler(args, out, err, provider_override))
+        code: int = asyncio.run(handler(args, out, err, stdin, provider_override))
     except KeyboardInterrupt:
         err.write("\nprism: interrupted\n")
         return EXIT_INTERRUPTED

@@ -132,6 +132,19 @@ class Renderer(Protocol):
         """The run failed or was aborted; ``message`` is already redacted."""
         ...
 
+    def notice(self, text: str) -> None:
+        """Show one line about the run (session id, how to resume it); never on stdout's
+        answer or event stream."""
+        ...
+
+    def pause(self) -> None:
+        """Stop drawing (a question is about to be asked on the terminal)."""
+        ...
+
+    def unpause(self) -> None:
+        """Draw again after :meth:`pause`."""
+        ...
+
 
 # --------------------------------------------------------------------------- JSON lines
 
@@ -161,6 +174,16 @@ class JsonRenderer:
     def failed(self, message: str) -> None:
         # the run's terminal `error` event is already on stdout; keep a human line on stderr
         self._err.write(f"prism: {message}\n")
+
+    def notice(self, text: str) -> None:
+        self._err.write(f"prism: {text}\n")
+        self._err.flush()
+
+    def pause(self) -> None:
+        self._out.flush()
+
+    def unpause(self) -> None:
+        pass
 
 
 # --------------------------------------------------------------------------- shared text logic
@@ -242,6 +265,16 @@ class _TextRenderer:
         self._note(f"error: {message}", "bold red")
         self._note(summarize(self.stats, self.stats.usage), "dim")
 
+    def notice(self, text: str) -> None:
+        self._end_text()
+        self._note(text, "yellow")
+
+    def pause(self) -> None:
+        self._end_text()
+
+    def unpause(self) -> None:
+        pass
+
 
 # --------------------------------------------------------------------------- plain
 
@@ -318,6 +351,14 @@ class LiveRenderer(_TextRenderer):
     def __exit__(self, *exc: object) -> None:
         self._flush_pending()
         self._live.stop()
+
+    def pause(self) -> None:
+        self._end_text()
+        self._flush_pending()
+        self._live.stop()
+
+    def unpause(self) -> None:
+        self._live.start()
 
     def _renderable(self) -> Any:
         text = self._rich.text

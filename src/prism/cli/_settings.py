@@ -1,0 +1,324 @@
+"""The settings a ``prism`` agent is built from, and building it.
+
+:class:`RunSettings` is what ``prism run`` reads from its command line and stores per session, so
+that ``prism run --session ID`` continues with the same model and tools (options given again on
+the command line win) and ``prism resume RUN_ID`` rebuilds exactly the agent the run was started
+with — a durable run resumes only under an agent with the same fingerprint (DUR-5, DUR-17). API
+keys are never part of the settings; they are read from the environment each time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prism.cli._models import ModelChoice, ModelSpecError, parse_model_spec
+from prism.cli._store import AGENT_ID, DEFINITION_REVISION
+from prism.cli._tools import BUILTIN_TOOLS, builtin_tool
+from prism.errors import PrismError
+from prism.redaction import SecretRedactor, create_secret_redactor
+
+__all__ = ["BuiltAgent", "RunSettings", "UsageError", "build_agent", "tool_choice_policy"]
+
+_DEFAULT_TOOL_SYSTEM = "You are a helpful assistant. Use the tools when they help."
+
+_GVR_INSTRUCTIONS = (
+    "Answer with only a JSON value (no prose, no code fence) that validates against this "
+    "JSON Schema:\n{schema}"
+)
+
+_SETTINGS_VERSION = 1
+
+
+class UsageError(Exception):
+    """A command-line or configuration problem, reported with exit code 2."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSettings:
+    """Everything the command builds an agent from (stored per session as JSON)."""
+
+    model: str = "local"
+    """The ``--model`` spec."""
+    api_key_env: str | None = None
+    """``--api-key-env`` (a variable name, never a key)."""
+    max_tokens: int | None = None
+    """``--max-tokens``."""
+    temperature: float | None = None
+    """``--temperature``."""
+    tools: tuple[str, ...] = ()
+    """Built-in tools enabled with ``--tool``."""
+    tool_choice: str = "auto"
+    """``--tool-choice``: ``auto``, ``required`` or ``none``."""
+    tool_rounds: int | None = None
+    """``--tool-rounds`` (``None``: 1 for the local model, else unlimited)."""
+    system: str | None = None
+    """``--system``."""
+    loop: str = "single-shot"
+    """``--loop``: ``single-shot`` or ``gvr``."""
+    schema: Any = None
+    """The JSON Schema read from ``--schema`` (``--loop gvr``)."""
+    max_revisions: int = 3
+    """``--max-revisions``."""
+    max_tool_rounds: int | None = None
+    """``--max-tool-rounds`` (a run limit)."""
+    approve_tools: bool = False
+    """``--approve-tools``: every tool call waits for an approval (APR-1)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (with a ``version`` key)."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["tools"] = list(self.tools)
+        return {"version": _SETTINGS_VERSION, **data}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> RunSettings:
+        """Read the stored form; unknown keys are ignored, missing ones take their defaults.
+
+        Raises:
+            UsageError: the stored settings are not readable.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        data = {k: v for k, v in value.items() if k in names}
+        if "tools" in data:
+            data["tools"] = tuple(data["tools"] or ())
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise UsageError(f"unreadable stored settings: {exc}") from None
+
+    @classmethod
+    def from_args(
+        cls,
+        args: argparse.Namespace,
+        environ: Mapping[str, str],
+        base: RunSettings | None = None,
+    ) -> RunSettings:
+        """Settings from the command line over ``base`` (a session's stored settings).
+
+        An option given on the command line wins; otherwise ``base`` supplies it; otherwise the
+        default applies (``--model``: ``$PRISM_MODEL``, else ``local``).
+
+        Raises:
+            UsageError: ``--schema`` without ``--loop gvr``, ``--loop gvr`` without a schema, an
+                unreadable schema file.
+        """
+        start = base if base is not None else cls(model=environ.get("PRISM_MODEL") or "local")
+        changes: dict[str, Any] = {}
+        for name in (
+            "model",
+            "api_key_env",
+            "max_tokens",
+            "temperature",
+            "tool_choice",
+            "tool_rounds",
+            "system",
+            "loop",
+            "max_revisions",
+            "max_tool_rounds",
+            "approve_tools",
+        ):
+            value = getattr(args, name, None)
+            if value is not None:
+                changes[name] = value
+        if getattr(args, "tool", None):
+            names: list[str] = []
+            for name in args.tool:
+                if name not in names:
+                    names.append(name)
+            changes["tools"] = tuple(names)
+        schema_path = getattr(args, "schema", None)
+        if schema_path is not None:
+            try:
+                with open(schema_path, encoding="utf-8") as handle:
+                    changes["schema"] = json.load(handle)
+            except (OSError, ValueError) as exc:
+                raise UsageError(f"cannot read --schema {schema_path}: {exc}") from None
+        settings = dataclasses.replace(start, **changes)
+        if settings.loop == "gvr" and settings.schema is None:
+            raise UsageError("--loop gvr needs --schema FILE.json")
+        if settings.loop != "gvr" and schema_path is not None:
+            raise UsageError("--schema needs --loop gvr")
+        for name in settings.tools:
+            if name not in BUILTIN_TOOLS:
+                raise UsageError(f"unknown tool {name!r}")
+        return settings
+
+
+def _tool_choice_value(provider: str, choice: str, tool_names: list[str]) -> Any:
+    """``auto``/``required``/``none`` in the wire form of the model's provider.
+
+    ``required`` with a single tool names that tool, the form every server understands
+    (llama-cpp-python's server rejects the string ``"required"``).
+    """
+    only = tool_names[0] if choice == "required" and len(tool_names) == 1 else None
+    if provider == "anthropic":
+        if only is not None:
+            return {"type": "tool", "name": only}
+        return {"type": {"required": "any"}.get(choice, choice)}
+    if only is not None:
+        return {"type": "function", "function": {"name": only}}
+    return choice
+
+
+def tool_choice_policy(
+    provider: str, *, first: str, rounds_before_answer: int | None
+) -> Callable[[Any], Any]:
+    """Provider-request policy that sets ``tool_choice`` per turn (RUN-14 step 2).
+
+    Turns that answer the user's latest message directly get ``first``; once
+    ``rounds_before_answer`` tool rounds have been answered since that message, later turns get
+    ``none``, so the model has to answer in text. ``None`` never forces the answer.
+
+    Args:
+        provider: ``ModelConfig.provider`` (the wire form differs for Anthropic).
+        first: ``auto``, ``required`` or ``none``.
+        rounds_before_answer: Tool rounds allowed before the text answer, or ``None``.
+    """
+    from prism.runtime.provider_turn import ProviderRequestPolicyResult
+    from prism.types import ProviderRequestOptions
+
+    def policy(ctx: Any) -> Any:
+        request = ctx.request
+        if not request.tools:
+            return None
+        rounds = 0
+        for message in reversed(request.messages):
+            if message.role == "user":
+                break
+            if message.role == "assistant" and any(
+                part.type == "tool_call" for part in message.content
+            ):
+                rounds += 1
+        choice = first
+        if rounds and rounds_before_answer is not None and rounds >= rounds_before_answer:
+            choice = "none"
+        elif rounds:
+            choice = "auto"
+        if choice == "auto" and first == "auto":
+            return None
+        value = _tool_choice_value(provider, choice, [tool.name for tool in request.tools])
+        return ProviderRequestPolicyResult(
+            options=ProviderRequestOptions(extra={"tool_choice": value})
+        )
+
+    return policy
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltAgent:
+    """An agent built from :class:`RunSettings`."""
+
+    agent: Any
+    """The ``Agent`` (durable: every-turn checkpoints in the store)."""
+    redactor: SecretRedactor
+    """Redacts the API keys read for the model."""
+    choice: ModelChoice
+    """The parsed model spec."""
+
+
+def build_agent(
+    settings: RunSettings,
+    store: Any,
+    *,
+    environ: Mapping[str, str],
+    provider_override: Callable[[], Any] | None = None,
+) -> BuiltAgent:
+    """Build the durable agent ``settings`` describe, over ``store`` (sessions and checkpoints).
+
+    The same settings give the same agent fingerprint (DUR-5), which is what lets another
+    process resume the agent's runs.
+
+    Raises:
+        UsageError: a bad model spec, a missing key or extra, a bad schema.
+    """
+    from prism.runtime.agent import create_agent
+    from prism.runtime.durable import RunStateOptions
+
+    params: dict[str, Any] = {}
+    if settings.max_tokens is not None:
+        params["max_tokens"] = settings.max_tokens
+    if settings.temperature is not None:
+        params["temperature"] = settings.temperature
+    try:
+        choice = parse_model_spec(
+            settings.model, parameters=params, api_key_env=settings.api_key_env, environ=environ
+        )
+    except ModelSpecError as exc:
+        raise UsageError(str(exc)) from None
+    redactor = create_secret_redactor(choice.secrets)
+    try:
+        tools = [builtin_tool(name) for name in settings.tools]
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    loop, loop_instructions = _loop(settings, choice)
+    system = settings.system
+    if system is None and tools:
+        # chat formats of small local models describe tools inside the system message only
+        system = _DEFAULT_TOOL_SYSTEM
+    instructions = "\n\n".join(text for text in (system, loop_instructions) if text) or None
+    if provider_override is not None:
+        provider = provider_override()
+    else:
+        try:
+            provider = choice.make_provider()
+        except (ImportError, PrismError) as exc:
+            raise UsageError(redactor.redact(str(exc))) from None
+    rounds = settings.tool_rounds
+    if rounds is None and choice.model.provider == "local":
+        rounds = 1  # a 135M-parameter model cannot tell when to stop calling tools
+    policies = []
+    if tools and (rounds is not None or settings.tool_choice != "auto"):
+        policies.append(
+            tool_choice_policy(
+                choice.model.provider,
+                first=settings.tool_choice,
+                rounds_before_answer=rounds if rounds and rounds > 0 else None,
+            )
+        )
+    limits = None
+    if settings.max_tool_rounds is not None:
+        from prism.limits import RunLimits
+
+        limits = RunLimits(max_tool_rounds=settings.max_tool_rounds)
+    agent = create_agent(
+        id=AGENT_ID,
+        model=choice.model,
+        provider=provider,
+        tools=tools or None,
+        instructions=instructions,
+        redactor=redactor,
+        loop=loop,
+        limits=limits,
+        provider_request_policies=policies or None,
+        store=store,
+        run_state=RunStateOptions(
+            store,
+            DEFINITION_REVISION,
+            checkpoint_policy="every-turn",
+            interrupt_before_tool=settings.approve_tools,
+        ),
+    )
+    return BuiltAgent(agent, redactor, choice)
+
+
+def _loop(settings: RunSettings, choice: ModelChoice) -> tuple[Any, str | None]:
+    if settings.loop != "gvr":
+        return None, None
+    from prism.artifacts import json_schema_artifact
+    from prism.loops.gvr import generate_validate_revise_loop
+
+    schema = settings.schema
+    try:
+        callbacks = json_schema_artifact(
+            schema,
+            structured_output_name="artifact" if choice.native_structured_output else None,
+        )
+        loop = generate_validate_revise_loop(**callbacks, max_revisions=settings.max_revisions)
+    except PrismError as exc:
+        raise UsageError(str(exc)) from None
+    return loop, _GVR_INSTRUCTIONS.format(schema=json.dumps(schema, ensure_ascii=False))
