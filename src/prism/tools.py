@@ -417,6 +417,10 @@ def _pointer(path: Iterable[Any]) -> str:
 def _schema_errors(compiled: Any, instance: Any) -> builtins.list[tuple[str, str]]:
     """Return ``(pointer, message)`` for every error of ``instance``, sorted (TOOL-6, SO-8).
 
+    An instance that the schema's fast checker (:func:`_fast_checker`) proves valid returns
+    ``[]`` without running jsonschema; everything else — every invalid instance included — is
+    checked by jsonschema, so the errors are always jsonschema's.
+
     Args:
         compiled: A validator from :func:`_compile_schema`.
         instance: The value to check.
@@ -425,9 +429,230 @@ def _schema_errors(compiled: Any, instance: Any) -> builtins.list[tuple[str, str
         Exception: whatever jsonschema raises while resolving the schema (e.g. an unresolvable
             ``$ref``); callers report it as an invalid schema.
     """
+    fast = _fast_checker(compiled)
+    if fast is not None and fast(instance):
+        return []
     errors = [(_pointer(e.absolute_path), str(e.message)) for e in compiled.iter_errors(instance)]
     errors.sort()
     return errors
+
+
+# --------------------------------------------------------------------------- fast valid path
+#
+# Tool arguments are validated on every call (TOOL-6), and jsonschema's general machinery costs
+# tens of microseconds even for ``{"type": "object", "properties": {"i": {"type": "integer"}}}``.
+# For schemas made only of the keywords below, a checker compiled once per schema answers
+# "certainly valid" with plain type tests. It never answers "invalid": any instance it cannot
+# prove valid (a float for "integer", a tuple for "array", ...) goes to jsonschema, so results and
+# error messages are exactly jsonschema's. Schemas with any other keyword (``$ref``, ``enum``,
+# ``pattern``, ``oneOf``, ...) or of draft 4/3 get no fast checker.
+
+_FastCheck = Callable[[Any], bool]
+_FAST_VALIDATORS = frozenset(
+    {"Draft202012Validator", "Draft201909Validator", "Draft7Validator", "Draft6Validator"}
+)
+# keywords that never fail an instance (``format`` asserts nothing without a format checker,
+# which the compiled validators do not have)
+_FAST_ANNOTATIONS = frozenset(
+    {"$schema", "$id", "$comment", "title", "description", "default", "examples", "format",
+     "deprecated", "readOnly", "writeOnly"}
+)
+_FAST_SCALARS: dict[str, _FastCheck] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) is int or type(v) is float,
+    "boolean": lambda v: type(v) is bool,
+    "null": lambda v: v is None,
+}
+_FAST_BY_ID: dict[int, tuple[object, _FastCheck | None]] = {}
+
+
+def _fast_checker(compiled: Any) -> _FastCheck | None:
+    """The cached fast checker of a compiled validator, or ``None`` (see above)."""
+    key = id(compiled)
+    hit = _FAST_BY_ID.get(key)
+    if hit is not None and hit[0] is compiled:
+        return hit[1]
+    checker: _FastCheck | None = None
+    if type(compiled).__name__ in _FAST_VALIDATORS:
+        try:
+            checker = _fast_node(compiled.schema)
+        except Exception:  # an odd schema simply takes the full path
+            checker = None
+    if len(_FAST_BY_ID) >= _COMPILED_MAX:
+        _FAST_BY_ID.pop(next(iter(_FAST_BY_ID)))
+    _FAST_BY_ID[key] = (compiled, checker)
+    return checker
+
+
+def _number(value: Any) -> bool:
+    return type(value) is int or type(value) is float
+
+
+def _fast_node(schema: Any) -> _FastCheck | None:
+    """Compile one (sub)schema; ``None`` when it uses a keyword outside the fast subset."""
+    if schema is True:
+        return lambda v: True
+    if type(schema) is not dict:
+        return None
+    rest = {k: v for k, v in schema.items() if k not in _FAST_ANNOTATIONS}
+    checks: builtins.list[_FastCheck] = []
+    any_of = rest.pop("anyOf", None)
+    if any_of is not None:
+        if type(any_of) is not builtins.list or not any_of:
+            return None
+        branches = [_fast_node(b) for b in any_of]
+        if any(b is None for b in branches):
+            return None
+        alternatives = tuple(b for b in branches if b is not None)
+        checks.append(lambda v: any(b(v) for b in alternatives))
+    if "type" in rest:
+        typed = _fast_typed(rest)
+        if typed is None:
+            return None
+        checks.append(typed)
+    elif rest:
+        return None  # keywords without a "type" apply to several kinds: not in the subset
+    if not checks:
+        return lambda v: True
+    if len(checks) == 1:
+        return checks[0]
+    first, second = checks
+    return lambda v: first(v) and second(v)
+
+
+def _fast_typed(rest: dict[str, Any]) -> _FastCheck | None:
+    """``type`` (a name or a list of names) with the keywords of those types."""
+    names = rest.pop("type")
+    if isinstance(names, str):
+        names = [names]
+    if type(names) is not builtins.list or not names or not all(isinstance(n, str) for n in names):
+        return None
+    per_type: builtins.list[_FastCheck] = []
+    for name in names:
+        if name in _FAST_SCALARS:
+            per_type.append(_FAST_SCALARS[name])
+        elif name not in ("object", "array"):
+            return None
+    string_kw: dict[str, Any] = {k: rest.pop(k) for k in ("minLength", "maxLength") if k in rest}
+    number_kw: dict[str, Any] = {
+        k: rest.pop(k)
+        for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+        if k in rest
+    }
+    object_kw: dict[str, Any] = {
+        k: rest.pop(k) for k in ("properties", "required", "additionalProperties") if k in rest
+    }
+    array_kw: dict[str, Any] = {
+        k: rest.pop(k) for k in ("items", "minItems", "maxItems") if k in rest
+    }
+    if rest:
+        return None
+    if not all(type(x) is int for x in (*string_kw.values(), *(
+        v for k, v in array_kw.items() if k != "items"
+    ))):
+        return None
+    if not all(_number(x) for x in number_kw.values()):
+        return None
+    checks: builtins.list[_FastCheck] = []
+    for name in names:
+        if name == "string" and string_kw:
+            checks.append(_fast_length(string_kw.get("minLength", 0), string_kw.get("maxLength")))
+        elif name in ("integer", "number") and number_kw:
+            checks.append(_fast_bounds(_FAST_SCALARS[name], number_kw))
+        elif name == "object":
+            obj = _fast_object(object_kw)
+            if obj is None:
+                return None
+            checks.append(obj)
+        elif name == "array":
+            arr = _fast_array(array_kw)
+            if arr is None:
+                return None
+            checks.append(arr)
+        else:
+            checks.append(_FAST_SCALARS[name])
+    if len(checks) == 1:
+        return checks[0]
+    alternatives = tuple(checks)
+    return lambda v: any(c(v) for c in alternatives)
+
+
+def _fast_length(lo: int, hi: int | None) -> _FastCheck:
+    def check(v: Any) -> bool:
+        return isinstance(v, str) and lo <= len(v) and (hi is None or len(v) <= hi)
+
+    return check
+
+
+def _fast_bounds(kind: _FastCheck, kw: dict[str, Any]) -> _FastCheck:
+    lo, hi = kw.get("minimum"), kw.get("maximum")
+    xlo, xhi = kw.get("exclusiveMinimum"), kw.get("exclusiveMaximum")
+
+    def check(v: Any) -> bool:
+        return (
+            kind(v)
+            and (lo is None or v >= lo)
+            and (hi is None or v <= hi)
+            and (xlo is None or v > xlo)
+            and (xhi is None or v < xhi)
+        )
+
+    return check
+
+
+def _fast_object(kw: dict[str, Any]) -> _FastCheck | None:
+    properties = kw.get("properties", {})
+    required = kw.get("required", [])
+    additional = kw.get("additionalProperties", True)
+    if type(properties) is not dict or type(required) is not builtins.list:
+        return None
+    if not all(isinstance(r, str) for r in required) or type(additional) is not bool:
+        return None
+    subs: dict[str, _FastCheck] = {}
+    for prop, sub in properties.items():
+        check = _fast_node(sub)
+        if check is None:
+            return None
+        subs[prop] = check
+    needed = tuple(required)
+    closed = not additional
+
+    def check_object(v: Any) -> bool:
+        if type(v) is not dict:
+            return False
+        for prop in needed:
+            if prop not in v:
+                return False
+        for prop, item in v.items():
+            sub = subs.get(prop)
+            if sub is None:
+                if closed:
+                    return False
+            elif not sub(item):
+                return False
+        return True
+
+    return check_object
+
+
+def _fast_array(kw: dict[str, Any]) -> _FastCheck | None:
+    items = kw.get("items", True)
+    item_check = _fast_node(items)
+    if item_check is None:
+        return None
+    lo = kw.get("minItems", 0)
+    hi = kw.get("maxItems")
+
+    def check_array(v: Any) -> bool:
+        return (
+            type(v) is builtins.list
+            and lo <= len(v)
+            and (hi is None or len(v) <= hi)
+            and all(item_check(x) for x in v)
+        )
+
+    return check_array
 
 
 def _format_errors(errors: Iterable[tuple[str, str]]) -> str:

@@ -1,0 +1,105 @@
+"""The fast valid path of tool-argument validation agrees with jsonschema (TOOL-6, SO-8, ARCH-15).
+
+The fast checker may only ever answer "certainly valid"; every instance it cannot prove valid goes
+to jsonschema, so the validator's results and messages are jsonschema's. These tests check that it
+never accepts an instance jsonschema rejects, over a grid of schemas and instances, and that it
+does take the common tool schemas (so the per-call cost is what the benchmark measures).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import jsonschema
+import pytest
+
+from prism.abort import AbortController
+from prism.tools import _compile_schema, _fast_checker, _schema_errors, json_schema_tool_validator
+from prism.types import ToolDefinition, ToolExecutionContext
+
+SCHEMAS: list[Any] = [
+    {"type": "object", "properties": {"i": {"title": "I", "type": "integer"}}, "required": ["i"],
+     "title": "noop"},
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+     "required": ["a", "b"], "additionalProperties": False},
+    {"type": "object", "properties": {"q": {"type": "string", "minLength": 2, "maxLength": 4},
+                                      "n": {"type": "number", "minimum": 0, "exclusiveMaximum": 10}}},
+    {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"},
+                                               "maxItems": 2}}},
+    {"type": "object", "properties": {"x": {"anyOf": [{"type": "integer"}, {"type": "null"}],
+                                            "default": None}}},
+    {"type": ["integer", "null"], "minimum": 3},
+    {"type": "object", "properties": {"inner": {"type": "object", "properties": {
+        "flag": {"type": "boolean"}}, "required": ["flag"]}}},
+    {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+     "properties": {"i": {"type": "integer"}}, "required": ["i"]},
+    # outside the subset: no fast checker, same answers
+    {"type": "object", "properties": {"e": {"enum": [1, 2]}}},
+    {"type": "object", "properties": {"p": {"type": "string", "pattern": "^a"}}},
+    {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+     "properties": {"i": {"type": "integer"}}},
+    {"type": "object", "properties": {"r": {"$ref": "#/$defs/R"}}, "$defs": {"R": {"type": "integer"}}},
+]
+
+VALUES: list[Any] = [
+    None, True, False, 0, 1, 3, -1, 2.0, 2.5, 10, 10.0, float("inf"), "", "a", "ab", "abcde",
+    [], ["x"], ["x", "y", "z"], [1], (1,), {}, {"flag": True}, {"flag": 1},
+]
+KEYS = ["i", "a", "b", "q", "n", "tags", "x", "inner", "when", "e", "p", "r", "extra"]
+
+
+def _instances() -> list[Any]:
+    out: list[Any] = list(VALUES)
+    for key, value in itertools.product(KEYS, VALUES):
+        out.append({key: value})
+    for (k1, v1), (k2, v2) in itertools.islice(
+        itertools.combinations(itertools.product(KEYS[:5], VALUES[:12]), 2), 0, None, 7
+    ):
+        out.append({k1: v1, k2: v2})
+    return out
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_fast_path_never_accepts_what_jsonschema_rejects(schema: Any) -> None:
+    """TOOL-6: fast "valid" ⇒ jsonschema finds no error; results always equal jsonschema's."""
+    compiled = _compile_schema(schema)
+    assert not isinstance(compiled, str)
+    fast = _fast_checker(compiled)
+    reference = jsonschema.validators.validator_for(schema)(schema)
+    for instance in _instances():
+        expected = sorted(
+            ("/".join(str(p) for p in e.absolute_path), e.message)
+            for e in reference.iter_errors(instance)
+        )
+        if fast is not None and fast(instance):
+            assert expected == [], (schema, instance)
+        got = _schema_errors(compiled, instance)
+        assert [m for _, m in got] == [m for _, m in expected], (schema, instance)
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 3, 4, 5, 6, 7, 8])
+def test_common_schemas_take_the_fast_path(index: int) -> None:
+    """ARCH-15: the schemas ``@prism.tool`` produces are checked without jsonschema."""
+    assert _fast_checker(_compile_schema(SCHEMAS[index])) is not None
+
+
+@pytest.mark.parametrize("index", [9, 10, 11, 12])
+def test_other_schemas_use_jsonschema_only(index: int) -> None:
+    assert _fast_checker(_compile_schema(SCHEMAS[index])) is None
+
+
+def test_validator_messages_unchanged_for_invalid_arguments() -> None:
+    """TOOL-6: an invalid call still gets jsonschema's sorted ``pointer: message`` text."""
+    validate = json_schema_tool_validator()
+    tool = ToolDefinition(name="add", execute=lambda a, c: None, parameters=SCHEMAS[1])
+    context = ToolExecutionContext(
+        session_id="s", run_id="r", tool_call_id="c", signal=AbortController().signal
+    )
+    assert validate(tool, {"a": 1, "b": 2}, context) is None
+    assert validate(tool, {"a": 1.5, "b": 2}, context) == "/a: 1.5 is not of type 'integer'"
+    assert validate(tool, {"a": 1}, context) == "'b' is a required property"
+    assert validate(tool, {"a": 1, "b": 2, "c": 3}, context) == (
+        "Additional properties are not allowed ('c' was unexpected)"
+    )
