@@ -117,6 +117,10 @@ def test_store_option_and_errors(tmp_path: Path) -> None:
     assert code == 0 and out == ""
     code, _, err = _run(["sessions", "list", "--store", "mysql://u:pw@h/db"])
     assert code == 2 and "unsupported store URL" in err and "pw" not in err
+    pytest.importorskip("psycopg")
+    code, _, err = _run(["sessions", "list", "--store", "postgresql://u:s3cret@127.0.0.1:1/db"])
+    assert code == 2 and "cannot open store postgresql://u:***@127.0.0.1:1/db" in err
+    assert "s3cret" not in err
 
 
 # --------------------------------------------------------------------------- sessions

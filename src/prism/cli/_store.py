@@ -30,6 +30,7 @@ from prism.stores import DatabaseStore, open_store
 __all__ = [
     "AGENT_ID",
     "DEFINITION_REVISION",
+    "PG_CONNECT_TIMEOUT_S",
     "SETTINGS_NAMESPACE",
     "STORE_ENV",
     "RunInfo",
@@ -54,6 +55,8 @@ AGENT_ID: Final = "prism-cli"
 """Agent id of every run the command starts (part of the fingerprint, DUR-5)."""
 DEFINITION_REVISION: Final = "prism-cli-1"
 """``definition_revision`` of the command's durable runs (DUR-1)."""
+PG_CONNECT_TIMEOUT_S: Final = 10
+"""Seconds to wait for a PostgreSQL server before reporting it unreachable."""
 
 
 class StoreError(Exception):
@@ -110,6 +113,8 @@ async def open_cli_store(url: str) -> DatabaseStore:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create {parent}: {exc.strerror or exc}") from None
+    if sep and scheme.lower() in ("postgresql", "postgres"):
+        await _check_reachable(url)
     try:
         return await open_store(url)
     except PrismError as exc:
@@ -119,6 +124,23 @@ async def open_cli_store(url: str) -> DatabaseStore:
     except Exception as exc:  # sqlite3 / psycopg connection errors
         message = str(exc).replace(url, display_url(url)).strip() or type(exc).__name__
         raise StoreError(f"cannot open store {display_url(url)}: {message}") from None
+
+
+async def _check_reachable(url: str) -> None:
+    """Fail fast (one connection, ``PG_CONNECT_TIMEOUT_S``) instead of waiting for the pool."""
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(
+            "a PostgreSQL store needs the postgres extra: pip install 'prism-runtime[postgres]'"
+        ) from None
+    try:
+        conn = await psycopg.AsyncConnection.connect(url, connect_timeout=PG_CONNECT_TIMEOUT_S)
+    except psycopg.Error as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        reason = lines[0] if lines else type(exc).__name__
+        raise StoreError(f"cannot open store {display_url(url)}: {reason}") from None
+    await conn.close()
 
 
 # --------------------------------------------------------------------------- settings
