@@ -211,6 +211,8 @@ class BranchReadingSessionStore(SessionStore, Protocol):
 
 _ATOMIC: Final = frozenset({str, int, float, bool, type(None)})
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_CLONERS: dict[type, Callable[[Any], Any]] = {}
+"""Per-type clone functions, decided once per type (the decision depends only on the type)."""
 
 
 def _field_names(cls: type) -> tuple[str, ...]:
@@ -221,25 +223,58 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 
 def _clone(value: Any) -> Any:
-    """Deep-copy the mutable parts of ``value``; frozen parts without mutable content are shared."""
-    t = type(value)
-    if t in _ATOMIC:
-        return value
-    if t is dict:
-        return {k: _clone(v) for k, v in value.items()}
-    if t is list:
-        return [_clone(v) for v in value]
-    if t is tuple:
-        items = tuple(_clone(v) for v in value)
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-    if isinstance(value, (str, int, float)):
-        return value  # subclasses (enums, ...) are immutable too
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = _field_names(t)
+    """Deep-copy the mutable parts of ``value``; frozen parts without mutable content are shared.
+
+    Atomic values and subclasses of ``str``/``int``/``float`` are returned as they are; dicts and
+    lists are copied; a tuple or dataclass instance is rebuilt only when one of its items changed;
+    anything else is ``copy.deepcopy``-ed. O(size of the value).
+    """
+    cloner = _CLONERS.get(type(value))
+    if cloner is None:
+        cloner = _cloner_for(type(value))
+    return cloner(value)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _clone_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    atomic = _ATOMIC
+    return {k: v if type(v) in atomic else _clone(v) for k, v in value.items()}
+
+
+def _clone_list(value: list[Any]) -> list[Any]:
+    atomic = _ATOMIC
+    return [v if type(v) in atomic else _clone(v) for v in value]
+
+
+def _clone_tuple(value: tuple[Any, ...]) -> tuple[Any, ...]:
+    atomic = _ATOMIC
+    items: list[Any] | None = None
+    for index, item in enumerate(value):
+        if type(item) in atomic:
+            if items is not None:
+                items.append(item)
+            continue
+        new = _clone(item)
+        if items is None:
+            if new is item:
+                continue
+            items = list(value[:index])
+        items.append(new)
+    return value if items is None else tuple(items)
+
+
+def _dataclass_cloner(cls: type) -> Callable[[Any], Any]:
+    names = _field_names(cls)
+    atomic = _ATOMIC
+
+    def clone_dataclass(value: Any) -> Any:
         changed: dict[str, Any] | None = None
         for name in names:
             old = getattr(value, name)
-            if type(old) in _ATOMIC:
+            if type(old) in atomic:
                 continue
             new = _clone(old)
             if new is not old:
@@ -249,13 +284,33 @@ def _clone(value: Any) -> Any:
         if changed is None:
             return value
         return _rebuild_dataclass(value, changed)
-    return copy.deepcopy(value)
+
+    return clone_dataclass
+
+
+def _cloner_for(cls: type) -> Callable[[Any], Any]:
+    cloner: Callable[[Any], Any]
+    if cls in _ATOMIC or issubclass(cls, (str, int, float)):
+        cloner = _same  # subclasses (enums, ...) are immutable too
+    elif cls is dict:
+        cloner = _clone_dict
+    elif cls is list:
+        cloner = _clone_list
+    elif cls is tuple:
+        cloner = _clone_tuple
+    elif dataclasses.is_dataclass(cls) and not issubclass(cls, type):
+        cloner = _dataclass_cloner(cls)
+    else:
+        cloner = copy.deepcopy
+    _CLONERS[cls] = cloner
+    return cloner
 
 
 def _rebuild_dataclass(value: Any, changed: Mapping[str, Any]) -> Any:
     out = object.__new__(type(value))
+    setter = object.__setattr__
     for name in _field_names(type(value)):
-        object.__setattr__(out, name, changed.get(name, getattr(value, name)))
+        setter(out, name, changed[name] if name in changed else getattr(value, name))
     return out
 
 

@@ -917,7 +917,7 @@ class _Call:
     async def send(self, event: Any) -> None:
         if self.emit is not None:
             out = self.emit(event)
-            if inspect.isawaitable(out):
+            if out is not None and inspect.isawaitable(out):
                 await out
 
     async def row(

@@ -158,6 +158,8 @@ async def dispatch_tool_calls_in_order(
 def _effective_concurrency(
     calls: Sequence[ToolCallContent], ctx: LoopContext, concurrency: int | None
 ) -> int:
+    if len(calls) == 1:
+        return 1  # one call: sequential whatever the width or exclusivity
     exclusive = getattr(ctx, "is_tool_call_exclusive", None)
     if exclusive is not None and any(exclusive(c) for c in calls):
         return 1
