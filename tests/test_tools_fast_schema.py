@@ -9,13 +9,21 @@ does take the common tool schemas (so the per-call cost is what the benchmark me
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from typing import Any
 
 import jsonschema
 import pytest
 
 from prism.abort import AbortController
-from prism.tools import _compile_schema, _fast_checker, _schema_errors, json_schema_tool_validator
+from prism.tools import (
+    _compile_schema,
+    _fast_checker,
+    _fast_schema_checker,
+    _schema_errors,
+    json_schema_tool_validator,
+)
 from prism.types import ToolDefinition, ToolExecutionContext
 
 SCHEMAS: list[Any] = [
@@ -83,11 +91,83 @@ def test_fast_path_never_accepts_what_jsonschema_rejects(schema: Any) -> None:
 def test_common_schemas_take_the_fast_path(index: int) -> None:
     """ARCH-15: the schemas ``@prism.tool`` produces are checked without jsonschema."""
     assert _fast_checker(_compile_schema(SCHEMAS[index])) is not None
+    if "$schema" not in SCHEMAS[index]:
+        assert _fast_schema_checker(SCHEMAS[index]) is not None
+
+
+MALFORMED: list[Any] = [
+    {"type": "object", "required": ["a", "a"]},
+    {"type": "object", "required": "a"},
+    {"type": ["string", "string"]},
+    {"type": []},
+    {"type": "text"},
+    {"type": "string", "minLength": -1},
+    {"type": "string", "maxLength": 1.5},
+    {"type": "number", "minimum": "0"},
+    {"type": "object", "title": 3},
+    {"type": "object", "properties": {"a": {"type": "integer", "description": None}}},
+    {"type": "array", "items": [{"type": "string"}]},
+    {"anyOf": []},
+    {"type": "object", "additionalProperties": {"type": "string"}},
+]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS + MALFORMED)
+def test_raw_schema_fast_path_only_for_schemas_jsonschema_accepts(schema: Any) -> None:
+    """TOOL-6: a schema the jsonschema-free path accepts passes ``check_schema``, and the
+    validator's verdicts equal jsonschema's (an invalid schema is still reported as such)."""
+    fast = _fast_schema_checker(schema)
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+        schema_ok = True
+    except jsonschema.SchemaError:
+        schema_ok = False
+    if fast is not None:
+        assert schema_ok, schema
+        assert "$schema" not in schema
+    validate = json_schema_tool_validator()
+    tool = ToolDefinition(name="t", execute=lambda a, c: None, parameters=schema)
+    context = ToolExecutionContext(
+        session_id="s", run_id="r", tool_call_id="c", signal=AbortController().signal
+    )
+    for instance in _instances():
+        if type(instance) is not dict:
+            continue
+        got = validate(tool, instance, context)
+        if not schema_ok:
+            assert got is not None and got.startswith("invalid parameters schema for tool t:")
+            continue
+        errors = sorted(
+            ("".join("/" + str(p) for p in e.absolute_path), e.message)
+            for e in cls(schema).iter_errors(instance)
+        )
+        expected = "; ".join(f"{p}: {m}" if p else m for p, m in errors) if errors else None
+        assert got == expected, (schema, instance)
+
+
+def test_valid_arguments_need_no_jsonschema_import() -> None:
+    """ARCH-5 / ARCH-15: a provably valid call never imports jsonschema."""
+    code = (
+        "import sys\n"
+        "from prism.abort import AbortController\n"
+        "from prism.tools import json_schema_tool_validator\n"
+        "from prism.types import ToolDefinition, ToolExecutionContext\n"
+        "schema = {'type': 'object', 'properties': {'i': {'type': 'integer'}}, 'required': ['i']}\n"
+        "tool = ToolDefinition(name='t', execute=lambda a, c: None, parameters=schema)\n"
+        "ctx = ToolExecutionContext(session_id='s', run_id='r', tool_call_id='c',"
+        " signal=AbortController().signal)\n"
+        "assert json_schema_tool_validator()(tool, {'i': 1}, ctx) is None\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize("index", [9, 10, 11, 12])
 def test_other_schemas_use_jsonschema_only(index: int) -> None:
     assert _fast_checker(_compile_schema(SCHEMAS[index])) is None
+    assert _fast_schema_checker(SCHEMAS[index]) is None
 
 
 def test_validator_messages_unchanged_for_invalid_arguments() -> None:

@@ -445,18 +445,33 @@ def _schema_errors(compiled: Any, instance: Any) -> builtins.list[tuple[str, str
 # "certainly valid" with plain type tests. It never answers "invalid": any instance it cannot
 # prove valid (a float for "integer", a tuple for "array", ...) goes to jsonschema, so results and
 # error messages are exactly jsonschema's. Schemas with any other keyword (``$ref``, ``enum``,
-# ``pattern``, ``oneOf``, ...) or of draft 4/3 get no fast checker.
+# ``pattern``, ``oneOf``, ...) get no fast checker.
+#
+# Two entry points: :func:`_fast_checker` for a compiled validator (jsonschema already checked
+# the schema; drafts 6 and later), and :func:`_fast_schema_checker` for a raw schema without
+# ``$schema``/``$id`` — it also checks every keyword value against the metaschema rules that
+# apply to the subset (types, unique ``required``/``type`` items, non-negative lengths), so a
+# schema it accepts is one jsonschema's ``check_schema`` accepts, and valid arguments need no
+# jsonschema at all (nor its import, ARCH-5).
 
 _FastCheck = Callable[[Any], bool]
 _FAST_VALIDATORS = frozenset(
     {"Draft202012Validator", "Draft201909Validator", "Draft7Validator", "Draft6Validator"}
 )
 # keywords that never fail an instance (``format`` asserts nothing without a format checker,
-# which the compiled validators do not have)
-_FAST_ANNOTATIONS = frozenset(
-    {"$schema", "$id", "$comment", "title", "description", "default", "examples", "format",
-     "deprecated", "readOnly", "writeOnly"}
-)
+# which the compiled validators do not have), with the metaschema type of their value
+_FAST_ANNOTATIONS: dict[str, Callable[[Any], bool]] = {
+    "title": lambda v: isinstance(v, str),
+    "description": lambda v: isinstance(v, str),
+    "$comment": lambda v: isinstance(v, str),
+    "format": lambda v: isinstance(v, str),
+    "default": lambda v: True,
+    "examples": lambda v: type(v) is builtins.list,
+    "deprecated": lambda v: type(v) is bool,
+    "readOnly": lambda v: type(v) is bool,
+    "writeOnly": lambda v: type(v) is bool,
+}
+_FAST_COMPILED_ONLY = frozenset({"$schema", "$id"})
 _FAST_SCALARS: dict[str, _FastCheck] = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: type(v) is int,
@@ -464,7 +479,9 @@ _FAST_SCALARS: dict[str, _FastCheck] = {
     "boolean": lambda v: type(v) is bool,
     "null": lambda v: v is None,
 }
+_SIMPLE_TYPES = frozenset({*_FAST_SCALARS, "object", "array"})
 _FAST_BY_ID: dict[int, tuple[object, _FastCheck | None]] = {}
+_FAST_SCHEMA_BY_ID: dict[int, tuple[object, _FastCheck | None]] = {}
 
 
 def _fast_checker(compiled: Any) -> _FastCheck | None:
@@ -475,39 +492,85 @@ def _fast_checker(compiled: Any) -> _FastCheck | None:
         return hit[1]
     checker: _FastCheck | None = None
     if type(compiled).__name__ in _FAST_VALIDATORS:
-        try:
-            checker = _fast_node(compiled.schema)
-        except Exception:  # an odd schema simply takes the full path
-            checker = None
-    if len(_FAST_BY_ID) >= _COMPILED_MAX:
-        _FAST_BY_ID.pop(next(iter(_FAST_BY_ID)))
-    _FAST_BY_ID[key] = (compiled, checker)
+        checker = _fast_compile(compiled.schema, compiled=True)
+    _fast_cache(_FAST_BY_ID, key, compiled, checker)
     return checker
+
+
+def _fast_schema_checker(schema: Any) -> _FastCheck | None:
+    """The cached fast checker of a raw schema known valid without jsonschema, or ``None``."""
+    key = id(schema)
+    hit = _FAST_SCHEMA_BY_ID.get(key)
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    checker = _fast_compile(schema, compiled=False)
+    _fast_cache(_FAST_SCHEMA_BY_ID, key, schema, checker)
+    return checker
+
+
+def _fast_cache(
+    cache: dict[int, tuple[object, _FastCheck | None]],
+    key: int,
+    owner: object,
+    checker: _FastCheck | None,
+) -> None:
+    if len(cache) >= _COMPILED_MAX:
+        cache.pop(next(iter(cache)))
+    cache[key] = (owner, checker)
+
+
+def _fast_compile(schema: Any, *, compiled: bool) -> _FastCheck | None:
+    try:
+        return _fast_node(schema, compiled)
+    except Exception:  # an odd schema simply takes the full path
+        return None
 
 
 def _number(value: Any) -> bool:
     return type(value) is int or type(value) is float
 
 
-def _fast_node(schema: Any) -> _FastCheck | None:
-    """Compile one (sub)schema; ``None`` when it uses a keyword outside the fast subset."""
+def _count(value: Any) -> bool:
+    """A metaschema ``nonNegativeInteger`` (as a plain ``int``)."""
+    return type(value) is int and value >= 0
+
+
+def _unique_strings(value: Any) -> bool:
+    return (
+        type(value) is builtins.list
+        and all(isinstance(v, str) for v in value)
+        and len(set(value)) == len(value)
+    )
+
+
+def _fast_node(schema: Any, compiled: bool) -> _FastCheck | None:
+    """Compile one (sub)schema; ``None`` when it is outside the fast subset."""
     if schema is True:
         return lambda v: True
     if type(schema) is not dict:
         return None
-    rest = {k: v for k, v in schema.items() if k not in _FAST_ANNOTATIONS}
+    rest: dict[str, Any] = {}
+    for key, value in schema.items():
+        check_annotation = _FAST_ANNOTATIONS.get(key)
+        if check_annotation is not None:
+            if not check_annotation(value):
+                return None
+        elif compiled and key in _FAST_COMPILED_ONLY:
+            continue
+        else:
+            rest[key] = value
     checks: builtins.list[_FastCheck] = []
     any_of = rest.pop("anyOf", None)
     if any_of is not None:
         if type(any_of) is not builtins.list or not any_of:
             return None
-        branches = [_fast_node(b) for b in any_of]
-        if any(b is None for b in branches):
-            return None
+        branches = [_fast_node(b, compiled) for b in any_of]
         alternatives = tuple(b for b in branches if b is not None)
+        if len(alternatives) != len(branches):
+            return None
         checks.append(lambda v: any(b(v) for b in alternatives))
     if "type" in rest:
-        typed = _fast_typed(rest)
+        typed = _fast_typed(rest, compiled)
         if typed is None:
             return None
         checks.append(typed)
@@ -521,19 +584,13 @@ def _fast_node(schema: Any) -> _FastCheck | None:
     return lambda v: first(v) and second(v)
 
 
-def _fast_typed(rest: dict[str, Any]) -> _FastCheck | None:
+def _fast_typed(rest: dict[str, Any], compiled: bool) -> _FastCheck | None:
     """``type`` (a name or a list of names) with the keywords of those types."""
     names = rest.pop("type")
     if isinstance(names, str):
         names = [names]
-    if type(names) is not builtins.list or not names or not all(isinstance(n, str) for n in names):
+    if not _unique_strings(names) or not names or not set(names) <= _SIMPLE_TYPES:
         return None
-    per_type: builtins.list[_FastCheck] = []
-    for name in names:
-        if name in _FAST_SCALARS:
-            per_type.append(_FAST_SCALARS[name])
-        elif name not in ("object", "array"):
-            return None
     string_kw: dict[str, Any] = {k: rest.pop(k) for k in ("minLength", "maxLength") if k in rest}
     number_kw: dict[str, Any] = {
         k: rest.pop(k)
@@ -548,11 +605,14 @@ def _fast_typed(rest: dict[str, Any]) -> _FastCheck | None:
     }
     if rest:
         return None
-    if not all(type(x) is int for x in (*string_kw.values(), *(
-        v for k, v in array_kw.items() if k != "items"
-    ))):
+    counts = [*string_kw.values(), *(v for k, v in array_kw.items() if k != "items")]
+    if not all(_count(x) for x in counts) or not all(_number(x) for x in number_kw.values()):
         return None
-    if not all(_number(x) for x in number_kw.values()):
+    # keywords of types not listed still must be well-formed (checked above / below), and
+    # apply to nothing
+    obj = _fast_object(object_kw, compiled)
+    arr = _fast_array(array_kw, compiled)
+    if obj is None or arr is None:
         return None
     checks: builtins.list[_FastCheck] = []
     for name in names:
@@ -561,14 +621,8 @@ def _fast_typed(rest: dict[str, Any]) -> _FastCheck | None:
         elif name in ("integer", "number") and number_kw:
             checks.append(_fast_bounds(_FAST_SCALARS[name], number_kw))
         elif name == "object":
-            obj = _fast_object(object_kw)
-            if obj is None:
-                return None
             checks.append(obj)
         elif name == "array":
-            arr = _fast_array(array_kw)
-            if arr is None:
-                return None
             checks.append(arr)
         else:
             checks.append(_FAST_SCALARS[name])
@@ -601,17 +655,15 @@ def _fast_bounds(kind: _FastCheck, kw: dict[str, Any]) -> _FastCheck:
     return check
 
 
-def _fast_object(kw: dict[str, Any]) -> _FastCheck | None:
+def _fast_object(kw: dict[str, Any], compiled: bool) -> _FastCheck | None:
     properties = kw.get("properties", {})
     required = kw.get("required", [])
     additional = kw.get("additionalProperties", True)
-    if type(properties) is not dict or type(required) is not builtins.list:
-        return None
-    if not all(isinstance(r, str) for r in required) or type(additional) is not bool:
+    if type(properties) is not dict or not _unique_strings(required) or type(additional) is not bool:
         return None
     subs: dict[str, _FastCheck] = {}
     for prop, sub in properties.items():
-        check = _fast_node(sub)
+        check = _fast_node(sub, compiled) if isinstance(prop, str) else None
         if check is None:
             return None
         subs[prop] = check
@@ -636,9 +688,8 @@ def _fast_object(kw: dict[str, Any]) -> _FastCheck | None:
     return check_object
 
 
-def _fast_array(kw: dict[str, Any]) -> _FastCheck | None:
-    items = kw.get("items", True)
-    item_check = _fast_node(items)
+def _fast_array(kw: dict[str, Any], compiled: bool) -> _FastCheck | None:
+    item_check = _fast_node(kw.get("items", True), compiled)
     if item_check is None:
         return None
     lo = kw.get("minItems", 0)
@@ -689,6 +740,9 @@ def json_schema_tool_validator(
         parameters = tool.parameters
         if parameters is None:
             return f"tool {tool.name} has no parameters schema" if reject else None
+        fast = _fast_schema_checker(parameters)
+        if fast is not None and fast(arguments):
+            return None  # provably valid, without jsonschema (ARCH-15)
         compiled = _compile_schema(parameters)
         if isinstance(compiled, str):
             return f"invalid parameters schema for tool {tool.name}: {compiled}"
