@@ -917,9 +917,9 @@ async def test_dur22_crash_recovery_forks_and_reruns_the_turn() -> None:
 
 
 async def test_dur23_policy_stop_resumes_at_the_boundary_with_steers_once() -> None:
-    """DUR-23/TP-8/TP-13: a host_policy stop keeps the frontier; continue resumes; a steer
-    queued during turn 1 is in the store, absent from the stopped leg's requests, and present
-    exactly once in the first request of the resumed leg."""
+    """DUR-23/TP-8/TP-10/TP-13: a host_policy stop keeps the frontier; continue resumes without
+    the policy; a steer queued during turn 1 is in the store, absent from the stopped leg's
+    requests, and present exactly once in the first request of the resumed leg."""
     w = World()
     session_box: list[Any] = []
 

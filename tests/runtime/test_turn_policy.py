@@ -463,3 +463,67 @@ async def test_tp5_soft_interrupted_turns_count() -> None:
     result = await session.run("go", turn_policy=TurnPolicy(stop=stop, max_turns=50))
     assert seen == [0, 1, 2]
     assert result.stop_reason is None
+
+
+async def test_tp5_a_soft_interrupted_turn_is_a_completed_turn() -> None:
+    """TP-5: a generate call ended by a steer soft interrupt still counts in ``turns``."""
+    seen: list[int] = []
+
+    def stop(c: TurnBoundaryContext) -> Any:
+        seen.append(c.turns)
+        return Continue()
+
+    provider = create_mock_provider(
+        turns=[
+            [provider_text_delta("long "), provider_text_delta("answer"), provider_done()],
+            text_turn("short"),
+        ]
+    )
+    agent = create_agent(model=MODEL, provider=provider)
+    box: list[AgentSession] = []
+
+    def on_event(event: Any) -> None:
+        if event.type == "message_delta" and len(seen) == 1:
+            box[0].steer("stop and summarise", soft_interrupt=True)
+
+    session = agent.create_session(on_event=on_event)
+    box.append(session)
+    result = await session.run("go", turn_policy=TurnPolicy(stop=stop))
+    assert result.status == "succeeded" and result.text == "short"
+    # the interrupted draft was never stored: the steer follows the input directly
+    assert [m.role for m in result.messages] == ["user", "user", "assistant"]
+    assert seen == [0, 1] and provider.call_count == 2
+
+
+async def test_tp4_boundary_order_suspend_policy_charge_checkpoint() -> None:
+    """TP-4: (1) an open approval round suspends before the policy is consulted; (2) a policy
+    stop comes before the ``max_turns`` charge and (4) no every-turn write at that boundary."""
+    from prism.runtime.checkpoints import MemoryCheckpointStore
+    from prism.runtime.durable import RunStateOptions, load_agent_run_state
+
+    consulted: list[int] = []
+
+    def keep_going(c: TurnBoundaryContext) -> Any:
+        consulted.append(c.turn)
+        return Continue()
+
+    store = MemoryCheckpointStore()
+    gated = RunStateOptions(store, "v1", checkpoint_policy="every-turn", interrupt_before_tool=True)
+    session, _ = make_session([tool_turn("c1"), text_turn("x")], id="a", run_state=gated)
+    suspended = await session.run("go", turn_policy=TurnPolicy(stop=keep_going))
+    assert suspended.status == "suspended" and consulted == [1]
+    loaded = await load_agent_run_state(store, run_id=suspended.run_id)
+    assert loaded.record.version == 2 and loaded.state["counters"]["turns"] == 1
+
+    store2 = MemoryCheckpointStore()
+    plain = RunStateOptions(store2, "v1", checkpoint_policy="every-turn")
+    session2, _ = make_session([tool_turn("c1"), text_turn("x")], id="a", run_state=plain)
+    stopped = await session2.run(
+        "go", turn_policy=TurnPolicy(stop=lambda c: Stop("pause") if c.turns else Continue())
+    )
+    assert stopped.stop_reason == "host_policy"
+    loaded2 = await load_agent_run_state(store2, run_id=stopped.run_id)
+    # boundary 1: running (v1); boundary 2: the stop, no charge, no running write → v2 terminal
+    assert loaded2.record.version == 2
+    assert loaded2.state["status"] == "succeeded"
+    assert loaded2.state["counters"]["turns"] == 1
