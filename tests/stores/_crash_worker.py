@@ -6,9 +6,12 @@ continue the run from whatever the store holds, the last one to the end (a ``rec
 killed at a hook point too, for a crash during recovery).
 
 The run: an agent over a session that already holds an exchange (the *seed*), with
-``checkpoint_policy="every-turn"`` and ``interrupt_before_tool=True``; the host approves every
-gated round at once. Provider turns come from a script indexed by the number of assistant messages
-in the request, so any process knows which turn comes next:
+``checkpoint_policy="every-turn"``. In the ``gated`` mode it also has ``interrupt_before_tool=True``
+and the host approves every gated round at once, so every tool call is dispatched through the
+approval replay, which records the dispatch in the envelope before the side effect (APR-9); in
+the ``plain`` mode tools run directly and only the turn boundaries are checkpointed (DUR-22).
+Provider turns come from a script indexed by the number of assistant messages in the request, so
+any process knows which turn comes next:
 
 ====  =============================================================
 turn  answer
@@ -42,7 +45,8 @@ Usage::
     python _crash_worker.py serve          # one JSON job per stdin line; each runs in a forked child
     python _crash_worker.py once JOB_JSON  # run one job in this (fresh) interpreter
 
-A job: ``{"mode": "start" | "recover", "url", "schema", "session", "dir", "phase", "kill_at"}``.
+A job: ``{"mode": "start" | "recover", "url", "schema", "session", "dir", "phase", "kill_at",
+"gated"}``.
 ``serve`` answers each job with ``{"pid", "exit", "signal"}`` on stdout. Everything else goes to
 files in ``dir``: ``trace-<phase>.log``, ``turns.log``, ``effects.log``,
 ``snapshot-<phase>.json`` (a recover's view of the store before it acts), ``reports.log`` (each
@@ -241,7 +245,7 @@ class ScriptedProvider:
             yield event
 
 
-def build_agent(store: Any, killer: Killer, directory: Path) -> Agent:
+def build_agent(store: Any, killer: Killer, directory: Path, *, gated: bool) -> Agent:
     effects = directory / "effects.log"
 
     async def record(arguments: dict[str, Any], context: Any) -> Any:
@@ -272,7 +276,7 @@ def build_agent(store: Any, killer: Killer, directory: Path) -> Agent:
             checkpoints,
             REVISION,
             checkpoint_policy="every-turn",
-            interrupt_before_tool=True,
+            interrupt_before_tool=gated,
         ),
     )
 
@@ -361,7 +365,7 @@ async def approve_all(agent: Agent, result: RunResult) -> RunResult:
 async def start(job: dict[str, Any], store: Any, killer: Killer, directory: Path) -> dict[str, Any]:
     await seed(store, job["session"])
     killer.armed = True
-    agent = build_agent(store, killer, directory)
+    agent = build_agent(store, killer, directory, gated=job.get("gated", True))
     session = agent.create_session(job["session"])
     result = await approve_all(agent, await session.run(PROMPT))
     return {"status": result.status, "leaf_id": result.leaf_id}
@@ -424,7 +428,7 @@ async def recover(
     before = await snapshot(store, session_id)
     (directory / f"snapshot-{job['phase']}.json").write_text(json.dumps(before))
     killer.armed = True
-    agent = build_agent(store, killer, directory)
+    agent = build_agent(store, killer, directory, gated=job.get("gated", True))
     run_id = before["run_id"]
     envelope = before["envelope"]
     out: dict[str, Any] = {"ambiguous": 0, "resolutions": [], "path": None}
@@ -520,9 +524,10 @@ def serve() -> None:
     for line in sys.stdin:
         job = json.loads(line)
         pid = os.fork()
-        if pid == 0:  # the child
+        if pid == 0:  # the child: tracebacks go to error-<phase>.txt, nothing to the pipes
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 1)
+            os.dup2(null, 2)
             code = run_in_this_process(job)
             os._exit(code)
         _, status = os.waitpid(pid, 0)

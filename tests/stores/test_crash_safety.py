@@ -51,7 +51,6 @@ from prism.stores.postgres import PostgresStore
 
 WORKER = Path(__file__).with_name("_crash_worker.py")
 SERVERS = 2
-HOOK_POINTS = 48
 _IO_GUARD_S = 60.0  # a hang guard only; nothing asserts on time
 
 PROMPT = "Record a, b and c."
@@ -159,6 +158,7 @@ class Case:
     url: str
     schema: str | None
     session: str
+    gated: bool = True
     outcomes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -183,6 +183,7 @@ class Case:
                     "dir": str(self.directory),
                     "phase": phase,
                     "kill_at": kill_at,
+                    "gated": self.gated,
                 }
             )
             self.outcomes.append(outcome)
@@ -297,10 +298,15 @@ def check_case(case: Case) -> list[str]:
         while path[-1]["parent"] is not None:
             path.append(by_id[path[-1]["parent"]])
         problems += [f"branch to {leaf['id']}: {p}" for p in _answer_problems(path[::-1])]
-    # -- every side effect exactly once: never silently re-run
-    effects = Counter(line.split()[0] for line in _read_lines(d / "effects.log"))
-    if effects != Counter(CALLS):
+    # -- gated: every side effect exactly once, never silently re-run; plain: at least once
+    effect_lines = [line.split() for line in _read_lines(d / "effects.log")]
+    effects = Counter(call for call, _ in effect_lines)
+    if case.gated and effects != Counter(CALLS):
         problems.append(f"tool side effects {dict(effects)}")
+    if not case.gated and set(effects) != set(CALLS):
+        problems.append(f"tool side effects {dict(effects)}")
+    if not case.gated and reports:
+        problems.append(f"reports without approvals: {reports}")
     turns = [tuple(map(int, line.split())) for line in _read_lines(d / "turns.log")]
     for phase, (mode, _) in enumerate(phases):
         if mode != "recover":
@@ -320,6 +326,11 @@ def check_case(case: Case) -> list[str]:
         again = [t for t, p in turns if p >= phase and t <= done]
         if again:
             problems.append(f"phase {phase}: turns {again} requested again ({done} were stored)")
+        # -- a tool whose result was checkpointed never runs again
+        answered = {e["result_for"] for e in recorded if "result_for" in e}
+        rerun = [c for c, p in effect_lines if c in answered and int(p) >= phase]
+        if rerun:
+            problems.append(f"phase {phase}: checkpointed calls {rerun} ran again")
         envelope = snap["envelope"]
         ambiguous = any(line == [str(phase), "ambiguous"] for line in reports)
         if envelope is None:
@@ -335,30 +346,67 @@ def check_case(case: Case) -> list[str]:
         dispatched = [p["id"] for p in envelope["pending"] if p["status"] == "dispatched"]
         if bool(dispatched) != ambiguous:
             problems.append(f"phase {phase}: dispatched {dispatched}, reported={ambiguous}")
-        # -- a crash inside a tool is always such a case
+        # -- with approvals, a crash inside a tool is always such a case
         previous = (_read_lines(d / f"trace-{phase - 1}.log") or [""])[-1].split()
-        if previous[2:3] in (["tool.before"], ["tool.after"]) and previous[3] not in dispatched:
+        in_tool = previous[2:3] in (["tool.before"], ["tool.after"])
+        if case.gated and in_tool and previous[3] not in dispatched:
             problems.append(f"phase {phase}: crash in {previous[3]} is not reported")
     return problems
 
 
-async def _crash_matrix(tmp_path: Path, url_for: Any, schema: str | None, runners: Any) -> None:
+@dataclass(frozen=True)
+class Mode:
+    """A run configuration of the matrix: its hook points and the chained cases."""
+
+    gated: bool
+    hook_points: int
+    kinds: dict[str, int]
+    chained: tuple[tuple[int, ...], ...]
+    paths: frozenset[str]
+    reports: frozenset[str]
+
+
+GATED = Mode(
+    gated=True,
+    hook_points=48,
+    kinds={"provider": 6, "tool": 6, "append": 14, "save": 22},
+    chained=CHAINED,
+    paths=frozenset({"restart", "running", "suspended", "finished"}),
+    reports=frozenset({"ambiguous", "adopt", "reject", "rerun"}),
+)
+"""Approval-gated tools: every dispatch is recorded before its side effect (APR-9)."""
+PLAIN = Mode(
+    gated=False,
+    hook_points=34,
+    kinds={"provider": 6, "tool": 6, "append": 14, "save": 8},
+    chained=((6, 3), (10, 2), (16, 4), (20, 2), (28, 3)),
+    paths=frozenset({"restart", "running", "finished"}),
+    reports=frozenset(),
+)
+"""Ungated tools: only turn boundaries are checkpointed (DUR-22)."""
+
+
+async def _crash_matrix(
+    tmp_path: Path, url_for: Any, schema: str | None, runners: Any, mode: Mode
+) -> None:
+    prefix = "g" if mode.gated else "p"
+
     def case(kills: tuple[int, ...]) -> Case:
-        name = "clean" if not kills else "k" + "_".join(map(str, kills))
+        name = prefix + ("clean" if not kills else "k" + "_".join(map(str, kills)))
         directory = tmp_path / name
         directory.mkdir()
-        return Case(kills, directory, url_for(directory), schema, f"sess_{name}")
+        return Case(kills, directory, url_for(directory), schema, f"sess_{name}", mode.gated)
 
     clean = case(())
     await run_cases([clean], runners[:1])
     assert check_case(clean) == []
     points = _read_lines(clean.directory / "trace-0.log")
-    assert len(points) == HOOK_POINTS, points
+    assert len(points) == mode.hook_points, points
     kinds = Counter(p.split()[1].split(".")[0] for p in points)
-    assert kinds == {"provider": 6, "tool": 6, "append": 14, "save": 22}, kinds
+    assert kinds == mode.kinds, kinds
 
-    cases = [case((k,)) for k in range(1, HOOK_POINTS + 1)]
-    cases += [case(kills) for kills in CHAINED]
+    cases = [case((k,)) for k in range(1, mode.hook_points + 1)]
+    cases += [case(kills) for kills in mode.chained]
     await run_cases(cases, runners)
     failures = {c.name: p for c in cases if (p := check_case(c))}
     assert not failures, json.dumps(failures, indent=1)
@@ -373,37 +421,43 @@ async def _crash_matrix(tmp_path: Path, url_for: Any, schema: str | None, runner
         (_json(c.directory / f"final-{len(c.phases()) - 1}.json") or {}).get("path")
         for c in cases
     )
-    assert {"restart", "running", "suspended", "finished"} <= set(paths), paths
+    assert mode.paths <= set(paths), paths
     reports = Counter(
         line.split()[1] for c in cases for line in _read_lines(c.directory / "reports.log")
     )
-    assert {"ambiguous", "adopt", "reject", "rerun"} <= set(reports), reports
+    assert set(reports) == mode.reports, reports
 
 
 # --------------------------------------------------------------------------- tests
 
 
 async def test_db10_sqlite_sigkill_at_every_hook_point_then_resume(tmp_path: Path) -> None:
-    """DB-10 on SQLite: 48 single kills (every hook point) and 10 chained ones, each case over
-    its own database file."""
+    """DB-10 on SQLite, each case over its own database file: with approvals, 48 single kills
+    (every hook point) and 10 chained ones; without, 34 and 5."""
     async with fork_servers(SERVERS) as servers:
-        await _crash_matrix(tmp_path, lambda d: f"sqlite:///{d}/store.db", None, servers)
+        for mode in (GATED, PLAIN):
+            await _crash_matrix(tmp_path, lambda d: f"sqlite:///{d}/store.db", None, servers, mode)
 
 
 async def test_db10_postgres_sigkill_at_every_hook_point_then_resume(
     tmp_path: Path, pg_url: str, pg_schema: str
 ) -> None:
-    """DB-10 on PostgreSQL: the same 58 cases, all in one schema (one session per case)."""
+    """DB-10 on PostgreSQL: the same cases, all in one schema (one session per case)."""
     store = await PostgresStore.connect(pg_url, schema=pg_schema, max_size=1)
     await store.aclose()  # migrated before the workers start
     async with fork_servers(SERVERS) as servers:
-        await _crash_matrix(tmp_path, lambda d: pg_url, pg_schema, servers)
+        for mode in (GATED, PLAIN):
+            await _crash_matrix(tmp_path, lambda d: pg_url, pg_schema, servers, mode)
 
 
-@pytest.mark.parametrize("kills", [(15,), (30,), (18, 3)], ids=str)
-async def test_db10_fresh_interpreter_per_phase(tmp_path: Path, kills: tuple[int, ...]) -> None:
+@pytest.mark.parametrize(
+    ("kills", "gated"), [((15,), True), ((30,), True), ((18, 3), True), ((15,), False)], ids=str
+)
+async def test_db10_fresh_interpreter_per_phase(
+    tmp_path: Path, kills: tuple[int, ...], gated: bool
+) -> None:
     """DB-10 without the fork server: each phase is a new interpreter (SQLite)."""
-    case = Case(kills, tmp_path, f"sqlite:///{tmp_path}/store.db", None, "sess_fresh")
+    case = Case(kills, tmp_path, f"sqlite:///{tmp_path}/store.db", None, "sess_fresh", gated)
     await case.run(FreshInterpreter())
     assert check_case(case) == []
 
