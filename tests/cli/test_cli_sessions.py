@@ -255,10 +255,19 @@ def test_resume_deny_ends_the_run_without_running_the_tool(tmp_path: Path) -> No
     assert code == 0, err
     assert f"run {run_id} denied" in err
     assert "→ calculator" not in err
-    _, runs = _show(session_id)
+    entries, runs = _show(session_id)
     assert runs[0]["status"] == "denied"
     code, _, err = _run(["resume", run_id, "--approve"])
     assert code == 1 and "denied and cannot be resumed" in err
+    # the denied call is answered, so the conversation can go on (providers refuse tool calls
+    # without results)
+    row = entries[-1]["message"]["content"][0]
+    assert (row["tool_call_id"], row["error"]["code"]) == ("c1", "approval_rejected")
+    later = create_mock_provider(turns=[ANSWER])
+    code, _, err = _run(["run", "next", "--session", session_id], provider_override=lambda: later)
+    assert code == 0, err
+    roles = [m.role for m in later.requests[0].messages if m.role != "system"]
+    assert roles == ["user", "assistant", "tool", "user"]
 
 
 def test_approvals_are_asked_on_a_terminal(tmp_path: Path) -> None:

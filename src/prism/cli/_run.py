@@ -41,6 +41,7 @@ from prism.runtime.durable import DecisionOutcome
 from prism.types import RunResult, ToolCallContent
 
 __all__ = [
+    "DENIED_MESSAGE",
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_SUSPENDED",
@@ -335,13 +336,52 @@ class RunCommand:
             renderer.notice(f"session {result.session_id} · run {run_id}")
             return EXIT_SUSPENDED
         if result.status == "denied":
+            await _answer_denied(session.store, result)
             renderer.notice(f"run {run_id} denied; the tool call did not run")
+            renderer.notice(f"session {result.session_id} · run {run_id}")
             return EXIT_OK
         renderer.succeeded(result.usage, result.artifact)
         if result.stop_reason == "host_policy":
             renderer.notice(f"stopped at --max-turns; continue with: prism resume {run_id}")
         renderer.notice(f"session {result.session_id} · run {run_id}")
         return EXIT_OK
+
+
+DENIED_MESSAGE: Final = "The operator denied this tool call; it did not run."
+"""Text of the rows that answer a denied run's tool calls."""
+
+
+async def _answer_denied(store: Any, result: RunResult) -> None:
+    """Answer a denied run's calls with ``approval_rejected`` rows under its leaf.
+
+    A denial (DUR-21) stores no rows, so the session's branch would end in tool calls without
+    results, which providers refuse on the next turn; the command, as the host, answers them so
+    that ``prism run --session`` can continue the conversation.
+    """
+    from prism.store import new_session_entry
+    from prism.types import ErrorInfo, ToolResult, tool_result_message
+
+    interruption = result.interruption
+    parent = result.leaf_id
+    if interruption is None or parent is None:
+        return
+    for item in interruption.pending_decisions:
+        row = tool_result_message(
+            ToolResult(
+                tool_call_id=item.tool_call_id,
+                name=item.scope.tool_name or "tool",
+                error=ErrorInfo(message=DENIED_MESSAGE, code="approval_rejected"),
+            )
+        )
+        entry = new_session_entry(
+            "message",
+            session_id=result.session_id,
+            parent_id=parent,
+            run_id=result.run_id,
+            message=row,
+        )
+        await store.append(entry, expected_parent_id=parent)
+        parent = entry.id
 
 
 def _max_turns_policy(limit: int) -> Any:
