@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 import math
+from collections import OrderedDict
 from types import MappingProxyType
 from typing import Any
 
@@ -31,6 +33,19 @@ from prism.types import (
     canonical_json,
     tool_result_message,
 )
+
+
+class _Colour(enum.StrEnum):
+    RED = "red"
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+class _Name(str):
+    pass
+
 
 MODEL = ModelConfig(
     provider="p",
@@ -83,6 +98,17 @@ VALUES: list[Any] = [
     ProviderTurnStartedEvent(session_id="s", run_id="r", turn=1, metadata=ProviderTurnMetadata(provider_id="p", model=MODEL, attempt=1)),
     MessageFinishedEvent(session_id="s", run_id="r", message=Message("assistant", "x")),
     RunLimits(max_turns=UNLIMITED, max_tool_calls=3),
+    _Colour.RED,
+    _Level.HIGH,
+    _Name("sub"),
+    OrderedDict([("b", 1), ("a", 2)]),
+    {"a": _Level.HIGH, "b": _Name("x"), "c": OrderedDict(z=1)},
+    [TextContent("x"), {"k": (1, 2)}, (None, False)],
+    {"deep": [[[[{"x": [1.5, -0.0, 1e-7]}]]]]},
+    -0.0,
+    10**40,
+    "\U0001f600 emoji",
+    {"é": "ü", "\u2028": ["\x00"]},
 ]
 
 
@@ -97,3 +123,33 @@ def test_non_json_values_raise_like_the_full_computation_arch_15(bad: Any) -> No
         canonical_json(to_json_value(bad))
     with pytest.raises((TypeError, ValueError)):
         canonical_size(bad)
+
+
+def _circular_dict() -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    value["self"] = value
+    return value
+
+
+def _circular_list() -> list[Any]:
+    value: list[Any] = []
+    value.append({"inner": value})
+    return value
+
+
+@pytest.mark.parametrize("make", [_circular_dict, _circular_list])
+def test_circular_values_raise_value_error_like_the_full_computation_arch_15(make: Any) -> None:
+    with pytest.raises(ValueError):
+        canonical_json(make())
+    with pytest.raises(ValueError):
+        canonical_size(make())
+
+
+def test_sizes_stay_exact_after_a_rejected_value_arch_15() -> None:
+    """A failed measurement leaves no state behind that changes later results."""
+    nested: dict[str, Any] = {"a": {"b": [1, 2]}}
+    with pytest.raises(TypeError):
+        canonical_size({"a": {"b": [object()]}})
+    with pytest.raises(ValueError):
+        canonical_size(_circular_dict())
+    assert canonical_size(nested) == len(canonical_json(nested).encode())

@@ -1,18 +1,27 @@
 """Fast canonical JSON sizes of prism values (ARCH-15, RUN-15, LIM-4).
 
-:func:`canonical_size` returns ``len(canonical_json(value.to_dict()).encode())`` for a
-serializable dataclass (or plain JSON data) without building the intermediate dicts: a
-dataclass's JSON is the concatenation of its sorted members, so its size is the sum of the sizes
-of its parts. Plain JSON leaves (argument objects, results, metadata) are measured with the C
-encoder. Anything unusual — a class with its own ``to_dict``, a value the encoder rejects — takes
-the full computation, so the result is always exactly the full computation's (or raises the same
-way it would).
+:func:`canonical_size` returns ``len(canonical_json(to_json_value(value)).encode())`` without
+building the intermediate dicts: a dataclass's JSON is the concatenation of its sorted members, so
+its size is the sum of the sizes of its parts.
+
+* Each serializable dataclass using the generic ``to_dict`` gets a generated sizer (straight-line
+  code over its sorted fields, built once per class).
+* Plain ``dict`` leaves (argument objects, results, metadata) are measured with one call of the C
+  encoder, configured exactly as ``canonical_json`` configures it but without the circular-reference
+  bookkeeping; a value that recurses too deep for it (a circular structure) is measured again the
+  full way, which raises the full computation's ``ValueError``.
+* ``str``, ``int``, ``float``, ``bool``, ``None``, ``list`` and ``tuple`` are measured directly.
+* Anything unusual — a class with its own ``to_dict``, a mapping that is not a ``dict``, a value
+  the encoder rejects — takes the full computation.
+
+The result is therefore always exactly the full computation's, or raises the same way it would.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import json.encoder
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,69 +29,155 @@ from prism._serde import Serializable, to_json_value
 
 __all__ = ["canonical_size"]
 
+_Sizer = Callable[[Any], int]
+
 _encode: Callable[[Any], str] = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 ).encode
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring
-_PLANS: dict[type, tuple[tuple[str, int], ...] | None] = {}
 _BASE_TO_DICT = Serializable.to_dict
 
 
-def _plan(cls: type) -> tuple[tuple[str, int], ...] | None:
-    """Sorted ``(field, len('"field":'))`` of a dataclass using the generic ``to_dict``; ``None``
-    when the class serialises itself."""
-    try:
-        return _PLANS[cls]
-    except KeyError:
-        pass
-    plan: tuple[tuple[str, int], ...] | None
-    if getattr(cls, "to_dict", None) is not _BASE_TO_DICT:
-        plan = None
-    else:
-        names = sorted(
-            f.name for f in dataclasses.fields(cls) if f.metadata.get("serialize", True)
-        )
-        plan = tuple((name, len(_encode_str(name).encode()) + 1) for name in names)
-    _PLANS[cls] = plan
-    return plan
+def _reject(value: Any) -> Any:
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def _c_encoder() -> Callable[[Any, int], Any] | None:
+    """The C encoder with ``canonical_json``'s settings and no circular check (``markers=None``)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has it
+        return None
+    encoder: Callable[[Any, int], Any] = make(
+        None, _reject, _encode_str, None, ":", ",", True, False, False
+    )
+    return encoder
+
+
+_C_ENCODE = _c_encoder()
+
+
+def _full(value: Any) -> int:
+    """The full computation (for values outside the fast paths)."""
+    if isinstance(value, Mapping):
+        try:
+            return len(_encode(value).encode())
+        except TypeError:
+            pass
+    return len(_encode(to_json_value(value)).encode())
 
 
 def _str_size(text: str) -> int:
-    return len(_encode_str(text).encode())
+    encoded = _encode_str(text)
+    return len(encoded) if encoded.isascii() else len(encoded.encode())
+
+
+def _int_size(number: int) -> int:
+    return len(int.__repr__(number))
+
+
+def _float_size(number: float) -> int:
+    if number - number == 0.0:  # finite (``inf - inf`` and ``nan`` are NaN)
+        return len(float.__repr__(number))
+    return len(_encode(number))  # raises ValueError like the full computation
+
+
+def _none_size(_value: None) -> int:
+    return 4
+
+
+def _bool_size(flag: bool) -> int:
+    return 4 if flag else 5
+
+
+def _dict_size(value: dict[Any, Any]) -> int:
+    encoder = _C_ENCODE
+    if encoder is None:  # pragma: no cover
+        return _full(value)
+    try:
+        text = "".join(encoder(value, 0))
+    except (TypeError, RecursionError):
+        return _full(value)
+    return len(text) if text.isascii() else len(text.encode())
+
+
+def _seq_size(items: list[Any] | tuple[Any, ...]) -> int:
+    count = len(items)
+    if not count:
+        return 2
+    total = 1 + count  # "[" + commas + "]"
+    sizers = _SIZERS
+    for item in items:
+        sizer = sizers.get(type(item))
+        total += sizer(item) if sizer is not None else canonical_size(item)
+    return total
+
+
+_SIZERS: dict[type, _Sizer] = {
+    str: _str_size,
+    int: _int_size,
+    float: _float_size,
+    bool: _bool_size,
+    type(None): _none_size,
+    dict: _dict_size,
+    list: _seq_size,
+    tuple: _seq_size,
+}
+
+
+def _custom_size(value: Serializable) -> int:
+    return len(_encode(value.to_dict()).encode())
+
+
+def _dataclass_sizer(cls: type) -> _Sizer:
+    """Generate ``size(value)`` for a dataclass using the generic ``to_dict`` (CON-3).
+
+    The code reads every serialised field in sorted order, skips ``None`` (omitted by CON-3) and
+    adds ``len('"name":')`` plus the member's size; ``n`` members add ``n - 1`` commas and 2 braces.
+    """
+    names = sorted(f.name for f in dataclasses.fields(cls) if f.metadata.get("serialize", True))
+    lines = ["def size(v):", "    n = 0", "    t = 0"]
+    for name in names:
+        key_size = len(_encode_str(name).encode()) + 1
+        lines += [
+            f"    x = v.{name}",
+            "    if x is not None:",
+            "        n += 1",
+            f"        t += {key_size} + (_str(x) if type(x) is str else _size(x))",
+        ]
+    lines.append("    return t + n + 1 if n else 2")
+    namespace: dict[str, Any] = {"_str": _str_size, "_size": canonical_size}
+    exec("\n".join(lines), namespace)  # generated from the class's own field names
+    sizer: _Sizer = namespace["size"]
+    return sizer
+
+
+def _sizer_for(cls: type) -> _Sizer:
+    sizer: _Sizer
+    if issubclass(cls, Serializable) and dataclasses.is_dataclass(cls):
+        if getattr(cls, "to_dict", None) is _BASE_TO_DICT:
+            sizer = _dataclass_sizer(cls)
+        else:
+            sizer = _custom_size
+    else:
+        sizer = _full
+    _SIZERS[cls] = sizer
+    return sizer
 
 
 def canonical_size(value: Any) -> int:
     """UTF-8 length of ``canonical_json(to_json_value(value))`` (CON-2, CON-3).
 
+    Args:
+        value: A serializable dataclass or plain JSON data.
+
+    Returns:
+        The size in bytes.
+
     Raises:
-        TypeError / ValueError: exactly when the full computation would.
+        TypeError: ``value`` holds a non-JSON type (exactly when the full computation would).
+        ValueError: ``value`` holds ``NaN``/``inf`` or is circular (likewise).
     """
-    kind = type(value)
-    if kind is str:
-        return _str_size(value)
-    if isinstance(value, Serializable):
-        plan = _plan(kind)
-        if plan is None:
-            return len(_encode(value.to_dict()).encode())
-        total = 1  # "{"
-        members = 0
-        for name, key_size in plan:
-            item = getattr(value, name)
-            if item is None:
-                continue
-            total += key_size + canonical_size(item)
-            members += 1
-        return total + members if members else 2  # commas between members, plus "}"
-    if kind is tuple or kind is list:
-        count = len(value)
-        if not count:
-            return 2
-        return 1 + count + sum(canonical_size(item) for item in value)
-    if value is None or kind is bool or kind is int or kind is float:
-        return len(_encode(value))
-    if isinstance(value, Mapping):
-        try:
-            return len(_encode(value).encode())
-        except TypeError:
-            return len(_encode(to_json_value(value)).encode())
-    return len(_encode(to_json_value(value)).encode())
+    sizer = _SIZERS.get(type(value))
+    if sizer is None:
+        sizer = _sizer_for(type(value))
+    return sizer(value)
