@@ -307,10 +307,38 @@ def _cloner_for(cls: type) -> Callable[[Any], Any]:
 
 
 def _rebuild_dataclass(value: Any, changed: Mapping[str, Any]) -> Any:
+    """A new instance of ``type(value)`` with the fields in ``changed`` replaced (no ``__init__``)."""
+    cls = type(value)
+    rebuild = _REBUILDERS.get(cls)
+    if rebuild is None:
+        rebuild = _REBUILDERS[cls] = _make_rebuilder(cls)
+    return rebuild(value, changed)
+
+
+_REBUILDERS: dict[type, Callable[[Any, Mapping[str, Any]], Any]] = {}
+
+
+def _make_rebuilder(cls: type) -> Callable[[Any, Mapping[str, Any]], Any]:
+    """Compile, once per class, a straight-line copy of its fields (frozen classes included)."""
+    names = _field_names(cls)
+    if not all(name.isidentifier() for name in names):  # pragma: no cover - dataclass fields are
+        return _rebuild_generic
+    lines = ["def rebuild(value, changed):", "    out = _new(_cls)"]
+    for name in names:
+        lines.append(
+            f"    _set(out, {name!r}, changed[{name!r}] if {name!r} in changed else value.{name})"
+        )
+    lines.append("    return out")
+    namespace: dict[str, Any] = {"_new": object.__new__, "_set": object.__setattr__, "_cls": cls}
+    exec("\n".join(lines), namespace)  # field names are identifiers
+    rebuild: Callable[[Any, Mapping[str, Any]], Any] = namespace["rebuild"]
+    return rebuild
+
+
+def _rebuild_generic(value: Any, changed: Mapping[str, Any]) -> Any:  # pragma: no cover
     out = object.__new__(type(value))
-    setter = object.__setattr__
     for name in _field_names(type(value)):
-        setter(out, name, changed[name] if name in changed else getattr(value, name))
+        object.__setattr__(out, name, changed[name] if name in changed else getattr(value, name))
     return out
 
 
