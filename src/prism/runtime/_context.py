@@ -101,7 +101,7 @@ class TurnBoundary:
         after_charge: Hooks run after the charge.
     """
 
-    __slots__ = ("_entered", "_tracker", "after_charge", "before_charge", "completed", "failure")
+    __slots__ = ("_tracker", "after_charge", "before_charge", "completed", "entered", "failure")
 
     def __init__(
         self,
@@ -115,7 +115,9 @@ class TurnBoundary:
         """Hooks evaluated before ``max_turns`` is charged (approvals, turn policy)."""
         self.after_charge: list[BoundaryHook] = list(after_charge)
         """Hooks run after the charge (``every-turn`` checkpoint)."""
-        self._entered = 0
+        self.entered = 0
+        """Index of the last turn whose boundary ran (0 before the first): the boundary of turn
+        ``completed + 1`` is still due when this differs from it."""
         self.completed = 0
         """Provider turns completed in this leg (returned ``generate`` calls)."""
         self.failure: BaseException | None = None
@@ -138,9 +140,9 @@ class TurnBoundary:
         if failure is not None:
             raise failure
         turn = self.completed + 1
-        if self._entered == turn:
+        if self.entered == turn:
             return turn
-        self._entered = turn
+        self.entered = turn
         try:
             for hook in self.before_charge:
                 await hook(turn)
@@ -203,23 +205,27 @@ class RunContext:
     def __repr__(self) -> str:
         return f"<LoopContext session_id={self.session_id!r} run_id={self.run_id!r}>"
 
-    async def assemble(
+    # The coroutine methods below are plain functions returning the leg's coroutine: awaiting
+    # ``ctx.generate(request)`` runs the leg's coroutine directly, with no wrapper frame per call
+    # (ARCH-15). To a caller they behave exactly like ``async def`` methods.
+
+    def assemble(
         self,
         next_input: AgentInput,
         tool_results: Sequence[ToolResult] | None = None,
         turn: int | None = None,
         /,
-    ) -> ProviderRequest:
+    ) -> Coroutine[Any, Any, ProviderRequest]:
         """Run the turn boundary, then build the next request (RUN-13). See CON-28."""
-        return await self._leg.assemble(next_input, tool_results, turn)
+        return self._leg.assemble(next_input, tool_results, turn)
 
-    async def generate(self, request: ProviderRequest, /) -> ProviderTurnResult:
+    def generate(self, request: ProviderRequest, /) -> Coroutine[Any, Any, ProviderTurnResult]:
         """Policies, middleware, redaction, retry, provider stream, guardrails (RUN-14)."""
-        return await self._leg.generate(request)
+        return self._leg.generate(request)
 
-    async def dispatch_tool_call(self, call: ToolCallContent, /) -> ToolResult:
+    def dispatch_tool_call(self, call: ToolCallContent, /) -> Coroutine[Any, Any, ToolResult]:
         """Fully guarded dispatch of one host call (TOOL-9)."""
-        return await self._leg.dispatch_tool_call(call)
+        return self._leg.dispatch_tool_call(call)
 
     async def charge_tool_round(self, calls: Sequence[ToolCallContent], /) -> None:
         """Charge one tool round when ``calls`` is non-empty, then gate it (LIM-4, APR-2)."""
@@ -235,9 +241,9 @@ class RunContext:
         tool = self._leg.registry.get(call.name)
         return tool is not None and tool.exclusive
 
-    async def append_message(self, message: Message, /) -> None:
+    def append_message(self, message: Message, /) -> Coroutine[Any, Any, None]:
         """Append ``message`` to the store under this run, redacted (STORE-4)."""
-        await self._leg.append_message(message)
+        return self._leg.append_message(message)
 
     def emit(self, event: AgentEvent, /) -> None:
         """Emit a redacted event, stamping empty ids (EVT-1, EVT-21)."""
@@ -247,6 +253,6 @@ class RunContext:
         """True when steered messages are queued (STEER-3)."""
         return bool(self._leg.session._steer_queue)
 
-    async def apply_pending_steers(self) -> bool:
+    def apply_pending_steers(self) -> Coroutine[Any, Any, bool]:
         """Drain the steer queue into history and store (STEER-4, STEER-8)."""
-        return await self._leg.apply_pending_steers()
+        return self._leg.apply_pending_steers()

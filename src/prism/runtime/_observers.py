@@ -194,6 +194,7 @@ class SessionObservers:
         "_redactor",
         "_subs",
         "_wakeup",
+        "active",
     )
 
     def __init__(self, on_event: OnEvent | None = None) -> None:
@@ -204,11 +205,13 @@ class SessionObservers:
         self._wakeup: asyncio.Future[None] | None = None
         self._redactor: SecretRedactor | None = None
         self._closing = False
+        self.active = on_event is not None
+        """True when anything observes events (a subscription or ``on_event``). Kept up to date
+        by :meth:`subscribe`, :meth:`discard` and :meth:`close_all`, so that the per-event check
+        is one attribute read (ARCH-15). Read-only for callers."""
 
-    @property
-    def active(self) -> bool:
-        """True when anything observes events (a subscription or ``on_event``)."""
-        return bool(self._subs) or self._on_event is not None
+    def _update_active(self) -> None:
+        self.active = bool(self._subs) or self._on_event is not None
 
     def set_redactor(self, redactor: SecretRedactor | None) -> None:
         """Set the redactor used for logged ``on_event`` failures (EVT-26)."""
@@ -220,6 +223,7 @@ class SessionObservers:
         """Add and return a new subscription (REC-5)."""
         sub = EventSubscription(self, max_queued_events=max_queued_events, overflow=overflow)
         self._subs.append(sub)
+        self.active = True
         return sub
 
     def discard(self, sub: EventSubscription) -> None:
@@ -228,10 +232,12 @@ class SessionObservers:
             self._subs.remove(sub)
         except ValueError:
             pass
+        self._update_active()
 
     def close_all(self) -> None:
         """Close every subscription; queued events still drain (EVT-20)."""
         subs, self._subs = self._subs, []
+        self._update_active()
         for sub in subs:
             sub.close()
 

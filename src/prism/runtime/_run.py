@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from prism._util import maybe_await
+from prism._util import maybe_await, new_id, now_iso
 from prism.abort import AbortController, AbortSignal
 from prism.assembly import RequestAssembler, select_skills
 from prism.errors import (
@@ -199,11 +200,13 @@ class RunLeg:
             redactor=self.redactor,
             ownership=plan.ownership,
         )
+        self._ledger_on = self.writer.enabled
         self.middleware: MiddlewareRegistry | None = config.middleware
         self.registry = config.tools
         self.history: LiveHistory = LiveHistory()
         self.input_messages: tuple[Message, ...] = ()
         self.messages: list[Message] = []
+        self.last_entry: SessionEntry | None = None
         self._open_calls: dict[str, str] = {}
         self._terminal_emitted = False
         self._start_record: Any = None
@@ -233,6 +236,7 @@ class RunLeg:
         self.policies: tuple[ProviderRequestPolicy, ...] = ()
         self.tool_validator: Any = None
         self._tool_calls = 0
+        self._dispatch: Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]] | None = None
         self._status: RunStatus | None = None
         self._stop_reason: Any = None
         self._stop_detail: str | None = None
@@ -251,7 +255,7 @@ class RunLeg:
 
     def observed(self) -> bool:
         """Whether anything observes this run's events (subscribers, ``on_event``, a ledger)."""
-        return not self._terminal_emitted and (self.observers.active or self.writer.enabled)
+        return not self._terminal_emitted and (self.observers.active or self._ledger_on)
 
     def emit(self, event: AgentEvent) -> None:
         """Emit one event to observers and the ledger (EVT-1, EVT-7, EVT-21, REC-3).
@@ -269,15 +273,14 @@ class RunLeg:
         elif kind is ArtifactFailedEvent:
             self._last_artifact_failed = event  # type: ignore[assignment]
         observers = self.observers
-        writer = self.writer
-        if not observers.active and not writer.enabled:
+        if not observers.active and not self._ledger_on:
             return
         event = _stamp(event, self.session_id, self.run_id)
         redactor = self.redactor
         if redactor is not None:
             event = redact_agent_event(event, redactor)
         observers.deliver(event)
-        writer.record_event(event)
+        self.writer.record_event(event)
 
     def _emit_terminal(self, event: AgentEvent) -> None:
         self.emit(event)
@@ -320,21 +323,49 @@ class RunLeg:
         return stored
 
     async def append_message(self, message: Message) -> None:
-        """``ctx.append_message``: one redacted ``message`` entry under this run (STORE-4)."""
-        await self._append_message_entry(message)
+        """``ctx.append_message``: one redacted ``message`` entry under this run (STORE-4).
 
-    async def _append_message_entry(self, message: Message) -> SessionEntry:
-        entry = new_session_entry(
-            "message",
+        Then the RUN-24 bookkeeping of open host calls. The entry gets the fields
+        ``new_session_entry`` would give it and is appended as :meth:`append_entry` appends, built
+        inline because this runs twice per tool turn (ARCH-15). The stored entry is kept in
+        :attr:`last_entry`.
+        """
+        session = self.session
+        parent = session._leaf_id
+        entry = SessionEntry(
+            id=new_id("entry"),
             session_id=self.session_id,
-            parent_id=self.session._leaf_id,
+            kind="message",
+            timestamp=now_iso(),
+            parent_id=parent,
             run_id=self.run_id,
             message=message,
         )
-        stored = await self.append_entry(entry)
-        stored_message = stored.message if stored.message is not None else message
+        redactor = self.redactor
+        stored = redactor.redact(entry) if redactor is not None else entry
+        await self.store.append(
+            stored,
+            expected_parent_id=parent,
+            idempotency_key=self.plan.idempotency_key,
+            fork=self._fork_next and parent is not None,
+        )
+        self._fork_next = False
+        session._fork_next = False
+        session._leaf_id = stored.id
+        self.last_entry = stored
+        stored_message = stored.message
+        if stored_message is None:
+            stored_message = message
         self.messages.append(stored_message)
-        self._track_calls(stored_message)
+        role = stored_message.role
+        if role == "assistant" or (role == "tool" and self._open_calls):
+            self._track_calls(stored_message)
+
+    async def _append_message_entry(self, message: Message) -> SessionEntry:
+        """:meth:`append_message`, returning the stored entry."""
+        await self.append_message(message)
+        stored = self.last_entry
+        assert stored is not None
         return stored
 
     def _track_calls(self, message: Message) -> None:
@@ -371,7 +402,10 @@ class RunLeg:
         turn: int | None,
     ) -> ProviderRequest:
         self._check_live()
-        boundary_turn = await self.boundary.enter()
+        boundary = self.boundary
+        boundary_turn = boundary.completed + 1
+        if boundary.entered != boundary_turn:
+            await boundary.enter()
         assembler = self.assembler
         assert assembler is not None
         request = await assembler.assemble(
@@ -387,7 +421,8 @@ class RunLeg:
     async def generate(self, request: ProviderRequest) -> ProviderTurnResult:
         self._check_live()
         boundary = self.boundary
-        await boundary.enter()
+        if boundary.entered != boundary.completed + 1:
+            await boundary.enter()
         secrets: tuple[str, ...] = ()
         if self.policies:
             request, secrets = await self._apply_policies(request)
@@ -454,16 +489,29 @@ class RunLeg:
             if answer is not None:
                 return answer
         self._tool_calls += 1
+        dispatch = self._dispatch
+        if dispatch is None:
+            dispatch = self._dispatch = self._make_dispatch()
+        return await dispatch(call)
+
+    def _make_dispatch(self) -> Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]]:
+        """``prism.tools.dispatch_tool_call`` bound to this leg's fixed arguments (ARCH-15).
+
+        Everything but the call is fixed once setup has run. The execution context is the leg's:
+        ``dispatch_tool_call`` gives ``execute`` (and the validator and ``before_execute``) a
+        copy carrying the call's ``tool_call_id`` whenever ``emit`` is passed, as it is here.
+        """
         redactor = self.redactor
         writer = self.writer
         plan = self.plan
-        return await dispatch_tool_call(
-            call,
+        durable = self.durable
+        return functools.partial(
+            dispatch_tool_call,
             registry=self.registry,
             context=ToolExecutionContext(
                 session_id=self.session_id,
                 run_id=self.run_id,
-                tool_call_id=call.id,
+                tool_call_id="",
                 signal=self.signal,
                 metadata=self.metadata,
             ),
