@@ -758,6 +758,7 @@ def json_schema_tool_validator(
 
 
 _DEFAULT_VALIDATOR = json_schema_tool_validator()
+_BUILTIN_VALIDATOR = _DEFAULT_VALIDATOR  # identity of the shared built-in (fast path in dispatch)
 
 
 def resolve_tool_validator(
@@ -811,10 +812,20 @@ class _NotJson(Exception):
         self.type_name = type_name
 
 
+_FLAT_JSON = frozenset({str, int, bool, type(None)})
+
+
 def _to_json_value(value: Any) -> Any:
     """Convert a tool's return value to JSON data (TOOL-12) or raise :class:`_NotJson`."""
     if value is None or type(value) in (str, int, bool):
         return value
+    if type(value) is dict:  # the common result: a flat object of JSON scalars (no float: NaN)
+        flat = _FLAT_JSON
+        for key, item in value.items():
+            if type(key) is not str or type(item) not in flat:
+                break
+        else:
+            return value
     if is_json_value(value):
         return value
     dump = getattr(value, "model_dump", None)
@@ -858,8 +869,9 @@ class _Grace:
     __slots__ = ("fired", "grace_s", "handle", "loop", "settled", "task")
 
     def __init__(self, grace_ms: float) -> None:
-        self.loop = asyncio.get_running_loop()
-        self.task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        self.loop = loop
+        self.task = asyncio.current_task(loop)
         self.grace_s = max(0.0, float(grace_ms)) / 1000.0
         self.handle: asyncio.TimerHandle | None = None
         self.fired = False
@@ -1303,9 +1315,13 @@ async def dispatch_tool_call(
     # -- 8. validation
     if tool_validator is not False:
         validator = _DEFAULT_VALIDATOR if tool_validator is None else tool_validator
-        problem = await _validate(validator, tool, arguments, exec_context, state)
-        if problem is not None:
-            return problem
+        fast: _FastCheck | None = None
+        if validator is _BUILTIN_VALIDATOR and tool.parameters is not None:
+            fast = _fast_schema_checker(tool.parameters)  # what the built-in would do first
+        if fast is None or not fast(arguments):
+            problem = await _validate(validator, tool, arguments, exec_context, state)
+            if problem is not None:
+                return problem
     # -- 9. before_execute
     if before_execute is not None:
         try:
@@ -1320,17 +1336,24 @@ async def dispatch_tool_call(
             )
     # -- 10. started
     if emit is not None:
-        await state.send(
+        sent = emit(
             ToolExecutionStartedEvent(session_id=context.session_id, run_id=context.run_id, call=call)
         )
+        if sent is not None and inspect.isawaitable(sent):
+            await sent
     if write is not None:
         await state.row("started")
     # -- 11./12. execute, normalise, tool_result middleware
     threaded = _PARALLEL_ROUND.get() if sync_in_thread is None else sync_in_thread
     try:
-        raw = await _run_execute(
-            tool, arguments, exec_context, tool_abort_grace_ms, threaded, on_worker_thread
-        )
+        if threaded:
+            raw = await _run_execute(
+                tool, arguments, exec_context, tool_abort_grace_ms, threaded, on_worker_thread
+            )
+        else:  # inline (the _run_execute path without a thread, without its coroutine)
+            raw = tool.execute(arguments, exec_context)
+            if inspect.isawaitable(raw):
+                raw = await _await_with_grace(raw, exec_context.signal, tool_abort_grace_ms)
         result = _normalise_result(raw, call)
         if middleware is not None and middleware.has("tool_result"):
             replaced_result = await middleware.run("tool_result", result)
@@ -1392,7 +1415,7 @@ async def dispatch_tool_call(
     # -- 15. finished
     state.done = True
     if emit is not None:
-        await state.send(
+        sent = emit(
             ToolExecutionFinishedEvent(
                 session_id=context.session_id,
                 run_id=context.run_id,
@@ -1400,6 +1423,8 @@ async def dispatch_tool_call(
                 metadata=state.metadata("finished"),
             )
         )
+        if sent is not None and inspect.isawaitable(sent):
+            await sent
     if write is not None:
         await state.row("finished", result=result)
     return result
