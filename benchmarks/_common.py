@@ -89,6 +89,10 @@ class Cell:
         values = [s.wall_s / s.turns_done * 1e6 for s in self.samples if s.turns_done]
         return statistics.median(values) if values else None
 
+    def min_us_per_turn(self) -> float | None:
+        values = [s.wall_s / s.turns_done * 1e6 for s in self.samples if s.turns_done]
+        return min(values) if values else None
+
     def median_cpu_us_per_turn(self) -> float | None:
         values = [s.cpu_s / s.turns_done * 1e6 for s in self.samples if s.turns_done]
         return statistics.median(values) if values else None

@@ -11,6 +11,9 @@ is not timed.
 
 * ``bare``: a hand-made asyncio loop — dict messages, an async-generator model, direct tool calls;
   no events, validation, redaction, limits or store. The floor.
+* ``bare+records``: the bare loop plus the records prism keeps per turn (events, messages, two
+  session entries appended to a ``MemorySessionStore``), built with prism's types — the cost of
+  the data model alone.
 * ``prism``: ``prism.create_agent`` with a scripted ``AIProvider``, ``@prism.tool`` tools (JSON
   Schema argument validation, pydantic conversion), the default memory store, retry policy and
   limits raised to unlimited; no subscriber. ``prism+events`` also consumes every event through
@@ -36,7 +39,15 @@ from _common import Counter, Script
 
 RunFn = Callable[[], Awaitable[Any]]
 
-FRAMEWORKS = ("bare", "prism", "prism+events", "pydantic-ai", "openai-agents", "langgraph")
+FRAMEWORKS = (
+    "bare",
+    "bare+records",
+    "prism",
+    "prism+events",
+    "pydantic-ai",
+    "openai-agents",
+    "langgraph",
+)
 OTHERS = ("pydantic-ai", "openai-agents", "langgraph")
 
 _MODULES = {
@@ -111,6 +122,100 @@ def build_bare(script: Script, counter: Counter) -> RunFn:
                 outputs = await asyncio.gather(*(tools[n](**a) for _, n, a in calls))
             for (call_id, _, _), output in zip(calls, outputs, strict=True):
                 messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+
+    return run
+
+
+def build_bare_records(script: Script, counter: Counter) -> RunFn:
+    """The bare loop plus the records prism keeps per turn, built with prism's own types.
+
+    Per turn: the provider's ``ToolCallContent``/``Usage`` and the assistant ``Message``;
+    ``TurnStarted``/``MessageFinished``/``TurnFinished`` and the two tool events; the
+    ``ToolResult`` and its tool message; two session entries (``new_session_entry``: id and
+    timestamp) appended to a ``MemorySessionStore`` (which copies them). No validation, limits,
+    byte accounting, retry, abort signals, redaction or observers. It shows what the data model
+    alone costs — the floor under any runtime that keeps these records.
+    """
+    from prism.events import (
+        MessageFinishedEvent,
+        ToolExecutionFinishedEvent,
+        ToolExecutionMetadata,
+        ToolExecutionStartedEvent,
+        TurnFinishedEvent,
+        TurnStartedEvent,
+    )
+    from prism.store import MemorySessionStore, new_session_entry
+    from prism.types import (
+        Message,
+        TextContent,
+        ToolCallContent,
+        ToolResult,
+        Usage,
+        tool_result_message,
+    )
+
+    async def noop(i: int) -> dict[str, Any]:
+        return {"ok": True}
+
+    async def sleep50(i: int) -> dict[str, Any]:
+        await _sleep50()
+        return {"ok": True}
+
+    tools: dict[str, Callable[..., Awaitable[Any]]] = {"noop": noop, "sleep50": sleep50}
+    store = MemorySessionStore()
+    sink: list[Any] = []
+
+    async def model(messages: list[Message]) -> Any:
+        index = counter.tick()
+        turn = script[index]
+        if isinstance(turn, str):
+            yield ("text", turn)
+        else:
+            for k, (name, args) in enumerate(turn):
+                yield ("call", ToolCallContent(id=f"call_{index}_{k}", name=name, arguments=args))
+        yield ("done", Usage(input_tokens=1, output_tokens=1))
+
+    async def run() -> str:
+        history: list[Message] = [Message("user", (TextContent("go"),))]
+        leaf = None
+        turn = 0
+        while True:
+            turn += 1
+            sink.append(TurnStartedEvent(turn=turn))
+            parts: list[Any] = []
+            calls: list[ToolCallContent] = []
+            async for kind, value in model(history):
+                if kind == "text":
+                    parts.append(TextContent(value))
+                elif kind == "call":
+                    parts.append(value)
+                    calls.append(value)
+            message = Message("assistant", tuple(parts))
+            history.append(message)
+            entry = new_session_entry("message", session_id="s", parent_id=leaf, message=message)
+            await store.append(entry, expected_parent_id=leaf)
+            leaf = entry.id
+            sink.append(MessageFinishedEvent(message=message))
+            sink.append(TurnFinishedEvent(turn=turn))
+            if not calls:
+                sink.clear()
+                return message.text
+            for call in calls:
+                sink.append(ToolExecutionStartedEvent(call=call))
+                value = await tools[call.name](**call.arguments)
+                result = ToolResult(tool_call_id=call.id, name=call.name, value=value)
+                sink.append(
+                    ToolExecutionFinishedEvent(
+                        result=result,
+                        metadata=ToolExecutionMetadata(duration_ms=0, status="finished"),
+                    )
+                )
+                row = tool_result_message(result)
+                history.append(row)
+                entry = new_session_entry("message", session_id="s", parent_id=leaf, message=row)
+                await store.append(entry, expected_parent_id=leaf)
+                leaf = entry.id
+            sink.clear()
 
     return run
 
@@ -390,6 +495,7 @@ def build_langgraph(script: Script, counter: Counter) -> RunFn:
 
 BUILDERS: dict[str, Callable[[Script, Counter], RunFn]] = {
     "bare": build_bare,
+    "bare+records": build_bare_records,
     "prism": build_prism,
     "prism(tool_concurrency=8)": lambda s, c: build_prism(s, c, tool_concurrency=8),
     "prism+events": lambda s, c: build_prism(s, c, observed=True),

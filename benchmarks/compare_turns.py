@@ -27,7 +27,7 @@ from _frameworks import BUILDERS, FRAMEWORKS, OTHERS, available
 # runs per cell: (fast frameworks, other frameworks) by N
 _REPS = {10: (61, 15), 100: (21, 5), 1000: (7, 1)}
 _QUICK_REPS = {10: (21, 5), 100: (7, 3), 1000: (3, 1)}
-_FAST = ("bare", "prism", "prism+events")
+_FAST = ("bare", "bare+records", "prism", "prism+events")
 WARMUPS = 3
 WARM_SCRIPT = tool_turns_script(10)
 
@@ -75,6 +75,7 @@ def summarise(cells: dict[str, dict[int, Cell]], sizes: list[int]) -> dict[str, 
             capped = cell.capped
             results[fw][str(n)] = {
                 "median_us_per_turn": cell.median_us_per_turn(),
+                "min_us_per_turn": cell.min_us_per_turn(),
                 "median_cpu_us_per_turn": cell.median_cpu_us_per_turn(),
                 "runs": len(cell.samples),
                 "capped": capped,
