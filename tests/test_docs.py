@@ -30,3 +30,20 @@ def test_documented_example_runs(where: str, code: str, tmp_path: Path) -> None:
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
     assert proc.returncode == 0, f"{where} failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_documented_examples_type_check_strictly(tmp_path: Path) -> None:
+    """A host program written like the docs passes ``mypy --strict`` (the package ships py.typed)."""
+    paths = []
+    for i, (_, code) in enumerate(_examples()):
+        path = tmp_path / f"example_{i}.py"
+        path.write_text(code, encoding="utf-8")
+        paths.append(str(path))
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *paths],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
