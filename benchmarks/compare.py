@@ -147,9 +147,23 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- table
 
 
+_ORDER = (
+    "bare", "bare+records", "prism", "prism+events", "prism(tool_concurrency=8)", "pydantic-ai",
+    "openai-agents", "langgraph", "instructor",
+)
+
+
+def _ordered(names: Any) -> list[str]:
+    """Frameworks in the table order (baselines, prism, then the others)."""
+    known = [n for n in _ORDER if n in names]
+    return known + sorted(n for n in names if n not in _ORDER)
+
+
 def _fmt(v: Any, spec: str = ".1f", suffix: str = "") -> str:
     if v is None:
         return "—"
+    if suffix == "×" and abs(v) < 1:
+        return f"{v:.2f}×"
     return f"{v:{spec}}{suffix}"
 
 
@@ -161,7 +175,8 @@ def tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]
         head = ["framework", *[f"N={n} µs/turn" for n in sizes], f"N={sizes[-1]}/N={sizes[0]}",
                 *[f"×prism N={n}" for n in sizes]]
         rows = []
-        for fw, by_n in turns["results"].items():
+        for fw in _ordered(turns["results"]):
+            by_n = turns["results"][fw]
             cells = []
             for n in sizes:
                 v = by_n[n]
@@ -187,7 +202,7 @@ def tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]
             [fw, *[_fmt(r["median_us_per_run"][k], ".0f") for k in ks],
              _fmt(r["us_per_revision"], ".0f"),
              *[_fmt(gvr["ratio_to_prism"][fw][k], ".1f", "×") for k in ks]]
-            for fw, r in gvr["results"].items()
+            for fw, r in ((f, gvr["results"][f]) for f in _ordered(gvr["results"]))
         ]
         out.append(("Validate and revise (k invalid drafts, then a valid one)", head, rows,
                     "median µs per run; revision budget 3; Person(name: str, age: int)"))
@@ -195,7 +210,8 @@ def tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]
     if parallel:
         head = ["framework", "async tools ms", "overhead", "sync tools ms", "overhead"]
         rows = []
-        for fw, r in parallel["results"].items():
+        for fw in _ordered(parallel["results"]):
+            r = parallel["results"][fw]
             a, s = r.get("sleep50", {}), r.get("sleep50_sync", {})
             rows.append([fw, _fmt(a.get("median_ms")), _fmt(a.get("overhead_pct"), "+.1f", "%"),
                          _fmt(s.get("median_ms")), _fmt(s.get("overhead_pct"), "+.1f", "%")])
@@ -238,7 +254,7 @@ def render(results: dict[str, Any], checks: list[dict[str, Any]]) -> None:
             mark = "met " if c["met"] else "MISS"
             print(f"  [{mark}] {c['target']}: {c['value']:.2f}  {c.get('detail') or ''}")
         return
-    console = Console()
+    console = Console(width=max(140, shutil.get_terminal_size((140, 40)).columns))
     for title, head, rows, note in blocks:
         table = Table(title=title, caption=note)
         for i, h in enumerate(head):
