@@ -72,11 +72,15 @@ class SingleShotLoop:
         signal = ctx.signal
         history = ctx.history
         apply_steers = getattr(ctx, "apply_pending_steers", None)
+        # events carry the run's ids from the start, so the runtime need not copy them to stamp
+        # the ids in (EVT-1)
+        sid: str = getattr(ctx, "session_id", "")
+        rid: str = getattr(ctx, "run_id", "")
         while True:
             signal.throw_if_aborted()  # 1
             if apply_steers is not None:  # 2
                 await apply_steers()
-            ctx.emit(TurnStartedEvent(turn=turn))  # 3
+            ctx.emit(TurnStartedEvent(session_id=sid, run_id=rid, turn=turn))  # 3
             request = await ctx.assemble(next_input, None, turn)  # 4
             signal.throw_if_aborted()  # 5
             result = await ctx.generate(request)  # 6
@@ -90,8 +94,8 @@ class SingleShotLoop:
                 )
                 history.append(message)
                 await ctx.append_message(message)
-                ctx.emit(MessageFinishedEvent(message=message))
-            ctx.emit(TurnFinishedEvent(turn=turn))  # 9
+                ctx.emit(MessageFinishedEvent(session_id=sid, run_id=rid, message=message))
+            ctx.emit(TurnFinishedEvent(session_id=sid, run_id=rid, turn=turn))  # 9
             calls = dispatchable_tool_calls(result.calls) if result.calls else []  # 10
             if not calls or tool_rounds >= ctx.max_tool_rounds:  # 11
                 if calls:
