@@ -11,10 +11,6 @@ __all__ = ["maybe_await", "new_id", "now_iso"]
 
 _T = TypeVar("_T")
 
-# uuid4 layout (RFC 4122): version nibble 4 at bits 76..79, variant bits 10 at bits 62..63.
-_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
-_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
-_from_bytes = int.from_bytes
 _urandom = os.urandom
 
 
@@ -31,21 +27,32 @@ def new_id(prefix: str) -> str:
     The value is exactly what ``uuid.uuid4().hex`` produces — 16 bytes of ``os.urandom`` with the
     version and variant bits set — without building a ``UUID`` object (ARCH-15).
     """
-    return f"{prefix}_{(_from_bytes(_urandom(16)) & _UUID4_CLEAR) | _UUID4_SET:032x}"
+    raw = bytearray(_urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return f"{prefix}_{raw.hex()}"
 
 
 _second: tuple[int, str] = (-1, "")
+_milli: tuple[int, str] = (-1, "")
 
 
 def now_iso() -> str:
     """Return the current UTC time as ISO-8601 with millisecond precision and ``Z`` (ARCH-13).
 
-    The ``YYYY-MM-DDTHH:MM:SS`` part is formatted once per second and reused.
+    The text is built at most once per millisecond (its ``YYYY-MM-DDTHH:MM:SS`` part once per
+    second) and reused: several entries per millisecond are common on a fast turn (ARCH-15).
     """
-    global _second
-    secs, rem = divmod(time.time_ns(), 1_000_000_000)
+    global _second, _milli
+    ms = time.time_ns() // 1_000_000
+    cached_ms, text = _milli
+    if cached_ms == ms:
+        return text
+    secs, rem = divmod(ms, 1000)
     cached_secs, head = _second
     if cached_secs != secs:
         head = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
         _second = (secs, head)
-    return f"{head}.{rem // 1_000_000:03d}Z"
+    text = f"{head}.{rem:03d}Z"
+    _milli = (ms, text)
+    return text

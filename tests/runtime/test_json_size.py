@@ -109,6 +109,11 @@ VALUES: list[Any] = [
     10**40,
     "\U0001f600 emoji",
     {"é": "ü", "\u2028": ["\x00"]},
+    {f"k{i}": i for i in range(12)},
+    {"ключ": "значение", "n": None, "b": False, "t": True, "i": -7, "q": "\"\\"},
+    {"f": 0.1, "s": "x"},
+    {"s": "x", "nested": {"a": [1]}},
+    {1: "int key"},
 ]
 
 
@@ -117,7 +122,11 @@ def test_canonical_size_equals_the_full_computation_arch_15(value: Any) -> None:
     assert canonical_size(value) == len(canonical_json(to_json_value(value)).encode())
 
 
-@pytest.mark.parametrize("bad", [math.nan, math.inf, {"x": math.inf}, [object()], {1: "a", "b": 2}])
+@pytest.mark.parametrize(
+    "bad",
+    [math.nan, math.inf, {"x": math.inf}, [object()], {1: "a", "b": 2}, {"a": 1, "b": object()},
+     {"a": "x", 1: "y"}, ToolCallContent(id="c", name="n", arguments={"x": math.nan})],
+)
 def test_non_json_values_raise_like_the_full_computation_arch_15(bad: Any) -> None:
     with pytest.raises((TypeError, ValueError)):
         canonical_json(to_json_value(bad))

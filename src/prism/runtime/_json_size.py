@@ -6,10 +6,11 @@ its size is the sum of the sizes of its parts.
 
 * Each serializable dataclass using the generic ``to_dict`` gets a generated sizer (straight-line
   code over its sorted fields, built once per class).
-* Plain ``dict`` leaves (argument objects, results, metadata) are measured with one call of the C
-  encoder, configured exactly as ``canonical_json`` configures it but without the circular-reference
-  bookkeeping; a value that recurses too deep for it (a circular structure) is measured again the
-  full way, which raises the full computation's ``ValueError``.
+* Small flat ``dict`` leaves (``str`` keys, scalar values — typical tool arguments) are summed
+  member by member; other plain ``dict`` leaves (results, metadata) are measured with one call of
+  the C encoder, configured exactly as ``canonical_json`` configures it but without the
+  circular-reference bookkeeping; a value that recurses too deep for it (a circular structure) is
+  measured again the full way, which raises the full computation's ``ValueError``.
 * ``str``, ``int``, ``float``, ``bool``, ``None``, ``list`` and ``tuple`` are measured directly.
 * Anything unusual — a class with its own ``to_dict``, a mapping that is not a ``dict``, a value
   the encoder rejects — takes the full computation.
@@ -23,6 +24,7 @@ import dataclasses
 import json
 import json.encoder
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from prism._serde import Serializable, to_json_value
@@ -89,7 +91,7 @@ def _bool_size(flag: bool) -> int:
     return 4 if flag else 5
 
 
-def _dict_size(value: dict[Any, Any]) -> int:
+def _c_dict_size(value: dict[Any, Any]) -> int:
     encoder = _C_ENCODE
     if encoder is None:  # pragma: no cover
         return _full(value)
@@ -100,6 +102,37 @@ def _dict_size(value: dict[Any, Any]) -> int:
     return len(text) if text.isascii() else len(text.encode())
 
 
+def _dict_size(value: dict[Any, Any]) -> int:
+    """A ``dict``: small flat ones (``str`` keys; ``str``/``int``/``bool``/``None`` values) are
+    summed here, member by member (the order of members does not change the size); anything else
+    takes one C-encoder call."""
+    count = len(value)
+    if not count:
+        return 2
+    if count > 8:
+        return _c_dict_size(value)
+    esc = _encode_str
+    total = 1 + 2 * count  # braces, colons, commas
+    for key, item in value.items():
+        if type(key) is not str:
+            return _c_dict_size(value)
+        text = esc(key)
+        total += len(text) if text.isascii() else len(text.encode())
+        kind = type(item)
+        if kind is str:
+            text = esc(item)
+            total += len(text) if text.isascii() else len(text.encode())
+        elif kind is int:
+            total += len(int.__repr__(item))
+        elif item is None:
+            total += 4
+        elif kind is bool:
+            total += 4 if item else 5
+        else:
+            return _c_dict_size(value)
+    return total
+
+
 def _seq_size(items: list[Any] | tuple[Any, ...]) -> int:
     count = len(items)
     if not count:
@@ -107,7 +140,12 @@ def _seq_size(items: list[Any] | tuple[Any, ...]) -> int:
     total = 1 + count  # "[" + commas + "]"
     sizers = _SIZERS
     for item in items:
-        sizer = sizers.get(type(item))
+        kind = type(item)
+        if kind is str:
+            text = _encode_str(item)
+            total += len(text) if text.isascii() else len(text.encode())
+            continue
+        sizer = sizers.get(kind)
         total += sizer(item) if sizer is not None else canonical_size(item)
     return total
 
@@ -124,6 +162,14 @@ _SIZERS: dict[type, _Sizer] = {
 }
 
 
+def _mapping_proxy_size(value: MappingProxyType[Any, Any]) -> int:
+    # ``to_json_value`` turns a mapping into a dict with the same keys, in the same order.
+    return _dict_size(dict(value))
+
+
+_SIZERS[MappingProxyType] = _mapping_proxy_size
+
+
 def _custom_size(value: Serializable) -> int:
     return len(_encode(value.to_dict()).encode())
 
@@ -133,6 +179,7 @@ def _dataclass_sizer(cls: type) -> _Sizer:
 
     The code reads every serialised field in sorted order, skips ``None`` (omitted by CON-3) and
     adds ``len('"name":')`` plus the member's size; ``n`` members add ``n - 1`` commas and 2 braces.
+    Strings are measured inline; other members through the per-type sizers.
     """
     names = sorted(f.name for f in dataclasses.fields(cls) if f.metadata.get("serialize", True))
     lines = ["def size(v):", "    n = 0", "    t = 0"]
@@ -142,10 +189,20 @@ def _dataclass_sizer(cls: type) -> _Sizer:
             f"    x = v.{name}",
             "    if x is not None:",
             "        n += 1",
-            f"        t += {key_size} + (_str(x) if type(x) is str else _size(x))",
+            "        k = type(x)",
+            "        if k is str:",
+            "            e = _esc(x)",
+            f"            t += {key_size} + (len(e) if e.isascii() else len(e.encode()))",
+            "        else:",
+            "            f = _get(k)",
+            f"            t += {key_size} + (f(x) if f is not None else _size(x))",
         ]
     lines.append("    return t + n + 1 if n else 2")
-    namespace: dict[str, Any] = {"_str": _str_size, "_size": canonical_size}
+    namespace: dict[str, Any] = {
+        "_esc": _encode_str,
+        "_get": _SIZERS.get,
+        "_size": canonical_size,
+    }
     exec("\n".join(lines), namespace)  # generated from the class's own field names
     sizer: _Sizer = namespace["size"]
     return sizer

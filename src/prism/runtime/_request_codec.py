@@ -157,12 +157,24 @@ class RequestCodec:
     # ----------------------------------------------------------------- whole request
 
     def _head_of(self, request: ProviderRequest) -> tuple[ProviderRequest, int]:
-        key = (request.model, request.tools, request.context, request.options, request.metadata)
+        model = request.model
+        tools = request.tools
+        context = request.context
+        options = request.options
+        metadata = request.metadata
         cached_key = self._head_key
-        if cached_key is not None and all(a is b for a, b in zip(key, cached_key, strict=True)):
+        if (
+            cached_key is not None
+            and cached_key[0] is model
+            and cached_key[1] is tools
+            and cached_key[2] is context
+            and cached_key[3] is options
+            and cached_key[4] is metadata
+        ):
             head = self._head
             assert head is not None
             return head
+        key = (model, tools, context, options, metadata)
         bare = ProviderRequest(
             model=request.model,
             messages=(),

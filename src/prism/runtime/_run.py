@@ -17,7 +17,8 @@ import asyncio
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+import types
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from prism._util import maybe_await, new_id, now_iso
@@ -132,9 +133,17 @@ def _stamp(event: Any, session_id: str, run_id: str) -> Any:
 async def _shielded(coro: Coroutine[Any, Any, Any]) -> Any:
     """Run ``coro`` to completion even if the caller is cancelled meanwhile (RUN-10).
 
-    A cancellation that arrives while waiting is re-raised once ``coro`` has finished.
+    ``coro`` first runs inline: when it finishes without suspending (the usual cleanup of a run
+    with nothing left to wait for) no task is created (ARCH-15); a cancellation cannot reach code
+    that never suspends. Once it suspends, the rest runs in its own task, shielded from the
+    caller's cancellation. A cancellation that arrives while waiting is re-raised once ``coro``
+    has finished.
     """
-    task = asyncio.ensure_future(coro)
+    try:
+        first = coro.send(None)
+    except StopIteration as done:
+        return done.value
+    task = asyncio.ensure_future(_continue(coro, first))
     cancelled = False
     while True:
         try:
@@ -152,6 +161,30 @@ async def _shielded(coro: Coroutine[Any, Any, Any]) -> Any:
         task.result()  # surface the task's own exception first
         raise asyncio.CancelledError
     return result
+
+
+async def _continue(coro: Coroutine[Any, Any, Any], first: Any) -> Any:
+    """Drive a coroutine that already ran up to its first suspension (it yielded ``first``)."""
+    return await _resume(coro, first)
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, Any]:
+    """The ``yield from`` protocol for a started coroutine: hand its yielded value to the event
+    loop, then forward what comes back (a value, or an exception thrown in) until it returns."""
+    while True:
+        try:
+            sent = yield yielded
+        except BaseException as exc:
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration as done:
+                return done.value
 
 
 class RunLeg:

@@ -320,6 +320,7 @@ class ProviderTurnRunner:
         self._task: asyncio.Task[Any] | None = None
         self._waiting = False
         self._cancel_pending = False
+        signal.add_listener(self._abort_child)  # the streaming attempt's link (RUN-15 step 3)
 
     # ----------------------------------------------------------------- soft interrupts (STEER-6)
 
@@ -330,9 +331,8 @@ class ProviderTurnRunner:
 
     def soft_interrupt(self) -> None:
         """Interrupt the streaming attempt, or set the pending flag when none streams (STEER-6)."""
-        child = self._child
-        if child is not None:
-            child.abort(SoftInterrupt())
+        if self._child is not None:
+            self._abort_child(SoftInterrupt())
         else:
             self._soft_pending = True
 
@@ -438,6 +438,20 @@ class ProviderTurnRunner:
 
     # ----------------------------------------------------------------- one attempt (RUN-15)
 
+    def _abort_child(self, reason: object) -> None:
+        """Abort the streaming attempt's child signal (RUN-15 step 3): the run signal's listener
+        (registered once per runner) and soft interrupts (STEER-6) come here.
+
+        The task awaiting the provider is woken first (RUN-25), then the child is aborted, which
+        runs the provider's own listeners. Nothing happens between attempts or once the child is
+        aborted.
+        """
+        controller = self._child
+        if controller is None or controller.signal.aborted:
+            return
+        self._on_child_abort(reason)
+        controller.abort(reason)
+
     def _on_child_abort(self, _reason: object) -> None:
         # RUN-25: wake the task awaiting the provider. Only while it awaits the next event, so a
         # cancellation never lands in code that does not expect it.
@@ -494,12 +508,13 @@ class ProviderTurnRunner:
             )
         controller = AbortController()
         child = controller.signal
-        unlink = self._signal.add_listener(controller.abort)
+        run_signal = self._signal
+        if run_signal.aborted:
+            controller.abort(run_signal.reason)
         if self._soft_pending and self._generated:
             self._soft_pending = False
             controller.abort(SoftInterrupt())
-        unwake = child.add_listener(self._on_child_abort)
-        self._child = controller
+        self._child = controller  # run aborts and soft interrupts reach it via _abort_child
         self._task = asyncio.current_task()
         iterator: Any = None
         try:
@@ -545,8 +560,6 @@ class ProviderTurnRunner:
             self._child = None
             self._task = None
             self._waiting = False
-            unwake()
-            unlink()
 
         # Steps 6-9: usage, output guardrails, flush, provider_turn_finished.
         result = ProviderTurnResult(
