@@ -238,6 +238,27 @@ def tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]
     return out
 
 
+def markdown(results: dict[str, Any], checks: list[dict[str, Any]]) -> str:
+    """The tables and targets as GitHub Markdown (for closing notes and RESULTS.md)."""
+    out: list[str] = []
+    for title, head, rows, note in tables(results):
+        out.append(f"**{title}** — {note}\n")
+        out.append("| " + " | ".join(head) + " |")
+        out.append("| " + " | ".join(["---"] + ["---:"] * (len(head) - 1)) + " |")
+        for row in rows:
+            out.append("| " + " | ".join(str(c) for c in row) + " |")
+        out.append("")
+    out.append("**Targets**\n")
+    out.append("| target | value | met | detail |")
+    out.append("| --- | ---: | --- | --- |")
+    for c in checks:
+        out.append(
+            f"| {c['target']} | {c['value']:.2f} | {'yes' if c['met'] else '**no**'} | "
+            f"{c.get('detail') or ''} |"
+        )
+    return "\n".join(out) + "\n"
+
+
 def render(results: dict[str, Any], checks: list[dict[str, Any]]) -> None:
     blocks = tables(results)
     try:
@@ -277,11 +298,15 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--out", default=None, help="result file (default results/compare-*.json)")
     parser.add_argument("--render", default=None, help="only print the table of a result file")
+    parser.add_argument("--markdown", action="store_true", help="with --render: Markdown tables")
     args = parser.parse_args()
     if args.render:
         with open(args.render, encoding="utf-8") as f:
             payload = json.load(f)
-        render(payload["sections"], payload["targets"])
+        if args.markdown:
+            print(markdown(payload["sections"], payload["targets"]), end="")
+        else:
+            render(payload["sections"], payload["targets"])
         return
     results = {section: run_section(section, args.quick) for section in args.only}
     checks = evaluate(results)
