@@ -80,7 +80,7 @@ def test_json_prints_every_event_as_one_json_line(tmp_path: Path) -> None:
     code, out, err = _run(["run", "what is 6*7?", "--model", model, "--tool", "calculator", "--json"])
     assert code == 0, err
     lines = out.splitlines()
-    events = [event_from_dict(json.loads(line)) for line in lines]
+    events = [event_from_dict(json.loads(line)) for line in lines[:-1]]
     types = [e.type for e in events]
     assert types[0] == "agent_started"
     assert types[-1] == "agent_finished"
@@ -93,6 +93,8 @@ def test_json_prints_every_event_as_one_json_line(tmp_path: Path) -> None:
     )
     assert text == "It is 42."
     assert events[-1].usage == Usage(input_tokens=30, output_tokens=4, total_tokens=34)
+    summary = json.loads(lines[-1])
+    assert summary["type"] == "run_result" and summary["status"] == "succeeded"
 
 
 def test_plain_output_streams_text_to_stdout_and_notes_to_stderr(tmp_path: Path) -> None:
@@ -161,6 +163,7 @@ def test_live_renderer_shows_text_tools_status_and_summary() -> None:
         MessageDeltaEvent,
         MessageFinishedEvent,
         ToolExecutionStartedEvent,
+        TurnFinishedEvent,
         TurnStartedEvent,
     )
 
@@ -173,6 +176,7 @@ def test_live_renderer_shows_text_tools_status_and_summary() -> None:
         renderer.event(MessageDeltaEvent(content=TextContent("line one\nline ")))
         renderer.event(MessageDeltaEvent(content=TextContent("two")))
         renderer.event(MessageFinishedEvent(message=Message("assistant", "line one\nline two")))
+        renderer.event(TurnFinishedEvent(turn=1))
         renderer.event(AgentFinishedEvent(usage=usage))
         renderer.succeeded(usage)
     output = buffer.getvalue()
@@ -189,6 +193,7 @@ def test_summary_and_status_text() -> None:
     clock = iter([0.0, 2.5, 2.5]).__next__
     stats = RunStats(clock=clock)
     stats.turn = 3
+    stats.turns = 3
     stats.tokens = 120
     assert stats.status() == "turn 3 · 120 tokens · 2.5 s"
     assert summarize(stats, None) == "usage: not reported by the provider · 3 turns · 2.5 s"
@@ -415,7 +420,8 @@ def test_real_local_model_run_with_a_tool() -> None:
         "--temperature", "0", "--max-tokens", "48", "--json",
     ])
     assert code == 0, err
-    events = [json.loads(line) for line in out.splitlines()]
+    *events, summary = [json.loads(line) for line in out.splitlines()]
+    assert summary["type"] == "run_result" and summary["status"] == "succeeded"
     types = [e["type"] for e in events]
     assert types[0] == "agent_started" and types[-1] == "agent_finished"
     started = [e for e in events if e["type"] == "tool_execution_started"]

@@ -200,7 +200,7 @@ def test_max_turns_stops_cleanly_and_resume_continues(tmp_path: Path) -> None:
     session_id, run_id = _ids(err)
     assert f"stopped at --max-turns; continue with: prism resume {run_id}" in err
     code, out, _ = _run(["sessions", "show", session_id])
-    assert f"run {run_id}: stopped (--max-turns) — prism resume {run_id}" in out
+    assert f"run {run_id}: stopped (--max-turns 1) — prism resume {run_id}" in out
     _script(tmp_path, [ANSWER])  # the resumed process's model answers from here on
     resumed = create_mock_provider(turns=[ANSWER])
     code, out, err = _run(["resume", run_id], provider_override=lambda: resumed)
@@ -210,7 +210,8 @@ def test_max_turns_stops_cleanly_and_resume_continues(tmp_path: Path) -> None:
         "user", "assistant", "tool",
     ]
     code, _, err = _run(["resume", run_id])
-    assert code == 1 and "cannot be resumed" in err
+    assert code == 2 and f"run {run_id} already finished (succeeded); nothing to resume" in err
+    assert f"prism run --session {session_id} PROMPT" in err
     assert _run(["run", "x", "--model", model, "--max-turns", "0"])[0] == 2
 
 
@@ -258,7 +259,7 @@ def test_resume_deny_ends_the_run_without_running_the_tool(tmp_path: Path) -> No
     entries, runs = _show(session_id)
     assert runs[0]["status"] == "denied"
     code, _, err = _run(["resume", run_id, "--approve"])
-    assert code == 1 and "denied and cannot be resumed" in err
+    assert code == 2 and "denied and cannot be resumed" in err
     # the denied call is answered, so the conversation can go on (providers refuse tool calls
     # without results)
     row = entries[-1]["message"]["content"][0]

@@ -7,6 +7,7 @@
     prism run "Plan a trip" --model anthropic:claude-sonnet-4-5 --json
     prism run "Name two cities" --loop gvr --schema cities.schema.json
     prism run "hi" --model openai-compatible:llama3@http://127.0.0.1:8080/v1
+    git diff | prism run -                                      # the prompt from stdin
     prism run --session SESSION_ID "and in Celsius?"            # continue a conversation
     prism run --max-turns 2 "Investigate"                       # stop cleanly after 2 turns
     prism run --approve-tools --tool clock "What time is it?"   # ask before each tool call
@@ -15,9 +16,14 @@
     prism sessions show SESSION_ID
 
 ``prism run`` streams the assistant text as it arrives, shows each tool call and its result, a live
-status line (turn, tokens, elapsed time) on terminals, and a usage summary at the end. ``--json``
-prints every event as one JSON line (``event.to_dict()``) instead. On pipes and files the output is
-plain: the answer on stdout, notes on stderr. API keys come from ``OPENAI_API_KEY`` /
+status line (turn, tokens, elapsed time) on terminals, and a usage summary at the end (completed
+provider turns and the usage of every leg shown, approval rounds included). ``--json`` prints every
+event as one JSON line (``event.to_dict()``) instead, then one summary line
+``{"type": "run_result", "status", "run_id", "session_id", "usage", "stop_reason", "turns",
+"exit_code"}`` (plus ``stop_detail`` and ``error`` when set) — ``agent_finished`` carries no status
+by design (EVT-7). On pipes and files the output is plain: the answer on stdout, notes on stderr.
+When the reader of the output goes away (``prism run … | head -1``) the run is aborted quietly and
+the command exits with 141. API keys come from ``OPENAI_API_KEY`` /
 ``ANTHROPIC_API_KEY`` (or ``--api-key-env`` for compatible servers), never from the command line,
 and are redacted from everything the command prints.
 
@@ -25,11 +31,18 @@ Sessions live in a store (10-stores): ``--store URL`` (``sqlite:///file.db``,
 ``sqlite:////abs/file.db``, ``postgresql://…``), else ``$PRISM_STORE``, else the SQLite file
 ``$XDG_DATA_HOME/prism/sessions.db`` (``~/.local/share/prism/sessions.db``). Every run is durable
 with every-turn checkpoints, so ``prism resume RUN_ID`` continues a run stopped by ``--max-turns``,
-one waiting for a tool approval (``--approve-tools``), or one whose process ended mid-run.
+one waiting for a tool approval (``--approve-tools``), or one whose process ended mid-run. Read-only
+commands (``sessions list/show``) never create a store.
 
-Exit codes: 0 success (also a ``--max-turns`` stop or a requested denial), 1 the run failed, was
-aborted or cannot be resumed, 2 invalid command line, configuration or store, 3 the run waits for
-an approval (``prism resume RUN_ID --approve`` or ``--deny``), 130 interrupted (Ctrl-C).
+Ctrl-C: the first one stops ``prism run`` cleanly at the next turn boundary (``prism resume
+RUN_ID`` continues it); a second one — or the first during a resumed leg, which cannot stop at a
+boundary (TP-10) — aborts the run at once (an aborted run is final; ``prism run --session ID``
+continues the conversation).
+
+Exit codes (:data:`EXIT_CODES_HELP`): 0 done (also a ``--max-turns`` stop and a ``--deny`` that
+denied as asked), 1 the run failed or was aborted, 2 invalid command line, configuration or store,
+or a run that cannot be resumed, 3 the run waits for an approval (``prism resume RUN_ID
+--approve`` or ``--deny``), 130 Ctrl-C, 141 the output was closed.
 
 Commands are registered in :func:`build_parser`; each has a ``_cmd_<name>`` coroutine.
 """
@@ -39,14 +52,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
+import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from prism.cli import _models, _run, _sessions, _tools
+from prism.cli._render import PipeGuard, guard
+from prism.cli._run import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
 from prism.cli._store import STORE_ENV
 
 __all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_CODES_HELP",
     "EXIT_INTERRUPTED",
     "add_model_options",
     "add_output_options",
@@ -55,8 +74,21 @@ __all__ = [
     "main",
 ]
 
-EXIT_INTERRUPTED = 130
-"""Exit code after Ctrl-C."""
+EXIT_CODES_HELP = """\
+exit codes:
+  0    done: the run succeeded, stopped at --max-turns (prism resume RUN_ID continues it),
+       or prism resume --deny denied the waiting tool calls as asked
+  1    the run failed or was aborted
+  2    invalid command line, configuration or store; a run that cannot be resumed
+  3    the run waits for an approval: prism resume RUN_ID --approve (or --deny)
+  130  Ctrl-C: the first stops prism run at the next turn boundary (resumable),
+       a second aborts the run (final; prism run --session ID continues the conversation)
+  141  the output was closed (e.g. | head): the run was aborted, nothing more printed
+
+With --json the last line is {"type": "run_result", "status": ..., "run_id": ...,
+"session_id": ..., "usage": ..., "stop_reason": ..., "turns": ..., "exit_code": ...}.
+"""
+"""The exit code table (``prism --help`` epilog)."""
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -102,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prism",
         description="Run prism agents from the command line.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -110,8 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run an agent on a prompt and stream the answer",
         description="Run an agent on PROMPT and stream its answer. The conversation is stored "
         "as a session; the run can be continued with prism resume.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("prompt", metavar="PROMPT", help="the user message")
+    run.add_argument(
+        "prompt", metavar="PROMPT", help="the user message; - reads it from standard input"
+    )
     run.add_argument(
         "--session",
         "-s",
@@ -159,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-revisions",
         type=int,
         metavar="N",
-        help="--loop gvr: revisions after the first candidate (default 3)",
+        help="revisions after the first candidate (default 3; needs --loop gvr)",
     )
     run.add_argument(
         "--max-turns",
@@ -174,8 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser(
         "resume",
         help="continue a stopped, interrupted or approval-waiting run",
-        description="Continue a run stopped by --max-turns, a run whose process ended, or a run "
-        "waiting for a tool approval (decide with --approve or --deny, or answer on a terminal).",
+        description="Continue a run stopped by --max-turns or Ctrl-C, a run whose process ended, "
+        "or a run waiting for a tool approval (decide with --approve or --deny, or answer on a "
+        "terminal). A finished, failed, aborted or denied run cannot be resumed (exit 2).",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     resume.add_argument("run_id", metavar="RUN_ID", help="the run to continue")
     decide = resume.add_mutually_exclusive_group()
@@ -183,7 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--approve", action="store_true", help="allow the tool calls the run waits for (once)"
     )
     decide.add_argument(
-        "--deny", action="store_true", help="refuse them: the run ends as denied, nothing runs"
+        "--deny",
+        action="store_true",
+        help="refuse them: the run ends as denied (exit 0), nothing runs",
     )
     add_store_option(resume)
     add_output_options(resume)
@@ -273,18 +316,35 @@ def main(
         argv: Arguments without the program name; ``None`` means ``sys.argv[1:]``.
         out: Standard output (default ``sys.stdout``).
         err: Standard error (default ``sys.stderr``).
-        stdin: Where approval answers are read (default ``sys.stdin``; asked only when it is a
-            terminal).
+        stdin: Where approval answers and the prompt of ``prism run -`` are read (default
+            ``sys.stdin``; answers are asked only when it is a terminal).
         provider_override: Test seam: builds the provider instead of the ``--model`` spec (the
             spec still supplies the ``ModelConfig``).
 
     Returns:
-        The exit code: 0 success, 1 run failed or aborted, 2 usage, configuration or store
-        error, 3 waiting for an approval, 130 interrupted.
+        The exit code (:data:`EXIT_CODES_HELP`): 0 done, 1 run failed or aborted, 2 usage,
+        configuration or store error, 3 waiting for an approval, 130 Ctrl-C, 141 output closed.
     """
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
+    out_guard = guard(sys.stdout if out is None else out)
+    err_guard = guard(sys.stderr if err is None else err)
     stdin = sys.stdin if stdin is None else stdin
+    out_io, err_io = cast("IO[str]", out_guard), cast("IO[str]", err_guard)
+    code = _main(argv, out_io, err_io, stdin, provider_override)
+    if out_guard.broken or err_guard.broken:
+        # a closed pipe: no traceback and no "Exception ignored" when Python flushes at exit
+        _discard_rest(out_guard)
+        _discard_rest(err_guard)
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _main(
+    argv: Sequence[str] | None,
+    out: IO[str],
+    err: IO[str],
+    stdin: IO[str] | None,
+    provider_override: Callable[[], Any] | None,
+) -> int:
     parser = build_parser()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -299,5 +359,27 @@ def main(
         code: int = asyncio.run(handler(args, out, err, stdin, provider_override))
     except KeyboardInterrupt:
         err.write("\nprism: interrupted\n")
+        err.flush()
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # a write outside the guarded streams
+        return EXIT_BROKEN_PIPE
     return code
+
+
+def _discard_rest(stream: PipeGuard) -> None:
+    """Point a broken standard stream's descriptor at the null device (the standard pattern:
+    the interpreter's final flush of ``sys.stdout`` then succeeds silently)."""
+    if not stream.broken:
+        return
+    target = stream.stream
+    try:
+        fd = target.fileno() if target is not None else -1
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return
+    if fd < 0:
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)

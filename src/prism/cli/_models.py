@@ -40,6 +40,12 @@ MODEL_SPEC_HELP = (
     "anthropic:MODEL, openai-compatible:MODEL@BASE_URL"
 )
 
+OPENAI_ENDPOINT = "https://api.openai.com/v1"
+"""Base URL of ``openai:MODEL`` requests."""
+ANTHROPIC_ENDPOINT = "https://api.anthropic.com"
+"""Base URL of ``anthropic:MODEL`` requests."""
+_GGUF_MAGIC = b"GGUF"
+
 _COMPATIBLE = re.compile(r"^(?P<model>.+?)@(?P<url>https?://\S+)$")
 
 
@@ -61,6 +67,9 @@ class ModelChoice:
     """API keys read for this model; redacted from all output."""
     native_structured_output: bool = False
     """Whether ``--loop gvr`` may ask the provider to constrain output to the schema natively."""
+    endpoint: str | None = None
+    """Where the provider sends its requests (named in connection errors; may hold credentials,
+    show it through ``prism.cli._store.display_url``)."""
 
 
 def parse_model_spec(
@@ -84,7 +93,8 @@ def parse_model_spec(
 
     Raises:
         ModelSpecError: unknown scheme, empty model name, malformed ``openai-compatible`` spec,
-            a missing API key, or an unreadable mock script.
+            a missing API key, a ``local:PATH`` that is not a GGUF file, or an unreadable mock
+            script.
     """
     env = os.environ if environ is None else environ
     params = dict(parameters) if parameters else None
@@ -112,6 +122,7 @@ def parse_model_spec(
             make_provider=lambda: _openai().create_openai_chat_provider(api_key=key),
             secrets=(key,),
             native_structured_output=True,
+            endpoint=OPENAI_ENDPOINT,
         )
     if scheme == "anthropic":
         key = _key(env, "ANTHROPIC_API_KEY", spec)
@@ -125,6 +136,7 @@ def parse_model_spec(
             ),
             make_provider=lambda: _anthropic().create_anthropic_provider(api_key=key),
             secrets=(key,),
+            endpoint=ANTHROPIC_ENDPOINT,
         )
     if scheme == "openai-compatible":
         match = _COMPATIBLE.match(rest)
@@ -164,6 +176,7 @@ def parse_model_spec(
             ),
             make_provider=make_compatible,
             secrets=secrets,
+            endpoint=url,
         )
     if scheme == "mock":
         return _mock(spec, rest, params)
@@ -196,6 +209,7 @@ def _local(spec: str, path: str, params: dict[str, Any] | None) -> ModelChoice:
 
     path = path.strip()
     if path:
+        _check_gguf(spec, path)
         model = ModelConfig(
             provider="local",
             model=os.path.basename(path),
@@ -215,6 +229,23 @@ def _local(spec: str, path: str, params: dict[str, Any] | None) -> ModelChoice:
         make_provider=llama_cpp.create_local_provider,
         native_structured_output=True,
     )
+
+
+def _check_gguf(spec: str, path: str) -> None:
+    """``local:PATH`` must name a GGUF model file (checked by its magic bytes, not its name)."""
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(len(_GGUF_MAGIC))
+    except IsADirectoryError:
+        raise ModelSpecError(f"invalid --model {spec!r}: {path} is a directory") from None
+    except OSError as exc:
+        raise ModelSpecError(
+            f"invalid --model {spec!r}: cannot read {path}: {exc.strerror or exc}"
+        ) from None
+    if magic != _GGUF_MAGIC:
+        raise ModelSpecError(
+            f"invalid --model {spec!r}: {path} is not a GGUF model file (local:PATH.gguf)"
+        )
 
 
 def _mock(spec: str, path: str, params: dict[str, Any] | None) -> ModelChoice:

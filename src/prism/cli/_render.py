@@ -1,6 +1,7 @@
 """Output of ``prism run``: JSON lines, plain text, or a live terminal view (``rich``).
 
-* :class:`JsonRenderer` — one ``event.to_dict()`` JSON object per line on stdout, nothing else.
+* :class:`JsonRenderer` — one ``event.to_dict()`` JSON object per line on stdout, then one
+  ``{"type": "run_result", …}`` summary line (:meth:`Renderer.result`).
 * :class:`PlainRenderer` — for pipes and files: the assistant text streams to stdout; tool calls,
   results, validation notes and the usage summary go to stderr, one line each, so stdout holds only
   the answer. No terminal control codes.
@@ -10,10 +11,20 @@
 
 Every renderer receives already-redacted events (the agent's secret redactor, EVT-21); text that
 the command builds itself from exceptions is redacted by the caller.
+
+Renderers write through :class:`PipeGuard` streams: when the reader of a pipe goes away
+(``prism run … | head -1``) the first failed write marks the stream broken, tells the command
+(which aborts the run) and every later write is dropped — no exception reaches the runtime's
+``on_event`` handling.
+
+The footer counts *completed* provider turns (``turn_finished`` events) over every leg the command
+showed, and the status line numbers turns on across legs (a resumed leg after an approval starts
+its own ``turn_started{1}``).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import time
 from collections.abc import Callable
@@ -21,7 +32,97 @@ from typing import IO, Any, Protocol
 
 from prism.types import TextContent, ToolCallContent, Usage
 
-__all__ = ["JsonRenderer", "LiveRenderer", "PlainRenderer", "Renderer", "RunStats", "summarize"]
+__all__ = [
+    "JsonRenderer",
+    "LiveRenderer",
+    "PipeGuard",
+    "PlainRenderer",
+    "Renderer",
+    "RunStats",
+    "guard",
+    "summarize",
+]
+
+
+def _is_closed_pipe(exc: BaseException) -> bool:
+    if isinstance(exc, BrokenPipeError):
+        return True
+    return isinstance(exc, OSError) and exc.errno in (errno.EPIPE, errno.EINVAL)
+
+
+class PipeGuard:
+    """A text stream whose reader may go away (``prism … | head -1``).
+
+    Forwards ``write``/``flush`` to ``stream``; the first ``BrokenPipeError`` (``EPIPE``; also
+    ``EINVAL``, which Windows reports for a closed pipe) marks the guard :attr:`broken`, calls the
+    listeners registered with :meth:`on_broken` once, and turns every later write into a no-op.
+    Other attributes (``isatty``, ``fileno``, ``encoding``) are the stream's.
+
+    Args:
+        stream: The wrapped stream; ``None`` (a closed standard stream) discards everything.
+    """
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        self.stream = stream
+        self.broken = False
+        self._listeners: list[Callable[[], object]] = []
+
+    def on_broken(self, listener: Callable[[], object]) -> None:
+        """Call ``listener()`` when the stream breaks (at once when it already is broken)."""
+        if self.broken:
+            listener()
+        else:
+            self._listeners.append(listener)
+
+    def _break(self) -> None:
+        if self.broken:
+            return
+        self.broken = True
+        listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            listener()
+
+    def write(self, text: str) -> int:
+        """Write ``text``; a closed pipe breaks the guard instead of raising."""
+        stream = self.stream
+        if self.broken or stream is None:
+            return len(text)
+        try:
+            return stream.write(text)
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, ValueError) or _is_closed_pipe(exc):  # ValueError: closed file
+                self._break()
+                return len(text)
+            raise
+
+    def flush(self) -> None:
+        """Flush the stream; a closed pipe breaks the guard instead of raising."""
+        stream = self.stream
+        if self.broken or stream is None:
+            return
+        try:
+            stream.flush()
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, ValueError) or _is_closed_pipe(exc):
+                self._break()
+                return
+            raise
+
+    def isatty(self) -> bool:
+        """Whether the stream is a terminal (``False`` when it has no ``isatty``)."""
+        isatty = getattr(self.stream, "isatty", None)
+        try:
+            return bool(isatty and isatty())
+        except (OSError, ValueError):
+            return False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def guard(stream: IO[str] | PipeGuard | None) -> PipeGuard:
+    """``stream`` itself when it is a :class:`PipeGuard`, else a new guard around it."""
+    return stream if isinstance(stream, PipeGuard) else PipeGuard(stream)
 
 _PREVIEW_CHARS = 200
 
@@ -37,12 +138,16 @@ def _call_text(call: ToolCallContent) -> str:
 
 
 class RunStats:
-    """Counters shown in the status line and the final summary."""
+    """Counters shown in the status line and the final summary, over every leg shown."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self.started = clock()
         self.turn = 0
+        """The turn being worked on, numbered on across legs (status line)."""
+        self.turns = 0
+        """Completed provider turns (``turn_finished`` events) of every leg (summary)."""
+        self._offset = 0
         self.tokens = 0
         self.streamed = 0
         self.tool_calls = 0
@@ -57,7 +162,9 @@ class RunStats:
         """Update the counters from one event."""
         kind = event.type
         if kind == "turn_started":
-            self.turn = event.turn
+            self.turn = self._offset + event.turn
+        elif kind == "turn_finished":
+            self.turns += 1
         elif kind == "message_delta":
             self.streamed += 1
         elif kind == "provider_turn_finished":
@@ -68,6 +175,9 @@ class RunStats:
             self.streamed = 0
         elif kind == "tool_execution_started":
             self.tool_calls += 1
+        elif kind == "agent_started":
+            # a new leg numbers its turns from 1 again (EVT-9): continue after the completed ones
+            self._offset = self.turns
         elif kind == "agent_finished":
             self.usage = event.usage
 
@@ -87,17 +197,20 @@ def _total(usage: Usage) -> int:
     return (usage.input_tokens or 0) + (usage.output_tokens or 0)
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def summarize(stats: RunStats, usage: Usage | None) -> str:
     """Final usage line, e.g. ``usage: 838 in + 26 out = 864 tokens · 2 turns · 1 tool call · 3.4 s``.
 
     Args:
-        stats: The run's counters.
-        usage: The run total (``RunResult.usage``); ``None`` when the provider reported none.
+        stats: The run's counters (``turns``: completed provider turns).
+        usage: The run total over every leg shown; ``None`` when the provider reported none.
     """
-    turns = max(stats.turn, 1)
-    parts = [f"{turns} turn{'s' if turns != 1 else ''}"]
+    parts = [_plural(stats.turns, "turn")]
     if stats.tool_calls:
-        parts.append(f"{stats.tool_calls} tool call{'s' if stats.tool_calls != 1 else ''}")
+        parts.append(_plural(stats.tool_calls, "tool call"))
     parts.append(f"{stats.elapsed_s:.1f} s")
     if usage is None:
         head = "usage: not reported by the provider"
@@ -125,11 +238,18 @@ class Renderer(Protocol):
         ...
 
     def succeeded(self, usage: Usage | None, artifact: Any = None) -> None:
-        """The run succeeded; ``artifact`` is the accepted artifact of a gvr run, else ``None``."""
+        """The run succeeded; ``usage`` is the total of every leg shown; ``artifact`` is the
+        accepted artifact of a gvr run, else ``None``."""
         ...
 
-    def failed(self, message: str) -> None:
-        """The run failed or was aborted; ``message`` is already redacted."""
+    def failed(self, message: str, usage: Usage | None = None) -> None:
+        """The run failed or was aborted; ``message`` is already redacted; ``usage`` is the
+        total of every leg shown."""
+        ...
+
+    def result(self, summary: dict[str, Any]) -> None:
+        """The run's outcome as data (``{"type": "run_result", …}``); only ``--json`` prints
+        it."""
         ...
 
     def notice(self, text: str) -> None:
@@ -171,9 +291,14 @@ class JsonRenderer:
     def succeeded(self, usage: Usage | None, artifact: Any = None) -> None:
         pass
 
-    def failed(self, message: str) -> None:
+    def failed(self, message: str, usage: Usage | None = None) -> None:
         # the run's terminal `error` event is already on stdout; keep a human line on stderr
         self._err.write(f"prism: {message}\n")
+        self._err.flush()
+
+    def result(self, summary: dict[str, Any]) -> None:
+        self._out.write(json.dumps(summary, ensure_ascii=False) + "\n")
+        self._out.flush()
 
     def notice(self, text: str) -> None:
         self._err.write(f"prism: {text}\n")
@@ -260,10 +385,13 @@ class _TextRenderer:
             self._note("artifact: " + json.dumps(artifact, ensure_ascii=False), "bold")
         self._note(summarize(self.stats, usage), "dim")
 
-    def failed(self, message: str) -> None:
+    def failed(self, message: str, usage: Usage | None = None) -> None:
         self._end_text()
         self._note(f"error: {message}", "bold red")
-        self._note(summarize(self.stats, self.stats.usage), "dim")
+        self._note(summarize(self.stats, usage), "dim")
+
+    def result(self, summary: dict[str, Any]) -> None:
+        pass
 
     def notice(self, text: str) -> None:
         self._end_text()
@@ -325,15 +453,24 @@ class LiveRenderer(_TextRenderer):
     Complete lines of assistant text are printed above the live region; the line being written
     stays in the region with the status line below it, so partial text shows as it arrives.
 
+    Args:
+        console: The ``rich`` console to draw on (default: a new one on ``file``).
+        file: The stream of the default console (default ``sys.stdout``).
+        refresh_per_second: Status line redraws per second.
+
     Raises:
         ImportError: ``rich`` is not installed (the message names ``prism-runtime[cli]``).
     """
 
-    def __init__(self, console: Any = None, *, refresh_per_second: float = 8.0) -> None:
+    def __init__(
+        self, console: Any = None, *, file: Any = None, refresh_per_second: float = 8.0
+    ) -> None:
         super().__init__()
         rich = _import_rich()
         self._rich = rich
-        self._console = console if console is not None else rich.console.Console(highlight=False)
+        if console is None:
+            console = rich.console.Console(file=file, highlight=False)
+        self._console = console
         self._pending = ""
         self._live = rich.live.Live(
             get_renderable=self._renderable,

@@ -3,63 +3,123 @@
 Every run the command starts is durable (``checkpoint_policy="every-turn"``, DUR-1/DUR-7), so it
 can be continued by a later ``prism resume``:
 
-* a run stopped by ``--max-turns N`` (a turn-policy ``Stop``: ``succeeded`` with
-  ``stop_reason="host_policy"``, TP-8, DUR-23);
+* a run stopped at a turn boundary by ``--max-turns N`` or by a first Ctrl-C (a turn-policy
+  ``Stop``: ``succeeded`` with ``stop_reason="host_policy"``, TP-8, DUR-23);
 * a run waiting for an approval (``--approve-tools``, APR-1..APR-9): on a terminal the command
   asks for each tool call; otherwise it exits with code 3 and ``prism resume RUN_ID --approve`` or
   ``--deny`` decides later;
 * a run whose process ended mid-turn (crash recovery from its ``running`` envelope, DUR-22).
 
 ``prism run --session ID`` continues a stored conversation with the session's stored settings
-(options given on the command line win).
+(options given on the command line win). ``prism run -`` reads the prompt from standard input.
+
+Everything the command line can get wrong is checked before a store is opened or a session
+created (exit 2, nothing stored): numbers out of range, options that do not apply
+(``--max-revisions`` without ``--loop gvr``, ``--api-key-env`` with a model that is not
+``openai-compatible``), an empty prompt, a bad ``--model`` (missing key, ``local:PATH`` that is
+not a GGUF file).
+
+Outcomes (exit codes; ``--json`` ends with a ``run_result`` line saying the same):
+
+=====  ===========================================================================================
+0      done: succeeded, stopped by ``--max-turns`` (resumable), or denied with ``--deny``
+1      the run failed or was aborted
+2      usage, configuration or store error; a run that cannot be resumed (finished, failed, …)
+3      the run waits for an approval
+130    Ctrl-C: stopped at a turn boundary (resumable), aborted, or an approval question left open
+141    the output was closed (``prism run … | head``): the run was aborted, nothing more printed
+=====  ===========================================================================================
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-from collections.abc import Callable
-from typing import IO, Any, Final, Literal
+import threading
+from collections.abc import Awaitable, Callable
+from typing import IO, Any, Final, Literal, cast
 
-from prism.cli._render import JsonRenderer, LiveRenderer, PlainRenderer, Renderer
-from prism.cli._settings import BuiltAgent, RunSettings, UsageError, build_agent
+from prism.abort import AbortController
+from prism.cli._interrupt import INTERRUPT_STOP_REASON, Interrupts
+from prism.cli._models import ModelChoice
+from prism.cli._render import (
+    JsonRenderer,
+    LiveRenderer,
+    PipeGuard,
+    PlainRenderer,
+    Renderer,
+    guard,
+)
+from prism.cli._settings import (
+    BuiltAgent,
+    RunSettings,
+    UsageError,
+    build_agent,
+    check_model,
+    check_number_options,
+)
 from prism.cli._settings import tool_choice_policy as tool_choice_policy
 from prism.cli._store import (
     StoreError,
     check_run,
+    display_url,
     last_run,
     load_settings,
     open_cli_store,
+    redact_store_text,
+    save_run_note,
     save_settings,
     store_url,
 )
 from prism.errors import AgentRunError, CheckpointConflictError, PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
 from prism.runtime.durable import DecisionOutcome
-from prism.types import RunResult, ToolCallContent
+from prism.types import RunResult, ToolCallContent, ToolResultContent, Usage
+from prism.usage import UsageAccumulator
 
 __all__ = [
+    "CONNECTION_ERROR_CODES",
     "DENIED_MESSAGE",
+    "EXIT_BROKEN_PIPE",
+    "EXIT_DENIED",
     "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_SUSPENDED",
     "EXIT_USAGE",
+    "PIPE_ABORT_REASON",
     "RunCommand",
     "UsageError",
     "tool_choice_policy",
 ]
 
 EXIT_OK: Final = 0
-"""The run succeeded (also: stopped by ``--max-turns``, or denied on request)."""
+"""The run succeeded (also: stopped by ``--max-turns``)."""
+EXIT_DENIED: Final = 0
+"""``prism resume RUN_ID --deny`` denied the waiting tool calls as asked (the ``run_result``
+line says ``"status": "denied"``)."""
 EXIT_FAILED: Final = 1
-"""The run failed or was aborted, or cannot be resumed."""
+"""The run failed or was aborted."""
 EXIT_USAGE: Final = 2
 """Invalid command line or configuration (bad ``--model``, missing key or extra, bad schema,
-unusable store)."""
+unusable store), or a run that cannot be resumed."""
 EXIT_SUSPENDED: Final = 3
 """The run is waiting for an approval: ``prism resume RUN_ID --approve`` (or ``--deny``)."""
+EXIT_INTERRUPTED: Final = 130
+"""Ctrl-C (128 + SIGINT): the run stopped at a turn boundary, was aborted, or an approval
+question was left unanswered."""
+EXIT_BROKEN_PIPE: Final = 141
+"""The output was closed by its reader (128 + SIGPIPE, what a shell reports for a writer killed by
+a closed pipe): the run was aborted and nothing more was printed."""
+
+PIPE_ABORT_REASON: Final = "output closed (broken pipe)"
+"""Abort reason of a run whose output was closed."""
+
+CONNECTION_ERROR_CODES: Final = frozenset(
+    {"ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "timeout"}
+)
+"""Provider error codes after which the failure names the endpoint the command tried (PROV-12)."""
 
 _PREVIEW_CHARS = 200
 
@@ -75,15 +135,20 @@ _ANSWERS: Final[dict[str, DecisionOutcome]] = {
 """Terminal answers to an approval question (APR-7 outcomes)."""
 
 
+class _Waiting(Exception):
+    """``prism resume`` of a waiting run stopped asking before every call was decided."""
+
+
 class RunCommand:
     """One ``prism run`` or ``prism resume`` invocation.
 
     Args:
         args: Parsed arguments (see ``prism.cli.build_parser``).
-        out: Standard output.
-        err: Standard error.
+        out: Standard output (wrapped in a ``PipeGuard`` unless it is one).
+        err: Standard error (likewise).
         live: Use the live terminal view (otherwise plain text); ignored with ``--json``.
-        stdin: Where approval answers are read from (asked only when it is a terminal).
+        stdin: Where approval answers (and the prompt of ``prism run -``) are read from; answers
+            are asked only when it is a terminal.
         environ: Environment for API keys, ``PRISM_MODEL``, ``PRISM_STORE`` and the data dir.
         provider_override: Test seam: a callable returning the provider to use instead of the
             one the model spec builds.
@@ -101,71 +166,163 @@ class RunCommand:
         provider_override: Callable[[], Any] | None = None,
     ) -> None:
         self.args = args
-        self.out = out
-        self.err = err
+        self.out = guard(out)
+        self.err = guard(err)
         self.live = live
         self.stdin = stdin
         self.environ = dict(os.environ if environ is None else environ)
         self.provider_override = provider_override
         self.redactor: SecretRedactor = create_secret_redactor([])
+        self.url = store_url(args.store, self.environ)
+        self.controller = AbortController()
+        self.interrupts = Interrupts(self.controller, self._notify)
+        self.broken = False
+        """Standard output or error was closed by its reader."""
+        self._usage = UsageAccumulator()
+        self._renderer: Renderer | None = None
+        self._choice: ModelChoice | None = None
+        self._stdin_used = False
+        self._loop: Any = None
+        self._loop_thread: int | None = None
+        self.out.on_broken(self._pipe_closed)
+        self.err.on_broken(self._pipe_closed)
 
     # ------------------------------------------------------------------ helpers
 
     def _redact(self, text: str) -> str:
-        redacted: str = self.redactor.redact(text)
+        redacted: str = self.redactor.redact(redact_store_text(text, self.url))
         return redacted
 
-    def _renderer(self) -> Renderer:
+    def _bind_loop(self) -> None:
+        import asyncio
+
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+
+    def _pipe_closed(self) -> None:
+        """A reader closed our output: abort the run (from whichever thread wrote)."""
+        self.broken = True
+        loop = self._loop
+        if loop is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self.controller.abort(PIPE_ABORT_REASON)
+            return
+        try:
+            loop.call_soon_threadsafe(self.controller.abort, PIPE_ABORT_REASON)
+        except RuntimeError:  # the loop is closed
+            pass
+
+    def _notify(self, text: str) -> None:
+        renderer = self._renderer
+        if renderer is not None:
+            renderer.notice(text)
+        else:
+            self.err.write(f"prism: {text}\n")
+            self.err.flush()
+
+    def _make_renderer(self) -> Renderer:
+        renderer: Renderer
         if self.args.json:
-            return JsonRenderer(self.out, self.err)
-        if self.live:
+            renderer = JsonRenderer(self._io(self.out), self._io(self.err))
+        elif self.live:
             try:
-                return LiveRenderer()
+                renderer = LiveRenderer(file=self.out)
             except ImportError as exc:
                 raise UsageError(str(exc)) from None
-        return PlainRenderer(self.out, self.err)
+        else:
+            renderer = PlainRenderer(self._io(self.out), self._io(self.err))
+        self._renderer = renderer
+        return renderer
+
+    @staticmethod
+    def _io(stream: PipeGuard) -> IO[str]:
+        return cast("IO[str]", stream)
 
     @property
     def interactive(self) -> bool:
-        """Approvals are asked on the terminal (stdin is a TTY and the output is not JSON)."""
+        """Approvals are asked on the terminal (stdin is a TTY not used for the prompt, and the
+        output is not JSON)."""
         stdin = self.stdin
         isatty = getattr(stdin, "isatty", None)
-        return not self.args.json and bool(isatty and isatty())
+        return not self.args.json and not self._stdin_used and bool(isatty and isatty())
 
     def _build(self, settings: RunSettings, store: Any) -> BuiltAgent:
         built = build_agent(
             settings, store, environ=self.environ, provider_override=self.provider_override
         )
         self.redactor = built.redactor
+        self._choice = built.choice
         return built
 
-    def _usage(self, message: str) -> int:
+    def _usage_error(self, message: str) -> int:
         self.err.write(f"prism: {self._redact(message)}\n")
+        self.err.flush()
         return EXIT_USAGE
+
+    async def _with_store(
+        self, body: Callable[[Any], Awaitable[int]], *, create: bool
+    ) -> int:
+        try:
+            store = await open_cli_store(self.url, create=create)
+        except StoreError as exc:
+            return self._usage_error(str(exc))
+        try:
+            return await body(store)
+        except (UsageError, StoreError) as exc:
+            return self._usage_error(str(exc))
+        finally:
+            await store.aclose()
 
     # ------------------------------------------------------------------ prism run
 
     async def run(self) -> int:
-        """``prism run``: returns the process exit code (0, 1, 2 or 3)."""
+        """``prism run``: returns the process exit code (see the module docstring)."""
+        self._bind_loop()
         try:
-            store = await open_cli_store(store_url(self.args.store, self.environ))
-        except StoreError as exc:
-            return self._usage(str(exc))
-        try:
-            return await self._run(store)
-        except (UsageError, StoreError) as exc:
-            return self._usage(str(exc))
-        finally:
-            await store.aclose()
+            check_number_options(self.args)
+            prompt = self._prompt()
+            settings: RunSettings | None = None
+            if self.args.session is None:
+                settings = RunSettings.from_args(self.args, self.environ)
+                check_model(settings, self.environ)
+        except UsageError as exc:
+            return self._usage_error(str(exc))
 
-    async def _run(self, store: Any) -> int:
+        async def body(store: Any) -> int:
+            return await self._run(store, prompt, settings)
+
+        # continuing a session needs an existing store; a new conversation may create it
+        return await self._with_store(body, create=self.args.session is None)
+
+    def _prompt(self) -> str:
+        """The prompt argument, or standard input for ``-``.
+
+        Raises:
+            UsageError: the prompt is empty or whitespace only.
+        """
+        prompt: str = self.args.prompt
+        source = ""
+        if prompt == "-":
+            if self.stdin is None:
+                raise UsageError("prism run -: there is no standard input to read the prompt from")
+            prompt = self.stdin.read()
+            self._stdin_used = True
+            source = " (nothing was read from standard input)"
+            if prompt.endswith("\n"):
+                prompt = prompt[:-2] if prompt.endswith("\r\n") else prompt[:-1]
+        if not prompt.strip():
+            raise UsageError(f"the prompt is empty{source}")
+        return prompt
+
+    async def _run(self, store: Any, prompt: str, settings: RunSettings | None) -> int:
         session_id: str | None = self.args.session
-        base: RunSettings | None = None
         if session_id is not None:
             if not await store.list(session_id):
                 raise UsageError(
                     f"no session {session_id} in this store (prism sessions list shows them)"
                 )
+            base: RunSettings | None = None
             stored = await load_settings(store, session_id)
             if stored is not None:
                 base = RunSettings.from_json(stored)
@@ -176,44 +333,33 @@ class RunCommand:
                     f"({previous.describe()}); continue it first: prism resume "
                     f"{previous.run_id}" + (" --approve" if previous.status == "suspended" else "")
                 )
-        settings = RunSettings.from_args(self.args, self.environ, base)
+            settings = RunSettings.from_args(self.args, self.environ, base)
+        assert settings is not None
         built = self._build(settings, store)
-        renderer = self._renderer()
+        renderer = self._make_renderer()
         session = built.agent.create_session(session_id, on_event=renderer.event)
         await save_settings(store, session.id, settings.to_json())
-        turn_policy = None
-        max_turns = self.args.max_turns
-        if max_turns is not None:
-            if max_turns < 1:
-                raise UsageError("--max-turns must be at least 1")
-            turn_policy = _max_turns_policy(max_turns)
-        with renderer:
+        policy = self.interrupts.turn_policy(self.args.max_turns)
+
+        async def first() -> RunResult:
+            self.interrupts.policy_leg = True
             try:
-                result = await session.run(self.args.prompt, turn_policy=turn_policy)
-                result = await self._settle(session, result, renderer)
-            except AgentRunError as exc:
-                renderer.failed(self._redact(str(exc)))
-                renderer.notice(f"session {session.id}")
-                return EXIT_FAILED
-            except PrismError as exc:
-                renderer.failed(self._redact(str(exc)))
-                return EXIT_USAGE if getattr(exc, "code", "") == "ERR_PRISM_CONFIG" else EXIT_FAILED
-            return await self._outcome(session, result, renderer)
+                result: RunResult = await session.run(
+                    prompt, turn_policy=policy, signal=self.controller.signal
+                )
+            finally:
+                self.interrupts.policy_leg = False
+            return result
+
+        return await self._drive(session, renderer, first)
 
     # ------------------------------------------------------------------ prism resume
 
     async def resume(self) -> int:
-        """``prism resume RUN_ID``: returns the process exit code (0, 1, 2 or 3)."""
-        try:
-            store = await open_cli_store(store_url(self.args.store, self.environ))
-        except StoreError as exc:
-            return self._usage(str(exc))
-        try:
-            return await self._resume(store)
-        except (UsageError, StoreError) as exc:
-            return self._usage(str(exc))
-        finally:
-            await store.aclose()
+        """``prism resume RUN_ID``: returns the process exit code (see the module docstring)."""
+        self._bind_loop()
+        # a store that does not exist holds no run: nothing is created
+        return await self._with_store(self._resume, create=False)
 
     async def _resume(self, store: Any) -> int:
         from prism.runtime.durable import RunDecision, resume_agent_run
@@ -242,59 +388,90 @@ class RunCommand:
             if choice is not None:
                 raise UsageError(f"run {run_id} is not waiting for an approval")
         else:
-            self.err.write(f"prism: run {run_id} is {status} and cannot be resumed\n")
-            return EXIT_FAILED
+            raise UsageError(_not_resumable(run_id, session_id, str(status)))
         built = self._build(RunSettings.from_json(stored), store)
-        renderer = self._renderer()
+        renderer = self._make_renderer()
         session = built.agent.create_session(session_id, on_event=renderer.event)
-        with renderer:
-            try:
-                decisions: list[RunDecision] | None = None
-                if status == "suspended" and choice is None:
-                    decisions = await self._ask(session, renderer, state.get("interruption"))
-                    if decisions is None:
-                        renderer.notice(_waiting(run_id))
-                        return EXIT_SUSPENDED
-                if decisions is not None:
-                    result = await resume_agent_run(
-                        session, run_id, decisions=decisions,
-                        expected_version=loaded.record.version,
-                    )
-                else:
-                    result = await resume_agent_run(
-                        session, run_id, decision=choice or "continue",
-                        expected_version=loaded.record.version,
-                    )
-                result = await self._settle(session, result, renderer)
-            except CheckpointConflictError:
-                renderer.failed(f"run {run_id} was resumed by another process")
-                return EXIT_FAILED
-            except AgentRunError as exc:
-                renderer.failed(self._redact(str(exc)))
-                return EXIT_FAILED
-            except PrismError as exc:
-                renderer.failed(self._redact(str(exc)))
-                return EXIT_FAILED
-            return await self._outcome(session, result, renderer)
+
+        async def first() -> RunResult:
+            decisions: list[RunDecision] | None = None
+            if status == "suspended" and choice is None:
+                decisions = await self._ask(session, renderer, state.get("interruption"))
+                if decisions is None:
+                    raise _Waiting
+            if decisions is not None:
+                result: RunResult = await resume_agent_run(
+                    session, run_id, decisions=decisions,
+                    expected_version=loaded.record.version, signal=self.controller.signal,
+                )
+            else:
+                result = await resume_agent_run(
+                    session, run_id, decision=choice or "continue",
+                    expected_version=loaded.record.version, signal=self.controller.signal,
+                )
+            return result
+
+        return await self._drive(session, renderer, first, run_id=run_id)
 
     # ------------------------------------------------------------------ shared
 
+    async def _drive(
+        self,
+        session: Any,
+        renderer: Renderer,
+        first: Callable[[], Awaitable[RunResult]],
+        *,
+        run_id: str = "",
+    ) -> int:
+        """Run the first leg, the approval rounds asked on the terminal, and report."""
+        with renderer, self.interrupts:
+            try:
+                result = await first()
+                self._usage.add(result.usage)
+                result = await self._settle(session, result, renderer)
+            except _Waiting:
+                return self._still_waiting(renderer, session.id, run_id)
+            except CheckpointConflictError:
+                if self.broken:
+                    return EXIT_BROKEN_PIPE
+                renderer.failed(f"run {run_id} was resumed by another process", self._usage.value())
+                return EXIT_FAILED
+            except AgentRunError as exc:
+                return await self._failed(session, exc, renderer)
+            except PrismError as exc:
+                if self.broken:
+                    return EXIT_BROKEN_PIPE
+                renderer.failed(self._redact(str(exc)), self._usage.value())
+                config = getattr(exc, "code", "") == "ERR_PRISM_CONFIG"
+                return EXIT_USAGE if config else EXIT_FAILED
+            return await self._outcome(session, result, renderer)
+
     async def _settle(self, session: Any, result: RunResult, renderer: Renderer) -> RunResult:
-        """Approval rounds asked on the terminal until the run no longer waits (APR-5..APR-9)."""
+        """Approval rounds asked on the terminal until the run no longer waits (APR-5..APR-9);
+        never after a Ctrl-C or with a closed output."""
         from prism.runtime.durable import resume_agent_run
 
-        while result.status == "suspended" and self.interactive:
+        while (
+            result.status == "suspended"
+            and self.interactive
+            and not self.interrupts.count
+            and not self.broken
+        ):
             interruption = result.interruption
             raw = None if interruption is None else interruption.to_dict()
             decisions = await self._ask(session, renderer, raw)
             if decisions is None:
                 return result
             assert result.run_state is not None
-            result = await resume_agent_run(session, result.run_state, decisions=decisions)
+            result = await resume_agent_run(
+                session, result.run_state, decisions=decisions, signal=self.controller.signal
+            )
+            self._usage.add(result.usage)
         return result
 
     async def _ask(self, session: Any, renderer: Renderer, interruption: Any) -> Any:
-        """Ask for each pending tool call; ``None`` when the input ends before all answers."""
+        """Ask for each pending tool call; ``None`` when the input ends or Ctrl-C interrupts the
+        question before all answers."""
         from prism.runtime.durable import AgentRunInterruption, RunDecision
 
         if not isinstance(interruption, dict) or self.stdin is None:
@@ -310,8 +487,10 @@ class RunCommand:
                 while True:
                     self.err.write(f"allow {self._redact(shown)}? [y]es / [n]o / [a]lways: ")
                     self.err.flush()
-                    line = await asyncio.to_thread(self.stdin.readline)
-                    if not line:
+                    if self.broken:
+                        return None
+                    line = await self.interrupts.read_line(self.stdin)
+                    if not line:  # end of input, or Ctrl-C (None)
                         self.err.write("\n")
                         return None
                     outcome = _ANSWERS.get(line.strip().lower())
@@ -322,9 +501,102 @@ class RunCommand:
             renderer.unpause()
         return decisions
 
+    def _summary(
+        self,
+        *,
+        status: str,
+        run_id: str,
+        session_id: str,
+        code: int,
+        result: RunResult | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The ``run_result`` line of ``--json``."""
+        usage: Usage | None = self._usage.value()
+        summary: dict[str, Any] = {
+            "type": "run_result",
+            "status": status,
+            "run_id": run_id,
+            "session_id": session_id,
+            "usage": None if usage is None else usage.to_dict(),
+            "stop_reason": None if result is None else result.stop_reason,
+        }
+        if result is not None and result.stop_detail is not None:
+            summary["stop_detail"] = result.stop_detail
+        if error is not None:
+            summary["error"] = error
+        renderer = self._renderer
+        if renderer is not None:
+            summary["turns"] = renderer.stats.turns
+        summary["exit_code"] = code
+        return summary
+
+    def _footer(self, renderer: Renderer, session_id: str, run_id: str) -> None:
+        renderer.notice(f"session {session_id} · run {run_id}" if run_id else f"session {session_id}")
+
+    def _still_waiting(self, renderer: Renderer, session_id: str, run_id: str) -> int:
+        code = EXIT_INTERRUPTED if self.interrupts.count else EXIT_SUSPENDED
+        if self.broken:
+            return EXIT_BROKEN_PIPE
+        renderer.notice(_waiting(run_id))
+        self._footer(renderer, session_id, run_id)
+        renderer.result(
+            self._summary(status="suspended", run_id=run_id, session_id=session_id, code=code)
+        )
+        return code
+
+    async def _note(self, session: Any, run_id: str, note: dict[str, Any]) -> None:
+        """Best effort: the store may be what failed."""
+        if not run_id:
+            return
+        try:
+            await save_run_note(session.store, run_id, note)
+        except Exception:  # a note must never hide the run's own outcome
+            pass
+
+    async def _failed(self, session: Any, exc: AgentRunError, renderer: Renderer) -> int:
+        result: RunResult | None = getattr(exc, "result", None)
+        if result is not None:
+            self._usage.add(result.usage)
+        run_id = exc.run_id
+        session_id = result.session_id if result is not None and result.session_id else session.id
+        status = result.status if result is not None else "failed"
+        message = self._redact(str(exc))
+        info = result.error if result is not None else None
+        endpoint = self._choice.endpoint if self._choice is not None else None
+        if info is not None and info.code in CONNECTION_ERROR_CODES and endpoint:
+            message += f" ({display_url(endpoint)})"
+        code_text = str(info.code) if info is not None and info.code is not None else exc.code
+        error = {"message": message, "code": code_text}
+        await self._note(session, run_id, {"status": status, "error": error})
+        if self.broken:
+            return EXIT_BROKEN_PIPE
+        usage = self._usage.value()
+        if status == "aborted" and self.interrupts.aborted:
+            code = EXIT_INTERRUPTED
+            renderer.failed("run aborted (Ctrl-C)", usage)
+            renderer.notice(
+                "an aborted run cannot be resumed; continue the conversation with: "
+                f"prism run --session {session_id} PROMPT"
+            )
+        else:
+            code = EXIT_FAILED
+            renderer.failed(message, usage)
+        self._footer(renderer, session_id, run_id)
+        renderer.result(
+            self._summary(
+                status=status, run_id=run_id, session_id=session_id, code=code, result=result,
+                error=error,
+            )
+        )
+        return code
+
     async def _outcome(self, session: Any, result: RunResult, renderer: Renderer) -> int:
         run_id = result.run_id
+        session_id = result.session_id
         if result.status == "suspended":
+            if self.broken:
+                return EXIT_BROKEN_PIPE
             interruption = result.interruption
             if interruption is not None and interruption.pending_decisions:
                 calls = await _stored_calls(session)
@@ -332,19 +604,51 @@ class RunCommand:
                     call = calls.get(item.tool_call_id)
                     shown = _call_text(call) if call is not None else str(item.scope.tool_name)
                     renderer.notice(f"⏸ {self._redact(shown)} needs approval")
+            code = EXIT_INTERRUPTED if self.interrupts.count else EXIT_SUSPENDED
             renderer.notice(_waiting(run_id))
-            renderer.notice(f"session {result.session_id} · run {run_id}")
-            return EXIT_SUSPENDED
-        if result.status == "denied":
+        elif result.status == "denied":
             await _answer_denied(session.store, result)
+            if self.broken:
+                return EXIT_BROKEN_PIPE
+            code = EXIT_DENIED
             renderer.notice(f"run {run_id} denied; the tool call did not run")
-            renderer.notice(f"session {result.session_id} · run {run_id}")
-            return EXIT_OK
-        renderer.succeeded(result.usage, result.artifact)
-        if result.stop_reason == "host_policy":
-            renderer.notice(f"stopped at --max-turns; continue with: prism resume {run_id}")
-        renderer.notice(f"session {result.session_id} · run {run_id}")
-        return EXIT_OK
+        else:
+            code = EXIT_OK
+            if result.stop_reason == "host_policy":
+                await self._note(session, run_id, {"stop_detail": result.stop_detail})
+            if self.broken:
+                return EXIT_BROKEN_PIPE
+            renderer.succeeded(self._usage.value(), result.artifact)
+            if result.stop_reason == "host_policy":
+                if result.stop_detail == INTERRUPT_STOP_REASON:
+                    code = EXIT_INTERRUPTED
+                    renderer.notice(
+                        f"interrupted at a turn boundary; continue with: prism resume {run_id}"
+                    )
+                else:
+                    renderer.notice(
+                        f"stopped at --max-turns; continue with: prism resume {run_id}"
+                    )
+        self._footer(renderer, session_id, run_id)
+        renderer.result(
+            self._summary(
+                status=result.status, run_id=run_id, session_id=session_id, code=code,
+                result=result,
+            )
+        )
+        return code
+
+
+def _not_resumable(run_id: str, session_id: str, status: str) -> str:
+    after = (
+        f"continue the conversation with: prism run --session {session_id} PROMPT"
+    )
+    if status == "succeeded":
+        return f"run {run_id} already finished (succeeded); nothing to resume — {after}"
+    return (
+        f"run {run_id} is {status} and cannot be resumed (only a run stopped at a turn "
+        f"boundary, waiting for an approval or cut off mid-run can be) — {after}"
+    )
 
 
 DENIED_MESSAGE: Final = "The operator denied this tool call; it did not run."
@@ -352,11 +656,12 @@ DENIED_MESSAGE: Final = "The operator denied this tool call; it did not run."
 
 
 async def _answer_denied(store: Any, result: RunResult) -> None:
-    """Answer a denied run's calls with ``approval_rejected`` rows under its leaf.
+    """Answer a denied run's calls that have no result yet with ``approval_rejected`` rows.
 
-    A denial (DUR-21) stores no rows, so the session's branch would end in tool calls without
-    results, which providers refuse on the next turn; the command, as the host, answers them so
-    that ``prism run --session`` can continue the conversation.
+    Providers refuse a history that ends in tool calls without results, so the command, as the
+    host, makes sure that ``prism run --session`` can continue the conversation after a denial
+    (DUR-21). Calls the runtime already answered on the branch are left alone, so the rows are
+    never doubled.
     """
     from prism.store import new_session_entry
     from prism.types import ErrorInfo, ToolResult, tool_result_message
@@ -365,7 +670,17 @@ async def _answer_denied(store: Any, result: RunResult) -> None:
     parent = result.leaf_id
     if interruption is None or parent is None:
         return
+    answered: set[str] = set()
+    for entry in await store.read_branch(result.session_id, parent):
+        message = entry.message
+        if message is not None and message.role == "tool":
+            answered.update(
+                part.tool_call_id for part in message.content
+                if isinstance(part, ToolResultContent)
+            )
     for item in interruption.pending_decisions:
+        if item.tool_call_id in answered:
+            continue
         row = tool_result_message(
             ToolResult(
                 tool_call_id=item.tool_call_id,
@@ -382,16 +697,6 @@ async def _answer_denied(store: Any, result: RunResult) -> None:
         )
         await store.append(entry, expected_parent_id=parent)
         parent = entry.id
-
-
-def _max_turns_policy(limit: int) -> Any:
-    """A clean, resumable stop after ``limit`` model turns (TP-6 ``Stop``: ``host_policy``)."""
-    from prism.runtime.turn_policy import Continue, Stop, TurnPolicy
-
-    def stop(ctx: Any) -> Any:
-        return Stop(f"--max-turns {limit}") if ctx.turns >= limit else Continue()
-
-    return TurnPolicy(stop=stop)
 
 
 def _waiting(run_id: str) -> str:

@@ -2,10 +2,15 @@
 
 ``list`` prints one line per session, most recently used first: id, last use, entry count and the
 first user message. ``show`` prints the session's current branch (the conversation a
-``prism run --session ID`` continues) and its runs with their state, and how to continue a run
-that can be resumed. ``--json`` prints JSON lines instead (``SessionInfo`` objects for ``list``;
-the branch's ``SessionEntry`` objects followed by one ``{"type": "run", ...}`` object per run for
-``show``).
+``prism run --session ID`` continues) and its runs with their state (a failed run with its
+redacted error), and how to continue a run that can be resumed. ``--json`` prints JSON lines
+instead (``SessionInfo`` objects for ``list``; the branch's ``SessionEntry`` objects followed by
+one ``{"type": "run", "run_id", "status", "stop_reason"?, "stop_detail"?, "error"?, "version"}``
+object per run for ``show``).
+
+Both are read-only: a SQLite store file that does not exist means "no sessions" (nothing is
+created); the store URL is shown with its credentials masked. A closed output (``| head``) ends
+the listing quietly with exit code 141.
 """
 
 from __future__ import annotations
@@ -15,18 +20,26 @@ import json
 import os
 from typing import IO, Any
 
+from prism.cli._render import guard
 from prism.cli._store import (
     StoreError,
+    StoreMissingError,
+    display_url,
+    load_settings,
     open_cli_store,
+    redact_store_text,
     session_runs,
     store_url,
 )
+from prism.redaction import SecretRedactor, create_secret_redactor
 from prism.types import Message, TextContent, ToolCallContent, ToolResultContent
 
 __all__ = ["SessionsCommand"]
 
 _TITLE_CHARS = 60
 _PREVIEW_CHARS = 200
+_EXIT_BROKEN_PIPE = 141
+_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -57,82 +70,118 @@ class SessionsCommand:
         environ: dict[str, str] | None = None,
     ) -> None:
         self.args = args
-        self.out = out
-        self.err = err
+        self.out = guard(out)
+        self.err = guard(err)
         self.environ = dict(os.environ if environ is None else environ)
+        self.url = store_url(self.args.store, self.environ)
+
+    def _problem(self, message: str) -> None:
+        self.err.write(f"prism: {redact_store_text(message, self.url)}\n")
+        self.err.flush()
 
     async def run(self) -> int:
-        """Run the subcommand; returns 0, or 2 for an unusable store or an unknown session."""
-        try:
-            store = await open_cli_store(store_url(self.args.store, self.environ))
-        except StoreError as exc:
-            self.err.write(f"prism: {exc}\n")
+        """Run the subcommand; returns 0, 2 for an unusable store or an unknown session, 141
+        when the output was closed."""
+        show = self.args.sessions_command == "show"
+        if not show and self.args.limit < 1:
+            self._problem("--limit must be at least 1")
             return 2
         try:
-            if self.args.sessions_command == "show":
-                return await self._show(store)
-            return await self._list(store)
+            store = await open_cli_store(self.url, create=False)
+        except StoreMissingError:
+            where = display_url(self.url)
+            if show:
+                self._problem(f"no session {self.args.session_id} in {where} (no such file)")
+                return 2
+            if not self.args.json:
+                self._problem(f"no sessions yet in {where} (no such file)")
+            return 0
+        except StoreError as exc:
+            self._problem(str(exc))
+            return 2
+        try:
+            code = await (self._show(store) if show else self._list(store))
         finally:
             await store.aclose()
+        self.out.flush()
+        return _EXIT_BROKEN_PIPE if self.out.broken or self.err.broken else code
 
     async def _list(self, store: Any) -> int:
-        limit = self.args.limit
-        if limit < 1:
-            self.err.write("prism: --limit must be at least 1\n")
-            return 2
-        sessions = await store.list_sessions(limit=limit)
+        sessions = await store.list_sessions(limit=self.args.limit)
         for info in sessions:
+            if self.out.broken:
+                return _EXIT_BROKEN_PIPE
             title = await _title(store, info.session_id, info.last_entry_id)
             if self.args.json:
                 self.out.write(json.dumps({**info.to_dict(), "title": title}) + "\n")
             else:
-                entries = f"{info.entries} entr{'y' if info.entries == 1 else 'ies'}"
                 self.out.write(
-                    f"{info.session_id}  {info.updated_at}  {entries}  "
+                    f"{info.session_id}  {info.updated_at}  {_entries(info.entries)}  "
                     f"{_one_line(title, _TITLE_CHARS)}\n"
                 )
         if not sessions and not self.args.json:
-            self.err.write("prism: no sessions yet (prism run stores one per conversation)\n")
+            self._problem(
+                f"no sessions yet in {display_url(self.url)} "
+                "(prism run stores one per conversation)"
+            )
         return 0
+
+    async def _redactor(self, store: Any, session_id: str) -> SecretRedactor:
+        """Redacts the API keys the environment holds for the session's model (belt and braces:
+        stored entries and notes are redacted when written)."""
+        names = list(_KEY_VARIABLES)
+        settings = await load_settings(store, session_id)
+        if settings is not None and isinstance(settings.get("api_key_env"), str):
+            names.append(settings["api_key_env"])
+        secrets = [self.environ[name] for name in names if self.environ.get(name)]
+        return create_secret_redactor(secrets)
 
     async def _show(self, store: Any) -> int:
         session_id = self.args.session_id
         entries = await store.list(session_id)
         if not entries:
-            self.err.write(f"prism: no session {session_id} in this store\n")
+            self._problem(f"no session {session_id} in {display_url(self.url)}")
             return 2
         branch = await store.read_branch(session_id, entries[-1].id)
         runs = await session_runs(store, session_id)
+        redact = (await self._redactor(store, session_id)).redact
+        write = self.out.write
         if self.args.json:
             for entry in branch:
-                self.out.write(json.dumps(entry.to_dict(), ensure_ascii=False) + "\n")
+                write(redact(json.dumps(entry.to_dict(), ensure_ascii=False)) + "\n")
             for run in runs:
-                item = {
+                item: dict[str, Any] = {
                     "type": "run",
                     "run_id": run.run_id,
                     "status": run.status,
                     "stop_reason": run.stop_reason,
+                    "stop_detail": run.stop_detail,
+                    "error": None if run.error is None else {"message": run.error},
                     "version": run.version,
                 }
-                self.out.write(json.dumps({k: v for k, v in item.items() if v is not None}) + "\n")
+                item = {k: v for k, v in item.items() if v is not None}
+                write(redact(json.dumps(item, ensure_ascii=False)) + "\n")
             return 0
-        write = self.out.write
-        write(f"session {session_id} · {len(entries)} entries\n")
+        write(f"session {session_id} · {_entries(len(entries))}\n")
         for entry in branch:
             message = entry.message
             if message is None:
                 write(f"  [{entry.kind}]\n")
                 continue
             for line in _message_lines(message):
-                write(f"  {line}\n")
+                write(redact(f"  {line}\n"))
         for run in runs:
             hint = ""
             if run.status == "suspended":
                 hint = f" — prism resume {run.run_id} --approve (or --deny)"
             elif run.continuable:
                 hint = f" — prism resume {run.run_id}"
-            write(f"run {run.run_id}: {run.describe()}{hint}\n")
+            write(redact(f"run {run.run_id}: {run.describe()}{hint}\n"))
         return 0
+
+
+def _entries(count: int) -> str:
+    return f"{count} entr{'y' if count == 1 else 'ies'}"
 
 
 def _message_lines(message: Message) -> list[str]:

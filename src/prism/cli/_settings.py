@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,15 @@ from prism.cli._tools import BUILTIN_TOOLS, builtin_tool
 from prism.errors import PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
 
-__all__ = ["BuiltAgent", "RunSettings", "UsageError", "build_agent", "tool_choice_policy"]
+__all__ = [
+    "BuiltAgent",
+    "RunSettings",
+    "UsageError",
+    "build_agent",
+    "check_model",
+    "check_number_options",
+    "tool_choice_policy",
+]
 
 _DEFAULT_TOOL_SYSTEM = "You are a helpful assistant. Use the tools when they help."
 
@@ -104,9 +113,12 @@ class RunSettings:
         default applies (``--model``: ``$PRISM_MODEL``, else ``local``).
 
         Raises:
-            UsageError: ``--schema`` without ``--loop gvr``, ``--loop gvr`` without a schema, an
-                unreadable schema file.
+            UsageError: an out-of-range number (:func:`check_number_options`), ``--schema`` or
+                ``--max-revisions`` without ``--loop gvr``, ``--loop gvr`` without a schema, an
+                unreadable schema file, ``--api-key-env`` with a model that is not
+                ``openai-compatible``.
         """
+        check_number_options(args)
         start = base if base is not None else cls(model=environ.get("PRISM_MODEL") or "local")
         changes: dict[str, Any] = {}
         for name in (
@@ -143,10 +155,77 @@ class RunSettings:
             raise UsageError("--loop gvr needs --schema FILE.json")
         if settings.loop != "gvr" and schema_path is not None:
             raise UsageError("--schema needs --loop gvr")
+        if settings.loop != "gvr" and getattr(args, "max_revisions", None) is not None:
+            raise UsageError("--max-revisions needs --loop gvr")
+        if settings.api_key_env is not None and _scheme(settings.model) != "openai-compatible":
+            if getattr(args, "api_key_env", None) is not None:
+                raise UsageError(
+                    "--api-key-env applies to openai-compatible:MODEL@BASE_URL models only "
+                    f"(--model is {settings.model})"
+                )
+            # inherited from the session, whose model the command line replaced
+            settings = dataclasses.replace(settings, api_key_env=None)
         for name in settings.tools:
             if name not in BUILTIN_TOOLS:
                 raise UsageError(f"unknown tool {name!r}")
         return settings
+
+
+def _scheme(model: str) -> str:
+    return model.partition(":")[0].strip().lower()
+
+
+_AT_LEAST: dict[str, tuple[int, str]] = {
+    "max_tokens": (1, "--max-tokens must be at least 1"),
+    "tool_rounds": (0, "--tool-rounds must be 0 (unlimited) or more"),
+    "max_revisions": (0, "--max-revisions must be 0 or more"),
+    "max_tool_rounds": (1, "--max-tool-rounds must be at least 1"),
+    "max_turns": (1, "--max-turns must be at least 1"),
+}
+
+
+def check_number_options(args: argparse.Namespace) -> None:
+    """Reject numeric options out of range before anything is opened or stored.
+
+    Raises:
+        UsageError: ``--max-tokens``, ``--max-tool-rounds`` or ``--max-turns`` below 1,
+            ``--tool-rounds`` or ``--max-revisions`` below 0, a ``--temperature`` that is not a
+            finite number ≥ 0.
+    """
+    for name, (minimum, message) in _AT_LEAST.items():
+        value = getattr(args, name, None)
+        if value is not None and value < minimum:
+            raise UsageError(f"{message}, got {value}")
+    temperature = getattr(args, "temperature", None)
+    if temperature is not None and not (math.isfinite(temperature) and temperature >= 0):
+        raise UsageError(f"--temperature must be a finite number >= 0, got {temperature}")
+
+
+def check_model(settings: RunSettings, environ: Mapping[str, str]) -> ModelChoice:
+    """Parse the settings' model spec (key present, ``local:PATH`` a GGUF file) without building
+    anything.
+
+    Raises:
+        UsageError: the spec cannot be used (the message says why).
+    """
+    try:
+        return parse_model_spec(
+            settings.model,
+            parameters=_parameters(settings),
+            api_key_env=settings.api_key_env,
+            environ=environ,
+        )
+    except ModelSpecError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _parameters(settings: RunSettings) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if settings.max_tokens is not None:
+        params["max_tokens"] = settings.max_tokens
+    if settings.temperature is not None:
+        params["temperature"] = settings.temperature
+    return params
 
 
 def _tool_choice_value(provider: str, choice: str, tool_names: list[str]) -> Any:
@@ -234,22 +313,10 @@ def build_agent(
     process resume the agent's runs.
 
     Raises:
-        UsageError: a bad model spec, a missing key or extra, a bad schema.
+        UsageError: a bad model spec, a missing key or extra, a bad schema, an agent option the
+            runtime refuses (``PrismConfigError``).
     """
-    from prism.runtime.agent import create_agent
-    from prism.runtime.durable import RunStateOptions
-
-    params: dict[str, Any] = {}
-    if settings.max_tokens is not None:
-        params["max_tokens"] = settings.max_tokens
-    if settings.temperature is not None:
-        params["temperature"] = settings.temperature
-    try:
-        choice = parse_model_spec(
-            settings.model, parameters=params, api_key_env=settings.api_key_env, environ=environ
-        )
-    except ModelSpecError as exc:
-        raise UsageError(str(exc)) from None
+    choice = check_model(settings, environ)
     redactor = create_secret_redactor(choice.secrets)
     try:
         tools = [builtin_tool(name) for name in settings.tools]
@@ -285,24 +352,30 @@ def build_agent(
         from prism.limits import RunLimits
 
         limits = RunLimits(max_tool_rounds=settings.max_tool_rounds)
-    agent = create_agent(
-        id=AGENT_ID,
-        model=choice.model,
-        provider=provider,
-        tools=tools or None,
-        instructions=instructions,
-        redactor=redactor,
-        loop=loop,
-        limits=limits,
-        provider_request_policies=policies or None,
-        store=store,
-        run_state=RunStateOptions(
-            store,
-            DEFINITION_REVISION,
-            checkpoint_policy="every-turn",
-            interrupt_before_tool=settings.approve_tools,
-        ),
-    )
+    from prism.runtime.agent import create_agent
+    from prism.runtime.durable import RunStateOptions
+
+    try:
+        agent = create_agent(
+            id=AGENT_ID,
+            model=choice.model,
+            provider=provider,
+            tools=tools or None,
+            instructions=instructions,
+            redactor=redactor,
+            loop=loop,
+            limits=limits,
+            provider_request_policies=policies or None,
+            store=store,
+            run_state=RunStateOptions(
+                store,
+                DEFINITION_REVISION,
+                checkpoint_policy="every-turn",
+                interrupt_before_tool=settings.approve_tools,
+            ),
+        )
+    except PrismError as exc:
+        raise UsageError(redactor.redact(str(exc))) from None
     return BuiltAgent(agent, redactor, choice)
 
 

@@ -10,19 +10,30 @@ the sessions, the run-state envelopes and the command's own per-session settings
   checkpoint under ``namespace="prism.cli.session"``, ``key=session_id``, so ``prism resume`` and
   ``prism run --session`` rebuild the same agent (its fingerprint must match, DUR-5);
 * a session's runs are the distinct ``run_id`` values of its entries, their state is their
-  envelope (``namespace="prism.agent-run"``).
+  envelope (``namespace="prism.agent-run"``); what the envelope does not hold (a failed run's
+  redacted error, why a run stopped) is a note under ``namespace="prism.cli.run"``,
+  ``key=run_id``.
+
+Store URLs are never shown with their credentials: :func:`display_url` masks the password of the
+URL's userinfo, ``password=`` / ``sslpassword=`` query parameters and ``password=`` /
+``sslpassword=`` pairs of a ``key=value`` connection string, and :func:`redact_store_text`
+removes the password values from any text (a driver's error message) before it is printed.
+
+Read-only commands open a store with ``create=False``: a SQLite file that does not exist is
+:class:`StoreMissingError` (nothing is created).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote
 
-from prism.errors import AgentRunStateError, CheckpointConflictError, PrismError
+from prism.errors import AgentRunStateError, CheckpointConflictError
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
 from prism.runtime.durable import load_agent_run_state
 from prism.stores import DatabaseStore, open_store
@@ -31,10 +42,12 @@ __all__ = [
     "AGENT_ID",
     "DEFINITION_REVISION",
     "PG_CONNECT_TIMEOUT_S",
+    "RUN_NOTES_NAMESPACE",
     "SETTINGS_NAMESPACE",
     "STORE_ENV",
     "RunInfo",
     "StoreError",
+    "StoreMissingError",
     "check_run",
     "default_store_path",
     "display_url",
@@ -42,15 +55,22 @@ __all__ = [
     "load_run",
     "load_settings",
     "open_cli_store",
+    "redact_store_text",
+    "save_run_note",
     "save_settings",
     "session_runs",
+    "sqlite_file",
     "store_url",
+    "url_secrets",
 ]
 
 STORE_ENV: Final = "PRISM_STORE"
 """Environment variable naming the store URL when ``--store`` is not given."""
 SETTINGS_NAMESPACE: Final = "prism.cli.session"
 """Checkpoint namespace of the command's per-session settings (``key=session_id``)."""
+RUN_NOTES_NAMESPACE: Final = "prism.cli.run"
+"""Checkpoint namespace of the command's per-run notes (``key=run_id``): ``{"error": {"message",
+"code"}}`` of a failed or aborted run (redacted), ``{"stop_detail": …}`` of a stopped one."""
 AGENT_ID: Final = "prism-cli"
 """Agent id of every run the command starts (part of the fingerprint, DUR-5)."""
 DEFINITION_REVISION: Final = "prism-cli-1"
@@ -84,31 +104,102 @@ def store_url(option: str | None, environ: Mapping[str, str]) -> str:
     return "sqlite:///" + str(default_store_path(environ).resolve())
 
 
+_URL_HEAD = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<netloc>[^/?#]*)(?P<rest>.*)$", re.S)
+_QUERY_SECRET = re.compile(r"(?P<key>[?&](?:ssl)?password=)(?P<value>[^&#]*)", re.I)
+_PAIR_SECRET = re.compile(
+    r"(?<![\w?&.\-])(?P<key>(?:ssl)?password\s*=\s*)(?P<value>'(?:[^'\\]|\\.)*'?|[^\s']*)", re.I
+)
+_MASK = "***"
+
+
 def display_url(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for messages)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid URL>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """``url`` with every credential replaced by ``***`` (for messages and listings).
+
+    Masked: the password of the userinfo (``postgresql://user:***@host/db``), the values of
+    ``password=`` and ``sslpassword=`` query parameters (``…?sslpassword=***``) and of
+    ``password=`` / ``sslpassword=`` pairs in a libpq ``key=value`` connection string
+    (``host=h password=***``, quoted values included).
+    """
+    text = url
+    head = _URL_HEAD.match(text)
+    if head is not None:
+        netloc = head["netloc"]
+        user, at, host = netloc.rpartition("@")
+        if at and ":" in user:
+            netloc = f"{user.partition(':')[0]}:{_MASK}@{host}"
+        rest = _QUERY_SECRET.sub(lambda m: m["key"] + _MASK, head["rest"])
+        text = head["scheme"] + netloc + rest
+    return _PAIR_SECRET.sub(lambda m: m["key"] + _MASK, text)
 
 
-async def open_cli_store(url: str) -> DatabaseStore:
-    """Open (and migrate) the store; the parent directory of a SQLite file is created.
+def url_secrets(url: str) -> tuple[str, ...]:
+    """The password values in a store URL or connection string, as written and decoded, longest
+    first (what :func:`redact_store_text` removes)."""
+    found: set[str] = set()
+    head = _URL_HEAD.match(url)
+    if head is not None:
+        user, at, _ = head["netloc"].rpartition("@")
+        if at and ":" in user:
+            found.add(user.partition(":")[2])
+        for match in _QUERY_SECRET.finditer(head["rest"]):
+            found.add(match["value"])
+    for match in _PAIR_SECRET.finditer(url):
+        value = match["value"]
+        found.add(value)
+        if value.startswith("'"):
+            found.add(re.sub(r"\\(.)", r"\1", value.strip("'")))
+    found |= {unquote(value) for value in found}
+    return tuple(sorted((v for v in found if v and v != _MASK), key=len, reverse=True))
+
+
+def redact_store_text(text: str, url: str) -> str:
+    """``text`` (e.g. a driver's error message) with ``url`` shown masked and every password value
+    of ``url`` replaced by ``***``."""
+    masked = display_url(url)
+    if url:
+        text = text.replace(url, masked)
+    for secret in url_secrets(url):
+        text = text.replace(secret, _MASK)
+    return text
+
+
+class StoreMissingError(StoreError):
+    """A read-only command named a SQLite store file that does not exist (nothing was created)."""
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file a ``sqlite:///…`` URL names (``None`` for other URLs and ``sqlite://:memory:``)."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() == "sqlite" and rest.startswith("/") and len(rest) > 1:
+        return Path(rest[1:])
+    return None
+
+
+async def open_cli_store(url: str, *, create: bool = True) -> DatabaseStore:
+    """Open (and migrate) the store.
+
+    Args:
+        url: The store URL.
+        create: Whether a missing SQLite file (and its directory) may be created; read-only
+            commands pass ``False``.
 
     Raises:
+        StoreMissingError: ``create=False`` and the SQLite file does not exist.
         StoreError: the URL is not supported, the database cannot be opened or its schema is
             refused (``ERR_PRISM_STORE_SCHEMA``); the message never shows a password.
     """
-    scheme, sep, rest = url.partition("://")
-    if sep and scheme.lower() == "sqlite" and rest.startswith("/") and rest != "/:memory:":
-        parent = Path(rest[1:]).parent
+    shown = display_url(url)
+    scheme, sep, _ = url.partition("://")
+    if not sep and "=" in url:
+        raise StoreError(
+            f"cannot open store {shown}: a key=value connection string is not a store URL; "
+            "use postgresql://USER@HOST:PORT/DB (or sqlite:///FILE.db)"
+        )
+    path = sqlite_file(url)
+    if path is not None:
+        if not create and not path.is_file():
+            raise StoreMissingError(f"no store at {shown} (the file does not exist)")
+        parent = path.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -117,13 +208,9 @@ async def open_cli_store(url: str) -> DatabaseStore:
         await _check_reachable(url)
     try:
         return await open_store(url)
-    except PrismError as exc:
-        raise StoreError(f"cannot open store {display_url(url)}: {exc}") from None
-    except ImportError as exc:
-        raise StoreError(f"cannot open store {display_url(url)}: {exc}") from None
-    except Exception as exc:  # sqlite3 / psycopg connection errors
-        message = str(exc).replace(url, display_url(url)).strip() or type(exc).__name__
-        raise StoreError(f"cannot open store {display_url(url)}: {message}") from None
+    except Exception as exc:  # PrismError, ImportError, sqlite3 / psycopg connection errors
+        message = redact_store_text(str(exc), url).strip() or type(exc).__name__
+        raise StoreError(f"cannot open store {shown}: {message}") from None
 
 
 async def _check_reachable(url: str) -> None:
@@ -138,7 +225,7 @@ async def _check_reachable(url: str) -> None:
         conn = await psycopg.AsyncConnection.connect(url, connect_timeout=PG_CONNECT_TIMEOUT_S)
     except psycopg.Error as exc:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        reason = lines[0] if lines else type(exc).__name__
+        reason = redact_store_text(lines[0], url) if lines else type(exc).__name__
         raise StoreError(f"cannot open store {display_url(url)}: {reason}") from None
     await conn.close()
 
@@ -180,7 +267,7 @@ async def save_settings(store: DatabaseStore, session_id: str, value: dict[str, 
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """One run of a session, as its envelope describes it."""
+    """One run of a session, as its envelope (and the command's note) describes it."""
 
     run_id: str
     """The run id."""
@@ -190,10 +277,14 @@ class RunInfo:
     """``host_policy`` / ``turn_limit`` on a policy-stopped run."""
     version: int = 0
     """The envelope version (what a resume expects)."""
+    error: str | None = None
+    """The redacted error message of a failed or aborted run (from the command's note)."""
+    stop_detail: str | None = None
+    """Why a ``host_policy`` stop happened (``--max-turns N``, ``interrupted (Ctrl-C)``)."""
 
     @property
     def continuable(self) -> bool:
-        """``prism resume`` can continue it (suspended, crashed or stopped by ``--max-turns``)."""
+        """``prism resume`` can continue it (suspended, crashed or stopped at a turn boundary)."""
         return self.status in ("suspended", "running") or (
             self.status == "succeeded" and self.stop_reason == "host_policy"
         )
@@ -204,7 +295,8 @@ class RunInfo:
         return self.status in ("suspended", "running")
 
     def describe(self) -> str:
-        """``succeeded``, ``suspended (waiting for approval)``, ``stopped (--max-turns)``, …"""
+        """``succeeded``, ``suspended (waiting for approval)``, ``stopped (--max-turns 2)``,
+        ``failed: <error>``, …"""
         if self.status is None:
             return "not checkpointed"
         if self.status == "suspended":
@@ -212,15 +304,45 @@ class RunInfo:
         if self.status == "running":
             return "interrupted (running when its process ended)"
         if self.status == "succeeded" and self.stop_reason == "host_policy":
-            return "stopped (--max-turns)"
+            return f"stopped ({self.stop_detail or '--max-turns'})"
+        if self.error and self.status in ("failed", "aborted"):
+            return f"{self.status}: {self.error}"
         return self.status
 
 
+async def save_run_note(store: DatabaseStore, run_id: str, note: dict[str, Any]) -> None:
+    """Store the command's note about ``run_id`` (see :data:`RUN_NOTES_NAMESPACE`); the caller
+    redacts it. Overwrites an older note (compare-and-set, one retry)."""
+    for attempt in range(2):
+        record = await store.load_checkpoint(namespace=RUN_NOTES_NAMESPACE, key=run_id)
+        current = 0 if record is None else record.version
+        try:
+            await store.save_checkpoint(
+                namespace=RUN_NOTES_NAMESPACE,
+                key=run_id,
+                value=note,
+                version=current + 1,
+                expected_version=current,
+            )
+            return
+        except CheckpointConflictError:
+            if attempt:
+                raise
+
+
 async def load_run(store: DatabaseStore, run_id: str) -> RunInfo:
-    """The state of one run from its envelope (a missing envelope gives ``status=None``)."""
+    """The state of one run from its envelope and note (a missing envelope gives
+    ``status=None``)."""
     record = await store.load_checkpoint(namespace=AGENT_RUN_NAMESPACE, key=run_id)
+    note_record = await store.load_checkpoint(namespace=RUN_NOTES_NAMESPACE, key=run_id)
+    note = note_record.value if note_record is not None else None
+    if not isinstance(note, dict):
+        note = {}
+    error = note.get("error")
+    message = error.get("message") if isinstance(error, dict) else None
+    detail = note.get("stop_detail")
     if record is None or not isinstance(record.value, dict):
-        return RunInfo(run_id, None)
+        return RunInfo(run_id, None, error=message if isinstance(message, str) else None)
     value = record.value
     stop = value.get("stop_reason")
     return RunInfo(
@@ -228,6 +350,8 @@ async def load_run(store: DatabaseStore, run_id: str) -> RunInfo:
         str(value.get("status")),
         stop if isinstance(stop, str) else None,
         record.version,
+        error=message if isinstance(message, str) else None,
+        stop_detail=detail if isinstance(detail, str) else None,
     )
 
 
@@ -258,4 +382,4 @@ async def check_run(store: DatabaseStore, run_id: str) -> Any:
     try:
         return await load_agent_run_state(store, run_id=run_id)
     except AgentRunStateError as exc:
-        raise StoreError(f"no resumable run {run_id} in this store ({exc})") from None
+        raise StoreError(f"no run {run_id} in this store ({exc})") from None
