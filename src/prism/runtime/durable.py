@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from prism.errors import AgentRunStateError
 from prism.redaction import SecretRedactor
@@ -79,7 +79,16 @@ from prism.runtime._run_state import load_agent_run_state as load_agent_run_stat
 from prism.runtime._run_state import loop_state_of as loop_state_of
 from prism.runtime._run_state import save_agent_run_state as save_agent_run_state
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointStore
-from prism.types import AgentRunRef, Message, OwnershipScope, RunResult, ToolCallContent
+from prism.store import SessionEntry, new_session_entry, read_branch
+from prism.types import (
+    AgentRunRef,
+    Message,
+    OwnershipScope,
+    RunResult,
+    ToolCallContent,
+    ToolResultContent,
+    tool_result_message,
+)
 
 if TYPE_CHECKING:
     from prism.abort import AbortSignal
@@ -87,6 +96,7 @@ if TYPE_CHECKING:
     from prism.runtime.session import AgentSession
 
 __all__ = [
+    "DENIED_MESSAGE",
     "MAX_LOADED_STATE_BYTES",
     "AgentRunInterruption",
     "AgentRunState",
@@ -140,7 +150,10 @@ async def resume_agent_run(
       ``approval_rejected`` rows, then the loop continues; completed provider turns are never
       requested again;
     * ``suspended`` + decisions covering only some → re-suspend (``status="suspended"``);
-    * ``suspended`` + ``"deny"`` → ``status="denied"``; no tool and no provider call;
+    * ``suspended`` + ``"deny"`` → ``status="denied"``; no tool and no provider call; the gated
+      calls still open on the stored branch are answered with ``approval_rejected`` rows first,
+      so the session's next turn sends a transcript providers accept (beyond DUR-21, see
+      :func:`_deny`);
     * ``running`` (crash recovery) or a ``host_policy`` stop + ``"continue"`` → claim and resume.
 
     A resumed leg has the same ``run_id``, restored limit counters (wall time counts active time
@@ -328,36 +341,167 @@ class _Writer:
         return record.version
 
 
+DENIED_MESSAGE: Final = "Run denied by the operator: the tool call was not approved and did not run"
+"""``ErrorInfo.message`` of the ``approval_rejected`` rows that answer a denied run's calls."""
+
+
 async def _deny(session: AgentSession, state: Mapping[str, Any], writer: _Writer) -> RunResult:
-    """DUR-21: save ``denied``, emit ``agent_denied``, close subscribers."""
+    """DUR-21: answer the gated calls, save ``denied``, emit ``agent_denied``, close subscribers.
+
+    Beyond DUR-21 (the spec is silent on the transcript): the gated round's host calls have no
+    result rows in the session store (APR-3), and providers reject a transcript in which an
+    assistant tool call has no result. A denied run must leave a history a provider accepts on
+    the session's next turn, so each call of the round still open on the stored branch gets one
+    ``approval_rejected`` error row (:data:`DENIED_MESSAGE`), in call order, redacted with the
+    agent's redactor and recorded under the denied run. No tool and no provider is called, and
+    no event but ``agent_denied`` is emitted (EVT-7).
+
+    Order of the writes: the rows first, then the ``denied`` envelope (with ``leaf_id`` moved to
+    the last row). A failure while appending leaves the envelope ``suspended`` and the run
+    resumable; a failure of the envelope write leaves the rows stored and the run ``suspended``
+    — the store never holds a ``denied`` run whose calls are unanswered. Retrying the denial
+    then finds the rows already stored (this run's ``approval_rejected`` rows chained from the
+    envelope's leaf) and appends only the missing ones, so every call is answered exactly once.
+    A branch the session's store does not hold (a resume over another store) gets no rows.
+    """
     from prism.events import AgentDeniedEvent
 
-    envelope = dict(state)
-    envelope["status"] = "denied"
-    envelope["pending_calls"] = []
-    envelope["sticky_decisions"] = []
-    envelope.pop("loop_state", None)
-    envelope.pop("input", None)
-    version = await writer.save(envelope)
+    run_id = state["run_id"]
+    session._busy = True  # no run may start on this session between the rows and the envelope
+    try:
+        rows, leaf = await _answer_denied_calls(session, state, writer.redactor)
+        envelope = dict(state)
+        envelope["status"] = "denied"
+        envelope["pending_calls"] = []
+        envelope["sticky_decisions"] = []
+        envelope.pop("loop_state", None)
+        envelope.pop("input", None)
+        if leaf is not None:
+            envelope["leaf_id"] = leaf
+        version = await writer.save(envelope)
+    finally:
+        session._busy = False
     view = AgentRunState.from_envelope(envelope, version)
     interruption = view.interruption
     await session._emit_outside_run(
         AgentDeniedEvent(
             session_id=session.id,
-            run_id=state["run_id"],
+            run_id=run_id,
             interruption=interruption,
             version=version,
         ),
-        run_id=state["run_id"],
+        run_id=run_id,
     )
     return RunResult(
-        run_id=state["run_id"],
+        run_id=run_id,
         session_id=session.id,
         status="denied",
+        messages=tuple(rows),
         run_state=view,
         interruption=interruption,
         leaf_id=view.leaf_id,
     )
+
+
+async def _answer_denied_calls(
+    session: AgentSession, state: Mapping[str, Any], redactor: SecretRedactor | None
+) -> tuple[list[Message], str | None]:
+    """Append the ``approval_rejected`` rows of a denial (see :func:`_deny`).
+
+    Returns:
+        ``(stored rows, new leaf)``: the rows of this run answering the open calls (those an
+        earlier, interrupted denial stored included), and the last one's id — or the envelope's
+        leaf when there is nothing to answer.
+
+    Raises:
+        SessionAppendConflictError: ``ERR_PRISM_SESSION_APPEND_CONFLICT`` — the branch moved on
+            meanwhile (another writer appended after the envelope's leaf).
+        Exception: whatever the session store raises.
+    """
+    leaf: str | None = state.get("leaf_id")
+    if leaf is None:
+        return [], None
+    store = session.store
+    run_id = state["run_id"]
+    try:
+        branch = await read_branch(store, session.id, leaf)
+    except ValueError:  # this store does not hold the run's transcript
+        return [], leaf
+    open_calls = _open_round_calls(branch)
+    rows: list[Message] = []
+    if open_calls:
+        # Rows an earlier denial of this run stored before its envelope write failed.
+        children: dict[str | None, list[SessionEntry]] = {}
+        for entry in await store.list(session.id):
+            children.setdefault(entry.parent_id, []).append(entry)
+        remaining = list(open_calls)
+        while remaining:
+            found = _rejection_row(children.get(leaf, ()), run_id, remaining[0].id)
+            if found is None:
+                break
+            assert found.message is not None
+            rows.append(found.message)
+            leaf = found.id
+            remaining.pop(0)
+        for call in remaining:
+            row = tool_result_message(rejection_result(call, None, DENIED_MESSAGE))
+            entry = new_session_entry(
+                "message", session_id=session.id, parent_id=leaf, run_id=run_id, message=row
+            )
+            if redactor is not None:
+                entry = redactor.redact(entry)
+            await store.append(entry, expected_parent_id=leaf)
+            rows.append(entry.message if entry.message is not None else row)
+            leaf = entry.id
+    session._leaf_id = leaf
+    session._leaf_resolved = True
+    return rows, leaf
+
+
+def _open_round_calls(branch: Sequence[SessionEntry]) -> list[ToolCallContent]:
+    """The host calls of the branch's last tool round without a result row, in call order."""
+    messages = [e.message for e in branch if e.kind == "message" and e.message is not None]
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role != "assistant":
+            continue
+        calls = [
+            part
+            for part in message.content
+            if isinstance(part, ToolCallContent) and part.authority != "provider-hosted"
+        ]
+        if not calls:
+            continue
+        answered = {
+            part.tool_call_id
+            for later in messages[index + 1 :]
+            if later.role == "tool"
+            for part in later.content
+            if isinstance(part, ToolResultContent)
+        }
+        return [call for call in calls if call.id not in answered]
+    return []
+
+
+def _rejection_row(
+    entries: Sequence[SessionEntry], run_id: str, call_id: str
+) -> SessionEntry | None:
+    """The entry among ``entries`` that is this run's ``approval_rejected`` row for ``call_id``."""
+    for entry in entries:
+        message = entry.message
+        if entry.kind != "message" or entry.run_id != run_id or message is None:
+            continue
+        if message.role != "tool":
+            continue
+        for part in message.content:
+            if (
+                isinstance(part, ToolResultContent)
+                and part.tool_call_id == call_id
+                and part.error is not None
+                and part.error.code == "approval_rejected"
+            ):
+                return entry
+    return None
 
 
 async def _resuspend(
