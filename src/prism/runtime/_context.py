@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from prism.abort import AbortSignal
 from prism.assembly import Skill, SystemPromptContribution
-from prism.events import AgentEvent
 from prism.guardrails import Guardrails
 from prism.limits import RunLimits, RunLimitTracker
 from prism.redaction import SecretRedactor
@@ -28,12 +27,9 @@ from prism.types import (
     Message,
     ModelConfig,
     OwnershipScope,
-    ProviderRequest,
     ProviderRequestOptions,
-    ProviderTurnResult,
     StructuredOutputOptions,
     ToolCallContent,
-    ToolResult,
 )
 
 if TYPE_CHECKING:
@@ -161,14 +157,38 @@ class TurnBoundary:
 class RunContext:
     """The ``LoopContext`` of one run leg (CON-28). Built once per leg by :class:`RunLeg`.
 
-    Data members are plain attributes; ``finish_reason`` and ``artifact`` are writable. Methods
-    delegate to the leg; none of them exposes the provider, the store, the ledger or credentials.
+    Data members are plain attributes; ``finish_reason`` and ``artifact`` are writable. The
+    operations are the leg's own bound methods, stored on the context so that a loop's call
+    reaches the leg with no wrapper frame (ARCH-15); none of them exposes the provider, the store,
+    the ledger or credentials:
+
+    * ``await assemble(next_input, tool_results=None, turn=None, /)`` — run the turn boundary,
+      then build the next request (RUN-13, TP-4);
+    * ``await generate(request, /)`` — policies, middleware, redaction, retry, provider stream,
+      output guardrails (RUN-14);
+    * ``await dispatch_tool_call(call, /)`` — the fully guarded dispatch of one host call
+      (TOOL-9, APR-3);
+    * ``await charge_tool_round(calls, /)`` — charge one tool round when ``calls`` is non-empty,
+      then gate it (LIM-4, APR-2);
+    * ``await append_message(message, /)`` — append to the store under this run, redacted
+      (STORE-4);
+    * ``emit(event, /)`` — emit a redacted event, stamping empty ids (EVT-1, EVT-21);
+    * ``await apply_pending_steers()`` — drain the steer queue into history and store (STEER-4,
+      STEER-8);
+    * ``has_pending_steers()`` and ``is_tool_call_exclusive(call, /)`` (methods below).
     """
 
     __slots__ = (
         "_leg",
+        "append_message",
+        "apply_pending_steers",
         "artifact",
+        "assemble",
+        "charge_tool_round",
+        "dispatch_tool_call",
+        "emit",
         "finish_reason",
+        "generate",
         "history",
         "input",
         "input_messages",
@@ -201,58 +221,22 @@ class RunContext:
         self.restored_loop_state: Any = None
         self.finish_reason: str | None = None
         self.artifact: Any = None
+        self.assemble = leg.assemble
+        self.generate = leg.generate
+        self.dispatch_tool_call = leg.dispatch_tool_call
+        self.charge_tool_round = leg.charge_tool_round
+        self.append_message = leg.append_message
+        self.emit = leg.emit
+        self.apply_pending_steers = leg.apply_pending_steers
 
     def __repr__(self) -> str:
         return f"<LoopContext session_id={self.session_id!r} run_id={self.run_id!r}>"
-
-    # The coroutine methods below are plain functions returning the leg's coroutine: awaiting
-    # ``ctx.generate(request)`` runs the leg's coroutine directly, with no wrapper frame per call
-    # (ARCH-15). To a caller they behave exactly like ``async def`` methods.
-
-    def assemble(
-        self,
-        next_input: AgentInput,
-        tool_results: Sequence[ToolResult] | None = None,
-        turn: int | None = None,
-        /,
-    ) -> Coroutine[Any, Any, ProviderRequest]:
-        """Run the turn boundary, then build the next request (RUN-13). See CON-28."""
-        return self._leg.assemble(next_input, tool_results, turn)
-
-    def generate(self, request: ProviderRequest, /) -> Coroutine[Any, Any, ProviderTurnResult]:
-        """Policies, middleware, redaction, retry, provider stream, guardrails (RUN-14)."""
-        return self._leg.generate(request)
-
-    def dispatch_tool_call(self, call: ToolCallContent, /) -> Coroutine[Any, Any, ToolResult]:
-        """Fully guarded dispatch of one host call (TOOL-9)."""
-        return self._leg.dispatch_tool_call(call)
-
-    async def charge_tool_round(self, calls: Sequence[ToolCallContent], /) -> None:
-        """Charge one tool round when ``calls`` is non-empty, then gate it (LIM-4, APR-2)."""
-        if calls:
-            leg = self._leg
-            leg.tracker.charge_tool_round()
-            durable = leg.durable
-            if durable is not None:
-                durable.gate_round(tuple(calls))
 
     def is_tool_call_exclusive(self, call: ToolCallContent, /) -> bool:
         """True when the registered tool named by ``call`` has ``exclusive=True`` (POOL-2)."""
         tool = self._leg.registry.get(call.name)
         return tool is not None and tool.exclusive
 
-    def append_message(self, message: Message, /) -> Coroutine[Any, Any, None]:
-        """Append ``message`` to the store under this run, redacted (STORE-4)."""
-        return self._leg.append_message(message)
-
-    def emit(self, event: AgentEvent, /) -> None:
-        """Emit a redacted event, stamping empty ids (EVT-1, EVT-21)."""
-        self._leg.emit(event)
-
     def has_pending_steers(self) -> bool:
         """True when steered messages are queued (STEER-3)."""
         return bool(self._leg.session._steer_queue)
-
-    def apply_pending_steers(self) -> Coroutine[Any, Any, bool]:
-        """Drain the steer queue into history and store (STEER-4, STEER-8)."""
-        return self._leg.apply_pending_steers()

@@ -290,7 +290,7 @@ class RunLeg:
         """Whether anything observes this run's events (subscribers, ``on_event``, a ledger)."""
         return not self._terminal_emitted and (self.observers.active or self._ledger_on)
 
-    def emit(self, event: AgentEvent) -> None:
+    def emit(self, event: AgentEvent, /) -> None:
         """Emit one event to observers and the ledger (EVT-1, EVT-7, EVT-21, REC-3).
 
         Empty ids are stamped, the event is redacted once, and all observers get the same object.
@@ -355,7 +355,7 @@ class RunLeg:
         session._leaf_id = stored.id
         return stored
 
-    async def append_message(self, message: Message) -> None:
+    async def append_message(self, message: Message, /) -> None:
         """``ctx.append_message``: one redacted ``message`` entry under this run (STORE-4).
 
         Then the RUN-24 bookkeeping of open host calls. The entry gets the fields
@@ -431,9 +431,11 @@ class RunLeg:
     async def assemble(
         self,
         next_input: AgentInput,
-        tool_results: Sequence[ToolResult] | None,
-        turn: int | None,
+        tool_results: Sequence[ToolResult] | None = None,
+        turn: int | None = None,
+        /,
     ) -> ProviderRequest:
+        """``ctx.assemble``: the turn boundary, then the next request (RUN-13, TP-4, LOOP-8)."""
         self._check_live()
         boundary = self.boundary
         boundary_turn = boundary.completed + 1
@@ -451,7 +453,9 @@ class RunLeg:
         self._layout_version = self.history.mutations
         return request
 
-    async def generate(self, request: ProviderRequest) -> ProviderTurnResult:
+    async def generate(self, request: ProviderRequest, /) -> ProviderTurnResult:
+        """``ctx.generate``: policies, middleware, redaction and byte count, then the attempts
+        (RUN-14, RUN-15)."""
         self._check_live()
         boundary = self.boundary
         if boundary.entered != boundary.completed + 1:
@@ -514,7 +518,16 @@ class RunLeg:
             secrets.extend(s for s in outcome.secrets if s)
         return request, tuple(secrets)
 
-    async def dispatch_tool_call(self, call: ToolCallContent) -> ToolResult:
+    async def charge_tool_round(self, calls: Sequence[ToolCallContent], /) -> None:
+        """``ctx.charge_tool_round``: charge one round when ``calls`` is non-empty, then gate it
+        (LIM-4, APR-2)."""
+        if calls:
+            self.tracker.charge_tool_round()
+            durable = self.durable
+            if durable is not None:
+                durable.gate_round(tuple(calls))
+
+    async def dispatch_tool_call(self, call: ToolCallContent, /) -> ToolResult:
         """``ctx.dispatch_tool_call`` (TOOL-9): APR-3 answers first, then the guarded dispatch."""
         durable = self.durable
         if durable is not None:
