@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 from prism._serde import Serializable, to_json_value
+from prism.types import ToolCallContent
 
 __all__ = ["canonical_size"]
 
@@ -174,15 +175,39 @@ def _custom_size(value: Serializable) -> int:
     return len(_encode(value.to_dict()).encode())
 
 
+_REMEMBERED_TYPES: frozenset[type] = frozenset({ToolCallContent})
+"""Classes whose sizes are remembered by identity: a tool call is measured as a provider stream
+event (RUN-15 step 4) and again inside the assistant message of the next request (step 1)."""
+_REMEMBER_MAX = 256
+_remembered: dict[int, tuple[Any, int]] = {}
+"""``id(value) -> (value, size)``; holding ``value`` keeps its id from being reused, and a hit
+is checked by identity, so the cache is exact. Cleared when it outgrows :data:`_REMEMBER_MAX`."""
+
+
+def _remember(value: Any, size: int) -> None:
+    if len(_remembered) >= _REMEMBER_MAX:
+        _remembered.clear()
+    _remembered[id(value)] = (value, size)
+
+
 def _dataclass_sizer(cls: type) -> _Sizer:
     """Generate ``size(value)`` for a dataclass using the generic ``to_dict`` (CON-3).
 
     The code reads every serialised field in sorted order, skips ``None`` (omitted by CON-3) and
     adds ``len('"name":')`` plus the member's size; ``n`` members add ``n - 1`` commas and 2 braces.
-    Strings are measured inline; other members through the per-type sizers.
+    Strings are measured inline, dicts and tuples by direct calls, other members through the
+    per-type sizers. Classes in :data:`_REMEMBERED_TYPES` look their value up first.
     """
     names = sorted(f.name for f in dataclasses.fields(cls) if f.metadata.get("serialize", True))
-    lines = ["def size(v):", "    n = 0", "    t = 0"]
+    remember = cls in _REMEMBERED_TYPES
+    lines = ["def size(v):"]
+    if remember:
+        lines += [
+            "    hit = _known(id(v))",
+            "    if hit is not None and hit[0] is v:",
+            "        return hit[1]",
+        ]
+    lines += ["    n = 0", "    t = 0"]
     for name in names:
         key_size = len(_encode_str(name).encode()) + 1
         lines += [
@@ -193,15 +218,26 @@ def _dataclass_sizer(cls: type) -> _Sizer:
             "        if k is str:",
             "            e = _esc(x)",
             f"            t += {key_size} + (len(e) if e.isascii() else len(e.encode()))",
+            "        elif k is dict:",
+            f"            t += {key_size} + _dict(x)",
+            "        elif k is tuple:",
+            f"            t += {key_size} + _seq(x)",
             "        else:",
             "            f = _get(k)",
             f"            t += {key_size} + (f(x) if f is not None else _size(x))",
         ]
-    lines.append("    return t + n + 1 if n else 2")
+    lines.append("    t = t + n + 1 if n else 2")
+    if remember:
+        lines.append("    _remember(v, t)")
+    lines.append("    return t")
     namespace: dict[str, Any] = {
         "_esc": _encode_str,
         "_get": _SIZERS.get,
         "_size": canonical_size,
+        "_dict": _dict_size,
+        "_seq": _seq_size,
+        "_known": _remembered.get,
+        "_remember": _remember,
     }
     exec("\n".join(lines), namespace)  # generated from the class's own field names
     sizer: _Sizer = namespace["size"]
