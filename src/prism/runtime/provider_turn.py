@@ -532,8 +532,15 @@ class ProviderTurnRunner:
                 )
                 await self._stream(st, iterator.__anext__, child)
             finally:
-                if iterator is not None:
-                    await _close_iterator(iterator)
+                if iterator is not None:  # RUN-15: release the provider's response at once
+                    aclose = getattr(iterator, "aclose", None)
+                    if aclose is not None:
+                        try:
+                            await aclose()
+                        except Exception as exc:  # must not mask the outcome
+                            _log.warning(
+                                "provider iterator close failed: %s", type(exc).__name__
+                            )
         except asyncio.CancelledError:
             task = self._task
             if self._cancel_pending and task is not None:
@@ -595,7 +602,8 @@ class ProviderTurnRunner:
             emit = self._emit
             for event in buffered:
                 emit(event)
-        st.finished(None)
+        if self._observed():
+            st.finished(None)
         return result
 
     async def _stream(
@@ -644,7 +652,8 @@ class ProviderTurnRunner:
                     st.start()
                 if observed():
                     st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
-                st.close_open()
+                if st.open_kind:
+                    st.close_open()
                 st.parts.append(call)
                 st.calls.append(call)
                 st.call_events.append(event)
@@ -681,7 +690,8 @@ class ProviderTurnRunner:
                 st.start()
             elif kind is ProviderErrorEvent:
                 raise _AttemptFailed(event.error, st.started, None)  # type: ignore[union-attr]
-        st.close_open()
+        if st.open_kind:
+            st.close_open()
         if st.has_deltas:
             for call in reconstruct_tool_call_deltas(st.call_events):
                 st.parts.append(call)
@@ -851,17 +861,6 @@ class _Attempt:
             self.record_usage()
         finally:
             self.finished(info)
-
-
-async def _close_iterator(iterator: Any) -> None:
-    """Close the provider's iterator at once so its HTTP response is released (RUN-15)."""
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is None:
-        return
-    try:
-        await aclose()
-    except Exception as exc:  # a provider failing to clean up must not mask the outcome
-        _log.warning("provider iterator close failed: %s", type(exc).__name__)
 
 
 async def generate_with_retry(
