@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote
 
+from prism.cli._interrupt import INTERRUPT_STOP_REASON
 from prism.errors import AgentRunStateError, CheckpointConflictError
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
 from prism.runtime.durable import load_agent_run_state
@@ -304,6 +305,8 @@ class RunInfo:
         if self.status == "running":
             return "interrupted (running when its process ended)"
         if self.status == "succeeded" and self.stop_reason == "host_policy":
+            if self.stop_detail == INTERRUPT_STOP_REASON:
+                return "stopped (Ctrl-C)"
             return f"stopped ({self.stop_detail or '--max-turns'})"
         if self.error and self.status in ("failed", "aborted"):
             return f"{self.status}: {self.error}"
@@ -342,7 +345,13 @@ async def load_run(store: DatabaseStore, run_id: str) -> RunInfo:
     message = error.get("message") if isinstance(error, dict) else None
     detail = note.get("stop_detail")
     if record is None or not isinstance(record.value, dict):
-        return RunInfo(run_id, None, error=message if isinstance(message, str) else None)
+        # ended before its first checkpoint: the note (if any) knows how
+        status = note.get("status")
+        return RunInfo(
+            run_id,
+            status if isinstance(status, str) else None,
+            error=message if isinstance(message, str) else None,
+        )
     value = record.value
     stop = value.get("stop_reason")
     return RunInfo(
