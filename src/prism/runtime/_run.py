@@ -240,7 +240,9 @@ class RunLeg:
         self.input_messages: tuple[Message, ...] = ()
         self.messages: list[Message] = []
         self.last_entry: SessionEntry | None = None
-        self._open_calls: dict[str, str] = {}
+        self._open_calls: dict[str, ToolCallContent] = {}
+        """RUN-24: host calls of stored assistant messages without a stored result row, in call
+        order (also what an ``every-turn`` dispatch marking lists, DB-10)."""
         self._terminal_emitted = False
         self._start_record: Any = None
         self._last_turn = 1
@@ -408,7 +410,7 @@ class RunLeg:
             open_calls = self._open_calls
             for part in message.content:
                 if type(part) is ToolCallContent and part.authority != "provider-hosted":
-                    open_calls[part.id] = part.name
+                    open_calls[part.id] = part
         elif role == "tool":
             open_calls = self._open_calls
             if open_calls:
@@ -579,7 +581,7 @@ class RunLeg:
 
     def open_call(self, call: ToolCallContent) -> None:
         """Track a host call stored by an earlier leg until its row is written (RUN-24)."""
-        self._open_calls[call.id] = call.name
+        self._open_calls[call.id] = call
 
     def result_message(self, result: ToolResult) -> Message:
         """The tool-result message of ``result`` (CON-8)."""
@@ -939,11 +941,11 @@ class RunLeg:
         if not open_calls:
             return
         pending = list(open_calls.items())
-        for call_id, name in pending:
+        for call_id, call in pending:
             row = tool_result_message(
                 ToolResult(
                     tool_call_id=call_id,
-                    name=name,
+                    name=call.name,
                     error=ErrorInfo(code="tool_call_interrupted", message=INTERRUPTED_MESSAGE),
                 )
             )
