@@ -572,7 +572,8 @@ async def test_dur7_default_policy_without_suspension_writes_nothing() -> None:
 
 
 async def test_dur7_every_turn_writes_running_at_each_boundary_then_terminal() -> None:
-    """DUR-7/TP-4 step 4: one running write per boundary (after the charge), then terminal."""
+    """DUR-7/TP-4 step 4/DB-10: running before the input is appended, at each boundary (after
+    the charge) and before each tool's side effect, then terminal."""
     w = World()
     versions: list[tuple[int, str, int]] = []
 
@@ -587,11 +588,13 @@ async def test_dur7_every_turn_writes_running_at_each_boundary_then_terminal() -
                     tools=[ToolDefinition(name="refund", execute=spy)])
     session = w.session(agent)
     result = await session.run("go")
-    assert versions == [(1, "running", 1), (2, "running", 2)]
+    # input (v1), boundary 1 (v2), c1 dispatched (v3), boundary 2 (v4), c2 dispatched (v5),
+    # boundary 3 (v6), terminal (v7)
+    assert versions == [(3, "running", 1), (5, "running", 2)]
     loaded = await load_agent_run_state(w.checkpoints, run_id=result.run_id)
-    assert loaded.record.version == 4
+    assert loaded.record.version == 7
     assert loaded.state["status"] == "succeeded" and "stop_reason" not in loaded.state
-    assert result.run_state.version == 4
+    assert result.run_state.version == 7
 
 
 async def test_dur15_failed_and_aborted_runs_finalise_an_existing_envelope() -> None:
@@ -637,7 +640,7 @@ async def test_dur15_terminal_write_failure_on_the_failure_path_chains_both_erro
     assert err.result.error is not None and err.result.error.code == "mock_script_exhausted"
     assert kinds(w.events).count("error") == 1
     loaded = await load_agent_run_state(store, run_id=err.result.run_id)
-    assert loaded.state["status"] == "running" and loaded.record.version == 2
+    assert loaded.state["status"] == "running" and loaded.record.version == 4  # boundary 2
 
 
 async def test_dur15_terminal_write_failure_on_success_fails_the_run() -> None:
@@ -868,52 +871,7 @@ async def test_dur14_gvr_snapshot_is_stored_and_restored() -> None:
 # --------------------------------------------------------------------------- DUR-22 / DUR-23
 
 
-async def test_dur22_crash_recovery_forks_and_reruns_the_turn() -> None:
-    """DUR-22: a running checkpoint resumes from the recorded leaf; entries after it are left on
-    an abandoned branch; the first append forks (STORE-4)."""
-    w = World()
-    started = asyncio.Event()
-    running_envelope: list[dict[str, Any]] = []
-
-    async def hanging(args: dict[str, Any], ctx: Any) -> Any:
-        loaded = await load_agent_run_state(w.checkpoints, run_id=ctx.run_id)
-        running_envelope.append(json.loads(json.dumps(loaded.state)))
-        started.set()
-        await asyncio.Event().wait()  # the worker dies here
-
-    agent = w.agent([tool_turn("c1"), text_turn("never")],
-                    run_state=w.options(checkpoint_policy="every-turn"),
-                    tools=[ToolDefinition(name="refund", execute=hanging,
-                                          parameters=w.tools()[0].parameters)])
-    session = w.session(agent)
-    task = asyncio.create_task(session.run("go"))
-    await started.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    run_id = session_run_id(w)
-    # a hard crash writes nothing more: put back the last boundary's running envelope
-    after = await load_agent_run_state(w.checkpoints, run_id=run_id)
-    assert after.state["status"] == "aborted"
-    (crashed,) = running_envelope
-    assert crashed["status"] == "running"
-    saved = await save_agent_run_state(checkpoints=w.checkpoints, state=crashed,
-                                       expected_version=after.record.version)
-    leaf = crashed["leaf_id"]
-    fresh = w.agent([tool_turn("c9"), text_turn("recovered")],
-                    run_state=w.options(checkpoint_policy="every-turn"))
-    fresh_session = w.session(fresh, session.id)
-    result = await resume_agent_run(fresh_session, run_id, expected_version=saved.record.version)
-    assert result.status == "succeeded" and result.text == "recovered"
-    branch = await fresh_session.entries()
-    messages = [e.message for e in branch if e.message is not None]
-    assert roles(messages) == ["user", "assistant", "tool", "assistant"]
-    assert messages[1].content[0].id == "c9"
-    # the re-run turn's assistant entry hangs off the recorded leaf, next to the abandoned one
-    siblings = [e.id for e in await w.store.list(session.id) if e.parent_id == leaf]
-    assert len(siblings) == 2 and branch[1].id in siblings
-    assert w.executed == [{"order": 1}]
-    assert w.providers[0].call_count == 1 and w.providers[1].call_count == 2
+# DUR-22 crash recovery (fork, adoption, ambiguity): tests/runtime/test_durable_crash.py
 
 
 async def test_dur23_policy_stop_resumes_at_the_boundary_with_steers_once() -> None:
@@ -980,7 +938,7 @@ async def test_tp11_policy_failure_finalises_an_existing_envelope_as_failed() ->
         await session.run("go", turn_policy=TurnPolicy(stop=stop))
     loaded = await load_agent_run_state(w.checkpoints, run_id=info.value.result.run_id)
     assert loaded.state["status"] == "failed"
-    assert loaded.record.version == 2  # boundary 1 running, then failed
+    assert loaded.record.version == 4  # input, boundary 1, c1 dispatched, then failed
     assert info.value.result.error is not None
     assert info.value.result.error.code == "ERR_PRISM_TURN_POLICY"
 

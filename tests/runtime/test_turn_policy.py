@@ -513,7 +513,8 @@ async def test_tp4_boundary_order_suspend_policy_charge_checkpoint() -> None:
     suspended = await session.run("go", turn_policy=TurnPolicy(stop=keep_going))
     assert suspended.status == "suspended" and consulted == [1]
     loaded = await load_agent_run_state(store, run_id=suspended.run_id)
-    assert loaded.record.version == 2 and loaded.state["counters"]["turns"] == 1
+    # the input (v1), boundary 1 (v2), the suspension (v3)
+    assert loaded.record.version == 3 and loaded.state["counters"]["turns"] == 1
 
     store2 = MemoryCheckpointStore()
     plain = RunStateOptions(store2, "v1", checkpoint_policy="every-turn")
@@ -523,7 +524,8 @@ async def test_tp4_boundary_order_suspend_policy_charge_checkpoint() -> None:
     )
     assert stopped.stop_reason == "host_policy"
     loaded2 = await load_agent_run_state(store2, run_id=stopped.run_id)
-    # boundary 1: running (v1); boundary 2: the stop, no charge, no running write → v2 terminal
-    assert loaded2.record.version == 2
+    # the input (v1); boundary 1: running (v2); c1's dispatch (v3); boundary 2: the stop, no
+    # charge, no running write → v4 terminal
+    assert loaded2.record.version == 4
     assert loaded2.state["status"] == "succeeded"
     assert loaded2.state["counters"]["turns"] == 1

@@ -305,10 +305,15 @@ class _Entry:
     status: Literal["ready", "dispatched"] = "ready"
     decision: RunDecision | None = None
     pending: PendingDecision | None = None
+    call_json: dict[str, Any] | None = None
+    """``call.to_dict()`` once computed (a marked call is written several times, DB-10)."""
 
     def to_json(self) -> dict[str, Any]:
+        call_json = self.call_json
+        if call_json is None:
+            call_json = self.call_json = self.call.to_dict()
         out: dict[str, Any] = {
-            "call": self.call.to_dict(),
+            "call": call_json,
             "status": self.status,
             "approval_id": self.approval_id,
         }
@@ -371,6 +376,8 @@ class DurableRun:
         "_base_bytes",
         "_entries",
         "_gated",
+        "_marked",
+        "_stray",
         "_model",
         "_names",
         "_open",
@@ -441,21 +448,27 @@ class DurableRun:
         self._names: dict[str, str] = {}
         self._entries: list[_Entry] = []
         self._replaying: dict[str, _Entry] = {}
+        self._marked: dict[str, _Entry] = {}
+        """Every-turn dispatch marking of the open tool round: call id → entry (DB-10)."""
+        self._stray: list[_Entry] = []
+        """Marked calls that no stored assistant message carries (DB-10)."""
         if resume is not None:
             envelope = resume.envelope
             self.version = resume.version
             self.state = AgentRunState.from_envelope(envelope, resume.version)
             self.sticky = [StickyDecision.from_dict(s) for s in envelope.get("sticky_decisions", [])]
             self.loop_state = envelope.get("loop_state")
+            # Decided ``ready`` calls (APR-9), and the undecided ``ready`` calls of a tool round
+            # an ``every-turn`` dispatch marking left open (DB-10): both are replayed.
             for raw in envelope.get("pending_calls", []):
-                decision = raw.get("decision")
-                if raw.get("status") != "ready" or decision is None:
+                if raw.get("status") != "ready":
                     continue
+                decision = raw.get("decision")
                 self._entries.append(
                     _Entry(
                         call=ToolCallContent.from_dict(raw["call"]),
                         approval_id=raw["approval_id"],
-                        decision=RunDecision.from_dict(decision),
+                        decision=None if decision is None else RunDecision.from_dict(decision),
                     )
                 )
 
@@ -659,4 +672,52 @@ class DurableRun:
         """The still-pending replay entries (written by a dispatch marking)."""
         return [e.to_json() for e in self._entries]
 
+    # ----------------------------------------------------------------- dispatch marking (DB-10)
 
+    def mark_dispatched(
+        self, call: ToolCallContent, open_calls: Mapping[str, ToolCallContent]
+    ) -> None:
+        """Record that ``call`` is about to run (an ``every-turn`` run without gating, DB-10).
+
+        The entry is written by the next :meth:`marked_pending_calls` write and stays
+        ``dispatched`` until its result row is stored (it then leaves ``open_calls``).
+        """
+        marked = self._marked
+        entry = marked.get(call.id)
+        if entry is None:
+            entry = marked[call.id] = _Entry(call=call, approval_id=new_id("approval"))
+            if call.id not in open_calls:  # no stored assistant message carries it
+                self._stray.append(entry)
+        entry.status = "dispatched"
+
+    def marked_pending_calls(
+        self, open_calls: Mapping[str, ToolCallContent]
+    ) -> list[dict[str, Any]]:
+        """The ``pending_calls`` of a dispatch marking (DB-10), in call order.
+
+        Args:
+            open_calls: The leg's host calls without a stored result row (RUN-24), in call
+                order: the open tool round.
+
+        Returns:
+            One entry per open call — ``dispatched`` when it reached execution, else ``ready``
+            (not started: a resumed leg dispatches it) — then the dispatched calls no stored
+            assistant message carries (listed until the next boundary). Calls whose result row
+            is stored are left out. O(round size).
+        """
+        marked = self._marked
+        out: list[dict[str, Any]] = []
+        for call_id, call in open_calls.items():
+            entry = marked.get(call_id)
+            if entry is None:
+                entry = marked[call_id] = _Entry(call=call, approval_id=new_id("approval"))
+            out.append(entry.to_json())
+        if self._stray:
+            out.extend(e.to_json() for e in self._stray)
+        return out
+
+    def clear_marks(self) -> None:
+        """A boundary checkpoint (the round's rows are stored) ends the marked round."""
+        if self._marked:
+            self._marked.clear()
+            self._stray.clear()

@@ -9,13 +9,18 @@
   APR-4 backstop and the APR-9 dispatch marking, via ``before_execute``);
 * setup: the input-guardrail suspension (DUR-9), loop-state restore (DUR-13) and the replay of
   decided calls (APR-9);
-* the outcomes: suspension (RUN-19) and terminal writes (DUR-7, DUR-15).
+* the outcomes: suspension (RUN-19) and terminal writes (DUR-7, DUR-15);
+* crash safety of ``every-turn`` runs without gating (DB-10): the first ``running`` envelope is
+  written before the input is appended (with the input, so a resume appends it exactly once), and
+  every host tool dispatch is recorded as ``dispatched`` before its side effect, so a crash inside
+  a tool is reported (DUR-20) instead of re-running it.
 
 Every write costs O(envelope), never O(history).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from prism.errors import AgentLoopStateError, AgentRunSuspended
@@ -58,7 +63,17 @@ class DurableDriver:
         resume: The resume point of a resumed leg, else ``None``.
     """
 
-    __slots__ = ("leg", "options", "resume", "run", "terminal_write_failed")
+    __slots__ = (
+        "_mark_lock",
+        "_mark_wanted",
+        "_mark_written",
+        "leg",
+        "marks",
+        "options",
+        "resume",
+        "run",
+        "terminal_write_failed",
+    )
 
     def __init__(self, leg: RunLeg, options: RunStateOptions, resume: ResumePoint | None) -> None:
         self.leg = leg
@@ -74,6 +89,12 @@ class DurableDriver:
             resume=resume,
         )
         self.terminal_write_failed = False
+        self.marks = options.checkpoint_policy == "every-turn" and not options.interrupt_before_tool
+        """Record each host dispatch before its side effect (DB-10); ``on-suspend`` runs and
+        gated runs (APR-9 marks their replays) do not."""
+        self._mark_lock: asyncio.Lock | None = None
+        self._mark_wanted = 0
+        self._mark_written = 0
 
     # ----------------------------------------------------------------- helpers
 
@@ -129,8 +150,21 @@ class DurableDriver:
             raise await self.suspend_round()
 
     async def checkpoint_hook(self, turn: int) -> None:
-        """TP-4 step 4 / DUR-7: the ``every-turn`` ``running`` checkpoint."""
-        await self.run.write("running", **self._frame(), loop_state=self._snapshot())
+        """TP-4 step 4 / DUR-7: the ``every-turn`` ``running`` checkpoint; it also ends the
+        dispatch marking of the previous tool round (its rows are stored, DB-10)."""
+        run = self.run
+        await run.write("running", **self._frame(), loop_state=self._snapshot())
+        run.clear_marks()
+
+    async def checkpoint_input(self, input_messages: tuple[Message, ...]) -> None:
+        """DB-10 / DUR-7: a fresh ``every-turn`` leg writes its first ``running`` envelope before
+        its input is appended: the leaf before the input, and the (redacted) input itself, as an
+        input-guardrail suspension stores it (DUR-9). A crash right after the append leaves a
+        resumable run whose resumed leg appends the input again on a fork (DUR-22), so the input
+        is on the continued branch exactly once."""
+        if self.options.checkpoint_policy != "every-turn" or not input_messages:
+            return
+        await self.run.write("running", **self._frame(), loop_state=None, input=input_messages)
 
     # ----------------------------------------------------------------- tools (APR-2..APR-4, APR-9)
 
@@ -161,6 +195,42 @@ class DurableDriver:
         if run.needs_backstop(call):
             run.open_backstop(call)
             raise await self.suspend_round()
+        if self.marks:
+            await self._mark(call)
+
+    async def _mark(self, call: ToolCallContent) -> None:
+        """DB-10: write ``call`` as ``dispatched`` before its side effect.
+
+        The envelope gets the current leaf (the round's assistant message and the rows stored so
+        far), a fresh loop snapshot (as the APR-4 backstop takes), and the open round: this call
+        and the others already started ``dispatched``, the rest ``ready``; calls whose rows are
+        stored drop out (the next boundary clears the list). A crash then resumes this round
+        without requesting its provider turn again: a stored row is adopted, a ``ready`` call is
+        dispatched, and a ``dispatched`` call without a row is reported (DUR-20).
+
+        Parallel rounds: the writes are serialised and coalesced — a call whose marking is
+        waiting while another write is in flight is covered by the next single write, which
+        lists every call marked until then.
+        """
+        run = self.run
+        open_calls = self.leg._open_calls
+        run.mark_dispatched(call, open_calls)
+        self._mark_wanted += 1
+        wanted = self._mark_wanted
+        lock = self._mark_lock
+        if lock is None:
+            lock = self._mark_lock = asyncio.Lock()
+        async with lock:
+            if self._mark_written >= wanted:
+                return  # a write that started after this call was marked covered it
+            target = self._mark_wanted
+            await run.write(
+                "running",
+                **self._frame(),
+                loop_state=self._snapshot(),
+                pending_calls=run.marked_pending_calls(open_calls),
+            )
+            self._mark_written = target
 
     # ----------------------------------------------------------------- setup
 
@@ -196,18 +266,20 @@ class DurableDriver:
         ctx.restored_loop_state = snapshot
 
     async def replay(self, ctx: RunContext) -> None:
-        """APR-9: answer or dispatch every decided ``ready`` call, in stored order."""
+        """APR-9: answer or dispatch every ``ready`` call, in stored order.
+
+        A decided call follows its decision; an undecided one (a call of the tool round an
+        ``every-turn`` dispatch marking left open, DB-10) is dispatched as it is.
+        """
         run = self.run
         leg = self.leg
         for entry in run.replay_entries():
             decision = entry.decision
             call = entry.call
-            if decision is None:
-                continue
-            if decision.outcome in ("reject_once", "reject_for_run"):
+            if decision is not None and decision.outcome in ("reject_once", "reject_for_run"):
                 result = rejection_result(call, decision.reason, "Approval rejected")
             else:
-                if decision.modified_arguments is not None:
+                if decision is not None and decision.modified_arguments is not None:
                     call = ToolCallContent(
                         id=call.id,
                         name=call.name,

@@ -751,7 +751,9 @@ class RunLeg:
                 if resume is None:  # DUR-9: a fresh durable leg suspends
                     raise await durable.suspend_for_input(record, self.input_messages)
                 # a resumed leg: the interrupt counts as approved
-        # step 10
+        # step 10 (a fresh every-turn leg checkpoints the input first, DB-10)
+        if self.durable is not None and resume is None:
+            await self.durable.checkpoint_input(self.input_messages)
         for message in self.input_messages:
             branch.append(await self._append_message_entry(message))
         # step 11

@@ -288,6 +288,8 @@ async def resume_agent_run(
         if applied.remaining:
             return await _resuspend(session, new_state, applied.remaining, writer)
     else:
+        if status == "running":
+            await _adopt_stored_rows(session, new_state)
         _check_ambiguity(new_state)
     # -- 6. claim (DUR-19) and the resumed leg
     new_state["status"] = "running"
@@ -304,6 +306,61 @@ async def resume_agent_run(
         return ResumePoint(version=claimed, envelope=new_state, input=messages, fork=crash)
 
     return await session._run_resumed(claim, options=options, signal=signal, ownership=owner)
+
+
+async def _adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> None:
+    """Crash recovery (DB-10, DUR-20): adopt the result rows stored after the recorded leaf.
+
+    A ``running`` envelope written by a dispatch marking (an ``every-turn`` run, or an APR-9
+    replay) records the leaf inside a tool round and the round's open calls. When the process
+    died after a call's result row was stored but before the next write, that row hangs off the
+    recorded leaf: the call's outcome is known, so it is not ambiguous. Starting at the leaf,
+    each child entry that is a tool row of this run answering a pending call moves the leaf onto
+    it and drops the call from ``pending_calls`` (on ``state``, which the claim then saves). A
+    ``dispatched`` call left without a row stays ambiguous. Nothing is read unless a
+    ``dispatched`` entry exists; the read is O(session), on the resume path only.
+    """
+    pending: list[dict[str, Any]] = list(state.get("pending_calls") or ())
+    leaf: str | None = state.get("leaf_id")
+    if leaf is None or not any(e.get("status") == "dispatched" for e in pending):
+        return
+    try:
+        entries = await session.store.list(session.id)
+    except Exception:
+        return  # the ambiguity check reports the calls; the operator decides (DUR-24)
+    children: dict[str | None, list[SessionEntry]] = {}
+    for entry in entries:
+        children.setdefault(entry.parent_id, []).append(entry)
+    run_id = state["run_id"]
+    open_ids = {e["call"]["id"] for e in pending}
+    moved = False
+    while open_ids:
+        row = _row_answering(children.get(leaf, ()), run_id, open_ids)
+        if row is None:
+            break
+        leaf, answered = row
+        open_ids.discard(answered)
+        moved = True
+    if moved:
+        state["leaf_id"] = leaf
+        state["pending_calls"] = [e for e in pending if e["call"]["id"] in open_ids]
+
+
+def _row_answering(
+    entries: Sequence[SessionEntry], run_id: str, call_ids: set[str]
+) -> tuple[str, str] | None:
+    """``(entry id, call id)`` of the first of ``entries`` that is this run's result row for
+    one of ``call_ids``."""
+    for entry in entries:
+        message = entry.message
+        if entry.kind != "message" or entry.run_id != run_id or message is None:
+            continue
+        if message.role != "tool":
+            continue
+        for part in message.content:
+            if isinstance(part, ToolResultContent) and part.tool_call_id in call_ids:
+                return entry.id, part.tool_call_id
+    return None
 
 
 def _check_ambiguity(state: Mapping[str, Any]) -> None:
