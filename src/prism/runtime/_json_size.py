@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 from prism._serde import Serializable, to_json_value
-from prism.types import ToolCallContent
+from prism.types import ModelConfig, ToolCallContent, ToolDefinition
 
 __all__ = ["canonical_size"]
 
@@ -175,9 +175,10 @@ def _custom_size(value: Serializable) -> int:
     return len(_encode(value.to_dict()).encode())
 
 
-_REMEMBERED_TYPES: frozenset[type] = frozenset({ToolCallContent})
+_REMEMBERED_TYPES: frozenset[type] = frozenset({ModelConfig, ToolCallContent, ToolDefinition})
 """Classes whose sizes are remembered by identity: a tool call is measured as a provider stream
-event (RUN-15 step 4) and again inside the assistant message of the next request (step 1)."""
+event (RUN-15 step 4) and again inside the assistant message of the next request (step 1); the
+model and the tool definitions of an agent are part of every run's first request."""
 _REMEMBER_MAX = 256
 _remembered: dict[int, tuple[Any, int]] = {}
 """``id(value) -> (value, size)``; holding ``value`` keeps its id from being reused, and a hit

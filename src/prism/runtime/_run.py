@@ -714,7 +714,7 @@ class RunLeg:
         active_skills = select_skills(plan.skills, plan.active_skills)
         # step 7
         current = current_model(branch) or config.model
-        if plan.model.to_dict() != current.to_dict():
+        if plan.model is not current and plan.model.to_dict() != current.to_dict():
             entry = await self.append_entry(
                 new_session_entry(
                     "model_change",
