@@ -245,8 +245,11 @@ class SessionObservers:
         """Hand one (already redacted) event to every subscription and ``on_event``, in order."""
         subs = self._subs
         if subs:
-            for sub in tuple(subs):
-                sub.push(event)
+            if len(subs) == 1:
+                subs[0].push(event)
+            else:
+                for sub in tuple(subs):  # a push may close (and discard) its subscription
+                    sub.push(event)
         callback = self._on_event
         if callback is None:
             return

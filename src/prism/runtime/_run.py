@@ -315,7 +315,8 @@ class RunLeg:
         if redactor is not None:
             event = redact_agent_event(event, redactor)
         observers.deliver(event)
-        self.writer.record_event(event)
+        if self._ledger_on:
+            self.writer.record_event(event)
 
     def _emit_terminal(self, event: AgentEvent) -> None:
         self.emit(event)

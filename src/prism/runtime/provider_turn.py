@@ -203,6 +203,10 @@ def _http_status(code: object) -> int | None:
     return None
 
 
+_EMPTY_DRAFT: Final = Message("assistant", ())
+"""The ``message_started`` draft of an attempt without a provider message id (frozen, shared)."""
+
+
 def _always() -> bool:
     return True
 
@@ -248,6 +252,7 @@ class ProviderTurnRunner:
         "_cancel_pending",
         "_child",
         "_emit",
+        "_first_attempt_metadata",
         "_generated",
         "_observed",
         "_guardrails",
@@ -320,6 +325,7 @@ class ProviderTurnRunner:
         self._task: asyncio.Task[Any] | None = None
         self._waiting = False
         self._cancel_pending = False
+        self._first_attempt_metadata: ProviderTurnMetadata | None = None
         signal.add_listener(self._abort_child)  # the streaming attempt's link (RUN-15 step 3)
 
     # ----------------------------------------------------------------- soft interrupts (STEER-6)
@@ -496,14 +502,19 @@ class ProviderTurnRunner:
         st = _Attempt(self, turn, attempt)
         if self._observed():
             st.started_at = time.perf_counter()
+            metadata = self._first_attempt_metadata
+            if attempt != 1 or metadata is None:
+                metadata = ProviderTurnMetadata(
+                    provider_id=self._provider_id, model=self._model, attempt=attempt
+                )
+                if attempt == 1:
+                    self._first_attempt_metadata = metadata  # frozen: shared by every turn
             self._emit(
                 ProviderTurnStartedEvent(
                     session_id=self._session_id,
                     run_id=self._run_id,
                     turn=turn,
-                    metadata=ProviderTurnMetadata(
-                        provider_id=self._provider_id, model=self._model, attempt=attempt
-                    ),
+                    metadata=metadata,
                 )
             )
         controller = AbortController()
@@ -778,7 +789,11 @@ class _Attempt:
                     MessageStartedEvent(
                         session_id=runner._session_id,
                         run_id=runner._run_id,
-                        message=Message("assistant", (), id=self.message_id),
+                        message=(
+                            _EMPTY_DRAFT
+                            if self.message_id is None
+                            else Message("assistant", (), id=self.message_id)
+                        ),
                     )
                 )
 
