@@ -6,10 +6,11 @@ continue the run from whatever the store holds, the last one to the end (a ``rec
 killed at a hook point too, for a crash during recovery).
 
 The run: an agent over a session that already holds an exchange (the *seed*), with
-``checkpoint_policy="every-turn"``. In the ``gated`` mode it also has ``interrupt_before_tool=True``
-and the host approves every gated round at once, so every tool call is dispatched through the
-approval replay, which records the dispatch in the envelope before the side effect (APR-9); in
-the ``plain`` mode tools run directly and only the turn boundaries are checkpointed (DUR-22).
+``checkpoint_policy="every-turn"``: the first envelope (with the input) is written before the input
+is appended. In the ``gated`` mode it also has ``interrupt_before_tool=True`` and the host approves
+every gated round at once, so every tool call is dispatched through the approval replay, which
+records the dispatch in the envelope before the side effect (APR-9); in the ``plain`` mode tools
+run directly and the runtime records each dispatch before its side effect itself (DB-10).
 Provider turns come from a script indexed by the number of assistant messages in the request, so
 any process knows which turn comes next:
 
@@ -33,12 +34,13 @@ Hook points, in the order a clean run meets them (``trace-<phase>.log`` lists th
 
 Recovery is what a host and an operator do (DUR-16..DUR-24): find the session's last run; if it
 has no envelope it never became durable, so start it again from the entry before it (STORE-6);
-a ``running`` envelope is continued (crash recovery, DUR-22), a ``suspended`` one approved; when
-resume reports an ambiguous dispatched call (DUR-20), the operator checks the tool's side-effect
-log and the session and repairs the envelope with ``save_agent_run_state`` (DUR-24): a result row
-already stored is adopted (the leaf moves onto it), a side effect that happened without a stored
-result is answered with a ``reject_once`` row saying so, and a call whose side effect never
-happened is released for one (re-)run.
+a ``running`` envelope is continued (crash recovery, DUR-22; the resume itself adopts result rows
+stored after the recorded leaf), a ``suspended`` one approved; when resume reports an ambiguous
+dispatched call (DUR-20), the operator checks the tool's side-effect log and the session and
+repairs the envelope with ``save_agent_run_state`` (DUR-24): a result row already stored is
+adopted (the leaf moves onto it), a side effect that happened without a stored result is answered
+with a ``reject_once`` row saying so, and a call whose side effect never happened is released for
+one (re-)run.
 
 Usage::
 
@@ -340,15 +342,44 @@ async def snapshot(store: Any, session_id: str) -> dict[str, Any]:
         "version": record.version,
         "status": state["status"],
         "leaf_id": state.get("leaf_id"),
+        "input": "input" in state,
         "pending": [
             {"id": e["call"]["id"], "status": e["status"], "decided": "decision" in e}
             for e in state.get("pending_calls", [])
         ],
+        "adoptable": stored_rows_after(
+            entries, run_id, state.get("leaf_id"),
+            {e["call"]["id"] for e in state.get("pending_calls", [])},
+        ),
     }
     leaf = state.get("leaf_id")
     if leaf is not None:
         out["branch"] = [project(e) for e in await store.read_branch(session_id, leaf)]
     return out
+
+
+def stored_rows_after(
+    entries: Sequence[SessionEntry], run_id: str, leaf: str | None, pending: set[str]
+) -> list[str]:
+    """The pending calls whose result rows this run stored right after the recorded leaf (a
+    chain of tool rows hanging off it): their outcome is known, so they are not ambiguous."""
+    found: list[str] = []
+    while leaf is not None and pending:
+        nxt = None
+        for entry in entries:
+            if entry.parent_id != leaf or entry.run_id != run_id or entry.message is None:
+                continue
+            answered = [
+                p.tool_call_id for p in entry.message.content
+                if isinstance(p, ToolResultContent) and p.tool_call_id in pending
+            ]
+            if answered:
+                nxt = entry.id
+                found += answered
+                pending -= set(answered)
+                break
+        leaf = nxt
+    return found
 
 
 # --------------------------------------------------------------------------- phases

@@ -2,34 +2,40 @@
 hook point of a clean run, then continued by new processes.
 
 The run and the hook points are described in ``_crash_worker.py``: three provider turns, three
-approved tool calls, every-turn checkpoints — 48 hook points spread over provider turns (request,
-mid-stream), tool calls (before and after the side effect), session appends and checkpoint writes
-(before and after each real write). For every hook point a ``start`` process kills itself there
-(``os.kill(getpid(), SIGKILL)``), and a ``recover`` process continues the run from the store alone
-(``resume_agent_run`` of the ``running``/``suspended`` envelope, DUR-16..DUR-22). Some cases kill
-the recovering process too, so a second recovery continues a twice-crashed run.
+tool calls, every-turn checkpoints, with approvals (50 hook points) and without (42) — spread over
+provider turns (request, mid-stream), tool calls (before and after the side effect), session
+appends and checkpoint writes (before and after each real write). For every hook point a
+``start`` process kills itself there (``os.kill(getpid(), SIGKILL)``), and a ``recover`` process
+continues the run from the store alone (``resume_agent_run`` of the ``running``/``suspended``
+envelope, DUR-16..DUR-22). Some cases kill the recovering process too, so a second recovery
+continues a twice-crashed run.
 
 Each phase is its own OS process, forked per job from a warm worker interpreter that never opens a
 store (so a case costs milliseconds, not interpreter starts); one test runs the same protocol with
 a fresh interpreter per phase.
 
-What every case must show (DB-10):
+What every case must show (DB-10), with approvals and without:
 
 * no stored message lost: the branch the envelope recorded at the crash is a prefix of the final
   branch; none duplicated: the final branch is exactly the expected transcript;
 * no completed provider turn requested again: after a crash, no process requests a turn whose
-  answer is on the recorded branch (the provider logs every request in ``turns.log``);
+  answer is on the recorded branch (the provider logs every request in ``turns.log``) — a
+  recorded dispatch puts its turn on the recorded branch, so a crash inside a tool round never
+  re-requests that round's turn;
 * every stored tool call ends up with exactly one result on the final branch, and no branch of
   the store, abandoned ones included, answers a call twice;
-* a call whose dispatch was recorded but whose outcome was not is *reported* by resume
+* a call whose dispatch was recorded but whose result row was not stored is *reported* by resume
   (``AgentRunStateError``, DUR-20) — in particular every crash inside a tool is — and resolved by
-  the operator (DUR-24); every tool side effect happens exactly once (``effects.log``), so nothing
-  is silently re-run.
+  the operator (DUR-24); a recorded dispatch whose row *was* stored is adopted by the resume, not
+  reported; every tool side effect happens exactly once (``effects.log``), so nothing is silently
+  re-run;
+* the input is checkpointed before it is appended: a run that stored an entry always has an
+  envelope, and a kill right after the input append resumes the run, the input appended again on
+  a fork and present once on the final branch.
 
-Crashes before the run's first checkpoint leave no envelope: the run never became durable and the
-host starts it again (its input stays on an abandoned branch). Crashes after an answer was stored
-but before the next checkpoint re-request that turn on a sibling branch (DUR-22); the checks above
-allow exactly that and nothing more.
+Crashes before the run's first checkpoint leave no envelope and no entry: the host starts the run
+again. Crashes after a provider answer was stored but before the next write re-request that turn
+on a sibling branch (DUR-22); the checks above allow exactly that and nothing more.
 """
 
 from __future__ import annotations
@@ -69,16 +75,16 @@ EXPECTED_BRANCH: list[tuple[str, str, tuple[str, ...]]] = [
 """The final branch: (role, text or the answered call id, tool call ids)."""
 
 CHAINED: tuple[tuple[int, ...], ...] = (
-    (4, 3),
-    (10, 2),
-    (12, 4, 2),
-    (14, 4),
-    (16, 5),
-    (20, 1),
-    (24, 7),
-    (32, 2),
-    (36, 3),
-    (42, 2),
+    (6, 3),
+    (12, 2),
+    (14, 4, 2),
+    (16, 4),
+    (18, 5),
+    (22, 1),
+    (26, 7),
+    (34, 2),
+    (38, 3),
+    (44, 2),
 )
 """Cases that kill the recovering process too: the start's kill point, then each recover's."""
 
@@ -298,15 +304,12 @@ def check_case(case: Case) -> list[str]:
         while path[-1]["parent"] is not None:
             path.append(by_id[path[-1]["parent"]])
         problems += [f"branch to {leaf['id']}: {p}" for p in _answer_problems(path[::-1])]
-    # -- gated: every side effect exactly once, never silently re-run; plain: at least once
+    # -- every side effect exactly once, never silently re-run (the operator re-runs a reported
+    #    call only when its side effect did not happen), with approvals and without
     effect_lines = [line.split() for line in _read_lines(d / "effects.log")]
     effects = Counter(call for call, _ in effect_lines)
-    if case.gated and effects != Counter(CALLS):
+    if effects != Counter(CALLS):
         problems.append(f"tool side effects {dict(effects)}")
-    if not case.gated and set(effects) != set(CALLS):
-        problems.append(f"tool side effects {dict(effects)}")
-    if not case.gated and reports:
-        problems.append(f"reports without approvals: {reports}")
     turns = [tuple(map(int, line.split())) for line in _read_lines(d / "turns.log")]
     for phase, (mode, _) in enumerate(phases):
         if mode != "recover":
@@ -333,6 +336,13 @@ def check_case(case: Case) -> list[str]:
             problems.append(f"phase {phase}: checkpointed calls {rerun} ran again")
         envelope = snap["envelope"]
         ambiguous = any(line == [str(phase), "ambiguous"] for line in reports)
+        previous = (_read_lines(d / f"trace-{phase - 1}.log") or [""])[-1].split()
+        # -- the input is checkpointed before it is appended: no stored entry without an
+        #    envelope, and a kill right after the append resumes the run (DUR-7)
+        if envelope is None and snap["run_id"] is not None:
+            problems.append(f"phase {phase}: run {snap['run_id']} stored entries, no envelope")
+        if previous[2:4] == ["append.after", "user[text]"] and not (envelope or {}).get("input"):
+            problems.append(f"phase {phase}: the appended input is not in the envelope")
         if envelope is None:
             # never durable: nothing irreversible may have happened before
             earlier_turns = [t for t, p in turns if p < phase]
@@ -342,14 +352,18 @@ def check_case(case: Case) -> list[str]:
             if earlier_turns or earlier_effects or ambiguous:
                 problems.append(f"phase {phase}: work done before the first checkpoint")
             continue
-        # -- an ambiguous dispatch is reported exactly when one was recorded
-        dispatched = [p["id"] for p in envelope["pending"] if p["status"] == "dispatched"]
+        # -- an ambiguous dispatch is reported exactly when one was recorded and its result
+        #    row is not stored after the recorded leaf (a stored row is adopted by the resume)
+        dispatched = [
+            p["id"]
+            for p in envelope["pending"]
+            if p["status"] == "dispatched" and p["id"] not in envelope["adoptable"]
+        ]
         if bool(dispatched) != ambiguous:
             problems.append(f"phase {phase}: dispatched {dispatched}, reported={ambiguous}")
-        # -- with approvals, a crash inside a tool is always such a case
-        previous = (_read_lines(d / f"trace-{phase - 1}.log") or [""])[-1].split()
+        # -- a crash inside a tool is always such a case, with approvals and without
         in_tool = previous[2:3] in (["tool.before"], ["tool.after"])
-        if case.gated and in_tool and previous[3] not in dispatched:
+        if in_tool and previous[3] not in dispatched:
             problems.append(f"phase {phase}: crash in {previous[3]} is not reported")
     return problems
 
@@ -368,22 +382,22 @@ class Mode:
 
 GATED = Mode(
     gated=True,
-    hook_points=48,
-    kinds={"provider": 6, "tool": 6, "append": 14, "save": 22},
+    hook_points=50,
+    kinds={"provider": 6, "tool": 6, "append": 14, "save": 24},
     chained=CHAINED,
     paths=frozenset({"restart", "running", "suspended", "finished"}),
-    reports=frozenset({"ambiguous", "adopt", "reject", "rerun"}),
+    reports=frozenset({"ambiguous", "reject", "rerun"}),
 )
-"""Approval-gated tools: every dispatch is recorded before its side effect (APR-9)."""
+"""Approval-gated tools: every replayed dispatch is recorded before its side effect (APR-9)."""
 PLAIN = Mode(
     gated=False,
-    hook_points=34,
-    kinds={"provider": 6, "tool": 6, "append": 14, "save": 8},
-    chained=((6, 3), (10, 2), (16, 4), (20, 2), (28, 3)),
+    hook_points=42,
+    kinds={"provider": 6, "tool": 6, "append": 14, "save": 16},
+    chained=((4, 3), (10, 2), (14, 4), (16, 4), (20, 2), (32, 3)),
     paths=frozenset({"restart", "running", "finished"}),
-    reports=frozenset(),
+    reports=frozenset({"ambiguous", "reject", "rerun"}),
 )
-"""Ungated tools: only turn boundaries are checkpointed (DUR-22)."""
+"""Ungated tools: every dispatch is recorded before its side effect too (every-turn, DB-10)."""
 
 
 async def _crash_matrix(
@@ -426,14 +440,27 @@ async def _crash_matrix(
         line.split()[1] for c in cases for line in _read_lines(c.directory / "reports.log")
     )
     assert set(reports) == mode.reports, reports
+    # a dispatched call whose row was stored before the crash was adopted, not reported
+    adopted = [
+        snap["envelope"]["adoptable"]
+        for c in cases
+        for phase in range(1, len(c.phases()))
+        if (snap := _json(c.directory / f"snapshot-{phase}.json")) and snap["envelope"]
+    ]
+    assert any(adopted), "no case adopted a stored result row"
+    # the kill right after the input append resumed the run (it did not start it again)
+    after_input = next(c for c in cases if c.kills == (4,))
+    assert kill_labels(after_input) == ["start: append.after user[text]"]
+    final = _json(after_input.directory / "final-1.json")
+    assert final is not None and final["path"] == "running", final
 
 
 # --------------------------------------------------------------------------- tests
 
 
 async def test_db10_sqlite_sigkill_at_every_hook_point_then_resume(tmp_path: Path) -> None:
-    """DB-10 on SQLite, each case over its own database file: with approvals, 48 single kills
-    (every hook point) and 10 chained ones; without, 34 and 5."""
+    """DB-10 on SQLite, each case over its own database file: with approvals, 50 single kills
+    (every hook point) and 10 chained ones; without, 42 and 6."""
     async with fork_servers(SERVERS) as servers:
         for mode in (GATED, PLAIN):
             await _crash_matrix(tmp_path, lambda d: f"sqlite:///{d}/store.db", None, servers, mode)
@@ -451,7 +478,9 @@ async def test_db10_postgres_sigkill_at_every_hook_point_then_resume(
 
 
 @pytest.mark.parametrize(
-    ("kills", "gated"), [((15,), True), ((30,), True), ((18, 3), True), ((15,), False)], ids=str
+    ("kills", "gated"),
+    [((17,), True), ((32,), True), ((20, 3), True), ((14,), False), ((4,), False)],
+    ids=str,
 )
 async def test_db10_fresh_interpreter_per_phase(
     tmp_path: Path, kills: tuple[int, ...], gated: bool
@@ -466,7 +495,9 @@ async def test_db10_checks_catch_violations(tmp_path: Path) -> None:
     """The checks fail on a re-run side effect, a duplicated message, an unreported ambiguous
     call and a re-requested turn (so the crash tests can fail)."""
     async with fork_servers(1) as servers:
-        case = Case((16,), tmp_path, f"sqlite:///{tmp_path}/store.db", None, "sess_check")
+        case = Case(
+            (14,), tmp_path, f"sqlite:///{tmp_path}/store.db", None, "sess_check", gated=False
+        )
         await case.run(servers[0])
     assert check_case(case) == []
     effects = tmp_path / "effects.log"
