@@ -75,12 +75,11 @@ from prism.cli._store import (
 from prism.errors import AgentRunError, CheckpointConflictError, PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
 from prism.runtime.durable import DecisionOutcome
-from prism.types import RunResult, ToolCallContent, ToolResultContent, Usage
+from prism.types import RunResult, ToolCallContent, Usage
 from prism.usage import UsageAccumulator
 
 __all__ = [
     "CONNECTION_ERROR_CODES",
-    "DENIED_MESSAGE",
     "EXIT_BROKEN_PIPE",
     "EXIT_DENIED",
     "EXIT_FAILED",
@@ -607,7 +606,8 @@ class RunCommand:
             code = EXIT_INTERRUPTED if self.interrupts.count else EXIT_SUSPENDED
             renderer.notice(_waiting(run_id))
         elif result.status == "denied":
-            await _answer_denied(session.store, result)
+            # the runtime answered the denied calls with approval_rejected rows (DUR-21), so
+            # prism run --session can continue the conversation
             if self.broken:
                 return EXIT_BROKEN_PIPE
             code = EXIT_DENIED
@@ -649,54 +649,6 @@ def _not_resumable(run_id: str, session_id: str, status: str) -> str:
         f"run {run_id} is {status} and cannot be resumed (only a run stopped at a turn "
         f"boundary, waiting for an approval or cut off mid-run can be) — {after}"
     )
-
-
-DENIED_MESSAGE: Final = "The operator denied this tool call; it did not run."
-"""Text of the rows that answer a denied run's tool calls."""
-
-
-async def _answer_denied(store: Any, result: RunResult) -> None:
-    """Answer a denied run's calls that have no result yet with ``approval_rejected`` rows.
-
-    Providers refuse a history that ends in tool calls without results, so the command, as the
-    host, makes sure that ``prism run --session`` can continue the conversation after a denial
-    (DUR-21). Calls the runtime already answered on the branch are left alone, so the rows are
-    never doubled.
-    """
-    from prism.store import new_session_entry
-    from prism.types import ErrorInfo, ToolResult, tool_result_message
-
-    interruption = result.interruption
-    parent = result.leaf_id
-    if interruption is None or parent is None:
-        return
-    answered: set[str] = set()
-    for entry in await store.read_branch(result.session_id, parent):
-        message = entry.message
-        if message is not None and message.role == "tool":
-            answered.update(
-                part.tool_call_id for part in message.content
-                if isinstance(part, ToolResultContent)
-            )
-    for item in interruption.pending_decisions:
-        if item.tool_call_id in answered:
-            continue
-        row = tool_result_message(
-            ToolResult(
-                tool_call_id=item.tool_call_id,
-                name=item.scope.tool_name or "tool",
-                error=ErrorInfo(message=DENIED_MESSAGE, code="approval_rejected"),
-            )
-        )
-        entry = new_session_entry(
-            "message",
-            session_id=result.session_id,
-            parent_id=parent,
-            run_id=result.run_id,
-            message=row,
-        )
-        await store.append(entry, expected_parent_id=parent)
-        parent = entry.id
 
 
 def _waiting(run_id: str) -> str:
