@@ -161,7 +161,12 @@ class DurableDriver:
         its input is appended: the leaf before the input, and the (redacted) input itself, as an
         input-guardrail suspension stores it (DUR-9). A crash right after the append leaves a
         resumable run whose resumed leg appends the input again on a fork (DUR-22), so the input
-        is on the continued branch exactly once."""
+        is on the continued branch exactly once.
+
+        Raises:
+            AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — the envelope with the input is
+                larger than ``max_state_bytes`` (DUR-6); the run fails before the input is stored.
+        """
         if self.options.checkpoint_policy != "every-turn" or not input_messages:
             return
         await self.run.write("running", **self._frame(), loop_state=None, input=input_messages)
@@ -211,6 +216,10 @@ class DurableDriver:
         Parallel rounds: the writes are serialised and coalesced — a call whose marking is
         waiting while another write is in flight is covered by the next single write, which
         lists every call marked until then.
+
+        A failing write (store down, envelope over ``max_state_bytes``, a lost compare-and-set)
+        raises out of ``before_execute``: the call does not run and gets an
+        ``execution_denied`` row (TOOL-3 step 9).
         """
         run = self.run
         open_calls = self.leg._open_calls

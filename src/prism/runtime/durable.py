@@ -154,7 +154,9 @@ async def resume_agent_run(
       calls still open on the stored branch are answered with ``approval_rejected`` rows first,
       so the session's next turn sends a transcript providers accept (beyond DUR-21, see
       :func:`_deny`);
-    * ``running`` (crash recovery) or a ``host_policy`` stop + ``"continue"`` → claim and resume.
+    * ``running`` (crash recovery) or a ``host_policy`` stop + ``"continue"`` → claim and resume;
+      for a ``running`` envelope recorded inside a tool round (DB-10), result rows stored after
+      its leaf are adopted first, and a ``dispatched`` call left without one is ambiguous (DUR-20).
 
     A resumed leg has the same ``run_id``, restored limit counters (wall time counts active time
     only), no turn policy, and emits ``agent_started`` then ``agent_resumed(version)``.
