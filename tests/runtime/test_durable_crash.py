@@ -440,3 +440,28 @@ async def test_dur22_crash_after_a_turn_before_any_dispatch_reruns_the_turn_on_a
     assert shape(branch) == ["user[go]", "assistant[c9]", "tool[c9]", "assistant[recovered]"]
     siblings = [e.id for e in await w.store.list(sid) if e.parent_id == leaf]
     assert len(siblings) == 2 and branch[1].id in siblings
+
+
+async def test_db10_a_dispatch_that_cannot_be_recorded_does_not_run() -> None:
+    """DB-10: when the marking write fails, the tool does not run (at most once even then); its
+    call is answered with an ``execution_denied`` row (TOOL-3 step 9) and the run goes on."""
+    w = World()
+
+    class Refusing(DyingCheckpoints):
+        async def save_checkpoint(self, **kw: Any) -> Any:
+            if kw["value"]["pending_calls"]:
+                raise ConnectionError("checkpoint store unavailable")
+            return await super().save_checkpoint(**kw)
+
+    checkpoints = Refusing(w.power)
+    agent = w.agent([tool_turn("c1"), text_turn("done")],
+                    run_state=RunStateOptions(checkpoints, "v1", checkpoint_policy="every-turn"))
+    session = agent.create_session("sess_refused")
+    result = await session.run("go")
+    assert w.effects == []
+    branch = await w.store.read_branch("sess_refused", result.leaf_id)
+    row = branch[2].message
+    assert row is not None and isinstance(row.content[0], ToolResultContent)
+    assert row.content[0].error is not None
+    assert row.content[0].error.code == "execution_denied"
+    assert result.status == "succeeded" and result.text == "done"
