@@ -21,7 +21,7 @@ import types
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from prism._util import maybe_await, new_id, now_iso
+from prism._util import frozen_builder, maybe_await, new_id, now_iso
 from prism.abort import AbortController, AbortSignal
 from prism.assembly import RequestAssembler, select_skills
 from prism.errors import (
@@ -109,6 +109,9 @@ if TYPE_CHECKING:
 __all__ = ["RunLeg"]
 
 _log = logging.getLogger("prism")
+
+_new_entry = frozen_builder(SessionEntry)
+"""``SessionEntry(**fields)`` without the generic frozen ``__init__`` (ARCH-15)."""
 
 INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its result was recorded"
 """Message of the rows that answer calls left open by a failed run (RUN-24)."""
@@ -368,7 +371,7 @@ class RunLeg:
         """
         session = self.session
         parent = session._leaf_id
-        entry = SessionEntry(
+        entry = _new_entry(
             id=new_id("entry"),
             session_id=self.session_id,
             kind="message",

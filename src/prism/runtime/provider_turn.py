@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
-from prism._util import maybe_await
+from prism._util import field_replacer, maybe_await
 from prism.abort import AbortController, AbortSignal
 from prism.errors import AbortError, GuardrailError, ProviderTurnError, RunLimitExceeded
 from prism.events import (
@@ -202,6 +202,10 @@ def _http_status(code: object) -> int | None:
         return code
     return None
 
+
+_with_signal: Final = field_replacer(ProviderRequest, "signal")
+"""The request with the attempt's child signal; the other fields are the valid request's own
+(``signal`` is neither checked nor converted by ``ProviderRequest.__post_init__``)."""
 
 _EMPTY_DRAFT: Final = Message("assistant", ())
 """The ``message_started`` draft of an attempt without a provider message id (frozen, shared)."""
@@ -530,17 +534,7 @@ class ProviderTurnRunner:
         iterator: Any = None
         try:
             try:
-                iterator = self._provider.generate(
-                    ProviderRequest(
-                        model=request.model,
-                        messages=request.messages,
-                        tools=request.tools,
-                        context=request.context,
-                        options=request.options,
-                        metadata=request.metadata,
-                        signal=child,
-                    )
-                )
+                iterator = self._provider.generate(_with_signal(request, child))
                 await self._stream(st, iterator.__anext__, child)
             finally:
                 if iterator is not None:  # RUN-15: release the provider's response at once
