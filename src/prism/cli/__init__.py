@@ -122,7 +122,9 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--json`` / ``--plain`` (commands that stream a run)."""
     output = parser.add_mutually_exclusive_group()
     output.add_argument(
-        "--json", action="store_true", help="print every event as one JSON line instead"
+        "--json",
+        action="store_true",
+        help="print every event as one JSON line instead, then a run_result summary line",
     )
     output.add_argument(
         "--plain", action="store_true", help="plain output even on a terminal (no live status)"

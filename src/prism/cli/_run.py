@@ -430,20 +430,33 @@ class RunCommand:
                 result = await self._settle(session, result, renderer)
             except _Waiting:
                 return self._still_waiting(renderer, session.id, run_id)
-            except CheckpointConflictError:
-                if self.broken:
-                    return EXIT_BROKEN_PIPE
-                renderer.failed(f"run {run_id} was resumed by another process", self._usage.value())
-                return EXIT_FAILED
+            except CheckpointConflictError as exc:
+                message = f"run {run_id} was resumed by another process"
+                return self._error(renderer, session.id, run_id, message, exc.code, EXIT_FAILED)
             except AgentRunError as exc:
                 return await self._failed(session, exc, renderer)
             except PrismError as exc:
-                if self.broken:
-                    return EXIT_BROKEN_PIPE
-                renderer.failed(self._redact(str(exc)), self._usage.value())
-                config = getattr(exc, "code", "") == "ERR_PRISM_CONFIG"
-                return EXIT_USAGE if config else EXIT_FAILED
+                code = getattr(exc, "code", "ERR_PRISM")
+                exit_code = EXIT_USAGE if code == "ERR_PRISM_CONFIG" else EXIT_FAILED
+                message = self._redact(str(exc))
+                return self._error(renderer, session.id, run_id, message, code, exit_code)
             return await self._outcome(session, result, renderer)
+
+    def _error(
+        self, renderer: Renderer, session_id: str, run_id: str, message: str, code: Any, exit: int
+    ) -> int:
+        """A failure that produced no run result (the run did not start, or lost its claim)."""
+        if self.broken:
+            return EXIT_BROKEN_PIPE
+        renderer.failed(message, self._usage.value())
+        self._footer(renderer, session_id, run_id)
+        error = {"message": message, "code": str(code)}
+        renderer.result(
+            self._summary(
+                status="failed", run_id=run_id, session_id=session_id, code=exit, error=error
+            )
+        )
+        return exit
 
     async def _settle(self, session: Any, result: RunResult, renderer: Renderer) -> RunResult:
         """Approval rounds asked on the terminal until the run no longer waits (APR-5..APR-9);
