@@ -173,6 +173,39 @@ def test_closed_output_aborts_the_run_quietly_with_exit_141(
     assert run["error"]["message"] == "output closed (broken pipe)"
 
 
+class _ClosesAtToolCall(io.StringIO):
+    """A reader that goes away when the first tool call is shown."""
+
+    closed = False
+
+    def write(self, text: str) -> int:
+        self.closed = self.closed or "tool_execution_started" in text
+        if self.closed:
+            raise BrokenPipeError(32, "Broken pipe")
+        return super().write(text)
+
+
+def test_history_stays_provider_valid_after_a_closed_output(tmp_path: Path) -> None:
+    """Closed during a tool round: the aborted run leaves every stored tool call answered, so
+    ``prism run --session`` sends a history providers accept (RUN-10, RUN-24)."""
+    provider = create_mock_provider(turns=[CALC, ANSWER])
+    code = main(
+        ["run", "q", "--model", _script(tmp_path, []), "--tool", "calculator", "--json"],
+        out=_ClosesAtToolCall(), err=io.StringIO(), stdin=io.StringIO(),
+        provider_override=lambda: provider,
+    )
+    assert code == 141 and provider.call_count == 1
+    code, listing, _ = _run(["sessions", "list", "--json"])
+    session_id = json.loads(listing)["session_id"]
+    later = create_mock_provider(turns=[ANSWER])
+    code, _, err = _run(["run", "next", "--session", session_id], provider_override=lambda: later)
+    assert code == 0, err
+    messages = [m for m in later.requests[0].messages if m.role != "system"]
+    calls = {p.id for m in messages for p in m.content if p.type == "tool_call"}
+    results = {p.tool_call_id for m in messages for p in m.content if p.type == "tool_result"}
+    assert calls == results and messages[-1].role == "user"
+
+
 def _closed_pipe() -> int:
     """A pipe whose read end is already closed: every write to the returned fd fails (EPIPE)."""
     read_end, write_end = os.pipe()

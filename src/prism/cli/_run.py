@@ -34,6 +34,7 @@ Outcomes (exit codes; ``--json`` ends with a ``run_result`` line saying the same
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import threading
@@ -181,7 +182,7 @@ class RunCommand:
         self._renderer: Renderer | None = None
         self._choice: ModelChoice | None = None
         self._stdin_used = False
-        self._loop: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self.out.on_broken(self._pipe_closed)
         self.err.on_broken(self._pipe_closed)
@@ -193,8 +194,6 @@ class RunCommand:
         return redacted
 
     def _bind_loop(self) -> None:
-        import asyncio
-
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
 
