@@ -164,3 +164,24 @@ def test_models_with_custom_parameters_are_counted_exactly_arch_15() -> None:
     codec = RequestCodec(None, history)
     request = ProviderRequest(model=model, messages=tuple(history), context=(), metadata={"a": [1]})
     assert codec.encode(request)[1] == size(request)
+
+
+def test_without_a_redactor_sizes_match_as_history_grows_and_mutates_arch_15() -> None:
+    history = LiveHistory()
+    codec = RequestCodec(None, history)
+    head = (system_message("system ü"),)
+    for i in range(20):
+        call = ToolCallContent(id=f"c{i}", name="t", arguments={"k": i, "s": "é" * i})
+        history.append(Message("assistant", (TextContent("x" * i), call)))
+        history.append(tool_result_message(ToolResult(tool_call_id=f"c{i}", name="t", value={"v": i})))
+        if i == 10:
+            history[0] = user_message("replaced")  # a non-append mutation: the prefix is rebuilt
+        tail = (user_message("tail"),)
+        request = ProviderRequest(model=MODEL, messages=head + tuple(history) + tail)
+        encoded, n = codec.encode(
+            request, prefix_len=1, history_len=len(history), history_version=history.mutations
+        )
+        assert encoded is request
+        assert n == size(request)
+        unknown, m = codec.encode(request)  # no layout: every message through the cache
+        assert unknown is request and m == n

@@ -135,23 +135,35 @@ class RequestCodec:
     def _sync(self, upto: int) -> bool:
         """Bring the cached history prefix up to ``upto`` messages; False if it cannot."""
         history = self._history
+        cum = self._h_cum
         if history.mutations != self._h_version:
             self._h_red.clear()
-            del self._h_cum[1:]
+            del cum[1:]
             self._h_version = history.mutations
-        done = len(self._h_red)
+        done = len(cum) - 1
         if upto > len(history):
             return False
         if upto > done:
-            red_list = self._h_red
-            cum = self._h_cum
             total = cum[-1]
-            message = self.message
-            for item in history[done:upto]:
-                red, size = message(item)
-                red_list.append(red)
-                total += size
-                cum.append(total)
+            if self._redactor is None:  # sizes only; the request keeps the messages as they are
+                cache = self._cache
+                for item in history[done:upto]:
+                    entry = cache.get(id(item))
+                    if entry is not None and entry[0] is item:
+                        size = entry[2]
+                    else:
+                        size = canonical_size(item)
+                        cache[id(item)] = (item, item, size)
+                    total += size
+                    cum.append(total)
+            else:
+                red_list = self._h_red
+                message = self.message
+                for item in history[done:upto]:
+                    red, size = message(item)
+                    red_list.append(red)
+                    total += size
+                    cum.append(total)
         return True
 
     # ----------------------------------------------------------------- whole request

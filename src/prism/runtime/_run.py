@@ -700,16 +700,17 @@ class RunLeg:
         # step 4
         session = self.session
         await session._ensure_leaf()
-        self._start_record = start_run_record(
-            run_id=self.run_id,
-            session_id=self.session_id,
-            branch_id=session._leaf_id,
-            model=plan.model,
-            idempotency_key=plan.idempotency_key,
-            metadata=dict(self.metadata) or None,
-            ownership=plan.ownership,
-        )
-        self.writer.append_run(self._start_record)
+        if self._ledger_on:  # the run record exists only for a ledger (REC-3)
+            self._start_record = start_run_record(
+                run_id=self.run_id,
+                session_id=self.session_id,
+                branch_id=session._leaf_id,
+                model=plan.model,
+                idempotency_key=plan.idempotency_key,
+                metadata=dict(self.metadata) or None,
+                ownership=plan.ownership,
+            )
+            self.writer.append_run(self._start_record)
         # step 5
         branch = await read_branch(self.store, self.session_id, session._leaf_id)
         messages, summaries = history_from_branch(branch)
