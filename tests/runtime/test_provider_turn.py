@@ -217,3 +217,77 @@ async def test_finite_output_budgets_turn_buffering_on_run_16() -> None:
 )
 def test_event_bytes_equal_the_canonical_size_run_15(event: Any) -> None:
     assert event_bytes(event) == len(canonical_json(event.to_dict()).encode())
+
+
+class _RawProvider:
+    """Yields raw stream items (not necessarily provider events) for each call in turn."""
+
+    id = "raw"
+
+    def __init__(self, *turns: list[Any]) -> None:
+        self.turns = list(turns)
+        self.call_count = 0
+
+    async def generate(self, request: Any) -> Any:
+        items = self.turns[min(self.call_count, len(self.turns) - 1)]
+        self.call_count += 1
+        for item in items:
+            yield item
+
+
+@pytest.mark.parametrize(
+    ("item", "type_name"), [({"type": "done"}, "dict"), ("hello", "str"), (None, "NoneType")]
+)
+async def test_a_stream_item_that_is_not_a_provider_event_fails_the_attempt_run_15(
+    item: Any, type_name: str
+) -> None:
+    """RUN-15 step 4: a non-event item is a provider bug — coded, named, not retried."""
+    provider = _RawProvider([provider_text_delta("partial"), item, provider_done()], TEXT)
+    session, _ = make_session(provider=provider, retry={"max_attempts": 3})
+    result, events = await run_collect(session)
+    assert isinstance(result, AgentRunError)
+    error = result.result.error
+    assert error is not None and error.code == "invalid_stream_chunk"
+    assert type_name in error.message
+    assert provider.call_count == 1
+    finished = [e for e in events if e.type == "provider_turn_finished"]
+    assert finished[-1].error is not None and finished[-1].error.code == "invalid_stream_chunk"
+
+
+async def test_an_invalid_first_item_is_not_retried_either_run_15() -> None:
+    """RUN-15 step 4: even before the message started, an invalid chunk is not retried."""
+    provider = _RawProvider([{"text": "hi"}], TEXT)
+    session, _ = make_session(provider=provider, retry={"max_attempts": 3})
+    result, _ = await run_collect(session)
+    assert isinstance(result, AgentRunError)
+    assert result.result.error is not None and result.result.error.code == "invalid_stream_chunk"
+    assert provider.call_count == 1
+
+
+async def test_exhaustion_without_done_and_items_after_done_still_work_run_15() -> None:
+    """RUN-15: exhaustion ends the stream; nothing after ``done`` is read (not even junk)."""
+    session, _ = make_session(provider=_RawProvider([provider_text_delta("a")]))
+    assert (await session.run("x")).text == "a"
+    session, _ = make_session(provider=_RawProvider([provider_text_delta("b"), provider_done(), "junk"]))
+    assert (await session.run("x")).text == "b"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1, 2}])
+async def test_non_json_tool_arguments_become_an_arguments_error_prov_6(bad: Any) -> None:
+    """PROV-6: non-JSON values inside a provider's argument dict are treated like malformed
+    argument text — the call is blocked with a tool error and the run goes on."""
+    call = ToolCallContent(id="c1", name="lookup", arguments={"x": bad})
+    session, provider = make_session(
+        [[provider_tool_call(call), provider_done()], TEXT], tools=[echo_tool()]
+    )
+    result, events = await run_collect(session)
+    assert isinstance(result, RunResult), result
+    assert result.text == "done"
+    stored = [p for p in result.messages[1].content if isinstance(p, ToolCallContent)]
+    assert stored[0].arguments == {}
+    assert stored[0].arguments_error is not None
+    assert stored[0].arguments_error.code == "invalid_json_arguments"
+    assert stored[0].arguments_error.name == "ProviderTransportError"
+    answer = result.messages[2].content[0]
+    assert answer.error is not None  # type: ignore[union-attr]
+    assert provider.call_count == 2

@@ -28,12 +28,13 @@ or timer per event: one flag is set around the ``await``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, get_args
 
 from prism._util import field_replacer, maybe_await
 from prism.abort import AbortController, AbortSignal
@@ -83,6 +84,7 @@ from prism.types import (
     ToolCallDeltaContent,
     Usage,
     canonical_json,
+    is_json_value,
 )
 from prism.usage import UsageAccumulator
 
@@ -188,13 +190,89 @@ def event_bytes(event: ProviderEvent) -> int:
 
 
 class _AttemptFailed(Exception):
-    """A provider-side failure of one attempt (error event, provider exception, bad stream)."""
+    """A provider-side failure of one attempt (error event, provider exception, bad stream).
 
-    def __init__(self, info: ErrorInfo, observable: bool, cause: BaseException | None) -> None:
+    ``retry=False`` marks a provider bug (``invalid_stream_chunk``): never retried, the retry
+    policy is not asked.
+    """
+
+    def __init__(
+        self,
+        info: ErrorInfo,
+        observable: bool,
+        cause: BaseException | None,
+        *,
+        retry: bool = True,
+    ) -> None:
         super().__init__(info.message)
         self.info = info
         self.observable = observable
         self.cause = cause
+        self.retry = retry
+
+
+_EVENT_TYPES: Final[tuple[type[Any], ...]] = get_args(ProviderEvent)
+_EVENT_KINDS: Final = frozenset(_EVENT_TYPES)
+
+
+def _as_event(event: object, started: bool) -> Any:
+    """A stream item that is not exactly a provider event class (RUN-15 step 4).
+
+    An instance of a subclass is rebuilt as its provider event class (so the fold sees the exact
+    type); anything else (a dict, a str, ``None``) fails the attempt with
+    ``ErrorInfo(name="ProviderTurnError", code="invalid_stream_chunk")`` — a provider bug, never
+    retried.
+    """
+    for base in _EVENT_TYPES:
+        if isinstance(event, base):
+            return base(
+                **{f.name: getattr(event, f.name) for f in dataclasses.fields(base) if f.init}
+            )
+    raise _AttemptFailed(
+        ErrorInfo(
+            name="ProviderTurnError",
+            code="invalid_stream_chunk",
+            message=(
+                "provider stream yielded "
+                f"{type(event).__module__}.{type(event).__qualname__}, not a provider event "
+                "(ProviderMessageStart, ProviderContentDelta, ProviderToolCallDelta, "
+                "ProviderToolCall, ProviderUsage, ProviderDone or ProviderErrorEvent)"
+            ),
+        ),
+        started,
+        None,
+        retry=False,
+    )
+
+
+def _checked_call(event: ProviderToolCall) -> ProviderToolCall:
+    """A provider's tool call whose ``arguments`` are not a JSON object of JSON values (NaN,
+    Infinity, a set, a host object…) becomes a call with ``arguments={}`` and an
+    ``invalid_json_arguments`` error, like malformed argument text (PROV-6): dispatch blocks it
+    with a tool error the model can see, and the run goes on."""
+    call = event.call
+    arguments: Any = call.arguments
+    if type(arguments) is dict:
+        if not arguments or call.arguments_error is not None or is_json_value(arguments):
+            return event
+        detail = "arguments hold a value that is not JSON (e.g. NaN, Infinity or a host object)"
+    elif isinstance(arguments, Mapping):
+        return event  # sized and checked the full way
+    else:
+        detail = f"arguments are a {type(arguments).__name__}, not a JSON object"
+    return ProviderToolCall(
+        call=ToolCallContent(
+            id=call.id,
+            name=call.name,
+            arguments={},
+            arguments_error=ErrorInfo(
+                name="ProviderTransportError",
+                code="invalid_json_arguments",
+                message=f"Invalid JSON arguments for tool {call.name}: {detail}",
+            ),
+            authority=call.authority,
+        )
+    )
 
 
 def _http_status(code: object) -> int | None:
@@ -384,7 +462,12 @@ class ProviderTurnRunner:
                 result = await self._attempt(request, request_bytes, turn, attempt, secrets)
             except _AttemptFailed as failure:
                 info = failure.info
-                if failure.observable or self._policy is None or self._signal.aborted:
+                if (
+                    failure.observable
+                    or not failure.retry
+                    or self._policy is None
+                    or self._signal.aborted
+                ):
                     raise ProviderTurnError(info) from failure.cause
                 decision = await self._decide(attempt, info)
                 if not decision.retry:
@@ -558,7 +641,9 @@ class ProviderTurnRunner:
         except _AttemptFailed as failure:
             info = self._redact_info(failure.info, secrets)
             st.fail(info)
-            raise _AttemptFailed(info, failure.observable, failure.cause) from None
+            raise _AttemptFailed(
+                info, failure.observable, failure.cause, retry=failure.retry
+            ) from None
         except (GuardrailError, RunLimitExceeded) as exc:
             st.fail(error_to_error_info(exc, self._redactor or ()))
             raise
@@ -619,6 +704,7 @@ class ProviderTurnRunner:
         sid = self._session_id
         rid = self._run_id
         observed = self._observed
+        event_kinds = _EVENT_KINDS
         while True:
             if child.aborted:
                 child.throw_if_aborted()
@@ -632,8 +718,13 @@ class ProviderTurnRunner:
             if self._cancel_pending:
                 await self._consume_cancel()
                 child.throw_if_aborted()
-            charge(event_bytes(event))
             kind = type(event)
+            if kind not in event_kinds:
+                event = _as_event(event, st.started)
+                kind = type(event)
+            if kind is ProviderToolCall:
+                event = _checked_call(event)  # type: ignore[arg-type]
+            charge(event_bytes(event))
             if kind is ProviderContentDelta:
                 content: Any = event.content  # type: ignore[union-attr]
                 if not st.started or not st.message_emitted:
