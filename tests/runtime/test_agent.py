@@ -124,3 +124,42 @@ def test_a_session_created_with_a_leaf_starts_from_it_run_3() -> None:
     session = create_agent(model=MODEL).create_session("s", leaf_id="entry_1")
     assert session.leaf_id == "entry_1"
     assert not session.is_running
+
+
+@pytest.mark.parametrize(
+    "schema", [{"type": "nonsense"}, {"type": "object", "required": "a"}, {"minLength": -1}]
+)
+def test_create_agent_rejects_an_invalid_tool_schema_run_1(schema: dict[str, Any]) -> None:
+    """RUN-1: an invalid ``parameters`` JSON Schema fails create_agent, naming the tool."""
+    tool = ToolDefinition(name="broken_tool", execute=lambda a, c: None, parameters=schema)
+    with pytest.raises(PrismConfigError, match="broken_tool"):
+        create_agent(model={"provider": "mock", "model": "m"}, tools=[tool])
+
+
+@pytest.mark.parametrize("name", ["bad name!", "", "x" * 65, "dotted.name"])
+def test_create_agent_rejects_an_invalid_tool_name_run_1(name: str) -> None:
+    """RUN-1: tool names must match ^[a-zA-Z0-9_-]{1,64}$ (what providers accept)."""
+    tool = ToolDefinition(name=name, execute=lambda a, c: None)
+    with pytest.raises(PrismConfigError, match="tool name"):
+        create_agent(model={"provider": "mock", "model": "m"}, tools=[tool])
+
+
+def test_tool_checks_run_once_per_definition_run_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RUN-1: repeated create_agent calls with the same ToolDefinition objects check them once."""
+    import prism.runtime.agent as agent_module
+    tool = ToolDefinition(
+        name="good-tool_1",
+        execute=lambda a, c: None,
+        parameters={"type": "object", "properties": {"a": {"type": "integer"}}},
+    )
+    calls: list[str] = []
+    real = agent_module._check_tool
+
+    def counting(t: ToolDefinition) -> None:
+        calls.append(t.name)
+        real(t)
+
+    monkeypatch.setattr(agent_module, "_check_tool", counting)
+    for _ in range(3):
+        create_agent(model={"provider": "mock", "model": "m"}, tools=[tool])
+    assert calls == ["good-tool_1"]

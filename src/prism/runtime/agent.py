@@ -8,10 +8,11 @@ starts only when a session's ``run()`` is awaited.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from prism.assembly import ContextProvider, Skill, SystemPromptContribution
 from prism.errors import PrismConfigError
@@ -144,11 +145,62 @@ def _check_grace(value: Any) -> float:
 def _tools(value: Any) -> ToolRegistry:
     if value is None:
         return ToolRegistry()
-    if isinstance(value, ToolRegistry):
-        return value
     if isinstance(value, ToolDefinition):
         raise PrismConfigError("tools must be a sequence of ToolDefinition or a ToolRegistry")
-    return create_tool_registry(_tuple(value, "tools"))
+    registry = value if isinstance(value, ToolRegistry) else create_tool_registry(
+        _tuple(value, "tools")
+    )
+    for tool in registry:
+        if _CHECKED_TOOLS.get(id(tool)) is not tool:
+            _check_tool(tool)
+    return registry
+
+
+_TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+_CHECKED_TOOLS_MAX: Final = 1024
+_CHECKED_TOOLS: dict[int, ToolDefinition] = {}
+"""Tool definitions already checked by :func:`_check_tool` (identity; bounded, oldest first out)."""
+
+
+def _check_tool(tool: ToolDefinition) -> None:
+    """Check a tool's name and its ``parameters`` JSON Schema once per definition (RUN-1).
+
+    The name must match ``^[a-zA-Z0-9_-]{1,64}$`` (what providers accept). A schema made only of
+    the keywords the fast argument checker knows is valid without ``jsonschema``; any other is
+    checked with ``jsonschema``'s ``check_schema`` (imported here, on first need, ARCH-5).
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — the name or the schema is invalid (names the tool).
+    """
+    name = tool.name
+    if not isinstance(name, str) or _TOOL_NAME.fullmatch(name) is None:
+        raise PrismConfigError(
+            f"invalid tool name {name!r}: tool names must match ^[a-zA-Z0-9_-]{{1,64}}$"
+        )
+    parameters: Any = tool.parameters
+    if parameters is not None:
+        if not isinstance(parameters, Mapping):
+            raise PrismConfigError(
+                f"invalid parameters schema for tool {name}: expected a JSON Schema object, "
+                f"got {type(parameters).__name__}"
+            )
+        from prism.tools import _fast_schema_checker
+
+        if _fast_schema_checker(parameters) is None:
+            import jsonschema.validators
+
+            try:
+                cls = jsonschema.validators.validator_for(parameters)
+                cls.check_schema(dict(parameters))
+            except Exception as exc:
+                detail = getattr(exc, "message", None)
+                raise PrismConfigError(
+                    f"invalid parameters schema for tool {name}: "
+                    f"{detail if isinstance(detail, str) else exc}"
+                ) from exc
+    if len(_CHECKED_TOOLS) >= _CHECKED_TOOLS_MAX:
+        _CHECKED_TOOLS.pop(next(iter(_CHECKED_TOOLS)))
+    _CHECKED_TOOLS[id(tool)] = tool
 
 
 def _model(value: Any) -> ModelConfig:
@@ -310,6 +362,8 @@ def create_agent(
         PrismConfigError: ``ERR_PRISM_CONFIG`` — ``model`` missing or of another type; invalid
             ``limits`` (LIM-2), ``retry`` (RETRY-6) or ``compaction``; a ``loop`` that
             ``resolve_loop(loop, None)`` rejects (LOOP-1, GVR-1); duplicate tool or skill names;
+            a tool name not matching ``^[a-zA-Z0-9_-]{1,64}$`` or a tool ``parameters`` that is
+            not a valid JSON Schema (``check_schema``; checked once per ``ToolDefinition``);
             an invalid ``tool_filter``; ``tool_validator`` not ``None``/``False``/callable;
             ``tool_abort_grace_ms`` not a finite number ≥ 0 (``bool`` rejected).
     """
