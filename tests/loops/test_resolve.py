@@ -116,3 +116,38 @@ def test_strategy_instances_always_yield_one_loop_3() -> None:
     assert resolve_tool_concurrency(Custom(), None) == 1
     assert resolve_tool_concurrency({"strategy": "single-shot"}, None) == 1
     assert resolve_tool_concurrency(SingleShotLoopOptions(tool_concurrency=3), None) == 3
+
+
+class _SyncLoop:
+    name = "sync-loop"
+
+    def run(self, ctx: Any) -> None:
+        return None
+
+
+class _SyncReturningAwaitable:
+    name = "returns-coroutine"
+
+    def run(self, ctx: Any) -> Any:
+        return Custom().run(ctx)
+
+
+async def test_a_custom_loop_whose_run_is_not_async_fails_with_a_config_error_loop_1() -> None:
+    """LOOP-1: a custom loop's ``run(ctx)`` must return an awaitable; a plain function returning
+    ``None`` fails the run with ``PrismConfigError`` naming the loop and the returned type."""
+    from prism.errors import AgentRunError
+    from prism.providers.base import provider_done, provider_text_delta
+    from prism.providers.mock import create_mock_provider
+    from prism.runtime.agent import create_agent
+
+    provider = create_mock_provider(events=[provider_text_delta("x"), provider_done()])
+    agent = create_agent(model={"provider": "mock", "model": "m"}, provider=provider)
+    with pytest.raises(AgentRunError) as info:
+        await agent.create_session().run("hi", loop=_SyncLoop())
+    assert isinstance(info.value.__cause__, PrismConfigError)
+    error = info.value.result.error
+    assert error is not None and error.code == "ERR_PRISM_CONFIG"
+    assert error.message == "custom loop sync-loop: run(ctx) must be async (returned NoneType)"
+    # a plain function returning an awaitable is fine
+    result = await agent.create_session().run("hi", loop=_SyncReturningAwaitable())
+    assert result.status == "succeeded"

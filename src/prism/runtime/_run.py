@@ -19,6 +19,7 @@ import functools
 import logging
 import types
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
+from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Final
 
 from prism._util import frozen_builder, maybe_await, new_id, now_iso
@@ -31,6 +32,7 @@ from prism.errors import (
     AgentRunSuspended,
     ArtifactFailedError,
     GuardrailError,
+    PrismConfigError,
     ProviderTurnError,
 )
 from prism.events import (
@@ -793,7 +795,13 @@ class RunLeg:
         # step 17
         stop: TurnPolicyStop | None = None
         try:
-            fallback = await loop.run(ctx)
+            pending = loop.run(ctx)
+            if not isawaitable(pending):  # LOOP-1: a custom loop's run must be async
+                raise PrismConfigError(
+                    f"custom loop {loop.name}: run(ctx) must be async "
+                    f"(returned {type(pending).__name__})"
+                )
+            fallback = await pending
         except TurnPolicyStop as exc:
             stop, fallback = exc, None
         recorded = self.boundary.failure
