@@ -1046,3 +1046,20 @@ def test_docs_examples_run(doc: str) -> None:
         done = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True,
                               timeout=60, check=False)
         assert done.returncode == 0, done.stderr
+
+
+async def test_dur16_a_run_id_without_a_version_gets_an_error_that_says_what_to_pass() -> None:
+    """DUR-16/DUR-24: a run id carries no version — the decision error says what to pass instead
+    (not just "expected_version must be a positive int"); a LoadedRunState is accepted as is, and
+    an unsupported value names the accepted types."""
+    w = World()
+    session, first = await _suspended(w)
+    with pytest.raises(AgentDecisionError, match="carries no version") as info:
+        await resume_agent_run(session, first.run_id, decision="approve")
+    assert info.value.code == "ERR_PRISM_DECISION_INVALID"
+    assert "load_agent_run_state" in str(info.value) and "RunResult.run_state" in str(info.value)
+    with pytest.raises(AgentRunStateError, match="AgentRunState .*LoadedRunState"):
+        await resume_agent_run(session, 42, decision="approve")  # type: ignore[arg-type]
+    loaded = await load_agent_run_state(w.checkpoints, run_id=first.run_id)
+    result = await resume_agent_run(session, loaded, decision="approve")
+    assert result.status == "succeeded"

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from prism.errors import AgentRunStateError
 from prism.redaction import SecretRedactor
@@ -128,7 +128,7 @@ __all__ = [
 
 async def resume_agent_run(
     agent_or_session: Agent | AgentSession,
-    run_state: AgentRunState | AgentRunRef | str,
+    run_state: AgentRunState | LoadedRunState | AgentRunRef | str,
     *,
     decision: Literal["continue", "approve", "deny"] = "continue",
     decisions: Sequence[RunDecision | Mapping[str, Any]] | None = None,
@@ -165,11 +165,19 @@ async def resume_agent_run(
         agent_or_session: An ``Agent`` (a session with the stored id is created over
             ``agent.config.store``, else a private memory store) or an ``AgentSession`` (its id
             must equal the stored one; it must not be running).
-        run_state: An :class:`AgentRunState`, an ``AgentRunRef`` or a run id.
+        run_state: What identifies the stored run: an :class:`AgentRunState` (as returned by
+            ``RunResult.run_state``), a :class:`LoadedRunState` (as returned by
+            :func:`load_agent_run_state`), an ``AgentRunRef`` or a run id string. A run id or
+            ``AgentRunRef`` carries no version, so it needs ``expected_version`` (DUR-16: the
+            version is checked before anything is read; pass ``record.version`` of
+            ``load_agent_run_state(...)``, or that ``LoadedRunState`` itself). Anything else
+            raises ``AgentRunStateError`` naming the accepted types.
         decision: ``"continue"``, ``"approve"`` or ``"deny"``.
         decisions: A non-empty sequence of :class:`RunDecision` (or mappings), at most 128; only
             with the default ``decision``.
-        expected_version: The stored version; defaults to ``run_state.version``.
+        expected_version: The stored version; defaults to ``run_state.version``
+            (``record.version`` of a ``LoadedRunState``); required with a run id or an
+            ``AgentRunRef``. It must be a positive int.
         checkpoints: Defaults to the agent's ``run_state.checkpoints``.
         definition_revision: Defaults to the agent's ``run_state.definition_revision``.
         signal: Abort signal bridged into the resumed leg.
@@ -202,19 +210,42 @@ async def resume_agent_run(
         if decision != "continue":
             raise decision_error(invalid, "decisions cannot be combined with decision=" + decision)
         batch = coerce_decisions(decisions)
+    key: str
     if isinstance(run_state, AgentRunState):
         stated_session: str | None = run_state.session_id
         default_version: int | None = run_state.version
+        key = run_key(run_state)
+    elif isinstance(run_state, LoadedRunState):
+        stored_session = run_state.state.get("session_id")
+        stored_run = run_state.state.get("run_id")
+        stated_session = stored_session if isinstance(stored_session, str) else None
+        default_version = run_state.record.version
+        key = stored_run if isinstance(stored_run, str) else run_state.record.key
     elif isinstance(run_state, AgentRunRef):
         stated_session, default_version = run_state.session_id, None
+        key = run_key(run_state)
     elif isinstance(run_state, str) and run_state:
         stated_session, default_version = None, None
+        key = run_state
     else:
-        raise AgentRunStateError("run_state must be an AgentRunState, an AgentRunRef or a run id")
+        raise AgentRunStateError(
+            "run_state must be an AgentRunState (RunResult.run_state), a LoadedRunState "
+            "(load_agent_run_state(...)), an AgentRunRef or a non-empty run id string, got "
+            + (repr(run_state) if isinstance(run_state, str) else type(run_state).__name__)
+        )
     version = expected_version if expected_version is not None else default_version
-    if not is_int(version) or cast(int, version) < 1:
-        raise decision_error(invalid, "expected_version must be a positive int")
-    assert version is not None
+    if version is None:  # DUR-16: checked before any read; a run id carries no version
+        raise decision_error(
+            invalid,
+            f"run_state {key!r} is a run id (or AgentRunRef), which carries no version: pass "
+            "expected_version=<stored version> (LoadedRunState.record.version from "
+            "load_agent_run_state(...)), or pass the AgentRunState from RunResult.run_state "
+            "or the LoadedRunState itself",
+        )
+    if not is_int(version) or version < 1:
+        raise decision_error(
+            invalid, f"expected_version must be a positive int, got {version!r}"
+        )
     session: AgentSession | None = None
     if isinstance(agent_or_session, AgentSession):
         session = agent_or_session
@@ -244,7 +275,7 @@ async def resume_agent_run(
         )
     owner = None if ownership is None else OwnershipScope.coerce(ownership)
     # -- 2. load
-    record, state = await load_state(checkpoints, run_key(run_state), stated_session, owner)
+    record, state = await load_state(checkpoints, key, stated_session, owner)
     # -- 3. identity
     if (
         state["definition_revision"] != definition_revision
