@@ -17,10 +17,11 @@ PUBLIC_MODULES = [
     "prism.events",
     "prism.loops",
     "prism.artifacts",
+    "prism.stores",
 ]
 
 
-REEXPORT_NAMESPACES = {"prism", "prism.testing", "prism.loops"}
+REEXPORT_NAMESPACES = {"prism", "prism.testing", "prism.loops", "prism.stores"}
 
 
 def _public_names(module: types.ModuleType) -> set[str]:
@@ -51,6 +52,23 @@ def test_all_lists_exactly_the_public_names(name: str) -> None:
     assert not missing, f"public but not in __all__: {sorted(missing)}"
     for export in exported:
         assert hasattr(module, export), f"{name}.__all__ names missing attribute {export}"
+
+
+@pytest.mark.parametrize("name", ["prism", "prism.stores"])
+def test_dir_shows_only_public_names_and_dunders(name: str) -> None:
+    """ARCH-6: ``dir()`` of a lazy namespace lists its public names (lazy ones included, e.g.
+    ``PostgresStore``) and no implementation bindings (``TYPE_CHECKING``, ``annotations``,
+    ``_importlib``, ``_EXPORTS``, ``Any``, ``TypeAlias``)."""
+    module = importlib.import_module(name)
+    listed = dir(module)
+    assert set(module.__all__) <= set(listed)
+    for name_ in listed:
+        if name_.startswith("__") and name_.endswith("__"):
+            continue
+        value = getattr(module, name_)
+        assert name_ in module.__all__ or isinstance(value, types.ModuleType), name_
+    for hidden in ("TYPE_CHECKING", "annotations", "_importlib", "_EXPORTS", "Any", "TypeAlias"):
+        assert hidden not in listed
 
 
 def test_prism_all_is_sorted() -> None:

@@ -1212,4 +1212,16 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    """The public names, the public submodules already loaded, and the dunders (not the
+    implementation's own bindings such as ``TYPE_CHECKING``, ``annotations`` or ``_EXPORTS``)."""
+    names = {*__all__}
+    for name, value in globals().items():
+        if name[:2] == "__" == name[-2:]:
+            names.add(name)
+        elif name[:1] != "_" and type(value) is _ModuleType and name not in _NOT_PUBLIC:
+            names.add(name)
+    return sorted(names)
+
+
+_ModuleType = type(_importlib)
+_NOT_PUBLIC = frozenset({"annotations", "TYPE_CHECKING"})

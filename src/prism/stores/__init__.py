@@ -12,22 +12,22 @@ database, with the semantics of the memory stores:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeAlias
+import typing as _typing
 
-from prism.errors import PrismConfigError
+from prism.errors import PrismConfigError as _PrismConfigError
 from prism.stores._common import SessionInfo
 from prism.stores.sqlite import SqliteStore
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from prism.stores.postgres import PostgresStore
 
 __all__ = ["DatabaseStore", "PostgresStore", "SessionInfo", "SqliteStore", "open_store"]
 
-DatabaseStore: TypeAlias = "SqliteStore | PostgresStore"
+DatabaseStore: _typing.TypeAlias = "SqliteStore | PostgresStore"
 """Either database store."""
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     if name == "PostgresStore":  # importing it never needs psycopg; using it does
         from prism.stores.postgres import PostgresStore
 
@@ -35,7 +35,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-async def open_store(url: str, **options: Any) -> SqliteStore | PostgresStore:
+def __dir__() -> list[str]:
+    """The public names (``PostgresStore`` included, though loaded lazily) and the dunders."""
+    return sorted({*__all__, *(n for n in globals() if n[:2] == "__" == n[-2:])})
+
+
+async def open_store(url: str, **options: _typing.Any) -> SqliteStore | PostgresStore:
     """Open (and migrate) the store a URL names (DB-2).
 
     ========================================  =================================================
@@ -62,7 +67,7 @@ async def open_store(url: str, **options: Any) -> SqliteStore | PostgresStore:
         ImportError: a PostgreSQL URL without the ``postgres`` extra installed.
     """
     if not isinstance(url, str):
-        raise PrismConfigError(f"store URL must be a str, got {type(url).__name__}")
+        raise _PrismConfigError(f"store URL must be a str, got {type(url).__name__}")
     scheme, sep, rest = url.partition("://")
     scheme = scheme.lower()
     if sep and scheme == "sqlite":
@@ -71,7 +76,7 @@ async def open_store(url: str, **options: Any) -> SqliteStore | PostgresStore:
         elif rest.startswith("/") and len(rest) > 1:
             path = rest[1:]  # sqlite:///rel.db -> rel.db; sqlite:////abs.db -> /abs.db
         else:
-            raise PrismConfigError(
+            raise _PrismConfigError(
                 "SQLite store URL must be sqlite:///relative.db, sqlite:////abs/path.db or "
                 f"sqlite://:memory:, got {url!r}"
             )
@@ -85,7 +90,7 @@ async def open_store(url: str, **options: Any) -> SqliteStore | PostgresStore:
         from prism.stores.postgres import PostgresStore
 
         return await PostgresStore.connect(url, **options)
-    raise PrismConfigError(
+    raise _PrismConfigError(
         "unsupported store URL (expected sqlite:///…, sqlite://:memory: or postgresql://…): "
         + (f"{scheme}://…" if sep else repr(url))
     )
