@@ -444,8 +444,12 @@ class RunLeg:
         /,
     ) -> ProviderRequest:
         """``ctx.assemble``: the turn boundary, then the next request (RUN-13, TP-4, LOOP-8)."""
-        self._check_live()
         boundary = self.boundary
+        failure = boundary.failure  # LOOP-8, as _check_live (inline: twice per turn)
+        if failure is not None:
+            raise failure
+        if self.signal.aborted:
+            self.signal.throw_if_aborted()
         boundary_turn = boundary.completed + 1
         if boundary.entered != boundary_turn:
             await boundary.enter()
@@ -464,8 +468,12 @@ class RunLeg:
     async def generate(self, request: ProviderRequest, /) -> ProviderTurnResult:
         """``ctx.generate``: policies, middleware, redaction and byte count, then the attempts
         (RUN-14, RUN-15)."""
-        self._check_live()
         boundary = self.boundary
+        failure = boundary.failure  # LOOP-8, as _check_live
+        if failure is not None:
+            raise failure
+        if self.signal.aborted:
+            self.signal.throw_if_aborted()
         if boundary.entered != boundary.completed + 1:
             await boundary.enter()
         secrets: tuple[str, ...] = ()
