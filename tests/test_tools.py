@@ -1213,3 +1213,26 @@ def test_arch5_import_does_not_load_jsonschema_or_pydantic() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+async def test_tool14_generated_schema_forbids_extra_keys() -> None:
+    """TOOL-14/TOOL-6: the generated schema sets ``additionalProperties: false``, so a call with
+    an unknown key is blocked with an error the model can correct instead of running with the key
+    silently dropped."""
+    pytest.importorskip("pydantic")
+    seen: list[int] = []
+
+    @tool
+    def count(a: int) -> int:
+        seen.append(a)
+        return a
+
+    assert count.parameters is not None
+    assert count.parameters["additionalProperties"] is False
+    blocked = await dispatch(make_call("count", {"a": 1, "extra": 2}), [count])
+    assert blocked.error is not None and "extra" in blocked.error.message
+    assert seen == []
+    with pytest.raises(Exception, match="extra"):  # also without the validator (TOOL-6 off)
+        count.execute({"a": 1, "extra": 2}, make_context())
+    ok = await dispatch(make_call("count", {"a": 1}), [count])
+    assert ok.error is None and seen == [1]

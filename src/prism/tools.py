@@ -1643,7 +1643,12 @@ def _build_tool(
     try:
         model = pydantic.create_model(
             model_name,
-            __config__=pydantic.ConfigDict(protected_namespaces=(), arbitrary_types_allowed=False),
+            # extra="forbid": the schema says additionalProperties: false, so a call with an
+            # unknown key is blocked by argument validation with an error the model can correct
+            # instead of running with the key dropped (TOOL-14, TOOL-6)
+            __config__=pydantic.ConfigDict(
+                protected_namespaces=(), arbitrary_types_allowed=False, extra="forbid"
+            ),
             **fields,
         )
         adapter = pydantic.TypeAdapter(model)
