@@ -101,6 +101,10 @@ class Cell:
         values = [s.wall_s * 1e6 for s in self.samples]
         return statistics.median(values) if values else None
 
+    def median_cpu_us(self) -> float | None:
+        values = [s.cpu_s * 1e6 for s in self.samples]
+        return statistics.median(values) if values else None
+
 
 async def timed(
     make: Callable[[Counter], Any],

@@ -147,6 +147,18 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- table
 
 
+_METRIC = {"cpu": "process CPU time", "wall": "wall time"}
+
+
+def _load_note(section: dict[str, Any]) -> str:
+    """A warning when other work loaded the machine while the section ran."""
+    m = section.get("machine") or {}
+    load, cpus = m.get("load_average_1m"), m.get("cpus") or 1
+    if load is not None and load > 0.75 * cpus:
+        return f" — NOTE: load average {load:.1f} on {cpus} CPUs at the start (noisy)"
+    return ""
+
+
 _ORDER = (
     "bare", "bare+records", "prism", "prism+events", "prism(tool_concurrency=8)", "pydantic-ai",
     "openai-agents", "langgraph", "instructor",
@@ -189,9 +201,10 @@ def tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]
                  *[_fmt(turns["ratio_to_prism"][fw].get(n), ".1f", "×") for n in sizes]]
             )
         note = (
-            "median wall time of one run ÷ N; N-1 turns each call the async noop tool, the last "
-            "answers in text; instant fake model; steady state (3 warm runs before each sample); "
-            f"runs capped at {turns['max_run_s']:.0f} s"
+            f"median {_METRIC.get(turns.get('metric', 'wall'))} of one run ÷ N; N-1 turns each call "
+            "the async noop tool, the last answers in text; instant fake model; steady state "
+            f"(3 warm runs before each sample); runs capped at {turns['max_run_s']:.0f} s"
+            + _load_note(turns)
         )
         out.append(("Per-turn runtime overhead", head, rows, note))
     gvr = results.get("gvr")
@@ -205,7 +218,8 @@ def tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]
             for fw, r in ((f, gvr["results"][f]) for f in _ordered(gvr["results"]))
         ]
         out.append(("Validate and revise (k invalid drafts, then a valid one)", head, rows,
-                    "median µs per run; revision budget 3; Person(name: str, age: int)"))
+                    f"median {_METRIC.get(gvr.get('metric', 'wall'))} µs per run; revision budget 3;"
+                    " Person(name: str, age: int)" + _load_note(gvr)))
     parallel = results.get("parallel")
     if parallel:
         head = ["framework", "async tools ms", "overhead", "sync tools ms", "overhead"]
@@ -216,7 +230,7 @@ def tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]
             rows.append([fw, _fmt(a.get("median_ms")), _fmt(a.get("overhead_pct"), "+.1f", "%"),
                          _fmt(s.get("median_ms")), _fmt(s.get("overhead_pct"), "+.1f", "%")])
         out.append((f"{parallel['calls']} parallel tool calls of 50 ms", head, rows,
-                    "median wall ms of the whole run; floor 50 ms"))
+                    "median wall ms of the whole run; floor 50 ms" + _load_note(parallel)))
     footprint = results.get("footprint")
     if footprint:
         head = ["import", "import ms", "total ms", "RSS MB"]

@@ -3,7 +3,9 @@
 An agent run of N turns (N = 10, 100, 1000): turns 1..N-1 each request one call of the trivial
 async tool ``noop(i: int)``, turn N answers in text; the fake model returns instantly. The time of
 ``run`` (agent construction excluded) divided by N is the per-turn cost, which here is all
-framework overhead. Frameworks and sizes are interleaved round by round so that machine noise
+framework overhead. The headline is process CPU time (``time.process_time``: all threads of the
+process, so a framework's worker threads count too) — on a shared machine it is not inflated by
+other processes taking the core, as wall time is; both are in the JSON. Frameworks and sizes are interleaved round by round so that machine noise
 hits them alike; each cell reports the median over its runs (wall clock, and process CPU time).
 
 A run that exceeds ``--max-run-s`` is cancelled and reported as *capped*, with the per-turn cost
@@ -67,16 +69,22 @@ async def measure(
     return cells
 
 
-def summarise(cells: dict[str, dict[int, Cell]], sizes: list[int]) -> dict[str, Any]:
+def summarise(
+    cells: dict[str, dict[int, Cell]], sizes: list[int], metric: str = "cpu"
+) -> dict[str, Any]:
+    """Per-cell medians; ``median_us_per_turn`` (and every ratio) uses ``metric``."""
     results: dict[str, Any] = {}
     for fw, by_n in cells.items():
         results[fw] = {}
         for n, cell in by_n.items():
             capped = cell.capped
+            wall = cell.median_us_per_turn()
+            cpu = cell.median_cpu_us_per_turn()
             results[fw][str(n)] = {
-                "median_us_per_turn": cell.median_us_per_turn(),
-                "min_us_per_turn": cell.min_us_per_turn(),
-                "median_cpu_us_per_turn": cell.median_cpu_us_per_turn(),
+                "median_us_per_turn": cpu if metric == "cpu" else wall,
+                "median_wall_us_per_turn": wall,
+                "min_wall_us_per_turn": cell.min_us_per_turn(),
+                "median_cpu_us_per_turn": cpu,
                 "runs": len(cell.samples),
                 "capped": capped,
                 "turns_completed": (
@@ -135,6 +143,10 @@ def main() -> None:
     parser.add_argument("--frameworks", nargs="+", default=list(FRAMEWORKS))
     parser.add_argument("--quick", action="store_true", help="fewer runs per cell")
     parser.add_argument("--max-run-s", type=float, default=90.0, help="cap for one run")
+    parser.add_argument(
+        "--metric", choices=("cpu", "wall"), default="cpu",
+        help="headline: process CPU time (default; robust to other load) or wall time",
+    )
     parser.add_argument("--json", default=None, help="write the result JSON here (- = stdout)")
     args = parser.parse_args()
     frameworks = [fw for fw in args.frameworks if available(fw)]
@@ -147,13 +159,14 @@ def main() -> None:
         "scenario": "N turns, one noop tool call per turn, text on the last; instant fake model",
         "sizes": args.sizes,
         "max_run_s": args.max_run_s,
+        "metric": args.metric,
         "missing_frameworks": missing,
         "machine": machine(),
         "versions": versions(
             "prism-runtime", "pydantic-ai-slim", "openai-agents", "langgraph", "langchain",
             "langchain-core",
         ),
-        **summarise(cells, args.sizes),
+        **summarise(cells, args.sizes, args.metric),
     }
     if args.json is None:
         for fw, by_n in payload["results"].items():
