@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import os
 import subprocess
 import sys
 import threading
@@ -881,6 +882,45 @@ async def test_tool11_parallel_threads_overlap_blocking_tools() -> None:
     with parallel_tool_round():
         results = await asyncio.gather(dispatch(make_call(), tools), dispatch(make_call(id="c2"), tools))
     assert [r.value for r in results] == ["ok", "ok"] and peak == 2
+
+
+@pytest.mark.parametrize("width", [8, min(32, (os.cpu_count() or 1) + 4) + 1])
+async def test_tool11_a_parallel_round_never_waits_for_a_worker_thread(width: int) -> None:
+    """TOOL-11: with ``tool_concurrency=width`` all ``width`` blocking sync tools of a round are in
+    flight at once — more than the default executor's ``min(32, cpu + 4)`` workers (counted with a
+    barrier that only opens when every call runs at the same time)."""
+    from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
+    from prism.providers.mock import create_mock_provider
+    from prism.runtime.agent import create_agent
+
+    barrier = threading.Barrier(width, timeout=10)
+    lock = threading.Lock()
+    in_flight = peak = 0
+
+    def blocking(args: Any, ctx: Any) -> str:
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        barrier.wait()  # BrokenBarrierError (an error result) unless all run at once
+        with lock:
+            in_flight -= 1
+        return "ok"
+
+    calls = [provider_tool_call(f"c{i}", "blocking", {}) for i in range(width)]
+    provider = create_mock_provider(
+        turns=[[*calls, provider_done()], [provider_text_delta("done"), provider_done()]]
+    )
+    agent = create_agent(
+        model={"provider": "mock", "model": "m"},
+        provider=provider,
+        tools=[ToolDefinition(name="blocking", execute=blocking)],
+        loop={"strategy": "single-shot", "tool_concurrency": width},
+    )
+    result = await agent.create_session().run("go")
+    rows = [part for message in result.messages[2:-1] for part in message.content]
+    assert [getattr(row, "result", None) for row in rows] == ["ok"] * width
+    assert peak == width
 
 
 async def test_tool11_awaitable_returned_by_sync_execute_is_awaited_on_the_loop() -> None:

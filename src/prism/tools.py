@@ -17,12 +17,14 @@ import builtins
 import dataclasses
 import inspect
 import re
+import threading
 import time
 import types
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, copy_context
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, overload
 
@@ -792,7 +794,8 @@ def parallel_tool_round() -> Iterator[None]:
     """Mark dispatches started in this context as part of a parallel round (TOOL-11).
 
     Inside it (and in tasks created inside it, which copy the context), :func:`dispatch_tool_call`
-    runs a sync ``execute`` in a worker thread (``asyncio.to_thread``) instead of inline, unless its
+    runs a sync ``execute`` in a worker thread (prism's own pool, which always has a free thread;
+    the context is copied as ``asyncio.to_thread`` does) instead of inline, unless its
     ``sync_in_thread`` argument says otherwise. The tool-round dispatcher enters it around the
     creation of its parallel workers (POOL-4).
     """
@@ -801,6 +804,50 @@ def parallel_tool_round() -> Iterator[None]:
         yield
     finally:
         _PARALLEL_ROUND.reset(token)
+
+
+class _ToolThreads:
+    """The worker threads of sync tools in parallel rounds (TOOL-11).
+
+    ``asyncio.to_thread`` uses the loop's default executor, whose ``min(32, cpu + 4)`` workers make
+    a round of more blocking tools than that wait for a free thread (6 on 2 cores: 8 × 50 ms take
+    100 ms). This pool belongs to prism and is never full: when a submission would exceed its
+    size, a pool twice as large (at least the number of threads in use) replaces it — the old one
+    is shut down without waiting, so its running threads finish their call and exit. Threads are
+    started on demand, so the size costs nothing until used. Like ``to_thread``, the call runs in
+    a copy of the caller's context.
+    """
+
+    __slots__ = ("_busy", "_executor", "_lock", "_size")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._size = 0
+        self._busy = 0
+
+    def run(self, fn: Callable[..., Any], /, *args: Any) -> asyncio.Future[Any]:
+        """Start ``fn(*args)`` in a worker thread at once; the future resolves on this loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:  # submitted under the lock: no other thread can retire the pool first
+            executor = self._executor
+            if executor is None or self._busy >= self._size:
+                self._size = max(self._busy + 1, 2 * self._size, 8)
+                executor = ThreadPoolExecutor(self._size, thread_name_prefix="prism-tool")
+                if self._executor is not None:
+                    self._executor.shutdown(wait=False)
+                self._executor = executor
+            future = loop.run_in_executor(executor, copy_context().run, fn, *args)
+            self._busy += 1
+        future.add_done_callback(self._release)
+        return future
+
+    def _release(self, _future: object) -> None:
+        with self._lock:
+            self._busy -= 1
+
+
+_TOOL_THREADS = _ToolThreads()
 
 
 # =========================================================================== results (TOOL-12)
@@ -1131,9 +1178,7 @@ async def _run_execute(
     """Step 11: run ``execute`` inline or in a worker thread, under the abort grace (TOOL-10/11)."""
     execute = tool.execute
     if threaded and not inspect.iscoroutinefunction(execute):
-        future: asyncio.Future[Any] = asyncio.ensure_future(
-            asyncio.to_thread(execute, arguments, context)
-        )
+        future = _TOOL_THREADS.run(execute, arguments, context)
         try:
             raw = await _await_with_grace(asyncio.shield(future), context.signal, grace_ms)
         except BaseException:
