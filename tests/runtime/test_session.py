@@ -653,3 +653,44 @@ async def test_result_message_properties_con_30() -> None:
     assert result.text == "done"
     assert isinstance(result.messages[0].content[0], TextContent)
     assert all(isinstance(p, (TextContent, ToolCallContent, ToolResultContent)) for m in result.messages for p in m.content)
+
+
+async def test_a_stream_finalised_after_a_break_suppresses_its_run_exception_rec_6_rec_9() -> None:
+    """REC-6/REC-9: a stream left by ``break`` without ``async with`` and then finalised aborts
+    its run, and the run's exception is suppressed — asyncio logs no "Task exception was never
+    retrieved"."""
+    import gc
+
+    gate = asyncio.Event()
+
+    async def slow(arguments: dict[str, Any], context: Any) -> Any:
+        await gate.wait()
+        return "never"
+
+    session, _ = make_session(
+        [[provider_tool_call("c1", "slow", {}), provider_done()], TEXT],
+        tools=[ToolDefinition(name="slow", execute=slow)],
+        tool_abort_grace_ms=0,
+    )
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        stream = session.stream("x")
+        async for event in stream:
+            if event.type == "tool_execution_started":
+                break
+        del stream, event
+        gc.collect()  # finalises the stream: aborts the run
+        for _ in range(200):
+            if not session.is_running:
+                break
+            await asyncio.sleep(0.005)
+        assert not session.is_running
+        for _ in range(3):
+            await asyncio.sleep(0)
+        gc.collect()  # the finished task is collected now
+    finally:
+        loop.set_exception_handler(previous)
+    assert [c.get("message") for c in reported] == []

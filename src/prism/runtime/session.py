@@ -833,5 +833,18 @@ class RunStream:
 
     def __del__(self) -> None:
         task = self._task
-        if task is not None and not task.done():
+        if task is None:
+            return
+        if task.done():
+            _retrieve_exception(task)
+        else:
             self._controller.abort(AbortError("stream consumer closed"))
+            # REC-6: the aborted run's exception is suppressed — retrieved when it ends, so
+            # asyncio does not log "Task exception was never retrieved"
+            task.add_done_callback(_retrieve_exception)
+
+
+def _retrieve_exception(task: asyncio.Task[Any]) -> None:
+    """Mark a finished task's exception as retrieved (REC-6: suppressed, not logged)."""
+    if not task.cancelled():
+        task.exception()
