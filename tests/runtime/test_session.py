@@ -694,3 +694,12 @@ async def test_a_stream_finalised_after_a_break_suppresses_its_run_exception_rec
     finally:
         loop.set_exception_handler(previous)
     assert [c.get("message") for c in reported] == []
+
+
+def test_abort_docstring_states_the_tool_grace_tool_10() -> None:
+    """TOOL-10: ``session.abort()`` documents that an executing tool gets up to
+    ``tool_abort_grace_ms`` (default 5000 ms) before it is cancelled."""
+    from prism.runtime.session import AgentSession
+
+    doc = AgentSession.abort.__doc__ or ""
+    assert "tool_abort_grace_ms" in doc and "5000 ms" in doc and "cancelled" in doc

@@ -315,6 +315,16 @@ class AgentSession:
     def abort(self, reason: Any = None) -> None:
         """Abort the active run (RUN-4); a no-op when none is active.
 
+        The run's signal aborts at once: no further provider request or tool call starts, and an
+        awaited provider stream stops promptly (RUN-25). A tool that is already executing sees the
+        aborted ``context.signal`` and gets up to the agent's ``tool_abort_grace_ms`` (default
+        5000 ms; ``0`` means no wait) to finish — a call finished within the grace keeps its real
+        result; one still running is then cancelled (its cleanup awaited) and answered with a
+        ``tool_call_interrupted`` error (TOOL-10). A sync tool running inline cannot be interrupted;
+        one in a worker thread cannot be cancelled and is still awaited before ``run()`` returns
+        (RUN-22). ``run()`` then fails with ``AgentRunError`` (status ``aborted``). So ``abort()``
+        returns immediately, but the run may take up to the grace (plus thread time) to end.
+
         Args:
             reason: Abort reason; ``None`` means ``AbortError("Agent run aborted")``.
         """
