@@ -1,4 +1,4 @@
-"""What the SQLite and PostgreSQL stores share: JSON codec, checks, errors and decoding.
+"""What the SQLite and PostgreSQL stores share: JSON codec, checks, errors and row conversion.
 
 Both stores keep values as the JSON text of the runtime's own ``to_dict()`` (DB-8) and raise the
 same errors, with the same messages, as the memory stores (STORE-3, DUR-3), so the conformance
@@ -14,15 +14,27 @@ from typing import Any, Final, Literal, TypeAlias
 
 from prism._serde import Serializable
 from prism.errors import CheckpointConflictError, SessionAppendConflictError
+from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
+from prism.runtime.checkpoints import CheckpointRecord
 from prism.store import SessionEntry
+from prism.types import OwnershipScope
 
 __all__ = [
     "AppendOutcome",
     "SessionInfo",
     "append_error",
     "check_append",
+    "check_limit",
     "checkpoint_conflict",
+    "checkpoint_record",
     "dumps",
+    "event_row",
+    "ledger_where",
+    "owner_columns",
+    "run_row",
+    "session_infos",
+    "tool_call_row",
+    "usage_row",
     "walk_rows",
 ]
 
@@ -58,6 +70,27 @@ class SessionInfo(Serializable):
     """Latest entry timestamp (ISO-8601 UTC)."""
     last_entry_id: str
     """Id of the most recently appended entry — the usual leaf to continue from."""
+
+
+def check_limit(limit: int) -> None:
+    """The argument check of ``list_sessions``.
+
+    Raises:
+        ValueError: ``limit`` is smaller than 1.
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+
+
+def session_infos(rows: Iterable[tuple[str, Any, str, str, str]]) -> list[SessionInfo]:
+    """Decode ``(session_id, entries, created_at, updated_at, last_entry_id)`` rows. O(rows)."""
+    return [
+        SessionInfo(
+            session_id=sid, entries=int(n), created_at=first, updated_at=last,
+            last_entry_id=last_id,
+        )
+        for sid, n, first, last, last_id in rows
+    ]
 
 
 # --------------------------------------------------------------------------- session appends
@@ -150,6 +183,38 @@ def walk_rows(
 # --------------------------------------------------------------------------- checkpoints
 
 
+def owner_columns(
+    ownership: OwnershipScope | None,
+) -> tuple[str | None, str | None, str | None]:
+    """The ``(tenant_id, account_id, user_id)`` columns recorded with a checkpoint."""
+    if ownership is None:
+        return (None, None, None)
+    return (ownership.tenant_id, ownership.account_id, ownership.user_id)
+
+
+def checkpoint_record(
+    namespace: str, key: str, row: tuple[Any, ...], decode: Callable[[Any], Any]
+) -> CheckpointRecord:
+    """Decode a ``(version, value, created_at, updated_at, fencing_token)`` checkpoint row.
+
+    Args:
+        namespace: The checkpoint namespace.
+        key: The checkpoint key.
+        row: The stored columns, in that order.
+        decode: Turns the stored ``value`` column into the JSON value.
+    """
+    version, value, created_at, updated_at, token = row
+    return CheckpointRecord(
+        namespace=namespace,
+        key=key,
+        version=int(version),
+        value=decode(value),
+        created_at=created_at,
+        updated_at=updated_at,
+        fencing_token=token,
+    )
+
+
 def checkpoint_conflict(
     namespace: str,
     key: str,
@@ -176,3 +241,60 @@ def checkpoint_conflict(
         f"Checkpoint fencing conflict: token {fencing_token} is older than the stored token "
         f"{current[1]} ({namespace}/{key})"
     )
+
+
+# --------------------------------------------------------------------------- run ledger
+
+
+def run_row(record: RunRecord, encode: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """``(id, session_id, status, body)`` of a run row; ``encode`` turns the dict into ``body``."""
+    return (record.id, record.session_id, record.status, encode(record.to_dict()))
+
+
+def event_row(record: AgentEventRecord, encode: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """``(id, session_id, run_id, type, body)`` of an event row."""
+    return (record.id, record.session_id, record.run_id, record.type, encode(record.to_dict()))
+
+
+def tool_call_row(record: ToolCallRecord, encode: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """``(id, session_id, run_id, tool_call_id, status, body)`` of a tool-call row."""
+    return (
+        record.id,
+        record.session_id,
+        record.run_id,
+        record.tool_call_id,
+        record.status,
+        encode(record.to_dict()),
+    )
+
+
+def usage_row(record: UsageRecord, encode: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """``(id, session_id, run_id, scope, body)`` of a usage row."""
+    return (record.id, record.session_id, record.run_id, record.scope, encode(record.to_dict()))
+
+
+def ledger_where(
+    run_column: str, session_id: str | None, run_id: str | None, placeholder: str
+) -> tuple[str, tuple[str, ...]]:
+    """The ``WHERE`` condition and parameters of a ledger listing.
+
+    Args:
+        run_column: The column holding the run id (``id`` for runs, else ``run_id``).
+        session_id: Filter by session, or ``None``.
+        run_id: Filter by run, or ``None``.
+        placeholder: The driver's parameter marker (``?`` or ``%s``).
+
+    Raises:
+        ValueError: neither ``session_id`` nor ``run_id`` given.
+    """
+    clauses: list[str] = []
+    params: list[str] = []
+    if session_id is not None:
+        clauses.append(f"session_id = {placeholder}")
+        params.append(session_id)
+    if run_id is not None:
+        clauses.append(f"{run_column} = {placeholder}")
+        params.append(run_id)
+    if not clauses:
+        raise ValueError("give a session_id or a run_id")
+    return " AND ".join(clauses), tuple(params)

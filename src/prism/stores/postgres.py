@@ -49,8 +49,17 @@ from prism.stores._common import (
     SessionInfo,
     append_error,
     check_append,
+    check_limit,
     checkpoint_conflict,
+    checkpoint_record,
     dumps,
+    event_row,
+    ledger_where,
+    owner_columns,
+    run_row,
+    session_infos,
+    tool_call_row,
+    usage_row,
     walk_rows,
 )
 from prism.stores._migrations import MIGRATIONS_TABLE, load_migrations, plan_migrations
@@ -432,16 +441,8 @@ class PostgresStore:
         Args:
             limit: Most sessions returned (>= 1). Cost O(all entries).
         """
-        if limit < 1:
-            raise ValueError(f"limit must be >= 1, got {limit}")
-        rows = await self._fetch(self._sql.list_sessions, (limit,))
-        return [
-            SessionInfo(
-                session_id=sid, entries=int(n), created_at=first, updated_at=last,
-                last_entry_id=last_id,
-            )
-            for sid, n, first, last, last_id in rows
-        ]
+        check_limit(limit)
+        return session_infos(await self._fetch(self._sql.list_sessions, (limit,)))
 
     # ----------------------------------------------------------------- CheckpointStore
 
@@ -477,11 +478,7 @@ class PostgresStore:
         )
         text = _jsonb(value)
         now = now_iso()
-        tenant, account, user = (
-            (ownership.tenant_id, ownership.account_id, ownership.user_id)
-            if ownership is not None
-            else (None, None, None)
-        )
+        tenant, account, user = owner_columns(ownership)
         if expected_version == 0:
             rows = await self._fetch(
                 self._sql.cp_insert,
@@ -519,53 +516,25 @@ class PostgresStore:
         rows = await self._fetch(self._sql.cp_load, (namespace, key), one=True)
         if not rows:
             return None
-        version, value, created_at, updated_at, token = rows[0]
-        return CheckpointRecord(
-            namespace=namespace,
-            key=key,
-            version=int(version),
-            value=_unwrap(value),
-            created_at=created_at,
-            updated_at=updated_at,
-            fencing_token=token,
-        )
+        return checkpoint_record(namespace, key, rows[0], _unwrap)
 
     # ----------------------------------------------------------------- RunLedger
 
     async def append_run(self, record: RunRecord, /) -> None:
         """Append a start or finish run row (REC-1, REC-2, DB-7)."""
-        await self._execute(
-            self._sql.insert_run,
-            (record.id, record.session_id, record.status, _jsonb(record.to_dict())),
-        )
+        await self._execute(self._sql.insert_run, run_row(record, _jsonb))
 
     async def append_event(self, record: AgentEventRecord, /) -> None:
         """Append an event row; rows keep append (= emission) order (REC-3, REC-4, DB-7)."""
-        await self._execute(
-            self._sql.insert_event,
-            (record.id, record.session_id, record.run_id, record.type, _jsonb(record.to_dict())),
-        )
+        await self._execute(self._sql.insert_event, event_row(record, _jsonb))
 
     async def append_tool_call(self, record: ToolCallRecord, /) -> None:
         """Append a tool-call row (TOOL-8, DB-7)."""
-        await self._execute(
-            self._sql.insert_tool_call,
-            (
-                record.id,
-                record.session_id,
-                record.run_id,
-                record.tool_call_id,
-                record.status,
-                _jsonb(record.to_dict()),
-            ),
-        )
+        await self._execute(self._sql.insert_tool_call, tool_call_row(record, _jsonb))
 
     async def append_usage(self, record: UsageRecord, /) -> None:
         """Append a usage row (REC-8, DB-7)."""
-        await self._execute(
-            self._sql.insert_usage,
-            (record.id, record.session_id, record.run_id, record.scope, _jsonb(record.to_dict())),
-        )
+        await self._execute(self._sql.insert_usage, usage_row(record, _jsonb))
 
     async def list_runs(
         self, session_id: str | None = None, *, run_id: str | None = None
@@ -609,21 +578,9 @@ class PostgresStore:
         run_id: str | None,
         decode: Callable[[Mapping[str, Any]], _T],
     ) -> builtins.list[_T]:
-        clauses: builtins.list[str] = []
-        params: builtins.list[str] = []
-        if session_id is not None:
-            clauses.append("session_id = %s")
-            params.append(session_id)
-        if run_id is not None:
-            clauses.append(f"{run_column} = %s")
-            params.append(run_id)
-        if not clauses:
-            raise ValueError("give a session_id or a run_id")
-        sql = (
-            f"SELECT body FROM {self._sql.schema}.{table} "
-            f"WHERE {' AND '.join(clauses)} ORDER BY seq"
-        )
-        return [decode(_unwrap(body)) for (body,) in await self._fetch(sql, tuple(params))]
+        where, params = ledger_where(run_column, session_id, run_id, "%s")
+        sql = f"SELECT body FROM {self._sql.schema}.{table} WHERE {where} ORDER BY seq"
+        return [decode(_unwrap(body)) for (body,) in await self._fetch(sql, params)]
 
 
 if TYPE_CHECKING:  # static proof that one object implements the three protocols (DB-1)

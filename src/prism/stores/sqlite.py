@@ -44,8 +44,17 @@ from prism.stores._common import (
     SessionInfo,
     append_error,
     check_append,
+    check_limit,
     checkpoint_conflict,
+    checkpoint_record,
     dumps,
+    event_row,
+    ledger_where,
+    owner_columns,
+    run_row,
+    session_infos,
+    tool_call_row,
+    usage_row,
     walk_rows,
 )
 from prism.stores._migrations import MIGRATIONS_TABLE, load_migrations, plan_migrations
@@ -420,17 +429,10 @@ class SqliteStore:
         Args:
             limit: Most sessions returned (>= 1). Cost O(all entries).
         """
-        if limit < 1:
-            raise ValueError(f"limit must be >= 1, got {limit}")
+        check_limit(limit)
 
         def job(conn: sqlite3.Connection) -> builtins.list[SessionInfo]:
-            return [
-                SessionInfo(
-                    session_id=sid, entries=n, created_at=first, updated_at=last,
-                    last_entry_id=last_id,
-                )
-                for sid, n, first, last, last_id in conn.execute(_LIST_SESSIONS, (limit,))
-            ]
+            return session_infos(conn.execute(_LIST_SESSIONS, (limit,)))
 
         return await self._call(job)
 
@@ -470,11 +472,7 @@ class SqliteStore:
         )
         text = dumps(value)
         now = now_iso()
-        owner = (
-            (ownership.tenant_id, ownership.account_id, ownership.user_id)
-            if ownership is not None
-            else (None, None, None)
-        )
+        owner = owner_columns(ownership)
 
         def job(conn: sqlite3.Connection) -> tuple[str | None, tuple[int, int | None] | None]:
             if expected_version == 0:
@@ -517,16 +515,7 @@ class SqliteStore:
             row = conn.execute(_CP_LOAD, (namespace, key)).fetchone()
             if row is None:
                 return None
-            version, text, created_at, updated_at, token = row
-            return CheckpointRecord(
-                namespace=namespace,
-                key=key,
-                version=version,
-                value=json.loads(text),
-                created_at=created_at,
-                updated_at=updated_at,
-                fencing_token=token,
-            )
+            return checkpoint_record(namespace, key, row, json.loads)
 
         return await self._call(job)
 
@@ -534,33 +523,22 @@ class SqliteStore:
 
     async def append_run(self, record: RunRecord, /) -> None:
         """Append a start or finish run row (REC-1, REC-2, DB-7)."""
-        params = (record.id, record.session_id, record.status, dumps(record.to_dict()))
+        params = run_row(record, dumps)
         await self._call(lambda conn: conn.execute(_INSERT_RUN, params))
 
     async def append_event(self, record: AgentEventRecord, /) -> None:
         """Append an event row; rows keep append (= emission) order (REC-3, REC-4, DB-7)."""
-        params = (
-            record.id, record.session_id, record.run_id, record.type, dumps(record.to_dict())
-        )
+        params = event_row(record, dumps)
         await self._call(lambda conn: conn.execute(_INSERT_EVENT, params))
 
     async def append_tool_call(self, record: ToolCallRecord, /) -> None:
         """Append a tool-call row (TOOL-8, DB-7)."""
-        params = (
-            record.id,
-            record.session_id,
-            record.run_id,
-            record.tool_call_id,
-            record.status,
-            dumps(record.to_dict()),
-        )
+        params = tool_call_row(record, dumps)
         await self._call(lambda conn: conn.execute(_INSERT_TOOL_CALL, params))
 
     async def append_usage(self, record: UsageRecord, /) -> None:
         """Append a usage row (REC-8, DB-7)."""
-        params = (
-            record.id, record.session_id, record.run_id, record.scope, dumps(record.to_dict())
-        )
+        params = usage_row(record, dumps)
         await self._call(lambda conn: conn.execute(_INSERT_USAGE, params))
 
     async def list_runs(
@@ -622,17 +600,8 @@ def _entry(body: str) -> SessionEntry:
 def _ledger_query(
     table: str, run_column: str, session_id: str | None, run_id: str | None
 ) -> tuple[str, tuple[str, ...]]:
-    clauses: builtins.list[str] = []
-    params: builtins.list[str] = []
-    if session_id is not None:
-        clauses.append("session_id = ?")
-        params.append(session_id)
-    if run_id is not None:
-        clauses.append(f"{run_column} = ?")
-        params.append(run_id)
-    if not clauses:
-        raise ValueError("give a session_id or a run_id")
-    return f"SELECT body FROM {table} WHERE {' AND '.join(clauses)} ORDER BY seq", tuple(params)
+    where, params = ledger_where(run_column, session_id, run_id, "?")
+    return f"SELECT body FROM {table} WHERE {where} ORDER BY seq", params
 
 
 def _decode_rows(
