@@ -258,6 +258,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _run_command(
+    args: argparse.Namespace,
+    out: IO[str],
+    err: IO[str],
+    stdin: IO[str] | None,
+    provider_override: Callable[[], Any] | None,
+) -> _run.RunCommand:
+    """The command behind ``run`` and ``resume``; live output only on a terminal."""
+    live = not args.plain and not args.json and _isatty(out)
+    return _run.RunCommand(
+        args, out=out, err=err, live=live, stdin=stdin, provider_override=provider_override
+    )
+
+
 async def _cmd_run(
     args: argparse.Namespace,
     out: IO[str],
@@ -265,11 +279,7 @@ async def _cmd_run(
     stdin: IO[str] | None,
     provider_override: Callable[[], Any] | None,
 ) -> int:
-    live = not args.plain and not args.json and _isatty(out)
-    command = _run.RunCommand(
-        args, out=out, err=err, live=live, stdin=stdin, provider_override=provider_override
-    )
-    return await command.run()
+    return await _run_command(args, out, err, stdin, provider_override).run()
 
 
 async def _cmd_resume(
@@ -279,11 +289,7 @@ async def _cmd_resume(
     stdin: IO[str] | None,
     provider_override: Callable[[], Any] | None,
 ) -> int:
-    live = not args.plain and not args.json and _isatty(out)
-    command = _run.RunCommand(
-        args, out=out, err=err, live=live, stdin=stdin, provider_override=provider_override
-    )
-    return await command.resume()
+    return await _run_command(args, out, err, stdin, provider_override).resume()
 
 
 async def _cmd_sessions(
