@@ -53,6 +53,7 @@ from prism.middleware import MiddlewareRegistry
 from prism.redaction import SecretRedactor, error_to_error_info
 from prism.types import (
     ErrorInfo,
+    GuardrailRecord,
     JsonValue,
     OwnershipScope,
     ToolCallContent,
@@ -1196,6 +1197,37 @@ async def _run_execute(
     return raw
 
 
+async def _tool_stage_guardrails(
+    stage: Literal["tool_input", "tool_output"],
+    guardrails: Guardrails,
+    value: Any,
+    context: ToolExecutionContext,
+    tool_call_id: str,
+    tool_name: str,
+    redactor: SecretRedactor | None,
+    emit: Callable[[Any], Any] | None,
+) -> GuardrailRecord | None:
+    """Run one tool stage's guardrails (GRD-5) and return the terminal record, if any."""
+    outcome = await run_guardrails(
+        stage,
+        guardrails,
+        value,
+        GuardrailContext(
+            stage=stage,
+            value=value,
+            session_id=context.session_id,
+            run_id=context.run_id,
+            metadata=context.metadata,
+            signal=context.signal,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+        ),
+        redactor=redactor,
+        emit=emit,
+    )
+    return outcome.terminal
+
+
 async def dispatch_tool_call(
     call: ToolCallContent,
     *,
@@ -1301,24 +1333,9 @@ async def dispatch_tool_call(
     )
     # -- 3. tool-input guardrails
     if guardrails is not None and guardrails.tool_input:
-        outcome = await run_guardrails(
-            "tool_input",
-            guardrails,
-            call,
-            GuardrailContext(
-                stage="tool_input",
-                value=call,
-                session_id=context.session_id,
-                run_id=context.run_id,
-                metadata=context.metadata,
-                signal=context.signal,
-                tool_call_id=call.id,
-                tool_name=call.name,
-            ),
-            redactor=redactor,
-            emit=emit,
+        terminal = await _tool_stage_guardrails(
+            "tool_input", guardrails, call, context, call.id, call.name, redactor, emit
         )
-        terminal = outcome.terminal
         if terminal is not None:
             if terminal.action == "block":
                 return await state.blocked("guardrail_blocked", "Tool call blocked by guardrail")
@@ -1430,24 +1447,9 @@ async def dispatch_tool_call(
         raise
     # -- 13. tool-output guardrails (before redaction)
     if guardrails is not None and guardrails.tool_output:
-        outcome = await run_guardrails(
-            "tool_output",
-            guardrails,
-            result,
-            GuardrailContext(
-                stage="tool_output",
-                value=result,
-                session_id=context.session_id,
-                run_id=context.run_id,
-                metadata=context.metadata,
-                signal=context.signal,
-                tool_call_id=call.id,
-                tool_name=name,
-            ),
-            redactor=redactor,
-            emit=emit,
+        terminal = await _tool_stage_guardrails(
+            "tool_output", guardrails, result, context, call.id, name, redactor, emit
         )
-        terminal = outcome.terminal
         if terminal is not None:
             if terminal.action == "block":
                 return await state.blocked("guardrail_blocked", "Tool result blocked by guardrail")
