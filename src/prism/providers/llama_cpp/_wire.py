@@ -1,0 +1,246 @@
+"""Request mapping of the local provider: a ``ProviderRequest`` as ``create_chat_completion`` args.
+
+The OpenAI chat shapes (as the OpenAI-compatible provider sends them), with the quirks of
+llama-cpp-python's chat formats:
+
+* all ``system`` messages become one leading system message (joined with ``"\\n\\n"``); when the
+  request has tools but no system text, ``"You are a helpful assistant."`` is used, because the
+  chat format lists the tools inside the system message only;
+* ``user`` text → ``{"role": "user", "content": text}`` (images → ``invalid_request``);
+* ``assistant`` → text plus ``tool_calls`` for host calls; thinking parts are dropped;
+* ``tool`` results carry the tool-result payload text every provider sends (the result, or the
+  error text, or a fixed "no output" text). ``chatml-function-calling`` renders only system,
+  user and assistant turns, so there a result is sent as a user turn ``"Result of <name>:
+  <payload>"`` (the phrasing the bundled model answers best from); other chat formats get
+  ``{"role": "tool", ...}``. Message text is passed verbatim: that template is rendered with
+  HTML autoescaping, which would otherwise turn quotes into ``&#34;``;
+* ``request.model.parameters`` then ``request.options.extra`` give the sampling settings
+  (``temperature``, ``top_p``, ``top_k``, ``min_p``, ``typical_p``, ``max_tokens`` or
+  ``max_completion_tokens``, ``stop``, ``seed``, ``repeat_penalty``, ``presence_penalty``,
+  ``frequency_penalty``, ``tool_choice``, ``response_format``); any other key fails the attempt with
+  ``invalid_request``. ``options.structured_output`` becomes a JSON-Schema grammar
+  (``response_format={"type": "json_object", "schema": ...}``) on turns without tools.
+* ``tool_choice``: ``"auto"`` (default with tools), ``"none"``, ``"required"`` (forces the only
+  tool; ``"auto"`` when there are several) or ``{"type": "function", "function": {"name": ...}}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from prism.providers.base import _tool_result_payload_text
+from prism.types import (
+    ImageContent,
+    Message,
+    ProviderRequest,
+    TextContent,
+    ToolCallContent,
+    ToolDefinition,
+    ToolResultContent,
+)
+
+__all__ = ["InvalidRequest", "completion_kwargs"]
+
+_DEFAULT_SYSTEM: Final = "You are a helpful assistant."
+
+_SAMPLING_KEYS: Final = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "typical_p",
+        "stop",
+        "seed",
+        "repeat_penalty",
+        "presence_penalty",
+        "frequency_penalty",
+        "response_format",
+    }
+)
+_CONTROL_KEYS: Final = frozenset({"max_tokens", "max_completion_tokens", "tool_choice"})
+
+
+class InvalidRequest(Exception):
+    """The request cannot be served; becomes an ``invalid_request`` error event."""
+
+
+def completion_kwargs(
+    request: ProviderRequest, *, chat_format: str, default_max_tokens: int
+) -> tuple[dict[str, Any], int]:
+    """Keyword arguments of ``Llama.create_chat_completion`` for ``request``, and the output cap.
+
+    Args:
+        request: The provider request.
+        chat_format: The model's chat format (decides how tool results are sent).
+        default_max_tokens: Output cap when neither the parameters nor
+            ``model.limits.max_output_tokens`` give one.
+
+    Returns:
+        ``(kwargs, max_tokens)``; ``kwargs`` has no ``stream`` key.
+
+    Raises:
+        InvalidRequest: an unsupported parameter, an image, a bad ``tool_choice`` or a
+            ``max_tokens`` that is not an int >= 1.
+    """
+    settings: dict[str, Any] = dict(request.model.parameters or {})
+    if request.options is not None and request.options.extra:
+        settings.update(request.options.extra)
+    unknown = sorted(set(settings) - _SAMPLING_KEYS - _CONTROL_KEYS)
+    if unknown:
+        supported = ", ".join(sorted(_SAMPLING_KEYS | _CONTROL_KEYS))
+        raise InvalidRequest(
+            f"unsupported parameter(s) for the local provider: {', '.join(unknown)} "
+            f"(supported: {supported})"
+        )
+    tools = _chat_tools(request.tools or ())
+    kwargs: dict[str, Any] = {k: v for k, v in settings.items() if k in _SAMPLING_KEYS}
+    kwargs["messages"] = _chat_messages(
+        request.messages,
+        has_tools=bool(tools),
+        tool_results_as_user=chat_format == "chatml-function-calling",
+    )
+    choice = _tool_choice(settings.get("tool_choice"), tools)
+    if tools:
+        kwargs["tools"] = tools
+        kwargs["tool_choice"] = choice
+    max_tokens = settings.get("max_tokens", settings.get("max_completion_tokens"))
+    if max_tokens is None and request.model.limits is not None:
+        max_tokens = request.model.limits.max_output_tokens
+    cap = _positive_int(max_tokens, "max_tokens") if max_tokens is not None else None
+    cap = cap if cap is not None else default_max_tokens
+    kwargs["max_tokens"] = cap
+    structured = request.options.structured_output if request.options else None
+    if structured is not None and "response_format" not in kwargs:
+        kwargs["response_format"] = {"type": "json_object", "schema": dict(structured.schema)}
+    return kwargs, cap
+
+
+def _text_of(message: Message) -> str:
+    return "".join(part.text for part in message.content if isinstance(part, TextContent))
+
+
+def _verbatim(text: str) -> str:
+    """Mark ``text`` as safe for Jinja autoescaping.
+
+    llama-cpp-python renders the ``chatml-function-calling`` prompt with HTML autoescaping on, so
+    quotes in messages and tool arguments would reach the model as ``&#34;``. A ``markupsafe.Markup``
+    (a ``str`` subclass; markupsafe ships with Jinja) is rendered unchanged.
+    """
+    try:
+        from markupsafe import Markup
+    except ImportError:  # pragma: no cover - Jinja (and so markupsafe) comes with llama-cpp-python
+        return text
+    return Markup(text)
+
+
+def _chat_messages(
+    messages: Sequence[Message], *, has_tools: bool, tool_results_as_user: bool
+) -> list[dict[str, Any]]:
+    """Map prism messages to llama-cpp-python chat messages (see the module docstring), with
+    every text marked verbatim for the template."""
+    out = _chat_messages_raw(
+        messages, has_tools=has_tools, tool_results_as_user=tool_results_as_user
+    )
+    for entry in out:
+        if isinstance(entry.get("content"), str):
+            entry["content"] = _verbatim(entry["content"])
+        for call in entry.get("tool_calls", ()):
+            call["function"]["arguments"] = _verbatim(call["function"]["arguments"])
+    return out
+
+
+def _chat_messages_raw(
+    messages: Sequence[Message], *, has_tools: bool, tool_results_as_user: bool
+) -> list[dict[str, Any]]:
+    system_parts: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.role
+        if role == "system":
+            text = _text_of(message)
+            if text:
+                system_parts.append(text)
+        elif role == "user":
+            if any(isinstance(part, ImageContent) for part in message.content):
+                raise InvalidRequest("the local model takes text input only (image given)")
+            out.append({"role": "user", "content": _text_of(message)})
+        elif role == "assistant":
+            calls = [
+                part
+                for part in message.content
+                if isinstance(part, ToolCallContent) and part.authority != "provider-hosted"
+            ]
+            text = _text_of(message)
+            entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                    }
+                    for call in calls
+                ]
+            elif not text:
+                continue
+            out.append(entry)
+        elif role == "tool":
+            payload = _tool_result_payload_text(message)
+            name, call_id = _tool_result_ids(message)
+            if tool_results_as_user:
+                out.append({"role": "user", "content": f"Result of {name}: {payload}"})
+            else:
+                out.append({"role": "tool", "tool_call_id": call_id, "content": payload})
+    system = "\n\n".join(system_parts)
+    if not system and has_tools:
+        system = _DEFAULT_SYSTEM
+    if system:
+        out.insert(0, {"role": "system", "content": system})
+    return out
+
+
+def _tool_result_ids(message: Message) -> tuple[str, str]:
+    for part in message.content:
+        if isinstance(part, ToolResultContent):
+            return part.name, part.tool_call_id
+    return "tool", ""
+
+
+def _chat_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        function: dict[str, Any] = {"name": tool.name}
+        if tool.description:
+            function["description"] = tool.description
+        function["parameters"] = tool.parameters or {"type": "object"}
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def _tool_choice(value: Any, tools: list[dict[str, Any]]) -> Any:
+    if value is None:
+        return "auto" if tools else None
+    names = [tool["function"]["name"] for tool in tools]
+    if value == "required":
+        if len(names) == 1:
+            return {"type": "function", "function": {"name": names[0]}}
+        return "auto"
+    if value in ("auto", "none"):
+        return value
+    if isinstance(value, Mapping):
+        function = value.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if isinstance(name, str) and name in names:
+            return {"type": "function", "function": {"name": name}}
+        raise InvalidRequest(f"tool_choice names a tool that is not in the request: {name!r}")
+    raise InvalidRequest(f"unsupported tool_choice: {value!r}")
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidRequest(f"{name} must be an int >= 1, got {value!r}")
+    return value
+
