@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, contextmanager
@@ -37,21 +36,20 @@ from typing import TYPE_CHECKING, Any, Literal
 from prism._util import maybe_await
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError, ProviderTransportError
+from prism.providers._openai_errors import MAX_ERROR_BODY_BYTES as MAX_ERROR_BODY_BYTES
+from prism.providers._openai_errors import exception_info
 from prism.providers._openai_wire import (
     InvalidRequest,
     ResponseMapper,
-    StreamFailure,
     build_request_body,
     map_completion,
 )
 from prism.providers._sse import SSEDecoder
 from prism.providers.base import (
     _redact_error_info,
-    _retry_after_ms,
     provider_error,
 )
 from prism.types import (
-    ErrorInfo,
     ProviderErrorEvent,
     ProviderEvent,
     ProviderRequest,
@@ -74,9 +72,6 @@ __all__ = [
 
 MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024
 """Largest request body sent, in UTF-8 bytes of ``json.dumps(body)`` (PROV-10 a)."""
-
-MAX_ERROR_BODY_BYTES = 65_536
-"""Most bytes of an HTTP error body put into an error message (PROV-11)."""
 
 MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024
 """Largest non-streamed JSON completion read, in bytes (streamed events are bounded by PROV-10)."""
@@ -105,94 +100,6 @@ def _require_openai() -> Any:
             f"The OpenAI provider needs the 'openai' package: {_OPENAI_EXTRA_HINT}"
         ) from exc
     return openai
-
-
-
-
-# =========================================================================== error mapping
-
-
-def _class_named(module_name: str, attr: str) -> type[BaseException] | None:
-    module = sys.modules.get(module_name)
-    cls = getattr(module, attr, None) if module is not None else None
-    return cls if isinstance(cls, type) and issubclass(cls, BaseException) else None
-
-
-def _transport_code(exc: BaseException) -> str | None:
-    """PROV-12 code for an httpx/httpx2 transport exception anywhere in the cause chain."""
-    seen = 0
-    current: BaseException | None = exc
-    while current is not None and seen < 6:
-        for module in ("httpx2", "httpx"):
-            timeout = _class_named(module, "TimeoutException")
-            if timeout is not None and isinstance(current, timeout):
-                return "timeout"
-            connect = _class_named(module, "ConnectError")
-            if connect is not None and isinstance(current, connect):
-                return "ECONNREFUSED"
-            transport = _class_named(module, "TransportError")
-            if transport is not None and isinstance(current, transport):
-                return "ECONNRESET"
-        current = current.__cause__ or current.__context__
-        seen += 1
-    return None
-
-
-def _read_error_body(response: Any) -> str:
-    try:
-        content = response.content
-    except Exception:  # a response that was not read: nothing to show
-        return ""
-    if not isinstance(content, (bytes, bytearray)):
-        return ""
-    return bytes(content[:MAX_ERROR_BODY_BYTES]).decode("utf-8", errors="replace")
-
-
-def _exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
-    """Translate an SDK, httpx or prism exception into an ``ErrorInfo`` (PROV-11, PROV-12)."""
-    openai_mod = sys.modules.get("openai")
-    status_error = getattr(openai_mod, "APIStatusError", None)
-    timeout_error = getattr(openai_mod, "APITimeoutError", None)
-    connection_error = getattr(openai_mod, "APIConnectionError", None)
-    name = type(exc).__name__
-    if isinstance(exc, StreamFailure):
-        return exc.info
-    if isinstance(exc, ProviderTransportError):
-        return ErrorInfo(name=name, code=exc.code, message=str(exc))
-    if isinstance(exc, UnicodeDecodeError):
-        return ErrorInfo(
-            name="ProviderTransportError",
-            code="invalid_stream_chunk",
-            message=f"{prefix}: response is not valid UTF-8",
-        )
-    if isinstance(exc, InvalidRequest):
-        return ErrorInfo(name="ProviderTransportError", code="invalid_request", message=f"{prefix}: invalid request: {exc}")
-    if status_error is not None and isinstance(exc, status_error):
-        response = exc.response
-        status = int(response.status_code)
-        body = _read_error_body(response)
-        return ErrorInfo(
-            name=name,
-            code=status,
-            message=f"{prefix}: {status} {body}".rstrip(),
-            retry_after_ms=_retry_after_ms(response.headers.get("retry-after")),
-        )
-    cause = exc.__cause__
-    cause_text = str(cause) if cause is not None else None
-    if timeout_error is not None and isinstance(exc, timeout_error):
-        return ErrorInfo(name=name, code="timeout", message=f"{prefix}: {exc}", cause=cause_text)
-    code = _transport_code(exc)
-    if code is not None:
-        return ErrorInfo(name=name, code=code, message=f"{prefix}: {exc}", cause=cause_text)
-    if connection_error is not None and isinstance(exc, connection_error):
-        return ErrorInfo(name=name, code="ECONNRESET", message=f"{prefix}: {exc}", cause=cause_text)
-    code_attr = getattr(exc, "code", None)
-    return ErrorInfo(
-        name=name,
-        code=code_attr if isinstance(code_attr, (str, int)) and not isinstance(code_attr, bool) else None,
-        message=f"{prefix}: {exc}",
-        cause=cause_text,
-    )
 
 
 # =========================================================================== abort (PROV-4)
@@ -416,7 +323,7 @@ class OpenAICompatibleProvider:
                 yield self._error(exc)
 
     def _error(self, exc: BaseException) -> ProviderErrorEvent:
-        info = _exception_info(exc, self._prefix)
+        info = exception_info(exc, self._prefix)
         return provider_error(_redact_error_info(info, tuple(self._secrets)))
 
 
