@@ -56,12 +56,15 @@ import io
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, cast
 
 from prism.cli import _models, _run, _sessions, _tools
 from prism.cli._render import PipeGuard, guard
 from prism.cli._run import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
 from prism.cli._store import STORE_ENV
+
+if TYPE_CHECKING:
+    from prism.providers.base import AIProvider
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -263,7 +266,7 @@ def _run_command(
     out: IO[str],
     err: IO[str],
     stdin: IO[str] | None,
-    provider_override: Callable[[], Any] | None,
+    provider_override: Callable[[], AIProvider] | None,
 ) -> _run.RunCommand:
     """The command behind ``run`` and ``resume``; live output only on a terminal."""
     live = not args.plain and not args.json and _isatty(out)
@@ -277,7 +280,7 @@ async def _cmd_run(
     out: IO[str],
     err: IO[str],
     stdin: IO[str] | None,
-    provider_override: Callable[[], Any] | None,
+    provider_override: Callable[[], AIProvider] | None,
 ) -> int:
     return await _run_command(args, out, err, stdin, provider_override).run()
 
@@ -287,7 +290,7 @@ async def _cmd_resume(
     out: IO[str],
     err: IO[str],
     stdin: IO[str] | None,
-    provider_override: Callable[[], Any] | None,
+    provider_override: Callable[[], AIProvider] | None,
 ) -> int:
     return await _run_command(args, out, err, stdin, provider_override).resume()
 
@@ -297,7 +300,7 @@ async def _cmd_sessions(
     out: IO[str],
     err: IO[str],
     stdin: IO[str] | None,
-    provider_override: Callable[[], Any] | None,
+    provider_override: Callable[[], AIProvider] | None,
 ) -> int:
     if args.sessions_command is None:
         err.write("prism: sessions needs a subcommand: list or show ID\n")
@@ -316,7 +319,7 @@ def main(
     out: IO[str] | None = None,
     err: IO[str] | None = None,
     stdin: IO[str] | None = None,
-    provider_override: Callable[[], Any] | None = None,
+    provider_override: Callable[[], AIProvider] | None = None,
 ) -> int:
     """Entry point of the ``prism`` command.
 
@@ -351,7 +354,7 @@ def _main(
     out: IO[str],
     err: IO[str],
     stdin: IO[str] | None,
-    provider_override: Callable[[], Any] | None,
+    provider_override: Callable[[], AIProvider] | None,
 ) -> int:
     parser = build_parser()
     try:

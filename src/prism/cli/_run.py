@@ -35,14 +35,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import threading
 from collections.abc import Awaitable, Callable
-from typing import IO, Any, Final, Literal, cast
+from typing import IO, TYPE_CHECKING, Literal, cast
 
 from prism.abort import AbortController
-from prism.cli._interrupt import INTERRUPT_STOP_REASON, Interrupts
+from prism.cli._approval_prompt import ApprovalPrompt
+from prism.cli._exit_codes import CONNECTION_ERROR_CODES as CONNECTION_ERROR_CODES
+from prism.cli._exit_codes import EXIT_BROKEN_PIPE as EXIT_BROKEN_PIPE
+from prism.cli._exit_codes import EXIT_DENIED as EXIT_DENIED
+from prism.cli._exit_codes import EXIT_FAILED as EXIT_FAILED
+from prism.cli._exit_codes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from prism.cli._exit_codes import EXIT_OK as EXIT_OK
+from prism.cli._exit_codes import EXIT_SUSPENDED as EXIT_SUSPENDED
+from prism.cli._exit_codes import EXIT_USAGE as EXIT_USAGE
+from prism.cli._exit_codes import PIPE_ABORT_REASON as PIPE_ABORT_REASON
+from prism.cli._interrupt import Interrupts
 from prism.cli._models import ModelChoice
 from prism.cli._render import (
     JsonRenderer,
@@ -52,6 +61,7 @@ from prism.cli._render import (
     Renderer,
     guard,
 )
+from prism.cli._report import RunReport
 from prism.cli._settings import (
     BuiltAgent,
     RunSettings,
@@ -64,20 +74,23 @@ from prism.cli._settings import tool_choice_policy as tool_choice_policy
 from prism.cli._store import (
     StoreError,
     check_run,
-    display_url,
     last_run,
     load_settings,
     open_cli_store,
     redact_store_text,
-    save_run_note,
     save_settings,
     store_url,
 )
 from prism.errors import AgentRunError, CheckpointConflictError, PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
-from prism.runtime.durable import DecisionOutcome
-from prism.types import RunResult, ToolCallContent, Usage
+from prism.runtime.durable import RunDecision, resume_agent_run
+from prism.stores import DatabaseStore
+from prism.types import RunResult
 from prism.usage import UsageAccumulator
+
+if TYPE_CHECKING:
+    from prism import AgentSession
+    from prism.providers.base import AIProvider
 
 __all__ = [
     "CONNECTION_ERROR_CODES",
@@ -93,47 +106,6 @@ __all__ = [
     "UsageError",
     "tool_choice_policy",
 ]
-
-EXIT_OK: Final = 0
-"""The run succeeded (also: stopped by ``--max-turns``)."""
-EXIT_DENIED: Final = 0
-"""``prism resume RUN_ID --deny`` denied the waiting tool calls as asked (the ``run_result``
-line says ``"status": "denied"``)."""
-EXIT_FAILED: Final = 1
-"""The run failed or was aborted."""
-EXIT_USAGE: Final = 2
-"""Invalid command line or configuration (bad ``--model``, missing key or extra, bad schema,
-unusable store), or a run that cannot be resumed."""
-EXIT_SUSPENDED: Final = 3
-"""The run is waiting for an approval: ``prism resume RUN_ID --approve`` (or ``--deny``)."""
-EXIT_INTERRUPTED: Final = 130
-"""Ctrl-C (128 + SIGINT): the run stopped at a turn boundary, was aborted, or an approval
-question was left unanswered."""
-EXIT_BROKEN_PIPE: Final = 141
-"""The output was closed by its reader (128 + SIGPIPE, what a shell reports for a writer killed by
-a closed pipe): the run was aborted and nothing more was printed."""
-
-PIPE_ABORT_REASON: Final = "output closed (broken pipe)"
-"""Abort reason of a run whose output was closed."""
-
-CONNECTION_ERROR_CODES: Final = frozenset(
-    {"ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "timeout"}
-)
-"""Provider error codes after which the failure names the endpoint the command tried (PROV-12)."""
-
-_PREVIEW_CHARS = 200
-
-_ANSWERS: Final[dict[str, DecisionOutcome]] = {
-    "y": "allow_once",
-    "yes": "allow_once",
-    "a": "allow_for_run",
-    "always": "allow_for_run",
-    "n": "reject_once",
-    "no": "reject_once",
-    "": "reject_once",
-}
-"""Terminal answers to an approval question (APR-7 outcomes)."""
-
 
 class _Waiting(Exception):
     """``prism resume`` of a waiting run stopped asking before every call was decided."""
@@ -163,7 +135,7 @@ class RunCommand:
         live: bool,
         stdin: IO[str] | None = None,
         environ: dict[str, str] | None = None,
-        provider_override: Callable[[], Any] | None = None,
+        provider_override: Callable[[], AIProvider] | None = None,
     ) -> None:
         self.args = args
         self.out = guard(out)
@@ -184,6 +156,13 @@ class RunCommand:
         self._stdin_used = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
+        self._approvals = ApprovalPrompt(
+            stdin=stdin,
+            err=self._io(self.err),
+            interrupts=self.interrupts,
+            redact=self._redact,
+            broken=lambda: self.broken,
+        )
         self.out.on_broken(self._pipe_closed)
         self.err.on_broken(self._pipe_closed)
 
@@ -245,7 +224,7 @@ class RunCommand:
         isatty = getattr(stdin, "isatty", None)
         return not self.args.json and not self._stdin_used and bool(isatty and isatty())
 
-    def _build(self, settings: RunSettings, store: Any) -> BuiltAgent:
+    def _build(self, settings: RunSettings, store: DatabaseStore) -> BuiltAgent:
         built = build_agent(
             settings, store, environ=self.environ, provider_override=self.provider_override
         )
@@ -259,7 +238,7 @@ class RunCommand:
         return EXIT_USAGE
 
     async def _with_store(
-        self, body: Callable[[Any], Awaitable[int]], *, create: bool
+        self, body: Callable[[DatabaseStore], Awaitable[int]], *, create: bool
     ) -> int:
         try:
             store = await open_cli_store(self.url, create=create)
@@ -287,7 +266,7 @@ class RunCommand:
         except UsageError as exc:
             return self._usage_error(str(exc))
 
-        async def body(store: Any) -> int:
+        async def body(store: DatabaseStore) -> int:
             return await self._run(store, prompt, settings)
 
         # continuing a session needs an existing store; a new conversation may create it
@@ -313,7 +292,7 @@ class RunCommand:
             raise UsageError(f"the prompt is empty{source}")
         return prompt
 
-    async def _run(self, store: Any, prompt: str, settings: RunSettings | None) -> int:
+    async def _run(self, store: DatabaseStore, prompt: str, settings: RunSettings | None) -> int:
         session_id: str | None = self.args.session
         if session_id is not None:
             if not await store.list(session_id):
@@ -349,7 +328,7 @@ class RunCommand:
                 self.interrupts.policy_leg = False
             return result
 
-        return await self._drive(session, renderer, first)
+        return await self._drive(store, session, renderer, first)
 
     # ------------------------------------------------------------------ prism resume
 
@@ -359,9 +338,7 @@ class RunCommand:
         # a store that does not exist holds no run: nothing is created
         return await self._with_store(self._resume, create=False)
 
-    async def _resume(self, store: Any) -> int:
-        from prism.runtime.durable import RunDecision, resume_agent_run
-
+    async def _resume(self, store: DatabaseStore) -> int:
         run_id: str = self.args.run_id
         loaded = await check_run(store, run_id)
         state = loaded.state
@@ -394,7 +371,7 @@ class RunCommand:
         async def first() -> RunResult:
             decisions: list[RunDecision] | None = None
             if status == "suspended" and choice is None:
-                decisions = await self._ask(session, renderer, state.get("interruption"))
+                decisions = await self._approvals.ask(session, renderer, state.get("interruption"))
                 if decisions is None:
                     raise _Waiting
             if decisions is not None:
@@ -409,59 +386,52 @@ class RunCommand:
                 )
             return result
 
-        return await self._drive(session, renderer, first, run_id=run_id)
+        return await self._drive(store, session, renderer, first, run_id=run_id)
 
     # ------------------------------------------------------------------ shared
 
     async def _drive(
         self,
-        session: Any,
+        store: DatabaseStore,
+        session: AgentSession,
         renderer: Renderer,
         first: Callable[[], Awaitable[RunResult]],
         *,
         run_id: str = "",
     ) -> int:
         """Run the first leg, the approval rounds asked on the terminal, and report."""
+        endpoint = self._choice.endpoint if self._choice is not None else None
+        report = RunReport(
+            renderer,
+            store=store,
+            usage=self._usage,
+            interrupts=self.interrupts,
+            redact=self._redact,
+            broken=lambda: self.broken,
+            endpoint=endpoint,
+        )
         with renderer, self.interrupts:
             try:
                 result = await first()
                 self._usage.add(result.usage)
                 result = await self._settle(session, result, renderer)
             except _Waiting:
-                return self._still_waiting(renderer, session.id, run_id)
+                return report.still_waiting(session.id, run_id)
             except CheckpointConflictError as exc:
                 message = f"run {run_id} was resumed by another process"
-                return self._error(renderer, session.id, run_id, message, exc.code, EXIT_FAILED)
+                return report.error(session.id, run_id, message, exc.code, EXIT_FAILED)
             except AgentRunError as exc:
-                return await self._failed(session, exc, renderer)
+                return await report.failed(session, exc)
             except PrismError as exc:
                 code = getattr(exc, "code", "ERR_PRISM")
                 exit_code = EXIT_USAGE if code == "ERR_PRISM_CONFIG" else EXIT_FAILED
                 message = self._redact(str(exc))
-                return self._error(renderer, session.id, run_id, message, code, exit_code)
-            return await self._outcome(session, result, renderer)
+                return report.error(session.id, run_id, message, code, exit_code)
+            return await report.outcome(session, result)
 
-    def _error(
-        self, renderer: Renderer, session_id: str, run_id: str, message: str, code: Any, exit: int
-    ) -> int:
-        """A failure that produced no run result (the run did not start, or lost its claim)."""
-        if self.broken:
-            return EXIT_BROKEN_PIPE
-        renderer.failed(message, self._usage.value())
-        self._footer(renderer, session_id, run_id)
-        error = {"message": message, "code": str(code)}
-        renderer.result(
-            self._summary(
-                status="failed", run_id=run_id, session_id=session_id, code=exit, error=error
-            )
-        )
-        return exit
-
-    async def _settle(self, session: Any, result: RunResult, renderer: Renderer) -> RunResult:
+    async def _settle(self, session: AgentSession, result: RunResult, renderer: Renderer) -> RunResult:
         """Approval rounds asked on the terminal until the run no longer waits (APR-5..APR-9);
         never after a Ctrl-C or with a closed output."""
-        from prism.runtime.durable import resume_agent_run
-
         while (
             result.status == "suspended"
             and self.interactive
@@ -470,7 +440,7 @@ class RunCommand:
         ):
             interruption = result.interruption
             raw = None if interruption is None else interruption.to_dict()
-            decisions = await self._ask(session, renderer, raw)
+            decisions = await self._approvals.ask(session, renderer, raw)
             if decisions is None:
                 return result
             assert result.run_state is not None
@@ -479,177 +449,6 @@ class RunCommand:
             )
             self._usage.add(result.usage)
         return result
-
-    async def _ask(self, session: Any, renderer: Renderer, interruption: Any) -> Any:
-        """Ask for each pending tool call; ``None`` when the input ends or Ctrl-C interrupts the
-        question before all answers."""
-        from prism.runtime.durable import AgentRunInterruption, RunDecision
-
-        if not isinstance(interruption, dict) or self.stdin is None:
-            return None
-        pending = AgentRunInterruption.from_dict(interruption).pending_decisions
-        calls = await _stored_calls(session)
-        decisions: list[RunDecision] = []
-        renderer.pause()
-        try:
-            for item in pending:
-                call = calls.get(item.tool_call_id)
-                shown = _call_text(call) if call is not None else str(item.scope.tool_name)
-                while True:
-                    self.err.write(f"allow {self._redact(shown)}? [y]es / [n]o / [a]lways: ")
-                    self.err.flush()
-                    if self.broken:
-                        return None
-                    line = await self.interrupts.read_line(self.stdin)
-                    if not line:  # end of input, or Ctrl-C (None)
-                        self.err.write("\n")
-                        return None
-                    outcome = _ANSWERS.get(line.strip().lower())
-                    if outcome is not None:
-                        break
-                decisions.append(RunDecision(item.approval_id, outcome))
-        finally:
-            renderer.unpause()
-        return decisions
-
-    def _summary(
-        self,
-        *,
-        status: str,
-        run_id: str,
-        session_id: str,
-        code: int,
-        result: RunResult | None = None,
-        error: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """The ``run_result`` line of ``--json``."""
-        usage: Usage | None = self._usage.value()
-        summary: dict[str, Any] = {
-            "type": "run_result",
-            "status": status,
-            "run_id": run_id,
-            "session_id": session_id,
-            "usage": None if usage is None else usage.to_dict(),
-            "stop_reason": None if result is None else result.stop_reason,
-        }
-        if result is not None and result.stop_detail is not None:
-            summary["stop_detail"] = result.stop_detail
-        if error is not None:
-            summary["error"] = error
-        renderer = self._renderer
-        if renderer is not None:
-            summary["turns"] = renderer.stats.turns
-        summary["exit_code"] = code
-        return summary
-
-    def _footer(self, renderer: Renderer, session_id: str, run_id: str) -> None:
-        renderer.notice(f"session {session_id} · run {run_id}" if run_id else f"session {session_id}")
-
-    def _still_waiting(self, renderer: Renderer, session_id: str, run_id: str) -> int:
-        code = EXIT_INTERRUPTED if self.interrupts.count else EXIT_SUSPENDED
-        if self.broken:
-            return EXIT_BROKEN_PIPE
-        renderer.notice(_waiting(run_id))
-        self._footer(renderer, session_id, run_id)
-        renderer.result(
-            self._summary(status="suspended", run_id=run_id, session_id=session_id, code=code)
-        )
-        return code
-
-    async def _note(self, session: Any, run_id: str, note: dict[str, Any]) -> None:
-        """Best effort: the store may be what failed."""
-        if not run_id:
-            return
-        try:
-            await save_run_note(session.store, run_id, note)
-        except Exception:  # a note must never hide the run's own outcome
-            pass
-
-    async def _failed(self, session: Any, exc: AgentRunError, renderer: Renderer) -> int:
-        result: RunResult | None = getattr(exc, "result", None)
-        if result is not None:
-            self._usage.add(result.usage)
-        run_id = exc.run_id
-        session_id = result.session_id if result is not None and result.session_id else session.id
-        status = result.status if result is not None else "failed"
-        message = self._redact(str(exc))
-        info = result.error if result is not None else None
-        endpoint = self._choice.endpoint if self._choice is not None else None
-        if info is not None and info.code in CONNECTION_ERROR_CODES and endpoint:
-            message += f" ({display_url(endpoint)})"
-        code_text = str(info.code) if info is not None and info.code is not None else exc.code
-        error = {"message": message, "code": code_text}
-        await self._note(session, run_id, {"status": status, "error": error})
-        if self.broken:
-            return EXIT_BROKEN_PIPE
-        usage = self._usage.value()
-        if status == "aborted" and self.interrupts.aborted:
-            code = EXIT_INTERRUPTED
-            renderer.failed("run aborted (Ctrl-C)", usage)
-            renderer.notice(
-                "an aborted run cannot be resumed; continue the conversation with: "
-                f"prism run --session {session_id} PROMPT"
-            )
-        else:
-            code = EXIT_FAILED
-            renderer.failed(message, usage)
-        self._footer(renderer, session_id, run_id)
-        renderer.result(
-            self._summary(
-                status=status, run_id=run_id, session_id=session_id, code=code, result=result,
-                error=error,
-            )
-        )
-        return code
-
-    async def _outcome(self, session: Any, result: RunResult, renderer: Renderer) -> int:
-        run_id = result.run_id
-        session_id = result.session_id
-        if result.status == "suspended":
-            if self.broken:
-                return EXIT_BROKEN_PIPE
-            interruption = result.interruption
-            if interruption is not None and interruption.pending_decisions:
-                calls = await _stored_calls(session)
-                for item in interruption.pending_decisions:
-                    call = calls.get(item.tool_call_id)
-                    shown = _call_text(call) if call is not None else str(item.scope.tool_name)
-                    renderer.notice(f"⏸ {self._redact(shown)} needs approval")
-            code = EXIT_INTERRUPTED if self.interrupts.count else EXIT_SUSPENDED
-            renderer.notice(_waiting(run_id))
-        elif result.status == "denied":
-            # the runtime answered the denied calls with approval_rejected rows (DUR-21), so
-            # prism run --session can continue the conversation
-            if self.broken:
-                return EXIT_BROKEN_PIPE
-            code = EXIT_DENIED
-            renderer.notice(f"run {run_id} denied; the tool call did not run")
-        else:
-            code = EXIT_OK
-            if result.stop_reason == "host_policy":
-                await self._note(session, run_id, {"stop_detail": result.stop_detail})
-            if self.broken:
-                return EXIT_BROKEN_PIPE
-            renderer.succeeded(self._usage.value(), result.artifact)
-            if result.stop_reason == "host_policy":
-                if result.stop_detail == INTERRUPT_STOP_REASON:
-                    code = EXIT_INTERRUPTED
-                    renderer.notice(
-                        f"interrupted at a turn boundary; continue with: prism resume {run_id}"
-                    )
-                else:
-                    renderer.notice(
-                        f"stopped at --max-turns; continue with: prism resume {run_id}"
-                    )
-        self._footer(renderer, session_id, run_id)
-        renderer.result(
-            self._summary(
-                status=result.status, run_id=run_id, session_id=session_id, code=code,
-                result=result,
-            )
-        )
-        return code
-
 
 def _not_resumable(run_id: str, session_id: str, status: str) -> str:
     after = (
@@ -661,31 +460,3 @@ def _not_resumable(run_id: str, session_id: str, status: str) -> str:
         f"run {run_id} is {status} and cannot be resumed (only a run stopped at a turn "
         f"boundary, waiting for an approval or cut off mid-run can be) — {after}"
     )
-
-
-def _waiting(run_id: str) -> str:
-    return (
-        f"waiting for approval; decide with: prism resume {run_id} --approve "
-        f"(or --deny)"
-    )
-
-
-def _call_text(call: ToolCallContent) -> str:
-    text = json.dumps(call.arguments, ensure_ascii=False)
-    text = " ".join(text.split())
-    if len(text) > _PREVIEW_CHARS:
-        text = text[: _PREVIEW_CHARS - 1] + "…"
-    return f"{call.name}({text})"
-
-
-async def _stored_calls(session: Any) -> dict[str, ToolCallContent]:
-    """Tool calls on the session's branch by id (interruptions never carry arguments, APR-6)."""
-    calls: dict[str, ToolCallContent] = {}
-    for entry in await session.entries():
-        message = entry.message
-        if message is None or message.role != "assistant":
-            continue
-        for part in message.content:
-            if isinstance(part, ToolCallContent):
-                calls[part.id] = part
-    return calls

@@ -15,13 +15,16 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prism.cli._models import ModelChoice, ModelSpecError, parse_model_spec
 from prism.cli._store import AGENT_ID, DEFINITION_REVISION
 from prism.cli._tools import BUILTIN_TOOLS, builtin_tool
 from prism.errors import PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
+
+if TYPE_CHECKING:
+    from prism.providers.base import AIProvider
 
 __all__ = [
     "BuiltAgent",
@@ -305,7 +308,7 @@ def build_agent(
     store: Any,
     *,
     environ: Mapping[str, str],
-    provider_override: Callable[[], Any] | None = None,
+    provider_override: Callable[[], AIProvider] | None = None,
 ) -> BuiltAgent:
     """Build the durable agent ``settings`` describe, over ``store`` (sessions and checkpoints).
 
