@@ -22,9 +22,16 @@ from prism.cli._store import AGENT_ID, DEFINITION_REVISION
 from prism.cli._tools import BUILTIN_TOOLS, builtin_tool
 from prism.errors import PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
+from prism.stores import DatabaseStore
 
 if TYPE_CHECKING:
+    from prism import Agent
     from prism.providers.base import AIProvider
+    from prism.runtime.provider_turn import (
+        PolicyContext,
+        ProviderRequestPolicy,
+        ProviderRequestPolicyResult,
+    )
 
 __all__ = [
     "BuiltAgent",
@@ -249,8 +256,11 @@ def _tool_choice_value(provider: str, choice: str, tool_names: list[str]) -> Any
 
 def tool_choice_policy(
     provider: str, *, first: str, rounds_before_answer: int | None
-) -> Callable[[Any], Any]:
-    """Provider-request policy that sets ``tool_choice`` per turn (RUN-14 step 2).
+) -> ProviderRequestPolicy:
+    """Provider-request policy that sets ``tool_choice`` per turn.
+
+    The runtime calls it before each provider request, after the request is built (RUN-14); the
+    options it returns are merged into the request.
 
     Turns that answer the user's latest message directly get ``first``; once
     ``rounds_before_answer`` tool rounds have been answered since that message, later turns get
@@ -264,7 +274,7 @@ def tool_choice_policy(
     from prism.runtime.provider_turn import ProviderRequestPolicyResult
     from prism.types import ProviderRequestOptions
 
-    def policy(ctx: Any) -> Any:
+    def policy(ctx: PolicyContext) -> ProviderRequestPolicyResult | None:
         request = ctx.request
         if not request.tools:
             return None
@@ -295,7 +305,7 @@ def tool_choice_policy(
 class BuiltAgent:
     """An agent built from :class:`RunSettings`."""
 
-    agent: Any
+    agent: Agent
     """The ``Agent`` (durable: every-turn checkpoints in the store)."""
     redactor: SecretRedactor
     """Redacts the API keys read for the model."""
@@ -305,7 +315,7 @@ class BuiltAgent:
 
 def build_agent(
     settings: RunSettings,
-    store: Any,
+    store: DatabaseStore,
     *,
     environ: Mapping[str, str],
     provider_override: Callable[[], AIProvider] | None = None,
