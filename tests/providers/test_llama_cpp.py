@@ -642,3 +642,16 @@ def test_close_releases_the_model() -> None:
     assert provider.loaded
     provider.close()
     assert fake.closed and not provider.loaded
+
+
+def test_server_args_add_the_embedded_defaults_without_overriding_given_options() -> None:
+    from prism.providers.llama_cpp._server import server_args
+
+    args = server_args(["--model", "m.gguf", "--n_threads=4", "--port", "8123"])
+    assert args[:5] == ["--model", "m.gguf", "--n_threads=4", "--port", "8123"]
+    rest = dict(zip(args[5::2], args[6::2], strict=True))
+    assert rest == {
+        "--chat_format": "chatml-function-calling",
+        "--n_threads_batch": "1",
+        "--host": "127.0.0.1",
+    }
