@@ -134,10 +134,22 @@ class CallReport:
 
     async def send(self, event: Any) -> None:
         """Emit ``event`` (awaiting an awaitable answer); nothing without ``emit``."""
-        if self.emit is not None:
-            out = self.emit(event)
-            if out is not None and inspect.isawaitable(out):
-                await out
+        pending = self._hand_over(event)
+        if pending is not None:
+            await pending
+
+    def _hand_over(self, event: Any) -> Awaitable[Any] | None:
+        """Give ``event`` to ``emit`` and return what is left to await, if anything.
+
+        ``started`` and ``finished``, which every executed call reports, use this directly
+        rather than :meth:`send`, so the common path creates no extra coroutine per event.
+        """
+        if self.emit is None:
+            return None
+        out = self.emit(event)
+        if out is not None and inspect.isawaitable(out):
+            return out
+        return None
 
     async def row(
         self,
@@ -220,10 +232,11 @@ class CallReport:
         row."""
         if self.emit is not None:
             ctx = self.context
-            event = ToolExecutionStartedEvent(
-                session_id=ctx.session_id, run_id=ctx.run_id, call=self.call
+            pending = self._hand_over(
+                ToolExecutionStartedEvent(session_id=ctx.session_id, run_id=ctx.run_id, call=self.call)
             )
-            await self.send(event)
+            if pending is not None:
+                await pending
         if self.ledger is not None:
             await self.row("started")
 
@@ -232,7 +245,7 @@ class CallReport:
         self.done = True
         if self.emit is not None:
             ctx = self.context
-            await self.send(
+            pending = self._hand_over(
                 ToolExecutionFinishedEvent(
                     session_id=ctx.session_id,
                     run_id=ctx.run_id,
@@ -240,6 +253,8 @@ class CallReport:
                     metadata=self.metadata("finished"),
                 )
             )
+            if pending is not None:
+                await pending
         if self.ledger is not None:
             await self.row("finished", result=result)
 
