@@ -17,13 +17,9 @@ import jsonschema
 import pytest
 
 from prism.abort import AbortController
-from prism.tools import (
-    _compile_schema,
-    _fast_checker,
-    _fast_schema_checker,
-    _schema_errors,
-    json_schema_tool_validator,
-)
+from prism.tools import json_schema_tool_validator
+from prism.tools._fast_schema import fast_checker, fast_schema_checker
+from prism.tools.schema import compile_schema, schema_errors
 from prism.types import ToolDefinition, ToolExecutionContext
 
 SCHEMAS: list[Any] = [
@@ -72,9 +68,9 @@ def _instances() -> list[Any]:
 @pytest.mark.parametrize("schema", SCHEMAS)
 def test_fast_path_never_accepts_what_jsonschema_rejects(schema: Any) -> None:
     """TOOL-6: fast "valid" ⇒ jsonschema finds no error; results always equal jsonschema's."""
-    compiled = _compile_schema(schema)
+    compiled = compile_schema(schema)
     assert not isinstance(compiled, str)
-    fast = _fast_checker(compiled)
+    fast = fast_checker(compiled)
     reference = jsonschema.validators.validator_for(schema)(schema)
     for instance in _instances():
         expected = sorted(
@@ -83,16 +79,16 @@ def test_fast_path_never_accepts_what_jsonschema_rejects(schema: Any) -> None:
         )
         if fast is not None and fast(instance):
             assert expected == [], (schema, instance)
-        got = _schema_errors(compiled, instance)
+        got = schema_errors(compiled, instance)
         assert [m for _, m in got] == [m for _, m in expected], (schema, instance)
 
 
 @pytest.mark.parametrize("index", [0, 1, 2, 3, 4, 5, 6, 7, 8])
 def test_common_schemas_take_the_fast_path(index: int) -> None:
     """ARCH-15: the schemas ``@prism.tool`` produces are checked without jsonschema."""
-    assert _fast_checker(_compile_schema(SCHEMAS[index])) is not None
+    assert fast_checker(compile_schema(SCHEMAS[index])) is not None
     if "$schema" not in SCHEMAS[index]:
-        assert _fast_schema_checker(SCHEMAS[index]) is not None
+        assert fast_schema_checker(SCHEMAS[index]) is not None
 
 
 MALFORMED: list[Any] = [
@@ -116,7 +112,7 @@ MALFORMED: list[Any] = [
 def test_raw_schema_fast_path_only_for_schemas_jsonschema_accepts(schema: Any) -> None:
     """TOOL-6: a schema the jsonschema-free path accepts passes ``check_schema``, and the
     validator's verdicts equal jsonschema's (an invalid schema is still reported as such)."""
-    fast = _fast_schema_checker(schema)
+    fast = fast_schema_checker(schema)
     cls = jsonschema.validators.validator_for(schema)
     try:
         cls.check_schema(schema)
@@ -166,8 +162,8 @@ def test_valid_arguments_need_no_jsonschema_import() -> None:
 
 @pytest.mark.parametrize("index", [9, 10, 11, 12])
 def test_other_schemas_use_jsonschema_only(index: int) -> None:
-    assert _fast_checker(_compile_schema(SCHEMAS[index])) is None
-    assert _fast_schema_checker(SCHEMAS[index]) is None
+    assert fast_checker(compile_schema(SCHEMAS[index])) is None
+    assert fast_schema_checker(SCHEMAS[index]) is None
 
 
 def test_validator_messages_unchanged_for_invalid_arguments() -> None:
@@ -183,3 +179,25 @@ def test_validator_messages_unchanged_for_invalid_arguments() -> None:
     assert validate(tool, {"a": 1, "b": 2, "c": 3}, context) == (
         "Additional properties are not allowed ('c' was unexpected)"
     )
+
+
+def test_identity_cache_builds_once_per_object_and_drops_the_oldest() -> None:
+    """ARCH-15: compiled schemas and fast checkers are cached per schema object, bounded."""
+    from prism.tools._identity_cache import IdentityCache
+
+    built: list[int] = []
+
+    def build(owner: list[int]) -> int:
+        built.append(len(owner))
+        return len(owner)
+
+    cache: IdentityCache[list[int], int] = IdentityCache(2)
+    a, b, c = [1], [1, 2], [1, 2, 3]
+    assert cache.get_or_build(a, build) == 1
+    assert cache.get_or_build(a, build) == 1
+    assert cache.get_or_build([1], build) == 1  # an equal but distinct object is built again
+    assert built == [1, 1]
+    cache.get_or_build(b, build)
+    cache.get_or_build(c, build)
+    cache.get_or_build(a, build)  # "a" was the oldest entry and was dropped
+    assert built == [1, 1, 2, 3, 1]

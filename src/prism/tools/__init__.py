@@ -1,0 +1,72 @@
+"""Host tools: the registry, filters, permission, argument validation, dispatch and ``@tool``.
+
+:func:`dispatch_tool_call` is the one place a host tool runs; the runtime's
+``LoopContext.dispatch_tool_call`` wraps it, and loops never call ``execute`` directly.
+``jsonschema`` is imported the first time a tool schema is compiled and ``pydantic`` the first
+time a function is decorated with :func:`tool`; ``import prism`` imports neither.
+
+Modules:
+    registry: ``ToolRegistry``, the tools by name.
+    filters: ``ToolFilter`` and narrowing a run's tools by name.
+    permission: ``PermissionRequest``/``PermissionPolicy``, the host's yes/no per call.
+    schema: JSON Schema validation with jsonschema (shared with structured output).
+    validation: tool-argument validators and how a run picks one.
+    dispatch: ``dispatch_tool_call``, the guarded pipeline of one call.
+    reporting: the events and ledger rows of one call, and why a call was blocked.
+    execution: running ``execute`` inline or in a worker thread (``parallel_tool_round``).
+    abort_grace: how long a tool may run on after its run was aborted.
+    results: converting what a tool returned into JSON data.
+    decorator: ``@tool``, a typed function as a ``ToolDefinition``.
+    _fast_schema, _identity_cache, _pool: speed measures (see their docstrings).
+"""
+
+from prism.tools import _fast_schema, execution, schema
+from prism.tools.decorator import tool as tool
+from prism.tools.dispatch import BeforeExecute as BeforeExecute
+from prism.tools.dispatch import dispatch_tool_call as dispatch_tool_call
+from prism.tools.execution import parallel_tool_round as parallel_tool_round
+from prism.tools.filters import ToolFilter as ToolFilter
+from prism.tools.filters import filter_tools as filter_tools
+from prism.tools.filters import is_tool_allowed as is_tool_allowed
+from prism.tools.filters import normalize_tool_filters as normalize_tool_filters
+from prism.tools.permission import PermissionPolicy as PermissionPolicy
+from prism.tools.permission import PermissionRequest as PermissionRequest
+from prism.tools.registry import ToolRegistry as ToolRegistry
+from prism.tools.registry import create_tool_registry as create_tool_registry
+from prism.tools.reporting import BLOCKED_REASONS as BLOCKED_REASONS
+from prism.tools.reporting import BlockedReason as BlockedReason
+from prism.tools.reporting import ToolCallLedger as ToolCallLedger
+from prism.tools.validation import ToolValidator as ToolValidator
+from prism.tools.validation import json_schema_tool_validator as json_schema_tool_validator
+from prism.tools.validation import resolve_tool_validator as resolve_tool_validator
+
+# Former private spellings, still imported by callers outside this package; new code uses the
+# public names of ``prism.tools.schema``, ``prism.tools._fast_schema`` and
+# ``prism.tools.execution`` instead.
+_compile_schema = schema.compile_schema
+_schema_errors = schema.schema_errors
+_schema_error_detail = schema.schema_error_detail
+_fast_checker = _fast_schema.fast_checker
+_fast_schema_checker = _fast_schema.fast_schema_checker
+_PARALLEL_ROUND = execution.PARALLEL_ROUND
+
+__all__ = [
+    "BLOCKED_REASONS",
+    "BeforeExecute",
+    "BlockedReason",
+    "PermissionPolicy",
+    "PermissionRequest",
+    "ToolCallLedger",
+    "ToolFilter",
+    "ToolRegistry",
+    "ToolValidator",
+    "create_tool_registry",
+    "dispatch_tool_call",
+    "filter_tools",
+    "is_tool_allowed",
+    "json_schema_tool_validator",
+    "normalize_tool_filters",
+    "parallel_tool_round",
+    "resolve_tool_validator",
+    "tool",
+]

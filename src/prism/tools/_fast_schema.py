@@ -1,0 +1,270 @@
+"""A fast "certainly valid" answer for the common tool schemas (a speed measure of validation).
+
+Tool arguments are validated on every call, and jsonschema's general machinery costs tens of
+microseconds even for ``{"type": "object", "properties": {"i": {"type": "integer"}}}``. For
+schemas made only of the keywords below, a checker compiled once per schema answers "certainly
+valid" with plain type tests. It never answers "invalid": any instance it cannot prove valid (a
+float for "integer", a tuple for "array", ...) goes to jsonschema, so results and error messages
+are exactly jsonschema's. Schemas with any other keyword (``$ref``, ``enum``, ``pattern``,
+``oneOf``, ...) get no fast checker.
+
+Two entry points: :func:`fast_checker` for a compiled jsonschema validator (jsonschema already
+checked the schema; drafts 6 and later), and :func:`fast_schema_checker` for a raw schema without
+``$schema``/``$id``. The latter also checks every keyword value against the metaschema rules that
+apply to the subset (types, unique ``required``/``type`` items, non-negative lengths), so a schema
+it accepts is one jsonschema's ``check_schema`` accepts, and valid arguments need neither
+jsonschema nor its import (``import prism`` stays light).
+
+Both cache their checker per schema object (``prism.tools._identity_cache``).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+from prism.tools._identity_cache import IdentityCache
+
+__all__ = ["FastCheck", "fast_checker", "fast_schema_checker"]
+
+FastCheck = Callable[[Any], bool]
+"""``check(instance)``: ``True`` only when the instance is certainly valid."""
+
+_CACHE_SIZE = 1024
+_FAST_VALIDATORS = frozenset(
+    {"Draft202012Validator", "Draft201909Validator", "Draft7Validator", "Draft6Validator"}
+)
+# keywords that never fail an instance (``format`` asserts nothing without a format checker,
+# which the compiled validators do not have), with the metaschema type of their value
+_FAST_ANNOTATIONS: dict[str, Callable[[Any], bool]] = {
+    "title": lambda v: isinstance(v, str),
+    "description": lambda v: isinstance(v, str),
+    "$comment": lambda v: isinstance(v, str),
+    "format": lambda v: isinstance(v, str),
+    "default": lambda v: True,
+    "examples": lambda v: type(v) is builtins.list,
+    "deprecated": lambda v: type(v) is bool,
+    "readOnly": lambda v: type(v) is bool,
+    "writeOnly": lambda v: type(v) is bool,
+}
+_FAST_COMPILED_ONLY = frozenset({"$schema", "$id"})
+_FAST_SCALARS: dict[str, FastCheck] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) is int or type(v) is float,
+    "boolean": lambda v: type(v) is bool,
+    "null": lambda v: v is None,
+}
+_SIMPLE_TYPES = frozenset({*_FAST_SCALARS, "object", "array"})
+_BY_VALIDATOR: IdentityCache[Any, FastCheck | None] = IdentityCache(_CACHE_SIZE)
+_BY_SCHEMA: IdentityCache[Any, FastCheck | None] = IdentityCache(_CACHE_SIZE)
+
+
+def fast_checker(compiled: Any) -> FastCheck | None:
+    """The cached fast checker of a compiled jsonschema validator, or ``None`` outside the
+    subset."""
+    return _BY_VALIDATOR.get_or_build(compiled, _checker_of_validator)
+
+
+def fast_schema_checker(schema: Any) -> FastCheck | None:
+    """The cached fast checker of a raw schema known valid without jsonschema, or ``None`` when
+    the schema is outside the subset (or not provably well-formed)."""
+    return _BY_SCHEMA.get_or_build(schema, _checker_of_raw_schema)
+
+
+def _checker_of_validator(compiled: Any) -> FastCheck | None:
+    if type(compiled).__name__ in _FAST_VALIDATORS:
+        return _fast_compile(compiled.schema, compiled=True)
+    return None
+
+
+def _checker_of_raw_schema(schema: Any) -> FastCheck | None:
+    return _fast_compile(schema, compiled=False)
+
+
+def _fast_compile(schema: Any, *, compiled: bool) -> FastCheck | None:
+    try:
+        return _fast_node(schema, compiled)
+    except Exception:  # an odd schema simply takes the full path
+        return None
+
+
+def _number(value: Any) -> bool:
+    return type(value) is int or type(value) is float
+
+
+def _count(value: Any) -> bool:
+    """A metaschema ``nonNegativeInteger`` (as a plain ``int``)."""
+    return type(value) is int and value >= 0
+
+
+def _unique_strings(value: Any) -> bool:
+    return (
+        type(value) is builtins.list
+        and all(isinstance(v, str) for v in value)
+        and len(set(value)) == len(value)
+    )
+
+
+def _fast_node(schema: Any, compiled: bool) -> FastCheck | None:
+    """Compile one (sub)schema; ``None`` when it is outside the fast subset."""
+    if schema is True:
+        return lambda v: True
+    if type(schema) is not dict:
+        return None
+    rest: dict[str, Any] = {}
+    for key, value in schema.items():
+        check_annotation = _FAST_ANNOTATIONS.get(key)
+        if check_annotation is not None:
+            if not check_annotation(value):
+                return None
+        elif compiled and key in _FAST_COMPILED_ONLY:
+            continue
+        else:
+            rest[key] = value
+    checks: builtins.list[FastCheck] = []
+    any_of = rest.pop("anyOf", None)
+    if any_of is not None:
+        if type(any_of) is not builtins.list or not any_of:
+            return None
+        branches = [_fast_node(b, compiled) for b in any_of]
+        alternatives = tuple(b for b in branches if b is not None)
+        if len(alternatives) != len(branches):
+            return None
+        checks.append(lambda v: any(b(v) for b in alternatives))
+    if "type" in rest:
+        typed = _fast_typed(rest, compiled)
+        if typed is None:
+            return None
+        checks.append(typed)
+    elif rest:
+        return None  # keywords without a "type" apply to several kinds: not in the subset
+    if not checks:
+        return lambda v: True
+    if len(checks) == 1:
+        return checks[0]
+    first, second = checks
+    return lambda v: first(v) and second(v)
+
+
+def _fast_typed(rest: dict[str, Any], compiled: bool) -> FastCheck | None:
+    """``type`` (a name or a list of names) with the keywords of those types."""
+    names = rest.pop("type")
+    if isinstance(names, str):
+        names = [names]
+    if not _unique_strings(names) or not names or not set(names) <= _SIMPLE_TYPES:
+        return None
+    string_kw: dict[str, Any] = {k: rest.pop(k) for k in ("minLength", "maxLength") if k in rest}
+    number_kw: dict[str, Any] = {
+        k: rest.pop(k)
+        for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+        if k in rest
+    }
+    object_kw: dict[str, Any] = {
+        k: rest.pop(k) for k in ("properties", "required", "additionalProperties") if k in rest
+    }
+    array_kw: dict[str, Any] = {
+        k: rest.pop(k) for k in ("items", "minItems", "maxItems") if k in rest
+    }
+    if rest:
+        return None
+    counts = [*string_kw.values(), *(v for k, v in array_kw.items() if k != "items")]
+    if not all(_count(x) for x in counts) or not all(_number(x) for x in number_kw.values()):
+        return None
+    # keywords of types not listed still must be well-formed (checked above / below), and
+    # apply to nothing
+    obj = _fast_object(object_kw, compiled)
+    arr = _fast_array(array_kw, compiled)
+    if obj is None or arr is None:
+        return None
+    checks: builtins.list[FastCheck] = []
+    for name in names:
+        if name == "string" and string_kw:
+            checks.append(_fast_length(string_kw.get("minLength", 0), string_kw.get("maxLength")))
+        elif name in ("integer", "number") and number_kw:
+            checks.append(_fast_bounds(_FAST_SCALARS[name], number_kw))
+        elif name == "object":
+            checks.append(obj)
+        elif name == "array":
+            checks.append(arr)
+        else:
+            checks.append(_FAST_SCALARS[name])
+    if len(checks) == 1:
+        return checks[0]
+    alternatives = tuple(checks)
+    return lambda v: any(c(v) for c in alternatives)
+
+
+def _fast_length(lo: int, hi: int | None) -> FastCheck:
+    def check(v: Any) -> bool:
+        return isinstance(v, str) and lo <= len(v) and (hi is None or len(v) <= hi)
+
+    return check
+
+
+def _fast_bounds(kind: FastCheck, kw: dict[str, Any]) -> FastCheck:
+    lo, hi = kw.get("minimum"), kw.get("maximum")
+    xlo, xhi = kw.get("exclusiveMinimum"), kw.get("exclusiveMaximum")
+
+    def check(v: Any) -> bool:
+        return (
+            kind(v)
+            and (lo is None or v >= lo)
+            and (hi is None or v <= hi)
+            and (xlo is None or v > xlo)
+            and (xhi is None or v < xhi)
+        )
+
+    return check
+
+
+def _fast_object(kw: dict[str, Any], compiled: bool) -> FastCheck | None:
+    properties = kw.get("properties", {})
+    required = kw.get("required", [])
+    additional = kw.get("additionalProperties", True)
+    if type(properties) is not dict or not _unique_strings(required) or type(additional) is not bool:
+        return None
+    subs: dict[str, FastCheck] = {}
+    for prop, sub in properties.items():
+        check = _fast_node(sub, compiled) if isinstance(prop, str) else None
+        if check is None:
+            return None
+        subs[prop] = check
+    needed = tuple(required)
+    closed = not additional
+
+    def check_object(v: Any) -> bool:
+        if type(v) is not dict:
+            return False
+        for prop in needed:
+            if prop not in v:
+                return False
+        for prop, item in v.items():
+            sub = subs.get(prop)
+            if sub is None:
+                if closed:
+                    return False
+            elif not sub(item):
+                return False
+        return True
+
+    return check_object
+
+
+def _fast_array(kw: dict[str, Any], compiled: bool) -> FastCheck | None:
+    item_check = _fast_node(kw.get("items", True), compiled)
+    if item_check is None:
+        return None
+    lo = kw.get("minItems", 0)
+    hi = kw.get("maxItems")
+
+    def check_array(v: Any) -> bool:
+        return (
+            type(v) is builtins.list
+            and lo <= len(v)
+            and (hi is None or len(v) <= hi)
+            and all(item_check(x) for x in v)
+        )
+
+    return check_array

@@ -1,0 +1,317 @@
+"""The ``@tool`` decorator: a typed Python function becomes a ``ToolDefinition``.
+
+pydantic v2 describes the function's parameters as JSON Schema (the tool's ``parameters``) and
+converts the model's arguments back into Python values when the tool runs. ``pydantic`` is
+imported the first time a function is decorated, never by ``import prism``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, overload
+
+from prism.errors import PrismConfigError
+from prism.tools._docstrings import split_docstring
+from prism.tools.results import NotJsonError, to_json_value
+from prism.types import ToolDefinition, ToolExecutionContext
+
+__all__ = ["tool"]
+
+_PYDANTIC_MISSING = (
+    "the prism.tool decorator needs pydantic v2: pip install 'prism-runtime[pydantic]'"
+)
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> ToolDefinition: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    exclusive: bool = False,
+    metadata: Mapping[str, Any] | None = None,
+) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    exclusive: bool = False,
+    metadata: Mapping[str, Any] | None = None,
+) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
+    """Turn a typed function into a :class:`~prism.types.ToolDefinition`.
+
+    Usable bare (``@tool``) or with options (``@tool(name="search")``); the decorated name is bound
+    to the definition. ``parameters`` is the JSON Schema pydantic v2 generates for a model of the
+    function's parameters (descriptions from a Google ``Args:`` section or reST ``:param x:``
+    fields; ``required`` lists the parameters without a default; ``additionalProperties`` is
+    ``false``). A parameter annotated ``ToolExecutionContext`` receives the call's context and is
+    not in the schema. ``execute`` converts the arguments with the same adapter
+    (``validate_python``), calls the function with keyword arguments and returns its result
+    converted to JSON data where possible (pydantic models, dataclasses); it is sync for a ``def``
+    and async for an ``async def``.
+
+    Args:
+        fn: The function (bare use).
+        name: Tool name; default the function's ``__name__``.
+        description: Tool description; default the docstring up to its parameter section
+            (``None`` when empty).
+        exclusive: Forces sequential dispatch of rounds containing this tool.
+        metadata: Host metadata.
+
+    Raises:
+        PrismConfigError: ``*args``/``**kwargs``, a positional-only or unannotated parameter, or
+            an annotation pydantic cannot describe (message names the function and parameter).
+        ImportError: pydantic is not installed (names ``prism-runtime[pydantic]``).
+    """
+    # Annotations of functions defined inside another function (postponed with
+    # ``from __future__ import annotations``) may name locals of the defining scope, so both
+    # paths read the locals of the frame that applies the decorator.
+    if fn is not None:
+        return _build_tool(fn, name, description, exclusive, metadata, _caller_locals())
+
+    def decorate(func: Callable[..., Any]) -> ToolDefinition:
+        return _build_tool(func, name, description, exclusive, metadata, _caller_locals())
+
+    return decorate
+
+
+def _caller_locals() -> dict[str, Any] | None:
+    """Locals of the scope applying the decorator (two frames up: past ``tool`` or
+    ``decorate``), for annotation lookup; ``None`` at module level."""
+    frame = inspect.currentframe()
+    try:
+        target = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+        if target is None or target.f_locals is target.f_globals:
+            return None
+        return dict(target.f_locals)
+    finally:
+        del frame
+
+
+@dataclass(frozen=True, slots=True)
+class _Signature:
+    """A tool function's parameters, sorted into model fields and context parameters."""
+
+    fields: dict[str, Any]
+    """Model field name → ``(annotation, pydantic.Field)``."""
+    bindings: tuple[tuple[str, str], ...]
+    """``(parameter name, model field name)`` for each schema parameter, in order."""
+    context_params: tuple[str, ...]
+    """Parameters that receive the ``ToolExecutionContext``."""
+
+
+def _build_tool(
+    fn: Callable[..., Any],
+    name: str | None,
+    description: str | None,
+    exclusive: bool,
+    metadata: Mapping[str, Any] | None,
+    localns: Mapping[str, Any] | None,
+) -> ToolDefinition:
+    pydantic = _import_pydantic()
+    if not callable(fn) or not hasattr(fn, "__name__"):
+        raise PrismConfigError(f"@tool needs a function, got {type(fn).__name__}")
+    label = getattr(fn, "__qualname__", fn.__name__)
+    doc_description, doc_params = split_docstring(inspect.getdoc(fn))
+    signature = _read_signature(pydantic, fn, label, localns, doc_params)
+    adapter, schema = _argument_model(pydantic, fn, label, signature)
+    return ToolDefinition(
+        name=name if name is not None else fn.__name__,
+        execute=_make_execute(fn, label, adapter.validate_python, signature),
+        description=description if description is not None else doc_description,
+        parameters=schema,
+        exclusive=exclusive,
+        metadata=metadata,
+    )
+
+
+def _import_pydantic() -> Any:
+    try:
+        import pydantic
+    except ImportError as exc:  # pragma: no cover - pydantic is installed in development
+        raise ImportError(_PYDANTIC_MISSING) from exc
+    return pydantic
+
+
+def _read_signature(
+    pydantic: Any,
+    fn: Callable[..., Any],
+    label: str,
+    localns: Mapping[str, Any] | None,
+    doc_params: Mapping[str, str],
+) -> _Signature:
+    """Check ``fn``'s parameters and turn each into a model field or a context parameter.
+
+    Raises:
+        PrismConfigError: ``*args``/``**kwargs``, a positional-only or unannotated parameter, or
+            an annotation that cannot be resolved.
+    """
+    signature = inspect.signature(fn)
+    try:
+        hints = inspect.get_annotations(fn, eval_str=True, locals=localns)
+    except Exception:
+        hints = _resolve_each(fn, signature, label, localns)
+    fields: dict[str, Any] = {}
+    bindings: list[tuple[str, str]] = []
+    context_params: list[str] = []
+    for index, (pname, param) in enumerate(signature.parameters.items()):
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            raise PrismConfigError(f"@tool {label}: *{pname} is not supported")
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            raise PrismConfigError(f"@tool {label}: **{pname} is not supported")
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise PrismConfigError(f"@tool {label}: positional-only parameter {pname!r}")
+        if pname not in hints:
+            raise PrismConfigError(f"@tool {label}: parameter {pname!r} has no annotation")
+        annotation = hints[pname]
+        if _is_context_annotation(annotation):
+            context_params.append(pname)
+            continue
+        # field names are positional so that any parameter name (even one pydantic reserves)
+        # works; the alias is the name the model sees
+        internal = f"p{index}"
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[internal] = (
+            annotation,
+            pydantic.Field(default, alias=pname, description=doc_params.get(pname)),
+        )
+        bindings.append((pname, internal))
+    return _Signature(fields, tuple(bindings), tuple(context_params))
+
+
+def _argument_model(
+    pydantic: Any, fn: Callable[..., Any], label: str, signature: _Signature
+) -> tuple[Any, dict[str, Any]]:
+    """The pydantic ``TypeAdapter`` of the arguments model and its JSON Schema.
+
+    Raises:
+        PrismConfigError: an annotation pydantic cannot describe as JSON Schema (names the
+            parameter when one alone is the cause).
+    """
+    model_name = re.sub(r"\W", "_", fn.__name__) or "tool"
+    try:
+        model = pydantic.create_model(
+            model_name,
+            # extra="forbid": the schema says additionalProperties: false, so a call with an
+            # unknown key is blocked by argument validation with an error the model can correct
+            # instead of running with the key dropped
+            __config__=pydantic.ConfigDict(
+                protected_namespaces=(), arbitrary_types_allowed=False, extra="forbid"
+            ),
+            **signature.fields,
+        )
+        adapter = pydantic.TypeAdapter(model)
+        schema = adapter.json_schema()
+    except Exception as exc:
+        bad = _find_bad_parameter(pydantic, signature)
+        where = f" parameter {bad!r}" if bad else ""
+        raise PrismConfigError(
+            f"@tool {label}:{where} annotation cannot be described as JSON Schema: {exc}"
+        ) from exc
+    return adapter, schema
+
+
+def _make_execute(
+    fn: Callable[..., Any],
+    label: str,
+    validate: Callable[[Any], Any],
+    signature: _Signature,
+) -> Callable[..., Any]:
+    """The tool's ``execute``: validate the arguments, call ``fn`` with keywords, convert the
+    result; async exactly when ``fn`` is."""
+    ctx_names = signature.context_params
+    binds = signature.bindings
+
+    def kwargs_for(arguments: Any, context: ToolExecutionContext) -> dict[str, Any]:
+        model_value = validate(arguments)
+        kwargs = {pname: getattr(model_value, internal) for pname, internal in binds}
+        for cname in ctx_names:
+            kwargs[cname] = context
+        return kwargs
+
+    execute: Callable[..., Any]
+    if inspect.iscoroutinefunction(fn):
+
+        async def execute_async(arguments: Any, context: ToolExecutionContext) -> Any:
+            return _convert_result(await fn(**kwargs_for(arguments, context)))
+
+        execute = execute_async
+    else:
+
+        def execute_sync(arguments: Any, context: ToolExecutionContext) -> Any:
+            return _convert_result(fn(**kwargs_for(arguments, context)))
+
+        execute = execute_sync
+    execute.__name__ = fn.__name__
+    execute.__qualname__ = label
+    execute.__doc__ = fn.__doc__
+    return execute
+
+
+def _is_context_annotation(annotation: Any) -> bool:
+    """``ToolExecutionContext`` or ``ToolExecutionContext | None``."""
+    if annotation is ToolExecutionContext:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return members == [ToolExecutionContext]
+    return False
+
+
+def _convert_result(value: Any) -> Any:
+    """JSON conversion for decorated tools; non-JSON values are left for the dispatcher, which
+    answers them as ``invalid_tool_result``."""
+    try:
+        return to_json_value(value)
+    except NotJsonError:
+        return value
+
+
+def _resolve_each(
+    fn: Callable[..., Any],
+    signature: inspect.Signature,
+    label: str,
+    localns: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Resolve the annotations one by one, to name the parameter whose annotation fails."""
+    raw = inspect.get_annotations(fn)
+    namespace = dict(getattr(fn, "__globals__", {}))
+    if localns:
+        namespace.update(localns)
+    hints: dict[str, Any] = {}
+    for pname in signature.parameters:
+        if pname not in raw:
+            continue
+        annotation = raw[pname]
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, namespace)
+            except Exception as exc:
+                raise PrismConfigError(
+                    f"@tool {label}: parameter {pname!r} annotation {raw[pname]!r} cannot be "
+                    f"resolved: {exc}"
+                ) from exc
+        hints[pname] = annotation
+    return hints
+
+
+def _find_bad_parameter(pydantic: Any, signature: _Signature) -> str | None:
+    """The first parameter whose annotation alone cannot be described as JSON Schema."""
+    for pname, internal in signature.bindings:
+        try:
+            pydantic.TypeAdapter(signature.fields[internal][0]).json_schema()
+        except Exception:
+            return pname
+    return None
