@@ -14,8 +14,8 @@ Scenarios (``--scenarios``, default ``turns:1000 realistic:1000``):
 * ``realistic:N`` — ``bench_realistic.py --n N`` with the memory store, CPU µs per turn;
 * ``realistic-sqlite:N`` — the same with SQLite and every-turn durable checkpoints;
 * ``realistic-durable:N`` — every-turn durable checkpoints over the memory checkpoint store;
-* ``startup`` / ``first-use`` — ``bench_startup.py``: ms of ``import prism`` / of import +
-  ``create_agent`` + one run.
+* ``startup`` / ``first-use`` — ``bench_startup.py``: CPU ms of ``import prism`` / of import +
+  ``create_agent`` + one run, in a fresh interpreter.
 
 Each process takes ``--repeat`` samples after its warm-up and reports their median; a scenario's
 figure is then the median over the rounds. Printed per scenario: the two medians, B − A, B / A,
@@ -89,9 +89,9 @@ def scenario(spec: str, repeat: int) -> Scenario:
         key = "import" if name == "startup" else "first use"
         return Scenario(
             spec,
-            "ms",
+            "ms CPU",
             ["bench_startup.py", "--runs", str(repeat), "--json", "-"],
-            _read_json("results", key, "median_ms"),
+            _read_json("results", key, "median_cpu_ms"),
         )
     if not size.isdigit():
         raise ValueError(f"scenario {spec!r}: expected NAME:N, e.g. turns:1000")
