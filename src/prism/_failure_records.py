@@ -1,5 +1,5 @@
 """The small records that describe a failure: ``ErrorInfo``, ``RunLimitBreach`` and
-``GuardrailRecord``.
+``GuardrailRecord``, and the :class:`FailedLeg` view of a failed run's result.
 
 Exceptions in :mod:`prism.errors` carry these records, and results and events hold them too, so
 they sit below both: this module imports only the serialisation mixin and ``JsonValue``. Import
@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
 from prism._json import JsonValue
 from prism._serde import Serializable
 
 __all__ = [
     "ErrorInfo",
+    "FailedLeg",
     "GuardrailAction",
     "GuardrailRecord",
     "GuardrailStage",
@@ -75,3 +76,23 @@ class GuardrailRecord(Serializable):
     """Redacted reason (<= 4 KiB UTF-8)."""
     metadata: Mapping[str, JsonValue] | None = None
     """Redacted, JSON-normalised metadata (<= 16 KiB)."""
+
+
+class FailedLeg(Protocol):
+    """What :class:`~prism.errors.AgentRunError` reads from the ``prism.types.RunResult`` it carries.
+
+    ``RunResult`` satisfies it; the protocol keeps :mod:`prism.errors` free of the data types
+    above it.
+    """
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def error(self) -> ErrorInfo | None: ...
+
+    @property
+    def limit(self) -> RunLimitBreach | None: ...

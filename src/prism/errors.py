@@ -36,7 +36,7 @@ message, and every instance keeps its fields as attributes.
 This module holds errors only; redaction helpers live in :mod:`prism.redaction`. It is the bottom
 layer of the package: the records its exceptions carry (``ErrorInfo``, ``RunLimitBreach``,
 ``GuardrailRecord``) live below it, and a failed run's ``RunResult`` is described by the
-:class:`_FailedLeg` protocol rather than imported.
+:class:`~prism._failure_records.FailedLeg` protocol rather than imported.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
-from prism._failure_records import ErrorInfo, GuardrailRecord, RunLimitBreach
+from prism._failure_records import ErrorInfo, FailedLeg, GuardrailRecord, RunLimitBreach
 
 __all__ = [
     "ERR_PRISM_ABORTED", "ERR_PRISM_AGENT_RUN_STATE", "ERR_PRISM_AGENT_RUN_SUSPENDED",
@@ -102,25 +102,6 @@ ERR_PRISM_REDACTED = "ERR_PRISM_REDACTED"
 ERR_PRISM_DELEGATION_SUSPENDED = "ERR_PRISM_DELEGATION_SUSPENDED"
 """Reserved: nested runs are out of scope; an exception carrying it counts as a suspension
 signal in tool dispatch (POOL-6)."""
-
-
-class _FailedLeg(Protocol):
-    """What :class:`AgentRunError` reads from the ``prism.types.RunResult`` it carries.
-
-    ``RunResult`` satisfies it; the protocol keeps this module free of the data types above it.
-    """
-
-    @property
-    def run_id(self) -> str: ...
-
-    @property
-    def status(self) -> str: ...
-
-    @property
-    def error(self) -> ErrorInfo | None: ...
-
-    @property
-    def limit(self) -> RunLimitBreach | None: ...
 
 
 def _rebuild(cls: type[PrismError], args: tuple[Any, ...], state: dict[str, Any]) -> PrismError:
@@ -336,7 +317,7 @@ class AgentRunError(PrismError):
     default_message = "Agent run failed"
 
     def __init__(
-        self, message: str | None = None, *, result: _FailedLeg, code: str | None = None
+        self, message: str | None = None, *, result: FailedLeg, code: str | None = None
     ) -> None:
         status = getattr(result, "status", None)
         error = getattr(result, "error", None)
@@ -378,7 +359,7 @@ class AgentRunLimitError(AgentRunError):
         self,
         message: str | None = None,
         *,
-        result: _FailedLeg,
+        result: FailedLeg,
         breach: RunLimitBreach | None = None,
     ) -> None:
         super().__init__(message, result=result, code=ERR_PRISM_RUN_LIMIT)
