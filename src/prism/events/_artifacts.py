@@ -1,5 +1,4 @@
-"""Artifact loop events: validation, revision, acceptance and failure of a candidate.
-"""
+"""Artifact loop events: validation, revision, acceptance and failure of a candidate."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Provider attempt and assistant message events.
-"""
+"""Provider attempt and assistant message events."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Tool execution events and the metadata they carry.
-"""
+"""Tool execution events and the metadata they carry."""
 
 from __future__ import annotations
 

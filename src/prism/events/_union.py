@@ -1,5 +1,4 @@
-"""The union of every event class, the type-tag registry and ``event_from_dict``.
-"""
+"""The union of every event class, the type-tag registry and ``event_from_dict``."""
 
 from __future__ import annotations
 

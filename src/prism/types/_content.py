@@ -1,7 +1,7 @@
 """Content parts of messages: text, thinking, images, tool calls and tool results.
 
-Each part is a frozen dataclass with a ``type`` tag, so ``ContentBlock.from_dict`` picks the right
-class.
+Each part is a frozen dataclass with a ``type`` tag, so decoding a ``ContentBlock`` field picks
+the right class.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Transcript messages, their builders and run input normalisation.
-"""
+"""Transcript messages, their builders and run input normalisation."""
 
 from __future__ import annotations
 

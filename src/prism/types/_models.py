@@ -1,5 +1,4 @@
-"""Model configuration and per-request provider options.
-"""
+"""Model configuration and per-request provider options."""
 
 from __future__ import annotations
 

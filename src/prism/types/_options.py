@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__: list[str] = []
 
+
 def _snake(name: str) -> str:
     out = []
     for ch in name:

@@ -1,5 +1,4 @@
-"""What a provider streams back: the seven stream events, and the result of one attempt.
-"""
+"""What a provider streams back: the seven stream events, and the result of one attempt."""
 
 from __future__ import annotations
 

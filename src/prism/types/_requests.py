@@ -1,5 +1,4 @@
-"""One provider call: the request and the context blocks it carries.
-"""
+"""One provider call: the request and the context blocks it carries."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Run references, ownership and the result of one run leg.
-"""
+"""Run references, ownership and the result of one run leg."""
 
 from __future__ import annotations
 

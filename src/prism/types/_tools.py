@@ -1,5 +1,4 @@
-"""Host tool contracts: the tool definition, what its ``execute`` receives, and its result.
-"""
+"""Host tool contracts: the tool definition, what its ``execute`` receives, and its result."""
 
 from __future__ import annotations
 

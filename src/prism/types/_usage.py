@@ -1,5 +1,4 @@
-"""Token and cost usage of a provider turn or of a whole run.
-"""
+"""Token and cost usage of a provider turn or of a whole run."""
 
 from __future__ import annotations
 
