@@ -37,7 +37,7 @@ def test_import_prism_loads_no_submodule() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     lines = out.stdout.splitlines()
     assert lines[0] == "[]"
-    assert lines[1] == "prism.types True True"
+    assert lines[1] == "prism.types._messages True True"
     assert lines[2] == "prism.loops True"
 
 

@@ -21,7 +21,9 @@ PUBLIC_MODULES = [
 ]
 
 
-REEXPORT_NAMESPACES = {"prism", "prism.testing", "prism.loops", "prism.stores"}
+REEXPORT_NAMESPACES = {
+    "prism", "prism.testing", "prism.types", "prism.events", "prism.loops", "prism.stores"
+}
 
 
 def _public_names(module: types.ModuleType) -> set[str]:

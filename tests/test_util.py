@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from prism import _util
-from prism._util import new_id, now_iso
+from prism import _fast_stamps
+from prism._fast_stamps import new_id, now_iso
 
 
 def test_new_id_is_a_prefix_and_a_uuid4_hex_arch_13() -> None:
@@ -35,7 +35,7 @@ def test_new_id_keeps_the_whole_prefix_arch_13() -> None:
 def test_now_iso_is_utc_with_milliseconds_and_z_arch_13(monkeypatch: pytest.MonkeyPatch) -> None:
     base = 1_700_000_000 * 1_000_000_000  # 2023-11-14T22:13:20Z
     clock = iter([base + 5_000_000, base + 999_999_999, base + 1_000_000_000, base + 61_000_000_000])
-    monkeypatch.setattr(_util.time, "time_ns", lambda: next(clock))
+    monkeypatch.setattr(_fast_stamps.time, "time_ns", lambda: next(clock))
     assert now_iso() == "2023-11-14T22:13:20.005Z"
     assert now_iso() == "2023-11-14T22:13:20.999Z"
     assert now_iso() == "2023-11-14T22:13:21.000Z"
@@ -52,7 +52,7 @@ def test_now_iso_matches_the_clock_arch_13() -> None:
 def test_frozen_builder_equals_the_constructor_arch_15() -> None:
     from dataclasses import FrozenInstanceError, dataclass, field
 
-    from prism._util import frozen_builder
+    from prism._fast_dataclass import frozen_builder
     from prism.store import SessionEntry
     from prism.types import Message
 
@@ -97,7 +97,7 @@ def test_frozen_builder_equals_the_constructor_arch_15() -> None:
 
 
 def test_field_replacer_copies_every_other_field_arch_15() -> None:
-    from prism._util import field_replacer
+    from prism._fast_dataclass import field_replacer
     from prism.abort import AbortController
     from prism.types import Message, ModelConfig, ProviderRequest
 

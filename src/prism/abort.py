@@ -31,12 +31,21 @@ class AbortSignal:
 
     __slots__ = ("_aborted", "_listeners", "_next_key", "_reason", "_waiters")
 
-    def __init__(self) -> None:
+    def __init__(self, connect: Callable[[Callable[[Any], bool]], object] | None = None, /) -> None:
+        """Create a signal that is not aborted.
+
+        Args:
+            connect: Called once, here, with the function that aborts this signal
+                (``abort(reason) -> bool``, ``False`` when it was already aborted).
+                :class:`AbortController` passes it, so only the controller can abort its signal.
+        """
         self._aborted = False
         self._reason: Any = None
         self._listeners: dict[int, _Listener] | None = None
         self._next_key = 0
         self._waiters: list[asyncio.Future[None]] | None = None
+        if connect is not None:
+            connect(self._abort)
 
     def __repr__(self) -> str:
         if self._aborted:
@@ -155,6 +164,10 @@ def _noop() -> None:
     return None
 
 
+def _noop_abort(reason: Any) -> bool:
+    return False
+
+
 def _call(callback: _Listener, reason: Any) -> None:
     try:
         callback(reason)
@@ -169,10 +182,14 @@ class AbortController:
         signal: The controlled ``AbortSignal``.
     """
 
-    __slots__ = ("signal",)
+    __slots__ = ("_abort_signal", "signal")
 
     def __init__(self) -> None:
-        self.signal = AbortSignal()
+        self._abort_signal: Callable[[Any], bool] = _noop_abort
+        self.signal = AbortSignal(self._connect)
+
+    def _connect(self, abort: Callable[[Any], bool]) -> None:
+        self._abort_signal = abort
 
     def abort(self, reason: Any = None) -> None:
         """Abort the signal; the first call wins, later calls are no-ops.
@@ -182,7 +199,7 @@ class AbortController:
         """
         if self.signal.aborted:
             return
-        self.signal._abort(AbortError("Agent run aborted") if reason is None else reason)
+        self._abort_signal(AbortError("Agent run aborted") if reason is None else reason)
 
     @property
     def aborted(self) -> bool:

@@ -59,7 +59,7 @@ class ArtifactCallbacks(TypedDict, Generic[T]):
     """
 
     parser: ArtifactParser[T]
-    """Decodes the draft's JSON text (GVR-4 step 15)."""
+    """Decodes the draft's JSON text."""
 
     validator: ArtifactValidator[T]
     """Checks the decoded value and reports every error with its JSON pointer."""
@@ -102,7 +102,7 @@ def _parse_json(text: str, ctx: ArtifactContext) -> ArtifactParseResult[Any]:
     """Decode the draft as JSON (optionally inside one code fence).
 
     A decode error is a parse failure with the decoder's message; a decoded JSON ``null`` is also a
-    parse failure, because the loop treats a ``None`` value as "no artifact" (GVR-4 step 16).
+    parse failure, because the loop treats a ``None`` value as "no artifact".
     """
     try:
         value = json.loads(_strip_fence(text))

@@ -33,75 +33,39 @@ built from data take the data first (``RunLimitExceeded(breach)``, ``GuardrailEr
 ``ProviderTurnError(info)``, ``AgentRunError(message, *, result)``). ``str(err)`` is always the
 message, and every instance keeps its fields as attributes.
 
-This module holds errors only; redaction helpers live in :mod:`prism.redaction`.
+This module holds errors only; redaction helpers live in :mod:`prism.redaction`. It is the bottom
+layer of the package: the records its exceptions carry (``ErrorInfo``, ``RunLimitBreach``,
+``GuardrailRecord``) live below it, and a failed run's ``RunResult`` is described by the
+:class:`~prism._failure_records.FailedLeg` protocol rather than imported.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import Any
 
-if TYPE_CHECKING:
-    from types import TracebackType
-
-    from prism.types import ErrorInfo, GuardrailRecord, RunLimitBreach, RunResult
+from prism._failure_records import ErrorInfo, FailedLeg, GuardrailRecord, RunLimitBreach
 
 __all__ = [
-    "ERR_PRISM_ABORTED",
-    "ERR_PRISM_AGENT_RUN_STATE",
-    "ERR_PRISM_AGENT_RUN_SUSPENDED",
-    "ERR_PRISM_CHECKPOINT_CONFLICT",
-    "ERR_PRISM_CONFIG",
-    "ERR_PRISM_DECISION_DUPLICATE",
-    "ERR_PRISM_DECISION_INVALID",
-    "ERR_PRISM_DECISION_LIMIT",
-    "ERR_PRISM_DECISION_UNKNOWN",
-    "ERR_PRISM_DELEGATION_SUSPENDED",
-    "ERR_PRISM_GUARDRAIL_BLOCKED",
-    "ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE",
-    "ERR_PRISM_LEDGER",
-    "ERR_PRISM_LOOP_NOT_DURABLE",
-    "ERR_PRISM_LOOP_REVISION",
-    "ERR_PRISM_LOOP_SNAPSHOT",
-    "ERR_PRISM_PROVIDER",
-    "ERR_PRISM_PROVIDER_UNKNOWN",
-    "ERR_PRISM_REDACTED",
-    "ERR_PRISM_RUN_ABORTED",
-    "ERR_PRISM_RUN_FAILED",
-    "ERR_PRISM_RUN_LIMIT",
-    "ERR_PRISM_SESSION_APPEND_CONFLICT",
-    "ERR_PRISM_SESSION_BUSY",
-    "ERR_PRISM_STEER_EMPTY",
-    "ERR_PRISM_STEER_LIMIT",
-    "ERR_PRISM_STEER_NO_RUN",
-    "ERR_PRISM_STORE_SCHEMA",
-    "ERR_PRISM_STRUCTURED_OUTPUT",
+    "ERR_PRISM_ABORTED", "ERR_PRISM_AGENT_RUN_STATE", "ERR_PRISM_AGENT_RUN_SUSPENDED",
+    "ERR_PRISM_CHECKPOINT_CONFLICT", "ERR_PRISM_CONFIG", "ERR_PRISM_DECISION_DUPLICATE",
+    "ERR_PRISM_DECISION_INVALID", "ERR_PRISM_DECISION_LIMIT", "ERR_PRISM_DECISION_UNKNOWN",
+    "ERR_PRISM_DELEGATION_SUSPENDED", "ERR_PRISM_GUARDRAIL_BLOCKED",
+    "ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE", "ERR_PRISM_LEDGER", "ERR_PRISM_LOOP_NOT_DURABLE",
+    "ERR_PRISM_LOOP_REVISION", "ERR_PRISM_LOOP_SNAPSHOT", "ERR_PRISM_PROVIDER",
+    "ERR_PRISM_PROVIDER_UNKNOWN", "ERR_PRISM_REDACTED", "ERR_PRISM_RUN_ABORTED",
+    "ERR_PRISM_RUN_FAILED", "ERR_PRISM_RUN_LIMIT", "ERR_PRISM_SESSION_APPEND_CONFLICT",
+    "ERR_PRISM_SESSION_BUSY", "ERR_PRISM_STEER_EMPTY", "ERR_PRISM_STEER_LIMIT",
+    "ERR_PRISM_STEER_NO_RUN", "ERR_PRISM_STORE_SCHEMA", "ERR_PRISM_STRUCTURED_OUTPUT",
     "ERR_PRISM_TURN_POLICY",
-    "AbortError",
-    "AgentDecisionError",
-    "AgentLoopStateError",
-    "AgentRunError",
-    "AgentRunLimitError",
-    "AgentRunStateError",
-    "AgentRunSuspended",
-    "AgentSessionBusyError",
-    "ArtifactFailedError",
-    "CheckpointConflictError",
-    "GuardrailError",
-    "PrismConfigError",
-    "PrismError",
-    "ProviderResolutionError",
-    "ProviderTransportError",
-    "ProviderTurnError",
-    "RedactedError",
-    "RunLedgerError",
-    "RunLimitExceeded",
-    "SessionAppendConflictError",
-    "SteerError",
-    "StoreSchemaError",
-    "StructuredOutputError",
-    "TurnPolicyError",
+    "AbortError", "AgentDecisionError", "AgentLoopStateError", "AgentRunError",
+    "AgentRunLimitError", "AgentRunStateError", "AgentRunSuspended", "AgentSessionBusyError",
+    "ArtifactFailedError", "CheckpointConflictError", "GuardrailError", "PrismConfigError",
+    "PrismError", "ProviderResolutionError", "ProviderTransportError", "ProviderTurnError",
+    "RedactedError", "RunLedgerError", "RunLimitExceeded", "SessionAppendConflictError",
+    "SteerError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
 ]
 
 # --------------------------------------------------------------------------- codes (ERR-1)
@@ -251,7 +215,10 @@ class SteerError(_MultiCodeError):
 
 
 class ProviderResolutionError(PrismError):
-    """No provider could be resolved for the model (RUN-11 step 1). Code ``ERR_PRISM_PROVIDER_UNKNOWN``."""
+    """No provider could be resolved for the model when the run started.
+
+    Code ``ERR_PRISM_PROVIDER_UNKNOWN``.
+    """
 
     code = ERR_PRISM_PROVIDER_UNKNOWN
     default_message = "No provider for the model"
@@ -350,7 +317,7 @@ class AgentRunError(PrismError):
     default_message = "Agent run failed"
 
     def __init__(
-        self, message: str | None = None, *, result: RunResult, code: str | None = None
+        self, message: str | None = None, *, result: FailedLeg, code: str | None = None
     ) -> None:
         status = getattr(result, "status", None)
         error = getattr(result, "error", None)
@@ -363,7 +330,7 @@ class AgentRunError(PrismError):
         self.result = result
         self.code = code if code is not None else self._derive_code(status, error)
 
-    def _derive_code(self, status: Any, error: Any) -> str:
+    def _derive_code(self, status: object, error: object) -> str:
         if status == "aborted":
             return ERR_PRISM_RUN_ABORTED
         if error is not None and getattr(error, "name", None) == "ArtifactFailedError":
@@ -392,7 +359,7 @@ class AgentRunLimitError(AgentRunError):
         self,
         message: str | None = None,
         *,
-        result: RunResult,
+        result: FailedLeg,
         breach: RunLimitBreach | None = None,
     ) -> None:
         super().__init__(message, result=result, code=ERR_PRISM_RUN_LIMIT)
@@ -419,7 +386,7 @@ class ArtifactFailedError(PrismError):
         message: str | None = None,
         *,
         code: str | int | None = None,
-        validation: Any = None,
+        validation: object = None,
     ) -> None:
         super().__init__(message)
         if code is not None and not isinstance(code, bool):
@@ -507,7 +474,9 @@ class AgentRunSuspended(PrismError):
     code = ERR_PRISM_AGENT_RUN_SUSPENDED
     default_message = "Agent run suspended"
 
-    def __init__(self, state: Any = None, interruption: Any = None, message: str | None = None):
+    def __init__(
+        self, state: object = None, interruption: object = None, message: str | None = None
+    ) -> None:
         super().__init__(message)
         self.state = state
         self.interruption = interruption

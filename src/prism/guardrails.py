@@ -392,7 +392,7 @@ async def run_guardrails(
     context: GuardrailContext[Any],
     *,
     redactor: SecretRedactor | None = None,
-    emit: Callable[[Any], Any] | None = None,
+    emit: Callable[[GuardrailDecisionEvent], object] | None = None,
 ) -> GuardrailRunResult:
     """Evaluate the guards of one stage and report their records (GRD-3, GRD-4).
 

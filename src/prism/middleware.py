@@ -7,14 +7,14 @@ one. Exceptions from handlers propagate to the caller (the runtime fails the run
 
 Hooks and their payload types:
 
-==================  ===============================================
-``provider_request``  ``ProviderRequest`` (RUN-14 step 3)
-``tool_call``         ``ToolCallContent`` (TOOL-3 step 2)
-``tool_result``       ``ToolResult`` (TOOL-3 step 12)
-``retry``             ``RetryPayload`` (RETRY-2)
-``input_assembly``    ``tuple[Message, ...]`` (RUN-13)
-``compaction``        ``CompactionResult`` (STORE-9)
-==================  ===============================================
+====================  ==========================================================================
+``provider_request``  ``ProviderRequest``, before each provider call
+``tool_call``         ``ToolCallContent``, before a tool call is validated and dispatched
+``tool_result``       ``ToolResult``, after a tool call finished
+``retry``             ``RetryPayload``, before a failed provider attempt is retried
+``input_assembly``    ``tuple[Message, ...]``, the messages of the next request
+``compaction``        ``CompactionResult``, before a compaction summary is stored
+====================  ==========================================================================
 """
 
 from __future__ import annotations

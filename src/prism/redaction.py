@@ -13,8 +13,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
+from prism._serde import Serializable
 from prism.errors import RedactedError
-from prism.events import AgentEvent
 from prism.types import ErrorInfo
 
 __all__ = [
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-_E = TypeVar("_E", bound=AgentEvent)
+_E = TypeVar("_E", bound=Serializable)
 
 REDACTED = "[REDACTED]"
 """Replacement text for a secret (EVT-22)."""
@@ -196,7 +196,7 @@ def _walk_sequence(
     if isinstance(value, list):
         return items
     if type(value) is not tuple and hasattr(value, "_make"):
-        return value._make(items)  # named tuple
+        return tuple.__new__(type(value), items)  # a named tuple, rebuilt as its ``_make`` does
     return tuple(items)
 
 

@@ -2,7 +2,7 @@
 
 - :func:`validate_structured_output` checks options (SO-1);
 - :func:`resolve_structured_output` merges the provider-option layers and a loop's schema (SO-3)
-  and checks model support (SO-2) — the runtime calls it once per run leg (setup step 13);
+  and checks model support (SO-2) — the runtime calls it once per run leg, while setting the leg up;
 - :func:`without_structured_output` / :func:`artifact_request` derive requests for
   ``final-turn-only`` timing (SO-5, SO-6, SO-7);
 - :func:`json_artifact_parser` / :func:`json_schema_artifact_validator` are ready-made artifact
@@ -19,14 +19,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from prism.errors import PrismConfigError, StructuredOutputError
-from prism.loops.contracts import (
+from prism.artifact_contracts import (
     ArtifactContext,
     ArtifactError,
     ArtifactParseResult,
     ArtifactValidation,
     ArtifactValidator,
 )
+from prism.errors import PrismConfigError, StructuredOutputError
 from prism.tools import _compile_schema, _schema_error_detail, _schema_errors
 from prism.types import (
     ModelConfig,

@@ -1,41 +1,38 @@
-"""Loop and artifact contracts (CON-22..CON-29).
+"""Loop contracts: the seam between the runtime and a loop strategy.
 
-This module defines the seam between the runtime and a loop strategy:
-
-* the ``Artifact*`` value types and callback aliases, generic over a host type ``T`` that prism
-  never constructs, copies, serialises or inspects (CON-22..CON-25);
 * the :class:`AgentLoopStrategy` protocol and its durable-capable refinement
-  :class:`DurableLoopStrategy` (CON-26);
-* the loop options :class:`SingleShotLoopOptions` and :class:`GenerateValidateReviseLoopOptions`
-  (CON-27, GVR-1);
-* the :class:`LoopContext` protocol that the runtime implements once per run leg (CON-28, CON-29).
+  :class:`DurableLoopStrategy`;
+* the loop options :class:`SingleShotLoopOptions` and :class:`GenerateValidateReviseLoopOptions`;
+* the :class:`LoopContext` protocol that the runtime implements once per run leg.
 
-The contracts are host-domain free (ARCH-7): no field or member name contains ``workflow``,
-``node`` or ``step``.
+The ``Artifact*`` value types and callback aliases live in :mod:`prism.artifact_contracts` (below
+the events, which carry them) and are re-exported here.
 
-``prism.events`` imports :class:`ArtifactValidation` from here, so this module never imports
-``prism.events`` at run time (only under ``TYPE_CHECKING``).
+The contracts are host-domain free: no field or member name contains ``workflow``, ``node`` or
+``step``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Generic,
-    Literal,
-    Protocol,
-    TypeAlias,
-    TypeVar,
-    runtime_checkable,
-)
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from prism._serde import Serializable
 from prism.abort import AbortSignal
+from prism.artifact_contracts import (
+    ArtifactContext,
+    ArtifactError,
+    ArtifactParser,
+    ArtifactParseResult,
+    ArtifactRepairer,
+    ArtifactValidation,
+    ArtifactValidator,
+)
 from prism.errors import PrismConfigError
+from prism.events import AgentEvent
+from prism.structured_output import validate_structured_output
 from prism.types import (
     AgentInput,
     JsonValue,
@@ -47,9 +44,6 @@ from prism.types import (
     ToolResult,
     Usage,
 )
-
-if TYPE_CHECKING:
-    from prism.events import AgentEvent
 
 __all__ = [
     "AgentLoopOptions",
@@ -74,225 +68,6 @@ __all__ = [
     "is_durable_capable",
 ]
 
-T = TypeVar("T")
-
-# --------------------------------------------------------------------------------------------
-# Artifact contracts (CON-22..CON-25)
-# --------------------------------------------------------------------------------------------
-
-
-def _reject_unknown_keys(kind: str, value: Mapping[str, Any], allowed: frozenset[str]) -> None:
-    unknown = sorted(str(k) for k in value if k not in allowed)
-    if unknown:
-        raise ValueError(f"unknown {kind} key(s): {', '.join(unknown)}")
-
-
-@dataclass(frozen=True, slots=True)
-class ArtifactError(Serializable):
-    """One artifact validation or parse error (CON-22).
-
-    Example: ``ArtifactError("must be a string", path="/items/0/name")``.
-    """
-
-    message: str
-    """Human-readable description. May echo model text; events carrying it are redacted (EVT-23)."""
-
-    path: str | None = None
-    """Location of the error inside the value, by convention an RFC 6901 JSON pointer such as
-    ``"/items/0/name"``. ``None`` when the error has no location (a parse failure, GVR-4 step 16)
-    or concerns the whole value (how the built-in JSON Schema and pydantic helpers report root
-    errors, SO-8)."""
-
-    @classmethod
-    def coerce(cls, value: ArtifactError | Mapping[str, Any]) -> ArtifactError:
-        """Return ``value`` as an :class:`ArtifactError`.
-
-        Args:
-            value: An ``ArtifactError`` (returned unchanged) or a mapping
-                ``{"message": str, "path": str | None}``.
-
-        Returns:
-            The converted error.
-
-        Raises:
-            TypeError: ``value`` is neither, or ``message``/``path`` have the wrong type.
-            ValueError: the mapping has keys other than ``message`` and ``path``.
-        """
-        if isinstance(value, ArtifactError):
-            return value
-        if not isinstance(value, Mapping):
-            raise TypeError(
-                f"artifact error must be an ArtifactError or a mapping, got {type(value).__name__}"
-            )
-        _reject_unknown_keys("artifact error", value, _ERROR_KEYS)
-        message = value.get("message")
-        path = value.get("path")
-        if not isinstance(message, str):
-            raise TypeError("artifact error 'message' must be a str")
-        if path is not None and not isinstance(path, str):
-            raise TypeError("artifact error 'path' must be a str or None")
-        return cls(message=message, path=path)
-
-
-_ERROR_KEYS = frozenset({"message", "path"})
-_VALIDATION_KEYS = frozenset({"ok", "errors", "metadata"})
-_PARSE_KEYS = frozenset({"ok", "value", "error"})
-
-
-@dataclass(frozen=True, slots=True)
-class ArtifactValidation(Serializable):
-    """Outcome of validating (or parsing) one artifact candidate (CON-22).
-
-    A list given as ``errors`` is converted to a tuple, and mapping elements to
-    :class:`ArtifactError`, so ``from_dict(v.to_dict()) == v``.
-    """
-
-    ok: bool
-    """``True`` when the candidate is accepted."""
-
-    errors: tuple[ArtifactError, ...] = ()
-    """Errors in the order the validator reported them; usually empty when ``ok``."""
-
-    metadata: Mapping[str, Any] | None = None
-    """Free-form JSON-compatible data. ``metadata["reason"]`` (a ``str``) names a terminal failure
-    and becomes the failed run's error code (RUN-17, GVR-8): ``"parse_error"``,
-    ``"tool_round_limit"`` or the host's own reason."""
-
-    def __post_init__(self) -> None:
-        errors: Any = self.errors
-        if not isinstance(errors, tuple) or not all(isinstance(e, ArtifactError) for e in errors):
-            if isinstance(errors, (str, bytes)) or not isinstance(errors, Sequence):
-                raise TypeError("ArtifactValidation.errors must be a sequence of ArtifactError")
-            object.__setattr__(self, "errors", tuple(ArtifactError.coerce(e) for e in errors))
-
-    @classmethod
-    def coerce(cls, value: ArtifactValidation | Mapping[str, Any]) -> ArtifactValidation:
-        """Return a validator's result as an :class:`ArtifactValidation` (CON-22).
-
-        Args:
-            value: An ``ArtifactValidation`` (returned unchanged) or a mapping
-                ``{"ok": bool, "errors": [{"message": str, "path": str}], "metadata": {...}}``
-                (``errors`` and ``metadata`` optional).
-
-        Returns:
-            The converted validation.
-
-        Raises:
-            TypeError: ``value`` is neither, ``ok`` is not a ``bool``, ``errors`` is not a
-                sequence of errors, or ``metadata`` is not a mapping.
-            ValueError: the mapping has unknown keys.
-        """
-        if isinstance(value, ArtifactValidation):
-            return value
-        if not isinstance(value, Mapping):
-            raise TypeError(
-                "artifact validator must return an ArtifactValidation or a mapping, "
-                f"got {type(value).__name__}"
-            )
-        _reject_unknown_keys("artifact validation", value, _VALIDATION_KEYS)
-        ok = value.get("ok")
-        if not isinstance(ok, bool):
-            raise TypeError("artifact validation 'ok' must be a bool")
-        metadata = value.get("metadata")
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise TypeError("artifact validation 'metadata' must be a mapping or None")
-        errors = value.get("errors")
-        return cls(ok=ok, errors=() if errors is None else errors, metadata=metadata)
-
-
-@dataclass(frozen=True, slots=True)
-class ArtifactContext(Serializable):
-    """Context passed to every artifact callback (CON-23).
-
-    ``signal`` is a host object and is left out of ``to_dict()`` (CON-3).
-    """
-
-    session_id: str
-    """The session the run belongs to."""
-
-    run_id: str
-    """The run id (``run_`` + 32 hex)."""
-
-    turn: int
-    """1-based turn index of the candidate being parsed/validated/repaired."""
-
-    signal: AbortSignal = field(metadata={"serialize": False})
-    """The run's abort signal; long callbacks should watch it."""
-
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    """Merged agent, session and run metadata (read-only mapping, RUN-6)."""
-
-
-@dataclass(frozen=True)  # no slots: ``ArtifactParseResult[X](...)`` must be able to try
-class ArtifactParseResult(Serializable, Generic[T]):  # setting ``__orig_class__`` (3.11)
-    """Result of an :data:`ArtifactParser` (CON-24).
-
-    A result with ``ok=False`` or ``value is None`` is a parse failure: it consumes revision budget
-    like a validation failure (GVR-4 step 16).
-    """
-
-    ok: bool
-    """``True`` when parsing produced a value."""
-
-    value: T | None = None
-    """The host's parsed value; prism never inspects it (CON-25)."""
-
-    error: str | None = None
-    """Why parsing failed; becomes the synthetic ``parse_error`` message."""
-
-    @classmethod
-    def coerce(cls, value: ArtifactParseResult[Any] | Mapping[str, Any]) -> ArtifactParseResult[Any]:
-        """Return a parser's result as an :class:`ArtifactParseResult` (CON-24).
-
-        Args:
-            value: An ``ArtifactParseResult`` (returned unchanged) or a mapping
-                ``{"ok": bool, "value": T, "error": str}`` (``value``/``error`` optional).
-
-        Returns:
-            The converted parse result.
-
-        Raises:
-            TypeError: ``value`` is neither, ``ok`` is not a ``bool`` or ``error`` not a ``str``.
-            ValueError: the mapping has unknown keys.
-        """
-        if isinstance(value, ArtifactParseResult):
-            return value
-        if not isinstance(value, Mapping):
-            raise TypeError(
-                "artifact parser must return an ArtifactParseResult or a mapping, "
-                f"got {type(value).__name__}"
-            )
-        _reject_unknown_keys("artifact parse result", value, _PARSE_KEYS)
-        ok = value.get("ok")
-        error = value.get("error")
-        if not isinstance(ok, bool):
-            raise TypeError("artifact parse result 'ok' must be a bool")
-        if error is not None and not isinstance(error, str):
-            raise TypeError("artifact parse result 'error' must be a str or None")
-        return ArtifactParseResult(ok=ok, value=value.get("value"), error=error)
-
-
-ArtifactParser: TypeAlias = Callable[
-    [str, ArtifactContext],
-    ArtifactParseResult[T] | Mapping[str, Any] | Awaitable[ArtifactParseResult[T] | Mapping[str, Any]],
-]
-"""``(text, ctx) -> ArtifactParseResult[T]`` (or an equivalent mapping), sync or async (CON-25).
-
-Never called for empty or whitespace-only call-free text (GVR-4 step 15)."""
-
-ArtifactValidator: TypeAlias = Callable[
-    [T, ArtifactContext],
-    ArtifactValidation | Mapping[str, Any] | Awaitable[ArtifactValidation | Mapping[str, Any]],
-]
-"""``(value, ctx) -> ArtifactValidation`` (or an equivalent mapping), sync or async (CON-25)."""
-
-ArtifactRepairer: TypeAlias = Callable[
-    [T | None, ArtifactValidation, ArtifactContext],
-    AgentInput | Awaitable[AgentInput],
-]
-"""``(value_or_None, failure, ctx) -> AgentInput``, sync or async (CON-25).
-
-``value`` is ``None`` after a parse failure. The result becomes the revision request's input."""
 
 # --------------------------------------------------------------------------------------------
 # Loop strategies (CON-26)
@@ -365,7 +140,7 @@ def effective_loop_revision(loop: object) -> str:
 # --------------------------------------------------------------------------------------------
 
 ToolCallsMode: TypeAlias = Literal["disabled", "bounded"]
-"""Artifact-loop tool handling: ``"disabled"`` (default) or ``"bounded"`` (GVR-4 steps 10-11)."""
+"""Artifact-loop tool handling: ``"disabled"`` (default) or ``"bounded"`` (see ``GenerateValidateReviseLoopOptions.tool_calls``)."""
 
 StructuredOutputMode: TypeAlias = Literal["native", "artifact-loop"]
 """``"native"`` sends the schema to the provider; ``"artifact-loop"`` enforces it only by
@@ -555,8 +330,6 @@ def coerce_structured_output(
             unknown keys or wrongly typed values.
         StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` on an invalid name/schema/size.
     """
-    from prism.structured_output import validate_structured_output
-
     options = StructuredOutputOptions.coerce(value)
     validate_structured_output(options)
     return options
@@ -643,7 +416,8 @@ class LoopContext(Protocol):
     @property
     def input_messages(self) -> tuple[Message, ...]:
         """``to_messages(input)`` after redaction — already appended to the store; the loop pushes
-        them to ``history`` once, after the first ``generate`` (SSL-2 step 7, GVR-4 step 7)."""
+        them to ``history`` once, after the first ``generate``, so the first request does not
+        carry them twice."""
         ...
 
     @property

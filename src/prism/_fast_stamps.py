@@ -1,0 +1,59 @@
+"""Speed tricks: ids and timestamps stamped on every entry, event record and run.
+
+Every stored entry, ledger record and run gets an id and an ISO-8601 timestamp, several per turn:
+
+* :func:`new_id` builds the hex of a random version-4 UUID directly from ``os.urandom`` instead of
+  creating a ``uuid.UUID`` object (the plain equivalent is ``f"{prefix}_{uuid.uuid4().hex}"``);
+* :func:`now_iso` caches the formatted text per millisecond, and its date-and-seconds part per
+  second, because several entries are often stamped within the same millisecond on a fast turn
+  (the plain equivalent formats ``datetime.now(timezone.utc)`` every time).
+
+Both give exactly the values of their plain equivalents; they live here so that they can be
+measured and dropped if not worth it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+__all__ = ["new_id", "now_iso"]
+
+_urandom = os.urandom
+
+
+def new_id(prefix: str) -> str:
+    """Return ``<prefix>_<32 lowercase hex>``, a random version-4 UUID's hex (ARCH-13).
+
+    The value is exactly what ``uuid.uuid4().hex`` produces — 16 bytes of ``os.urandom`` with the
+    version and variant bits set — without building a ``UUID`` object (ARCH-15).
+    """
+    raw = bytearray(_urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return f"{prefix}_{raw.hex()}"
+
+
+_second: tuple[int, str] = (-1, "")
+_milli: tuple[int, str] = (-1, "")
+
+
+def now_iso() -> str:
+    """Return the current UTC time as ISO-8601 with millisecond precision and ``Z`` (ARCH-13).
+
+    The text is built at most once per millisecond (its ``YYYY-MM-DDTHH:MM:SS`` part once per
+    second) and reused: several entries per millisecond are common on a fast turn (ARCH-15).
+    """
+    global _second, _milli
+    ms = time.time_ns() // 1_000_000
+    cached_ms, text = _milli
+    if cached_ms == ms:
+        return text
+    secs, rem = divmod(ms, 1000)
+    cached_secs, head = _second
+    if cached_secs != secs:
+        head = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
+        _second = (secs, head)
+    text = f"{head}.{rem:03d}Z"
+    _milli = (ms, text)
+    return text

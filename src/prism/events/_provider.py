@@ -1,0 +1,125 @@
+"""Provider attempt and assistant message events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from prism._serde import Serializable
+from prism.types import ContentBlock, ErrorInfo, Message, ModelConfig, Usage
+
+__all__ = [
+    "MessageDeltaEvent",
+    "MessageFinishedEvent",
+    "MessageStartedEvent",
+    "ProviderTurnFinishedEvent",
+    "ProviderTurnMetadata",
+    "ProviderTurnStartedEvent",
+    "RetryScheduledEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderTurnMetadata(Serializable):
+    """Identity of one provider attempt (EVT-3)."""
+
+    provider_id: str
+    """Provider id."""
+    model: ModelConfig
+    """Model called."""
+    attempt: int
+    """1-based attempt number within the turn (EVT-11)."""
+    latency_ms: int | None = None
+    """Attempt latency in ms; only on ``provider_turn_finished``."""
+    http_status: int | None = None
+    """HTTP status of a failed attempt, when the error code is an int in 100..599."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderTurnStartedEvent(Serializable):
+    """A provider attempt began (EVT-10, EVT-11)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    turn: int
+    """Turn index."""
+    metadata: ProviderTurnMetadata
+    """Provider, model and attempt."""
+    type: Literal["provider_turn_started"] = field(default="provider_turn_started", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderTurnFinishedEvent(Serializable):
+    """A provider attempt ended (EVT-10, EVT-11)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    turn: int
+    """Turn index."""
+    metadata: ProviderTurnMetadata
+    """Provider, model, attempt, latency and HTTP status."""
+    usage: Usage | None = None
+    """Usage of the attempt."""
+    error: ErrorInfo | None = None
+    """Failure of the attempt, if any."""
+    type: Literal["provider_turn_finished"] = field(default="provider_turn_finished", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryScheduledEvent(Serializable):
+    """A failed provider attempt will be retried (EVT-11, RETRY-2)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    attempt: int
+    """The failed attempt (1-based)."""
+    delay_ms: float
+    """Delay before the next attempt, in ms."""
+    error: ErrorInfo
+    """The (redacted) failure."""
+    type: Literal["retry_scheduled"] = field(default="retry_scheduled", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageStartedEvent(Serializable):
+    """An assistant draft opened (EVT-10); at most once per attempt."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    message: Message
+    """The assistant message, empty content."""
+    type: Literal["message_started"] = field(default="message_started", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageDeltaEvent(Serializable):
+    """One stream fragment of the draft (EVT-10)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    content: ContentBlock
+    """The fragment; may be a ``ToolCallDeltaContent``."""
+    type: Literal["message_delta"] = field(default="message_delta", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageFinishedEvent(Serializable):
+    """The complete assistant draft, after it was stored (EVT-9)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    message: Message
+    """The complete assistant message."""
+    type: Literal["message_finished"] = field(default="message_finished", init=False)

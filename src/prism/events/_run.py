@@ -1,0 +1,240 @@
+"""Run lifecycle events: legs, turns, limits, guardrails, steering, subscribers, compaction
+and the terminal error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from prism._serde import Serializable
+from prism.types import ErrorInfo, GuardrailRecord, Message, RunLimitBreach, RunStopReason, Usage
+
+__all__ = [
+    "AgentDeniedEvent",
+    "AgentFinishedEvent",
+    "AgentResumedEvent",
+    "AgentStartedEvent",
+    "AgentSuspendedEvent",
+    "CompactionFinishedEvent",
+    "CompactionStartedEvent",
+    "ErrorEvent",
+    "EventSubscriberOverflowEvent",
+    "GuardrailDecisionEvent",
+    "QueueUpdatedEvent",
+    "RunLimitExceededEvent",
+    "SteerRejectedEvent",
+    "TurnFinishedEvent",
+    "TurnStartedEvent",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentStartedEvent(Serializable):
+    """First event of a run leg (EVT-6)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    type: Literal["agent_started"] = field(default="agent_started", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentResumedEvent(Serializable):
+    """A resumed leg started; immediately follows ``agent_started`` (EVT-6)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    version: int
+    """Run-state version the leg resumed from."""
+    type: Literal["agent_resumed"] = field(default="agent_resumed", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentFinishedEvent(Serializable):
+    """Terminal event of a succeeded leg (EVT-7)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    usage: Usage | None = None
+    """Aggregated usage of the leg."""
+    finish_reason: RunStopReason | None = None
+    """Why the run stopped early, if it did."""
+    stop_detail: str | None = None
+    """Detail of a turn-policy stop."""
+    type: Literal["agent_finished"] = field(default="agent_finished", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSuspendedEvent(Serializable):
+    """Terminal event of a suspended leg (EVT-7, RUN-19)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    interruption: Any
+    """The runtime's ``AgentRunInterruption`` (typed ``Any`` because events sit below the
+    runtime that defines it)."""
+    version: int
+    """Run-state version written."""
+    type: Literal["agent_suspended"] = field(default="agent_suspended", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentDeniedEvent(Serializable):
+    """Emitted alone by a ``deny`` resume (EVT-7, DUR-21)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    interruption: Any
+    """The runtime's ``AgentRunInterruption`` (typed ``Any`` because events sit below the
+    runtime that defines it)."""
+    version: int
+    """Run-state version written."""
+    type: Literal["agent_denied"] = field(default="agent_denied", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStartedEvent(Serializable):
+    """A loop turn began (EVT-9)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    turn: int
+    """1-based turn index within the leg."""
+    type: Literal["turn_started"] = field(default="turn_started", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnFinishedEvent(Serializable):
+    """A loop turn ended (EVT-9)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    turn: int
+    """1-based turn index within the leg."""
+    type: Literal["turn_finished"] = field(default="turn_finished", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorEvent(Serializable):
+    """Terminal event of a failed or aborted leg, or the busy rejection (EVT-17)."""
+
+    session_id: str | None = None
+    """Session id (``None`` when not applicable)."""
+    run_id: str | None = None
+    """Run id, when the event belongs to a run."""
+    error: ErrorInfo
+    """The (redacted) failure."""
+    type: Literal["error"] = field(default="error", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunLimitExceededEvent(Serializable):
+    """The first limit breach of a run (LIM-7)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    breach: RunLimitBreach
+    """The breach."""
+    type: Literal["run_limit_exceeded"] = field(default="run_limit_exceeded", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GuardrailDecisionEvent(Serializable):
+    """A guardrail decided (GRD-3)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    record: GuardrailRecord
+    """The bounded decision record."""
+    tool_call_id: str | None = None
+    """Tool call id for tool stages."""
+    tool_name: str | None = None
+    """Tool name for tool stages."""
+    type: Literal["guardrail_decision"] = field(default="guardrail_decision", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueUpdatedEvent(Serializable):
+    """The steer queue changed (EVT-16)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    size: int
+    """Pending steer messages."""
+    type: Literal["queue_updated"] = field(default="queue_updated", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SteerRejectedEvent(Serializable):
+    """A steered message was rejected by an input guardrail (EVT-16)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    message: Message
+    """The rejected message (redacted)."""
+    record: GuardrailRecord
+    """The terminal record."""
+    type: Literal["steer_rejected"] = field(default="steer_rejected", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventSubscriberOverflowEvent(Serializable):
+    """A subscriber queue overflowed."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str | None = None
+    """Run id, when the event belongs to a run."""
+    dropped_events: int
+    """Events dropped so far."""
+    max_queued_events: int
+    """Queue capacity."""
+    overflow: Literal["close", "drop_oldest", "drop_newest"]
+    """Overflow policy applied."""
+    type: Literal["event_subscriber_overflow"] = field(default="event_subscriber_overflow", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionStartedEvent(Serializable):
+    """Compaction began (EVT-8)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str | None = None
+    """Run id, when the event belongs to a run."""
+    type: Literal["compaction_started"] = field(default="compaction_started", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionFinishedEvent(Serializable):
+    """Compaction ended (EVT-8)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str | None = None
+    """Run id, when the event belongs to a run."""
+    summary: str
+    """The summary text."""
+    type: Literal["compaction_finished"] = field(default="compaction_finished", init=False)

@@ -1,0 +1,119 @@
+"""Tool execution events and the metadata they carry."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from prism._serde import Serializable
+from prism.types import ErrorInfo, JsonValue, ToolCallContent, ToolResult
+
+__all__ = [
+    "ToolExecutionBlockedEvent",
+    "ToolExecutionErrorEvent",
+    "ToolExecutionFinishedEvent",
+    "ToolExecutionMetadata",
+    "ToolExecutionProgressEvent",
+    "ToolExecutionStartedEvent",
+    "ToolExecutionStatus",
+]
+
+
+ToolExecutionStatus: TypeAlias = Literal["finished", "error", "blocked"]
+"""Terminal status of a tool call (EVT-3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionMetadata(Serializable):
+    """Timing and outcome of one tool call (EVT-3)."""
+
+    duration_ms: int
+    """Execution time in ms (0 for calls blocked before execution)."""
+    status: ToolExecutionStatus
+    """Terminal status."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolExecutionStartedEvent(Serializable):
+    """A tool call started executing (EVT-12)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    call: ToolCallContent
+    """The call."""
+    type: Literal["tool_execution_started"] = field(default="tool_execution_started", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolExecutionProgressEvent(Serializable):
+    """A tool reported progress (EVT-12, CON-20)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    tool_call_id: str
+    """The call id."""
+    name: str
+    """Tool name."""
+    progress: JsonValue
+    """Progress value."""
+    metadata: Mapping[str, Any] | None = None
+    """Progress metadata."""
+    type: Literal["tool_execution_progress"] = field(default="tool_execution_progress", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolExecutionFinishedEvent(Serializable):
+    """A tool call finished (EVT-12)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    result: ToolResult
+    """The result."""
+    metadata: ToolExecutionMetadata
+    """Duration and status."""
+    type: Literal["tool_execution_finished"] = field(default="tool_execution_finished", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolExecutionErrorEvent(Serializable):
+    """A tool call raised or returned an error (EVT-12)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    call: ToolCallContent
+    """The call."""
+    error: ErrorInfo
+    """The failure."""
+    metadata: ToolExecutionMetadata
+    """Duration and status."""
+    type: Literal["tool_execution_error"] = field(default="tool_execution_error", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolExecutionBlockedEvent(Serializable):
+    """A tool call was blocked (EVT-12, TOOL-3/4)."""
+
+    session_id: str = ""
+    """Session id (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id (stamped by the runtime when empty)."""
+    tool_call_id: str
+    """The call id."""
+    name: str
+    """Tool name."""
+    reason: str
+    """Blocked reason, e.g. ``unknown_tool``."""
+    error: ErrorInfo
+    """The blocked error."""
+    metadata: ToolExecutionMetadata
+    """Duration and status."""
+    type: Literal["tool_execution_blocked"] = field(default="tool_execution_blocked", init=False)

@@ -1,0 +1,152 @@
+"""Model configuration and per-request provider options."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from prism._json import JsonValue
+from prism.types._options import _Options
+
+_T = TypeVar("_T")
+
+__all__ = [
+    "ModelCapabilities",
+    "ModelConfig",
+    "ModelLimits",
+    "ProviderRequestOptions",
+    "StructuredOutputOptions",
+    "merge_provider_options",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCapabilities(_Options):
+    """What a model supports (CON-13)."""
+
+    input: tuple[str, ...] = ("text",)
+    """Input modalities, e.g. ``("text", "image")``."""
+    output: tuple[str, ...] = ("text",)
+    """Output modalities."""
+    reasoning: bool = False
+    """Produces thinking content."""
+    tools: bool = False
+    """Supports tool calls."""
+    streaming: bool = True
+    """Supports streaming."""
+    structured_output: bool | Literal["json_schema"] = False
+    """Native structured output support (SO-2)."""
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            input: Sequence[str] = ("text",),
+            output: Sequence[str] = ("text",),
+            reasoning: bool = False,
+            tools: bool = False,
+            streaming: bool = True,
+            structured_output: bool | Literal["json_schema"] = False,
+        ) -> None: ...
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.input, tuple):
+            object.__setattr__(self, "input", tuple(self.input))
+        if not isinstance(self.output, tuple):
+            object.__setattr__(self, "output", tuple(self.output))
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLimits(_Options):
+    """Model size limits in tokens (CON-13)."""
+
+    context_window: int | None = None
+    """Context window in tokens."""
+    max_output_tokens: int | None = None
+    """Maximum output tokens."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig(_Options):
+    """Which model to call and how (CON-13)."""
+
+    provider: str
+    """Provider id used for resolution (e.g. ``"openai"``)."""
+    model: str
+    """Provider model name."""
+    display_name: str | None = None
+    """Human-friendly name."""
+    capabilities: ModelCapabilities | None = None
+    """Capabilities; ``None`` means defaults."""
+    limits: ModelLimits | None = None
+    """Token limits."""
+    compat: Mapping[str, Any] | None = None
+    """Provider compatibility switches."""
+    parameters: Mapping[str, JsonValue] | None = None
+    """Passed verbatim into request bodies (``temperature``, ``max_tokens``, ...)."""
+    metadata: Mapping[str, Any] | None = None
+    """Host metadata."""
+
+
+@dataclass(frozen=True, slots=True)
+class StructuredOutputOptions(_Options):
+    """Native structured output request (CON-14, SO-1)."""
+
+    name: str
+    """Schema name (1-128 characters once stripped)."""
+    schema: dict[str, JsonValue]
+    """JSON Schema object."""
+    strict: bool | None = None
+    """Provider strict mode."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRequestOptions(_Options):
+    """Per-request provider options (CON-15); merged with ``merge_provider_options``."""
+
+    session_id: str | None = None
+    """Session id forwarded to the provider (e.g. for caching)."""
+    headers: Mapping[str, str] | None = None
+    """Extra HTTP headers."""
+    compat: Mapping[str, Any] | None = None
+    """Provider compatibility switches."""
+    extra: Mapping[str, Any] | None = None
+    """Extra request body fields."""
+    structured_output: StructuredOutputOptions | None = None
+    """Native structured output."""
+
+
+def _merge_maps(
+    base: Mapping[str, _T] | None, patch: Mapping[str, _T] | None
+) -> Mapping[str, _T] | None:
+    if patch is None:
+        return base
+    if base is None:
+        return patch
+    return {**base, **patch}
+
+
+def merge_provider_options(
+    base: ProviderRequestOptions | None, patch: ProviderRequestOptions | None
+) -> ProviderRequestOptions | None:
+    """Merge two option sets (CON-15).
+
+    Non-``None`` fields of ``patch`` win, except ``headers``, ``compat`` and ``extra``, which merge
+    key by key with ``patch`` keys winning. ``None`` on either side returns the other side.
+    """
+    if patch is None:
+        return base
+    if base is None:
+        return patch
+    return ProviderRequestOptions(
+        session_id=patch.session_id if patch.session_id is not None else base.session_id,
+        headers=_merge_maps(base.headers, patch.headers),
+        compat=_merge_maps(base.compat, patch.compat),
+        extra=_merge_maps(base.extra, patch.extra),
+        structured_output=(
+            patch.structured_output
+            if patch.structured_output is not None
+            else base.structured_output
+        ),
+    )

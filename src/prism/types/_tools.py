@@ -1,0 +1,112 @@
+"""Host tool contracts: the tool definition, what its ``execute`` receives, and its result."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from prism._failure_records import ErrorInfo
+from prism._json import JsonValue
+from prism._serde import Serializable
+from prism.abort import AbortSignal
+from prism.types._content import ContentBlock
+
+__all__ = [
+    "ProgressCallback",
+    "ToolDefinition",
+    "ToolExecutionContext",
+    "ToolResult",
+]
+
+
+class ProgressCallback(Protocol):
+    """``await progress(value, metadata=None)`` (CON-20)."""
+
+    def __call__(
+        self, value: JsonValue, metadata: Mapping[str, Any] | None = None, /
+    ) -> Awaitable[None]: ...
+
+
+async def _no_progress(value: JsonValue, metadata: Mapping[str, Any] | None = None, /) -> None:
+    return None
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition(Serializable):
+    """A host tool (CON-19). ``to_dict()`` omits ``execute``; there is no round trip."""
+
+    name: str
+    """Unique tool name."""
+    execute: Callable[..., Any] = field(metadata={"serialize": False})
+    """``execute(arguments: dict, ctx: ToolExecutionContext)``; sync or async; returns a
+    ``ToolResult`` or any JSON value."""
+    description: str | None = None
+    """Description shown to the model."""
+    parameters: dict[str, JsonValue] | None = None
+    """JSON Schema of the argument object (validated by default, TOOL-6)."""
+    exclusive: bool = False
+    """Forces sequential dispatch of any round containing this tool."""
+    metadata: Mapping[str, Any] | None = None
+    """Host metadata."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionContext(Serializable):
+    """What a tool's ``execute`` receives besides its arguments (CON-20)."""
+
+    session_id: str
+    """Session id."""
+    run_id: str
+    """Run id."""
+    tool_call_id: str
+    """The call being executed."""
+    signal: AbortSignal = field(metadata={"serialize": False})
+    """Aborted when the run aborts (TOOL-10)."""
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    """Merged run metadata (read-only)."""
+    progress: ProgressCallback = field(default=_no_progress, metadata={"serialize": False})
+    """``await progress(value, metadata=None)`` emits ``tool_execution_progress``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult(Serializable):
+    """Outcome of one tool call (CON-21); an *error result* when ``error`` is set."""
+
+    tool_call_id: str
+    """Id of the answered call (replaced by the runtime with the call's id)."""
+    name: str
+    """Tool name (replaced by the runtime with the call's name)."""
+    value: JsonValue | None = None
+    """JSON result."""
+    content: tuple[ContentBlock, ...] = ()
+    """Extra content parts appended after the ``ToolResultContent``."""
+    error: ErrorInfo | None = None
+    """Failure description for error results."""
+    metadata: Mapping[str, Any] | None = None
+    """Host metadata, copied to the tool-result message."""
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            tool_call_id: str,
+            name: str,
+            value: JsonValue | None = None,
+            content: Sequence[ContentBlock] = (),
+            error: ErrorInfo | None = None,
+            metadata: Mapping[str, Any] | None = None,
+        ) -> None: ...
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.content, tuple):
+            object.__setattr__(self, "content", tuple(self.content))
+
+    @property
+    def is_error(self) -> bool:
+        """Whether this is an error result (``error is not None``)."""
+        return self.error is not None
