@@ -22,7 +22,7 @@ from typing import Any, Final, TypeAlias
 from prism._serde import Serializable
 from prism.errors import RunLimitExceeded
 from prism.limits.options import DEFAULT_RUN_LIMITS, UNLIMITED, LimitValue, RunCost, RunLimits
-from prism.types import RunLimitBreach, Usage
+from prism.types import JsonValue, RunLimitBreach, Usage
 
 __all__ = ["BreachCallback", "RunLimitCounters", "RunLimitTracker"]
 
@@ -280,7 +280,7 @@ class RunLimitTracker:
             cost=self._cost,
         )
 
-    def export_counters(self) -> dict[str, Any]:
+    def export_counters(self) -> dict[str, JsonValue]:
         """Return the counters as the JSON dict stored in a durable envelope (DUR-4)."""
         return self.counters.to_dict()
 

@@ -25,7 +25,7 @@ _NAMESPACE: Final = "prism.conformance"
 
 
 async def run_checkpoint_store_conformance(store: CheckpointStore) -> None:
-    """Check that ``store`` behaves exactly as DUR-3 describes (DB-6, DB-8, DB-9).
+    """Check that ``store`` behaves as the memory checkpoint store does (see the module docstring).
 
     Args:
         store: A :class:`~prism.runtime.checkpoints.CheckpointStore`.

@@ -46,7 +46,7 @@ async def _ids(store: SessionStore, session_id: str) -> builtins.list[str]:
 
 
 async def run_session_store_conformance(store: SessionStore) -> None:
-    """Check that ``store`` behaves exactly as STORE-2/STORE-3 describe (DB-5, DB-9).
+    """Check that ``store`` behaves as the memory session store does (see the module docstring).
 
     Args:
         store: A :class:`~prism.store.SessionStore`; ``read_branch`` is checked when present.
