@@ -1,13 +1,12 @@
-"""Run ledger: records, the ledger protocol, the per-run writer and the timeline projection.
+"""Run ledger: the ledger protocol, the memory ledger and the per-run writer.
 
-* Records (REC-1..REC-3, REC-8, TOOL-8, CON-31): :class:`RunRecord`, :class:`AgentEventRecord`,
-  :class:`ToolCallRecord`, :class:`UsageRecord` — each carrying the ownership fields
-  ``tenant_id``/``account_id``/``user_id``.
 * :class:`RunLedger` — the write-only sink protocol; :class:`MemoryRunLedger` keeps four lists.
-* :class:`LedgerWriter` — one per run (REC-4): a single writer task consuming an
-  ``asyncio.Queue`` in emission order, remembering the first failure, skipping later records,
-  and raising ``RunLedgerError`` at the next drain point. Free when no ledger is configured.
-* :func:`project_execution_timeline` (CON-32) — a pure projection of one run's rows.
+* :class:`LedgerWriter` — one per run: a single writer task consuming an ``asyncio.Queue`` in
+  emission order, remembering the first failure, skipping later records, and raising
+  ``RunLedgerError`` at the next drain point. Free when no ledger is configured.
+
+The records live in :mod:`prism.ledger_records` and the timeline projection in
+:mod:`prism.timeline`; their names are re-exported here.
 """
 
 from __future__ import annotations
@@ -15,16 +14,30 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Mapping
 from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
-from prism._serde import Serializable
 from prism._util import new_id, now_iso
 from prism.errors import RunLedgerError
 from prism.events import AgentEvent
+from prism.ledger_records import AgentEventRecord as AgentEventRecord
+from prism.ledger_records import LedgerRecord as LedgerRecord
+from prism.ledger_records import RunRecord as RunRecord
+from prism.ledger_records import RunRecordStatus as RunRecordStatus
+from prism.ledger_records import ToolCallRecord as ToolCallRecord
+from prism.ledger_records import ToolCallStatus as ToolCallStatus
+from prism.ledger_records import UsageRecord as UsageRecord
+from prism.ledger_records import UsageScope as UsageScope
+from prism.ledger_records import finish_run_record as finish_run_record
+from prism.ledger_records import start_run_record as start_run_record
 from prism.redaction import SecretRedactor, redacted_cause
-from prism.types import ErrorInfo, JsonValue, ModelConfig, OwnershipScope, ToolResult, Usage
+from prism.timeline import ExecutionTimeline as ExecutionTimeline
+from prism.timeline import TimelineArtifactAttempt as TimelineArtifactAttempt
+from prism.timeline import TimelineStatus as TimelineStatus
+from prism.timeline import TimelineToolCall as TimelineToolCall
+from prism.timeline import TimelineTurn as TimelineTurn
+from prism.timeline import project_execution_timeline as project_execution_timeline
+from prism.types import OwnershipScope, Usage
 
 __all__ = [
     "AgentEventRecord",
@@ -48,231 +61,9 @@ __all__ = [
     "start_run_record",
 ]
 
-RunRecordStatus: TypeAlias = Literal[
-    "queued", "running", "suspended", "denied", "succeeded", "failed", "aborted"
-]
-"""Status of a :class:`RunRecord` (CON-31)."""
-
-ToolCallStatus: TypeAlias = Literal["started", "finished", "error", "blocked"]
-"""Status of a :class:`ToolCallRecord` row (TOOL-8)."""
-
-UsageScope: TypeAlias = Literal["provider_turn", "run_total"]
-"""Scope of a :class:`UsageRecord` (REC-8)."""
-
-TimelineStatus: TypeAlias = RunRecordStatus
-"""Status of an :class:`ExecutionTimeline`."""
 
 
-# --------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunRecord(Serializable):
-    """One start or finish row of a run (CON-31, REC-2).
-
-    The start row (``status="running"``) is appended at setup step 4; the finish row repeats its
-    fields and adds ``status``, ``finished_at``, ``abort_reason``, ``error`` and — only on a
-    ``succeeded`` finish — ``stop_reason``/``stop_detail``. Build them with
-    :func:`start_run_record` and :func:`finish_run_record`.
-    """
-
-    id: str
-    """The run id (``run_…``)."""
-    session_id: str
-    """Session of the run."""
-    status: RunRecordStatus
-    """``running`` on the start row; the terminal status on the finish row."""
-    started_at: str
-    """ISO-8601 UTC start time."""
-    branch_id: str | None = None
-    """The session leaf when the run started."""
-    model: ModelConfig | None = None
-    """Effective model of the run."""
-    provider: str | None = None
-    """``model.provider``."""
-    idempotency_key: str | None = None
-    """The run's idempotency key."""
-    finished_at: str | None = None
-    """ISO-8601 UTC finish time (finish row only)."""
-    abort_reason: str | None = None
-    """``str(signal.reason)`` when the run signal was aborted."""
-    error: ErrorInfo | None = None
-    """Failure description (redacted) of a failed/aborted run."""
-    stop_reason: str | None = None
-    """Turn-policy or loop stop reason; only on a ``succeeded`` finish row."""
-    stop_detail: str | None = None
-    """Turn-policy stop detail; only on a ``succeeded`` finish row."""
-    tenant_id: str | None = None
-    """Ownership: tenant (REC-8)."""
-    account_id: str | None = None
-    """Ownership: account (REC-8)."""
-    user_id: str | None = None
-    """Ownership: user (REC-8)."""
-    metadata: Mapping[str, JsonValue] | None = None
-    """Merged run metadata."""
-
-    @property
-    def run_id(self) -> str:
-        """Alias of :attr:`id`."""
-        return self.id
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentEventRecord(Serializable):
-    """Ledger row of one emitted event (REC-3), written in emission order (REC-4)."""
-
-    id: str
-    """Record id (``event_…``)."""
-    session_id: str
-    """Session of the event."""
-    run_id: str
-    """Run of the event."""
-    type: str
-    """The event's ``type`` literal."""
-    timestamp: str
-    """ISO-8601 UTC emission time."""
-    event: AgentEvent
-    """The (redacted) event."""
-    redacted: bool = False
-    """True when a redactor was active (EVT-24)."""
-    tenant_id: str | None = None
-    """Ownership: tenant (REC-8)."""
-    account_id: str | None = None
-    """Ownership: account (REC-8)."""
-    user_id: str | None = None
-    """Ownership: user (REC-8)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallRecord(Serializable):
-    """Ledger row of one tool-call state change (TOOL-8), redacted before writing."""
-
-    id: str
-    """Record id (``toolcall_…``)."""
-    session_id: str
-    """Session of the run."""
-    run_id: str
-    """Run of the call."""
-    tool_call_id: str
-    """The call's id."""
-    name: str
-    """Tool name."""
-    arguments: JsonValue
-    """The call's arguments (after the ``tool_call`` hook)."""
-    status: ToolCallStatus
-    """``started`` (also for progress rows), ``finished``, ``error`` or ``blocked``."""
-    started_at: str
-    """ISO-8601 UTC time the dispatch started."""
-    finished_at: str | None = None
-    """ISO-8601 UTC time of the terminal row."""
-    result: ToolResult | None = None
-    """The result of a terminal row."""
-    reason: str | None = None
-    """Blocked reason of a ``blocked`` row."""
-    progress: JsonValue | None = None
-    """Progress value of a progress row."""
-    progress_metadata: Mapping[str, JsonValue] | None = None
-    """Progress metadata of a progress row."""
-    progress_at: str | None = None
-    """ISO-8601 UTC time of the progress report."""
-    redacted: bool = False
-    """True when a redactor was active."""
-    tenant_id: str | None = None
-    """Ownership: tenant (REC-8)."""
-    account_id: str | None = None
-    """Ownership: account (REC-8)."""
-    user_id: str | None = None
-    """Ownership: user (REC-8)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class UsageRecord(Serializable):
-    """Ledger row of usage (REC-8, USAGE-1, USAGE-2)."""
-
-    id: str
-    """Record id (``usage_…``)."""
-    session_id: str
-    """Session of the run."""
-    run_id: str
-    """Run id."""
-    scope: UsageScope
-    """``provider_turn`` (one attempt) or ``run_total``."""
-    usage: Usage
-    """The usage."""
-    timestamp: str
-    """ISO-8601 UTC time of the row."""
-    turn: int | None = None
-    """Turn of a ``provider_turn`` row."""
-    attempt: int | None = None
-    """Attempt of a ``provider_turn`` row."""
-    tenant_id: str | None = None
-    """Ownership: tenant (REC-8)."""
-    account_id: str | None = None
-    """Ownership: account (REC-8)."""
-    user_id: str | None = None
-    """Ownership: user (REC-8)."""
-
-
-LedgerRecord: TypeAlias = RunRecord | AgentEventRecord | ToolCallRecord | UsageRecord
-"""Any ledger record."""
-
-
-def start_run_record(
-    *,
-    run_id: str,
-    session_id: str,
-    branch_id: str | None,
-    model: ModelConfig | None,
-    idempotency_key: str | None = None,
-    metadata: Mapping[str, JsonValue] | None = None,
-    ownership: OwnershipScope | None = None,
-    started_at: str | None = None,
-) -> RunRecord:
-    """Build the start :class:`RunRecord` (REC-2): ``status="running"``, ``provider =
-    model.provider``, ownership copied, ``started_at`` defaulting to now."""
-    return RunRecord(
-        id=run_id,
-        session_id=session_id,
-        status="running",
-        started_at=started_at if started_at is not None else now_iso(),
-        branch_id=branch_id,
-        model=model,
-        provider=model.provider if model is not None else None,
-        idempotency_key=idempotency_key,
-        tenant_id=ownership.tenant_id if ownership is not None else None,
-        account_id=ownership.account_id if ownership is not None else None,
-        user_id=ownership.user_id if ownership is not None else None,
-        metadata=metadata,
-    )
-
-
-def finish_run_record(
-    start: RunRecord,
-    *,
-    status: RunRecordStatus,
-    abort_reason: str | None = None,
-    error: ErrorInfo | None = None,
-    stop_reason: str | None = None,
-    stop_detail: str | None = None,
-    finished_at: str | None = None,
-) -> RunRecord:
-    """Build the finish :class:`RunRecord` from the start one (REC-2).
-
-    ``stop_reason``/``stop_detail`` are kept only when ``status == "succeeded"``.
-    """
-    succeeded = status == "succeeded"
-    return dataclasses.replace(
-        start,
-        status=status,
-        finished_at=finished_at if finished_at is not None else now_iso(),
-        abort_reason=abort_reason,
-        error=error,
-        stop_reason=stop_reason if succeeded else None,
-        stop_detail=stop_detail if succeeded else None,
-    )
-
-
-# --------------------------------------------------------------------------- protocol (REC-1)
+# --------------------------------------------------------------------------- protocol
 
 
 @runtime_checkable
@@ -339,7 +130,7 @@ class MemoryRunLedger:
         return [r for r in self.runs if r.id == run_id]
 
 
-# --------------------------------------------------------------------------- writer (REC-4)
+# --------------------------------------------------------------------------- writer
 
 _Kind: TypeAlias = Literal["run", "event", "tool_call", "usage"]
 _METHODS: Final[Mapping[str, str]] = {
@@ -536,7 +327,7 @@ class LedgerWriter:
             except asyncio.QueueEmpty:
                 return
             if self._failure is not None:
-                continue  # REC-4: records after a failure are skipped
+                continue  # after a failure, later records are skipped
             try:
                 if not prepared:
                     record = self._prepare(kind, record)
@@ -580,243 +371,3 @@ class LedgerWriter:
         raise RunLedgerError(f"Run ledger write failed: {detail}") from redacted_cause(
             failure, self._redactor
         )
-
-
-# --------------------------------------------------------------------------- timeline (CON-32)
-
-
-@dataclass(frozen=True, slots=True)
-class TimelineToolCall(Serializable):
-    """A tool call of a turn, from its terminal tool event (CON-32)."""
-
-    tool_call_id: str
-    """The call id."""
-    name: str
-    """Tool name."""
-    outcome: Literal["finished", "error", "blocked"]
-    """Terminal event: ``tool_execution_finished`` / ``_error`` / ``_blocked``."""
-
-
-@dataclass(frozen=True, slots=True)
-class TimelineArtifactAttempt(Serializable):
-    """An artifact candidate of a turn (CON-32)."""
-
-    attempt: int
-    """1-based candidate number of the leg (EVT-4)."""
-    outcome: Literal["finished", "revised", "failed"]
-    """``artifact_finished``, ``artifact_revision_started`` or ``artifact_failed``."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TimelineTurn(Serializable):
-    """Events from one ``turn_started`` up to the next one (CON-32)."""
-
-    turn: int
-    """The turn number (a resumed leg starts again at 1)."""
-    provider_attempts: int = 0
-    """``provider_turn_started`` events of the turn."""
-    assistant_message: bool = False
-    """Whether a ``message_finished`` event was emitted."""
-    tool_calls: tuple[TimelineToolCall, ...] = ()
-    """Dispatched calls, in terminal-event order."""
-    artifact_attempts: tuple[TimelineArtifactAttempt, ...] = ()
-    """Artifact candidates judged in the turn."""
-
-    def __post_init__(self) -> None:
-        for name in ("tool_calls", "artifact_attempts"):
-            value = getattr(self, name)
-            if not isinstance(value, tuple):
-                object.__setattr__(self, name, tuple(value))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExecutionTimeline(Serializable):
-    """A pure projection of one run's ledger rows (CON-32)."""
-
-    run_id: str | None = None
-    """The run id (``None`` when no row was given)."""
-    session_id: str | None = None
-    """The session id."""
-    status: TimelineStatus = "running"
-    """Status of the last run record, else derived from the last terminal event."""
-    stop_reason: str | None = None
-    """From the last ``agent_finished`` (``finish_reason``), else from the last run record."""
-    stop_detail: str | None = None
-    """From the last ``agent_finished``, else from the last run record."""
-    usage: Usage | None = None
-    """From the last ``agent_finished``."""
-    turns: tuple[TimelineTurn, ...] = ()
-    """One per ``turn_started`` event, in event order."""
-    legs: int = 0
-    """Number of ``agent_started`` events (1 + resumed legs)."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.turns, tuple):
-            object.__setattr__(self, "turns", tuple(self.turns))
-
-
-_TERMINAL_STATUS: Final[Mapping[str, TimelineStatus]] = {
-    "agent_finished": "succeeded",
-    "agent_suspended": "suspended",
-    "agent_denied": "denied",
-    "error": "failed",
-}
-
-
-def _get(value: Any, name: str) -> Any:
-    if isinstance(value, Mapping):
-        return value.get(name)
-    return getattr(value, name, None)
-
-
-class _TurnBuilder:
-    __slots__ = ("artifacts", "attempts", "message", "tools", "turn")
-
-    def __init__(self, turn: int) -> None:
-        self.turn = turn
-        self.attempts = 0
-        self.message = False
-        self.tools: list[TimelineToolCall] = []
-        self.artifacts: list[TimelineArtifactAttempt] = []
-
-    def build(self) -> TimelineTurn:
-        return TimelineTurn(
-            turn=self.turn,
-            provider_attempts=self.attempts,
-            assistant_message=self.message,
-            tool_calls=tuple(self.tools),
-            artifact_attempts=tuple(self.artifacts),
-        )
-
-
-def project_execution_timeline(
-    events: Iterable[AgentEventRecord], run_records: Iterable[RunRecord] = ()
-) -> ExecutionTimeline:
-    """Project one run's ledger rows into an :class:`ExecutionTimeline` (CON-32).
-
-    Events are taken in the order given (ledger order; timestamps are not re-sorted). Each
-    ``turn_started`` opens a :class:`TimelineTurn` that gathers the events up to the next
-    ``turn_started``: ``provider_turn_started`` counts attempts, ``message_finished`` sets
-    ``assistant_message``, terminal tool events give :class:`TimelineToolCall` and
-    ``artifact_finished`` / ``artifact_revision_started`` / ``artifact_failed`` give
-    :class:`TimelineArtifactAttempt`. ``status`` is the last run record's status, else derived
-    from the last terminal event (``agent_finished`` → ``succeeded``, ``agent_suspended`` →
-    ``suspended``, ``agent_denied`` → ``denied``, ``error`` → ``failed``, none → ``running``).
-
-    Args:
-        events: The run's :class:`AgentEventRecord` rows (events as objects or dicts).
-        run_records: The run's :class:`RunRecord` rows.
-
-    Raises:
-        ValueError: the rows belong to more than one run.
-    """
-    records = list(events)
-    runs = list(run_records)
-    run_ids = {r.run_id for r in records} | {r.id for r in runs}
-    if len(run_ids) > 1:
-        raise ValueError(
-            "project_execution_timeline expects the rows of one run, got run ids: "
-            + ", ".join(sorted(run_ids))
-        )
-    run_id = next(iter(run_ids)) if run_ids else None
-    session_id: str | None = None
-    for r in records:
-        if r.session_id:
-            session_id = r.session_id
-            break
-    if session_id is None:
-        for rr in runs:
-            if rr.session_id:
-                session_id = rr.session_id
-                break
-
-    turns: list[TimelineTurn] = []
-    current: _TurnBuilder | None = None
-    legs = 0
-    last_terminal: str | None = None
-    finished: Any = None
-    for rec in records:
-        kind = rec.type
-        ev: Any = rec.event
-        if kind == "turn_started":
-            if current is not None:
-                turns.append(current.build())
-            turn = _get(ev, "turn")
-            current = _TurnBuilder(turn if isinstance(turn, int) else len(turns) + 1)
-            continue
-        if kind == "agent_started":
-            legs += 1
-        if kind in _TERMINAL_STATUS:
-            last_terminal = kind
-            if kind == "agent_finished":
-                finished = ev
-        if current is None:
-            continue
-        if kind == "provider_turn_started":
-            current.attempts += 1
-        elif kind == "message_finished":
-            current.message = True
-        elif kind == "tool_execution_finished":
-            result = _get(ev, "result")
-            current.tools.append(
-                TimelineToolCall(
-                    str(_get(result, "tool_call_id")), str(_get(result, "name")), "finished"
-                )
-            )
-        elif kind == "tool_execution_error":
-            call = _get(ev, "call")
-            current.tools.append(
-                TimelineToolCall(str(_get(call, "id")), str(_get(call, "name")), "error")
-            )
-        elif kind == "tool_execution_blocked":
-            current.tools.append(
-                TimelineToolCall(
-                    str(_get(ev, "tool_call_id")), str(_get(ev, "name")), "blocked"
-                )
-            )
-        elif kind in ("artifact_finished", "artifact_revision_started", "artifact_failed"):
-            outcome: Literal["finished", "revised", "failed"] = (
-                "finished"
-                if kind == "artifact_finished"
-                else "revised"
-                if kind == "artifact_revision_started"
-                else "failed"
-            )
-            attempt = _get(ev, "attempt")
-            current.artifacts.append(
-                TimelineArtifactAttempt(attempt if isinstance(attempt, int) else 0, outcome)
-            )
-    if current is not None:
-        turns.append(current.build())
-
-    last_run = runs[-1] if runs else None
-    status: TimelineStatus
-    if last_run is not None:
-        status = last_run.status
-    elif last_terminal is not None:
-        status = _TERMINAL_STATUS[last_terminal]
-    else:
-        status = "running"
-
-    usage: Usage | None = None
-    if finished is not None:
-        stop_reason = _get(finished, "finish_reason")
-        stop_detail = _get(finished, "stop_detail")
-        raw_usage = _get(finished, "usage")
-        usage = Usage.from_dict(raw_usage) if isinstance(raw_usage, Mapping) else raw_usage
-    elif last_run is not None:
-        stop_reason = last_run.stop_reason
-        stop_detail = last_run.stop_detail
-    else:
-        stop_reason = stop_detail = None
-    return ExecutionTimeline(
-        run_id=run_id,
-        session_id=session_id,
-        status=status,
-        stop_reason=stop_reason,
-        stop_detail=stop_detail,
-        usage=usage,
-        turns=tuple(turns),
-        legs=legs,
-    )
-

@@ -207,15 +207,15 @@ async def test_db7_ledger_reads_need_a_filter(store: SqliteStore) -> None:
 
 async def test_db5_read_branch_and_append_use_indexes_not_scans(store: SqliteStore) -> None:
     """DB-5/ARCH-15: the branch query and the append's checks search indexes (no table scan)."""
-    from prism.stores import sqlite as mod
+    from prism.stores import _sqlite_sql as mod
 
     def plans(conn: sqlite3.Connection) -> list[str]:
         out = []
         for sql, params in (
-            (mod._READ_BRANCH, ("s", "e")),
-            (mod._APPEND, ("s", "e", "p", "message", None, "t", "k", "p", "{}", 0)),
-            (mod._APPEND_DIAGNOSE, ("s", "e", "p", "k")),
-            (mod._LIST, ("s",)),
+            (mod.READ_BRANCH, ("s", "e")),
+            (mod.APPEND, ("s", "e", "p", "message", None, "t", "k", "p", "{}", 0)),
+            (mod.APPEND_DIAGNOSE, ("s", "e", "p", "k")),
+            (mod.LIST, ("s",)),
         ):
             out += [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
         return out

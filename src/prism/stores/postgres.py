@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import hashlib
-import json
 import re
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -52,7 +50,6 @@ from prism.stores._common import (
     check_limit,
     checkpoint_conflict,
     checkpoint_record,
-    dumps,
     event_row,
     ledger_where,
     owner_columns,
@@ -63,6 +60,7 @@ from prism.stores._common import (
     walk_rows,
 )
 from prism.stores._migrations import MIGRATIONS_TABLE, load_migrations, plan_migrations
+from prism.stores._postgres_sql import Statements, entry_key, jsonb, lock_key, unwrap
 from prism.types import JsonValue, OwnershipScope
 
 if TYPE_CHECKING:
@@ -88,91 +86,6 @@ def _require_psycopg() -> None:
         raise ImportError(_EXTRA_HINT) from exc
 
 
-class _Sql:
-    """The store's statements with the quoted schema name filled in (built once per store)."""
-
-    __slots__ = (
-        "append",
-        "cp_insert",
-        "cp_load",
-        "cp_update",
-        "insert_event",
-        "insert_run",
-        "insert_tool_call",
-        "insert_usage",
-        "list",
-        "list_sessions",
-        "read_branch",
-        "schema",
-    )
-
-    def __init__(self, schema: str) -> None:
-        s = f'"{schema}"'
-        self.schema = s
-        self.append = (
-            f"SELECT {s}.prism_append_entry(%s::text, %s::text, %s::text, %s::text, %s::text, "
-            "%s::text, %s::text, %s::text, %s::text, %s::jsonb, %s::text, %s::text, %s::boolean)"
-        )
-        self.list = f"SELECT body FROM {s}.prism_session_entries WHERE session_id = %s ORDER BY seq"
-        self.read_branch = f"""
-WITH RECURSIVE chain(entry_key, parent_key) AS (
-    SELECT entry_key, parent_key FROM {s}.prism_session_entries WHERE entry_key = %s
-    UNION
-    SELECT e.entry_key, e.parent_key
-      FROM {s}.prism_session_entries e JOIN chain c ON e.entry_key = c.parent_key
-)
-SELECT e.id, e.parent_id, e.body
-  FROM chain c JOIN {s}.prism_session_entries e ON e.entry_key = c.entry_key
-"""
-        self.list_sessions = f"""
-SELECT s.session_id, s.n, s.first_ts, s.last_ts, e.id
-  FROM (SELECT session_id, count(*) AS n, min("timestamp") AS first_ts,
-               max("timestamp") AS last_ts, max(seq) AS last_seq
-          FROM {s}.prism_session_entries GROUP BY session_id) s
-  JOIN {s}.prism_session_entries e ON e.session_id = s.session_id AND e.seq = s.last_seq
- ORDER BY s.last_seq DESC
- LIMIT %s
-"""
-        self.cp_insert = f"""
-INSERT INTO {s}.prism_checkpoints (
-    namespace, key, version, value, created_at, updated_at, fencing_token,
-    tenant_id, account_id, user_id
-) VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s::bigint, %s, %s, %s)
-ON CONFLICT (namespace, key) DO NOTHING
-RETURNING created_at
-"""
-        self.cp_update = f"""
-UPDATE {s}.prism_checkpoints
-   SET version = %(version)s, value = %(value)s::jsonb, updated_at = %(now)s,
-       fencing_token = %(token)s::bigint,
-       tenant_id = %(tenant)s, account_id = %(account)s, user_id = %(user)s
- WHERE namespace = %(ns)s AND key = %(key)s AND version = %(expected)s
-   AND (fencing_token IS NULL OR fencing_token <= %(token)s::bigint)
-RETURNING created_at
-"""
-        self.cp_load = (
-            "SELECT version, value, created_at, updated_at, fencing_token "
-            f"FROM {s}.prism_checkpoints WHERE namespace = %s AND key = %s"
-        )
-        self.insert_run = (
-            f"INSERT INTO {s}.prism_runs (id, session_id, status, body) "
-            "VALUES (%s, %s, %s, %s::jsonb)"
-        )
-        self.insert_event = (
-            f"INSERT INTO {s}.prism_run_events (id, session_id, run_id, type, body) "
-            "VALUES (%s, %s, %s, %s, %s::jsonb)"
-        )
-        self.insert_tool_call = (
-            f"INSERT INTO {s}.prism_tool_calls "
-            "(id, session_id, run_id, tool_call_id, status, body) "
-            "VALUES (%s, %s, %s, %s, %s, %s::jsonb)"
-        )
-        self.insert_usage = (
-            f"INSERT INTO {s}.prism_usage (id, session_id, run_id, scope, body) "
-            "VALUES (%s, %s, %s, %s, %s::jsonb)"
-        )
-
-
 class PostgresStore:
     """Sessions, checkpoints and run records in PostgreSQL, for many workers (DB-1, DB-3).
 
@@ -194,6 +107,8 @@ class PostgresStore:
     Args:
         pool: An open or openable ``psycopg_pool.AsyncConnectionPool``.
         schema: Schema holding the tables (created when missing); letters, digits and ``_``.
+        owns_pool: Whether :meth:`aclose` also closes ``pool`` (what :meth:`connect` sets);
+            by default the host keeps the pool open and closes it itself.
 
     Raises:
         ValueError: ``schema`` is not a plain identifier.
@@ -202,14 +117,16 @@ class PostgresStore:
 
     __slots__ = ("_open_lock", "_owns_pool", "_pool", "_ready", "_schema", "_sql")
 
-    def __init__(self, *, pool: AsyncConnectionPool[Any], schema: str = "prism") -> None:
+    def __init__(
+        self, *, pool: AsyncConnectionPool[Any], schema: str = "prism", owns_pool: bool = False
+    ) -> None:
         _require_psycopg()
         if not isinstance(schema, str) or not _SCHEMA_RE.match(schema):
             raise ValueError(f"schema must be a plain SQL identifier, got {schema!r}")
         self._pool = pool
         self._schema = schema
-        self._sql = _Sql(schema)
-        self._owns_pool = False
+        self._sql = Statements(schema)
+        self._owns_pool = owns_pool
         self._ready = False
         self._open_lock = asyncio.Lock()
 
@@ -248,8 +165,7 @@ class PostgresStore:
         )
         await pool.open(wait=True)
         try:
-            store = cls(pool=pool, schema=schema)
-            store._owns_pool = True
+            store = cls(pool=pool, schema=schema, owns_pool=True)
             await store.open()
         except BaseException:
             await pool.close()
@@ -318,7 +234,7 @@ class PostgresStore:
             if recorded is not None and not plan_migrations(shipped, recorded, where=where):
                 return  # up to date: no lock, no write
             async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(self._schema),))
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self._schema),))
                 cur = await conn.execute(
                     "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self._schema,)
                 )
@@ -402,16 +318,16 @@ class PostgresStore:
         check_append(entry, expected_parent_id, fork)
         sid = entry.session_id
         params = (
-            _key(sid, entry.id),
-            _key(sid, entry.parent_id) if entry.parent_id is not None else None,
-            _key(sid, expected_parent_id) if expected_parent_id is not None else None,
+            entry_key(sid, entry.id),
+            entry_key(sid, entry.parent_id) if entry.parent_id is not None else None,
+            entry_key(sid, expected_parent_id) if expected_parent_id is not None else None,
             sid,
             entry.id,
             entry.parent_id,
             entry.kind,
             entry.run_id,
             entry.timestamp,
-            _jsonb(entry.to_dict()),
+            jsonb(entry.to_dict()),
             expected_parent_id,
             idempotency_key,
             bool(fork),
@@ -432,7 +348,7 @@ class PostgresStore:
         Raises:
             ValueError: ``Unknown session leaf: <id>`` or ``Missing session parent: <id>``.
         """
-        rows = await self._fetch(self._sql.read_branch, (_key(session_id, leaf_id),))
+        rows = await self._fetch(self._sql.read_branch, (entry_key(session_id, leaf_id),))
         return walk_rows(rows, leaf_id, _entry)
 
     async def list_sessions(self, *, limit: int = 100) -> builtins.list[SessionInfo]:
@@ -476,7 +392,7 @@ class PostgresStore:
             expected_version=expected_version,
             fencing_token=fencing_token,
         )
-        text = _jsonb(value)
+        text = jsonb(value)
         now = now_iso()
         tenant, account, user = owner_columns(ownership)
         if expected_version == 0:
@@ -516,25 +432,25 @@ class PostgresStore:
         rows = await self._fetch(self._sql.cp_load, (namespace, key), one=True)
         if not rows:
             return None
-        return checkpoint_record(namespace, key, rows[0], _unwrap)
+        return checkpoint_record(namespace, key, rows[0], unwrap)
 
     # ----------------------------------------------------------------- RunLedger
 
     async def append_run(self, record: RunRecord, /) -> None:
         """Append a start or finish run row (REC-1, REC-2, DB-7)."""
-        await self._execute(self._sql.insert_run, run_row(record, _jsonb))
+        await self._execute(self._sql.insert_run, run_row(record, jsonb))
 
     async def append_event(self, record: AgentEventRecord, /) -> None:
         """Append an event row; rows keep append (= emission) order (REC-3, REC-4, DB-7)."""
-        await self._execute(self._sql.insert_event, event_row(record, _jsonb))
+        await self._execute(self._sql.insert_event, event_row(record, jsonb))
 
     async def append_tool_call(self, record: ToolCallRecord, /) -> None:
         """Append a tool-call row (TOOL-8, DB-7)."""
-        await self._execute(self._sql.insert_tool_call, tool_call_row(record, _jsonb))
+        await self._execute(self._sql.insert_tool_call, tool_call_row(record, jsonb))
 
     async def append_usage(self, record: UsageRecord, /) -> None:
         """Append a usage row (REC-8, DB-7)."""
-        await self._execute(self._sql.insert_usage, usage_row(record, _jsonb))
+        await self._execute(self._sql.insert_usage, usage_row(record, jsonb))
 
     async def list_runs(
         self, session_id: str | None = None, *, run_id: str | None = None
@@ -580,7 +496,7 @@ class PostgresStore:
     ) -> builtins.list[_T]:
         where, params = ledger_where(run_column, session_id, run_id, "%s")
         sql = f"SELECT body FROM {self._sql.schema}.{table} WHERE {where} ORDER BY seq"
-        return [decode(_unwrap(body)) for (body,) in await self._fetch(sql, params)]
+        return [decode(unwrap(body)) for (body,) in await self._fetch(sql, params)]
 
 
 if TYPE_CHECKING:  # static proof that one object implements the three protocols (DB-1)
@@ -591,45 +507,5 @@ if TYPE_CHECKING:  # static proof that one object implements the three protocols
         return (s, s, s)
 
 
-_WRAP: Final = "$prism_json"
-
-
-def _jsonb(value: Any) -> str:
-    """JSON text for a ``jsonb`` column, keeping strings with NUL characters storable (DB-8).
-
-    ``jsonb`` cannot hold ``\\u0000``. A value whose JSON text contains one — or which is itself
-    a one-key ``{"$prism_json": …}`` object, so that the mapping stays injective — is stored as
-    ``{"$prism_json": "<its JSON text>"}`` (the escape is then plain characters of a string);
-    :func:`_unwrap` reverses it. Other values are stored as they are. O(len(text)).
-    """
-    text = dumps(value)
-    if "\\u0000" in text or (
-        type(value) is dict and len(value) == 1 and _WRAP in value
-    ):
-        return dumps({_WRAP: text})
-    return text
-
-
-def _unwrap(value: Any) -> Any:
-    """The stored value of a ``jsonb`` column, undoing :func:`_jsonb`'s wrapping."""
-    if type(value) is dict and len(value) == 1 and _WRAP in value:
-        return json.loads(value[_WRAP])
-    return value
-
-
 def _entry(body: Any) -> SessionEntry:
-    return SessionEntry.from_dict(_unwrap(body))
-
-
-def _key(session_id: str, entry_id: str) -> str:
-    """The one-column key of ``(session_id, entry_id)``: ``"<len>:<session_id>/<entry_id>"``.
-
-    The length prefix makes the encoding injective whatever characters the ids contain.
-    """
-    return f"{len(session_id)}:{session_id}/{entry_id}"
-
-
-def _lock_key(schema: str) -> int:
-    """The advisory-lock key (signed 64-bit) that serialises migrations of ``schema``."""
-    digest = hashlib.sha256(f"prism.stores.migrate:{schema}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+    return SessionEntry.from_dict(unwrap(body))

@@ -23,15 +23,13 @@ import builtins
 import json
 import math
 import os
-import queue
 import sqlite3
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prism._util import now_iso
-from prism.errors import StoreSchemaError
 from prism.ledger import AgentEventRecord, RunLedger, RunRecord, ToolCallRecord, UsageRecord
 from prism.runtime.checkpoints import (
     CheckpointRecord,
@@ -40,6 +38,7 @@ from prism.runtime.checkpoints import (
     clone_json,
 )
 from prism.store import BranchReadingSessionStore, SessionEntry
+from prism.stores import _sqlite_sql as sql
 from prism.stores._common import (
     SessionInfo,
     append_error,
@@ -57,157 +56,12 @@ from prism.stores._common import (
     usage_row,
     walk_rows,
 )
-from prism.stores._migrations import MIGRATIONS_TABLE, load_migrations, plan_migrations
+from prism.stores._sqlite_worker import Worker
 from prism.types import JsonValue, OwnershipScope
 
 __all__ = ["SqliteStore"]
 
 _T = TypeVar("_T")
-
-_Job = tuple[
-    Callable[[sqlite3.Connection], Any], asyncio.Future[Any], asyncio.AbstractEventLoop
-]
-
-# --------------------------------------------------------------------------- SQL
-
-_APPEND: Final = """
-INSERT INTO prism_session_entries (
-    session_id, id, parent_id, kind, run_id, "timestamp", idempotency_key, expected_parent_id, body
-)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
-WHERE (?8 IS NULL OR EXISTS (
-        SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND id = ?8))
-  AND (?8 IS NULL OR ?10 OR NOT EXISTS (
-        SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND parent_id = ?8))
-  AND (?7 IS NULL OR NOT EXISTS (
-        SELECT 1 FROM prism_session_entries
-         WHERE session_id = ?1 AND idempotency_key = ?7
-           AND coalesce(expected_parent_id, '') = coalesce(?8, '')
-           AND (expected_parent_id IS NULL) = (?8 IS NULL)))
-  AND NOT EXISTS (SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND id = ?2)
-"""
-
-_APPEND_DIAGNOSE: Final = """
-SELECT
-    ?3 IS NULL OR EXISTS (
-        SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND id = ?3),
-    ?3 IS NOT NULL AND EXISTS (
-        SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND parent_id = ?3),
-    ?4 IS NOT NULL AND EXISTS (
-        SELECT 1 FROM prism_session_entries
-         WHERE session_id = ?1 AND idempotency_key = ?4
-           AND coalesce(expected_parent_id, '') = coalesce(?3, '')
-           AND (expected_parent_id IS NULL) = (?3 IS NULL)),
-    EXISTS (SELECT 1 FROM prism_session_entries WHERE session_id = ?1 AND id = ?2)
-"""
-
-_LIST: Final = "SELECT body FROM prism_session_entries WHERE session_id = ? ORDER BY seq"
-
-_READ_BRANCH: Final = """
-WITH RECURSIVE chain(id, parent_id) AS (
-    SELECT id, parent_id FROM prism_session_entries WHERE session_id = ?1 AND id = ?2
-    UNION
-    SELECT e.id, e.parent_id
-      FROM prism_session_entries e JOIN chain c ON e.session_id = ?1 AND e.id = c.parent_id
-)
-SELECT e.id, e.parent_id, e.body
-  FROM chain c JOIN prism_session_entries e ON e.session_id = ?1 AND e.id = c.id
-"""
-
-_LIST_SESSIONS: Final = """
-SELECT s.session_id, s.n, s.first_ts, s.last_ts, e.id
-  FROM (SELECT session_id, count(*) AS n, min("timestamp") AS first_ts,
-               max("timestamp") AS last_ts, max(seq) AS last_seq
-          FROM prism_session_entries GROUP BY session_id) s
-  JOIN prism_session_entries e ON e.seq = s.last_seq
- ORDER BY s.last_seq DESC
- LIMIT ?
-"""
-
-_CP_INSERT: Final = """
-INSERT OR IGNORE INTO prism_checkpoints (
-    namespace, key, version, value, created_at, updated_at, fencing_token,
-    tenant_id, account_id, user_id
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-
-_CP_UPDATE: Final = """
-UPDATE prism_checkpoints
-   SET version = ?1, value = ?2, updated_at = ?3, fencing_token = ?4,
-       tenant_id = ?5, account_id = ?6, user_id = ?7
- WHERE namespace = ?8 AND key = ?9 AND version = ?10
-   AND (fencing_token IS NULL OR fencing_token <= ?4)
-"""
-
-_CP_LOAD: Final = """
-SELECT version, value, created_at, updated_at, fencing_token
-  FROM prism_checkpoints WHERE namespace = ? AND key = ?
-"""
-
-_INSERT_RUN: Final = "INSERT INTO prism_runs (id, session_id, status, body) VALUES (?, ?, ?, ?)"
-_INSERT_EVENT: Final = (
-    "INSERT INTO prism_run_events (id, session_id, run_id, type, body) VALUES (?, ?, ?, ?, ?)"
-)
-_INSERT_TOOL_CALL: Final = (
-    "INSERT INTO prism_tool_calls (id, session_id, run_id, tool_call_id, status, body) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
-)
-_INSERT_USAGE: Final = (
-    "INSERT INTO prism_usage (id, session_id, run_id, scope, body) VALUES (?, ?, ?, ?, ?)"
-)
-
-
-# --------------------------------------------------------------------------- worker thread
-
-
-def _deliver(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if fut.done():  # the caller was cancelled; the write itself has completed
-        return
-    if ok:
-        fut.set_result(value)
-    else:
-        fut.set_exception(value)
-
-
-class _Worker(threading.Thread):
-    """Owns the connection; runs jobs from a FIFO queue one at a time (DB-3)."""
-
-    def __init__(self, connect: Callable[[], sqlite3.Connection], name: str) -> None:
-        super().__init__(name=name, daemon=True)
-        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._connect = connect
-
-    def run(self) -> None:
-        conn: sqlite3.Connection | None = None
-        failure: BaseException | None = None
-        try:
-            conn = self._connect()
-        except BaseException as exc:
-            failure = exc
-        try:
-            while True:
-                job = self.jobs.get()
-                if job is None:
-                    return
-                fn, fut, loop = job
-                ok = False
-                value: Any
-                if failure is not None:
-                    value = failure
-                else:
-                    assert conn is not None
-                    try:
-                        value = fn(conn)
-                        ok = True
-                    except BaseException as exc:
-                        value = exc
-                try:
-                    loop.call_soon_threadsafe(_deliver, fut, ok, value)
-                except RuntimeError:  # the caller's loop is closed; nobody is waiting
-                    pass
-        finally:
-            if conn is not None:
-                conn.close()
 
 
 # --------------------------------------------------------------------------- store
@@ -250,7 +104,7 @@ class SqliteStore:
         self._target = os.fspath(path_or_uri)
         self._uri = self._target.startswith("file:")
         self._busy_timeout_s = timeout
-        self._worker: _Worker | None = None
+        self._worker: Worker | None = None
         self._pid = os.getpid()
         self._closed = False
         self._lock = threading.Lock()
@@ -321,7 +175,7 @@ class SqliteStore:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-            _migrate(conn, self._target)
+            sql.migrate(conn, self._target)
         except BaseException:
             conn.close()
             raise
@@ -338,7 +192,7 @@ class SqliteStore:
                 # First use, or first use in a forked child: the parent's thread and connection
                 # did not survive the fork, so this process opens its own.
                 self._pid = os.getpid()
-                worker = self._worker = _Worker(self._connect, name=f"prism-sqlite:{self._target}")
+                worker = self._worker = Worker(self._connect, name=f"prism-sqlite:{self._target}")
                 worker.start()
             worker.jobs.put((fn, fut, loop))
         return await fut
@@ -382,10 +236,10 @@ class SqliteStore:
         )
 
         def job(conn: sqlite3.Connection) -> str:
-            if conn.execute(_APPEND, params).rowcount == 1:
+            if conn.execute(sql.APPEND, params).rowcount == 1:
                 return "ok"
             parent_ok, has_child, idem_used, id_used = conn.execute(
-                _APPEND_DIAGNOSE, (entry.session_id, entry.id, expected_parent_id, idempotency_key)
+                sql.APPEND_DIAGNOSE, (entry.session_id, entry.id, expected_parent_id, idempotency_key)
             ).fetchone()
             if not parent_ok:
                 return "missing_parent"
@@ -405,7 +259,7 @@ class SqliteStore:
         """Every entry of ``session_id`` in append order (``[]`` when unknown). O(entries)."""
 
         def job(conn: sqlite3.Connection) -> builtins.list[SessionEntry]:
-            rows = conn.execute(_LIST, (session_id,)).fetchall()
+            rows = conn.execute(sql.LIST, (session_id,)).fetchall()
             return [_entry(body) for (body,) in rows]
 
         return await self._call(job)
@@ -418,7 +272,7 @@ class SqliteStore:
         """
 
         def job(conn: sqlite3.Connection) -> builtins.list[SessionEntry]:
-            rows = conn.execute(_READ_BRANCH, (session_id, leaf_id)).fetchall()
+            rows = conn.execute(sql.READ_BRANCH, (session_id, leaf_id)).fetchall()
             return walk_rows(rows, leaf_id, _entry)
 
         return await self._call(job)
@@ -432,7 +286,7 @@ class SqliteStore:
         check_limit(limit)
 
         def job(conn: sqlite3.Connection) -> builtins.list[SessionInfo]:
-            return session_infos(conn.execute(_LIST_SESSIONS, (limit,)))
+            return session_infos(conn.execute(sql.LIST_SESSIONS, (limit,)))
 
         return await self._call(job)
 
@@ -477,20 +331,20 @@ class SqliteStore:
         def job(conn: sqlite3.Connection) -> tuple[str | None, tuple[int, int | None] | None]:
             if expected_version == 0:
                 cur = conn.execute(
-                    _CP_INSERT,
+                    sql.CP_INSERT,
                     (namespace, key, version, text, now, now, fencing_token, *owner),
                 )
                 if cur.rowcount == 1:
                     return now, None
             else:
                 cur = conn.execute(
-                    _CP_UPDATE,
+                    sql.CP_UPDATE,
                     (version, text, now, fencing_token, *owner, namespace, key, expected_version),
                 )
                 if cur.rowcount == 1:
-                    row = conn.execute(_CP_LOAD, (namespace, key)).fetchone()
+                    row = conn.execute(sql.CP_LOAD, (namespace, key)).fetchone()
                     return (row[2] if row is not None else now), None
-            row = conn.execute(_CP_LOAD, (namespace, key)).fetchone()
+            row = conn.execute(sql.CP_LOAD, (namespace, key)).fetchone()
             return None, ((row[0], row[4]) if row is not None else None)
 
         created_at, current = await self._call(job)
@@ -512,7 +366,7 @@ class SqliteStore:
         """The stored record of ``(namespace, key)``, or ``None``; ``ownership`` is not used."""
 
         def job(conn: sqlite3.Connection) -> CheckpointRecord | None:
-            row = conn.execute(_CP_LOAD, (namespace, key)).fetchone()
+            row = conn.execute(sql.CP_LOAD, (namespace, key)).fetchone()
             if row is None:
                 return None
             return checkpoint_record(namespace, key, row, json.loads)
@@ -524,22 +378,22 @@ class SqliteStore:
     async def append_run(self, record: RunRecord, /) -> None:
         """Append a start or finish run row (REC-1, REC-2, DB-7)."""
         params = run_row(record, dumps)
-        await self._call(lambda conn: conn.execute(_INSERT_RUN, params))
+        await self._call(lambda conn: conn.execute(sql.INSERT_RUN, params))
 
     async def append_event(self, record: AgentEventRecord, /) -> None:
         """Append an event row; rows keep append (= emission) order (REC-3, REC-4, DB-7)."""
         params = event_row(record, dumps)
-        await self._call(lambda conn: conn.execute(_INSERT_EVENT, params))
+        await self._call(lambda conn: conn.execute(sql.INSERT_EVENT, params))
 
     async def append_tool_call(self, record: ToolCallRecord, /) -> None:
         """Append a tool-call row (TOOL-8, DB-7)."""
         params = tool_call_row(record, dumps)
-        await self._call(lambda conn: conn.execute(_INSERT_TOOL_CALL, params))
+        await self._call(lambda conn: conn.execute(sql.INSERT_TOOL_CALL, params))
 
     async def append_usage(self, record: UsageRecord, /) -> None:
         """Append a usage row (REC-8, DB-7)."""
         params = usage_row(record, dumps)
-        await self._call(lambda conn: conn.execute(_INSERT_USAGE, params))
+        await self._call(lambda conn: conn.execute(sql.INSERT_USAGE, params))
 
     async def list_runs(
         self, session_id: str | None = None, *, run_id: str | None = None
@@ -611,41 +465,3 @@ def _decode_rows(
     decode: Callable[[Any], _T],
 ) -> builtins.list[_T]:
     return [decode(json.loads(body)) for (body,) in conn.execute(sql, params)]
-
-
-def _migrate(conn: sqlite3.Connection, where: str) -> None:
-    """Check the recorded migrations and apply the missing ones in one transaction (DB-4)."""
-    shipped = load_migrations("sqlite")
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (MIGRATIONS_TABLE,)
-    ).fetchone()
-    if exists is not None:
-        recorded = conn.execute(f"SELECT version, checksum FROM {MIGRATIONS_TABLE}").fetchall()
-        if not plan_migrations(shipped, recorded, where=where):
-            return  # up to date: no write lock needed
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} ("
-            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, "
-            "applied_at TEXT NOT NULL)"
-        )
-        recorded = conn.execute(f"SELECT version, checksum FROM {MIGRATIONS_TABLE}").fetchall()
-        for migration in plan_migrations(shipped, recorded, where=where):
-            try:
-                for statement in migration.statements():
-                    conn.execute(statement)
-            except sqlite3.Error as exc:
-                raise StoreSchemaError(
-                    f"Store schema of {where}: migration {migration.version} "
-                    f"({migration.name}) failed: {exc}"
-                ) from exc
-            conn.execute(
-                f"INSERT INTO {MIGRATIONS_TABLE} (version, name, checksum, applied_at) "
-                "VALUES (?, ?, ?, ?)",
-                (migration.version, migration.name, migration.checksum, now_iso()),
-            )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise

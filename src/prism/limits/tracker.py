@@ -1,13 +1,10 @@
-"""Run limits: the options, their resolution across layers and the per-run tracker (LIM-1..LIM-9).
+"""Run limit tracker: a run's counters, charged at each limit point, and the first breach.
 
-* :class:`RunLimits` / :class:`RunCost` are the keyword-only options (LIM-1). ``None`` means *not
-  set* (inherit); :data:`UNLIMITED` (``math.inf``) disables an axis (LIM-8).
-* :func:`resolve_run_limits` merges the agent and run layers, validates them (LIM-2), refuses any
-  widening (LIM-3) and fills the defaults (LIM-1), returning a :class:`RunLimits` with every axis
-  set (LIM-9).
-* :class:`RunLimitTracker` holds a run's counters, charges them at the points of LIM-4/LIM-5,
-  records the first breach once (LIM-7) and arms the wall-time deadline (LIM-6). Its counters are
-  exported to and restored from a JSON dict for durable envelopes (DUR-4, DUR-17).
+:class:`RunLimitTracker` holds a run's counters, charges them when a turn starts, a provider
+attempt is made, a tool round or tool call runs and usage is reported, records the first breach
+once and arms the wall-time deadline. Its counters (:class:`RunLimitCounters`) are exported to
+and restored from a JSON dict, so a durable run resumed in a later leg keeps counting where the
+previous leg stopped.
 """
 
 from __future__ import annotations
@@ -23,374 +20,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final, TypeAlias
 
 from prism._serde import Serializable
-from prism.errors import PrismConfigError, RunLimitExceeded
-from prism.types import RunLimitBreach, Usage, _Options
+from prism.errors import RunLimitExceeded
+from prism.limits.options import DEFAULT_RUN_LIMITS, UNLIMITED, LimitValue, RunCost, RunLimits
+from prism.types import JsonValue, RunLimitBreach, Usage
 
-__all__ = [
-    "DEFAULT_RUN_LIMITS",
-    "BreachCallback",
-    "MAX_BYTES_LIMIT",
-    "UNLIMITED",
-    "LimitValue",
-    "RunCost",
-    "RunLimitBreach",
-    "RunLimitCounters",
-    "RunLimitTracker",
-    "RunLimits",
-    "coerce_run_limits",
-    "resolve_run_limits",
-    "sets_finite_output_budget",
-]
+__all__ = ["BreachCallback", "RunLimitCounters", "RunLimitTracker"]
 
 _log = logging.getLogger("prism")
-
-UNLIMITED: Final[float] = math.inf
-"""Disables a limit axis (LIM-8). Equal to ``math.inf`` / ``float("inf")``, so it compares greater
-than every number; ``RunLimits.to_dict()`` writes it as ``"unlimited"``."""
-
-MAX_BYTES_LIMIT: Final[int] = 64 * 1024 * 1024
-"""Largest accepted ``max_request_bytes`` / ``max_response_bytes`` (64 MiB, LIM-2)."""
-
-LimitValue: TypeAlias = int | float
-"""A limit axis value: an ``int`` ≥ 1 or :data:`UNLIMITED` (the only accepted ``float``)."""
-
-_UNLIMITED_TEXT: Final = "unlimited"
-_MIB: Final = 1024 * 1024
-
-_COUNT_AXES: Final = (
-    "max_turns",
-    "max_provider_attempts",
-    "max_tool_rounds",
-    "max_tool_calls",
-    "max_wall_time_ms",
-    "max_input_tokens",
-    "max_output_tokens",
-    "max_total_tokens",
-)
-"""Integer axes that also accept UNLIMITED (LIM-8)."""
-
-_BYTE_AXES: Final = ("max_request_bytes", "max_response_bytes")
-"""Integer axes capped at 64 MiB that never accept UNLIMITED (LIM-2)."""
-
-_ALL_NUMERIC_AXES: Final = (
-    "max_turns",
-    "max_provider_attempts",
-    "max_tool_rounds",
-    "max_tool_calls",
-    "max_wall_time_ms",
-    "max_request_bytes",
-    "max_response_bytes",
-    "max_input_tokens",
-    "max_output_tokens",
-    "max_total_tokens",
-)
-"""Every numeric axis, in field order (the order errors are reported in)."""
-
-
-# --------------------------------------------------------------------------- options (LIM-1)
-
-
-@dataclass(frozen=True, slots=True)
-class RunCost(_Options):
-    """A monetary budget for a run (LIM-1, LIM-5).
-
-    Example: ``RunCost(0.50, "USD")``. Validated where the limits are used (LIM-2), not here.
-    """
-
-    amount: float
-    """Maximum summed ``Usage.cost`` of the run, in ``currency`` units (finite, ≥ 0)."""
-    currency: str
-    """Currency the provider reports costs in, e.g. ``"USD"`` (non-blank)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunLimits(_Options):
-    """Per-run safety ceilings (LIM-1).
-
-    Every field defaults to ``None`` (*not set*: the other layer's value, else the default of
-    :data:`DEFAULT_RUN_LIMITS`). :data:`UNLIMITED` disables an axis (LIM-8): its counter is still
-    charged and exported, but it never breaches. Values are validated where they are used
-    (``create_agent``, run preflight, :func:`resolve_run_limits`), never at construction (LIM-2), so
-    a dataclass and a mapping with the same values behave alike.
-
-    ``to_dict()`` writes :data:`UNLIMITED` as the string ``"unlimited"`` and ``from_dict`` reads it
-    back (LIM-8); ``from_dict``/``coerce`` raise ``PrismConfigError`` naming unknown keys, reporting
-    a camelCase key such as ``maxTurns`` with its snake_case name.
-    """
-
-    max_turns: LimitValue | None = None
-    """Turn boundaries per run (charged once per turn, TP-4). Default 16."""
-    max_provider_attempts: LimitValue | None = None
-    """Provider attempts per run, retries included. Default ``max(24, max_turns)``; a value below
-    the resolved finite ``max_turns`` is raised to it."""
-    max_tool_rounds: LimitValue | None = None
-    """Non-empty tool rounds per run (``charge_tool_round``). Default 8."""
-    max_tool_calls: LimitValue | None = None
-    """Tool calls that reach the dispatcher (TOOL-3 step 1). Default 32."""
-    max_wall_time_ms: LimitValue | None = None
-    """Active wall-clock time of the run in milliseconds (LIM-6). Default 600 000 ms."""
-    max_request_bytes: int | None = None
-    """UTF-8 bytes of one serialised provider request (per request, not summed). Default 8 MiB,
-    at most 64 MiB; never UNLIMITED."""
-    max_response_bytes: int | None = None
-    """UTF-8 bytes of one serialised provider stream event (per event, not summed). Default
-    8 MiB, at most 64 MiB; never UNLIMITED."""
-    max_input_tokens: LimitValue | None = None
-    """Summed input tokens of the run's attempts. Default UNLIMITED."""
-    max_output_tokens: LimitValue | None = None
-    """Summed output tokens of the run's attempts. Default UNLIMITED."""
-    max_total_tokens: LimitValue | None = None
-    """Summed total tokens (reported total, else input + output). Default UNLIMITED."""
-    max_cost: RunCost | None = None
-    """Summed provider cost budget (LIM-5). Default ``None`` (no cost cap). A mapping with the
-    keys ``amount``/``currency`` is accepted wherever limits are resolved."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the JSON form; :data:`UNLIMITED` becomes ``"unlimited"`` (LIM-8, CON-3)."""
-        out = Serializable.to_dict(self)
-        for key, value in out.items():
-            if isinstance(value, float) and math.isinf(value) and value > 0:
-                out[key] = _UNLIMITED_TEXT
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunLimits:
-        """Rebuild from ``to_dict()`` form, reading ``"unlimited"`` back as :data:`UNLIMITED`.
-
-        Raises:
-            PrismConfigError: ``ERR_PRISM_CONFIG`` — a key (or a ``max_cost`` key) is not a field.
-        """
-        if not isinstance(data, Mapping):
-            raise PrismConfigError(f"RunLimits expects a mapping, got {type(data).__name__}")
-        names = _RUN_LIMIT_FIELDS
-        unknown = [str(k) for k in data if k not in names]
-        if unknown:
-            raise cls._unknown_keys_error(unknown)
-        kwargs: dict[str, Any] = {}
-        for key, value in data.items():
-            if value == _UNLIMITED_TEXT and isinstance(value, str):
-                value = UNLIMITED
-            elif key == "max_cost" and isinstance(value, Mapping):
-                value = RunCost.coerce(value)
-            kwargs[key] = value
-        return cls(**kwargs)
-
-
-_RUN_LIMIT_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunLimits))
-
-DEFAULT_RUN_LIMITS: Final = RunLimits(
-    max_turns=16,
-    max_provider_attempts=24,
-    max_tool_rounds=8,
-    max_tool_calls=32,
-    max_wall_time_ms=600_000,
-    max_request_bytes=8 * _MIB,
-    max_response_bytes=8 * _MIB,
-    max_input_tokens=UNLIMITED,
-    max_output_tokens=UNLIMITED,
-    max_total_tokens=UNLIMITED,
-    max_cost=None,
-)
-"""The defaults of LIM-1 (``max_provider_attempts`` resolves to ``max(24, max_turns)``)."""
-
-
-# --------------------------------------------------------------------------- coercion, validation
-
-
-def coerce_run_limits(value: RunLimits | Mapping[str, Any] | None, *, label: str = "limits") -> (
-    RunLimits | None
-):
-    """Convert a limits layer to :class:`RunLimits` without validating its values (RUN-7 step 1).
-
-    Args:
-        value: A :class:`RunLimits`, a snake_case mapping of its fields (``"unlimited"`` accepted
-            for UNLIMITED; ``max_cost`` may itself be a mapping), or ``None``.
-        label: Name used in error messages (``"limits"``).
-
-    Returns:
-        The :class:`RunLimits` (a ``max_cost`` mapping converted to :class:`RunCost`), or ``None``.
-
-    Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — not a ``RunLimits``/mapping, or an unknown key
-            (``limits`` or ``max_cost``), a camelCase key being reported with its snake_case name.
-    """
-    if value is None:
-        return None
-    if isinstance(value, RunLimits):
-        cost: Any = value.max_cost
-        if isinstance(cost, Mapping):
-            return dataclasses.replace(value, max_cost=RunCost.coerce(cost))
-        return value
-    if isinstance(value, Mapping):
-        return RunLimits.from_dict(value)
-    raise PrismConfigError(
-        f"{label} must be a RunLimits or a mapping of its fields, got {type(value).__name__}"
-    )
-
-
-def _fmt(value: Any) -> str:
-    """Spell a limit value for messages: UNLIMITED as ``unlimited`` (LIM-3)."""
-    if isinstance(value, float) and math.isinf(value) and value > 0:
-        return _UNLIMITED_TEXT
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _validate_layer(limits: RunLimits, label: str) -> None:
-    """Check one layer against LIM-2 / LIM-8 (unset axes are skipped)."""
-    for axis in _COUNT_AXES:
-        value = getattr(limits, axis)
-        if value is None:
-            continue
-        if _is_int(value):
-            if value < 1:
-                raise PrismConfigError(
-                    f"{label}.{axis} must be an int >= 1 or UNLIMITED, got {value!r}"
-                )
-        elif not (isinstance(value, float) and value == UNLIMITED):
-            raise PrismConfigError(
-                f"{label}.{axis} must be an int >= 1 or UNLIMITED, got {value!r}"
-            )
-    for axis in _BYTE_AXES:
-        value = getattr(limits, axis)
-        if value is None:
-            continue
-        if not _is_int(value) or value < 1 or value > MAX_BYTES_LIMIT:
-            raise PrismConfigError(
-                f"{label}.{axis} must be an int between 1 and {MAX_BYTES_LIMIT} (64 MiB), "
-                f"got {value!r}"
-            )
-    cost: Any = limits.max_cost
-    if cost is None:
-        return
-    if not isinstance(cost, RunCost):
-        raise PrismConfigError(
-            f"{label}.max_cost must be a RunCost or a mapping with amount and currency, "
-            f"got {type(cost).__name__}"
-        )
-    amount: Any = cost.amount
-    if (
-        isinstance(amount, bool)
-        or not isinstance(amount, (int, float))
-        or not math.isfinite(amount)
-        or amount < 0
-    ):
-        raise PrismConfigError(f"{label}.max_cost.amount must be a finite number >= 0, got {amount!r}")
-    currency: Any = cost.currency
-    if not isinstance(currency, str) or not currency.strip():
-        raise PrismConfigError(f"{label}.max_cost.currency must be a non-blank str, got {currency!r}")
-
-
-# --------------------------------------------------------------------------- resolution (LIM-9)
-
-
-def resolve_run_limits(
-    agent_limits: RunLimits | Mapping[str, Any] | None,
-    run_limits: RunLimits | Mapping[str, Any] | None = None,
-) -> RunLimits:
-    """Resolve the effective limits of a run from the agent and run layers (LIM-9).
-
-    Applies, in order: coercion of mappings (unknown keys), validation of each layer (LIM-2, agent
-    first), the narrowing-only rule per axis in field order (LIM-3, UNLIMITED comparing greater
-    than every number), and the defaults (LIM-1), including ``max_provider_attempts =
-    max(24, max_turns)`` when neither layer sets it and raising a set value below a finite
-    ``max_turns`` up to it. Performs no I/O.
-
-    Args:
-        agent_limits: The agent layer (``create_agent(limits=...)``), or ``None``.
-        run_limits: The run overlay (``run(limits=...)``), or ``None``.
-
-    Returns:
-        A :class:`RunLimits` with every numeric axis set to an ``int`` or :data:`UNLIMITED`;
-        ``max_cost`` is ``None`` when neither layer sets it.
-
-    Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — an unknown key, an invalid value (LIM-2), a run
-            value that widens the agent's (message ``limits.max_turns (<run>) cannot widen the
-            agent limit (<agent>)``, UNLIMITED spelled ``unlimited``), or different cost
-            currencies on the two layers.
-    """
-    agent = coerce_run_limits(agent_limits)
-    run = coerce_run_limits(run_limits)
-    if agent is not None:
-        _validate_layer(agent, "limits")
-    if run is not None:
-        _validate_layer(run, "limits")
-
-    values: dict[str, Any] = {}
-    for axis in _ALL_NUMERIC_AXES:
-        a = getattr(agent, axis) if agent is not None else None
-        r = getattr(run, axis) if run is not None else None
-        if a is not None and r is not None:
-            if r > a:
-                raise PrismConfigError(
-                    f"limits.{axis} ({_fmt(r)}) cannot widen the agent limit ({_fmt(a)})"
-                )
-            values[axis] = r
-        elif r is not None:
-            values[axis] = r
-        elif a is not None:
-            values[axis] = a
-        else:
-            values[axis] = None  # default below
-
-    agent_cost = agent.max_cost if agent is not None else None
-    run_cost = run.max_cost if run is not None else None
-    if agent_cost is not None and run_cost is not None:
-        if run_cost.currency != agent_cost.currency:
-            raise PrismConfigError(
-                f"limits.max_cost currency ({run_cost.currency}) differs from the agent limit "
-                f"currency ({agent_cost.currency})"
-            )
-        if run_cost.amount > agent_cost.amount:
-            raise PrismConfigError(
-                f"limits.max_cost ({_fmt(run_cost.amount)} {run_cost.currency}) cannot widen the "
-                f"agent limit ({_fmt(agent_cost.amount)} {agent_cost.currency})"
-            )
-        cost: RunCost | None = run_cost
-    else:
-        cost = run_cost if run_cost is not None else agent_cost
-
-    for axis in _ALL_NUMERIC_AXES:
-        if values[axis] is None and axis != "max_provider_attempts":
-            values[axis] = getattr(DEFAULT_RUN_LIMITS, axis)
-    max_turns = values["max_turns"]
-    attempts = values["max_provider_attempts"]
-    if attempts is None:
-        attempts = max(24, max_turns)
-    elif math.isfinite(max_turns) and attempts < max_turns:
-        attempts = max_turns
-    values["max_provider_attempts"] = attempts
-    return RunLimits(**values, max_cost=cost)
-
-
-def sets_finite_output_budget(*layers: RunLimits | Mapping[str, Any] | None) -> bool:
-    """Whether any layer explicitly sets ``max_output_tokens``, ``max_total_tokens`` or
-    ``max_cost`` to a finite value — the condition that turns on output buffering (RUN-16).
-
-    Args:
-        layers: Limits layers as given by the host (agent, run); ``None`` entries are skipped.
-
-    Raises:
-        PrismConfigError: a layer is not a ``RunLimits``/mapping or has an unknown key.
-    """
-    for layer in layers:
-        limits = coerce_run_limits(layer)
-        if limits is None:
-            continue
-        for axis in ("max_output_tokens", "max_total_tokens"):
-            value = getattr(limits, axis)
-            if value is not None and not (isinstance(value, float) and math.isinf(value)):
-                return True
-        if limits.max_cost is not None:
-            return True
-    return False
-
 
 # --------------------------------------------------------------------------- counters
 
@@ -488,7 +124,7 @@ class RunLimitTracker:
 
     Args:
         limits: Resolved limits (:func:`resolve_run_limits`); unset axes fall back to the
-            defaults of LIM-1.
+            defaults of :data:`~prism.limits.DEFAULT_RUN_LIMITS`.
         on_breach: Called once with the first :class:`RunLimitBreach`; sync. An exception it raises
             propagates from the charging method (from the timer it is logged on ``prism``).
         counters: Restored counters (a :class:`RunLimitCounters` or its ``to_dict()``) for a
@@ -644,11 +280,11 @@ class RunLimitTracker:
             cost=self._cost,
         )
 
-    def export_counters(self) -> dict[str, Any]:
+    def export_counters(self) -> dict[str, JsonValue]:
         """Return the counters as the JSON dict stored in a durable envelope (DUR-4)."""
         return self.counters.to_dict()
 
-    # ----------------------------------------------------------------- wall time (LIM-6)
+    # ----------------------------------------------------------------- wall time
 
     def start(self) -> None:
         """Start counting active wall time and arm the deadline timer (LIM-6).
@@ -704,7 +340,7 @@ class RunLimitTracker:
                 "run limit breach callback failed: %s", type(exc).__name__
             )
 
-    # ----------------------------------------------------------------- charge points (LIM-4)
+    # ----------------------------------------------------------------- charge points
 
     def _exceeded(
         self,
@@ -724,7 +360,7 @@ class RunLimitTracker:
         return RunLimitExceeded(breach)
 
     def charge_turn(self) -> None:
-        """Charge ``max_turns`` by 1 at a turn boundary (TP-4 step 3).
+        """Charge ``max_turns`` by 1 at a turn boundary.
 
         Raises:
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — the new count exceeds ``max_turns``.
@@ -734,7 +370,7 @@ class RunLimitTracker:
             raise self._exceeded("max_turns", self._max_turns, self._turns)
 
     def charge_provider_attempt(self, request_bytes: int | None = None) -> None:
-        """Charge ``max_provider_attempts`` by 1, then compare one request's size (RUN-15 step 1).
+        """Charge ``max_provider_attempts`` by 1, then compare one request's size.
 
         Args:
             request_bytes: UTF-8 length of ``canonical_json(request.to_dict())``; ``None`` skips
@@ -764,8 +400,8 @@ class RunLimitTracker:
             raise self._exceeded("max_request_bytes", self._max_request_bytes, request_bytes)
 
     def charge_response_bytes(self, event_bytes: int) -> None:
-        """Compare one provider stream event's UTF-8 size with ``max_response_bytes`` (RUN-15
-        step 4; per event, not summed).
+        """Compare one provider stream event's UTF-8 size with ``max_response_bytes``
+        (per event, not summed).
 
         Raises:
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — the event is larger than the limit.
@@ -786,7 +422,7 @@ class RunLimitTracker:
             raise self._exceeded("max_tool_rounds", self._max_tool_rounds, self._tool_rounds)
 
     def charge_tool_call(self) -> None:
-        """Charge ``max_tool_calls`` by 1 at the start of a dispatch (TOOL-3 step 1).
+        """Charge ``max_tool_calls`` by 1 at the start of a dispatch.
 
         Raises:
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — calls exceed ``max_tool_calls``.

@@ -1,0 +1,211 @@
+"""Run ledger conformance suite: every record kind stored faithfully and in order.
+
+:func:`run_ledger_conformance` writes every record kind for two interleaved runs of one session
+and reads them back, per session and per run, in append order. The ledger protocol is
+write-only, so the suite reads back through ``list_runs``/``list_events``/``list_tool_calls``/
+``list_usage`` (the database stores) or the ``runs``/``events``/``tool_calls``/``usage`` lists
+(:class:`~prism.ledger.MemoryRunLedger`). It creates its own session and run ids.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Final
+
+from prism._util import maybe_await, new_id, now_iso
+from prism.events import (
+    AgentFinishedEvent,
+    AgentStartedEvent,
+    MessageFinishedEvent,
+    ToolExecutionFinishedEvent,
+    ToolExecutionMetadata,
+    TurnStartedEvent,
+)
+from prism.ledger import (
+    AgentEventRecord,
+    RunLedger,
+    ToolCallRecord,
+    UsageRecord,
+    finish_run_record,
+    start_run_record,
+)
+from prism.testing._conformance_checks import check
+from prism.types import (
+    ErrorInfo,
+    Message,
+    ModelConfig,
+    OwnershipScope,
+    TextContent,
+    ToolResult,
+    Usage,
+)
+
+__all__ = ["run_ledger_conformance", "run_run_ledger_conformance"]
+
+
+
+_PLURAL: Final = {"run": "runs", "event": "events", "tool_call": "tool_calls", "usage": "usage"}
+
+
+async def _read_ledger(
+    ledger: object, kind: str, session_id: str, run_id: str | None
+) -> builtins.list[Any]:
+    plural = _PLURAL[kind]
+    reader = getattr(ledger, f"list_{plural}", None)
+    if callable(reader):
+        return builtins.list(await maybe_await(reader(session_id, run_id=run_id)))
+    rows = getattr(ledger, plural, None)
+    if not isinstance(rows, builtins.list):
+        raise AssertionError(
+            "DB-9: the ledger conformance suite needs list_runs/list_events/list_tool_calls/"
+            "list_usage or runs/events/tool_calls/usage lists to read records back"
+        )
+
+    def matches(r: Any) -> bool:
+        rid = r.id if kind == "run" else r.run_id
+        return bool(r.session_id == session_id and (run_id is None or rid == run_id))
+
+    return [r for r in rows if matches(r)]
+
+
+async def run_ledger_conformance(ledger: RunLedger) -> None:
+    """Check that ``ledger`` stores every record kind faithfully and in order (REC-1, DB-7).
+
+    Args:
+        ledger: A :class:`~prism.ledger.RunLedger` (sync or async methods) that can be read back
+            (see the module docstring).
+
+    Raises:
+        AssertionError: the first deviation, with a message naming the requirement.
+    """
+    sid = new_id("session")
+    owner = OwnershipScope(tenant_id="tenant-1", account_id="acct-1", user_id="user-1")
+    model = ModelConfig(provider="mock", model="m-1")
+    runs = [new_id("run"), new_id("run")]
+    written: dict[str, builtins.list[Any]] = {"run": [], "event": [], "tool_call": [], "usage": []}
+
+    async def put(kind: str, record: Any) -> None:
+        method = getattr(ledger, f"append_{kind}")
+        await maybe_await(method(record))
+        written[kind].append(record)
+
+    starts = [
+        start_run_record(
+            run_id=rid, session_id=sid, branch_id=None, model=model, ownership=owner,
+            idempotency_key=f"idem-{i}", metadata={"i": i},
+        )
+        for i, rid in enumerate(runs)
+    ]
+    for start in starts:
+        await put("run", start)
+    for turn in range(1, 4):  # interleave the two runs' rows (REC-4 order per run)
+        for rid in runs:
+            event: Any = TurnStartedEvent(session_id=sid, run_id=rid, turn=turn)
+            if turn == 1:
+                event = AgentStartedEvent(session_id=sid, run_id=rid)
+            elif turn == 3:
+                event = MessageFinishedEvent(
+                    session_id=sid,
+                    run_id=rid,
+                    message=Message(
+                        role="assistant", content=(TextContent(text="done ✓ \x00"),)
+                    ),
+                )
+            await put(
+                "event",
+                AgentEventRecord(
+                    id=new_id("event"), session_id=sid, run_id=rid, type=event.type,
+                    timestamp=now_iso(), event=event, redacted=turn == 2,
+                    tenant_id=owner.tenant_id, account_id=owner.account_id,
+                    user_id=owner.user_id,
+                ),
+            )
+    result = ToolResult(tool_call_id="call_1", name="lookup", value={"rows": [1, 2]})
+    for rid in runs:
+        started = ToolCallRecord(
+            id=new_id("toolcall"), session_id=sid, run_id=rid, tool_call_id="call_1",
+            name="lookup", arguments={"q": "x", "n": [1, None]}, status="started",
+            started_at=now_iso(), tenant_id=owner.tenant_id,
+        )
+        await put("tool_call", started)
+        await put(
+            "tool_call",
+            ToolCallRecord(
+                id=new_id("toolcall"), session_id=sid, run_id=rid, tool_call_id="call_1",
+                name="lookup", arguments={"q": "x", "n": [1, None]}, status="finished",
+                started_at=started.started_at, finished_at=now_iso(), result=result,
+                redacted=True,
+            ),
+        )
+        finished = AgentFinishedEvent(session_id=sid, run_id=rid)
+        await put(
+            "event",
+            AgentEventRecord(
+                id=new_id("event"), session_id=sid, run_id=rid, type=finished.type,
+                timestamp=now_iso(), event=finished,
+            ),
+        )
+        await put(
+            "usage",
+            UsageRecord(
+                id=new_id("usage"), session_id=sid, run_id=rid, scope="provider_turn",
+                usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15, cost=0.25,
+                            currency="USD"),
+                timestamp=now_iso(), turn=1, attempt=1, user_id=owner.user_id,
+            ),
+        )
+        await put(
+            "usage",
+            UsageRecord(
+                id=new_id("usage"), session_id=sid, run_id=rid, scope="run_total",
+                usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15),
+                timestamp=now_iso(),
+            ),
+        )
+    await put(
+        "run",
+        finish_run_record(
+            starts[0], status="failed", error=ErrorInfo(message="boom", code="ERR_PRISM_PROVIDER")
+        ),
+    )
+    await put(
+        "run", finish_run_record(starts[1], status="succeeded", stop_reason="host_policy")
+    )
+    # a tool-execution event with nested dataclasses
+    tool_event = ToolExecutionFinishedEvent(
+        session_id=sid, run_id=runs[1], result=result,
+        metadata=ToolExecutionMetadata(duration_ms=12, status="finished"),
+    )
+    await put(
+        "event",
+        AgentEventRecord(
+            id=new_id("event"), session_id=sid, run_id=runs[1], type=tool_event.type,
+            timestamp=now_iso(), event=tool_event,
+        ),
+    )
+
+    for kind, rows in written.items():
+        got = await _read_ledger(ledger, kind, sid, None)
+        check(
+            len(got) == len(rows),
+            f"DB-7: expected {len(rows)} {kind} rows for the session, got {len(got)}",
+        )
+        for i, (g, w) in enumerate(zip(got, rows, strict=True)):
+            check(
+                g == w,
+                f"DB-7/DB-8: {kind} row {i} of the session did not round-trip in order: "
+                f"{g!r} != {w!r}",
+            )
+        for rid in runs:
+            want = [r for r in rows if (r.id if kind == "run" else r.run_id) == rid]
+            got_run = await _read_ledger(ledger, kind, sid, rid)
+            check(
+                got_run == want,
+                f"REC-4/DB-7: {kind} rows of run {rid} must come back in append order",
+            )
+    other = await _read_ledger(ledger, "event", new_id("session"), None)
+    check(other == [], "DB-7: rows are scoped to their session")
+
+
+run_run_ledger_conformance = run_ledger_conformance
+"""Alias of :func:`run_ledger_conformance`."""
