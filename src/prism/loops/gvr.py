@@ -50,6 +50,7 @@ from prism.loops.dispatch import (
     dispatch_tool_calls_in_order,
     dispatchable_tool_calls,
 )
+from prism.loops.needs import LoopNeeds
 from prism.structured_output import artifact_request, without_structured_output
 from prism.types import (
     AgentInput,
@@ -146,6 +147,12 @@ class GenerateValidateReviseLoop:
         self._restored = False
 
     # ------------------------------------------------------------------ read-only views
+
+    @property
+    def needs(self) -> LoopNeeds:
+        """What this loop asks of the runtime: its native schema on the provider options, and a
+        validated artifact for the run to succeed (RUN-17)."""
+        return LoopNeeds(structured_output=self._structured_output, artifact=True)
 
     @property
     def structured_output(self) -> StructuredOutputOptions | None:
@@ -295,6 +302,9 @@ class GenerateValidateReviseLoop:
         next_input: AgentInput = ctx.input
         tool_rounds = 0
         turn = 1
+        # The runtime checks the artifact outcome explicitly reported here (RUN-17); a context
+        # without the optional member only gets the events.
+        report_artifact = getattr(ctx, "report_artifact", None) or ctx.emit
 
         while self._attempts <= max_revisions:
             # 1. abort check, steer drain, turn_started
@@ -347,7 +357,7 @@ class GenerateValidateReviseLoop:
                     if tool_rounds >= ctx.max_tool_rounds:
                         ctx.finish_reason = "turn_limit"
                         await append_unanswered_rows(ctx, host_calls, _ROUND_LIMIT_MESSAGE)
-                        ctx.emit(
+                        report_artifact(
                             ArtifactFailedEvent(
                                 session_id=session_id,
                                 run_id=run_id,
@@ -424,7 +434,7 @@ class GenerateValidateReviseLoop:
             # 19. accepted
             if validation.ok:
                 ctx.artifact = parsed.value
-                ctx.emit(
+                report_artifact(
                     ArtifactFinishedEvent(
                         session_id=session_id,
                         run_id=run_id,
@@ -437,7 +447,7 @@ class GenerateValidateReviseLoop:
 
             # 20. budget exhausted
             if attempt > max_revisions:
-                ctx.emit(
+                report_artifact(
                     ArtifactFailedEvent(
                         session_id=session_id,
                         run_id=run_id,

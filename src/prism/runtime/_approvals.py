@@ -52,7 +52,7 @@ from prism.types import (
 )
 
 if TYPE_CHECKING:
-    from prism.runtime.agent import AgentConfig
+    from prism.runtime.config import AgentConfig
     from prism.tools import ToolRegistry
 
 __all__ = [

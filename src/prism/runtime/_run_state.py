@@ -11,12 +11,14 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
+from typing import Any, Final, Literal, TypeAlias, cast
 
 from prism._serde import Serializable
 from prism.errors import AgentLoopStateError, AgentRunStateError, PrismConfigError
 from prism.loops.contracts import effective_loop_revision, is_durable_capable
+from prism.runtime._keys import reject_unknown_keys
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, CheckpointStore
+from prism.runtime.config import AgentConfig, ConfiguredAgent
 from prism.types import (
     JsonValue,
     ModelConfig,
@@ -26,9 +28,6 @@ from prism.types import (
     canonical_json,
     is_json_value,
 )
-
-if TYPE_CHECKING:
-    from prism.runtime.agent import Agent, AgentConfig
 
 __all__ = [
     "MAX_LOADED_STATE_BYTES",
@@ -160,13 +159,7 @@ def coerce_run_state_options(value: Any, *, label: str = "run_state") -> RunStat
         raise PrismConfigError(
             f"{label} must be RunStateOptions or a mapping, got {type(value).__name__}"
         )
-    unknown = sorted(str(k) for k in value if k not in _OPTION_FIELDS)
-    if unknown:
-        parts = []
-        for key in unknown:
-            snake = "".join("_" + c.lower() if c.isupper() else c for c in key)
-            parts.append(f"{key} (use {snake})" if snake in _OPTION_FIELDS else key)
-        raise PrismConfigError(f"unknown {label} key(s): {', '.join(parts)}")
+    reject_unknown_keys(label, value, _OPTION_FIELDS)
     missing = [k for k in ("checkpoints", "definition_revision") if k not in value]
     if missing:
         raise PrismConfigError(f"{label} requires {', '.join(missing)}")
@@ -454,7 +447,9 @@ def agent_id_of(config: AgentConfig) -> str:
     return agent_id
 
 
-def agent_fingerprint(agent: Agent | AgentConfig, definition_revision: str, /) -> str:
+def agent_fingerprint(
+    agent: ConfiguredAgent | AgentConfig, definition_revision: str, /
+) -> str:
     """Return the durable-run fingerprint of an agent definition (DUR-5); no I/O.
 
     ``sha256(canonical_json(F)).hexdigest()`` where ``F`` holds the agent id, the revision, the
@@ -474,9 +469,7 @@ def agent_fingerprint(agent: Agent | AgentConfig, definition_revision: str, /) -
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — the agent has neither ``id`` nor
             ``name``.
     """
-    from prism.runtime.agent import Agent as _Agent
-
-    config: AgentConfig = agent.config if isinstance(agent, _Agent) else agent
+    config: AgentConfig = agent if isinstance(agent, AgentConfig) else agent.config
     guardrails = config.guardrails
     guards: list[dict[str, Any]] = []
     if guardrails is not None:
