@@ -51,7 +51,7 @@ __all__ = [
 EMPTY_TURN_RESULT: Final = ProviderTurnResult(
     content=(), calls=(), message_id=None, started=False, usage=None
 )
-"""What ``generate`` returns for an attempt ended by a steer soft interrupt (RUN-14 step 6)."""
+"""What ``generate`` returns for an attempt ended by a steer soft interrupt (RUN-14)."""
 
 
 class SoftInterrupt(Exception):
@@ -92,7 +92,7 @@ EVENT_KINDS: Final = frozenset(EVENT_TYPES)
 
 
 def as_event(event: object, started: bool) -> Any:
-    """A stream item that is not exactly a provider event class (RUN-15 step 4).
+    """A stream item that is not exactly a provider event class (RUN-15).
 
     An instance of a subclass is rebuilt as its provider event class (so the fold sees the exact
     type); anything else (a dict, a str, ``None``) fails the attempt with
@@ -295,7 +295,7 @@ class AttemptState:
             pass
 
     def finished(self, error: ErrorInfo | None) -> None:
-        """Emit ``provider_turn_finished`` (RUN-15 step 9, EVT-10)."""
+        """Emit ``provider_turn_finished`` (RUN-15, EVT-10)."""
         runner = self.runner
         if not runner.observed():
             return

@@ -26,12 +26,15 @@ from typing import Any
 
 from prism.errors import AgentLoopStateError, AgentRunSuspended
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
-from prism.runtime._approvals import DurableRun, ResumePoint, rejection_result
+from prism.runtime._approvals import rejection_result
+from prism.runtime._durable_run import DurableRun, ResumePoint
+from prism.runtime._envelope import (
+    loop_state_of,
+)
 from prism.runtime._run_state import (
     AgentRunInterruption,
     AgentRunState,
     RunStateOptions,
-    loop_state_of,
 )
 from prism.runtime.context import RunContext
 from prism.types import (

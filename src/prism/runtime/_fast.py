@@ -46,7 +46,7 @@ _BARE_DONE_BYTES: Final = len(canonical_json(ProviderDone().to_dict()).encode())
 
 
 def event_bytes(event: ProviderEvent) -> int:
-    """UTF-8 length of ``canonical_json(event.to_dict())`` (RUN-15 step 4, LIM-4).
+    """UTF-8 length of ``canonical_json(event.to_dict())`` (RUN-15, LIM-4).
 
     Text deltas — the most frequent event — serialise only their text; a bare ``done`` is a
     constant. Everything else takes the full computation.

@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any, Final
 from prism.errors import AgentRunStateError
 from prism.redaction import SecretRedactor
 from prism.runtime._approvals import rejection_result, round_interruption
+from prism.runtime._envelope import (
+    encode_state,
+)
 from prism.runtime._run_state import (
     AMBIGUOUS,
     MAX_LOADED_STATE_BYTES,
     AgentRunState,
     PendingDecision,
     RunStateOptions,
-    encode_state,
 )
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
 from prism.store import SessionEntry, new_session_entry, read_branch

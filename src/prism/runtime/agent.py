@@ -273,7 +273,7 @@ def create_agent(
         tool_validator: ``None`` (built-in), ``False`` (off) or a callable (TOOL-6).
         middleware: A ``MiddlewareRegistry``.
         provider_options: ``ProviderRequestOptions`` or a mapping.
-        provider_request_policies: Callables applied to every request (RUN-14 step 2).
+        provider_request_policies: Callables applied to every request (RUN-14).
         limits: ``RunLimits`` or a mapping (LIM-2 checked here).
         retry: ``RetryOptions``, a mapping, or ``False`` (RETRY-6 checked here).
         compaction: ``CompactionOptions``, a mapping, or ``False``.

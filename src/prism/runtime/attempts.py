@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-from prism._util import field_replacer, maybe_await
+from prism._util import field_replacer
 from prism.abort import AbortController, AbortSignal
 from prism.errors import AbortError, GuardrailError, ProviderTurnError, RunLimitExceeded
 from prism.events import (
@@ -42,9 +42,7 @@ from prism.providers.base import AIProvider, reconstruct_tool_call_deltas
 from prism.redaction import SecretRedactor, error_to_error_info, redact_value
 from prism.retry import (
     RetryContext,
-    RetryDecision,
     RetryOptions,
-    RetryPayload,
     RetryPolicy,
     create_default_retry_policy,
 )
@@ -58,6 +56,7 @@ from prism.runtime._attempt import (
     checked_call,
 )
 from prism.runtime._fast import event_bytes
+from prism.runtime._retry_wait import RetryHook, decide_retry, wait_retry_delay
 from prism.types import (
     ErrorInfo,
     ModelConfig,
@@ -90,14 +89,8 @@ def _always() -> bool:
     return True
 
 
-def _set_none(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
 Emit = Callable[[AgentEvent], None]
 UsageSink = Callable[[int, int, Usage], None]
-RetryHook = Callable[[RetryPayload], Awaitable[RetryPayload]]
 
 
 class ProviderAttempts:
@@ -205,7 +198,7 @@ class ProviderAttempts:
         self._waiting = False
         self._cancel_pending = False
         self._first_attempt_metadata: ProviderTurnMetadata | None = None
-        signal.add_listener(self._abort_child)  # the streaming attempt's link (RUN-15 step 3)
+        signal.add_listener(self._abort_child)  # the streaming attempt's link (RUN-15)
 
     # ----------------------------------------------------------------- soft interrupts (STEER-6)
 
@@ -266,7 +259,18 @@ class ProviderAttempts:
                     or self._signal.aborted
                 ):
                     raise ProviderTurnError(info) from failure.cause
-                decision = await self._decide(attempt, info)
+                decision = await decide_retry(
+                    self._policy,
+                    RetryContext(
+                        session_id=self.session_id,
+                        run_id=self.run_id,
+                        attempt=attempt,
+                        error=info,
+                        metadata=self._retry_metadata,
+                        signal=self._signal,
+                    ),
+                    hook=self._retry_hook,
+                )
                 if not decision.retry:
                     raise ProviderTurnError(info) from failure.cause
                 delay = float(decision.delay_ms or 0)
@@ -279,57 +283,16 @@ class ProviderAttempts:
                         error=info,
                     )
                 )
-                await self._sleep(delay)
+                await wait_retry_delay(self._signal, delay)
                 attempt += 1
                 continue
             self._generated = True
             return result
 
-    async def _decide(self, attempt: int, info: ErrorInfo) -> RetryDecision:
-        policy = self._policy
-        assert policy is not None
-        context = RetryContext(
-            session_id=self.session_id,
-            run_id=self.run_id,
-            attempt=attempt,
-            error=info,
-            metadata=self._retry_metadata,
-            signal=self._signal,
-        )
-        decision: Any = await maybe_await(policy.decide(context))
-        if isinstance(decision, Mapping):
-            decision = RetryDecision.coerce(decision)
-        if not isinstance(decision, RetryDecision):
-            raise TypeError(
-                f"retry policy returned {type(decision).__name__}, not a RetryDecision"
-            )
-        hook = self._retry_hook
-        if hook is not None:
-            payload = await hook(RetryPayload(context=context, decision=decision))
-            decision = payload.decision
-        result: RetryDecision = decision
-        return result
-
-    async def _sleep(self, delay_ms: float) -> None:
-        """Wait ``delay_ms``; an abort of the run signal ends the wait and raises (RETRY-2)."""
-        signal = self._signal
-        signal.throw_if_aborted()
-        if delay_ms > 0:
-            loop = asyncio.get_running_loop()
-            fut: asyncio.Future[None] = loop.create_future()
-            handle = loop.call_later(delay_ms / 1000.0, _set_none, fut)
-            remove = signal.add_listener(lambda _reason: _set_none(fut))
-            try:
-                await fut
-            finally:
-                handle.cancel()
-                remove()
-        signal.throw_if_aborted()
-
     # ----------------------------------------------------------------- one attempt (RUN-15)
 
     def _abort_child(self, reason: object) -> None:
-        """Abort the streaming attempt's child signal (RUN-15 step 3): the run signal's listener
+        """Abort the streaming attempt's child signal (RUN-15): the run signal's listener
         (registered once per runner) and soft interrupts (STEER-6) come here.
 
         The task awaiting the provider is woken first (RUN-25), then the child is aborted, which

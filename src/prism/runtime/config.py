@@ -84,7 +84,7 @@ class AgentConfig:
     provider_options: ProviderRequestOptions | None = None
     """Provider options merged under the run's (CON-15)."""
     provider_request_policies: tuple[ProviderRequestPolicy, ...] = ()
-    """Request policies applied before the run's (RUN-14 step 2)."""
+    """Request policies applied before the run's (RUN-14)."""
     limits: RunLimits | None = None
     """Agent limits layer (validated; defaults apply per axis when unset, LIM-1)."""
     retry: RetryOptions | Literal[False] | None = None

@@ -28,8 +28,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from prism.abort import AbortController, AbortSignal
 from prism.assembly import RequestAssembler
@@ -58,6 +59,7 @@ from prism.store import SessionEntry
 from prism.tools import ToolValidator, dispatch_tool_call
 from prism.types import (
     AgentInput,
+    ErrorInfo,
     Message,
     ProviderRequest,
     ProviderTurnResult,
@@ -70,7 +72,12 @@ from prism.types import (
 )
 from prism.usage import UsageAccumulator
 
-__all__ = ["DurableGate", "RunContext"]
+__all__ = ["INTERRUPTED_MESSAGE", "DurableGate", "RunContext"]
+
+_log = logging.getLogger("prism")
+
+INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its result was recorded"
+"""Message of the rows that answer calls left open by a failed run (RUN-24)."""
 
 
 class DurableGate(Protocol):
@@ -319,6 +326,25 @@ class RunContext:
             for part in message.content:
                 if type(part) is ToolResultContent:
                     open_calls.pop(part.tool_call_id, None)
+
+    async def answer_open_calls(self) -> None:
+        """One ``tool_call_interrupted`` row per host call still open, in call order (RUN-24)."""
+        open_calls = self.open_calls
+        if not open_calls:
+            return
+        for call_id, call in list(open_calls.items()):
+            row = tool_result_message(
+                ToolResult(
+                    tool_call_id=call_id,
+                    name=call.name,
+                    error=ErrorInfo(code="tool_call_interrupted", message=INTERRUPTED_MESSAGE),
+                )
+            )
+            try:
+                await self.append_message(row)
+            except Exception as exc:  # the original failure is the one reported
+                _log.warning("could not answer tool call %s: %s", call_id, type(exc).__name__)
+        open_calls.clear()
 
     # ----------------------------------------------------------------- the model
 

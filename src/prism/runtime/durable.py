@@ -37,14 +37,24 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from prism.errors import AgentRunStateError, AgentSessionBusyError
-from prism.runtime._approvals import DurableRun as DurableRun
-from prism.runtime._approvals import ResumePoint as ResumePoint
 from prism.runtime._approvals import (
     apply_decisions,
     coerce_decisions,
     decision_error,
 )
 from prism.runtime._approvals import rejection_result as rejection_result
+from prism.runtime._durable_run import DurableRun as DurableRun
+from prism.runtime._durable_run import ResumePoint as ResumePoint
+from prism.runtime._envelope import agent_fingerprint as agent_fingerprint
+from prism.runtime._envelope import (
+    agent_id_of,
+    load_state,
+    run_key,
+)
+from prism.runtime._envelope import arguments_hash as arguments_hash
+from prism.runtime._envelope import load_agent_run_state as load_agent_run_state
+from prism.runtime._envelope import loop_state_of as loop_state_of
+from prism.runtime._envelope import save_agent_run_state as save_agent_run_state
 from prism.runtime._resume_writes import DENIED_MESSAGE as DENIED_MESSAGE
 from prism.runtime._resume_writes import (
     EnvelopeWriter,
@@ -57,10 +67,7 @@ from prism.runtime._run_state import (
     DECISIONS,
     MAX_LOADED_STATE_BYTES,
     NOT_CONTINUABLE,
-    agent_id_of,
     is_int,
-    load_state,
-    run_key,
 )
 from prism.runtime._run_state import AgentRunInterruption as AgentRunInterruption
 from prism.runtime._run_state import AgentRunState as AgentRunState
@@ -74,13 +81,8 @@ from prism.runtime._run_state import RunDecision as RunDecision
 from prism.runtime._run_state import RunStateOptions as RunStateOptions
 from prism.runtime._run_state import RunStateStatus as RunStateStatus
 from prism.runtime._run_state import StickyDecision as StickyDecision
-from prism.runtime._run_state import agent_fingerprint as agent_fingerprint
-from prism.runtime._run_state import arguments_hash as arguments_hash
 from prism.runtime._run_state import check_durable_run as check_durable_run
 from prism.runtime._run_state import coerce_run_state_options as coerce_run_state_options
-from prism.runtime._run_state import load_agent_run_state as load_agent_run_state
-from prism.runtime._run_state import loop_state_of as loop_state_of
-from prism.runtime._run_state import save_agent_run_state as save_agent_run_state
 from prism.runtime.checkpoints import CheckpointStore
 from prism.runtime.leg import resume_leg
 from prism.runtime.options import RunOptions

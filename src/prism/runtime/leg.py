@@ -23,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from inspect import isawaitable
-from typing import Any, Final
+from typing import Any
 
 from prism._util import new_id
 from prism.assembly import select_skills
@@ -53,8 +53,8 @@ from prism.loops.contracts import AgentLoopStrategy
 from prism.loops.needs import loop_needs
 from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
 from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
-from prism.runtime._approvals import ResumePoint
 from prism.runtime._durable_leg import DurableDriver
+from prism.runtime._durable_run import ResumePoint
 from prism.runtime._fast import shielded
 from prism.runtime._setup import auto_compact, resolve_provider, setup_assembly, setup_attempts
 from prism.runtime.config import AgentConfig
@@ -74,19 +74,13 @@ from prism.types import (
     ErrorInfo,
     RunResult,
     RunStatus,
-    ToolResult,
     Usage,
     to_messages,
-    tool_result_message,
 )
 
 __all__ = ["RunLeg", "resume_leg", "start_leg"]
 
 _log = logging.getLogger("prism")
-
-INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its result was recorded"
-"""Message of the rows that answer calls left open by a failed run (RUN-24)."""
-
 
 async def start_leg(state: SessionState, config: AgentConfig, plan: RunPlan) -> RunResult:
     """Run a fresh leg of a new run on the session ``state`` (the caller checked it is free).
@@ -486,7 +480,7 @@ class RunLeg:
         (RUN-20)."""
         ctx = self.ctx
         info = self._error_info(exc)
-        await self._answer_open_calls()
+        await ctx.answer_open_calls()
         ctx.emit_terminal(ErrorEvent(session_id=ctx.session_id, run_id=self.run_id, error=info))
         breach = ctx.tracker.breach
         signal = ctx.signal
@@ -529,26 +523,6 @@ class RunLeg:
         if breach is not None:
             return AgentRunLimitError(result=result, breach=breach)
         return AgentRunError(result=result)
-
-    async def _answer_open_calls(self) -> None:
-        """One ``tool_call_interrupted`` row per host call still open, in call order (RUN-24)."""
-        ctx = self.ctx
-        open_calls = ctx.open_calls
-        if not open_calls:
-            return
-        for call_id, call in list(open_calls.items()):
-            row = tool_result_message(
-                ToolResult(
-                    tool_call_id=call_id,
-                    name=call.name,
-                    error=ErrorInfo(code="tool_call_interrupted", message=INTERRUPTED_MESSAGE),
-                )
-            )
-            try:
-                await ctx.append_message(row)
-            except Exception as exc:  # the original failure is the one reported
-                _log.warning("could not answer tool call %s: %s", call_id, type(exc).__name__)
-        open_calls.clear()
 
     async def _cleanup(self, outcome: BaseException | None) -> None:
         """Worker threads, steer state, ledger drain and finish record, timers, observers, and

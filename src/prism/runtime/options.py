@@ -72,13 +72,13 @@ class RunOptions:
     active_skills: Sequence[str] | None = None
     """Names of the skills to activate; unknown names fail the run."""
     model: ModelConfig | Mapping[str, Any] | None = None
-    """Model for this run; a change appends a ``model_change`` entry (RUN-11 step 7)."""
+    """Model for this run; a change appends a ``model_change`` entry (RUN-11)."""
     provider_source: ProviderSource | None = None
     """Provider resolver tried before the agent's (RUN-6)."""
     provider_options: ProviderRequestOptions | Mapping[str, Any] | None = None
     """Options merged over the agent's (CON-15)."""
     provider_request_policies: Sequence[ProviderRequestPolicy] | None = None
-    """Policies applied after the agent's (RUN-14 step 2)."""
+    """Policies applied after the agent's (RUN-14)."""
     system_prompt: Sequence[SystemPromptContribution] | Literal[False] | None = None
     """Contributions after the agent's; ``False`` drops the agent's for this run."""
     compaction: CompactionOptions | Mapping[str, Any] | Literal[False] | None = None

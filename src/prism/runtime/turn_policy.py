@@ -150,7 +150,7 @@ def _fmt_limit(value: Any) -> str:
 
 
 def coerce_turn_policy(value: Any) -> TurnPolicy | None:
-    """Convert a ``turn_policy`` option to :class:`TurnPolicy` (RUN-7 step 1). No value checks.
+    """Convert a ``turn_policy`` option to :class:`TurnPolicy` (RUN-7). No value checks.
 
     Args:
         value: ``None``, a :class:`TurnPolicy`, or a mapping with the keys ``max_turns``/``stop``.
@@ -173,7 +173,7 @@ def coerce_turn_policy(value: Any) -> TurnPolicy | None:
 
 
 def resolve_turn_policy(value: Any, *, max_turns_limit: float | None = None) -> TurnPolicy | None:
-    """Validate a run's ``turn_policy`` option (RUN-7 step 3, TP-2). No side effects.
+    """Validate a run's ``turn_policy`` option (RUN-7, TP-2). No side effects.
 
     Args:
         value: ``None``, a :class:`TurnPolicy`, or a mapping with the keys ``max_turns``/``stop``
