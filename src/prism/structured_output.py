@@ -27,6 +27,7 @@ from prism.artifact_contracts import (
     ArtifactValidator,
 )
 from prism.errors import PrismConfigError, StructuredOutputError
+from prism.loops.needs import loop_needs
 from prism.tools import _compile_schema, _schema_error_detail, _schema_errors
 from prism.types import (
     ModelConfig,
@@ -57,7 +58,6 @@ MAX_SCHEMA_NAME_CHARS = 128
 MAX_SCHEMA_BYTES = 65_536
 """Largest ``canonical_json(schema)``, in UTF-8 bytes (SO-1)."""
 
-_GVR = "generate-validate-revise"
 
 
 def validate_structured_output(
@@ -136,14 +136,11 @@ def artifact_request(
 def loop_structured_output(loop: object) -> StructuredOutputOptions | None:
     """Return the schema a resolved loop contributes to provider options (SO-3, GVR-2).
 
-    Only a built-in generate-validate-revise strategy contributes: its read-only
-    ``structured_output`` attribute (already ``None`` in ``"artifact-loop"`` mode). Any other loop
-    contributes ``None``.
+    The loop declares it in ``needs.structured_output`` (a built-in generate-validate-revise
+    strategy declares its schema, already ``None`` in ``"artifact-loop"`` mode). A loop that
+    declares no needs contributes ``None``.
     """
-    if getattr(loop, "name", None) != _GVR:
-        return None
-    schema = getattr(loop, "structured_output", None)
-    return schema if isinstance(schema, StructuredOutputOptions) else None
+    return loop_needs(loop).structured_output
 
 
 def check_structured_output_support(

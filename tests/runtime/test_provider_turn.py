@@ -20,7 +20,7 @@ from prism.providers.base import (
     provider_tool_call_delta,
     provider_usage,
 )
-from prism.runtime.provider_turn import event_bytes
+from prism.runtime._fast import event_bytes
 from prism.types import (
     ErrorInfo,
     ImageContent,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from prism.runtime._run import _shielded
+from prism.runtime._fast import shielded as _shielded
 
 
 async def test_a_step_that_never_suspends_runs_inline_without_a_task_run_10() -> None:

@@ -50,6 +50,7 @@ from prism.loops.dispatch import (
     dispatch_tool_calls_in_order,
     dispatchable_tool_calls,
 )
+from prism.loops.needs import LoopNeeds
 from prism.structured_output import artifact_request, without_structured_output
 from prism.types import (
     AgentInput,
@@ -63,14 +64,14 @@ from prism.types import (
 __all__ = ["GenerateValidateReviseLoop", "generate_validate_revise_loop"]
 
 _NO_ARTIFACT_TEXT: Final = "no artifact text in model output"
-"""Parse error for empty, whitespace-only or thinking-only drafts (GVR-4 step 15)."""
+"""Parse error for empty, whitespace-only or thinking-only drafts (GVR-4)."""
 
 _ROUND_LIMIT_MESSAGE: Final = "tool call not dispatched: tool round limit reached"
 _DISABLED_MESSAGE: Final = "tool call not dispatched: tool calls are disabled for this loop"
 
 
 def _tool_round_limit_result() -> ArtifactValidation:
-    """The terminal failure for a tool request beyond ``max_tool_rounds`` (GVR-4 step 10)."""
+    """The terminal failure for a tool request beyond ``max_tool_rounds`` (GVR-4)."""
     return ArtifactValidation(
         ok=False,
         errors=(ArtifactError("maximum tool rounds exceeded"),),
@@ -148,6 +149,12 @@ class GenerateValidateReviseLoop:
     # ------------------------------------------------------------------ read-only views
 
     @property
+    def needs(self) -> LoopNeeds:
+        """What this loop asks of the runtime: its native schema on the provider options, and a
+        validated artifact for the run to succeed (RUN-17)."""
+        return LoopNeeds(structured_output=self._structured_output, artifact=True)
+
+    @property
     def structured_output(self) -> StructuredOutputOptions | None:
         """The native schema the runtime merges into provider options (GVR-2, SO-3).
 
@@ -183,7 +190,7 @@ class GenerateValidateReviseLoop:
 
     @property
     def saved_schema(self) -> StructuredOutputOptions | None:
-        """The first request schema seen in this scope, reused for artifact turns (GVR-4 step 3)."""
+        """The first request schema seen in this scope, reused for artifact turns (GVR-4)."""
         return self._saved_schema
 
     @property
@@ -295,15 +302,18 @@ class GenerateValidateReviseLoop:
         next_input: AgentInput = ctx.input
         tool_rounds = 0
         turn = 1
+        # The runtime checks the artifact outcome explicitly reported here (RUN-17); a context
+        # without the optional member only gets the events.
+        report_artifact = getattr(ctx, "report_artifact", None) or ctx.emit
 
         while self._attempts <= max_revisions:
-            # 1. abort check, steer drain, turn_started
+            # Abort check, steer drain, turn_started.
             signal.throw_if_aborted()
             if apply_steers is not None:
                 await apply_steers()
             ctx.emit(TurnStartedEvent(session_id=session_id, run_id=run_id, turn=turn))
 
-            # 2-4. assemble, remember the schema, apply final-turn-only timing
+            # Assemble, remember the schema, apply the final-turn-only timing.
             request = await ctx.assemble(next_input, None, turn)
             options = request.options
             if self._saved_schema is None and options is not None:
@@ -315,19 +325,19 @@ class GenerateValidateReviseLoop:
                     self._artifact_phase = True
                     request = artifact_request(request, self._saved_schema)
 
-            # 5. generate
+            # generate
             signal.throw_if_aborted()
             result = await ctx.generate(request)
             usage = result.usage or usage
 
-            # 6-7. history catches up only now: repair messages, then first-turn input (GVR-6)
+            # history catches up only now: repair messages, then first-turn input (GVR-6)
             if self._pending_history:
                 history.extend(self._pending_history)
                 self._pending_history = []
             if turn == 1:
                 history.extend(ctx.input_messages)
 
-            # 8-9. the assistant draft
+            # the assistant draft
             if result.started:
                 draft = Message(id=result.message_id, role="assistant", content=result.content)
                 history.append(draft)
@@ -338,7 +348,7 @@ class GenerateValidateReviseLoop:
             calls = result.calls
             if calls:
                 host_calls = dispatchable_tool_calls(calls)
-                # 10. bounded tool branch
+                # bounded tool branch
                 if bounded:
                     if not host_calls:
                         next_input = []
@@ -347,7 +357,7 @@ class GenerateValidateReviseLoop:
                     if tool_rounds >= ctx.max_tool_rounds:
                         ctx.finish_reason = "turn_limit"
                         await append_unanswered_rows(ctx, host_calls, _ROUND_LIMIT_MESSAGE)
-                        ctx.emit(
+                        report_artifact(
                             ArtifactFailedEvent(
                                 session_id=session_id,
                                 run_id=run_id,
@@ -362,24 +372,24 @@ class GenerateValidateReviseLoop:
                     next_input = []
                     turn += 1
                     continue
-                # 11. disabled tools: answer the inert calls, then judge the text
+                # disabled tools: answer the inert calls, then judge the text
                 if host_calls:
                     await append_unanswered_rows(ctx, host_calls, _DISABLED_MESSAGE)
 
-            # 12. steers keep the run going
+            # steers keep the run going
             if apply_steers is not None and await apply_steers():
                 next_input = []
                 turn += 1
                 continue
 
-            # 13. final-turn-only: promote to the artifact turn
+            # final-turn-only: promote to the artifact turn
             if final_only and not self._artifact_phase:
                 self._artifact_phase = True
                 next_input = []
                 turn += 1
                 continue
 
-            # 14-16. parse
+            # parse
             actx = ArtifactContext(session_id, run_id, turn, signal, ctx.metadata)
             text = result.text  # CON-10: text parts only
             parsed: ArtifactParseResult[Any]
@@ -397,7 +407,7 @@ class GenerateValidateReviseLoop:
                     metadata={"reason": "parse_error"},
                 )
 
-            # 17-18. validate
+            # validate
             self._attempts += 1
             attempt = self._attempts
             ctx.emit(
@@ -421,10 +431,10 @@ class GenerateValidateReviseLoop:
                 )
             )
 
-            # 19. accepted
+            # accepted
             if validation.ok:
                 ctx.artifact = parsed.value
-                ctx.emit(
+                report_artifact(
                     ArtifactFinishedEvent(
                         session_id=session_id,
                         run_id=run_id,
@@ -435,9 +445,9 @@ class GenerateValidateReviseLoop:
                 )
                 return usage
 
-            # 20. budget exhausted
+            # budget exhausted
             if attempt > max_revisions:
-                ctx.emit(
+                report_artifact(
                     ArtifactFailedEvent(
                         session_id=session_id,
                         run_id=run_id,
@@ -448,7 +458,7 @@ class GenerateValidateReviseLoop:
                 )
                 return usage
 
-            # 21-24. revise: store the repair now, push it to history after the next generate
+            # revise: store the repair now, push it to history after the next generate
             ctx.emit(
                 ArtifactRevisionStartedEvent(
                     session_id=session_id,

@@ -25,7 +25,7 @@ from prism.types import AgentInput, Message, Usage
 __all__ = ["ROUND_LIMIT_MESSAGE", "SingleShotLoop", "single_shot_loop"]
 
 ROUND_LIMIT_MESSAGE: Final = "tool call not dispatched: tool round limit reached"
-"""Message of the rows that answer calls beyond ``max_tool_rounds`` (SSL-2 step 11, POOL-9)."""
+"""Message of the rows that answer calls beyond ``max_tool_rounds`` (SSL-2, POOL-9)."""
 
 
 class SingleShotLoop:
@@ -77,27 +77,27 @@ class SingleShotLoop:
         sid: str = getattr(ctx, "session_id", "")
         rid: str = getattr(ctx, "run_id", "")
         while True:
-            signal.throw_if_aborted()  # 1
-            if apply_steers is not None:  # 2
+            signal.throw_if_aborted()
+            if apply_steers is not None:
                 await apply_steers()
-            ctx.emit(TurnStartedEvent(session_id=sid, run_id=rid, turn=turn))  # 3
-            request = await ctx.assemble(next_input, None, turn)  # 4
-            signal.throw_if_aborted()  # 5
-            result = await ctx.generate(request)  # 6
+            ctx.emit(TurnStartedEvent(session_id=sid, run_id=rid, turn=turn))
+            request = await ctx.assemble(next_input, None, turn)
+            signal.throw_if_aborted()
+            result = await ctx.generate(request)
             if result.usage is not None:
                 usage = result.usage
-            if turn == 1:  # 7
+            if turn == 1:
                 history.extend(ctx.input_messages)
-            if result.started:  # 8
+            if result.started:
                 message = Message(
                     role="assistant", content=result.content, id=result.message_id
                 )
                 history.append(message)
                 await ctx.append_message(message)
                 ctx.emit(MessageFinishedEvent(session_id=sid, run_id=rid, message=message))
-            ctx.emit(TurnFinishedEvent(session_id=sid, run_id=rid, turn=turn))  # 9
-            calls = dispatchable_tool_calls(result.calls) if result.calls else []  # 10
-            if not calls or tool_rounds >= ctx.max_tool_rounds:  # 11
+            ctx.emit(TurnFinishedEvent(session_id=sid, run_id=rid, turn=turn))
+            calls = dispatchable_tool_calls(result.calls) if result.calls else []
+            if not calls or tool_rounds >= ctx.max_tool_rounds:
                 if calls:
                     ctx.finish_reason = "turn_limit"
                     await append_unanswered_rows(ctx, calls, ROUND_LIMIT_MESSAGE)
@@ -106,7 +106,7 @@ class SingleShotLoop:
                     turn += 1
                     continue
                 return usage
-            tool_rounds += 1  # 12
+            tool_rounds += 1
             await dispatch_tool_calls_in_order(calls, ctx)
             next_input = []
             turn += 1

@@ -1,6 +1,21 @@
-"""The runtime: agents, sessions, runs and provider turns (02-session-runtime).
+"""The runtime: agents, sessions, runs and provider turns.
 
 Public names are re-exported from ``prism``; import them from the submodules inside the package.
+
+The modules, in layers (each imports only the ones above it in this list):
+
+* leaves: ``_keys`` (unknown-key check), ``_json_size``, ``checkpoints``, ``turn_policy``,
+  ``_observers``, ``_request_codec``, ``_fast`` (speed tricks of the run path), ``policies``;
+* ``config`` (``AgentConfig``), ``_run_state`` and ``_approvals`` (durable envelope and
+  approvals), ``_attempt`` and ``attempts`` (the provider attempts of one request);
+* ``options`` (``RunOptions``) → ``plan`` (``plan_run``) → ``state`` (``SessionState``),
+  ``_boundary`` → ``context`` (``RunContext``, the loop's ``ctx``) → ``_setup``,
+  ``_durable_leg`` → ``leg`` (``RunLeg``, ``start_leg``, ``resume_leg``);
+* ``stream`` → ``session`` (``AgentSession``) → ``_resume_writes`` → ``durable``
+  (``resume_agent_run``) and ``agent`` (``create_agent``); ``provider_turn`` keeps older import
+  paths.
+
+A run goes one way: ``session`` → ``plan`` → ``leg`` → ``context`` → ``attempts``.
 """
 
 from __future__ import annotations
@@ -9,15 +24,13 @@ from prism.runtime.agent import Agent as Agent
 from prism.runtime.agent import AgentConfig as AgentConfig
 from prism.runtime.agent import ProviderSource as ProviderSource
 from prism.runtime.agent import create_agent as create_agent
-from prism.runtime.provider_turn import PolicyContext as PolicyContext
-from prism.runtime.provider_turn import ProviderRequestPolicy as ProviderRequestPolicy
-from prism.runtime.provider_turn import (
-    ProviderRequestPolicyResult as ProviderRequestPolicyResult,
-)
+from prism.runtime.options import RunOptions as RunOptions
+from prism.runtime.policies import PolicyContext as PolicyContext
+from prism.runtime.policies import ProviderRequestPolicy as ProviderRequestPolicy
+from prism.runtime.policies import ProviderRequestPolicyResult as ProviderRequestPolicyResult
 from prism.runtime.provider_turn import generate_with_retry as generate_with_retry
 from prism.runtime.session import AgentSession as AgentSession
-from prism.runtime.session import RunOptions as RunOptions
-from prism.runtime.session import RunStream as RunStream
+from prism.runtime.stream import RunStream as RunStream
 
 __all__ = [
     "Agent",

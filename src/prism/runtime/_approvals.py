@@ -1,50 +1,36 @@
-"""Approvals and the per-leg durable machine (05-durable-runs: APR-2..APR-10, DUR-7..DUR-13).
+"""Approvals: operator decisions, their validation and application, sticky matching (APR-2..APR-10).
 
-Private module behind :mod:`prism.runtime.durable`: decision validation and application, sticky
-matching, and :class:`DurableRun`, the object a run leg drives for envelope writes, approval
-gating, suspension and replay.
+Private module behind :mod:`prism.runtime.durable`. The per-leg durable machine that gates calls
+and writes envelopes is :class:`~prism.runtime._durable_run.DurableRun`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from prism._util import new_id, now_iso
-from prism.errors import AgentDecisionError, AgentRunStateError
-from prism.redaction import SecretRedactor
+from prism._util import now_iso
+from prism.errors import AgentDecisionError
+from prism.runtime._envelope import (
+    arguments_hash,
+)
 from prism.runtime._run_state import (
     ALLOWING,
     MAX_APPROVAL_ID,
     MAX_DECISIONS,
-    MAX_GATED,
     MAX_MODIFIED_BYTES,
     MAX_REASON_BYTES,
     MAX_STICKY,
     OUTCOMES,
-    SCHEMA_VERSION,
     AgentRunInterruption,
-    AgentRunState,
     DecisionScope,
     PendingDecision,
     RunDecision,
-    RunStateOptions,
-    RunStateStatus,
     StickyDecision,
-    agent_fingerprint,
-    agent_id_of,
-    arguments_hash,
-    check_shape,
-    members_size,
 )
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
 from prism.types import (
     ErrorInfo,
-    Message,
-    ModelConfig,
-    OwnershipScope,
-    RunStopReason,
     ToolCallContent,
     ToolResult,
     canonical_json,
@@ -52,12 +38,9 @@ from prism.types import (
 )
 
 if TYPE_CHECKING:
-    from prism.runtime.agent import AgentConfig
     from prism.tools import ToolRegistry
 
 __all__ = [
-    "DurableRun",
-    "ResumePoint",
     "apply_decisions",
     "coerce_decisions",
     "decision_error",
@@ -291,433 +274,3 @@ def rejection_result(call: ToolCallContent, reason: str | None, default: str) ->
         name=call.name,
         error=ErrorInfo(message=reason or default, code="approval_rejected"),
     )
-
-
-# --------------------------------------------------------------------------- the per-leg machine
-
-
-@dataclass(slots=True)
-class _Entry:
-    """One pending call: the envelope's ``{call, status, approval_id, decision?}``."""
-
-    call: ToolCallContent
-    approval_id: str
-    status: Literal["ready", "dispatched"] = "ready"
-    decision: RunDecision | None = None
-    pending: PendingDecision | None = None
-    call_json: dict[str, Any] | None = None
-    """``call.to_dict()`` once computed (a marked call is written several times, DB-10)."""
-
-    def to_json(self) -> dict[str, Any]:
-        call_json = self.call_json
-        if call_json is None:
-            call_json = self.call_json = self.call.to_dict()
-        out: dict[str, Any] = {
-            "call": call_json,
-            "status": self.status,
-            "approval_id": self.approval_id,
-        }
-        if self.decision is not None:
-            out["decision"] = self.decision.to_dict()
-        return out
-
-
-@dataclass(slots=True, kw_only=True)
-class ResumePoint:
-    """What a resumed leg starts from (DUR-17 step 6); built by :func:`resume_agent_run`."""
-
-    version: int
-    """The claimed checkpoint version."""
-    envelope: dict[str, Any]
-    """The claimed envelope."""
-    input: tuple[Message, ...] | None
-    """Stored input messages (input-guardrail approval), else ``None``."""
-    fork: bool
-    """Crash recovery from a ``running`` envelope: the first append forks (DUR-22)."""
-
-    @property
-    def leaf_id(self) -> str | None:
-        """The stored leaf."""
-        leaf: str | None = self.envelope.get("leaf_id")
-        return leaf
-
-    @property
-    def counters(self) -> dict[str, Any]:
-        """The stored limit counters (DUR-17)."""
-        counters: dict[str, Any] = self.envelope["counters"]
-        return counters
-
-    @property
-    def loop_state(self) -> dict[str, Any] | None:
-        """The stored ``loop_state``, if any (DUR-13)."""
-        value: dict[str, Any] | None = self.envelope.get("loop_state")
-        return value
-
-
-class DurableRun:
-    """The durable state of one run leg: writes, approval gating, suspension, replay.
-
-    Built by the runtime for a durable leg (after preflight). Envelope writes are redacted,
-    bounded and compare-and-set on the version this object tracks (DUR-6); each costs
-    O(envelope size), independent of the history length.
-
-    Args:
-        options: The effective :class:`RunStateOptions`.
-        config: The agent configuration (identity and fingerprint).
-        run_id: The run id (checkpoint key).
-        session_id: The session id.
-        redactor: The run's active redactor.
-        ownership: Passed to the checkpoint store.
-        resume: The resume point on a resumed leg, else ``None``.
-    """
-
-    __slots__ = (
-        "_base",
-        "_base_bytes",
-        "_entries",
-        "_gated",
-        "_marked",
-        "_stray",
-        "_model",
-        "_names",
-        "_open",
-        "_replaying",
-        "checkpoints",
-        "gating",
-        "loop_state",
-        "options",
-        "ownership",
-        "redactor",
-        "resume",
-        "run_id",
-        "session_id",
-        "state",
-        "sticky",
-        "stop_reason",
-        "version",
-    )
-
-    def __init__(
-        self,
-        options: RunStateOptions,
-        *,
-        config: AgentConfig,
-        run_id: str,
-        session_id: str,
-        redactor: SecretRedactor | None,
-        ownership: OwnershipScope | None,
-        resume: ResumePoint | None = None,
-    ) -> None:
-        self.options = options
-        self.checkpoints = options.checkpoints
-        self.run_id = run_id
-        self.session_id = session_id
-        self.redactor = redactor
-        self.ownership = ownership
-        self.resume = resume
-        self.gating: bool = options.interrupt_before_tool
-        """Approval gating is active (APR-1)."""
-        revision = options.definition_revision
-        base: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "agent_id": agent_id_of(config),
-            "definition_revision": revision,
-            "fingerprint": agent_fingerprint(config, revision),
-            "run_id": run_id,
-            "session_id": session_id,
-            "model": config.model.to_dict(),
-            "interrupt_before_tool": options.interrupt_before_tool,
-            "checkpoint_policy": options.checkpoint_policy,
-        }
-        if redactor is not None:
-            base = redactor.redact(base)
-        # The constant part is redacted, checked and sized once per leg (ARCH-15).
-        self._base = base
-        self._base_bytes = members_size(base)
-        self._model = ModelConfig.from_dict(base["model"])
-        self.version = 0
-        """The stored version (0: no envelope written yet)."""
-        self.state: AgentRunState | None = None
-        """View of the last envelope written (or claimed)."""
-        self.sticky: list[StickyDecision] = []
-        self.loop_state: dict[str, Any] | None = None
-        """The loop state of the last write that kept one (or the stored one on resume)."""
-        self.stop_reason: RunStopReason | None = None
-        self._open: list[_Entry] = []
-        self._gated: dict[str, _Entry] = {}
-        self._names: dict[str, str] = {}
-        self._entries: list[_Entry] = []
-        self._replaying: dict[str, _Entry] = {}
-        self._marked: dict[str, _Entry] = {}
-        """Every-turn dispatch marking of the open tool round: call id → entry (DB-10)."""
-        self._stray: list[_Entry] = []
-        """Marked calls that no stored assistant message carries (DB-10)."""
-        if resume is not None:
-            envelope = resume.envelope
-            self.version = resume.version
-            self.state = AgentRunState.from_envelope(envelope, resume.version)
-            self.sticky = [StickyDecision.from_dict(s) for s in envelope.get("sticky_decisions", [])]
-            self.loop_state = envelope.get("loop_state")
-            # Decided ``ready`` calls (APR-9), and the undecided ``ready`` calls of a tool round
-            # an ``every-turn`` dispatch marking left open (DB-10): both are replayed.
-            for raw in envelope.get("pending_calls", []):
-                if raw.get("status") != "ready":
-                    continue
-                decision = raw.get("decision")
-                self._entries.append(
-                    _Entry(
-                        call=ToolCallContent.from_dict(raw["call"]),
-                        approval_id=raw["approval_id"],
-                        decision=None if decision is None else RunDecision.from_dict(decision),
-                    )
-                )
-
-    # ----------------------------------------------------------------- writes (DUR-6, DUR-7)
-
-    async def write(
-        self,
-        status: RunStateStatus,
-        *,
-        leaf_id: str | None,
-        counters: Mapping[str, Any],
-        deadline_at: str | None,
-        loop_state: dict[str, Any] | None,
-        stop_reason: RunStopReason | None = None,
-        interruption: AgentRunInterruption | None = None,
-        input: Sequence[Message] | None = None,
-        pending_calls: Sequence[Mapping[str, Any]] = (),
-        keep_sticky: bool = True,
-    ) -> AgentRunState:
-        """Build, redact, check and compare-and-set the envelope (DUR-4, DUR-6).
-
-        Returns:
-            The view of the written state (with the new version).
-
-        Raises:
-            AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — the envelope is not storable or
-                larger than ``max_state_bytes``.
-            CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — another writer won.
-            Exception: whatever the checkpoint store raises.
-        """
-        options = self.options
-        parts: dict[str, Any] = {"status": status}
-        if leaf_id is not None:
-            parts["leaf_id"] = leaf_id
-        if stop_reason is not None:
-            parts["stop_reason"] = stop_reason
-        if interruption is not None:
-            parts["interruption"] = interruption.to_dict()
-        if input is not None:
-            parts["input"] = [m.to_dict() for m in input]
-        parts["pending_calls"] = list(pending_calls)
-        parts["sticky_decisions"] = [s.to_dict() for s in self.sticky] if keep_sticky else []
-        parts["counters"] = dict(counters)
-        if deadline_at is not None:
-            parts["deadline_at"] = deadline_at
-        if loop_state is not None:
-            parts["loop_state"] = loop_state
-        redactor = self.redactor
-        if redactor is not None:
-            parts = redactor.redact(parts)
-        try:
-            check_shape(parts, 0)
-            # canonical_json(parts) has its braces and one separator fewer than its members
-            size = self._base_bytes + len(canonical_json(parts).encode("utf-8"))
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise AgentRunStateError(f"run state is not storable: {exc}") from exc
-        limit = options.max_state_bytes
-        if size > limit:
-            raise AgentRunStateError(f"run state is {size} bytes, more than the {limit} allowed")
-        envelope = {**self._base, **parts}
-        version = self.version
-        record = await self.checkpoints.save_checkpoint(
-            namespace=AGENT_RUN_NAMESPACE,
-            key=self.run_id,
-            value=envelope,
-            version=version + 1,
-            expected_version=version,
-            fencing_token=options.fencing_token,
-            ownership=self.ownership,
-        )
-        self.version = record.version
-        if not keep_sticky:
-            self.sticky = []
-        self.loop_state = loop_state
-        raw_interruption = parts.get("interruption")
-        state = AgentRunState(
-            schema_version=SCHEMA_VERSION,
-            agent_id=self._base["agent_id"],
-            definition_revision=self._base["definition_revision"],
-            fingerprint=self._base["fingerprint"],
-            run_id=self.run_id,
-            session_id=self.session_id,
-            leaf_id=parts.get("leaf_id"),
-            model=self._model,
-            status=status,
-            stop_reason=parts.get("stop_reason"),
-            interruption=(
-                None
-                if raw_interruption is None
-                else AgentRunInterruption.from_dict(raw_interruption)
-            ),
-            version=record.version,
-        )
-        self.state = state
-        return state
-
-    # ----------------------------------------------------------------- gating (APR-2..APR-5)
-
-    @property
-    def has_open_round(self) -> bool:
-        """An approval round is open (calls gated, not yet suspended on)."""
-        return bool(self._open)
-
-    def gate_round(self, calls: Sequence[ToolCallContent]) -> None:
-        """APR-2: record every call not matching a sticky decision in the open gated round.
-
-        Raises:
-            AgentDecisionError: ``ERR_PRISM_DECISION_LIMIT`` — more than 32 gated calls open.
-        """
-        if not self.gating:
-            return
-        for call in calls:
-            if sticky_match(self.sticky, call) is not None:
-                continue
-            if call.id in self._gated:
-                continue
-            if len(self._open) >= MAX_GATED:
-                raise decision_error(
-                    "ERR_PRISM_DECISION_LIMIT", f"more than {MAX_GATED} gated tool calls open"
-                )
-            entry = self._entry_for(call)
-            self._open.append(entry)
-            self._gated[call.id] = entry
-
-    def _entry_for(self, call: ToolCallContent) -> _Entry:
-        try:
-            digest: str | None = arguments_hash(call.arguments)
-        except (TypeError, ValueError):
-            digest = None
-        approval_id = new_id("approval")
-        pending = PendingDecision(
-            approval_id=approval_id,
-            tool_call_id=call.id,
-            scope=DecisionScope(tool_name=call.name, arguments_hash=digest),
-        )
-        self._names[call.id] = call.name
-        return _Entry(call=call, approval_id=approval_id, pending=pending)
-
-    def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
-        """APR-3: the result a gated or sticky-rejected call gets without dispatching, else
-        ``None`` (dispatch normally)."""
-        if call.id in self._replaying:
-            return None
-        if call.id in self._gated:
-            return ToolResult(
-                tool_call_id=call.id, name=call.name, metadata={"approval_pending": True}
-            )
-        sticky = sticky_match(self.sticky, call)
-        if sticky is not None and sticky.outcome == "reject_for_run":
-            return rejection_result(call, sticky.reason, "Rejected for this run")
-        return None
-
-    def needs_backstop(self, call: ToolCallContent) -> bool:
-        """APR-4: a call reached the pre-execution step without having been gated."""
-        if not self.gating or call.id in self._replaying or call.id in self._gated:
-            return False
-        sticky = sticky_match(self.sticky, call)
-        return sticky is None or sticky.outcome != "allow_for_run"
-
-    def open_backstop(self, call: ToolCallContent) -> None:
-        """APR-4: gate ``call`` alone (after any open entries) so the leg suspends on it."""
-        entry = self._entry_for(call)
-        self._open.append(entry)
-        self._gated[call.id] = entry
-
-    def round_interruption(self) -> AgentRunInterruption:
-        """APR-5: the interruption of the open gated round."""
-        decisions = [e.pending for e in self._open if e.pending is not None]
-        return round_interruption(decisions, self._names)
-
-    def open_pending_calls(self) -> list[dict[str, Any]]:
-        """The open gated round as ``pending_calls`` entries, in call order."""
-        return [e.to_json() for e in self._open]
-
-    def close_round(self) -> None:
-        """Forget the open gated round (cleanup, RUN-22)."""
-        self._open.clear()
-        self._gated.clear()
-
-    # ----------------------------------------------------------------- replay (APR-9)
-
-    def replay_entries(self) -> list[_Entry]:
-        """The decided ``ready`` calls of a resumed leg, in stored order."""
-        return list(self._entries)
-
-    def start_replay(self, entry: _Entry, call: ToolCallContent) -> None:
-        """Let ``call`` (the possibly modified replayed call) pass the gate."""
-        self._replaying[call.id] = entry
-
-    def finish_replay(self, entry: _Entry, call: ToolCallContent) -> None:
-        """``entry``'s row is stored: it is no longer pending."""
-        self._replaying.pop(call.id, None)
-        if entry in self._entries:
-            self._entries.remove(entry)
-
-    def replaying(self, call: ToolCallContent) -> _Entry | None:
-        """The replay entry of ``call``, if it is being replayed."""
-        return self._replaying.get(call.id)
-
-    def replay_pending_calls(self) -> list[dict[str, Any]]:
-        """The still-pending replay entries (written by a dispatch marking)."""
-        return [e.to_json() for e in self._entries]
-
-    # ----------------------------------------------------------------- dispatch marking (DB-10)
-
-    def mark_dispatched(
-        self, call: ToolCallContent, open_calls: Mapping[str, ToolCallContent]
-    ) -> None:
-        """Record that ``call`` is about to run (an ``every-turn`` run without gating, DB-10).
-
-        The entry is written by the next :meth:`marked_pending_calls` write and stays
-        ``dispatched`` until its result row is stored (it then leaves ``open_calls``).
-        """
-        marked = self._marked
-        entry = marked.get(call.id)
-        if entry is None:
-            entry = marked[call.id] = _Entry(call=call, approval_id=new_id("approval"))
-            if call.id not in open_calls:  # no stored assistant message carries it
-                self._stray.append(entry)
-        entry.status = "dispatched"
-
-    def marked_pending_calls(
-        self, open_calls: Mapping[str, ToolCallContent]
-    ) -> list[dict[str, Any]]:
-        """The ``pending_calls`` of a dispatch marking (DB-10), in call order.
-
-        Args:
-            open_calls: The leg's host calls without a stored result row (RUN-24), in call
-                order: the open tool round.
-
-        Returns:
-            One entry per open call — ``dispatched`` when it reached execution, else ``ready``
-            (not started: a resumed leg dispatches it) — then the dispatched calls no stored
-            assistant message carries (listed until the next boundary). Calls whose result row
-            is stored are left out. O(round size).
-        """
-        marked = self._marked
-        out: list[dict[str, Any]] = []
-        for call_id, call in open_calls.items():
-            entry = marked.get(call_id)
-            if entry is None:
-                entry = marked[call_id] = _Entry(call=call, approval_id=new_id("approval"))
-            out.append(entry.to_json())
-        if self._stray:
-            out.extend(e.to_json() for e in self._stray)
-        return out
-
-    def clear_marks(self) -> None:
-        """A boundary checkpoint (the round's rows are stored) ends the marked round."""
-        if self._marked:
-            self._marked.clear()
-            self._stray.clear()

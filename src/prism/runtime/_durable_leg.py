@@ -1,10 +1,11 @@
 """How a run leg drives its durable state (05-durable-runs: DUR-7..DUR-17, APR-2..APR-9).
 
-:class:`DurableDriver` connects one :class:`~prism.runtime._run.RunLeg` to the
-:class:`~prism.runtime.durable.DurableRun` that owns the envelope. It plugs into the leg's seams:
+:class:`DurableDriver` connects one run leg (its :class:`~prism.runtime.context.RunContext`) to
+the :class:`~prism.runtime._approvals.DurableRun` that owns the envelope. It plugs into the leg's
+seams:
 
-* the turn boundary (TP-4): suspend on an open approval round (step 1), write the ``every-turn``
-  checkpoint (step 4);
+* the turn boundary (TP-4): suspend on an open approval round (before the turn is charged),
+  write the ``every-turn`` checkpoint (after it);
 * ``ctx.charge_tool_round`` (APR-2 gating) and ``ctx.dispatch_tool_call`` (APR-3 answers, the
   APR-4 backstop and the APR-9 dispatch marking, via ``before_execute``);
 * setup: the input-guardrail suspension (DUR-9), loop-state restore (DUR-13) and the replay of
@@ -21,19 +22,21 @@ Every write costs O(envelope), never O(history).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prism.errors import AgentLoopStateError, AgentRunSuspended
-from prism.loops.contracts import effective_loop_revision
-from prism.runtime.durable import (
+from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
+from prism.runtime._approvals import rejection_result
+from prism.runtime._durable_run import DurableRun, ResumePoint
+from prism.runtime._envelope import (
+    loop_state_of,
+)
+from prism.runtime._run_state import (
     AgentRunInterruption,
     AgentRunState,
-    DurableRun,
-    ResumePoint,
     RunStateOptions,
-    loop_state_of,
-    rejection_result,
 )
+from prism.runtime.context import RunContext
 from prism.types import (
     GuardrailRecord,
     Message,
@@ -43,10 +46,6 @@ from prism.types import (
     ToolExecutionContext,
     ToolResult,
 )
-
-if TYPE_CHECKING:
-    from prism.runtime._context import RunContext
-    from prism.runtime._run import RunLeg
 
 __all__ = ["DurableDriver"]
 
@@ -58,7 +57,7 @@ class DurableDriver:
     """The durable side of one run leg.
 
     Args:
-        leg: The run leg.
+        ctx: The leg's loop context (its live state).
         options: The effective durable options.
         resume: The resume point of a resumed leg, else ``None``.
     """
@@ -67,7 +66,8 @@ class DurableDriver:
         "_mark_lock",
         "_mark_wanted",
         "_mark_written",
-        "leg",
+        "ctx",
+        "loop",
         "marks",
         "options",
         "resume",
@@ -75,17 +75,21 @@ class DurableDriver:
         "terminal_write_failed",
     )
 
-    def __init__(self, leg: RunLeg, options: RunStateOptions, resume: ResumePoint | None) -> None:
-        self.leg = leg
+    def __init__(
+        self, ctx: RunContext, options: RunStateOptions, resume: ResumePoint | None
+    ) -> None:
+        self.ctx = ctx
+        self.loop: AgentLoopStrategy | None = None
+        """The resolved loop, once the leg resolved it."""
         self.options = options
         self.resume = resume
         self.run = DurableRun(
             options,
-            config=leg.config,
-            run_id=leg.run_id,
-            session_id=leg.session_id,
-            redactor=leg.redactor,
-            ownership=leg.plan.ownership,
+            config=ctx.config,
+            run_id=ctx.run_id,
+            session_id=ctx.session_id,
+            redactor=ctx.redactor,
+            ownership=ctx.plan.ownership,
             resume=resume,
         )
         self.terminal_write_failed = False
@@ -104,15 +108,15 @@ class DurableDriver:
         return self.run.state
 
     def _frame(self) -> dict[str, Any]:
-        tracker = self.leg.tracker
+        tracker = self.ctx.tracker
         return {
-            "leaf_id": self.leg.session._leaf_id,
+            "leaf_id": self.ctx.state.leaf_id,
             "counters": tracker.export_counters(),
             "deadline_at": tracker.deadline_at,
         }
 
     def _snapshot(self) -> dict[str, Any] | None:
-        loop = self.leg.loop
+        loop = self.loop
         return None if loop is None else loop_state_of(loop)
 
     async def _suspend(
@@ -145,12 +149,14 @@ class DurableDriver:
     # ----------------------------------------------------------------- boundary (TP-4)
 
     async def approval_hook(self, turn: int) -> None:
-        """TP-4 step 1: an open approval round suspends the run before the next request."""
+        """At the turn boundary, before the turn is charged: an open approval round suspends the
+        run before the next request (TP-4, APR-5)."""
         if self.run.has_open_round:
             raise await self.suspend_round()
 
     async def checkpoint_hook(self, turn: int) -> None:
-        """TP-4 step 4 / DUR-7: the ``every-turn`` ``running`` checkpoint; it also ends the
+        """At the turn boundary, after the turn is charged: the ``every-turn`` ``running``
+        checkpoint (TP-4, DUR-7); it also ends the
         dispatch marking of the previous tool round (its rows are stored, DB-10)."""
         run = self.run
         await run.write("running", **self._frame(), loop_state=self._snapshot())
@@ -184,7 +190,7 @@ class DurableDriver:
     async def before_execute(
         self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
     ) -> None:
-        """TOOL-3 step 9: mark a replayed call ``dispatched`` (APR-9) or apply the APR-4
+        """Right before a host tool executes (TOOL-3): mark a replayed call ``dispatched`` (APR-9) or apply the APR-4
         backstop to a call that reached execution without being gated."""
         run = self.run
         entry = run.replaying(call)
@@ -219,10 +225,10 @@ class DurableDriver:
 
         A failing write (store down, envelope over ``max_state_bytes``, a lost compare-and-set)
         raises out of ``before_execute``: the call does not run and gets an
-        ``execution_denied`` row (TOOL-3 step 9).
+        ``execution_denied`` row (TOOL-3).
         """
         run = self.run
-        open_calls = self.leg._open_calls
+        open_calls = self.ctx.open_calls
         run.mark_dispatched(call, open_calls)
         self._mark_wanted += 1
         wanted = self._mark_wanted
@@ -258,7 +264,7 @@ class DurableDriver:
     def restore_loop(self, ctx: RunContext) -> None:
         """DUR-13: check the stored loop identity, then ``restore`` the loop once."""
         resume = self.resume
-        loop = self.leg.loop
+        loop = self.loop
         if resume is None or loop is None:
             return
         stored = resume.loop_state
@@ -281,7 +287,6 @@ class DurableDriver:
         ``every-turn`` dispatch marking left open, DB-10) is dispatched as it is.
         """
         run = self.run
-        leg = self.leg
         for entry in run.replay_entries():
             decision = entry.decision
             call = entry.call
@@ -295,10 +300,10 @@ class DurableDriver:
                         arguments=dict(decision.modified_arguments),
                         authority=call.authority,
                     )
-                leg.open_call(call)
+                ctx.open_calls[call.id] = call  # open until its row is stored (RUN-24)
                 run.start_replay(entry, call)
                 result = await ctx.dispatch_tool_call(call)
-            message = leg.result_message(result)
+            message = ctx.result_message(result)
             ctx.history.append(message)
             await ctx.append_message(message)
             run.finish_replay(entry, call)

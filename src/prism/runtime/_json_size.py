@@ -177,7 +177,7 @@ def _custom_size(value: Serializable) -> int:
 
 _REMEMBERED_TYPES: frozenset[type] = frozenset({ModelConfig, ToolCallContent, ToolDefinition})
 """Classes whose sizes are remembered by identity: a tool call is measured as a provider stream
-event (RUN-15 step 4) and again inside the assistant message of the next request (step 1); the
+event (RUN-15) and again inside the assistant message of the next request (step 1); the
 model and the tool definitions of an agent are part of every run's first request."""
 _REMEMBER_MAX = 256
 _remembered: dict[int, tuple[Any, int]] = {}

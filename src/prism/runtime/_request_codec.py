@@ -1,4 +1,4 @@
-"""Incremental request redaction and byte counting (ARCH-15, RUN-14 step 4, RUN-15 step 1).
+"""Incremental request redaction and byte counting (ARCH-15, RUN-14, RUN-15).
 
 Every provider request must be redacted with the active redactor and measured as
 ``len(canonical_json(request.to_dict()).encode())``. Doing either over the whole request each turn
@@ -209,7 +209,7 @@ class RequestCodec:
         history_len: int = 0,
         history_version: int | None = None,
     ) -> tuple[ProviderRequest, int]:
-        """Redact and measure ``request`` (RUN-14 step 4, RUN-15 step 1).
+        """Redact and measure ``request`` (RUN-14, RUN-15).
 
         Args:
             request: The request after policies and middleware.

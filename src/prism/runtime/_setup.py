@@ -1,14 +1,13 @@
-"""Run-leg setup helpers (RUN-11 steps 1, 11 and 14; STORE-8).
+"""Run-ctx setup: the provider, the request assembler, the provider attempts, auto-compaction.
 
-Functions of the :class:`~prism.runtime._run.RunLeg` kept apart so that the leg module reads as
-the run's envelope: provider resolution, the request assembler, the provider-turn runner and
-auto-compaction.
+The ctx (:mod:`prism.runtime.ctx`) calls these while it sets a run up (RUN-11, STORE-8); each
+fills in part of the :class:`~prism.runtime.context.RunContext` the loop will receive.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prism._util import maybe_await
 from prism.assembly import RequestAssembler, Skill
@@ -17,7 +16,8 @@ from prism.events import CompactionFinishedEvent, CompactionStartedEvent
 from prism.limits import sets_finite_output_budget
 from prism.providers.base import AIProvider
 from prism.retry import RetryPayload
-from prism.runtime.provider_turn import ProviderTurnRunner
+from prism.runtime.attempts import ProviderAttempts
+from prism.runtime.context import RunContext
 from prism.store import (
     CompactionOptions,
     compaction_entry,
@@ -29,23 +29,20 @@ from prism.store import (
 from prism.tools import filter_tools
 from prism.types import Message, ProviderRequestOptions, Usage
 
-if TYPE_CHECKING:
-    from prism.runtime._run import RunLeg
-
-__all__ = ["auto_compact", "resolve_provider", "setup_assembly", "setup_runner"]
+__all__ = ["auto_compact", "resolve_provider", "setup_assembly", "setup_attempts"]
 
 
-async def resolve_provider(leg: RunLeg) -> AIProvider:
-    """RUN-11 step 1 / RUN-6: the agent's provider, else the run's source, else the agent's.
+async def resolve_provider(ctx: RunContext) -> AIProvider:
+    """The agent's provider, else the run's provider source, else the agent's (RUN-6).
 
     Raises:
         ProviderResolutionError: ``ERR_PRISM_PROVIDER_UNKNOWN`` (``Unknown provider: <name>``).
     """
-    config = leg.config
+    config = ctx.config
     if config.provider is not None:
         return config.provider
-    model = leg.plan.model
-    for source in (leg.plan.provider_source, config.provider_source):
+    model = ctx.plan.model
+    for source in (ctx.plan.provider_source, config.provider_source):
         if source is None:
             continue
         provider: Any = await maybe_await(source(model))
@@ -56,23 +53,23 @@ async def resolve_provider(leg: RunLeg) -> AIProvider:
 
 
 def setup_assembly(
-    leg: RunLeg,
+    ctx: RunContext,
     options: ProviderRequestOptions | None,
     skills: tuple[Skill, ...],
     summaries: Sequence[str],
 ) -> None:
-    """RUN-11 step 14: the request assembler (system prompt, context providers, skills, tools,
-    options, ``input_assembly`` hook), the request policies and the tool validator."""
-    config = leg.config
-    plan = leg.plan
+    """The request assembler (system prompt, context providers, skills, tools, options,
+    ``input_assembly`` hook), the request policies and the tool validator (RUN-11, RUN-13)."""
+    config = ctx.config
+    plan = ctx.plan
     contributions = plan.system_prompt
     if not plan.drop_agent_system_prompt:
         contributions = config.system_prompt + contributions
     providers = list(config.context)
     for skill in skills:
         providers.extend(skill.context)
-    tools = filter_tools(leg.registry, plan.tool_filters) if len(leg.registry) else ()
-    middleware = leg.middleware
+    tools = filter_tools(ctx.registry, plan.tool_filters) if len(ctx.registry) else ()
+    middleware = ctx.middleware
     hook = None
     if middleware is not None and middleware.has("input_assembly"):
         registry = middleware
@@ -89,24 +86,24 @@ def setup_assembly(
         skills=skills,
         tools=tools or None,
         options=options,
-        metadata=leg.metadata,
-        signal=leg.signal,
-        session_id=leg.session_id,
-        run_id=leg.run_id,
+        metadata=ctx.metadata,
+        signal=ctx.signal,
+        session_id=ctx.session_id,
+        run_id=ctx.run_id,
         input_assembly=hook,
     )
     if summaries:
         assembler.set_summaries(summaries)
-    leg.assembler = assembler
-    leg.policies = config.provider_request_policies + plan.provider_request_policies
+    ctx.assembler = assembler
+    ctx.policies = config.provider_request_policies + plan.provider_request_policies
     validator = plan.tool_validator
-    leg.tool_validator = validator if validator is not None else config.tool_validator
+    ctx.tool_validator = validator if validator is not None else config.tool_validator
 
 
-def setup_runner(leg: RunLeg, provider: AIProvider) -> None:
-    """The leg's provider-turn runner: retry, ``retry`` hook, usage rows, output buffering."""
-    plan = leg.plan
-    middleware = leg.middleware
+def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
+    """The ctx's provider attempts: retry, ``retry`` hook, usage rows, output buffering."""
+    plan = ctx.plan
+    middleware = ctx.middleware
     retry_hook = None
     if middleware is not None and middleware.has("retry"):
         registry = middleware
@@ -115,7 +112,7 @@ def setup_runner(leg: RunLeg, provider: AIProvider) -> None:
             result: RetryPayload = await registry.run("retry", payload)
             return result
 
-    writer = leg.writer
+    writer = ctx.writer
     on_usage = None
     if writer.enabled:
 
@@ -123,58 +120,58 @@ def setup_runner(leg: RunLeg, provider: AIProvider) -> None:
             writer.record_usage("provider_turn", usage, turn=turn, attempt=attempt)
 
     guardrails = plan.guardrails
-    leg.runner = ProviderTurnRunner(
+    ctx.attempts = ProviderAttempts(
         provider=provider,
         model=plan.model,
-        session_id=leg.session_id,
-        run_id=leg.run_id,
-        metadata=leg.metadata,
-        signal=leg.signal,
-        emit=leg.emit,
-        observed=leg.observed,
-        tracker=leg.tracker,
-        accumulator=leg.accumulator,
+        session_id=ctx.session_id,
+        run_id=ctx.run_id,
+        metadata=ctx.metadata,
+        signal=ctx.signal,
+        emit=ctx.emit,
+        observed=ctx.observed,
+        tracker=ctx.tracker,
+        accumulator=ctx.accumulator,
         on_usage=on_usage,
         retry=plan.retry,
         retry_hook=retry_hook,
         guardrails=guardrails,
-        redactor=leg.redactor,
+        redactor=ctx.redactor,
         buffer_output=sets_finite_output_budget(plan.agent_limits, plan.run_limits),
     )
-    session = leg.session
-    if session._soft_pending:
-        session._soft_pending = False
-        leg.runner.soft_interrupt()
+    state = ctx.state
+    if state.soft_pending:
+        state.soft_pending = False
+        ctx.attempts.soft_interrupt()
 
 
-async def auto_compact(leg: RunLeg, options: CompactionOptions) -> list[str]:
+async def auto_compact(ctx: RunContext, options: CompactionOptions) -> list[str]:
     """STORE-8: compact, append the entry, rebuild the history without the input."""
-    leg.emit(CompactionStartedEvent(session_id=leg.session_id, run_id=leg.run_id))
-    branch = await read_branch(leg.store, leg.session_id, leg.session._leaf_id)
+    ctx.emit(CompactionStartedEvent(session_id=ctx.session_id, run_id=ctx.run_id))
+    branch = await read_branch(ctx.state.store, ctx.session_id, ctx.state.leaf_id)
     result = await compute_compaction(
-        session_id=leg.session_id,
+        session_id=ctx.session_id,
         entries=branch,
         options=options,
-        signal=leg.signal,
-        middleware=leg.middleware,
+        signal=ctx.signal,
+        middleware=ctx.middleware,
     )
-    entry = await leg.append_entry(
+    entry = await ctx.append_entry(
         compaction_entry(
             result,
-            session_id=leg.session_id,
+            session_id=ctx.session_id,
             options=options,
             trigger="auto",
-            parent_id=leg.session._leaf_id,
-            run_id=leg.run_id,
+            parent_id=ctx.state.leaf_id,
+            run_id=ctx.run_id,
         )
     )
-    leg.emit(
+    ctx.emit(
         CompactionFinishedEvent(
-            session_id=leg.session_id, run_id=leg.run_id, summary=entry.summary or ""
+            session_id=ctx.session_id, run_id=ctx.run_id, summary=entry.summary or ""
         )
     )
     messages, summaries = history_from_branch([*branch, entry])
-    drop_trailing_input(messages, leg.input_messages)
-    leg.history.clear()
-    leg.history.extend(messages)
+    drop_trailing_input(messages, ctx.input_messages)
+    ctx.history.clear()
+    ctx.history.extend(messages)
     return summaries

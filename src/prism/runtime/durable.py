@@ -34,30 +34,40 @@ Example (human approval)::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from prism.errors import AgentRunStateError
-from prism.redaction import SecretRedactor
-from prism.runtime._approvals import DurableRun as DurableRun
-from prism.runtime._approvals import ResumePoint as ResumePoint
+from prism.errors import AgentRunStateError, AgentSessionBusyError
 from prism.runtime._approvals import (
     apply_decisions,
     coerce_decisions,
     decision_error,
-    round_interruption,
 )
 from prism.runtime._approvals import rejection_result as rejection_result
+from prism.runtime._durable_run import DurableRun as DurableRun
+from prism.runtime._durable_run import ResumePoint as ResumePoint
+from prism.runtime._envelope import agent_fingerprint as agent_fingerprint
+from prism.runtime._envelope import (
+    agent_id_of,
+    load_state,
+    run_key,
+)
+from prism.runtime._envelope import arguments_hash as arguments_hash
+from prism.runtime._envelope import load_agent_run_state as load_agent_run_state
+from prism.runtime._envelope import loop_state_of as loop_state_of
+from prism.runtime._envelope import save_agent_run_state as save_agent_run_state
+from prism.runtime._resume_writes import DENIED_MESSAGE as DENIED_MESSAGE
+from prism.runtime._resume_writes import (
+    EnvelopeWriter,
+    adopt_stored_rows,
+    check_ambiguity,
+    deny,
+    resuspend,
+)
 from prism.runtime._run_state import (
-    AMBIGUOUS,
     DECISIONS,
     MAX_LOADED_STATE_BYTES,
     NOT_CONTINUABLE,
-    agent_id_of,
-    encode_state,
     is_int,
-    load_state,
-    run_key,
 )
 from prism.runtime._run_state import AgentRunInterruption as AgentRunInterruption
 from prism.runtime._run_state import AgentRunState as AgentRunState
@@ -71,29 +81,23 @@ from prism.runtime._run_state import RunDecision as RunDecision
 from prism.runtime._run_state import RunStateOptions as RunStateOptions
 from prism.runtime._run_state import RunStateStatus as RunStateStatus
 from prism.runtime._run_state import StickyDecision as StickyDecision
-from prism.runtime._run_state import agent_fingerprint as agent_fingerprint
-from prism.runtime._run_state import arguments_hash as arguments_hash
 from prism.runtime._run_state import check_durable_run as check_durable_run
 from prism.runtime._run_state import coerce_run_state_options as coerce_run_state_options
-from prism.runtime._run_state import load_agent_run_state as load_agent_run_state
-from prism.runtime._run_state import loop_state_of as loop_state_of
-from prism.runtime._run_state import save_agent_run_state as save_agent_run_state
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointStore
-from prism.store import SessionEntry, new_session_entry, read_branch
+from prism.runtime.checkpoints import CheckpointStore
+from prism.runtime.leg import resume_leg
+from prism.runtime.options import RunOptions
+from prism.runtime.plan import plan_run
+from prism.runtime.session import AgentSession
 from prism.types import (
     AgentRunRef,
     Message,
     OwnershipScope,
     RunResult,
-    ToolCallContent,
-    ToolResultContent,
-    tool_result_message,
 )
 
 if TYPE_CHECKING:
     from prism.abort import AbortSignal
     from prism.runtime.agent import Agent
-    from prism.runtime.session import AgentSession
 
 __all__ = [
     "DENIED_MESSAGE",
@@ -153,7 +157,7 @@ async def resume_agent_run(
     * ``suspended`` + ``"deny"`` → ``status="denied"``; no tool and no provider call; the gated
       calls still open on the stored branch are answered with ``approval_rejected`` rows first,
       so the session's next turn sends a transcript providers accept (beyond DUR-21, see
-      :func:`_deny`);
+      :func:`deny`);
     * ``running`` (crash recovery) or a ``host_policy`` stop + ``"continue"`` → claim and resume;
       for a ``running`` envelope recorded inside a tool round (DB-10), result rows stored after
       its leaf are adopted first, and a ``dispatched`` call left without one is ambiguous (DUR-20).
@@ -198,9 +202,6 @@ async def resume_agent_run(
         CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — another resumer claimed it.
         AgentRunError: the resumed leg failed (as ``session.run`` raises it).
     """
-    from prism.errors import AgentSessionBusyError
-    from prism.runtime.session import AgentSession
-
     invalid = "ERR_PRISM_DECISION_INVALID"
     # -- 1. input shape (APR-7, DUR-16)
     if decision not in DECISIONS:
@@ -249,15 +250,14 @@ async def resume_agent_run(
     session: AgentSession | None = None
     if isinstance(agent_or_session, AgentSession):
         session = agent_or_session
-        agent = session.agent
+        config = session.agent.config
         if session.is_running:
             raise AgentSessionBusyError()
         if stated_session is not None and stated_session != session.id:
             raise AgentRunStateError("run state belongs to another session")
         stated_session = session.id
     else:
-        agent = agent_or_session
-    config = agent.config
+        config = agent_or_session.config
     agent_options = coerce_run_state_options(config.run_state, label="agent run_state")
     if agent_options is not None:
         if checkpoints is not None and checkpoints is not agent_options.checkpoints:
@@ -301,7 +301,8 @@ async def resume_agent_run(
     else:
         raise AgentRunStateError("stale or non-resumable run")
     if session is None:
-        session = agent.create_session(state["session_id"])
+        assert not isinstance(agent_or_session, AgentSession)
+        session = agent_or_session.create_session(state["session_id"])
     options = agent_options or RunStateOptions(
         checkpoints,
         definition_revision,
@@ -309,21 +310,21 @@ async def resume_agent_run(
         interrupt_before_tool=state["interrupt_before_tool"],
         fencing_token=fencing_token,
     )
-    writer = _Writer(options, record.version, owner, config.redactor)
+    writer = EnvelopeWriter(options, record.version, owner, config.redactor)
     if status == "suspended" and decision == "deny":
-        return await _deny(session, state, writer)
+        return await deny(session, state, writer)
     new_state = dict(state)
     if status == "suspended":
         applied = apply_decisions(state, batch, config.tools)
         new_state["pending_calls"] = applied.pending_calls
         new_state["sticky_decisions"] = applied.sticky
-        _check_ambiguity(new_state)
+        check_ambiguity(new_state)
         if applied.remaining:
-            return await _resuspend(session, new_state, applied.remaining, writer)
+            return await resuspend(session, new_state, applied.remaining, writer)
     else:
         if status == "running":
-            await _adopt_stored_rows(session, new_state)
-        _check_ambiguity(new_state)
+            await adopt_stored_rows(session, new_state)
+        check_ambiguity(new_state)
     # -- 6. claim (DUR-19) and the resumed leg
     new_state["status"] = "running"
     new_state.pop("interruption", None)
@@ -338,296 +339,13 @@ async def resume_agent_run(
         claimed = await writer.save(new_state)
         return ResumePoint(version=claimed, envelope=new_state, input=messages, fork=crash)
 
-    return await session._run_resumed(claim, options=options, signal=signal, ownership=owner)
-
-
-async def _adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> None:
-    """Crash recovery (DB-10, DUR-20): adopt the result rows stored after the recorded leaf.
-
-    A ``running`` envelope written by a dispatch marking (an ``every-turn`` run, or an APR-9
-    replay) records the leaf inside a tool round and the round's open calls. When the process
-    died after a call's result row was stored but before the next write, that row hangs off the
-    recorded leaf: the call's outcome is known, so it is not ambiguous. Starting at the leaf,
-    each child entry that is a tool row of this run answering a pending call moves the leaf onto
-    it and drops the call from ``pending_calls`` (on ``state``, which the claim then saves). A
-    ``dispatched`` call left without a row stays ambiguous. Nothing is read unless a
-    ``dispatched`` entry exists; the read is O(session), on the resume path only.
-    """
-    pending: list[dict[str, Any]] = list(state.get("pending_calls") or ())
-    leaf: str | None = state.get("leaf_id")
-    if leaf is None or not any(e.get("status") == "dispatched" for e in pending):
-        return
-    try:
-        entries = await session.store.list(session.id)
-    except Exception:
-        return  # the ambiguity check reports the calls; the operator decides (DUR-24)
-    children: dict[str | None, list[SessionEntry]] = {}
-    for entry in entries:
-        children.setdefault(entry.parent_id, []).append(entry)
-    run_id = state["run_id"]
-    open_ids = {e["call"]["id"] for e in pending}
-    moved = False
-    while open_ids:
-        row = _row_answering(children.get(leaf, ()), run_id, open_ids)
-        if row is None:
-            break
-        leaf, answered = row
-        open_ids.discard(answered)
-        moved = True
-    if moved:
-        state["leaf_id"] = leaf
-        state["pending_calls"] = [e for e in pending if e["call"]["id"] in open_ids]
-
-
-def _row_answering(
-    entries: Sequence[SessionEntry], run_id: str, call_ids: set[str]
-) -> tuple[str, str] | None:
-    """``(entry id, call id)`` of the first of ``entries`` that is this run's result row for
-    one of ``call_ids``."""
-    for entry in entries:
-        message = entry.message
-        if entry.kind != "message" or entry.run_id != run_id or message is None:
-            continue
-        if message.role != "tool":
-            continue
-        for part in message.content:
-            if isinstance(part, ToolResultContent) and part.tool_call_id in call_ids:
-                return entry.id, part.tool_call_id
-    return None
-
-
-def _check_ambiguity(state: Mapping[str, Any]) -> None:
-    """DUR-20: a ``dispatched`` pending call is never replayed silently."""
-    for entry in state.get("pending_calls", []):
-        if entry.get("status") == "dispatched":
-            raise AgentRunStateError(AMBIGUOUS)
-
-
-@dataclass(slots=True)
-class _Writer:
-    """Compare-and-set writes of :func:`resume_agent_run` (claim, re-suspension, denial)."""
-
-    options: RunStateOptions
-    version: int
-    ownership: OwnershipScope | None
-    redactor: SecretRedactor | None
-
-    async def save(self, envelope: dict[str, Any]) -> int:
-        """Redact (operator reasons and modified arguments join the envelope here), check and
-        compare-and-set ``envelope``; return the new version (DUR-6, DUR-19)."""
-        redactor = self.redactor
-        stored = redactor.redact(envelope) if redactor is not None else envelope
-        encode_state(stored, MAX_LOADED_STATE_BYTES)
-        record = await self.options.checkpoints.save_checkpoint(
-            namespace=AGENT_RUN_NAMESPACE,
-            key=envelope["run_id"],
-            value=stored,
-            version=self.version + 1,
-            expected_version=self.version,
-            fencing_token=self.options.fencing_token,
-            ownership=self.ownership,
-        )
-        self.version = record.version
-        return record.version
-
-
-DENIED_MESSAGE: Final = "Run denied by the operator: the tool call was not approved and did not run"
-"""``ErrorInfo.message`` of the ``approval_rejected`` rows that answer a denied run's calls."""
-
-
-async def _deny(session: AgentSession, state: Mapping[str, Any], writer: _Writer) -> RunResult:
-    """DUR-21: answer the gated calls, save ``denied``, emit ``agent_denied``, close subscribers.
-
-    Beyond DUR-21 (the spec is silent on the transcript): the gated round's host calls have no
-    result rows in the session store (APR-3), and providers reject a transcript in which an
-    assistant tool call has no result. A denied run must leave a history a provider accepts on
-    the session's next turn, so each call of the round still open on the stored branch gets one
-    ``approval_rejected`` error row (:data:`DENIED_MESSAGE`), in call order, redacted with the
-    agent's redactor and recorded under the denied run. No tool and no provider is called, and
-    no event but ``agent_denied`` is emitted (EVT-7).
-
-    Order of the writes: the rows first, then the ``denied`` envelope (with ``leaf_id`` moved to
-    the last row). A failure while appending leaves the envelope ``suspended`` and the run
-    resumable; a failure of the envelope write leaves the rows stored and the run ``suspended``
-    — the store never holds a ``denied`` run whose calls are unanswered. Retrying the denial
-    then finds the rows already stored (this run's ``approval_rejected`` rows chained from the
-    envelope's leaf) and appends only the missing ones, so every call is answered exactly once.
-    A branch the session's store does not hold (a resume over another store) gets no rows.
-    """
-    from prism.events import AgentDeniedEvent
-
-    run_id = state["run_id"]
-    session._busy = True  # no run may start on this session between the rows and the envelope
-    try:
-        rows, leaf = await _answer_denied_calls(session, state, writer.redactor)
-        envelope = dict(state)
-        envelope["status"] = "denied"
-        envelope["pending_calls"] = []
-        envelope["sticky_decisions"] = []
-        envelope.pop("loop_state", None)
-        envelope.pop("input", None)
-        if leaf is not None:
-            envelope["leaf_id"] = leaf
-        version = await writer.save(envelope)
-    finally:
-        session._busy = False
-    view = AgentRunState.from_envelope(envelope, version)
-    interruption = view.interruption
-    await session._emit_outside_run(
-        AgentDeniedEvent(
-            session_id=session.id,
-            run_id=run_id,
-            interruption=interruption,
-            version=version,
-        ),
-        run_id=run_id,
+    if session.is_running:
+        raise AgentSessionBusyError()
+    plan = plan_run(
+        config,
+        session.metadata,
+        [],
+        RunOptions(signal=signal, ownership=owner),
+        durable=options,
     )
-    return RunResult(
-        run_id=run_id,
-        session_id=session.id,
-        status="denied",
-        messages=tuple(rows),
-        run_state=view,
-        interruption=interruption,
-        leaf_id=view.leaf_id,
-    )
-
-
-async def _answer_denied_calls(
-    session: AgentSession, state: Mapping[str, Any], redactor: SecretRedactor | None
-) -> tuple[list[Message], str | None]:
-    """Append the ``approval_rejected`` rows of a denial (see :func:`_deny`).
-
-    Returns:
-        ``(stored rows, new leaf)``: the rows of this run answering the open calls (those an
-        earlier, interrupted denial stored included), and the last one's id — or the envelope's
-        leaf when there is nothing to answer.
-
-    Raises:
-        SessionAppendConflictError: ``ERR_PRISM_SESSION_APPEND_CONFLICT`` — the branch moved on
-            meanwhile (another writer appended after the envelope's leaf).
-        Exception: whatever the session store raises.
-    """
-    leaf: str | None = state.get("leaf_id")
-    if leaf is None:
-        return [], None
-    store = session.store
-    run_id = state["run_id"]
-    try:
-        branch = await read_branch(store, session.id, leaf)
-    except ValueError:  # this store does not hold the run's transcript
-        return [], leaf
-    open_calls = _open_round_calls(branch)
-    rows: list[Message] = []
-    if open_calls:
-        # Rows an earlier denial of this run stored before its envelope write failed.
-        children: dict[str | None, list[SessionEntry]] = {}
-        for entry in await store.list(session.id):
-            children.setdefault(entry.parent_id, []).append(entry)
-        remaining = list(open_calls)
-        while remaining:
-            found = _rejection_row(children.get(leaf, ()), run_id, remaining[0].id)
-            if found is None:
-                break
-            assert found.message is not None
-            rows.append(found.message)
-            leaf = found.id
-            remaining.pop(0)
-        for call in remaining:
-            row = tool_result_message(rejection_result(call, None, DENIED_MESSAGE))
-            entry = new_session_entry(
-                "message", session_id=session.id, parent_id=leaf, run_id=run_id, message=row
-            )
-            if redactor is not None:
-                entry = redactor.redact(entry)
-            await store.append(entry, expected_parent_id=leaf)
-            rows.append(entry.message if entry.message is not None else row)
-            leaf = entry.id
-    session._leaf_id = leaf
-    session._leaf_resolved = True
-    return rows, leaf
-
-
-def _open_round_calls(branch: Sequence[SessionEntry]) -> list[ToolCallContent]:
-    """The host calls of the branch's last tool round without a result row, in call order."""
-    messages = [e.message for e in branch if e.kind == "message" and e.message is not None]
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.role != "assistant":
-            continue
-        calls = [
-            part
-            for part in message.content
-            if isinstance(part, ToolCallContent) and part.authority != "provider-hosted"
-        ]
-        if not calls:
-            continue
-        answered = {
-            part.tool_call_id
-            for later in messages[index + 1 :]
-            if later.role == "tool"
-            for part in later.content
-            if isinstance(part, ToolResultContent)
-        }
-        return [call for call in calls if call.id not in answered]
-    return []
-
-
-def _rejection_row(
-    entries: Sequence[SessionEntry], run_id: str, call_id: str
-) -> SessionEntry | None:
-    """The entry among ``entries`` that is this run's ``approval_rejected`` row for ``call_id``."""
-    for entry in entries:
-        message = entry.message
-        if entry.kind != "message" or entry.run_id != run_id or message is None:
-            continue
-        if message.role != "tool":
-            continue
-        for part in message.content:
-            if (
-                isinstance(part, ToolResultContent)
-                and part.tool_call_id == call_id
-                and part.error is not None
-                and part.error.code == "approval_rejected"
-            ):
-                return entry
-    return None
-
-
-async def _resuspend(
-    session: AgentSession,
-    state: dict[str, Any],
-    remaining: list[PendingDecision],
-    writer: _Writer,
-) -> RunResult:
-    """APR-8: some decisions remain; save ``suspended`` again and report it."""
-    from prism.events import AgentSuspendedEvent
-
-    names = {
-        ToolCallContent.from_dict(e["call"]).id: ToolCallContent.from_dict(e["call"]).name
-        for e in state.get("pending_calls", [])
-    }
-    interruption = round_interruption(
-        remaining, names, reason=f"{len(remaining)} approval request(s) remain"
-    )
-    state["interruption"] = interruption.to_dict()
-    version = await writer.save(state)
-    view = AgentRunState.from_envelope(state, version)
-    await session._emit_outside_run(
-        AgentSuspendedEvent(
-            session_id=session.id,
-            run_id=state["run_id"],
-            interruption=interruption,
-            version=version,
-        ),
-        run_id=state["run_id"],
-    )
-    return RunResult(
-        run_id=state["run_id"],
-        session_id=session.id,
-        status="suspended",
-        run_state=view,
-        interruption=interruption,
-        leaf_id=view.leaf_id,
-    )
-
+    return await resume_leg(session.state, config, plan, claim)

@@ -36,6 +36,7 @@ from typing import Any, Final, Literal, TypeAlias
 from prism._serde import Serializable
 from prism.errors import PrismConfigError, TurnPolicyError
 from prism.redaction import SecretRedactor
+from prism.runtime._keys import reject_unknown_keys
 from prism.types import RunStopReason, Usage
 
 __all__ = [
@@ -149,7 +150,7 @@ def _fmt_limit(value: Any) -> str:
 
 
 def coerce_turn_policy(value: Any) -> TurnPolicy | None:
-    """Convert a ``turn_policy`` option to :class:`TurnPolicy` (RUN-7 step 1). No value checks.
+    """Convert a ``turn_policy`` option to :class:`TurnPolicy` (RUN-7). No value checks.
 
     Args:
         value: ``None``, a :class:`TurnPolicy`, or a mapping with the keys ``max_turns``/``stop``.
@@ -167,15 +168,12 @@ def coerce_turn_policy(value: Any) -> TurnPolicy | None:
         raise PrismConfigError(
             f"turn_policy must be a TurnPolicy or a mapping, got {type(value).__name__}"
         )
-    unknown = sorted(str(k) for k in value if k not in _POLICY_KEYS)
-    if unknown:
-        hints = [f"{k} (use max_turns)" if k == "maxTurns" else k for k in unknown]
-        raise PrismConfigError(f"unknown turn_policy key(s): {', '.join(hints)}")
+    reject_unknown_keys("turn_policy", value, _POLICY_KEYS)
     return TurnPolicy(max_turns=value.get("max_turns"), stop=value.get("stop"))
 
 
 def resolve_turn_policy(value: Any, *, max_turns_limit: float | None = None) -> TurnPolicy | None:
-    """Validate a run's ``turn_policy`` option (RUN-7 step 3, TP-2). No side effects.
+    """Validate a run's ``turn_policy`` option (RUN-7, TP-2). No side effects.
 
     Args:
         value: ``None``, a :class:`TurnPolicy`, or a mapping with the keys ``max_turns``/``stop``

@@ -1,0 +1,60 @@
+"""What a loop needs from the runtime, declared by the loop.
+
+A loop strategy may carry a ``needs`` attribute, a :class:`LoopNeeds`; the runtime reads it with
+:func:`loop_needs` and never looks at the loop's ``name``. A loop without one (any custom loop
+that does not declare it) gets :data:`DEFAULT_LOOP_NEEDS`: no schema of its own and no artifact
+requirement.
+
+Optional loop-context members that only some loops use are protocols of their own here, so that
+:class:`~prism.loops.contracts.LoopContext` stays what every loop may rely on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Protocol, runtime_checkable
+
+from prism.types import StructuredOutputOptions
+
+__all__ = ["DEFAULT_LOOP_NEEDS", "ArtifactReporting", "LoopNeeds", "loop_needs"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopNeeds:
+    """What a loop asks of the runtime.
+
+    Attributes:
+        structured_output: A native schema the runtime merges into the run's provider options
+            (so every request carries it unless the loop removes it, SO-3); ``None``: none.
+        artifact: The run succeeds only when the loop reported a validated artifact through
+            :meth:`ArtifactReporting.report_artifact` (an ``artifact_finished`` event); otherwise
+            it fails with ``ArtifactFailedError`` built from the last reported
+            ``artifact_failed`` event (RUN-17).
+    """
+
+    structured_output: StructuredOutputOptions | None = None
+    artifact: bool = False
+
+
+DEFAULT_LOOP_NEEDS: Final = LoopNeeds()
+"""The needs of a loop that declares none."""
+
+
+def loop_needs(loop: object) -> LoopNeeds:
+    """The :class:`LoopNeeds` a loop declares in its ``needs`` attribute, else the default."""
+    needs = getattr(loop, "needs", None)
+    return needs if isinstance(needs, LoopNeeds) else DEFAULT_LOOP_NEEDS
+
+
+@runtime_checkable
+class ArtifactReporting(Protocol):
+    """Optional loop-context member of loops that produce an artifact (``needs.artifact``).
+
+    ``report_artifact(event)`` records the outcome the runtime checks after the loop returns and
+    emits ``event`` (an ``ArtifactFinishedEvent`` or ``ArtifactFailedEvent``) as ``ctx.emit``
+    would. A context without it (a test double) gets the event through ``ctx.emit`` instead.
+    """
+
+    def report_artifact(self, event: object, /) -> None:
+        """Record and emit an artifact outcome event."""
+        ...

@@ -1,0 +1,407 @@
+"""The durable run-state envelope: fingerprint, shape checks, load and save (DUR-5, DUR-6, DUR-24).
+
+The value types and options of durable runs are in :mod:`prism.runtime._run_state`; this module
+holds what reads and writes the stored envelope: the agent fingerprint a resume compares, the
+size and shape checks every write passes, the operator's load/save access, and the loop snapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from typing import Any, Final, cast
+
+from prism.errors import AgentLoopStateError, AgentRunStateError
+from prism.loops.contracts import effective_loop_revision
+from prism.runtime._run_state import (
+    CHECKPOINT_POLICIES,
+    MAX_DEPTH,
+    MAX_KEYS,
+    MAX_LOADED_STATE_BYTES,
+    SCHEMA_VERSION,
+    STATUSES,
+    AgentRunInterruption,
+    LoadedRunState,
+    RunDecision,
+    StickyDecision,
+    is_int,
+    is_strategy,
+)
+from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, CheckpointStore
+from prism.runtime.config import AgentConfig, ConfiguredAgent
+from prism.types import (
+    JsonValue,
+    ModelConfig,
+    OwnershipScope,
+    ToolCallContent,
+    canonical_json,
+    is_json_value,
+)
+
+__all__ = [
+    "agent_fingerprint",
+    "agent_id_of",
+    "arguments_hash",
+    "check_shape",
+    "encode_state",
+    "load_agent_run_state",
+    "load_state",
+    "loop_state_of",
+    "members_size",
+    "run_key",
+    "save_agent_run_state",
+]
+
+# --------------------------------------------------------------------------- fingerprint (DUR-5)
+
+
+def _loop_identity(loop: Any) -> dict[str, str]:
+    """``L`` of DUR-5 for a configured loop (options, mapping, strategy or ``None``)."""
+    if loop is None:
+        return {"name": "single-shot", "revision": "1"}
+    if isinstance(loop, Mapping):
+        return {"name": str(loop.get("strategy")), "revision": "1"}
+    strategy = getattr(loop, "strategy", None)
+    if not is_strategy(loop) and isinstance(strategy, str):
+        return {"name": strategy, "revision": "1"}
+    return {"name": str(getattr(loop, "name", "")), "revision": effective_loop_revision(loop)}
+
+
+def agent_id_of(config: AgentConfig) -> str:
+    agent_id = config.id or config.name
+    if not agent_id:
+        raise AgentRunStateError("a durable run needs an agent with an id or a name")
+    return agent_id
+
+
+def agent_fingerprint(
+    agent: ConfiguredAgent | AgentConfig, definition_revision: str, /
+) -> str:
+    """Return the durable-run fingerprint of an agent definition (DUR-5); no I/O.
+
+    ``sha256(canonical_json(F)).hexdigest()`` where ``F`` holds the agent id, the revision, the
+    model, instructions, system prompt contributions, skills, tools (name, parameters,
+    exclusive), guardrails (name, stage, revision), the loop identity, and — only when the agent
+    sets ``tool_filter`` — the tool filters. Two agents built from equal configuration give equal
+    fingerprints; a changed loop revision or a removed loop gives a different one.
+
+    Args:
+        agent: An ``Agent`` or its ``AgentConfig``.
+        definition_revision: The ``run_state.definition_revision``.
+
+    Returns:
+        64 lowercase hex characters.
+
+    Raises:
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — the agent has neither ``id`` nor
+            ``name``.
+    """
+    config: AgentConfig = agent if isinstance(agent, AgentConfig) else agent.config
+    guardrails = config.guardrails
+    guards: list[dict[str, Any]] = []
+    if guardrails is not None:
+        for stage in ("input", "output", "tool_input", "tool_output"):
+            for guard in getattr(guardrails, stage):
+                guards.append({"name": guard.name, "stage": stage, "revision": guard.revision})
+    data: dict[str, Any] = {
+        "id": agent_id_of(config),
+        "revision": definition_revision,
+        "model": config.model.to_dict(),
+        "instructions": config.instructions or None,
+        "system_prompt": [{"id": c.id, "text": c.text} for c in config.system_prompt] or None,
+        "skills": [{"name": s.name, "instructions": s.instructions} for s in config.skills],
+        "tools": [
+            {"name": t.name, "parameters": t.parameters, "exclusive": t.exclusive}
+            for t in config.tools
+        ],
+        "guardrails": guards,
+        "loop": _loop_identity(config.loop),
+    }
+    if config.tool_filter:
+        data["tool_filters"] = [
+            {"allow": list(f.allow), "deny": list(f.deny)} for f in config.tool_filter
+        ]
+    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+
+
+def arguments_hash(arguments: Any) -> str:
+    """``sha256(canonical_json(arguments)).hexdigest()`` — the scope hash of a call (APR-2)."""
+    return hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- envelope checks (DUR-6)
+
+
+_LEAVES: Final = frozenset((str, int, bool, type(None)))
+
+
+def check_shape(value: Any, depth: int) -> None:
+    """Every value JSON-compatible, depth ≤ 32, ≤ 256 keys per object. Raises ``ValueError``.
+
+    ``depth`` is the number of containers above ``value`` (0 for the envelope itself). O(size).
+    """
+    t = type(value)
+    if t in _LEAVES:
+        return
+    if t is dict:
+        if depth >= MAX_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_DEPTH}")
+        if len(value) > MAX_KEYS:
+            raise ValueError(f"an object has more than {MAX_KEYS} keys")
+        for key, item in value.items():
+            if type(key) is not str:
+                raise ValueError("non-string object key")
+            if type(item) not in _LEAVES:
+                check_shape(item, depth + 1)
+        return
+    if t is list or t is tuple:
+        if depth >= MAX_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_DEPTH}")
+        for item in value:
+            if type(item) not in _LEAVES:
+                check_shape(item, depth + 1)
+        return
+    if t is float:
+        if value != value or value in (math.inf, -math.inf):
+            raise ValueError("non-finite number")
+        return
+    # subclasses of the JSON types (e.g. an IntEnum) take the slow path
+    if isinstance(value, (str, int)):
+        return
+    if isinstance(value, float):
+        check_shape(float(value), depth)
+        return
+    if isinstance(value, dict):
+        check_shape(dict(value), depth)
+        return
+    if isinstance(value, (list, tuple)):
+        check_shape(list(value), depth)
+        return
+    raise ValueError(f"non-JSON value of type {t.__name__}")
+
+
+def encode_state(state: Any, limit: int) -> int:
+    """Shape-check ``state`` and return its canonical UTF-8 size (raises AgentRunStateError)."""
+    try:
+        check_shape(state, 0)
+        size = len(canonical_json(state).encode("utf-8"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise AgentRunStateError(f"run state is not storable: {exc}") from exc
+    if size > limit:
+        raise AgentRunStateError(f"run state is {size} bytes, more than the {limit} allowed")
+    return size
+
+
+def members_size(obj: Mapping[str, Any]) -> int:
+    """UTF-8 bytes of ``canonical_json(obj)`` without its braces, plus one separator per member.
+
+    ``canonical_json({**a, **b})`` (disjoint keys) is ``1 + members_size(a) + members_size(b)``
+    bytes: braces (2) plus the members, minus the one separator too many. Raises ``TypeError`` /
+    ``ValueError`` for non-JSON values.
+    """
+    total = 0
+    for key, value in obj.items():
+        total += len(canonical_json(key).encode("utf-8")) + 2  # ':' and ','
+        total += len(canonical_json(value).encode("utf-8"))
+    return total
+
+
+_REQUIRED_STR: Final = ("agent_id", "definition_revision", "fingerprint", "run_id", "session_id")
+
+
+def _check_envelope(state: Any) -> dict[str, Any]:
+    """Re-check the DUR-4 shape of a loaded envelope; raises AgentRunStateError."""
+    if not isinstance(state, dict):
+        raise AgentRunStateError("malformed run state: not an object")
+    bad: str | None = None
+    if state.get("schema_version") != SCHEMA_VERSION:
+        bad = "schema_version"
+    elif any(not isinstance(state.get(k), str) for k in _REQUIRED_STR):
+        bad = next(k for k in _REQUIRED_STR if not isinstance(state.get(k), str))
+    elif not isinstance(state.get("model"), dict):
+        bad = "model"
+    elif state.get("status") not in STATUSES:
+        bad = "status"
+    elif state.get("checkpoint_policy") not in CHECKPOINT_POLICIES:
+        bad = "checkpoint_policy"
+    elif not isinstance(state.get("interrupt_before_tool"), bool):
+        bad = "interrupt_before_tool"
+    elif not isinstance(state.get("counters"), dict):
+        bad = "counters"
+    elif not isinstance(state.get("pending_calls", []), list):
+        bad = "pending_calls"
+    elif not isinstance(state.get("sticky_decisions", []), list):
+        bad = "sticky_decisions"
+    elif state.get("leaf_id") is not None and not isinstance(state.get("leaf_id"), str):
+        bad = "leaf_id"
+    elif state.get("stop_reason") not in (None, "host_policy", "turn_limit"):
+        bad = "stop_reason"
+    elif state.get("input") is not None and not isinstance(state.get("input"), list):
+        bad = "input"
+    else:
+        loop_state = state.get("loop_state")
+        if loop_state is not None and not (
+            isinstance(loop_state, dict)
+            and isinstance(loop_state.get("name"), str)
+            and isinstance(loop_state.get("revision"), str)
+            and "snapshot" in loop_state
+        ):
+            bad = "loop_state"
+        for entry in state.get("pending_calls", []):
+            if not (
+                isinstance(entry, dict)
+                and isinstance(entry.get("call"), dict)
+                and entry.get("status") in ("ready", "dispatched")
+                and isinstance(entry.get("approval_id"), str)
+            ):
+                bad = "pending_calls"
+                break
+    if bad is not None:
+        raise AgentRunStateError(f"malformed run state: invalid {bad}")
+    try:
+        if state.get("interruption") is not None:
+            AgentRunInterruption.from_dict(state["interruption"])
+        ModelConfig.from_dict(state["model"])
+        for item in state.get("sticky_decisions", []):
+            StickyDecision.from_dict(item)
+        for entry in state.get("pending_calls", []):
+            ToolCallContent.from_dict(entry["call"])
+            if entry.get("decision") is not None:
+                RunDecision.from_dict(entry["decision"])
+    except Exception as exc:
+        raise AgentRunStateError(f"malformed run state: {exc}") from exc
+    return state
+
+
+def run_key(run_state: Any) -> str:
+    if isinstance(run_state, str):
+        return run_state
+    return str(run_state.run_id)
+
+
+async def load_state(
+    checkpoints: CheckpointStore,
+    run_id: str,
+    session_id: str | None,
+    ownership: OwnershipScope | None,
+) -> tuple[CheckpointRecord, dict[str, Any]]:
+    record = await checkpoints.load_checkpoint(
+        namespace=AGENT_RUN_NAMESPACE, key=run_id, ownership=ownership
+    )
+    if record is None:
+        raise AgentRunStateError(f"no run state stored for run {run_id}")
+    encode_state(record.value, MAX_LOADED_STATE_BYTES)
+    state = _check_envelope(record.value)
+    if state["run_id"] != run_id:
+        raise AgentRunStateError("malformed run state: run_id differs from its key")
+    if session_id is not None and state["session_id"] != session_id:
+        raise AgentRunStateError("run state belongs to another session")
+    return record, state
+
+
+async def load_agent_run_state(
+    checkpoints: CheckpointStore,
+    *,
+    run_id: str,
+    session_id: str | None = None,
+    ownership: OwnershipScope | None = None,
+) -> LoadedRunState:
+    """Load a stored envelope for inspection or repair (DUR-24).
+
+    Args:
+        checkpoints: The checkpoint store.
+        run_id: The run id (the checkpoint key under ``"prism.agent-run"``).
+        session_id: When given, the stored ``session_id`` must equal it.
+        ownership: Passed to the store.
+
+    Returns:
+        The record and the envelope as stored.
+
+    Raises:
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — no record, a malformed one (shape,
+            more than 1 MiB), or another session's.
+    """
+    record, state = await load_state(checkpoints, run_id, session_id, ownership)
+    return LoadedRunState(record=record, state=state)
+
+
+async def save_agent_run_state(
+    *,
+    checkpoints: CheckpointStore,
+    state: Mapping[str, Any],
+    expected_version: int,
+    fencing_token: int | None = None,
+    ownership: OwnershipScope | None = None,
+) -> LoadedRunState:
+    """Write a (possibly edited) envelope back (DUR-24). Recomputes nothing.
+
+    The envelope is saved under ``key=state["run_id"]`` with ``version = expected_version + 1``
+    and compare-and-set on ``expected_version``. An edited envelope still meets every resume
+    check (DUR-13, DUR-17).
+
+    Args:
+        checkpoints: The checkpoint store.
+        state: A JSON object with the DUR-4 keys (e.g. an edited ``LoadedRunState.state``).
+        expected_version: The stored version being replaced.
+        fencing_token: Passed to ``save_checkpoint``.
+        ownership: Passed to the store.
+
+    Returns:
+        The new record and state.
+
+    Raises:
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — not JSON-compatible, deeper than 32,
+            an object with more than 256 keys, more than 1 MiB, or a malformed envelope.
+        CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — stale ``expected_version``
+            or fencing token.
+    """
+    if not is_int(expected_version) or expected_version < 0:
+        raise AgentRunStateError("expected_version must be an int >= 0")
+    value = dict(state) if isinstance(state, Mapping) else state
+    encode_state(value, MAX_LOADED_STATE_BYTES)
+    envelope = _check_envelope(value)
+    record = await checkpoints.save_checkpoint(
+        namespace=AGENT_RUN_NAMESPACE,
+        key=envelope["run_id"],
+        value=envelope,
+        version=expected_version + 1,
+        expected_version=expected_version,
+        fencing_token=fencing_token,
+        ownership=ownership,
+    )
+    return LoadedRunState(record=record, state=cast(dict[str, JsonValue], record.value))
+
+
+# --------------------------------------------------------------------------- loop state (DUR-10)
+
+
+def loop_state_of(loop: Any) -> dict[str, Any] | None:
+    """Capture ``{"name", "revision", "snapshot"}`` from a strategy with ``snapshot`` (DUR-10).
+
+    Args:
+        loop: The active strategy.
+
+    Returns:
+        The loop state, or ``None`` when the strategy has no callable ``snapshot``.
+
+    Raises:
+        AgentLoopStateError: ``ERR_PRISM_LOOP_SNAPSHOT`` — ``snapshot()`` raised or returned a
+            value that is not JSON-compatible (CON-1, depth ≤ 32).
+    """
+    snapshot = getattr(loop, "snapshot", None)
+    if not callable(snapshot):
+        return None
+    try:
+        value = snapshot()
+    except AgentLoopStateError:
+        raise
+    except Exception as exc:
+        raise AgentLoopStateError(
+            "ERR_PRISM_LOOP_SNAPSHOT", f"loop snapshot() raised {type(exc).__name__}"
+        ) from exc
+    if not is_json_value(value, max_depth=MAX_DEPTH):
+        raise AgentLoopStateError("ERR_PRISM_LOOP_SNAPSHOT")
+    return {"name": loop.name, "revision": effective_loop_revision(loop), "snapshot": value}
+
+

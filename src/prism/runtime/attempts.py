@@ -1,0 +1,573 @@
+"""The provider attempts of one request: retry, prompt abort, the stream read (RUN-15, RUN-16).
+
+:class:`ProviderAttempts` is built once per run leg; the loop context's ``generate`` hands it each
+redacted request through :meth:`ProviderAttempts.run`, which runs attempts ``1, 2, …`` until one
+succeeds or the retry policy gives up (RETRY-1..3).
+
+One attempt charges ``max_provider_attempts`` and ``max_request_bytes``, emits
+``provider_turn_started``, opens a child abort signal linked to the run signal (a steer's soft
+interrupt aborts only the child), reads ``provider.generate(request)`` event by event (each one
+charged to ``max_response_bytes``, folded into the draft and emitted as ``message_started`` /
+``message_delta`` — held back while output buffering is on), rebuilds streamed tool calls,
+records usage exactly once, runs the output guardrails, flushes the held-back events and emits
+``provider_turn_finished``. The draft and its events live in :mod:`prism.runtime._attempt`.
+
+Prompt abort (RUN-25): while the attempt awaits the provider's next event, an abort listener
+cancels the awaiting task; the attempt recognises its own cancellation (``Task.uncancel()``) and
+fails with the abort error, while a cancellation from outside still propagates. This costs no task
+or timer per event: one flag is set around the ``await``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+from prism._util import field_replacer
+from prism.abort import AbortController, AbortSignal
+from prism.errors import AbortError, GuardrailError, ProviderTurnError, RunLimitExceeded
+from prism.events import (
+    AgentEvent,
+    MessageDeltaEvent,
+    ProviderTurnMetadata,
+    ProviderTurnStartedEvent,
+    RetryScheduledEvent,
+)
+from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
+from prism.limits import RunLimitTracker
+from prism.providers.base import AIProvider, reconstruct_tool_call_deltas
+from prism.redaction import SecretRedactor, error_to_error_info, redact_value
+from prism.retry import (
+    RetryContext,
+    RetryOptions,
+    RetryPolicy,
+    create_default_retry_policy,
+)
+from prism.runtime._attempt import (
+    EMPTY_TURN_RESULT,
+    EVENT_KINDS,
+    AttemptFailed,
+    AttemptState,
+    SoftInterrupt,
+    as_event,
+    checked_call,
+)
+from prism.runtime._fast import event_bytes
+from prism.runtime._retry_wait import RetryHook, decide_retry, wait_retry_delay
+from prism.types import (
+    ErrorInfo,
+    ModelConfig,
+    ProviderContentDelta,
+    ProviderDone,
+    ProviderErrorEvent,
+    ProviderEvent,
+    ProviderMessageStart,
+    ProviderRequest,
+    ProviderToolCall,
+    ProviderToolCallDelta,
+    ProviderTurnResult,
+    ProviderUsage,
+    TextContent,
+    ThinkingContent,
+    ToolCallDeltaContent,
+    Usage,
+)
+from prism.usage import UsageAccumulator
+
+_log = logging.getLogger("prism")
+
+__all__ = ["ProviderAttempts"]
+
+_with_signal: Final = field_replacer(ProviderRequest, "signal")
+"""The request with the attempt's child signal; the other fields are the valid request's own
+(``signal`` is neither checked nor converted by ``ProviderRequest.__post_init__``)."""
+
+def _always() -> bool:
+    return True
+
+
+Emit = Callable[[AgentEvent], None]
+UsageSink = Callable[[int, int, Usage], None]
+
+
+class ProviderAttempts:
+    """Runs provider attempts for one run leg (RUN-15, RETRY-1..3).
+
+    Args:
+        provider: The resolved provider.
+        model: The effective model (for ``ProviderTurnMetadata``).
+        session_id: Session id stamped on events.
+        run_id: Run id stamped on events.
+        metadata: Run metadata (retry contexts, guardrail contexts).
+        signal: The run's abort signal.
+        emit: Emits a runtime event (already carrying ids) to observers.
+        observed: Returns whether anything observes events; when it returns ``False`` the
+            attempt skips building event objects (``None``: always build them).
+        tracker: The run's limit tracker.
+        accumulator: The leg's usage accumulator (USAGE-2).
+        on_usage: Called once per attempt with usage, as ``(turn, attempt, usage)`` — the ledger
+            ``provider_turn`` row (USAGE-1); ``None`` skips it.
+        retry: Effective retry options, or ``None`` when retry is off (RUN-6).
+        retry_random: Injectable jitter source for the default policy (tests).
+        retry_hook: The ``retry`` middleware hook, or ``None`` when it has no handler.
+        guardrails: Merged guardrails; only ``output`` is used here.
+        redactor: The active redactor (error infos, guardrail records), or ``None``.
+        buffer_output: Hold back message events until usage and guardrails passed (RUN-16).
+    """
+
+    __slots__ = (
+        "accumulator",
+        "buffer_output",
+        "_cancel_pending",
+        "_child",
+        "emit",
+        "_first_attempt_metadata",
+        "_generated",
+        "observed",
+        "_guardrails",
+        "_metadata",
+        "model",
+        "on_usage",
+        "_policy",
+        "_provider",
+        "provider_id",
+        "_redactor",
+        "_retry",
+        "_retry_hook",
+        "_retry_metadata",
+        "run_id",
+        "session_id",
+        "_signal",
+        "_soft_pending",
+        "_task",
+        "tracker",
+        "_waiting",
+    )
+
+    def __init__(
+        self,
+        *,
+        provider: AIProvider,
+        model: ModelConfig,
+        session_id: str,
+        run_id: str,
+        metadata: Mapping[str, Any],
+        signal: AbortSignal,
+        emit: Emit,
+        tracker: RunLimitTracker,
+        observed: Callable[[], bool] | None = None,
+        accumulator: UsageAccumulator,
+        on_usage: UsageSink | None = None,
+        retry: RetryOptions | None = None,
+        retry_random: Callable[[], float] | None = None,
+        retry_hook: RetryHook | None = None,
+        guardrails: Guardrails | None = None,
+        redactor: SecretRedactor | None = None,
+        buffer_output: bool = False,
+    ) -> None:
+        self._provider = provider
+        self.provider_id = str(getattr(provider, "id", "") or "")
+        self.model = model
+        self.session_id = session_id
+        self.run_id = run_id
+        self._metadata = metadata
+        self._signal = signal
+        self.emit = emit
+        self.observed: Callable[[], bool] = observed if observed is not None else _always
+        self.tracker = tracker
+        self.accumulator = accumulator
+        self.on_usage = on_usage
+        self._retry = retry
+        self._policy: RetryPolicy | None = None
+        if retry is not None and retry.max_attempts > 1:
+            self._policy = retry.policy or create_default_retry_policy(retry, random=retry_random)
+        self._retry_metadata: Mapping[str, Any] | None = None
+        if retry is not None and (retry.metadata or metadata):
+            self._retry_metadata = {**metadata, **(retry.metadata or {})}
+        self._retry_hook = retry_hook
+        self._guardrails = guardrails if guardrails is not None and guardrails.output else None
+        self._redactor = redactor
+        self.buffer_output = buffer_output or self._guardrails is not None
+        self._child: AbortController | None = None
+        self._soft_pending = False
+        self._generated = False
+        self._task: asyncio.Task[Any] | None = None
+        self._waiting = False
+        self._cancel_pending = False
+        self._first_attempt_metadata: ProviderTurnMetadata | None = None
+        signal.add_listener(self._abort_child)  # the streaming attempt's link (RUN-15)
+
+    # ----------------------------------------------------------------- soft interrupts (STEER-6)
+
+    @property
+    def generated(self) -> bool:
+        """Whether the leg's first ``generate`` has returned (STEER-8)."""
+        return self._generated
+
+    def soft_interrupt(self) -> None:
+        """Interrupt the streaming attempt, or set the pending flag when none streams (STEER-6)."""
+        if self._child is not None:
+            self._abort_child(SoftInterrupt())
+        else:
+            self._soft_pending = True
+
+    def clear_soft_interrupt(self) -> None:
+        """Clear a pending soft interrupt (``apply_pending_steers`` drained the queue, STEER-4)."""
+        self._soft_pending = False
+
+    # ----------------------------------------------------------------- the attempts of one request
+
+    async def run(
+        self,
+        request: ProviderRequest,
+        *,
+        request_bytes: int | None,
+        turn: int,
+        secrets: tuple[str, ...] = (),
+    ) -> ProviderTurnResult:
+        """Run attempts of one redacted request until one succeeds (RETRY-1..3).
+
+        Args:
+            request: The redacted request (its ``signal`` is replaced per attempt).
+            request_bytes: ``len(canonical_json(request.to_dict()).encode())`` (ARCH-15).
+            turn: Turn number for provider events (last ``turn_started``).
+            secrets: Secrets returned by provider-request policies (RETRY-3).
+
+        Returns:
+            The successful attempt's result, or :data:`EMPTY_TURN_RESULT` after a soft interrupt.
+
+        Raises:
+            ProviderTurnError: ``ERR_PRISM_PROVIDER`` — the last attempt failed and was not
+                retried; ``.info`` is its redacted ``ErrorInfo``.
+            RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — a limit breached during an attempt.
+            GuardrailError: an output guardrail did not allow the draft.
+            Exception: the run signal's abort reason when the run was aborted.
+        """
+        attempt = 1
+        while True:
+            try:
+                result = await self._attempt(request, request_bytes, turn, attempt, secrets)
+            except AttemptFailed as failure:
+                info = failure.info
+                if (
+                    failure.observable
+                    or not failure.retry
+                    or self._policy is None
+                    or self._signal.aborted
+                ):
+                    raise ProviderTurnError(info) from failure.cause
+                decision = await decide_retry(
+                    self._policy,
+                    RetryContext(
+                        session_id=self.session_id,
+                        run_id=self.run_id,
+                        attempt=attempt,
+                        error=info,
+                        metadata=self._retry_metadata,
+                        signal=self._signal,
+                    ),
+                    hook=self._retry_hook,
+                )
+                if not decision.retry:
+                    raise ProviderTurnError(info) from failure.cause
+                delay = float(decision.delay_ms or 0)
+                self.emit(
+                    RetryScheduledEvent(
+                        session_id=self.session_id,
+                        run_id=self.run_id,
+                        attempt=attempt,
+                        delay_ms=delay,
+                        error=info,
+                    )
+                )
+                await wait_retry_delay(self._signal, delay)
+                attempt += 1
+                continue
+            self._generated = True
+            return result
+
+    # ----------------------------------------------------------------- one attempt (RUN-15)
+
+    def _abort_child(self, reason: object) -> None:
+        """Abort the streaming attempt's child signal (RUN-15): the run signal's listener
+        (registered once per runner) and soft interrupts (STEER-6) come here.
+
+        The task awaiting the provider is woken first (RUN-25), then the child is aborted, which
+        runs the provider's own listeners. Nothing happens between attempts or once the child is
+        aborted.
+        """
+        controller = self._child
+        if controller is None or controller.signal.aborted:
+            return
+        self._on_child_abort(reason)
+        controller.abort(reason)
+
+    def _on_child_abort(self, _reason: object) -> None:
+        # RUN-25: wake the task awaiting the provider. Only while it awaits the next event, so a
+        # cancellation never lands in code that does not expect it.
+        task = self._task
+        if self._waiting and task is not None and not self._cancel_pending:
+            self._cancel_pending = True
+            task.cancel()
+
+    async def _consume_cancel(self) -> None:
+        """Swallow our own cancellation that was requested but not delivered (rare race)."""
+        task = self._task
+        assert task is not None
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            self._cancel_pending = False
+            if task.uncancel() > 0:
+                raise
+            return
+        self._cancel_pending = False
+        if task.cancelling() > 0:
+            task.uncancel()
+
+    def _redact_info(self, info: ErrorInfo, secrets: tuple[str, ...]) -> ErrorInfo:
+        redactor = self._redactor
+        if redactor is not None:
+            info = redactor.redact(info)
+        extra = secrets + (self._retry.secrets if self._retry is not None else ())
+        if extra:
+            info = redact_value(info, extra)
+        return info
+
+    async def _attempt(
+        self,
+        request: ProviderRequest,
+        request_bytes: int | None,
+        turn: int,
+        attempt: int,
+        secrets: tuple[str, ...],
+    ) -> ProviderTurnResult:
+        self.tracker.charge_provider_attempt(request_bytes)
+        st = AttemptState(self, turn, attempt)
+        if self.observed():
+            st.started_at = time.perf_counter()
+            metadata = self._first_attempt_metadata
+            if attempt != 1 or metadata is None:
+                metadata = ProviderTurnMetadata(
+                    provider_id=self.provider_id, model=self.model, attempt=attempt
+                )
+                if attempt == 1:
+                    self._first_attempt_metadata = metadata  # frozen: shared by every turn
+            self.emit(
+                ProviderTurnStartedEvent(
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    turn=turn,
+                    metadata=metadata,
+                )
+            )
+        controller = AbortController()
+        child = controller.signal
+        run_signal = self._signal
+        if run_signal.aborted:
+            controller.abort(run_signal.reason)
+        if self._soft_pending and self._generated:
+            self._soft_pending = False
+            controller.abort(SoftInterrupt())
+        self._child = controller  # run aborts and soft interrupts reach it via _abort_child
+        self._task = asyncio.current_task()
+        iterator: Any = None
+        try:
+            try:
+                iterator = self._provider.generate(_with_signal(request, child))
+                await self._stream(st, iterator.__anext__, child)
+            finally:
+                if iterator is not None:  # RUN-15: release the provider's response at once
+                    aclose = getattr(iterator, "aclose", None)
+                    if aclose is not None:
+                        try:
+                            await aclose()
+                        except Exception as exc:  # must not mask the outcome
+                            _log.warning(
+                                "provider iterator close failed: %s", type(exc).__name__
+                            )
+        except asyncio.CancelledError:
+            task = self._task
+            if self._cancel_pending and task is not None:
+                self._cancel_pending = False
+                if task.uncancel() == 0:
+                    return self._after_stop(st, child, secrets)
+            st.record_usage_quietly()
+            st.finished(ErrorInfo(name="CancelledError", message="run task cancelled"))
+            raise
+        except AttemptFailed as failure:
+            info = self._redact_info(failure.info, secrets)
+            st.fail(info)
+            raise AttemptFailed(
+                info, failure.observable, failure.cause, retry=failure.retry
+            ) from None
+        except (GuardrailError, RunLimitExceeded) as exc:
+            st.fail(error_to_error_info(exc, self._redactor or ()))
+            raise
+        except Exception as exc:
+            if child.aborted:
+                return self._after_stop(st, child, secrets)
+            info = self._redact_info(error_to_error_info(exc), secrets)
+            st.fail(info)
+            raise AttemptFailed(info, st.started, exc) from None
+        finally:
+            self._child = None
+            self._task = None
+            self._waiting = False
+
+        # Steps 6-9: usage, output guardrails, flush, provider_turn_finished.
+        result = ProviderTurnResult(
+            content=tuple(st.parts),
+            calls=tuple(st.calls),
+            message_id=st.message_id,
+            started=st.started,
+            usage=st.usage,
+            stop_reason=st.stop_reason,
+        )
+        try:
+            st.record_usage()
+            guardrails = self._guardrails
+            if guardrails is not None:
+                context: GuardrailContext[Any] = GuardrailContext(
+                    stage="output",
+                    value=result,
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    metadata=self._metadata,
+                    signal=self._signal,
+                )
+                outcome = await run_guardrails(
+                    "output", guardrails, result, context, redactor=self._redactor, emit=self.emit
+                )
+                if outcome.terminal is not None:
+                    raise GuardrailError(outcome.terminal)
+        except (GuardrailError, RunLimitExceeded) as exc:
+            st.fail(error_to_error_info(exc, self._redactor or ()))
+            raise
+        buffered = st.buffered
+        if buffered:
+            emit = self.emit
+            for event in buffered:
+                emit(event)
+        if self.observed():
+            st.finished(None)
+        return result
+
+    async def _stream(
+        self, st: AttemptState, next_event: Callable[[], Awaitable[ProviderEvent]], child: AbortSignal
+    ) -> None:
+        """Read provider events until ``done``/exhaustion, folding them into ``st`` (RUN-15 4-5)."""
+        charge = self.tracker.charge_response_bytes
+        sid = self.session_id
+        rid = self.run_id
+        observed = self.observed
+        event_kinds = EVENT_KINDS
+        while True:
+            if child.aborted:
+                child.throw_if_aborted()
+            self._waiting = True
+            try:
+                event = await next_event()
+            except StopAsyncIteration:
+                break
+            finally:
+                self._waiting = False
+            if self._cancel_pending:
+                await self._consume_cancel()
+                child.throw_if_aborted()
+            kind = type(event)
+            if kind not in event_kinds:
+                event = as_event(event, st.started)
+                kind = type(event)
+            if kind is ProviderToolCall:
+                event = checked_call(event)  # type: ignore[arg-type]
+            charge(event_bytes(event))
+            if kind is ProviderContentDelta:
+                content: Any = event.content  # type: ignore[union-attr]
+                if not st.started or not st.message_emitted:
+                    st.start()
+                if observed():
+                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=content))
+                ckind = type(content)
+                if ckind is TextContent:
+                    if st.open_kind != 1:
+                        st.close_open()
+                        st.open_kind = 1
+                    st.buf.append(content.text)
+                elif ckind is ThinkingContent:
+                    st.thinking(content)
+                else:
+                    st.close_open()
+                    st.parts.append(content)
+            elif kind is ProviderToolCall:
+                call = event.call  # type: ignore[union-attr]
+                if not st.started or not st.message_emitted:
+                    st.start()
+                if observed():
+                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+                if st.open_kind:
+                    st.close_open()
+                st.parts.append(call)
+                st.calls.append(call)
+                st.call_events.append(event)
+            elif kind is ProviderDone:
+                usage = event.usage  # type: ignore[union-attr]
+                if usage is not None:
+                    st.usage = usage
+                st.stop_reason = event.stop_reason  # type: ignore[union-attr]
+                break
+            elif kind is ProviderUsage:
+                st.usage = event.usage  # type: ignore[union-attr]
+            elif kind is ProviderToolCallDelta:
+                if not st.started or not st.message_emitted:
+                    st.start()
+                if observed():
+                    st.out(
+                        MessageDeltaEvent(
+                            session_id=sid,
+                            run_id=rid,
+                            content=ToolCallDeltaContent(
+                                index=event.index,  # type: ignore[union-attr]
+                                id=event.id,  # type: ignore[union-attr]
+                                name=event.name,  # type: ignore[union-attr]
+                                arguments_text=event.arguments_text,  # type: ignore[union-attr]
+                                authority=event.authority,  # type: ignore[union-attr]
+                            ),
+                        )
+                    )
+                st.has_deltas = True
+                st.call_events.append(event)
+            elif kind is ProviderMessageStart:
+                if not st.message_emitted:
+                    st.message_id = event.message_id  # type: ignore[union-attr]
+                st.start()
+            elif kind is ProviderErrorEvent:
+                raise AttemptFailed(event.error, st.started, None)  # type: ignore[union-attr]
+        if st.open_kind:
+            st.close_open()
+        if st.has_deltas:
+            for call in reconstruct_tool_call_deltas(st.call_events):
+                st.parts.append(call)
+                st.calls.append(call)
+                if observed():
+                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+
+    def _after_stop(
+        self, st: AttemptState, child: AbortSignal, secrets: tuple[str, ...]
+    ) -> ProviderTurnResult:
+        """The child signal stopped the stream: a run abort fails the attempt with the abort
+        error (RUN-25); a soft interrupt ends it cleanly with an empty result (STEER-6)."""
+        run_signal = self._signal
+        if run_signal.aborted or not isinstance(child.reason, SoftInterrupt):
+            reason = run_signal.reason if run_signal.aborted else child.reason
+            st.fail(self._redact_info(error_to_error_info(reason), secrets))
+            if isinstance(reason, BaseException):
+                raise reason
+            raise AbortError(str(reason))
+        st.record_usage()
+        st.finished(None)
+        self._generated = True
+        return EMPTY_TURN_RESULT

@@ -1,0 +1,119 @@
+"""The validated agent configuration every run reads (RUN-1, RUN-6).
+
+:class:`AgentConfig` is built once by ``create_agent(...)`` (in :mod:`prism.runtime.agent`) and
+read by every layer of a run: the plan resolves run options against it, the leg and the loop
+context take their collaborators from it. It sits below the session and the leg so that they
+need not import the agent module (which creates sessions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+from prism.assembly import ContextProvider, Skill, SystemPromptContribution
+from prism.guardrails import Guardrails
+from prism.ledger import RunLedger
+from prism.limits import RunLimits
+from prism.middleware import MiddlewareRegistry
+from prism.providers.base import AIProvider
+from prism.redaction import SecretRedactor
+from prism.retry import RetryOptions
+from prism.store import CompactionOptions, SessionStore
+from prism.tools import PermissionPolicy, ToolFilter, ToolRegistry, ToolValidator
+from prism.types import ModelConfig, OwnershipScope, ProviderRequestOptions
+
+if TYPE_CHECKING:
+    from prism.runtime.policies import ProviderRequestPolicy
+
+__all__ = ["AgentConfig", "ConfiguredAgent", "ProviderSource"]
+
+ProviderSource: TypeAlias = Callable[[ModelConfig], "AIProvider | None | Awaitable[AIProvider | None]"]
+"""``provider_source(model) -> AIProvider | None`` (sync or async); ``None`` means it has no
+provider for that model (RUN-2, RUN-6)."""
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentConfig:
+    """The immutable, validated configuration of an agent (RUN-1). Built by :func:`create_agent`.
+
+    Sequences are tuples, mappings are read-only, and option mappings are already converted to
+    their dataclasses.
+    """
+
+    model: ModelConfig
+    """Default model of the agent's runs (a run ``model=`` overrides it)."""
+    provider: AIProvider | None = None
+    """Fixed provider; wins over every ``provider_source`` (RUN-6)."""
+    provider_source: ProviderSource | None = None
+    """Resolves a provider per model when ``provider`` is not set (after the run's source)."""
+    id: str | None = None
+    """Stable agent id (durable fingerprints use ``id or name``)."""
+    name: str | None = None
+    """Human-readable agent name."""
+    instructions: str | None = None
+    """Base system instructions (first part of the composed system prompt, RUN-13)."""
+    system_prompt: tuple[SystemPromptContribution, ...] = ()
+    """System prompt contributions joined after ``instructions``."""
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    """The agent's tools; each run dispatches against this registry (TOOL-1)."""
+    tool_filter: tuple[ToolFilter, ...] = ()
+    """Agent tool filters; a tool must pass all of them (TOOL-13)."""
+    context: tuple[ContextProvider, ...] = ()
+    """Context providers resolved on every request (RUN-13 b)."""
+    skills: tuple[Skill, ...] = ()
+    """Skills; all active unless a run selects ``active_skills``."""
+    store: SessionStore | None = None
+    """Default session store; ``None`` gives each session a private memory store."""
+    run_ledger: RunLedger | None = None
+    """Write-only sink for run, event, tool-call and usage records (REC-1)."""
+    redactor: SecretRedactor | None = None
+    """Redacts requests, events, store entries and records (EVT-21)."""
+    guardrails: Guardrails | None = None
+    """Agent guardrails (run guardrails are appended per stage)."""
+    permission: PermissionPolicy | None = None
+    """Tool permission policy (TOOL-7)."""
+    tool_validator: ToolValidator | Literal[False] | None = None
+    """Argument validator; ``None`` = built-in JSON Schema validator, ``False`` = none (TOOL-6)."""
+    middleware: MiddlewareRegistry | None = None
+    """Middleware hooks (RUN-2)."""
+    provider_options: ProviderRequestOptions | None = None
+    """Provider options merged under the run's (CON-15)."""
+    provider_request_policies: tuple[ProviderRequestPolicy, ...] = ()
+    """Request policies applied before the run's (RUN-14)."""
+    limits: RunLimits | None = None
+    """Agent limits layer (validated; defaults apply per axis when unset, LIM-1)."""
+    retry: RetryOptions | Literal[False] | None = None
+    """Retry options; ``False`` disables retry; ``None`` = ``RetryOptions()`` (RETRY-1)."""
+    compaction: CompactionOptions | Literal[False] | None = None
+    """Compaction options (STORE-7); ``None``/``False``: no compaction."""
+    loop: Any = None
+    """Default loop: loop options, a mapping of them, or a strategy instance (LOOP-1)."""
+    run_state: Any = None
+    """Durable run options (05-durable-runs)."""
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    """Agent metadata, merged under session and run metadata (RUN-6)."""
+    ownership: OwnershipScope | None = None
+    """Ownership copied into records (REC-8)."""
+    idempotency_key: str | None = None
+    """Idempotency key passed to every store append (STORE-4)."""
+    tool_abort_grace_ms: float = 5000
+    """Milliseconds a running tool may continue after an abort (TOOL-10)."""
+
+
+
+class ConfiguredAgent(Protocol):
+    """What a session needs of its agent: the validated configuration.
+
+    :class:`~prism.runtime.agent.Agent` satisfies it; sessions are typed against this protocol so
+    that the session module does not import the agent module that creates sessions.
+    """
+
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's validated configuration."""
+        ...

@@ -1,0 +1,565 @@
+"""The loop context of a run leg: what a loop calls to reach the model, tools, store and events.
+
+:class:`RunContext` implements :class:`~prism.loops.contracts.LoopContext` (CON-28). One is built
+per run leg by :class:`~prism.runtime.leg.RunLeg`; the loop receives it as ``ctx`` and reaches
+the model, the tools, the store and the observers only through its methods (ARCH-2):
+
+* :meth:`RunContext.assemble` — the turn boundary, then the next request;
+* :meth:`RunContext.generate` — request policies, middleware, redaction and byte count, then the
+  provider attempts (:meth:`prism.runtime.attempts.ProviderAttempts.run`);
+* :meth:`RunContext.dispatch_tool_call` / :meth:`RunContext.charge_tool_round` — tools;
+* :meth:`RunContext.append_message` — the store; :meth:`RunContext.emit` — events;
+* :meth:`RunContext.apply_pending_steers` / :meth:`RunContext.has_pending_steers` — steering.
+
+The context also holds the leg's live state (limit tracker, usage, ledger writer, the messages
+and open tool calls of the run), which the leg reads for its outcome. Those members are the
+runtime's: loops are typed against ``LoopContext`` and do not use them.
+
+Per-turn work is constant in the history length (ARCH-15): assembling copies message references,
+redaction and byte counting are incremental (:mod:`prism.runtime._request_codec`), store appends
+and event emission are O(1) in the history, and the open-tool-call bookkeeping is a dict.
+
+The run path, top to bottom: :mod:`prism.runtime.session` → :mod:`prism.runtime.plan` →
+:mod:`prism.runtime.leg` → this module → :mod:`prism.runtime.attempts` (the provider attempts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Final, Literal, Protocol
+
+from prism.abort import AbortController, AbortSignal
+from prism.assembly import RequestAssembler
+from prism.errors import GuardrailError, RunLimitExceeded
+from prism.events import (
+    AgentEvent,
+    ArtifactFailedEvent,
+    ArtifactFinishedEvent,
+    QueueUpdatedEvent,
+    RunLimitExceededEvent,
+    SteerRejectedEvent,
+)
+from prism.guardrails import GuardrailContext, run_guardrails
+from prism.ledger import LedgerWriter
+from prism.limits import RunLimitTracker
+from prism.redaction import redact_agent_event
+from prism.runtime._boundary import TurnBoundary
+from prism.runtime._fast import message_entry
+from prism.runtime._request_codec import LiveHistory, RequestCodec
+from prism.runtime.attempts import ProviderAttempts
+from prism.runtime.config import AgentConfig
+from prism.runtime.plan import RunPlan
+from prism.runtime.policies import ProviderRequestPolicy, apply_request_policies
+from prism.runtime.state import SessionState
+from prism.store import SessionEntry
+from prism.tools import ToolValidator, dispatch_tool_call
+from prism.types import (
+    AgentInput,
+    ErrorInfo,
+    Message,
+    ProviderRequest,
+    ProviderTurnResult,
+    ToolCallContent,
+    ToolDefinition,
+    ToolExecutionContext,
+    ToolResult,
+    ToolResultContent,
+    tool_result_message,
+)
+from prism.usage import UsageAccumulator
+
+__all__ = ["INTERRUPTED_MESSAGE", "DurableGate", "RunContext"]
+
+_log = logging.getLogger("prism")
+
+INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its result was recorded"
+"""Message of the rows that answer calls left open by a failed run (RUN-24)."""
+
+
+class DurableGate(Protocol):
+    """The durable run's part in tool dispatch (APR-2..APR-4, APR-9); see ``DurableDriver``."""
+
+    def gate_round(self, calls: tuple[ToolCallContent, ...]) -> None:
+        """Record a tool round's calls in the open gated round."""
+        ...
+
+    def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
+        """The answer of a gated or sticky-rejected call, without dispatching."""
+        ...
+
+    async def before_execute(
+        self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
+    ) -> None:
+        """Runs right before a host tool executes; may suspend the run."""
+        ...
+
+
+def _stamp(event: Any, session_id: str, run_id: str) -> Any:
+    """``event`` with empty ``session_id``/``run_id`` fields filled in (EVT-1)."""
+    sid = getattr(event, "session_id", session_id)
+    rid = getattr(event, "run_id", run_id)
+    if sid and rid:
+        return event
+    changes: dict[str, str] = {}
+    if not sid and hasattr(event, "session_id"):
+        changes["session_id"] = session_id
+    if not rid and hasattr(event, "run_id"):
+        changes["run_id"] = run_id
+    return dataclasses.replace(event, **changes) if changes else event
+
+
+class RunContext:
+    """The ``LoopContext`` of one run leg (CON-28), with the leg's live state.
+
+    Args:
+        state: The session state the leg changes (leaf, steer queue).
+        config: The agent configuration.
+        plan: The resolved run options.
+        run_id: The run id (``run_…``).
+        counters: Limit counters restored by a resumed leg, else ``None``.
+    """
+
+    __slots__ = (
+        "_dispatch",
+        "_layout",
+        "_layout_version",
+        "accumulator",
+        "artifact",
+        "artifact_finished",
+        "assembler",
+        "attempts",
+        "boundary",
+        "codec",
+        "config",
+        "controller",
+        "durable",
+        "finish_reason",
+        "history",
+        "input",
+        "input_messages",
+        "last_artifact_failed",
+        "last_entry",
+        "ledger_on",
+        "max_tool_rounds",
+        "messages",
+        "metadata",
+        "middleware",
+        "observers",
+        "open_calls",
+        "plan",
+        "policies",
+        "redactor",
+        "registry",
+        "restored_loop_state",
+        "run_id",
+        "session_id",
+        "signal",
+        "state",
+        "terminal_emitted",
+        "tool_calls",
+        "tool_concurrency",
+        "tool_validator",
+        "tracker",
+        "turn",
+        "worker_threads",
+        "writer",
+    )
+
+    def __init__(
+        self,
+        *,
+        state: SessionState,
+        config: AgentConfig,
+        plan: RunPlan,
+        run_id: str,
+        counters: Mapping[str, Any] | None = None,
+    ) -> None:
+        # The LoopContext members (CON-28).
+        self.session_id: str = state.session_id
+        self.run_id = run_id
+        self.metadata: Mapping[str, Any] = plan.metadata
+        self.controller = AbortController()
+        self.signal: AbortSignal = self.controller.signal
+        self.history = LiveHistory()
+        self.input: AgentInput = plan.input
+        self.input_messages: tuple[Message, ...] = ()
+        self.max_tool_rounds: float = 0
+        self.tool_concurrency = 1
+        self.restored_loop_state: Any = None
+        self.finish_reason: str | None = None
+        self.artifact: Any = None
+        # The leg's live state.
+        self.state = state
+        self.config = config
+        self.plan = plan
+        self.redactor = plan.redactor
+        self.observers = state.observers
+        self.tracker = RunLimitTracker(plan.limits, on_breach=self._on_breach, counters=counters)
+        self.accumulator = UsageAccumulator()
+        self.writer = LedgerWriter(
+            plan.run_ledger,
+            session_id=self.session_id,
+            run_id=run_id,
+            redactor=self.redactor,
+            ownership=plan.ownership,
+        )
+        self.ledger_on = self.writer.enabled
+        self.boundary = TurnBoundary(self.tracker)
+        self.codec = RequestCodec(self.redactor, self.history)
+        self.registry = config.tools
+        self.middleware = config.middleware
+        self.messages: list[Message] = []
+        """The messages this leg stored, in order (``RunResult.messages``)."""
+        self.last_entry: SessionEntry | None = None
+        self.open_calls: dict[str, ToolCallContent] = {}
+        """Host calls of stored assistant messages without a stored result row, in call order
+        (answered with ``tool_call_interrupted`` rows if the run fails, RUN-24)."""
+        self.turn = 0
+        """The turn the loop last passed to :meth:`assemble` (0: none; the boundary's turn is
+        used then)."""
+        self.tool_calls = 0
+        self.terminal_emitted = False
+        self.artifact_finished = False
+        self.last_artifact_failed: ArtifactFailedEvent | None = None
+        self.worker_threads: list[asyncio.Future[Any]] = []
+        self.durable: DurableGate | None = None
+        # Set by the leg's setup, before the loop runs.
+        self.assembler: RequestAssembler | None = None
+        self.attempts: ProviderAttempts | None = None
+        self.policies: tuple[ProviderRequestPolicy, ...] = ()
+        self.tool_validator: ToolValidator | Literal[False] | None = None
+        self._layout: Any = None
+        self._layout_version = 0
+        self._dispatch: Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]] | None = None
+        self.observers.set_redactor(self.redactor)
+
+    def __repr__(self) -> str:
+        return f"<LoopContext session_id={self.session_id!r} run_id={self.run_id!r}>"
+
+    # ----------------------------------------------------------------- events
+
+    def observed(self) -> bool:
+        """Whether anything observes this run's events (subscribers, ``on_event``, a ledger)."""
+        return not self.terminal_emitted and (self.observers.active or self.ledger_on)
+
+    def emit(self, event: AgentEvent, /) -> None:
+        """Emit one event to observers and the ledger (EVT-1, EVT-7, EVT-21, REC-3).
+
+        Empty ids are stamped, the event is redacted once, and all observers get the same object.
+        Nothing is emitted after the leg's terminal event. O(size of the event).
+        """
+        if self.terminal_emitted:
+            return
+        observers = self.observers
+        ledger_on = self.ledger_on
+        if not observers.active and not ledger_on:
+            return
+        event = _stamp(event, self.session_id, self.run_id)
+        redactor = self.redactor
+        if redactor is not None:
+            event = redact_agent_event(event, redactor)
+        observers.deliver(event)
+        if ledger_on:
+            self.writer.record_event(event)
+
+    def emit_terminal(self, event: AgentEvent) -> None:
+        """Emit the leg's last event; later :meth:`emit` calls are dropped."""
+        self.emit(event)
+        self.terminal_emitted = True
+
+    def report_artifact(self, event: ArtifactFinishedEvent | ArtifactFailedEvent, /) -> None:
+        """Record an artifact loop's outcome for the leg's check (RUN-17), then emit it."""
+        if type(event) is ArtifactFinishedEvent:
+            self.artifact_finished = True
+        elif type(event) is ArtifactFailedEvent:
+            self.last_artifact_failed = event
+        self.emit(event)
+
+    def _on_breach(self, breach: Any) -> None:
+        """First limit breach (LIM-7): one ``run_limit_exceeded`` event, then abort the run."""
+        self.emit(RunLimitExceededEvent(session_id=self.session_id, run_id=self.run_id, breach=breach))
+        self.controller.abort(RunLimitExceeded(breach))
+
+    # ----------------------------------------------------------------- store (STORE-4)
+
+    async def append_entry(self, entry: SessionEntry) -> SessionEntry:
+        """Append ``entry`` redacted under the session's leaf; return the stored entry."""
+        redactor = self.redactor
+        stored = redactor.redact(entry) if redactor is not None else entry
+        await self.state.append(stored, idempotency_key=self.plan.idempotency_key)
+        return stored
+
+    async def append_message(self, message: Message, /) -> None:
+        """Append one redacted ``message`` entry under this run (STORE-4).
+
+        The stored message joins :attr:`messages`; the open host calls are tracked (RUN-24). The
+        stored entry is kept in :attr:`last_entry`.
+        """
+        state = self.state
+        entry = message_entry(
+            message, session_id=self.session_id, run_id=self.run_id, parent_id=state.leaf_id
+        )
+        redactor = self.redactor
+        stored = redactor.redact(entry) if redactor is not None else entry
+        await state.append(stored, idempotency_key=self.plan.idempotency_key)
+        self.last_entry = stored
+        stored_message = stored.message
+        if stored_message is None:
+            stored_message = message
+        self.messages.append(stored_message)
+        role = stored_message.role
+        if role == "assistant" or (role == "tool" and self.open_calls):
+            self._track_calls(stored_message)
+
+    def _track_calls(self, message: Message) -> None:
+        """Open host calls of stored assistant messages; close them by their results (RUN-24)."""
+        open_calls = self.open_calls
+        if message.role == "assistant":
+            for part in message.content:
+                if type(part) is ToolCallContent and part.authority != "provider-hosted":
+                    open_calls[part.id] = part
+        elif open_calls:
+            for part in message.content:
+                if type(part) is ToolResultContent:
+                    open_calls.pop(part.tool_call_id, None)
+
+    async def answer_open_calls(self) -> None:
+        """One ``tool_call_interrupted`` row per host call still open, in call order (RUN-24)."""
+        open_calls = self.open_calls
+        if not open_calls:
+            return
+        for call_id, call in list(open_calls.items()):
+            row = tool_result_message(
+                ToolResult(
+                    tool_call_id=call_id,
+                    name=call.name,
+                    error=ErrorInfo(code="tool_call_interrupted", message=INTERRUPTED_MESSAGE),
+                )
+            )
+            try:
+                await self.append_message(row)
+            except Exception as exc:  # the original failure is the one reported
+                _log.warning("could not answer tool call %s: %s", call_id, type(exc).__name__)
+        open_calls.clear()
+
+    # ----------------------------------------------------------------- the model
+
+    def check_live(self) -> None:
+        """A recorded stop, suspension, breach or abort is sticky for every later assemble and
+        generate (LOOP-8)."""
+        failure = self.boundary.failure
+        if failure is not None:
+            raise failure
+        signal = self.signal
+        if signal.aborted:
+            signal.throw_if_aborted()
+
+    async def assemble(
+        self,
+        next_input: AgentInput,
+        tool_results: Sequence[ToolResult] | None = None,
+        turn: int | None = None,
+        /,
+    ) -> ProviderRequest:
+        """The turn boundary, then the next request (RUN-13, TP-4, LOOP-8).
+
+        ``turn`` is the loop's turn number; it labels this turn's provider events (default: the
+        boundary's count of completed provider turns + 1).
+        """
+        self.check_live()
+        boundary = self.boundary
+        boundary_turn = boundary.completed + 1
+        if boundary.entered != boundary_turn:
+            await boundary.enter()
+        if turn is not None:
+            self.turn = turn
+        assembler = self.assembler
+        assert assembler is not None
+        request = await assembler.assemble(
+            self.history,
+            next_input,
+            tool_results,
+            turn=boundary_turn if turn is None else turn,
+        )
+        self._layout = assembler.last_layout
+        self._layout_version = self.history.mutations
+        return request
+
+    async def generate(self, request: ProviderRequest, /) -> ProviderTurnResult:
+        """Policies, middleware, redaction and byte count, then the provider attempts (RUN-14).
+
+        Raises:
+            ProviderTurnError: the last provider attempt failed.
+            RunLimitExceeded / GuardrailError / the abort reason: as the attempts raise them.
+        """
+        self.check_live()
+        boundary = self.boundary
+        if boundary.entered != boundary.completed + 1:
+            await boundary.enter()
+        secrets: tuple[str, ...] = ()
+        if self.policies:
+            request, secrets = await apply_request_policies(
+                self.policies,
+                request,
+                session_id=self.session_id,
+                run_id=self.run_id,
+                metadata=self.metadata,
+                signal=self.signal,
+            )
+        middleware = self.middleware
+        if middleware is not None and middleware.has("provider_request"):
+            request = await middleware.run("provider_request", request)
+        layout = self._layout
+        if layout is not None and layout.messages is request.messages:
+            red, size = self.codec.encode(
+                request,
+                prefix_len=layout.prefix_len,
+                history_len=layout.history_len,
+                history_version=self._layout_version,
+            )
+        else:
+            red, size = self.codec.encode(request)
+        attempts = self.attempts
+        assert attempts is not None
+        turn = self.turn or boundary.completed + 1
+        result = await attempts.run(red, request_bytes=size, turn=turn, secrets=secrets)
+        boundary.completed += 1
+        return result
+
+    # ----------------------------------------------------------------- tools
+
+    async def charge_tool_round(self, calls: Sequence[ToolCallContent], /) -> None:
+        """Charge one tool round when ``calls`` is non-empty, then gate it (LIM-4, APR-2)."""
+        if calls:
+            self.tracker.charge_tool_round()
+            durable = self.durable
+            if durable is not None:
+                durable.gate_round(tuple(calls))
+
+    async def dispatch_tool_call(self, call: ToolCallContent, /) -> ToolResult:
+        """The fully guarded dispatch of one host call (TOOL-9); a gated call is answered by
+        the durable run first (APR-3)."""
+        durable = self.durable
+        if durable is not None:
+            answer = durable.before_dispatch(call)
+            if answer is not None:
+                return answer
+        self.tool_calls += 1
+        dispatch = self._dispatch
+        if dispatch is None:
+            dispatch = self._dispatch = self._bind_dispatch()
+        return await dispatch(call)
+
+    def _bind_dispatch(self) -> Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]]:
+        """``prism.tools.dispatch_tool_call`` with this leg's fixed arguments bound once.
+
+        The execution context is the leg's: ``dispatch_tool_call`` gives ``execute`` (and the
+        validator and ``before_execute``) a copy carrying the call's ``tool_call_id`` whenever
+        ``emit`` is passed, as it is here.
+        """
+        redactor = self.redactor
+        writer = self.writer
+        plan = self.plan
+        durable = self.durable
+        return functools.partial(
+            dispatch_tool_call,
+            registry=self.registry,
+            context=ToolExecutionContext(
+                session_id=self.session_id,
+                run_id=self.run_id,
+                tool_call_id="",
+                signal=self.signal,
+                metadata=self.metadata,
+            ),
+            filter=plan.tool_filters or None,
+            middleware=self.middleware,
+            tool_validator=self.tool_validator,
+            permission=self.config.permission,
+            guardrails=plan.guardrails,
+            redactor=redactor,
+            ledger=writer if writer.enabled else None,
+            emit=self.emit,
+            limit_tracker=self.tracker,
+            secrets=redactor.secrets if redactor is not None else (),
+            ownership=plan.ownership,
+            tool_abort_grace_ms=self.config.tool_abort_grace_ms,
+            before_execute=None if durable is None else durable.before_execute,
+            on_worker_thread=self.worker_threads.append,
+        )
+
+    def is_tool_call_exclusive(self, call: ToolCallContent, /) -> bool:
+        """True when the registered tool named by ``call`` has ``exclusive=True`` (POOL-2)."""
+        tool = self.registry.get(call.name)
+        return tool is not None and tool.exclusive
+
+    def result_message(self, result: ToolResult) -> Message:
+        """The tool-result message of ``result`` (CON-8)."""
+        return tool_result_message(result)
+
+    # ----------------------------------------------------------------- steering
+
+    def has_pending_steers(self) -> bool:
+        """True when steered messages are queued (STEER-3)."""
+        return bool(self.state.steer_queue)
+
+    async def apply_pending_steers(self) -> bool:
+        """Move the queued steered messages into history and store (STEER-4, STEER-8).
+
+        Only after the leg's first ``generate`` returned; each message passes the input
+        guardrails first (a blocked one is reported with ``steer_rejected``).
+
+        Returns:
+            Whether messages were drained.
+        """
+        state = self.state
+        attempts = self.attempts
+        if not state.steer_queue or attempts is None or not attempts.generated:
+            return False
+        messages = state.take_steers()
+        attempts.clear_soft_interrupt()
+        self.emit(QueueUpdatedEvent(session_id=self.session_id, run_id=self.run_id, size=0))
+        guardrails = self.plan.guardrails
+        has_input_guards = guardrails is not None and bool(guardrails.input)
+        for message in messages:
+            self.check_live()
+            if has_input_guards:
+                assert guardrails is not None
+                outcome = await run_guardrails(
+                    "input",
+                    guardrails,
+                    (message,),
+                    self.guardrail_context("input", (message,)),
+                    redactor=self.redactor,
+                    emit=self.emit,
+                )
+                record = outcome.terminal
+                if record is not None:
+                    if record.action == "interrupt":
+                        raise GuardrailError(record)
+                    self.emit(
+                        SteerRejectedEvent(
+                            session_id=self.session_id,
+                            run_id=self.run_id,
+                            message=message,
+                            record=record,
+                        )
+                    )
+                    continue
+            self.history.append(message)
+            await self.append_message(message)
+        return True
+
+    def guardrail_context(self, stage: Any, value: Any) -> GuardrailContext[Any]:
+        """The guardrail context of this run for ``stage``."""
+        return GuardrailContext(
+            stage=stage,
+            value=value,
+            session_id=self.session_id,
+            run_id=self.run_id,
+            metadata=self.metadata,
+            signal=self.signal,
+        )
