@@ -27,7 +27,7 @@ from prism.artifact_contracts import (
     ArtifactValidator,
 )
 from prism.errors import PrismConfigError, StructuredOutputError
-from prism.loops.needs import loop_needs
+from prism.loop_needs import loop_needs
 from prism.tools import _compile_schema, _schema_error_detail, _schema_errors
 from prism.types import (
     ModelConfig,

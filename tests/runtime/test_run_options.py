@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from prism.errors import PrismConfigError
-from prism.loops.needs import DEFAULT_LOOP_NEEDS, LoopNeeds, loop_needs
+from prism.loop_needs import DEFAULT_LOOP_NEEDS, LoopNeeds, loop_needs
 from prism.loops.single_shot import single_shot_loop
 from prism.runtime.options import RUN_OPTION_NAMES, RunOptionKeywords, RunOptions
 

@@ -30,6 +30,7 @@ from prism.events import (
     TurnFinishedEvent,
     TurnStartedEvent,
 )
+from prism.loop_needs import LoopNeeds
 from prism.loops.contracts import (
     ArtifactContext,
     ArtifactError,
@@ -50,7 +51,6 @@ from prism.loops.dispatch import (
     dispatch_tool_calls_in_order,
     dispatchable_tool_calls,
 )
-from prism.loops.needs import LoopNeeds
 from prism.structured_output import artifact_request, without_structured_output
 from prism.types import (
     AgentInput,

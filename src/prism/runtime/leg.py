@@ -49,8 +49,8 @@ from prism.events import (
 )
 from prism.guardrails import run_guardrails
 from prism.ledger import finish_run_record, start_run_record
+from prism.loop_needs import loop_needs
 from prism.loops.contracts import AgentLoopStrategy
-from prism.loops.needs import loop_needs
 from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
 from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
