@@ -1,9 +1,10 @@
-"""The runtime: agents, sessions, runs and provider turns (02-session-runtime).
+"""The runtime: agents, sessions, runs and provider turns.
 
-Public names are re-exported from ``prism``; import them from the submodules inside the package.
+The host-facing names (``create_agent``, ``Agent``, ``AgentSession``, ``RunOptions``,
+``RunStream``) are re-exported from ``prism``. This package also exports the agent's frozen
+configuration and the provider request policies, which ``prism`` does not; the modules inside
+the package are the runtime's own.
 """
-
-from __future__ import annotations
 
 from prism.runtime.agent import Agent as Agent
 from prism.runtime.agent import AgentConfig as AgentConfig
@@ -14,7 +15,6 @@ from prism.runtime.provider_turn import ProviderRequestPolicy as ProviderRequest
 from prism.runtime.provider_turn import (
     ProviderRequestPolicyResult as ProviderRequestPolicyResult,
 )
-from prism.runtime.provider_turn import generate_with_retry as generate_with_retry
 from prism.runtime.session import AgentSession as AgentSession
 from prism.runtime.session import RunOptions as RunOptions
 from prism.runtime.session import RunStream as RunStream
@@ -30,5 +30,4 @@ __all__ = [
     "RunOptions",
     "RunStream",
     "create_agent",
-    "generate_with_retry",
 ]
