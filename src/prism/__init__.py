@@ -55,7 +55,7 @@ from .types import ToolDefinition as ToolDefinition
 from .types import ToolExecutionContext as ToolExecutionContext
 from .types import ToolResult as ToolResult
 
-# Events: the union, and the events of an ordinary run (all others are in prism.events).
+# Events: the union and the events a host usually reacts to (every event class is in prism.events).
 from .events import AgentEvent as AgentEvent
 from .events import AgentFinishedEvent as AgentFinishedEvent
 from .events import ErrorEvent as ErrorEvent
