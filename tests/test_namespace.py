@@ -58,12 +58,14 @@ def test_moved_name_raises_attribute_error_naming_its_module(name: str) -> None:
 
 
 def test_moved_message_example() -> None:
-    with pytest.raises(AttributeError, match=r"^prism\.ToolRegistry moved: import it from prism\.tools$"):
+    expected = r"^prism\.ToolRegistry moved: import it from prism\.tools$"
+    with pytest.raises(AttributeError, match=expected):
         prism.ToolRegistry  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_internals_are_not_at_the_top_level() -> None:
-    for name in ("RunLimitTracker", "UsageAccumulator", "generate_with_retry", "dispatch_tool_call"):
+    internals = ("RunLimitTracker", "UsageAccumulator", "generate_with_retry", "dispatch_tool_call")
+    for name in internals:
         assert not hasattr(prism, name)
 
 
@@ -98,7 +100,7 @@ def hook(event, args):
         path = str(args[0])
         if not path.endswith((".py", ".pyc", ".so")):
             events.append([event, path])
-    elif event.startswith(("socket.", "subprocess.", "sqlite3.", "os.system", "os.exec", "urllib.")):
+    elif event.startswith(("socket.", "subprocess.", "sqlite3.", "os.system", "os.exec")):
         events.append([event, repr(args)[:80]])
 sys.addaudithook(hook)
 import prism
