@@ -11,7 +11,9 @@ import pytest
 
 PUBLIC_MODULES = [
     "prism",
+    "prism.providers",
     "prism.testing",
+    "prism.runtime",
     "prism.types",
     "prism.errors",
     "prism.events",
@@ -22,7 +24,14 @@ PUBLIC_MODULES = [
 
 
 REEXPORT_NAMESPACES = {
-    "prism", "prism.testing", "prism.types", "prism.events", "prism.loops", "prism.stores"
+    "prism",
+    "prism.providers",
+    "prism.testing",
+    "prism.runtime",
+    "prism.types",
+    "prism.events",
+    "prism.loops",
+    "prism.stores",
 }
 
 
@@ -56,11 +65,11 @@ def test_all_lists_exactly_the_public_names(name: str) -> None:
         assert hasattr(module, export), f"{name}.__all__ names missing attribute {export}"
 
 
-@pytest.mark.parametrize("name", ["prism", "prism.stores"])
-def test_dir_shows_only_public_names_and_dunders(name: str) -> None:
-    """ARCH-6: ``dir()`` of a lazy namespace lists its public names (lazy ones included, e.g.
-    ``PostgresStore``) and no implementation bindings (``TYPE_CHECKING``, ``annotations``,
-    ``_importlib``, ``_EXPORTS``, ``Any``, ``TypeAlias``)."""
+@pytest.mark.parametrize("name", ["prism", "prism.providers", "prism.testing", "prism.stores"])
+def test_dir_shows_only_public_names_submodules_and_dunders(name: str) -> None:
+    """ARCH-6: ``dir()`` of a namespace lists its public names (lazy ones included, e.g.
+    ``PostgresStore``) and, besides submodules and dunders, no implementation bindings
+    (``TYPE_CHECKING``, ``annotations``, ``Any``, ``TypeAlias``)."""
     module = importlib.import_module(name)
     listed = dir(module)
     assert set(module.__all__) <= set(listed)
@@ -69,14 +78,8 @@ def test_dir_shows_only_public_names_and_dunders(name: str) -> None:
             continue
         value = getattr(module, name_)
         assert name_ in module.__all__ or isinstance(value, types.ModuleType), name_
-    for hidden in ("TYPE_CHECKING", "annotations", "_importlib", "_EXPORTS", "Any", "TypeAlias"):
+    for hidden in ("TYPE_CHECKING", "annotations", "Any", "TypeAlias"):
         assert hidden not in listed
-
-
-def test_prism_all_is_sorted() -> None:
-    import prism
-
-    assert list(prism.__all__) == sorted(prism.__all__)
 
 
 def test_every_error_class_is_importable_from_prism_and_errors() -> None:
@@ -87,15 +90,31 @@ def test_every_error_class_is_importable_from_prism_and_errors() -> None:
     for name in prism.errors.__all__:
         value = getattr(prism.errors, name)
         if isinstance(value, type) and issubclass(value, BaseException):
+            assert name in prism.__all__
             assert getattr(prism, name) is value
 
 
+def test_provider_namespace_names_the_same_objects_as_their_modules() -> None:
+    import prism.providers
+    import prism.providers.base
+    import prism.testing
+    import prism.types
+
+    for name in prism.providers.__all__:
+        home = prism.providers.base if hasattr(prism.providers.base, name) else prism.types
+        assert getattr(prism.providers, name) is getattr(home, name)
+        if hasattr(prism.testing, name):
+            assert getattr(prism.testing, name) is getattr(prism.providers, name)
+
+
 def test_import_prism_loads_no_optional_extra() -> None:
-    """ARCH-5 / ARCH-8: ``import prism`` imports no extra and not jsonschema."""
+    """ARCH-5 / ARCH-8: ``import prism`` (and its public namespaces) import no extra and not
+    jsonschema; the provider adapters are not imported either."""
     code = (
-        "import sys, prism, prism.testing\n"
+        "import sys, prism, prism.testing, prism.providers, prism.runtime\n"
         "bad = [m for m in ('openai', 'anthropic', 'llama_cpp', 'psycopg', 'rich', 'pydantic',"
-        " 'jsonschema', 'httpx') if m in sys.modules]\n"
+        " 'jsonschema', 'httpx', 'prism.providers.openai', 'prism.providers.anthropic',"
+        " 'prism.providers.llama_cpp') if m in sys.modules]\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,6 +1,8 @@
 """The runtime: agents, sessions, runs and provider turns.
 
-Public names are re-exported from ``prism``; import them from the submodules inside the package.
+The host-facing names (``create_agent``, ``Agent``, ``AgentSession``, ``RunOptions``,
+``RunStream``) are re-exported from ``prism``; this package also exports the agent's frozen
+configuration and the provider request policies, which ``prism`` does not.
 
 The modules, in layers (each imports only the ones above it in this list):
 
@@ -18,8 +20,6 @@ The modules, in layers (each imports only the ones above it in this list):
 A run goes one way: ``session`` → ``plan`` → ``leg`` → ``context`` → ``attempts``.
 """
 
-from __future__ import annotations
-
 from prism.runtime.agent import Agent as Agent
 from prism.runtime.agent import AgentConfig as AgentConfig
 from prism.runtime.agent import ProviderSource as ProviderSource
@@ -28,7 +28,6 @@ from prism.runtime.options import RunOptions as RunOptions
 from prism.runtime.policies import PolicyContext as PolicyContext
 from prism.runtime.policies import ProviderRequestPolicy as ProviderRequestPolicy
 from prism.runtime.policies import ProviderRequestPolicyResult as ProviderRequestPolicyResult
-from prism.runtime.provider_turn import generate_with_retry as generate_with_retry
 from prism.runtime.session import AgentSession as AgentSession
 from prism.runtime.stream import RunStream as RunStream
 
@@ -43,5 +42,4 @@ __all__ = [
     "RunOptions",
     "RunStream",
     "create_agent",
-    "generate_with_retry",
 ]
