@@ -26,7 +26,7 @@ _T = TypeVar("_T")
 
 
 def frozen_builder(cls: type[_T]) -> Callable[..., _T]:
-    """A faster keyword-only constructor for a dataclass without ``__post_init__`` (ARCH-15).
+    """A faster keyword-only constructor for a dataclass without ``__post_init__``.
 
     A frozen dataclass's generated ``__init__`` sets each field with ``object.__setattr__``
     through a generic lookup; this builder does the same assignments from local references,
@@ -64,7 +64,7 @@ def frozen_builder(cls: type[_T]) -> Callable[..., _T]:
 
 def field_replacer(cls: type[_T], name: str) -> Callable[[_T, Any], _T]:
     """``replace(value, new)``: a copy of a valid ``cls`` instance with field ``name`` set to
-    ``new`` and every other field shared (ARCH-15).
+    ``new`` and every other field shared.
 
     Unlike ``dataclasses.replace`` it does not run ``__init__``/``__post_init__`` again: the
     other fields already passed them, so use it only for a field that ``__post_init__`` neither

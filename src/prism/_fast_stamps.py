@@ -23,10 +23,10 @@ _urandom = os.urandom
 
 
 def new_id(prefix: str) -> str:
-    """Return ``<prefix>_<32 lowercase hex>``, a random version-4 UUID's hex (ARCH-13).
+    """Return ``<prefix>_<32 lowercase hex>``, a random version-4 UUID's hex.
 
     The value is exactly what ``uuid.uuid4().hex`` produces — 16 bytes of ``os.urandom`` with the
-    version and variant bits set — without building a ``UUID`` object (ARCH-15).
+    version and variant bits set — without building a ``UUID`` object.
     """
     raw = bytearray(_urandom(16))
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
@@ -39,10 +39,10 @@ _milli: tuple[int, str] = (-1, "")
 
 
 def now_iso() -> str:
-    """Return the current UTC time as ISO-8601 with millisecond precision and ``Z`` (ARCH-13).
+    """Return the current UTC time as ISO-8601 with millisecond precision and ``Z``.
 
     The text is built at most once per millisecond (its ``YYYY-MM-DDTHH:MM:SS`` part once per
-    second) and reused: several entries per millisecond are common on a fast turn (ARCH-15).
+    second) and reused: several entries per millisecond are common on a fast turn.
     """
     global _second, _milli
     ms = time.time_ns() // 1_000_000

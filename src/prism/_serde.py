@@ -1,4 +1,4 @@
-"""Dataclass <-> JSON-dict conversion shared by every public value type (CON-3).
+"""Dataclass <-> JSON-dict conversion shared by every public value type.
 
 A frozen dataclass that subclasses :class:`Serializable` gets:
 
@@ -37,7 +37,7 @@ class Serializable:
     __slots__ = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON-compatible dict form of this value (CON-3)."""
+        """Return the JSON-compatible dict form of this value."""
         plan = _encode_plan(type(self))
         out: dict[str, Any] = {}
         for name, serialize in plan:
@@ -51,7 +51,7 @@ class Serializable:
 
     @classmethod
     def from_dict(cls: type[_S], data: Mapping[str, Any]) -> _S:
-        """Rebuild a value from its ``to_dict()`` form (CON-3).
+        """Rebuild a value from its ``to_dict()`` form.
 
         Raises:
             ValueError: ``data`` is not a mapping, or has keys that are not fields (all named).

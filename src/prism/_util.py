@@ -19,7 +19,7 @@ __all__ = ["field_replacer", "frozen_builder", "maybe_await", "new_id", "now_iso
 
 
 async def maybe_await(value: Any) -> Any:
-    """Return ``value``, awaiting it first when it is awaitable (ARCH-10)."""
+    """Return ``value``, awaiting it first when it is awaitable."""
     if inspect.isawaitable(value):
         return await value
     return value

@@ -1,4 +1,4 @@
-"""Abort signals (CON-33): ``AbortController`` and ``AbortSignal``.
+"""Abort signals: ``AbortController`` and ``AbortSignal``.
 
 A signal is a cheap, loop-agnostic object: it starts no task and creates a future only while
 someone awaits :meth:`AbortSignal.wait`. Listeners run synchronously, once, at abort time.
@@ -22,7 +22,7 @@ _Listener = Callable[[Any], object]
 
 
 class AbortSignal:
-    """Read side of an abort (CON-33).
+    """Read side of an abort.
 
     Attributes:
         aborted: Whether the signal has been aborted.
@@ -63,7 +63,7 @@ class AbortSignal:
         return self._reason
 
     def throw_if_aborted(self) -> None:
-        """Raise when aborted (CON-33).
+        """Raise when aborted.
 
         Raises:
             BaseException: ``reason`` itself when it is an exception instance.
@@ -176,7 +176,7 @@ def _call(callback: _Listener, reason: Any) -> None:
 
 
 class AbortController:
-    """Write side of an abort (CON-33).
+    """Write side of an abort.
 
     Attributes:
         signal: The controlled ``AbortSignal``.

@@ -37,19 +37,19 @@ def _reject_unknown_keys(kind: str, value: Mapping[str, Any], allowed: frozenset
 
 @dataclass(frozen=True, slots=True)
 class ArtifactError(Serializable):
-    """One artifact validation or parse error (CON-22).
+    """One artifact validation or parse error.
 
     Example: ``ArtifactError("must be a string", path="/items/0/name")``.
     """
 
     message: str
-    """Human-readable description. May echo model text; events carrying it are redacted (EVT-23)."""
+    """Human-readable description. May echo model text; events carrying it are redacted."""
 
     path: str | None = None
     """Location of the error inside the value, by convention an RFC 6901 JSON pointer such as
     ``"/items/0/name"``. ``None`` when the error has no location (a parse failure)
     or concerns the whole value (how the built-in JSON Schema and pydantic helpers report root
-    errors, SO-8)."""
+    errors)."""
 
     @classmethod
     def coerce(cls, value: ArtifactError | Mapping[str, Any]) -> ArtifactError:
@@ -89,7 +89,7 @@ _PARSE_KEYS = frozenset({"ok", "value", "error"})
 
 @dataclass(frozen=True, slots=True)
 class ArtifactValidation(Serializable):
-    """Outcome of validating (or parsing) one artifact candidate (CON-22).
+    """Outcome of validating (or parsing) one artifact candidate.
 
     A list given as ``errors`` is converted to a tuple, and mapping elements to
     :class:`ArtifactError`, so ``from_dict(v.to_dict()) == v``.
@@ -103,7 +103,7 @@ class ArtifactValidation(Serializable):
 
     metadata: Mapping[str, Any] | None = None
     """Free-form JSON-compatible data. ``metadata["reason"]`` (a ``str``) names a terminal failure
-    and becomes the failed run's error code (RUN-17, GVR-8): ``"parse_error"``,
+    and becomes the failed run's error code: ``"parse_error"``,
     ``"tool_round_limit"`` or the host's own reason."""
 
     def __post_init__(self) -> None:
@@ -115,7 +115,7 @@ class ArtifactValidation(Serializable):
 
     @classmethod
     def coerce(cls, value: ArtifactValidation | Mapping[str, Any]) -> ArtifactValidation:
-        """Return a validator's result as an :class:`ArtifactValidation` (CON-22).
+        """Return a validator's result as an :class:`ArtifactValidation`.
 
         Args:
             value: An ``ArtifactValidation`` (returned unchanged) or a mapping
@@ -150,9 +150,9 @@ class ArtifactValidation(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ArtifactContext(Serializable):
-    """Context passed to every artifact callback (CON-23).
+    """Context passed to every artifact callback.
 
-    ``signal`` is a host object and is left out of ``to_dict()`` (CON-3).
+    ``signal`` is a host object and is left out of ``to_dict()``.
     """
 
     session_id: str
@@ -168,12 +168,12 @@ class ArtifactContext(Serializable):
     """The run's abort signal; long callbacks should watch it."""
 
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    """Merged agent, session and run metadata (read-only mapping, RUN-6)."""
+    """Merged agent, session and run metadata (read-only mapping)."""
 
 
 @dataclass(frozen=True)  # no slots: ``ArtifactParseResult[X](...)`` must be able to try
 class ArtifactParseResult(Serializable, Generic[T]):  # setting ``__orig_class__`` (3.11)
-    """Result of an :data:`ArtifactParser` (CON-24).
+    """Result of an :data:`ArtifactParser`.
 
     A result with ``ok=False`` or ``value is None`` is a parse failure: it consumes revision budget
     like a validation failure.
@@ -183,14 +183,14 @@ class ArtifactParseResult(Serializable, Generic[T]):  # setting ``__orig_class__
     """``True`` when parsing produced a value."""
 
     value: T | None = None
-    """The host's parsed value; prism never inspects it (CON-25)."""
+    """The host's parsed value; prism never inspects it."""
 
     error: str | None = None
     """Why parsing failed; becomes the synthetic ``parse_error`` message."""
 
     @classmethod
     def coerce(cls, value: ArtifactParseResult[Any] | Mapping[str, Any]) -> ArtifactParseResult[Any]:
-        """Return a parser's result as an :class:`ArtifactParseResult` (CON-24).
+        """Return a parser's result as an :class:`ArtifactParseResult`.
 
         Args:
             value: An ``ArtifactParseResult`` (returned unchanged) or a mapping
@@ -224,7 +224,7 @@ ArtifactParser: TypeAlias = Callable[
     [str, ArtifactContext],
     ArtifactParseResult[T] | Mapping[str, Any] | Awaitable[ArtifactParseResult[T] | Mapping[str, Any]],
 ]
-"""``(text, ctx) -> ArtifactParseResult[T]`` (or an equivalent mapping), sync or async (CON-25).
+"""``(text, ctx) -> ArtifactParseResult[T]`` (or an equivalent mapping), sync or async.
 
 Never called for empty or whitespace-only call-free text (such a candidate fails without
 parsing)."""
@@ -233,12 +233,12 @@ ArtifactValidator: TypeAlias = Callable[
     [T, ArtifactContext],
     ArtifactValidation | Mapping[str, Any] | Awaitable[ArtifactValidation | Mapping[str, Any]],
 ]
-"""``(value, ctx) -> ArtifactValidation`` (or an equivalent mapping), sync or async (CON-25)."""
+"""``(value, ctx) -> ArtifactValidation`` (or an equivalent mapping), sync or async."""
 
 ArtifactRepairer: TypeAlias = Callable[
     [T | None, ArtifactValidation, ArtifactContext],
     AgentInput | Awaitable[AgentInput],
 ]
-"""``(value_or_None, failure, ctx) -> AgentInput``, sync or async (CON-25).
+"""``(value_or_None, failure, ctx) -> AgentInput``, sync or async.
 
 ``value`` is ``None`` after a parse failure. The result becomes the revision request's input."""

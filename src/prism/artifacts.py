@@ -8,15 +8,15 @@ be unpacked straight into the loop::
 
 By default only ``parser`` and ``validator`` are returned: the schema is enforced by
 parse/validate/repair turns and works with every model. Pass ``structured_output_name=`` to also
-get a ``structured_output`` key, which asks the provider to constrain its output natively (SO-3);
-the run then fails up front on models without structured-output support (SO-2).
+get a ``structured_output`` key, which asks the provider to constrain its output natively;
+the run then fails up front on models without structured-output support.
 
 Validation errors become :class:`~prism.loops.contracts.ArtifactError` values whose ``path`` is an
 RFC 6901 JSON pointer (``"/items/0/name"``), or ``None`` for an error at the root; errors are sorted
-by (pointer, message) like the tool-argument validator (TOOL-6, SO-8).
+by (pointer, message) like the tool-argument validator.
 
 ``jsonschema`` (a core dependency) and ``pydantic`` (extra ``prism-runtime[pydantic]``) are imported
-when a factory is called, never by ``import prism`` (ARCH-5).
+when a factory is called, never by ``import prism``.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def json_schema_artifact(
 
     The parser decodes the draft text as JSON (surrounding whitespace and one enclosing Markdown
     code fence are ignored; JSON ``null`` is a parse failure). The validator is
-    ``prism.json_schema_artifact_validator(schema)`` (SO-8): the ``jsonschema`` class the schema
+    ``prism.json_schema_artifact_validator(schema)``: the ``jsonschema`` class the schema
     declares, compiled once here, with one :class:`ArtifactError` per violation sorted by
     (pointer, message), e.g. ``ArtifactError("'name' is a required property", path="/items/0")``.
 
@@ -141,7 +141,7 @@ def json_schema_artifact(
         schema: A JSON Schema (a JSON-compatible mapping).
         structured_output_name: When given, the result also carries ``structured_output =
             StructuredOutputOptions(name=structured_output_name, schema=schema)`` for native
-            structured output (SO-3).
+            structured output.
 
     Returns:
         ``{"parser": ..., "validator": ...}`` (+ ``"structured_output"``). The accepted artifact is
@@ -195,7 +195,7 @@ def pydantic_artifact(
     Args:
         model: A ``pydantic.BaseModel`` subclass.
         structured_output_name: When given, also return ``structured_output`` with
-            ``model.model_json_schema()`` for native structured output (SO-3).
+            ``model.model_json_schema()`` for native structured output.
 
     Returns:
         ``{"parser": ..., "validator": ...}`` (+ ``"structured_output"``).

@@ -1,6 +1,6 @@
-"""Provider input assembly: system prompt, context providers, skills (RUN-2, RUN-13).
+"""Provider input assembly: system prompt, context providers, skills.
 
-A request's messages are always, in this order (RUN-13):
+A request's messages are always, in this order:
 
 a. one ``system`` message with the composed system prompt (agent ``instructions``, then each
    :class:`SystemPromptContribution`'s text, joined by ``"\\n\\n"``; omitted when empty);
@@ -9,12 +9,11 @@ b. one ``system`` message per resolved context block (``"<title>:\\n<text>"``, o
 c. one ``system`` message per active skill with instructions (``"Skill <name>:\\n<instructions>"``);
 d. compaction summaries as ``system`` messages (``"Summary:\\n<summary>"``);
 e. the live history;
-f. tool-result messages built from loop-local tool results (CON-8);
+f. tool-result messages built from loop-local tool results;
 g. ``to_messages(next_input)``.
 
 The stable prefix comes first so provider prompt caches can reuse it. :class:`RequestAssembler`
-precomputes (a), (c) and (d) once per run, so assembling a turn only copies message references
-(ARCH-15); :func:`assemble_provider_input` is the one-shot form of the same primitive.
+precomputes (a), (c) and (d) once per run, so assembling a turn only copies message references; :func:`assemble_provider_input` is the one-shot form of the same primitive.
 """
 
 from __future__ import annotations
@@ -58,13 +57,13 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class SystemPromptContribution(Serializable):
-    """One named piece of the system prompt (RUN-2).
+    """One named piece of the system prompt.
 
     Contributions are joined after the agent ``instructions`` with ``"\\n\\n"`` (RUN-13 a).
     """
 
     id: str
-    """Stable identifier (joins the durable fingerprint, DUR-5)."""
+    """Stable identifier (joins the durable fingerprint)."""
 
     text: str
     """The prompt text."""
@@ -72,7 +71,7 @@ class SystemPromptContribution(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ContextProviderContext(Serializable):
-    """What a :class:`ContextProvider` receives on every assembly (RUN-2).
+    """What a :class:`ContextProvider` receives on every assembly.
 
     ``signal`` is a host object and is left out of ``to_dict()``.
     """
@@ -84,7 +83,7 @@ class ContextProviderContext(Serializable):
     """The run id."""
 
     turn: int
-    """1-based turn index of the request being assembled (RUN-13)."""
+    """1-based turn index of the request being assembled."""
 
     messages: tuple[Message, ...]
     """Messages (e)–(g) of RUN-13 for the request being assembled: live history, tool-result
@@ -99,9 +98,9 @@ class ContextProviderContext(Serializable):
 
 @runtime_checkable
 class ContextProvider(Protocol):
-    """A source of context blocks, resolved on every assembly, in order (RUN-2, RUN-13).
+    """A source of context blocks, resolved on every assembly, in order.
 
-    ``resolve`` may be sync or async (ARCH-10) and returns a sequence of
+    ``resolve`` may be sync or async and returns a sequence of
     :class:`~prism.types.ContextBlock` (a plain ``str`` is accepted as an untitled block).
     """
 
@@ -119,9 +118,9 @@ class ContextProvider(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Skill(Serializable):
-    """A named bundle of instructions and context providers (RUN-2).
+    """A named bundle of instructions and context providers.
 
-    Active skills (all by default; ``run(active_skills=...)`` selects by name, RUN-6) add one
+    Active skills (all by default; ``run(active_skills=...)`` selects by name) add one
     ``system`` message ``"Skill <name>:\\n<instructions>"`` when they have instructions (RUN-13 c)
     and their context providers after the agent's.
     """
@@ -147,7 +146,7 @@ class Skill(Serializable):
 
 
 InputAssemblyHook = Callable[[tuple[Message, ...]], Awaitable[tuple[Message, ...]]]
-"""``await hook(messages) -> messages``: the ``input_assembly`` middleware hook (RUN-13)."""
+"""``await hook(messages) -> messages``: the ``input_assembly`` middleware hook."""
 
 
 def compose_system_prompt(
@@ -177,7 +176,7 @@ def context_block_message(block: ContextBlock) -> Message:
 
 
 def select_skills(skills: Sequence[Skill], active: Sequence[str] | None) -> tuple[Skill, ...]:
-    """Select active skills by name (RUN-6).
+    """Select active skills by name.
 
     Args:
         skills: The effective skill list (run ``skills`` replaces the agent list).
@@ -217,7 +216,7 @@ _NO_MESSAGES: tuple[Message, ...] = ()
 
 
 class AssemblyLayout(NamedTuple):
-    """Where the live history sits inside an assembled message tuple (ARCH-15).
+    """Where the live history sits inside an assembled message tuple.
 
     ``messages[prefix_len : prefix_len + history_len]`` are the first ``history_len`` messages
     of the live history, by reference; everything before is the system/context/skill/summary
@@ -233,7 +232,7 @@ class AssemblyLayout(NamedTuple):
 
 
 class RequestAssembler:
-    """Builds provider requests for one run from precomputed parts (RUN-13, ARCH-15).
+    """Builds provider requests for one run from precomputed parts.
 
     Construct once per run leg; :meth:`assemble` then costs one tuple concatenation of message
     references plus whatever the host's context providers and ``input_assembly`` hook do.
@@ -241,7 +240,7 @@ class RequestAssembler:
     Args:
         model: The effective model.
         instructions: Agent base instructions.
-        system_prompt: Effective contributions (agent then run, RUN-6).
+        system_prompt: Effective contributions (agent then run).
         context: Effective context providers (agent then active-skill providers).
         skills: Active skills.
         tools: Advertised tools (after filters), or ``None``.
@@ -334,16 +333,16 @@ class RequestAssembler:
         *,
         turn: int = 1,
     ) -> ProviderRequest:
-        """Build the request for one turn (RUN-13).
+        """Build the request for one turn.
 
         Args:
             history: The live history (copied by reference into the request).
             next_input: New input after the history (``[]``/``()`` for continuation turns).
-            tool_results: Loop-local tool results, appended as tool-result messages (CON-8).
+            tool_results: Loop-local tool results, appended as tool-result messages.
             turn: Turn index given to context providers.
 
         Returns:
-            The unredacted request (redaction happens in ``generate``, RUN-14).
+            The unredacted request (redaction happens in ``generate``).
 
         Raises:
             TypeError: ``next_input`` is not an ``AgentInput``, or a context provider returned
@@ -368,7 +367,7 @@ class RequestAssembler:
         else:
             prefix = self._head
         count = len(history)
-        # One pass over the history references (ARCH-15): the only O(history) work of a turn.
+        # One pass over the history references: the only O(history) work of a turn.
         if prefix or tail:
             messages = (*prefix, *history, *tail)
         else:
@@ -432,7 +431,7 @@ async def assemble_provider_input(
     turn: int = 1,
     input_assembly: InputAssemblyHook | None = None,
 ) -> ProviderRequest:
-    """Assemble one provider request (RUN-13); the primitive behind ``LoopContext.assemble``.
+    """Assemble one provider request; the primitive behind ``LoopContext.assemble``.
 
     Args:
         model: Model to call.

@@ -63,7 +63,7 @@ CompactionTrigger: TypeAlias = Literal["auto", "manual"]
 ``session.compact()`` (``manual``)."""
 
 NO_OLDER_ENTRIES_SUMMARY: Final = "No older session entries to summarize."
-"""Summary of the default strategy when nothing is older than the kept messages (STORE-7)."""
+"""Summary of the default strategy when nothing is older than the kept messages."""
 
 _REDACTED: Final = "[REDACTED]"
 _ELLIPSIS: Final = "…"
@@ -74,7 +74,7 @@ _ELLIPSIS: Final = "…"
 
 @dataclass(frozen=True, slots=True)
 class CompactionResult(_Options):
-    """The outcome of a compaction strategy (STORE-9)."""
+    """The outcome of a compaction strategy."""
 
     summary: str
     """Summary text stored in the ``compaction`` entry."""
@@ -90,7 +90,7 @@ class CompactionResult(_Options):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionOptions(_Options):
-    """Compaction settings of an agent, a run or ``session.compact()`` (STORE-7).
+    """Compaction settings of an agent, a run or ``session.compact()``.
 
     Validated where used (:func:`validate_compaction_options`).
     """
@@ -114,7 +114,7 @@ class CompactionOptions(_Options):
 
     @classmethod
     def coerce(cls, value: CompactionOptions | Mapping[str, Any]) -> CompactionOptions:
-        """Return ``value`` itself, or the options built from a snake_case mapping (ARCH-9).
+        """Return ``value`` itself, or the options built from a snake_case mapping.
 
         The mapping may carry ``strategy`` (a host callable, never serialised). Values are not
         validated here (:func:`validate_compaction_options` does).
@@ -139,7 +139,7 @@ class CompactionOptions(_Options):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionInput(_Options):
-    """What a compaction strategy receives (STORE-9)."""
+    """What a compaction strategy receives."""
 
     session_id: str
     """The session being compacted."""
@@ -158,7 +158,7 @@ class CompactionInput(_Options):
 CompactionStrategy: TypeAlias = Callable[
     [CompactionInput], "CompactionResult | Awaitable[CompactionResult]"
 ]
-"""``strategy(input) -> CompactionResult`` (sync or async, STORE-9). A custom strategy must keep
+"""``strategy(input) -> CompactionResult`` (sync or async). A custom strategy must keep
 a tool call and its results on the same side of the boundary. Its stored name is its ``name``
 attribute, else its ``__name__``."""
 
@@ -206,7 +206,7 @@ def resolve_compaction_options(
     agent: CompactionOptions | Mapping[str, Any] | Literal[False] | None,
     run: CompactionOptions | Mapping[str, Any] | Literal[False] | None = None,
 ) -> CompactionOptions | None:
-    """Resolve the effective compaction options from the agent and run layers (RUN-6).
+    """Resolve the effective compaction options from the agent and run layers.
 
     Run ``False`` disables compaction; a run :class:`CompactionOptions` replaces the agent value;
     a run mapping overrides only the keys it names on top of the agent value (or of the defaults
@@ -297,7 +297,7 @@ def _render_message(message: Message) -> str:
         elif isinstance(part, ImageContent):
             marker = "[image]"
         else:
-            marker = None  # thinking parts are not part of a message's text (CON-10)
+            marker = None  # thinking parts are not part of a message's text
         if marker is None:
             continue
         if text_run:
@@ -335,7 +335,7 @@ def _finish_summary(lines: Sequence[str], options: CompactionOptions) -> str:
 
 
 def default_compaction_strategy(input: CompactionInput) -> CompactionResult:
-    """The built-in compaction strategy (STORE-7).
+    """The built-in compaction strategy.
 
     Keeps the last ``keep_recent_entries`` message entries of the live view, extended backwards
     while the first kept message is a tool-result message (so a result is never kept without the
@@ -403,7 +403,7 @@ def default_compaction_strategy(input: CompactionInput) -> CompactionResult:
 
 
 def compaction_strategy_name(strategy: object | None) -> str:
-    """The stored ``data["strategy"]`` of a compaction (STORE-9): ``"default"`` for the built-in
+    """The stored ``data["strategy"]`` of a compaction: ``"default"`` for the built-in
     strategy, else the strategy's ``name`` attribute, else its ``__name__``, else its type name."""
     if strategy is None or strategy is default_compaction_strategy:
         return "default"
@@ -444,7 +444,7 @@ async def compute_compaction(
     signal: AbortSignal | None = None,
     middleware: MiddlewareRegistry | None = None,
 ) -> CompactionResult:
-    """Run the compaction strategy and the ``compaction`` middleware hook (STORE-8, STORE-9).
+    """Run the compaction strategy and the ``compaction`` middleware hook.
 
     The caller emits ``compaction_started`` before and, after appending
     :func:`compaction_entry`, ``compaction_finished(summary)``; then rebuilds the history and
@@ -485,7 +485,7 @@ def compaction_entry(
     parent_id: str | None = None,
     run_id: str | None = None,
 ) -> SessionEntry:
-    """Build the ``compaction`` entry for ``result`` (STORE-7, STORE-9).
+    """Build the ``compaction`` entry for ``result``.
 
     ``data`` is ``{"through_entry_id", "keep_entry_ids", "strategy", "trigger"}``.
 

@@ -1,4 +1,4 @@
-"""Every exception prism defines, and their codes (09-error-codes.md).
+"""Every exception prism defines, and their codes.
 
 Hierarchy::
 
@@ -27,7 +27,7 @@ Hierarchy::
     ├── StoreSchemaError                        ERR_PRISM_STORE_SCHEMA
     └── RedactedError                           ERR_PRISM_REDACTED (.original_type)
 
-Constructor conventions (ERR-5): classes with several codes take the code first
+Constructor conventions: classes with several codes take the code first
 (``SteerError("ERR_PRISM_STEER_NO_RUN")``); classes with one code take the message first; classes
 built from data take the data first (``RunLimitExceeded(breach)``, ``GuardrailError(record)``,
 ``ProviderTurnError(info)``, ``AgentRunError(message, *, result)``). ``str(err)`` is always the
@@ -68,7 +68,7 @@ __all__ = [
     "SteerError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
 ]
 
-# --------------------------------------------------------------------------- codes (ERR-1)
+# --------------------------------------------------------------------------- codes
 
 ERR_PRISM_CONFIG = "ERR_PRISM_CONFIG"
 ERR_PRISM_ABORTED = "ERR_PRISM_ABORTED"
@@ -101,7 +101,7 @@ ERR_PRISM_STORE_SCHEMA = "ERR_PRISM_STORE_SCHEMA"
 ERR_PRISM_REDACTED = "ERR_PRISM_REDACTED"
 ERR_PRISM_DELEGATION_SUSPENDED = "ERR_PRISM_DELEGATION_SUSPENDED"
 """Reserved: nested runs are out of scope; an exception carrying it counts as a suspension
-signal in tool dispatch (POOL-6)."""
+signal in tool dispatch."""
 
 
 def _rebuild(cls: type[PrismError], args: tuple[Any, ...], state: dict[str, Any]) -> PrismError:
@@ -116,12 +116,12 @@ def _rebuild(cls: type[PrismError], args: tuple[Any, ...], state: dict[str, Any]
 
 
 class PrismError(Exception):
-    """Root of every exception prism defines (ERR-1).
+    """Root of every exception prism defines.
 
     Attributes:
         code: Stable identifier of the failure; ``ERR_PRISM_*`` except for the data codes of
             ``ProviderTransportError``, ``ArtifactFailedError`` and an artifact ``AgentRunError``.
-        message: The human-readable message; ``str(err)`` returns it (ERR-5).
+        message: The human-readable message; ``str(err)`` returns it.
     """
 
     code: str = "ERR_PRISM"
@@ -140,7 +140,7 @@ class PrismError(Exception):
 
 
 class _MultiCodeError(PrismError):
-    """Base for classes with several codes: ``Cls(code, message=None, **fields)`` (ERR-5)."""
+    """Base for classes with several codes: ``Cls(code, message=None, **fields)``."""
 
     codes: Mapping[str, str] = {}
     """Allowed codes mapped to their default message."""
@@ -165,7 +165,7 @@ class _MultiCodeError(PrismError):
 
 
 class PrismConfigError(PrismError, ValueError):
-    """Invalid agent/run/loop/limit/retry/turn-policy/option values (ARCH-9, RUN-7, LIM-2, ...).
+    """Invalid agent/run/loop/limit/retry/turn-policy/option values (...).
 
     Also a ``ValueError``, so generic handlers keep working. Code ``ERR_PRISM_CONFIG``.
     """
@@ -178,7 +178,7 @@ class PrismConfigError(PrismError, ValueError):
 
 
 class AbortError(PrismError):
-    """The default abort reason (CON-33); raised by ``throw_if_aborted`` for non-exception reasons.
+    """The default abort reason; raised by ``throw_if_aborted`` for non-exception reasons.
 
     Code ``ERR_PRISM_ABORTED``; default message ``Agent run aborted``.
     """
@@ -188,7 +188,7 @@ class AbortError(PrismError):
 
 
 class AgentSessionBusyError(PrismError):
-    """``run()``/``compact()``/``checkout()`` while a run is active (RUN-8).
+    """``run()``/``compact()``/``checkout()`` while a run is active.
 
     Code ``ERR_PRISM_SESSION_BUSY``.
     """
@@ -198,7 +198,7 @@ class AgentSessionBusyError(PrismError):
 
 
 class SteerError(_MultiCodeError):
-    """``steer()`` rejected (STEER-1, STEER-2); the active run is unaffected.
+    """``steer()`` rejected; the active run is unaffected.
 
     Construct with the code first: ``SteerError("ERR_PRISM_STEER_NO_RUN")``.
     """
@@ -225,7 +225,7 @@ class ProviderResolutionError(PrismError):
 
 
 class ProviderTurnError(PrismError):
-    """A provider attempt failed and was not retried (RETRY-1..3).
+    """A provider attempt failed and was not retried.
 
     Code ``ERR_PRISM_PROVIDER``. ``str(err)`` is ``info.message``.
 
@@ -274,7 +274,7 @@ def _num(value: Any) -> str:
 
 
 class RunLimitExceeded(PrismError):
-    """A run limit counter passed its maximum (LIM-7). Code ``ERR_PRISM_RUN_LIMIT``.
+    """A run limit counter passed its maximum. Code ``ERR_PRISM_RUN_LIMIT``.
 
     Attributes:
         breach: The ``RunLimitBreach`` (limit field name, maximum, observed, currency).
@@ -295,11 +295,11 @@ class RunLimitExceeded(PrismError):
 
 
 class AgentRunError(PrismError):
-    """Terminal failure of ``run()`` or of a resumed leg (ERR-3).
+    """Terminal failure of ``run()`` or of a resumed leg.
 
     ``code`` is ``ERR_PRISM_RUN_ABORTED`` when ``result.status == "aborted"``, the artifact failure
     reason (``result.error.code``) when the run failed because a generate-validate-revise leg
-    ended without an accepted artifact (RUN-17, detected from ``result.error.name ==
+    ended without an accepted artifact (detected from ``result.error.name ==
     "ArtifactFailedError"`` or given as ``code=``), else ``ERR_PRISM_RUN_FAILED``. ``str(err)`` is
     ``message`` when given, else ``result.error.message`` when present, else ``Agent run failed`` /
     ``Agent run aborted``.
@@ -346,7 +346,7 @@ class AgentRunError(PrismError):
 
 
 class AgentRunLimitError(AgentRunError):
-    """A run failed because of a limit breach (LIM-7). Code ``ERR_PRISM_RUN_LIMIT``.
+    """A run failed because of a limit breach. Code ``ERR_PRISM_RUN_LIMIT``.
 
     Attributes:
         breach: The ``RunLimitBreach`` (defaults to ``result.limit``).
@@ -367,7 +367,7 @@ class AgentRunLimitError(AgentRunError):
 
 
 class ArtifactFailedError(PrismError):
-    """A generate-validate-revise leg ended without ``artifact_finished`` (RUN-17).
+    """A generate-validate-revise leg ended without ``artifact_finished``.
 
     ``code`` is data: the failure reason (``parse_error``, ``tool_round_limit``, a host reason,
     or ``artifact_failed``); an ``int`` reason is kept as its ``str``.
@@ -395,7 +395,7 @@ class ArtifactFailedError(PrismError):
 
 
 class GuardrailError(PrismError):
-    """A terminal guardrail decision ended the run (GRD-5, GRD-7).
+    """A terminal guardrail decision ended the run.
 
     ``code`` is ``ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE`` when ``record.action ==
     "interrupt"`` (the message names the stage), else ``ERR_PRISM_GUARDRAIL_BLOCKED``. Never retried.
@@ -424,7 +424,7 @@ class GuardrailError(PrismError):
 
 
 class TurnPolicyError(PrismError):
-    """The turn-policy stop callback failed or decided something unusable (TP-6, TP-11).
+    """The turn-policy stop callback failed or decided something unusable.
 
     Code ``ERR_PRISM_TURN_POLICY``.
     """
@@ -437,7 +437,7 @@ class TurnPolicyError(PrismError):
 
 
 class AgentRunStateError(PrismError):
-    """Durable preflight, envelope or resume failure (DUR-2, DUR-6, DUR-16..20).
+    """Durable preflight, envelope or resume failure.
 
     Code ``ERR_PRISM_AGENT_RUN_STATE``.
     """
@@ -447,7 +447,7 @@ class AgentRunStateError(PrismError):
 
 
 class AgentLoopStateError(_MultiCodeError):
-    """Loop durability failure (DUR-2, DUR-10, DUR-13, GVR-9).
+    """Loop durability failure.
 
     Construct with the code first: ``AgentLoopStateError("ERR_PRISM_LOOP_NOT_DURABLE")``.
     """
@@ -462,7 +462,7 @@ class AgentLoopStateError(_MultiCodeError):
 
 
 class AgentRunSuspended(PrismError):
-    """Internal control signal: a suspension was persisted (DUR-8, APR-4, APR-5).
+    """Internal control signal: a suspension was persisted.
 
     Code ``ERR_PRISM_AGENT_RUN_SUSPENDED``. The run returns ``RunResult(status="suspended")``.
 
@@ -483,7 +483,7 @@ class AgentRunSuspended(PrismError):
 
 
 class AgentDecisionError(_MultiCodeError):
-    """Malformed, duplicate, unknown or over-limit resume decisions (APR-7, APR-8, DUR-16, DUR-18).
+    """Malformed, duplicate, unknown or over-limit resume decisions.
 
     Construct with the code first: ``AgentDecisionError("ERR_PRISM_DECISION_UNKNOWN")``.
     """
@@ -498,7 +498,7 @@ class AgentDecisionError(_MultiCodeError):
 
 
 class CheckpointConflictError(PrismError):
-    """CAS version or fencing-token mismatch on ``save_checkpoint`` (DUR-3, DUR-19).
+    """CAS version or fencing-token mismatch on ``save_checkpoint``.
 
     Code ``ERR_PRISM_CHECKPOINT_CONFLICT``.
     """
@@ -511,7 +511,7 @@ class CheckpointConflictError(PrismError):
 
 
 class SessionAppendConflictError(PrismError):
-    """Store append parent conflict or duplicate idempotent append (STORE-3).
+    """Store append parent conflict or duplicate idempotent append.
 
     Code ``ERR_PRISM_SESSION_APPEND_CONFLICT``.
     """
@@ -521,7 +521,7 @@ class SessionAppendConflictError(PrismError):
 
 
 class StructuredOutputError(PrismError):
-    """Invalid structured-output options or unsupported model (SO-1, SO-2).
+    """Invalid structured-output options or unsupported model.
 
     Code ``ERR_PRISM_STRUCTURED_OUTPUT``.
 
@@ -548,14 +548,14 @@ class StructuredOutputError(PrismError):
 
 
 class RunLedgerError(PrismError):
-    """A ledger write failed and was detected during cleanup (RUN-22, REC-4). Code ``ERR_PRISM_LEDGER``."""
+    """A ledger write failed and was detected during cleanup. Code ``ERR_PRISM_LEDGER``."""
 
     code = ERR_PRISM_LEDGER
     default_message = "Run ledger write failed"
 
 
 class StoreSchemaError(PrismError):
-    """A database migration record is unknown, newer than the package or altered (DB-4).
+    """A database migration record is unknown, newer than the package or altered.
 
     Code ``ERR_PRISM_STORE_SCHEMA``.
     """
@@ -565,7 +565,7 @@ class StoreSchemaError(PrismError):
 
 
 class RedactedError(PrismError):
-    """Stand-in ``__cause__`` for a host exception whose message held a secret (EVT-26).
+    """Stand-in ``__cause__`` for a host exception whose message held a secret.
 
     Never raised on its own. Carries the original class name, the redacted message and the
     original traceback (``__traceback__``); the original exception object is not chained.

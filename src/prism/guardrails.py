@@ -1,9 +1,9 @@
-"""Guardrails: host checks on run input, provider output, tool calls and tool results (GRD-1..7).
+"""Guardrails: host checks on run input, provider output, tool calls and tool results.
 
 A :class:`Guardrail` is a named, staged callback returning a :class:`GuardrailDecision`. The runtime
 evaluates the guards of one stage with :func:`run_guardrails`, which never lets a broken guard pass:
-invalid guards, malformed decisions and exceptions become ``tripwire`` records (fail closed, GRD-4).
-What a non-``allow`` record does to the run depends on the stage (GRD-5) and is decided by the
+invalid guards, malformed decisions and exceptions become ``tripwire`` records (fail closed).
+What a non-``allow`` record does to the run depends on the stage and is decided by the
 caller; :func:`guardrail_error` builds the :class:`~prism.errors.GuardrailError` for the cases that
 fail the run.
 """
@@ -43,10 +43,10 @@ __all__ = [
 ]
 
 GUARDRAIL_STAGES: frozenset[str] = frozenset({"input", "output", "tool_input", "tool_output"})
-"""Every valid :data:`GuardrailStage` (GRD-1)."""
+"""Every valid :data:`GuardrailStage`."""
 
 GUARDRAIL_ACTIONS: frozenset[str] = frozenset({"allow", "block", "tripwire", "interrupt"})
-"""Every valid :data:`GuardrailAction` (GRD-1)."""
+"""Every valid :data:`GuardrailAction`."""
 
 _MAX_NAME_CHARS = 128
 _MAX_REASON_BYTES = 4096
@@ -60,11 +60,11 @@ _V = TypeVar("_V")
 
 @dataclass(frozen=True, slots=True)
 class GuardrailDecision(Serializable):
-    """The outcome of one guard evaluation (GRD-1).
+    """The outcome of one guard evaluation.
 
     A guard may return a mapping with the same keys instead; :func:`run_guardrails` converts it. The
     action is checked at evaluation time (an unknown action is a ``guardrail_invalid_decision``
-    tripwire, GRD-4), not at construction.
+    tripwire), not at construction.
     """
 
     action: GuardrailAction
@@ -78,16 +78,16 @@ class GuardrailDecision(Serializable):
 GuardrailEvaluator: TypeAlias = Callable[
     ["GuardrailContext[Any]"], "GuardrailDecision | Mapping[str, Any] | Awaitable[Any]"
 ]
-"""``evaluate(context) -> GuardrailDecision | mapping`` (sync or async, ARCH-10)."""
+"""``evaluate(context) -> GuardrailDecision | mapping`` (sync or async)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Guardrail(Serializable):
-    """A named check bound to one stage (GRD-1).
+    """A named check bound to one stage.
 
     Nothing is validated at construction: a guard with an empty or over-long name, a ``stage`` that
     differs from the stage it is evaluated under, or a non-callable ``evaluate`` yields a
-    fail-closed ``tripwire`` record with reason ``guardrail_invalid`` when it runs (GRD-4).
+    fail-closed ``tripwire`` record with reason ``guardrail_invalid`` when it runs.
     """
 
     name: str
@@ -102,7 +102,7 @@ class Guardrail(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class GuardrailContext(Generic[_V]):
-    """What a guard sees (GRD-2).
+    """What a guard sees.
 
     ``value`` by stage: ``input`` → ``tuple[Message, ...]``; ``output`` → ``ProviderTurnResult``;
     ``tool_input`` → ``ToolCallContent``; ``tool_output`` → ``ToolResult`` (before redaction).
@@ -128,7 +128,7 @@ class GuardrailContext(Generic[_V]):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Guardrails(Serializable):
-    """Guards per stage plus the optional parallelism of one evaluation (GRD-1).
+    """Guards per stage plus the optional parallelism of one evaluation.
 
     Raises:
         PrismConfigError: ``max_concurrency`` is not ``None`` or an ``int`` in 1–16 (``bool``
@@ -177,7 +177,7 @@ class Guardrails(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class GuardrailRunResult:
-    """Outcome of :func:`run_guardrails` (GRD-3)."""
+    """Outcome of :func:`run_guardrails`."""
 
     records: tuple[GuardrailRecord, ...]
     """Records of the evaluated guards, in declaration order (skipped guards have none)."""
@@ -189,7 +189,7 @@ _EMPTY_RESULT = GuardrailRunResult(records=(), terminal=None)
 
 
 def coerce_guardrails(value: Guardrails | Mapping[str, Any] | None) -> Guardrails | None:
-    """Accept a :class:`Guardrails`, a mapping of its fields, or ``None`` (ARCH-9).
+    """Accept a :class:`Guardrails`, a mapping of its fields, or ``None``.
 
     Raises:
         PrismConfigError: unknown keys, an invalid ``max_concurrency`` or a non-mapping value.
@@ -210,7 +210,7 @@ def coerce_guardrails(value: Guardrails | Mapping[str, Any] | None) -> Guardrail
 def merge_guardrails(
     agent: Guardrails | Mapping[str, Any] | None, run: Guardrails | Mapping[str, Any] | None
 ) -> Guardrails | None:
-    """Merge agent and run guardrails: per stage agent guards first, then run guards (RUN-6).
+    """Merge agent and run guardrails: per stage agent guards first, then run guards.
 
     ``max_concurrency`` is the run's when set, else the agent's. Returns ``None`` when both are
     ``None`` and one side unchanged when the other is ``None``.
@@ -231,7 +231,7 @@ def merge_guardrails(
 
 
 def guardrail_error(record: GuardrailRecord) -> GuardrailError:
-    """Return the :class:`~prism.errors.GuardrailError` for a terminal record (GRD-7).
+    """Return the :class:`~prism.errors.GuardrailError` for a terminal record.
 
     Its code is ``ERR_PRISM_GUARDRAIL_BLOCKED`` for ``block``/``tripwire`` and
     ``ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE`` for ``interrupt``.
@@ -239,7 +239,7 @@ def guardrail_error(record: GuardrailRecord) -> GuardrailError:
     return GuardrailError(record)
 
 
-# --------------------------------------------------------------------------- bounding (GRD-4)
+# --------------------------------------------------------------------------- bounding
 
 
 def _cut_utf8(text: str, limit: int) -> str:
@@ -288,7 +288,7 @@ def _normalise_json(value: Any, depth: int, stack: set[int]) -> Any:
 
 
 def _bound_metadata(metadata: Any, redactor: SecretRedactor | None) -> dict[str, Any] | None:
-    """Redact, normalise and bound record metadata (GRD-4)."""
+    """Redact, normalise and bound record metadata."""
     if metadata is None:
         return None
     if not isinstance(metadata, Mapping):
@@ -373,7 +373,7 @@ async def _evaluate_one(
             decision = await decision
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # fail closed (GRD-4)
+    except Exception as exc:  # fail closed
         message = _cut_utf8(str(_redact(str(exc), redactor)), _MAX_ERROR_BYTES)
         return _make_record(
             name, stage, "tripwire", "guardrail_failed", {"error": message}, redactor
@@ -394,7 +394,7 @@ async def run_guardrails(
     redactor: SecretRedactor | None = None,
     emit: Callable[[GuardrailDecisionEvent], object] | None = None,
 ) -> GuardrailRunResult:
-    """Evaluate the guards of one stage and report their records (GRD-3, GRD-4).
+    """Evaluate the guards of one stage and report their records.
 
     Guards run in declaration order, one at a time unless ``guardrails.max_concurrency`` > 1, in
     which case up to that many run at once (started in declaration order). The first non-``allow``
@@ -406,10 +406,10 @@ async def run_guardrails(
     Args:
         stage: The stage to evaluate; selects ``guardrails.<stage>``.
         guardrails: The merged guardrails (a mapping is converted); ``None`` evaluates nothing.
-        value: The value under check (GRD-2); replaces ``context.value``.
+        value: The value under check; replaces ``context.value``.
         context: Identity, metadata, run signal and tool fields for the guards. Its ``stage`` and
             ``value`` are replaced by the arguments.
-        redactor: Redacts record reasons and metadata (GRD-4). ``None``: no redaction.
+        redactor: Redacts record reasons and metadata. ``None``: no redaction.
         emit: Sync callable receiving each :class:`~prism.events.GuardrailDecisionEvent`; an
             awaitable result is awaited. ``None``: no events.
 

@@ -68,7 +68,7 @@ __all__ = [
 
 @runtime_checkable
 class RunLedger(Protocol):
-    """Write-only sink for run records (REC-1). Each method may be sync or async."""
+    """Write-only sink for run records. Each method may be sync or async."""
 
     def append_run(self, record: RunRecord, /) -> Awaitable[None] | None:
         """Store a start or finish run row."""
@@ -88,7 +88,7 @@ class RunLedger(Protocol):
 
 
 class MemoryRunLedger:
-    """In-memory :class:`RunLedger` keeping four append-only lists (REC-1).
+    """In-memory :class:`RunLedger` keeping four append-only lists.
 
     Attributes:
         runs: Run rows in append order.
@@ -142,7 +142,7 @@ _METHODS: Final[Mapping[str, str]] = {
 
 
 class LedgerWriter:
-    """The per-run ledger writer (REC-4).
+    """The per-run ledger writer.
 
     Records are queued synchronously (``append_*``/``record_*`` never block and never raise for
     write failures) and written by a single writer task, strictly in submission order — events in
@@ -150,11 +150,11 @@ class LedgerWriter:
     restarted by the next submission, so it never outlives the run's work. The ledger's methods may
     be sync or async. The first write failure is remembered and every later record is skipped;
     :meth:`drain` raises it once as ``RunLedgerError`` (``ERR_PRISM_LEDGER``) at the next drain
-    point (RUN-18, RUN-22).
+    point.
 
     Before writing, every record gets the run's ownership fields (when it carries none) and is
-    redacted with the active redactor (REC-1) — except event records built by
-    :meth:`record_event` (their event is already redacted, EVT-21) and tool-call rows already
+    redacted with the active redactor — except event records built by
+    :meth:`record_event` (their event is already redacted) and tool-call rows already
     marked ``redacted``. With ``ledger=None`` every method returns at once and nothing is
     allocated. The writer itself satisfies :class:`RunLedger`, so it can be handed to the tool
     dispatcher as its ``ledger``.
@@ -164,7 +164,7 @@ class LedgerWriter:
         session_id: Session of the run (fills events without one).
         run_id: Run id (fills events without one).
         redactor: The active redactor, or ``None``.
-        ownership: The run's ownership scope, copied into every record (REC-8).
+        ownership: The run's ownership scope, copied into every record.
     """
 
     __slots__ = (
@@ -227,7 +227,7 @@ class LedgerWriter:
             self._task = asyncio.get_running_loop().create_task(self._run(queue))
 
     def append_run(self, record: RunRecord, /) -> None:
-        """Queue a run row (REC-2)."""
+        """Queue a run row."""
         self._submit("run", record, False)
 
     def append_event(self, record: AgentEventRecord, /) -> None:
@@ -239,11 +239,11 @@ class LedgerWriter:
         self._submit("tool_call", record, False)
 
     def append_usage(self, record: UsageRecord, /) -> None:
-        """Queue a usage row (REC-8)."""
+        """Queue a usage row."""
         self._submit("usage", record, False)
 
     def record_event(self, event: AgentEvent, /) -> None:
-        """Queue the :class:`AgentEventRecord` of an emitted, already redacted event (REC-3).
+        """Queue the :class:`AgentEventRecord` of an emitted, already redacted event.
 
         The record gets a new ``event_…`` id, the emission time, the event's ids (the writer's
         when empty), ``redacted = redactor is not None`` and the ownership fields. O(1).
@@ -273,7 +273,7 @@ class LedgerWriter:
         turn: int | None = None,
         attempt: int | None = None,
     ) -> None:
-        """Queue a :class:`UsageRecord` with a new ``usage_…`` id (USAGE-1, USAGE-2, REC-8).
+        """Queue a :class:`UsageRecord` with a new ``usage_…`` id.
 
         ``turn``/``attempt`` are kept only for ``provider_turn`` rows.
         """
@@ -341,14 +341,14 @@ class LedgerWriter:
                 self._failure = exc
 
     async def drain(self) -> None:
-        """Wait until every queued record was written or skipped (a drain point, REC-4).
+        """Wait until every queued record was written or skipped (a drain point).
 
         Cancelling the caller does not cancel the writer task.
 
         Raises:
             RunLedgerError: ``ERR_PRISM_LEDGER`` — a write failed since the previous drain; it is
                 raised once (later drains return normally). Its message is redacted and its
-                ``__cause__`` is the failure (or a ``RedactedError`` stand-in, EVT-26).
+                ``__cause__`` is the failure (or a ``RedactedError`` stand-in).
         """
         while True:
             task = self._task

@@ -39,13 +39,13 @@ __all__ = [
 RunRecordStatus: TypeAlias = Literal[
     "queued", "running", "suspended", "denied", "succeeded", "failed", "aborted"
 ]
-"""Status of a :class:`RunRecord` (CON-31)."""
+"""Status of a :class:`RunRecord`."""
 
 ToolCallStatus: TypeAlias = Literal["started", "finished", "error", "blocked"]
-"""Status of a :class:`ToolCallRecord` row (TOOL-8)."""
+"""Status of a :class:`ToolCallRecord` row."""
 
 UsageScope: TypeAlias = Literal["provider_turn", "run_total"]
-"""Scope of a :class:`UsageRecord` (REC-8)."""
+"""Scope of a :class:`UsageRecord`."""
 
 
 # --------------------------------------------------------------------------- records
@@ -53,7 +53,7 @@ UsageScope: TypeAlias = Literal["provider_turn", "run_total"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunRecord(Serializable):
-    """One start or finish row of a run (CON-31, REC-2).
+    """One start or finish row of a run.
 
     The start row (``status="running"``) is appended while the run is set up; the finish row
     repeats its fields and adds ``status``, ``finished_at``, ``abort_reason``, ``error`` and — only on a
@@ -88,11 +88,11 @@ class RunRecord(Serializable):
     stop_detail: str | None = None
     """Turn-policy stop detail; only on a ``succeeded`` finish row."""
     tenant_id: str | None = None
-    """Ownership: tenant (REC-8)."""
+    """Ownership: tenant."""
     account_id: str | None = None
-    """Ownership: account (REC-8)."""
+    """Ownership: account."""
     user_id: str | None = None
-    """Ownership: user (REC-8)."""
+    """Ownership: user."""
     metadata: Mapping[str, JsonValue] | None = None
     """Merged run metadata."""
 
@@ -104,7 +104,7 @@ class RunRecord(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentEventRecord(Serializable):
-    """Ledger row of one emitted event (REC-3), written in emission order (REC-4)."""
+    """Ledger row of one emitted event, written in emission order."""
 
     id: str
     """Record id (``event_…``)."""
@@ -119,18 +119,18 @@ class AgentEventRecord(Serializable):
     event: AgentEvent
     """The (redacted) event."""
     redacted: bool = False
-    """True when a redactor was active (EVT-24)."""
+    """True when a redactor was active."""
     tenant_id: str | None = None
-    """Ownership: tenant (REC-8)."""
+    """Ownership: tenant."""
     account_id: str | None = None
-    """Ownership: account (REC-8)."""
+    """Ownership: account."""
     user_id: str | None = None
-    """Ownership: user (REC-8)."""
+    """Ownership: user."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallRecord(Serializable):
-    """Ledger row of one tool-call state change (TOOL-8), redacted before writing."""
+    """Ledger row of one tool-call state change, redacted before writing."""
 
     id: str
     """Record id (``toolcall_…``)."""
@@ -163,16 +163,16 @@ class ToolCallRecord(Serializable):
     redacted: bool = False
     """True when a redactor was active."""
     tenant_id: str | None = None
-    """Ownership: tenant (REC-8)."""
+    """Ownership: tenant."""
     account_id: str | None = None
-    """Ownership: account (REC-8)."""
+    """Ownership: account."""
     user_id: str | None = None
-    """Ownership: user (REC-8)."""
+    """Ownership: user."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UsageRecord(Serializable):
-    """Ledger row of usage (REC-8, USAGE-1, USAGE-2)."""
+    """Ledger row of usage."""
 
     id: str
     """Record id (``usage_…``)."""
@@ -191,11 +191,11 @@ class UsageRecord(Serializable):
     attempt: int | None = None
     """Attempt of a ``provider_turn`` row."""
     tenant_id: str | None = None
-    """Ownership: tenant (REC-8)."""
+    """Ownership: tenant."""
     account_id: str | None = None
-    """Ownership: account (REC-8)."""
+    """Ownership: account."""
     user_id: str | None = None
-    """Ownership: user (REC-8)."""
+    """Ownership: user."""
 
 
 LedgerRecord: TypeAlias = RunRecord | AgentEventRecord | ToolCallRecord | UsageRecord
@@ -213,7 +213,7 @@ def start_run_record(
     ownership: OwnershipScope | None = None,
     started_at: str | None = None,
 ) -> RunRecord:
-    """Build the start :class:`RunRecord` (REC-2): ``status="running"``, ``provider =
+    """Build the start :class:`RunRecord`: ``status="running"``, ``provider =
     model.provider``, ownership copied, ``started_at`` defaulting to now."""
     return RunRecord(
         id=run_id,
@@ -241,7 +241,7 @@ def finish_run_record(
     stop_detail: str | None = None,
     finished_at: str | None = None,
 ) -> RunRecord:
-    """Build the finish :class:`RunRecord` from the start one (REC-2).
+    """Build the finish :class:`RunRecord` from the start one.
 
     ``stop_reason``/``stop_detail`` are kept only when ``status == "succeeded"``.
     """

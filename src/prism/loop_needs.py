@@ -25,11 +25,11 @@ class LoopNeeds:
 
     Attributes:
         structured_output: A native schema the runtime merges into the run's provider options
-            (so every request carries it unless the loop removes it, SO-3); ``None``: none.
+            (so every request carries it unless the loop removes it); ``None``: none.
         artifact: The run succeeds only when the loop reported a validated artifact through
             :meth:`ArtifactReporting.report_artifact` (an ``artifact_finished`` event); otherwise
             it fails with ``ArtifactFailedError`` built from the last reported
-            ``artifact_failed`` event (RUN-17).
+            ``artifact_failed`` event.
     """
 
     structured_output: StructuredOutputOptions | None = None

@@ -1,9 +1,9 @@
-"""Middleware: ordered payload transformers the runtime runs at fixed hooks (RUN-2).
+"""Middleware: ordered payload transformers the runtime runs at fixed hooks.
 
 Each hook passes its payload through the handlers registered for it, in registration order. A
-handler (sync or async, ARCH-10) returns a replacement payload, or ``None`` to keep the current
+handler (sync or async) returns a replacement payload, or ``None`` to keep the current
 one. Exceptions from handlers propagate to the caller (the runtime fails the run, except in the
-``tool_result`` hook, where the dispatcher turns the call into an error result, TOOL-3).
+``tool_result`` hook, where the dispatcher turns the call into an error result).
 
 Hooks and their payload types:
 
@@ -35,7 +35,7 @@ __all__ = [
 MiddlewareHook: TypeAlias = Literal[
     "provider_request", "tool_call", "tool_result", "retry", "input_assembly", "compaction"
 ]
-"""The hook names the runtime runs (RUN-2)."""
+"""The hook names the runtime runs."""
 
 MIDDLEWARE_HOOKS: Final[frozenset[str]] = frozenset(get_args(MiddlewareHook))
 """Every valid hook name."""
@@ -54,7 +54,7 @@ def _check_hook(hook: object) -> str:
 
 
 class MiddlewareRegistry:
-    """Handlers per hook, run in registration order (RUN-2).
+    """Handlers per hook, run in registration order.
 
     Example::
 

@@ -1,4 +1,4 @@
-"""Secret redaction (EVT-21..26) and errors as data (CON-4).
+"""Secret redaction and errors as data.
 
 :func:`redact_value` is the one walk used for events, provider requests, store entries, ledger
 records and run-state envelopes. It is copy-on-write: a value in which no string changed is
@@ -31,7 +31,7 @@ _T = TypeVar("_T")
 _E = TypeVar("_E", bound=Serializable)
 
 REDACTED = "[REDACTED]"
-"""Replacement text for a secret (EVT-22)."""
+"""Replacement text for a secret."""
 _CIRCULAR = "[Circular]"
 _MAX_DEPTH_MARK = "[MaxDepth]"
 _MAX_DEPTH = 32
@@ -40,7 +40,7 @@ _MAX_DEPTH = 32
 
 @runtime_checkable
 class SecretRedactor(Protocol):
-    """What the runtime uses of a redactor (EVT-25): ``secrets`` and ``redact``.
+    """What the runtime uses of a redactor: ``secrets`` and ``redact``.
 
     ``redact`` must be a pure function of its input (ARCH-15 caches per-message results).
     """
@@ -51,7 +51,7 @@ class SecretRedactor(Protocol):
         ...
 
     def redact(self, value: _T) -> _T:
-        """Return ``value`` with every secret in every string replaced (EVT-22)."""
+        """Return ``value`` with every secret in every string replaced."""
         ...
 
 
@@ -92,7 +92,7 @@ class _SecretRedactor:
 
 
 def create_secret_redactor(secrets: Iterable[str]) -> SecretRedactor:
-    """Build the built-in redactor (EVT-25).
+    """Build the built-in redactor.
 
     Args:
         secrets: One iterable of secrets (``["sk-1", "sk-2"]``); empty strings are dropped and the
@@ -106,7 +106,7 @@ def create_secret_redactor(secrets: Iterable[str]) -> SecretRedactor:
 
 
 def redact_value(value: _T, secrets: Iterable[str]) -> _T:
-    """Replace every non-empty secret in every string of ``value`` by ``"[REDACTED]"`` (EVT-22).
+    """Replace every non-empty secret in every string of ``value`` by ``"[REDACTED]"``.
 
     Walks dataclass fields, mappings (and their ``str`` keys), lists and tuples at any depth.
     Secrets are applied in the given order. A container already on the current path becomes
@@ -254,9 +254,9 @@ def _walk_dataclass(value: Any, secrets: tuple[str, ...], depth: int, active: se
 
 
 def redact_agent_event(event: _E, redactor: SecretRedactor | None) -> _E:
-    """Return ``event`` with every string redacted by ``redactor`` (EVT-21, EVT-22).
+    """Return ``event`` with every string redacted by ``redactor``.
 
-    Without a redactor the event is returned unchanged (EVT-24).
+    Without a redactor the event is returned unchanged.
 
     Raises:
         TypeError: a host redactor returned an object of another class.
@@ -272,7 +272,7 @@ def redact_agent_event(event: _E, redactor: SecretRedactor | None) -> _E:
     return out
 
 
-# --------------------------------------------------------------------------- errors (CON-4, EVT-26)
+# --------------------------------------------------------------------------- errors
 
 
 def _redactor_of(secrets: Iterable[str] | SecretRedactor | None) -> SecretRedactor | None:
@@ -296,7 +296,7 @@ def _safe_str(value: object) -> str:
 def error_to_error_info(
     exc: object, secrets: Iterable[str] | SecretRedactor = ()
 ) -> ErrorInfo:
-    """Describe a failure as data (CON-4), redacting every secret (EVT-26).
+    """Describe a failure as data, redacting every secret.
 
     Args:
         exc: An exception (or any value: ``message = str(value)``, no ``name``).
@@ -365,7 +365,7 @@ def _has_secret(exc: BaseException, redactor: SecretRedactor, seen: set[int]) ->
 
 
 def redacted_cause(exc: BaseException, redactor: SecretRedactor | None) -> BaseException:
-    """Return what to chain as ``__cause__`` for a host exception (EVT-26).
+    """Return what to chain as ``__cause__`` for a host exception.
 
     ``exc`` itself when no text in it or its cause/context chain holds a secret; otherwise a
     :class:`~prism.errors.RedactedError` with ``original_type = type(exc).__name__``, the

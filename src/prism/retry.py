@@ -1,15 +1,15 @@
-"""Retry options, the retry policy contract and the default backoff policy (RETRY-1..RETRY-6).
+"""Retry options, the retry policy contract and the default backoff policy.
 
 The attempt loop itself (``generate_with_retry``) belongs to the runtime's provider-turn module;
 this module supplies what it consults after a failed attempt:
 
-* :class:`RetryOptions` — the keyword-only options (RETRY-4), validated by
-  :func:`validate_retry_options` (RETRY-6) and layered by :func:`resolve_retry_options` (RUN-6);
-* :class:`RetryPolicy` — ``decide(RetryContext) -> RetryDecision`` (sync or async, RETRY-2);
+* :class:`RetryOptions` — the keyword-only options, validated by
+  :func:`validate_retry_options` and layered by :func:`resolve_retry_options`;
+* :class:`RetryPolicy` — ``decide(RetryContext) -> RetryDecision`` (sync or async);
 * :func:`create_default_retry_policy` — exponential backoff with jitter, honouring a server's
-  ``Retry-After`` hint (RETRY-4);
-* :func:`is_transient_error` — which failures are worth retrying (RETRY-5);
-* :class:`RetryPayload` — the value the ``retry`` middleware hook receives (RUN-2).
+  ``Retry-After`` hint;
+* :func:`is_transient_error` — which failures are worth retrying;
+* :class:`RetryPayload` — the value the ``retry`` middleware hook receives.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ DEFAULT_TRANSIENT_CODES: Final[frozenset[str | int]] = frozenset(
         529,
     }
 )
-"""Error codes that are always transient (RETRY-5)."""
+"""Error codes that are always transient."""
 
 _ABORT_RE: Final = re.compile("abort", re.IGNORECASE)
 _TRANSIENT_RE: Final = re.compile(r"timeout|temporar|rate.?limit|overload|unavailable", re.IGNORECASE)
@@ -75,7 +75,7 @@ _TRANSIENT_RE: Final = re.compile(r"timeout|temporar|rate.?limit|overload|unavai
 
 @dataclass(frozen=True, slots=True)
 class RetryDecision(_Options):
-    """What a retry policy decided after a failed attempt (RETRY-2)."""
+    """What a retry policy decided after a failed attempt."""
 
     retry: bool
     """Start another attempt."""
@@ -85,7 +85,7 @@ class RetryDecision(_Options):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryContext(_Options):
-    """What a retry policy sees about a failed attempt (RETRY-2)."""
+    """What a retry policy sees about a failed attempt."""
 
     session_id: str
     """Session of the run."""
@@ -94,7 +94,7 @@ class RetryContext(_Options):
     attempt: int
     """1-based number of the attempt that failed."""
     error: ErrorInfo
-    """The attempt's failure, redacted (RETRY-3)."""
+    """The attempt's failure, redacted."""
     metadata: Mapping[str, JsonValue] | None = None
     """``RetryOptions.metadata`` merged over the run metadata, when any."""
     signal: AbortSignal | None = field(default=None, metadata={"serialize": False})
@@ -103,7 +103,7 @@ class RetryContext(_Options):
 
 @dataclass(frozen=True, slots=True)
 class RetryPayload(_Options):
-    """Payload of the ``retry`` middleware hook: the context and the policy's decision (RUN-2).
+    """Payload of the ``retry`` middleware hook: the context and the policy's decision.
 
     A handler returns a replacement payload (typically ``dataclasses.replace(p,
     decision=RetryDecision(False))``) or ``None`` to keep it.
@@ -117,9 +117,9 @@ class RetryPayload(_Options):
 
 @runtime_checkable
 class RetryPolicy(Protocol):
-    """Decides whether a failed provider attempt is retried (RETRY-2).
+    """Decides whether a failed provider attempt is retried.
 
-    ``decide`` may be sync or return an awaitable (ARCH-10); the runtime awaits it when needed.
+    ``decide`` may be sync or return an awaitable; the runtime awaits it when needed.
     """
 
     def decide(
@@ -131,12 +131,12 @@ class RetryPolicy(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryOptions(_Options):
-    """Retry settings of an agent or a run (RETRY-4).
+    """Retry settings of an agent or a run.
 
-    These defaults are also the run's settings when neither layer sets ``retry`` (RETRY-1):
+    These defaults are also the run's settings when neither layer sets ``retry``:
     at most 3 attempts in total on transient errors, exponential backoff from 100 ms capped at
     1 000 ms, ±25 % jitter, ``Retry-After`` hints honoured up to 60 s. Values are validated where
-    they are used (:func:`validate_retry_options`, RETRY-6). Lists given for the sequence fields
+    they are used (:func:`validate_retry_options`). Lists given for the sequence fields
     are stored as tuples.
     """
 
@@ -152,9 +152,9 @@ class RetryOptions(_Options):
     """Relative jitter in ``[0, 1]``: the delay is multiplied by a uniform factor in
     ``[1 - jitter, 1 + jitter]``; 0 disables it."""
     transient_codes: tuple[str | int, ...] = ()
-    """Extra ``ErrorInfo.code`` values treated as transient (RETRY-5)."""
+    """Extra ``ErrorInfo.code`` values treated as transient."""
     secrets: tuple[str, ...] = ()
-    """Extra secrets redacted from failed attempts' ``ErrorInfo`` (RETRY-3)."""
+    """Extra secrets redacted from failed attempts' ``ErrorInfo``."""
     metadata: Mapping[str, JsonValue] | None = None
     """Metadata passed to the policy in ``RetryContext.metadata``."""
     max_retry_after_ms: float = 60_000
@@ -168,7 +168,7 @@ class RetryOptions(_Options):
 
     @classmethod
     def coerce(cls, value: RetryOptions | Mapping[str, Any]) -> RetryOptions:
-        """Return ``value`` itself, or the options built from a snake_case mapping (ARCH-9).
+        """Return ``value`` itself, or the options built from a snake_case mapping.
 
         The mapping may carry ``policy`` (a host object, never serialised). Values are not
         validated here (:func:`validate_retry_options` does).
@@ -192,7 +192,7 @@ class RetryOptions(_Options):
 _RETRY_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RetryOptions))
 
 
-# --------------------------------------------------------------------------- validation (RETRY-6)
+# --------------------------------------------------------------------------- validation
 
 
 def _is_number(value: Any) -> bool:
@@ -202,7 +202,7 @@ def _is_number(value: Any) -> bool:
 def validate_retry_options(
     value: RetryOptions | Mapping[str, Any], *, label: str = "retry"
 ) -> RetryOptions:
-    """Coerce and check retry options (RETRY-6).
+    """Coerce and check retry options.
 
     Args:
         value: A :class:`RetryOptions` or a snake_case mapping of its fields.
@@ -256,14 +256,13 @@ def resolve_retry_options(
     agent: RetryOptions | Mapping[str, Any] | Literal[False] | None,
     run: RetryOptions | Mapping[str, Any] | Literal[False] | None = None,
 ) -> RetryOptions | None:
-    """Resolve the effective retry options of a run from the agent and run layers (RUN-6).
+    """Resolve the effective retry options of a run from the agent and run layers.
 
     * run ``False`` disables retry; a run :class:`RetryOptions` replaces the agent value;
     * a run mapping overrides only the keys it names, on top of the agent value (or of the
       defaults when the agent sets none or ``False``);
     * run ``None`` takes the agent value (agent ``False`` disables retry);
-    * when neither layer sets ``retry`` the result is ``RetryOptions()`` (retry is on by default,
-      RETRY-1).
+    * when neither layer sets ``retry`` the result is ``RetryOptions()`` (retry is on by default).
 
     Args:
         agent: The agent's ``retry`` setting.
@@ -273,7 +272,7 @@ def resolve_retry_options(
         The validated effective options, or ``None`` when retry is turned off for the run.
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — either layer is invalid (RETRY-6) or not a
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — either layer is invalid or not a
             ``RetryOptions``/mapping/``False``/``None``.
     """
     base: RetryOptions | None
@@ -307,13 +306,13 @@ def _fields_of(options: RetryOptions) -> dict[str, Any]:
     return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
 
 
-# --------------------------------------------------------------------------- transient (RETRY-5)
+# --------------------------------------------------------------------------- transient
 
 
 def is_transient_error(
     info: ErrorInfo, transient_codes: Iterable[str | int] = ()
 ) -> bool:
-    """Whether a failed attempt's error is worth retrying (RETRY-5).
+    """Whether a failed attempt's error is worth retrying.
 
     False when ``info.name == "AbortError"`` or the message contains ``abort``
     (case-insensitive); true when ``info.code`` is one of :data:`DEFAULT_TRANSIENT_CODES` or of
@@ -390,7 +389,7 @@ def create_default_retry_policy(
     *,
     random: Callable[[], float] | None = None,
 ) -> RetryPolicy:
-    """Build the built-in retry policy (RETRY-4).
+    """Build the built-in retry policy.
 
     ``decide`` returns no retry when the signal is aborted, when ``attempt >= max_attempts`` or
     when the error is not transient (:func:`is_transient_error`). Otherwise, with a finite
@@ -401,12 +400,12 @@ def create_default_retry_policy(
     milliseconds.
 
     Args:
-        options: The options (``None`` → ``RetryOptions()``); validated (RETRY-6).
+        options: The options (``None`` → ``RetryOptions()``); validated.
         random: Returns a float in ``[0, 1)`` for the jitter (default ``random.random``);
             injectable for deterministic tests.
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — invalid options (RETRY-6).
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — invalid options.
     """
     opts = validate_retry_options(options if options is not None else RetryOptions())
     return _DefaultRetryPolicy(opts, random if random is not None else _random.random)

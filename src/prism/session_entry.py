@@ -32,7 +32,7 @@ class SessionEntry(Serializable):
     """
 
     id: str
-    """Entry id, ``entry_<32 hex>`` when generated (ARCH-13)."""
+    """Entry id, ``entry_<32 hex>`` when generated."""
     session_id: str
     """Owning session."""
     kind: SessionEntryKind
@@ -53,7 +53,7 @@ class SessionEntry(Serializable):
     """The summary text of a ``compaction`` or ``summary`` entry."""
     data: Mapping[str, JsonValue] | None = None
     """Kind-specific data; for ``compaction``: ``through_entry_id``, ``keep_entry_ids``,
-    ``strategy`` and ``trigger`` (STORE-7, STORE-9)."""
+    ``strategy`` and ``trigger``."""
     metadata: Mapping[str, JsonValue] | None = None
     """Host metadata."""
 

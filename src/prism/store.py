@@ -76,13 +76,13 @@ __all__ = [
 
 @runtime_checkable
 class SessionStore(Protocol):
-    """The append-only source of truth for transcript entries (STORE-2).
+    """The append-only source of truth for transcript entries.
 
     ``append`` options are keyword-only. With ``expected_parent_id`` the append is a
     compare-and-set on the branch tip; ``fork=True`` lets that parent already have children;
     ``idempotency_key`` makes a repeated ``(session_id, idempotency_key, expected_parent_id)``
     append fail. Conflicts raise ``SessionAppendConflictError``
-    (``ERR_PRISM_SESSION_APPEND_CONFLICT``), a duplicate entry id ``ValueError`` (STORE-3).
+    (``ERR_PRISM_SESSION_APPEND_CONFLICT``), a duplicate entry id ``ValueError``.
     """
 
     async def append(
@@ -93,7 +93,7 @@ class SessionStore(Protocol):
         idempotency_key: str | None = None,
         fork: bool = False,
     ) -> None:
-        """Append ``entry`` atomically (STORE-3)."""
+        """Append ``entry`` atomically."""
         ...
 
     async def list(self, session_id: str) -> Sequence[SessionEntry]:
@@ -148,7 +148,7 @@ class _SessionData:
 
 
 class MemorySessionStore:
-    """In-memory :class:`SessionStore` for tests and single-process hosts (STORE-3).
+    """In-memory :class:`SessionStore` for tests and single-process hosts.
 
     * a duplicate entry id within a session raises ``ValueError``;
     * with ``expected_parent_id`` the append succeeds only when that entry exists in the same
@@ -179,7 +179,7 @@ class MemorySessionStore:
         idempotency_key: str | None = None,
         fork: bool = False,
     ) -> None:
-        """Append ``entry`` (STORE-3).
+        """Append ``entry``.
 
         Raises:
             ValueError: ``fork=True`` without ``expected_parent_id``, or the entry id already
@@ -271,7 +271,7 @@ def _walk(by_id: Mapping[str, SessionEntry], leaf_id: str) -> list[SessionEntry]
 
 
 def walk_branch(entries: Iterable[SessionEntry], leaf_id: str) -> list[SessionEntry]:
-    """Return the branch ending at ``leaf_id``, root first, by walking parents (STORE-5).
+    """Return the branch ending at ``leaf_id``, root first, by walking parents.
 
     Args:
         entries: Entries of one session (``store.list()`` or a branch); O(len(entries)).
@@ -287,7 +287,7 @@ def walk_branch(entries: Iterable[SessionEntry], leaf_id: str) -> list[SessionEn
 async def read_branch(
     store: SessionStore, session_id: str, leaf_id: str | None
 ) -> list[SessionEntry]:
-    """Read the branch ending at ``leaf_id`` from ``store`` (STORE-2, STORE-5).
+    """Read the branch ending at ``leaf_id`` from ``store``.
 
     Uses the store's ``read_branch`` when it has one, else ``list`` plus an in-memory walk.
 
@@ -308,7 +308,7 @@ async def read_branch(
 
 
 def history_from_branch(branch: Sequence[SessionEntry]) -> tuple[list[Message], list[str]]:
-    """Messages and summaries of a branch, root first (STORE-5).
+    """Messages and summaries of a branch, root first.
 
     Without a compaction entry: messages are the ``message`` entries in order and summaries the
     ``summary`` entries. With one, the latest compaction entry rules: messages are the message
@@ -378,7 +378,7 @@ def current_model(branch: Sequence[SessionEntry]) -> ModelConfig | None:
 def drop_trailing_input(history: list[Message], inputs: Sequence[Message]) -> int:
     """Remove from the end of ``history`` the messages equal (by ``to_dict()``) to the inputs.
 
-    After auto-compaction rebuilt the history (STORE-8), the run's input messages — already in
+    After auto-compaction rebuilt the history, the run's input messages — already in
     the store — may be at its end; removing them makes the first turn send the input exactly
     once. Removes the longest suffix of ``history`` that equals a suffix of ``inputs``.
 

@@ -1,15 +1,15 @@
 """Native structured output: option checks, request helpers, resolution and artifact helpers.
 
-- :func:`validate_structured_output` checks options (SO-1);
-- :func:`resolve_structured_output` merges the provider-option layers and a loop's schema (SO-3)
-  and checks model support (SO-2) — the runtime calls it once per run leg, while setting the leg up;
+- :func:`validate_structured_output` checks options;
+- :func:`resolve_structured_output` merges the provider-option layers and a loop's schema
+  and checks model support — the runtime calls it once per run leg, while setting the leg up;
 - :func:`without_structured_output` / :func:`artifact_request` derive requests for
-  ``final-turn-only`` timing (SO-5, SO-6, SO-7);
+  ``final-turn-only`` timing;
 - :func:`json_artifact_parser` / :func:`json_schema_artifact_validator` are ready-made artifact
-  callbacks for artifact-loop mode (SO-8).
+  callbacks for artifact-loop mode.
 
 ``jsonschema`` is imported when :func:`json_schema_artifact_validator` is called, never by
-``import prism`` (ARCH-5).
+``import prism``.
 """
 
 from __future__ import annotations
@@ -53,17 +53,17 @@ __all__ = [
 ]
 
 MAX_SCHEMA_NAME_CHARS = 128
-"""Longest structured-output name, in characters after stripping (SO-1)."""
+"""Longest structured-output name, in characters after stripping."""
 
 MAX_SCHEMA_BYTES = 65_536
-"""Largest ``canonical_json(schema)``, in UTF-8 bytes (SO-1)."""
+"""Largest ``canonical_json(schema)``, in UTF-8 bytes."""
 
 
 
 def validate_structured_output(
     options: StructuredOutputOptions | Mapping[str, Any],
 ) -> StructuredOutputOptions:
-    """Check structured-output options (SO-1) and return them (a mapping is converted).
+    """Check structured-output options and return them (a mapping is converted).
 
     Args:
         options: ``StructuredOutputOptions`` or a mapping of its fields.
@@ -101,7 +101,7 @@ def validate_structured_output(
 
 
 def without_structured_output(request: ProviderRequest) -> ProviderRequest:
-    """Return ``request`` with ``options.structured_output = None`` (SO-5).
+    """Return ``request`` with ``options.structured_output = None``.
 
     The same object is returned when it carried no schema.
     """
@@ -116,7 +116,7 @@ def without_structured_output(request: ProviderRequest) -> ProviderRequest:
 def artifact_request(
     request: ProviderRequest, schema: StructuredOutputOptions | None
 ) -> ProviderRequest:
-    """Return ``request`` prepared for an artifact turn (SO-6).
+    """Return ``request`` prepared for an artifact turn.
 
     ``tools`` is set to ``None``; ``options.structured_output`` is set to ``schema`` when given,
     else kept as the request's own schema (and left ``None`` when neither exists).
@@ -134,7 +134,7 @@ def artifact_request(
 
 
 def loop_structured_output(loop: object) -> StructuredOutputOptions | None:
-    """Return the schema a resolved loop contributes to provider options (SO-3, GVR-2).
+    """Return the schema a resolved loop contributes to provider options.
 
     The loop declares it in ``needs.structured_output`` (a built-in generate-validate-revise
     strategy declares its schema, already ``None`` in ``"artifact-loop"`` mode). A loop that
@@ -146,7 +146,7 @@ def loop_structured_output(loop: object) -> StructuredOutputOptions | None:
 def check_structured_output_support(
     options: ProviderRequestOptions | None, model: ModelConfig
 ) -> None:
-    """Fail when a schema is requested from a model without native support (SO-2).
+    """Fail when a schema is requested from a model without native support.
 
     Args:
         options: The effective provider options of the run.
@@ -180,7 +180,7 @@ def resolve_structured_output(
     loop: object = None,
     model: ModelConfig | None = None,
 ) -> ProviderRequestOptions | None:
-    """Resolve a run's provider options and its native schema (SO-3), then check SO-2.
+    """Resolve a run's provider options and its native schema, then check SO-2.
 
     Merge order, later wins (CON-15 for the option layers): agent ``provider_options``, run
     ``provider_options``, the run's ``structured_output=``, then the schema of the resolved loop
@@ -199,7 +199,7 @@ def resolve_structured_output(
         The effective ``ProviderRequestOptions``, or ``None`` when no layer sets anything.
 
     Raises:
-        StructuredOutputError: an invalid schema (SO-1) or an unsupported model (SO-2).
+        StructuredOutputError: an invalid schema or an unsupported model.
         PrismConfigError: an option mapping with unknown keys or of the wrong shape.
     """
     merged = merge_provider_options(_options(agent_options), _options(run_options))
@@ -236,10 +236,10 @@ def _options(
 def json_artifact_parser(
     text: str, ctx: ArtifactContext | None = None
 ) -> ArtifactParseResult[Any]:
-    """Parse the stripped draft text with ``json.loads`` (SO-8).
+    """Parse the stripped draft text with ``json.loads``.
 
     Args:
-        text: The candidate's text (CON-10).
+        text: The candidate's text.
         ctx: The artifact context (unused; accepted so the function is an ``ArtifactParser``).
 
     Returns:
@@ -254,7 +254,7 @@ def json_artifact_parser(
 
 
 def json_schema_artifact_validator(schema: Mapping[str, Any]) -> ArtifactValidator[Any]:
-    """Return an artifact validator checking values against a JSON Schema (SO-8).
+    """Return an artifact validator checking values against a JSON Schema.
 
     Errors become ``ArtifactError(message, path=<RFC 6901 pointer, None at the root>)``, sorted by
     (pointer, message) as in TOOL-6; the result is ``ok`` when there are none. The schema is

@@ -33,7 +33,7 @@ TimelineStatus: TypeAlias = RunRecordStatus
 
 @dataclass(frozen=True, slots=True)
 class TimelineToolCall(Serializable):
-    """A tool call of a turn, from its terminal tool event (CON-32)."""
+    """A tool call of a turn, from its terminal tool event."""
 
     tool_call_id: str
     """The call id."""
@@ -45,17 +45,17 @@ class TimelineToolCall(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class TimelineArtifactAttempt(Serializable):
-    """An artifact candidate of a turn (CON-32)."""
+    """An artifact candidate of a turn."""
 
     attempt: int
-    """1-based candidate number of the leg (EVT-4)."""
+    """1-based candidate number of the leg."""
     outcome: Literal["finished", "revised", "failed"]
     """``artifact_finished``, ``artifact_revision_started`` or ``artifact_failed``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TimelineTurn(Serializable):
-    """Events from one ``turn_started`` up to the next one (CON-32)."""
+    """Events from one ``turn_started`` up to the next one."""
 
     turn: int
     """The turn number (a resumed leg starts again at 1)."""
@@ -77,7 +77,7 @@ class TimelineTurn(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExecutionTimeline(Serializable):
-    """A pure projection of one run's ledger rows (CON-32)."""
+    """A pure projection of one run's ledger rows."""
 
     run_id: str | None = None
     """The run id (``None`` when no row was given)."""
@@ -138,7 +138,7 @@ class _TurnBuilder:
 def project_execution_timeline(
     events: Iterable[AgentEventRecord], run_records: Iterable[RunRecord] = ()
 ) -> ExecutionTimeline:
-    """Project one run's ledger rows into an :class:`ExecutionTimeline` (CON-32).
+    """Project one run's ledger rows into an :class:`ExecutionTimeline`.
 
     Events are taken in the order given (ledger order; timestamps are not re-sorted). Each
     ``turn_started`` opens a :class:`TimelineTurn` that gathers the events up to the next

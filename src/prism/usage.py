@@ -1,4 +1,4 @@
-"""Usage aggregation (CON-12): ``UsageAccumulator`` sums usages in O(1) per ``add``."""
+"""Usage aggregation: ``UsageAccumulator`` sums usages in O(1) per ``add``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ __all__ = ["UsageAccumulator"]
 
 
 class UsageAccumulator:
-    """Aggregate ``Usage`` values (CON-12).
+    """Aggregate ``Usage`` values.
 
     * ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
       ``reasoning_tokens``: sum of the present values; absent when no usage had the key.

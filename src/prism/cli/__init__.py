@@ -21,13 +21,13 @@ provider turns and the usage of every leg shown, approval rounds included). ``--
 event as one JSON line (``event.to_dict()``) instead, then one summary line
 ``{"type": "run_result", "status", "run_id", "session_id", "usage", "stop_reason", "turns",
 "exit_code"}`` (plus ``stop_detail`` and ``error`` when set) — ``agent_finished`` carries no status
-by design (EVT-7). On pipes and files the output is plain: the answer on stdout, notes on stderr.
+by design. On pipes and files the output is plain: the answer on stdout, notes on stderr.
 When the reader of the output goes away (``prism run … | head -1``) the run is aborted quietly and
 the command exits with 141. API keys come from ``OPENAI_API_KEY`` /
 ``ANTHROPIC_API_KEY`` (or ``--api-key-env`` for compatible servers), never from the command line,
 and are redacted from everything the command prints.
 
-Sessions live in a store (10-stores): ``--store URL`` (``sqlite:///file.db``,
+Sessions live in a store: ``--store URL`` (``sqlite:///file.db``,
 ``sqlite:////abs/file.db``, ``postgresql://…``), else ``$PRISM_STORE``, else the SQLite file
 ``$XDG_DATA_HOME/prism/sessions.db`` (``~/.local/share/prism/sessions.db``). Every run is durable
 with every-turn checkpoints, so ``prism resume RUN_ID`` continues a run stopped by ``--max-turns``,
@@ -36,7 +36,7 @@ commands (``sessions list/show``) never create a store.
 
 Ctrl-C: the first one stops ``prism run`` cleanly at the next turn boundary (``prism resume
 RUN_ID`` continues it); a second one — or the first during a resumed leg, which cannot stop at a
-boundary (TP-10) — aborts the run at once (an aborted run is final; ``prism run --session ID``
+boundary — aborts the run at once (an aborted run is final; ``prism run --session ID``
 continues the conversation).
 
 Exit codes (:data:`EXIT_CODES_HELP`): 0 done (also a ``--max-turns`` stop and a ``--deny`` that

@@ -1,6 +1,6 @@
 """Approval questions on the terminal: one ``allow …? [y]es / [n]o / [a]lways`` per waiting call.
 
-A run waiting for approvals (APR-1..APR-9) carries only the calls' ids and tool names; the
+A run waiting for approvals carries only the calls' ids and tool names; the
 arguments shown in the question are read from the session's stored assistant messages.
 """
 
@@ -108,7 +108,7 @@ def call_text(call: ToolCallContent) -> str:
 
 
 async def stored_calls(session: AgentSession) -> dict[str, ToolCallContent]:
-    """Tool calls on the session's branch by id (interruptions never carry arguments, APR-6)."""
+    """Tool calls on the session's branch by id (interruptions never carry arguments)."""
     calls: dict[str, ToolCallContent] = {}
     for entry in await session.entries():
         message = entry.message

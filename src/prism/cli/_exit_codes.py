@@ -41,4 +41,4 @@ PIPE_ABORT_REASON: Final = "output closed (broken pipe)"
 CONNECTION_ERROR_CODES: Final = frozenset(
     {"ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "timeout"}
 )
-"""Provider error codes after which the failure names the endpoint the command tried (PROV-12)."""
+"""Provider error codes after which the failure names the endpoint the command tried."""

@@ -6,10 +6,10 @@ handler runs on the event loop, never in the middle of the runtime's code):
 * the first Ctrl-C during a leg that carries the command's turn policy (a fresh ``prism run``)
   asks for a clean stop at the next turn boundary: the policy answers ``Stop("interrupted
   (Ctrl-C)")``, the run ends ``succeeded`` with ``stop_reason="host_policy"`` and, being durable with
-  every-turn checkpoints, ``prism resume RUN_ID`` continues it (TP-6, TP-8, DUR-23);
+  every-turn checkpoints, ``prism resume RUN_ID`` continues it;
 * the first Ctrl-C at an approval question stops asking: the run stays suspended;
 * a second Ctrl-C — or the first one during a leg without a turn policy (resumed legs never carry
-  one, TP-10) — aborts the run at once through the run's abort signal (RUN-9); an aborted run is
+  one) — aborts the run at once through the run's abort signal; an aborted run is
   final, the conversation continues with ``prism run --session ID``;
 * after that abort the previous SIGINT handler is back, so a further Ctrl-C interrupts the process.
 
@@ -126,7 +126,7 @@ class Interrupts:
 
     def turn_policy(self, max_turns: int | None) -> Any:
         """The turn policy of a fresh run: a clean stop after a first Ctrl-C, or after
-        ``max_turns`` completed provider turns (both ``host_policy``, resumable, TP-6/TP-8)."""
+        ``max_turns`` completed provider turns (both ``host_policy``, resumable)."""
         from prism.runtime.turn_policy import Continue, Stop, TurnPolicy
 
         def stop(ctx: Any) -> Any:

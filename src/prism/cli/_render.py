@@ -9,7 +9,7 @@
   arrives, tool calls and results are printed as they happen, a status line at the bottom shows the
   turn, tokens so far and elapsed time, and a usage summary closes the run.
 
-Every renderer receives already-redacted events (the agent's secret redactor, EVT-21); text that
+Every renderer receives already-redacted events (the agent's secret redactor); text that
 the command builds itself from exceptions is redacted by the caller.
 
 Renderers write through :class:`PipeGuard` streams: when the reader of a pipe goes away
@@ -176,7 +176,7 @@ class RunStats:
         elif kind == "tool_execution_started":
             self.tool_calls += 1
         elif kind == "agent_started":
-            # a new leg numbers its turns from 1 again (EVT-9): continue after the completed ones
+            # a new leg numbers its turns from 1 again: continue after the completed ones
             self._offset = self.turns
         elif kind == "agent_finished":
             self.usage = event.usage

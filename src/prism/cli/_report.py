@@ -187,7 +187,7 @@ class RunReport:
             code = EXIT_INTERRUPTED if self.interrupts.count else EXIT_SUSPENDED
             self.renderer.notice(_waiting(run_id))
         elif result.status == "denied":
-            # the runtime answered the denied calls with approval_rejected rows (DUR-21), so
+            # the runtime answered the denied calls with approval_rejected rows, so
             # prism run --session can continue the conversation
             if self.broken():
                 return EXIT_BROKEN_PIPE

@@ -1,14 +1,14 @@
 """``prism run PROMPT`` and ``prism resume RUN_ID``: durable runs over the command's store.
 
-Every run the command starts is durable (``checkpoint_policy="every-turn"``, DUR-1/DUR-7), so it
+Every run the command starts is durable (``checkpoint_policy="every-turn"``), so it
 can be continued by a later ``prism resume``:
 
 * a run stopped at a turn boundary by ``--max-turns N`` or by a first Ctrl-C (a turn-policy
-  ``Stop``: ``succeeded`` with ``stop_reason="host_policy"``, TP-8, DUR-23);
-* a run waiting for an approval (``--approve-tools``, APR-1..APR-9): on a terminal the command
+  ``Stop``: ``succeeded`` with ``stop_reason="host_policy"``);
+* a run waiting for an approval (``--approve-tools``): on a terminal the command
   asks for each tool call; otherwise it exits with code 3 and ``prism resume RUN_ID --approve`` or
   ``--deny`` decides later;
-* a run whose process ended mid-turn (crash recovery from its ``running`` envelope, DUR-22).
+* a run whose process ended mid-turn (crash recovery from its ``running`` envelope).
 
 ``prism run --session ID`` continues a stored conversation with the session's stored settings
 (options given on the command line win). ``prism run -`` reads the prompt from standard input.
@@ -430,7 +430,7 @@ class RunCommand:
             return await report.outcome(session, result)
 
     async def _settle(self, session: AgentSession, result: RunResult, renderer: Renderer) -> RunResult:
-        """Approval rounds asked on the terminal until the run no longer waits (APR-5..APR-9);
+        """Approval rounds asked on the terminal until the run no longer waits;
         never after a Ctrl-C or with a closed output."""
         while (
             result.status == "suspended"

@@ -3,7 +3,7 @@
 :class:`RunSettings` is what ``prism run`` reads from its command line and stores per session, so
 that ``prism run --session ID`` continues with the same model and tools (options given again on
 the command line win) and ``prism resume RUN_ID`` rebuilds exactly the agent the run was started
-with — a durable run resumes only under an agent with the same fingerprint (DUR-5, DUR-17). API
+with — a durable run resumes only under an agent with the same fingerprint. API
 keys are never part of the settings; they are read from the environment each time.
 """
 
@@ -86,7 +86,7 @@ class RunSettings:
     max_tool_rounds: int | None = None
     """``--max-tool-rounds`` (a run limit)."""
     approve_tools: bool = False
-    """``--approve-tools``: every tool call waits for an approval (APR-1)."""
+    """``--approve-tools``: every tool call waits for an approval."""
 
     def to_json(self) -> dict[str, Any]:
         """The stored form (with a ``version`` key)."""
@@ -259,7 +259,7 @@ def tool_choice_policy(
 ) -> ProviderRequestPolicy:
     """Provider-request policy that sets ``tool_choice`` per turn.
 
-    The runtime calls it before each provider request, after the request is built (RUN-14); the
+    The runtime calls it before each provider request, after the request is built; the
     options it returns are merged into the request.
 
     Turns that answer the user's latest message directly get ``first``; once
@@ -322,7 +322,7 @@ def build_agent(
 ) -> BuiltAgent:
     """Build the durable agent ``settings`` describe, over ``store`` (sessions and checkpoints).
 
-    The same settings give the same agent fingerprint (DUR-5), which is what lets another
+    The same settings give the same agent fingerprint, which is what lets another
     process resume the agent's runs.
 
     Raises:

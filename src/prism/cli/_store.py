@@ -8,7 +8,7 @@ the sessions, the run-state envelopes and the command's own per-session settings
   ``XDG_DATA_HOME``);
 * the settings a session's agent was built from (model spec, tools, loop, …; never API keys) are a
   checkpoint under ``namespace="prism.cli.session"``, ``key=session_id``, so ``prism resume`` and
-  ``prism run --session`` rebuild the same agent (its fingerprint must match, DUR-5);
+  ``prism run --session`` rebuild the same agent (its fingerprint must match);
 * a session's runs are the distinct ``run_id`` values of its entries, their state is their
   envelope (``namespace="prism.agent-run"``); what the envelope does not hold (a failed run's
   redacted error, why a run stopped) is a note under ``namespace="prism.cli.run"``,
@@ -73,9 +73,9 @@ RUN_NOTES_NAMESPACE: Final = "prism.cli.run"
 """Checkpoint namespace of the command's per-run notes (``key=run_id``): ``{"error": {"message",
 "code"}}`` of a failed or aborted run (redacted), ``{"stop_detail": …}`` of a stopped one."""
 AGENT_ID: Final = "prism-cli"
-"""Agent id of every run the command starts (part of the fingerprint, DUR-5)."""
+"""Agent id of every run the command starts (part of the fingerprint)."""
 DEFINITION_REVISION: Final = "prism-cli-1"
-"""``definition_revision`` of the command's durable runs (DUR-1)."""
+"""``definition_revision`` of the command's durable runs."""
 PG_CONNECT_TIMEOUT_S: Final = 10
 """Seconds to wait for a PostgreSQL server before reporting it unreachable."""
 

@@ -19,7 +19,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArtifactValidationStartedEvent(Serializable):
-    """Validation of a candidate began (EVT-14)."""
+    """Validation of a candidate began."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -28,13 +28,13 @@ class ArtifactValidationStartedEvent(Serializable):
     turn: int
     """Turn index."""
     attempt: int
-    """1-based call-free candidate count (EVT-4)."""
+    """1-based call-free candidate count."""
     type: Literal["artifact_validation_started"] = field(default="artifact_validation_started", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArtifactValidationFinishedEvent(Serializable):
-    """Validation of a candidate ended (EVT-14)."""
+    """Validation of a candidate ended."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -43,7 +43,7 @@ class ArtifactValidationFinishedEvent(Serializable):
     turn: int
     """Turn index."""
     attempt: int
-    """1-based call-free candidate count (EVT-4)."""
+    """1-based call-free candidate count."""
     result: ArtifactValidation
     """The validation outcome."""
     type: Literal["artifact_validation_finished"] = field(default="artifact_validation_finished", init=False)
@@ -51,7 +51,7 @@ class ArtifactValidationFinishedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArtifactRevisionStartedEvent(Serializable):
-    """A revision turn follows a failed candidate (EVT-14)."""
+    """A revision turn follows a failed candidate."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -60,7 +60,7 @@ class ArtifactRevisionStartedEvent(Serializable):
     turn: int
     """Turn index."""
     attempt: int
-    """1-based call-free candidate count (EVT-4)."""
+    """1-based call-free candidate count."""
     failure: ArtifactValidation
     """The failure being revised."""
     type: Literal["artifact_revision_started"] = field(default="artifact_revision_started", init=False)
@@ -68,7 +68,7 @@ class ArtifactRevisionStartedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArtifactFinishedEvent(Serializable):
-    """A candidate was accepted (EVT-14)."""
+    """A candidate was accepted."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -77,7 +77,7 @@ class ArtifactFinishedEvent(Serializable):
     turn: int
     """Turn index."""
     attempt: int
-    """1-based call-free candidate count (EVT-4)."""
+    """1-based call-free candidate count."""
     result: ArtifactValidation
     """The accepting validation."""
     type: Literal["artifact_finished"] = field(default="artifact_finished", init=False)
@@ -85,7 +85,7 @@ class ArtifactFinishedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArtifactFailedEvent(Serializable):
-    """The artifact loop failed terminally (EVT-14, EVT-18)."""
+    """The artifact loop failed terminally."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -94,7 +94,7 @@ class ArtifactFailedEvent(Serializable):
     turn: int
     """Turn index."""
     attempt: int
-    """1-based call-free candidate count (EVT-4)."""
+    """1-based call-free candidate count."""
     result: ArtifactValidation
     """The failing validation; ``metadata['reason']`` is the error code."""
     type: Literal["artifact_failed"] = field(default="artifact_failed", init=False)

@@ -21,14 +21,14 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ProviderTurnMetadata(Serializable):
-    """Identity of one provider attempt (EVT-3)."""
+    """Identity of one provider attempt."""
 
     provider_id: str
     """Provider id."""
     model: ModelConfig
     """Model called."""
     attempt: int
-    """1-based attempt number within the turn (EVT-11)."""
+    """1-based attempt number within the turn."""
     latency_ms: int | None = None
     """Attempt latency in ms; only on ``provider_turn_finished``."""
     http_status: int | None = None
@@ -37,7 +37,7 @@ class ProviderTurnMetadata(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderTurnStartedEvent(Serializable):
-    """A provider attempt began (EVT-10, EVT-11)."""
+    """A provider attempt began."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -52,7 +52,7 @@ class ProviderTurnStartedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderTurnFinishedEvent(Serializable):
-    """A provider attempt ended (EVT-10, EVT-11)."""
+    """A provider attempt ended."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -71,7 +71,7 @@ class ProviderTurnFinishedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryScheduledEvent(Serializable):
-    """A failed provider attempt will be retried (EVT-11, RETRY-2)."""
+    """A failed provider attempt will be retried."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -88,7 +88,7 @@ class RetryScheduledEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageStartedEvent(Serializable):
-    """An assistant draft opened (EVT-10); at most once per attempt."""
+    """An assistant draft opened; at most once per attempt."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -101,7 +101,7 @@ class MessageStartedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageDeltaEvent(Serializable):
-    """One stream fragment of the draft (EVT-10)."""
+    """One stream fragment of the draft."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -114,7 +114,7 @@ class MessageDeltaEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageFinishedEvent(Serializable):
-    """The complete assistant draft, after it was stored (EVT-9)."""
+    """The complete assistant draft, after it was stored."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""

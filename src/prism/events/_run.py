@@ -31,7 +31,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentStartedEvent(Serializable):
-    """First event of a run leg (EVT-6)."""
+    """First event of a run leg."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -42,7 +42,7 @@ class AgentStartedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentResumedEvent(Serializable):
-    """A resumed leg started; immediately follows ``agent_started`` (EVT-6)."""
+    """A resumed leg started; immediately follows ``agent_started``."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -55,7 +55,7 @@ class AgentResumedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentFinishedEvent(Serializable):
-    """Terminal event of a succeeded leg (EVT-7)."""
+    """Terminal event of a succeeded leg."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -72,7 +72,7 @@ class AgentFinishedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSuspendedEvent(Serializable):
-    """Terminal event of a suspended leg (EVT-7, RUN-19)."""
+    """Terminal event of a suspended leg."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -88,7 +88,7 @@ class AgentSuspendedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentDeniedEvent(Serializable):
-    """Emitted alone by a ``deny`` resume (EVT-7, DUR-21)."""
+    """Emitted alone by a ``deny`` resume."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -104,7 +104,7 @@ class AgentDeniedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStartedEvent(Serializable):
-    """A loop turn began (EVT-9)."""
+    """A loop turn began."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -117,7 +117,7 @@ class TurnStartedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnFinishedEvent(Serializable):
-    """A loop turn ended (EVT-9)."""
+    """A loop turn ended."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -130,7 +130,7 @@ class TurnFinishedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorEvent(Serializable):
-    """Terminal event of a failed or aborted leg, or the busy rejection (EVT-17)."""
+    """Terminal event of a failed or aborted leg, or the busy rejection."""
 
     session_id: str | None = None
     """Session id (``None`` when not applicable)."""
@@ -143,7 +143,7 @@ class ErrorEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunLimitExceededEvent(Serializable):
-    """The first limit breach of a run (LIM-7)."""
+    """The first limit breach of a run."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -156,7 +156,7 @@ class RunLimitExceededEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GuardrailDecisionEvent(Serializable):
-    """A guardrail decided (GRD-3)."""
+    """A guardrail decided."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -173,7 +173,7 @@ class GuardrailDecisionEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueueUpdatedEvent(Serializable):
-    """The steer queue changed (EVT-16)."""
+    """The steer queue changed."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -186,7 +186,7 @@ class QueueUpdatedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SteerRejectedEvent(Serializable):
-    """A steered message was rejected by an input guardrail (EVT-16)."""
+    """A steered message was rejected by an input guardrail."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -218,7 +218,7 @@ class EventSubscriberOverflowEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionStartedEvent(Serializable):
-    """Compaction began (EVT-8)."""
+    """Compaction began."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -229,7 +229,7 @@ class CompactionStartedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionFinishedEvent(Serializable):
-    """Compaction ended (EVT-8)."""
+    """Compaction ended."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""

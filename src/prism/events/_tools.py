@@ -21,12 +21,12 @@ __all__ = [
 
 
 ToolExecutionStatus: TypeAlias = Literal["finished", "error", "blocked"]
-"""Terminal status of a tool call (EVT-3)."""
+"""Terminal status of a tool call."""
 
 
 @dataclass(frozen=True, slots=True)
 class ToolExecutionMetadata(Serializable):
-    """Timing and outcome of one tool call (EVT-3)."""
+    """Timing and outcome of one tool call."""
 
     duration_ms: int
     """Execution time in ms (0 for calls blocked before execution)."""
@@ -36,7 +36,7 @@ class ToolExecutionMetadata(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionStartedEvent(Serializable):
-    """A tool call started executing (EVT-12)."""
+    """A tool call started executing."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -49,7 +49,7 @@ class ToolExecutionStartedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionProgressEvent(Serializable):
-    """A tool reported progress (EVT-12, CON-20)."""
+    """A tool reported progress."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -68,7 +68,7 @@ class ToolExecutionProgressEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionFinishedEvent(Serializable):
-    """A tool call finished (EVT-12)."""
+    """A tool call finished."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -83,7 +83,7 @@ class ToolExecutionFinishedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionErrorEvent(Serializable):
-    """A tool call raised or returned an error (EVT-12)."""
+    """A tool call raised or returned an error."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -100,7 +100,7 @@ class ToolExecutionErrorEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionBlockedEvent(Serializable):
-    """A tool call was blocked (EVT-12, TOOL-3/4)."""
+    """A tool call was blocked (TOOL-3/4)."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""

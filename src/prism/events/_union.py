@@ -86,7 +86,7 @@ AgentEvent: TypeAlias = Union[  # noqa: UP007 - runtime union used by from_dict
     ArtifactFinishedEvent,
     ArtifactFailedEvent,
 ]
-"""Union of every event class (EVT-1); it may grow, so subscribers must tolerate unknown types."""
+"""Union of every event class; it may grow, so subscribers must tolerate unknown types."""
 
 
 EVENT_TYPES: Mapping[str, type[AgentEvent]] = MappingProxyType({
@@ -125,7 +125,7 @@ EVENT_TYPES: Mapping[str, type[AgentEvent]] = MappingProxyType({
 
 
 def event_from_dict(data: Mapping[str, Any]) -> AgentEvent:
-    """Rebuild an event from its ``to_dict()`` form (EVT-1).
+    """Rebuild an event from its ``to_dict()`` form.
 
     Raises:
         ValueError: ``data`` has an unknown or missing ``type``, or keys that are not fields.

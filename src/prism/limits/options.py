@@ -31,11 +31,11 @@ __all__ = [
 ]
 
 UNLIMITED: Final[float] = math.inf
-"""Disables a limit axis (LIM-8). Equal to ``math.inf`` / ``float("inf")``, so it compares greater
+"""Disables a limit axis. Equal to ``math.inf`` / ``float("inf")``, so it compares greater
 than every number; ``RunLimits.to_dict()`` writes it as ``"unlimited"``."""
 
 MAX_BYTES_LIMIT: Final[int] = 64 * 1024 * 1024
-"""Largest accepted ``max_request_bytes`` / ``max_response_bytes`` (64 MiB, LIM-2)."""
+"""Largest accepted ``max_request_bytes`` / ``max_response_bytes`` (64 MiB)."""
 
 LimitValue: TypeAlias = int | float
 """A limit axis value: an ``int`` ≥ 1 or :data:`UNLIMITED` (the only accepted ``float``)."""
@@ -49,9 +49,9 @@ _MIB: Final = 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class RunCost(_Options):
-    """A monetary budget for a run (LIM-1, LIM-5).
+    """A monetary budget for a run.
 
-    Example: ``RunCost(0.50, "USD")``. Validated where the limits are used (LIM-2), not here.
+    Example: ``RunCost(0.50, "USD")``. Validated where the limits are used, not here.
     """
 
     amount: float
@@ -62,21 +62,21 @@ class RunCost(_Options):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunLimits(_Options):
-    """Per-run safety ceilings (LIM-1).
+    """Per-run safety ceilings.
 
     Every field defaults to ``None`` (*not set*: the other layer's value, else the default of
-    :data:`DEFAULT_RUN_LIMITS`). :data:`UNLIMITED` disables an axis (LIM-8): its counter is still
+    :data:`DEFAULT_RUN_LIMITS`). :data:`UNLIMITED` disables an axis: its counter is still
     charged and exported, but it never breaches. Values are validated where they are used
-    (``create_agent``, run preflight, :func:`resolve_run_limits`), never at construction (LIM-2), so
+    (``create_agent``, run preflight, :func:`resolve_run_limits`), never at construction, so
     a dataclass and a mapping with the same values behave alike.
 
     ``to_dict()`` writes :data:`UNLIMITED` as the string ``"unlimited"`` and ``from_dict`` reads it
-    back (LIM-8); ``from_dict``/``coerce`` raise ``PrismConfigError`` naming unknown keys, reporting
+    back; ``from_dict``/``coerce`` raise ``PrismConfigError`` naming unknown keys, reporting
     a camelCase key such as ``maxTurns`` with its snake_case name.
     """
 
     max_turns: LimitValue | None = None
-    """Turn boundaries per run (charged once per turn, TP-4). Default 16."""
+    """Turn boundaries per run (charged once per turn). Default 16."""
     max_provider_attempts: LimitValue | None = None
     """Provider attempts per run, retries included. Default ``max(24, max_turns)``; a value below
     the resolved finite ``max_turns`` is raised to it."""
@@ -85,7 +85,7 @@ class RunLimits(_Options):
     max_tool_calls: LimitValue | None = None
     """Tool calls that reach the dispatcher (charged as a dispatch starts). Default 32."""
     max_wall_time_ms: LimitValue | None = None
-    """Active wall-clock time of the run in milliseconds (LIM-6). Default 600 000 ms."""
+    """Active wall-clock time of the run in milliseconds. Default 600 000 ms."""
     max_request_bytes: int | None = None
     """UTF-8 bytes of one serialised provider request (per request, not summed). Default 8 MiB,
     at most 64 MiB; never UNLIMITED."""
@@ -99,11 +99,11 @@ class RunLimits(_Options):
     max_total_tokens: LimitValue | None = None
     """Summed total tokens (reported total, else input + output). Default UNLIMITED."""
     max_cost: RunCost | None = None
-    """Summed provider cost budget (LIM-5). Default ``None`` (no cost cap). A mapping with the
+    """Summed provider cost budget. Default ``None`` (no cost cap). A mapping with the
     keys ``amount``/``currency`` is accepted wherever limits are resolved."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON form; :data:`UNLIMITED` becomes ``"unlimited"`` (LIM-8, CON-3)."""
+        """Return the JSON form; :data:`UNLIMITED` becomes ``"unlimited"``."""
         out = Serializable.to_dict(self)
         for key, value in out.items():
             if isinstance(value, float) and math.isinf(value) and value > 0:

@@ -34,10 +34,10 @@ _COUNT_AXES: Final = (
     "max_output_tokens",
     "max_total_tokens",
 )
-"""Integer axes that also accept UNLIMITED (LIM-8)."""
+"""Integer axes that also accept UNLIMITED."""
 
 _BYTE_AXES: Final = ("max_request_bytes", "max_response_bytes")
-"""Integer axes capped at 64 MiB that never accept UNLIMITED (LIM-2)."""
+"""Integer axes capped at 64 MiB that never accept UNLIMITED."""
 
 _ALL_NUMERIC_AXES: Final = (
     "max_turns",
@@ -56,7 +56,7 @@ _ALL_NUMERIC_AXES: Final = (
 
 
 def _fmt(value: Any) -> str:
-    """Spell a limit value for messages: UNLIMITED as ``unlimited`` (LIM-3)."""
+    """Spell a limit value for messages: UNLIMITED as ``unlimited``."""
     if isinstance(value, float) and math.isinf(value) and value > 0:
         return UNLIMITED_TEXT
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
@@ -124,11 +124,11 @@ def resolve_run_limits(
     agent_limits: RunLimits | Mapping[str, Any] | None,
     run_limits: RunLimits | Mapping[str, Any] | None = None,
 ) -> RunLimits:
-    """Resolve the effective limits of a run from the agent and run layers (LIM-9).
+    """Resolve the effective limits of a run from the agent and run layers.
 
-    Applies, in order: coercion of mappings (unknown keys), validation of each layer (LIM-2, agent
-    first), the narrowing-only rule per axis in field order (LIM-3, UNLIMITED comparing greater
-    than every number), and the defaults (LIM-1), including ``max_provider_attempts =
+    Applies, in order: coercion of mappings (unknown keys), validation of each layer (agent
+    first), the narrowing-only rule per axis in field order (UNLIMITED comparing greater
+    than every number), and the defaults, including ``max_provider_attempts =
     max(24, max_turns)`` when neither layer sets it and raising a set value below a finite
     ``max_turns`` up to it. Performs no I/O.
 
@@ -141,7 +141,7 @@ def resolve_run_limits(
         ``max_cost`` is ``None`` when neither layer sets it.
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — an unknown key, an invalid value (LIM-2), a run
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — an unknown key, an invalid value, a run
             value that widens the agent's (message ``limits.max_turns (<run>) cannot widen the
             agent limit (<agent>)``, UNLIMITED spelled ``unlimited``), or different cost
             currencies on the two layers.
@@ -202,7 +202,7 @@ def resolve_run_limits(
 
 def sets_finite_output_budget(*layers: RunLimits | Mapping[str, Any] | None) -> bool:
     """Whether any layer explicitly sets ``max_output_tokens``, ``max_total_tokens`` or
-    ``max_cost`` to a finite value — the condition that turns on output buffering (RUN-16).
+    ``max_cost`` to a finite value — the condition that turns on output buffering.
 
     Args:
         layers: Limits layers as given by the host (agent, run); ``None`` entries are skipped.

@@ -33,10 +33,10 @@ _log = logging.getLogger("prism")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunLimitCounters(Serializable):
-    """A snapshot of a run's limit counters, cumulative across legs (LIM-4, DUR-4).
+    """A snapshot of a run's limit counters, cumulative across legs.
 
     Its ``to_dict()`` is the ``counters`` object of a durable envelope; pass that dict (or this
-    value) back as ``RunLimitTracker(counters=...)`` on a resumed leg (DUR-17).
+    value) back as ``RunLimitTracker(counters=...)`` on a resumed leg.
     """
 
     turns: int = 0
@@ -48,7 +48,7 @@ class RunLimitCounters(Serializable):
     tool_calls: int = 0
     """Tool calls that reached the dispatcher."""
     wall_time_ms: int = 0
-    """Active wall-clock time in milliseconds (suspended time excluded, DUR-17)."""
+    """Active wall-clock time in milliseconds (suspended time excluded)."""
     request_bytes: int = 0
     """Largest single request seen, in UTF-8 bytes (requests are compared, not summed)."""
     response_bytes: int = 0
@@ -96,20 +96,20 @@ def _coerce_counters(value: RunLimitCounters | Mapping[str, Any] | None) -> RunL
 
 
 BreachCallback: TypeAlias = Callable[[RunLimitBreach], object]
-"""``on_breach(breach)``: called once, synchronously, with the run's first breach (LIM-7)."""
+"""``on_breach(breach)``: called once, synchronously, with the run's first breach."""
 
 
 class RunLimitTracker:
-    """Counts a run's usage against its resolved limits (LIM-4..LIM-8).
+    """Counts a run's usage against its resolved limits.
 
     One tracker per run leg. Counters are cumulative across the legs of a durable run: a resumed
-    leg passes the envelope's ``counters`` back in (DUR-17). Every ``charge_*`` method costs O(1).
+    leg passes the envelope's ``counters`` back in. Every ``charge_*`` method costs O(1).
 
-    The first breach of the run (LIM-7) is recorded as :attr:`breach`, then ``on_breach(breach)``
+    The first breach of the run is recorded as :attr:`breach`, then ``on_breach(breach)``
     is called synchronously exactly once — the runtime uses it to emit ``run_limit_exceeded`` and
     abort the run signal with ``RunLimitExceeded(breach)`` — and the charging method raises
     :class:`~prism.errors.RunLimitExceeded`. Later breaches call nothing and raise
-    ``RunLimitExceeded`` carrying the first breach. The wall-time deadline (LIM-6) records the
+    ``RunLimitExceeded`` carrying the first breach. The wall-time deadline records the
     breach and calls ``on_breach`` from a ``loop.call_later`` timer without raising.
 
     Example::
@@ -230,7 +230,7 @@ class RunLimitTracker:
 
     @property
     def breach(self) -> RunLimitBreach | None:
-        """The first breach of the run, or ``None`` (LIM-7)."""
+        """The first breach of the run, or ``None``."""
         return self._breach
 
     @property
@@ -249,7 +249,7 @@ class RunLimitTracker:
 
     @property
     def deadline_at(self) -> str | None:
-        """ISO-8601 UTC wall-clock deadline of this leg (informational, DUR-4); ``None`` before
+        """ISO-8601 UTC wall-clock deadline of this leg (informational); ``None`` before
         :meth:`start` or when ``max_wall_time_ms`` is UNLIMITED."""
         return self._deadline_at
 
@@ -281,16 +281,16 @@ class RunLimitTracker:
         )
 
     def export_counters(self) -> dict[str, JsonValue]:
-        """Return the counters as the JSON dict stored in a durable envelope (DUR-4)."""
+        """Return the counters as the JSON dict stored in a durable envelope."""
         return self.counters.to_dict()
 
     # ----------------------------------------------------------------- wall time
 
     def start(self) -> None:
-        """Start counting active wall time and arm the deadline timer (LIM-6).
+        """Start counting active wall time and arm the deadline timer.
 
         Must be called from inside the running event loop. The deadline is
-        ``now + max_wall_time_ms - restored wall_time_ms`` (DUR-17); with UNLIMITED no timer is
+        ``now + max_wall_time_ms - restored wall_time_ms``; with UNLIMITED no timer is
         armed but time is still counted. Idempotent; a no-op after :meth:`dispose`.
         """
         if self._leg_start is not None or self._disposed:
@@ -308,7 +308,7 @@ class RunLimitTracker:
         )
 
     def dispose(self) -> None:
-        """Cancel the deadline timer and stop counting wall time (RUN-22). Idempotent."""
+        """Cancel the deadline timer and stop counting wall time. Idempotent."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -432,7 +432,7 @@ class RunLimitTracker:
             raise self._exceeded("max_tool_calls", self._max_tool_calls, self._tool_calls)
 
     def charge_usage(self, usage: Usage | None) -> None:
-        """Charge one provider attempt's usage (USAGE-1, LIM-5); call it also when ``None``.
+        """Charge one provider attempt's usage; call it also when ``None``.
 
         Token counts are added to ``input_tokens``, ``output_tokens`` and ``total_tokens``
         (reported total, else input + output); the axes are then checked in that order. When

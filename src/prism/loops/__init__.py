@@ -1,6 +1,6 @@
 """Loop strategies: the default single-shot loop, resolution and the shared tool-round dispatcher.
 
-``prism.loops`` exports the dispatcher helpers that custom loops reuse (POOL-10):
+``prism.loops`` exports the dispatcher helpers that custom loops reuse:
 :func:`dispatch_tool_calls_in_order`, :func:`dispatchable_tool_calls` and
 :func:`append_unanswered_rows`, plus :data:`single_shot_loop`, :func:`resolve_loop` and
 :func:`resolve_tool_concurrency` (also re-exported from ``prism``).

@@ -70,18 +70,18 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------
-# Loop strategies (CON-26)
+# Loop strategies
 # --------------------------------------------------------------------------------------------
 
 
 @runtime_checkable
 class AgentLoopStrategy(Protocol):
-    """A replaceable per-run turn-control strategy (CON-26).
+    """A replaceable per-run turn-control strategy.
 
     Runtime-checkable on ``name`` and ``run`` only. Optional members, read with ``getattr``:
 
-    * ``revision: str | None`` — host-authored revision (default ``"1"``, LOOP-4); joins the
-      durable fingerprint (DUR-5) and the stored ``loop_state``;
+    * ``revision: str | None`` — host-authored revision (default ``"1"``); joins the
+      durable fingerprint and the stored ``loop_state``;
     * ``snapshot() -> JsonValue`` and ``restore(snapshot) -> None`` — see
       :class:`DurableLoopStrategy`.
     """
@@ -92,24 +92,24 @@ class AgentLoopStrategy(Protocol):
         ...
 
     async def run(self, ctx: LoopContext, /) -> Usage | None:
-        """Drive one run leg through ``ctx`` only (ARCH-2).
+        """Drive one run leg through ``ctx`` only.
 
         Returns:
-            A usage fallback for custom loops (USAGE-2); the runtime accumulates usage itself.
+            A usage fallback for custom loops; the runtime accumulates usage itself.
         """
         ...
 
 
 @runtime_checkable
 class DurableLoopStrategy(AgentLoopStrategy, Protocol):
-    """A loop strategy that can be checkpointed (CON-26, DUR-10..DUR-14).
+    """A loop strategy that can be checkpointed.
 
     An object is *durable-capable* when both ``snapshot`` and ``restore`` are callables; use
     :func:`is_durable_capable` rather than ``isinstance`` (which does not check callability).
     """
 
     def snapshot(self) -> JsonValue:
-        """Capture loop-local resumable state; must be JSON-compatible (CON-1, DUR-10)."""
+        """Capture loop-local resumable state; must be JSON-compatible."""
         ...
 
     def restore(self, snapshot: JsonValue, /) -> None:
@@ -122,12 +122,12 @@ class DurableLoopStrategy(AgentLoopStrategy, Protocol):
 
 
 def is_durable_capable(loop: object) -> bool:
-    """Return ``True`` when ``loop`` defines callable ``snapshot`` and ``restore`` (CON-26, DUR-2)."""
+    """Return ``True`` when ``loop`` defines callable ``snapshot`` and ``restore``."""
     return callable(getattr(loop, "snapshot", None)) and callable(getattr(loop, "restore", None))
 
 
 def effective_loop_revision(loop: object) -> str:
-    """Return ``getattr(loop, "revision", None) or "1"`` (LOOP-4).
+    """Return ``getattr(loop, "revision", None) or "1"``.
 
     A non-``str`` truthy revision is converted with ``str``.
     """
@@ -136,7 +136,7 @@ def effective_loop_revision(loop: object) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Loop options (CON-27)
+# Loop options
 # --------------------------------------------------------------------------------------------
 
 ToolCallsMode: TypeAlias = Literal["disabled", "bounded"]
@@ -144,10 +144,10 @@ ToolCallsMode: TypeAlias = Literal["disabled", "bounded"]
 
 StructuredOutputMode: TypeAlias = Literal["native", "artifact-loop"]
 """``"native"`` sends the schema to the provider; ``"artifact-loop"`` enforces it only by
-parse/validate/repair turns (SO-3)."""
+parse/validate/repair turns."""
 
 StructuredOutputTiming: TypeAlias = Literal["every-turn", "final-turn-only"]
-"""When the schema is attached with bounded tools (SO-7)."""
+"""When the schema is attached with bounded tools."""
 
 _TOOL_CALLS = ("disabled", "bounded")
 _SO_MODES = (None, "native", "artifact-loop")
@@ -170,10 +170,10 @@ def _options_from_mapping(cls: type[Any], strategy: str, value: Mapping[str, Any
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SingleShotLoopOptions(Serializable):
-    """Options selecting the default single-shot loop (CON-27, LOOP-1).
+    """Options selecting the default single-shot loop.
 
     ``tool_concurrency`` is not validated here: ``resolve_tool_concurrency`` treats a missing,
-    non-numeric, non-finite or < 1 value as 1 and floors floats (LOOP-3).
+    non-numeric, non-finite or < 1 value as 1 and floors floats.
     """
 
     tool_concurrency: int = 1
@@ -201,10 +201,10 @@ class SingleShotLoopOptions(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GenerateValidateReviseLoopOptions(Serializable):
-    """Options selecting a generate → validate → revise artifact loop (CON-27, GVR-1).
+    """Options selecting a generate → validate → revise artifact loop.
 
-    All values are validated at construction (GVR-1). The callbacks are host objects and are left
-    out of ``to_dict()`` (CON-3); these options therefore have no round trip.
+    All values are validated at construction. The callbacks are host objects and are left
+    out of ``to_dict()``; these options therefore have no round trip.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` when ``validator`` is not callable,
@@ -218,27 +218,27 @@ class GenerateValidateReviseLoopOptions(Serializable):
     """Accepts or rejects a parsed candidate (sync or async)."""
 
     parser: ArtifactParser[Any] | None = field(default=None, metadata={"serialize": False})
-    """Turns assistant text into a value; ``None`` uses the text itself (GVR-5)."""
+    """Turns assistant text into a value; ``None`` uses the text itself."""
 
     repairer: ArtifactRepairer[Any] | None = field(default=None, metadata={"serialize": False})
-    """Builds the revision input; ``None`` joins the error messages with ``"\\n"`` (GVR-5)."""
+    """Builds the revision input; ``None`` joins the error messages with ``"\\n"``."""
 
     max_revisions: int = 3
     """Failed call-free candidates that may be revised; the run makes at most
-    ``1 + max_revisions`` candidates (GVR-7). ``0`` disables revisions."""
+    ``1 + max_revisions`` candidates. ``0`` disables revisions."""
 
     tool_calls: ToolCallsMode = "disabled"
     """``"disabled"`` answers host tool calls with ``tool_call_not_dispatched`` rows;
     ``"bounded"`` dispatches them sequentially within ``limits.max_tool_rounds``."""
 
     structured_output: StructuredOutputOptions | None = None
-    """Native JSON schema for the provider (SO-3); a mapping with the same keys is accepted."""
+    """Native JSON schema for the provider; a mapping with the same keys is accepted."""
 
     structured_output_mode: StructuredOutputMode | None = None
-    """``"artifact-loop"`` keeps the schema away from the provider (SO-3); ``None`` = native."""
+    """``"artifact-loop"`` keeps the schema away from the provider; ``None`` = native."""
 
     structured_output_timing: StructuredOutputTiming = "every-turn"
-    """``"final-turn-only"`` omits the schema while bounded tools may run (SO-7)."""
+    """``"final-turn-only"`` omits the schema while bounded tools may run."""
 
     def __post_init__(self) -> None:
         _validate_gvr_options(
@@ -336,11 +336,11 @@ def coerce_structured_output(
 
 
 AgentLoopOptions: TypeAlias = SingleShotLoopOptions | GenerateValidateReviseLoopOptions
-"""The seed's ``AgentLoopOptions`` union (CON-27)."""
+"""The seed's ``AgentLoopOptions`` union."""
 
 
 def coerce_loop_options(value: AgentLoopOptions | Mapping[str, Any]) -> AgentLoopOptions:
-    """Convert a loop-options mapping by its ``"strategy"`` key (CON-27, LOOP-1).
+    """Convert a loop-options mapping by its ``"strategy"`` key.
 
     Args:
         value: Loop options (returned unchanged) or a mapping with a ``"strategy"`` key of
@@ -369,16 +369,16 @@ def coerce_loop_options(value: AgentLoopOptions | Mapping[str, Any]) -> AgentLoo
 
 
 # --------------------------------------------------------------------------------------------
-# LoopContext (CON-28, CON-29)
+# LoopContext
 # --------------------------------------------------------------------------------------------
 
 
 class LoopContext(Protocol):
-    """What the runtime gives a loop, built once per run leg (CON-28).
+    """What the runtime gives a loop, built once per run leg.
 
-    A loop reaches the model, tools, store and event stream only through these members (ARCH-2).
+    A loop reaches the model, tools, store and event stream only through these members.
     Built-in loops treat ``charge_tool_round``, ``is_tool_call_exclusive``,
-    ``has_pending_steers`` and ``apply_pending_steers`` as optional (CON-29): a duck-typed context
+    ``has_pending_steers`` and ``apply_pending_steers`` as optional: a duck-typed context
     without them behaves as no charge, not exclusive, no steers.
     """
 
@@ -394,7 +394,7 @@ class LoopContext(Protocol):
 
     @property
     def metadata(self) -> Mapping[str, Any]:
-        """Merged agent, session and run metadata, read-only (RUN-6)."""
+        """Merged agent, session and run metadata, read-only."""
         ...
 
     @property
@@ -404,7 +404,7 @@ class LoopContext(Protocol):
 
     @property
     def history(self) -> list[Message]:
-        """The live, mutable transcript of this leg (RUN-12); loops append to it in place."""
+        """The live, mutable transcript of this leg; loops append to it in place."""
         ...
 
     @property
@@ -454,7 +454,7 @@ class LoopContext(Protocol):
         Args:
             next_input: Input appended after the live history (``[]`` for continuation turns).
             tool_results: Optional loop-local tool results to include.
-            turn: 1-based turn index for context providers (RUN-13); ``None`` = the boundary's.
+            turn: 1-based turn index for context providers; ``None`` = the boundary's.
 
         Returns:
             The request (messages = system/context + history + ``next_input``).
@@ -470,14 +470,14 @@ class LoopContext(Protocol):
         ...
 
     async def dispatch_tool_call(self, call: ToolCallContent, /) -> ToolResult:
-        """Fully guarded dispatch of one host call (TOOL-3, TOOL-9); raises only run-level
+        """Fully guarded dispatch of one host call; raises only run-level
         failures."""
         ...
 
     async def charge_tool_round(self, calls: Sequence[ToolCallContent], /) -> None:
         """Charge one tool round (when ``calls`` is non-empty) and apply the approval gate.
 
-        Optional (CON-29). Must be awaited before dispatching a round.
+        Optional. Must be awaited before dispatching a round.
         """
         ...
 
@@ -490,14 +490,13 @@ class LoopContext(Protocol):
         ...
 
     def emit(self, event: AgentEvent, /) -> None:
-        """Emit a redacted event to subscribers, ``on_event`` and the ledger (EVT-21)."""
+        """Emit a redacted event to subscribers, ``on_event`` and the ledger."""
         ...
 
     def has_pending_steers(self) -> bool:
-        """True when steered messages are queued. Optional (CON-29)."""
+        """True when steered messages are queued. Optional."""
         ...
 
     async def apply_pending_steers(self) -> bool:
-        """Drain the steer queue into history and store; True when anything was drained
-        (STEER-4, STEER-8). Optional (CON-29)."""
+        """Drain the steer queue into history and store; True when anything was drained. Optional."""
         ...

@@ -1,11 +1,11 @@
-"""The tool-round dispatcher shared by the built-in loops (POOL-1..POOL-10).
+"""The tool-round dispatcher shared by the built-in loops.
 
 One *round* is the host tool calls of one assistant response. :func:`dispatch_tool_calls_in_order`
 dispatches a round through ``ctx.dispatch_tool_call`` — sequentially, or with a bounded pool of
 worker coroutines — and appends exactly one result row per call, in call order, to the live
 history and the store. A stopped round (a run-level failure, an abort) still answers every call:
 real rows for finished calls, an error row for the call that raised, and
-``tool_call_not_dispatched`` rows for calls the round never started (POOL-5). Providers reject a
+``tool_call_not_dispatched`` rows for calls the round never started. Providers reject a
 transcript in which an assistant ``tool_call`` has no ``tool_result``.
 
 Performance: the sequential path awaits each dispatch directly; the parallel path starts one
@@ -37,11 +37,11 @@ TOOL_CALL_NOT_DISPATCHED = "tool_call_not_dispatched"
 """``ErrorInfo.code`` of a synthetic row for a call that never started (ERR codes table)."""
 
 NOT_DISPATCHED_BATCH_MESSAGE = "tool call not dispatched: the tool batch stopped before it started"
-"""Message of the rows written for calls a stopped round never claimed (POOL-5)."""
+"""Message of the rows written for calls a stopped round never claimed."""
 
 
 def dispatchable_tool_calls(calls: Sequence[ToolCallContent]) -> list[ToolCallContent]:
-    """Return, in order, the calls the host must dispatch (POOL-10, CON-6).
+    """Return, in order, the calls the host must dispatch.
 
     Args:
         calls: The calls of one assistant response (``ProviderTurnResult.calls``).
@@ -53,7 +53,7 @@ def dispatchable_tool_calls(calls: Sequence[ToolCallContent]) -> list[ToolCallCo
 
 
 def is_suspension_signal(exc: BaseException) -> bool:
-    """Return whether ``exc`` is a suspension signal that must get no synthetic row (POOL-6).
+    """Return whether ``exc`` is a suspension signal that must get no synthetic row.
 
     A suspension signal is an ``AgentRunSuspended``, an ``AgentLoopStateError``, or any exception
     whose ``code`` is ``"ERR_PRISM_DELEGATION_SUSPENDED"`` or starts with ``"ERR_PRISM_LOOP_"``.
@@ -67,10 +67,10 @@ def is_suspension_signal(exc: BaseException) -> bool:
 
 
 async def append_result_row(ctx: LoopContext, result: ToolResult) -> None:
-    """Append one result row to ``ctx.history`` and the store (POOL-7).
+    """Append one result row to ``ctx.history`` and the store.
 
-    Results whose ``metadata`` has ``approval_pending: True`` (approval-gated calls, APR-3) are
-    skipped entirely. Every other result becomes a tool-result message (CON-8).
+    Results whose ``metadata`` has ``approval_pending: True`` (approval-gated calls) are
+    skipped entirely. Every other result becomes a tool-result message.
     """
     metadata = result.metadata
     if metadata is not None and metadata.get("approval_pending") is True:
@@ -95,7 +95,7 @@ def _error_row(call: ToolCallContent, exc: BaseException) -> ToolResult:
 async def append_unanswered_rows(
     ctx: LoopContext, calls: Sequence[ToolCallContent], message: str
 ) -> None:
-    """Answer calls a loop decided not to dispatch (POOL-9).
+    """Answer calls a loop decided not to dispatch.
 
     For each call in order, appends a ``tool_call_not_dispatched`` row carrying ``message`` to the
     history and the store. Emits no tool event.
@@ -116,17 +116,17 @@ async def dispatch_tool_calls_in_order(
     *,
     concurrency: int | None = None,
 ) -> None:
-    """Dispatch one tool round and append its rows in call order (POOL-1..POOL-8).
+    """Dispatch one tool round and append its rows in call order.
 
     Steps: ``ctx.charge_tool_round(calls)`` (when the context has it; a failure other than a
     suspension signal answers every call with a not-dispatched row and re-raises); then
     sequential dispatch when the effective concurrency is 1, else a pool of worker coroutines.
 
     The effective concurrency is 1 when any call is exclusive (``ctx.is_tool_call_exclusive``),
-    else ``max(1, min(concurrency or ctx.tool_concurrency, len(calls)))`` (POOL-2).
+    else ``max(1, min(concurrency or ctx.tool_concurrency, len(calls)))``.
 
-    A cancellation of the running task (RUN-10) is re-raised at once without writing rows: the
-    runtime's failure path answers the open calls with ``tool_call_interrupted`` rows (RUN-24).
+    A cancellation of the running task is re-raised at once without writing rows: the
+    runtime's failure path answers the open calls with ``tool_call_interrupted`` rows.
 
     Args:
         calls: The host calls of the round (see :func:`dispatchable_tool_calls`).
@@ -168,7 +168,7 @@ def _effective_concurrency(
 
 
 async def _dispatch_sequential(calls: Sequence[ToolCallContent], ctx: LoopContext) -> None:
-    """POOL-3: one call at a time; each row is appended as soon as its call returns."""
+    """one call at a time; each row is appended as soon as its call returns."""
     signal = ctx.signal
     for index, call in enumerate(calls):
         if signal.aborted:
@@ -189,7 +189,7 @@ async def _dispatch_sequential(calls: Sequence[ToolCallContent], ctx: LoopContex
 async def _dispatch_parallel(
     calls: Sequence[ToolCallContent], ctx: LoopContext, width: int
 ) -> None:
-    """POOL-4/POOL-5: ``width`` workers claim indices; rows are appended after all settle."""
+    """``width`` workers claim indices; rows are appended after all settle."""
     count = len(calls)
     results: list[ToolResult | None] = [None] * count
     errors: dict[int, BaseException] = {}
@@ -213,7 +213,7 @@ async def _dispatch_parallel(
                     first_failure.append(exc)
 
     # Workers are created inside ``parallel_tool_round`` so that their copied context runs sync
-    # tools in worker threads (TOOL-11).
+    # tools in worker threads.
     with parallel_tool_round():
         workers = [asyncio.ensure_future(worker()) for _ in range(width)]
     outcomes = await asyncio.gather(*workers, return_exceptions=True)

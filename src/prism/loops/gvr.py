@@ -1,10 +1,10 @@
-"""The generate → validate → revise artifact loop (GVR-1..GVR-9).
+"""The generate → validate → revise artifact loop.
 
 Each call-free candidate is parsed (host ``parser``, or the text itself), validated (host
 ``validator``) and, while revision budget remains, answered with a repair message built by the host
 ``repairer``. Optional bounded tool rounds let the model consult host lookup tools before it
 commits to a candidate. The loop never raises for a terminal artifact failure: it emits
-``artifact_failed`` and returns, and the runtime fails the run (RUN-17, GVR-8).
+``artifact_failed`` and returns, and the runtime fails the run.
 
 Example::
 
@@ -64,14 +64,14 @@ from prism.types import (
 __all__ = ["GenerateValidateReviseLoop", "generate_validate_revise_loop"]
 
 _NO_ARTIFACT_TEXT: Final = "no artifact text in model output"
-"""Parse error for empty, whitespace-only or thinking-only drafts (GVR-4)."""
+"""Parse error for empty, whitespace-only or thinking-only drafts."""
 
 _ROUND_LIMIT_MESSAGE: Final = "tool call not dispatched: tool round limit reached"
 _DISABLED_MESSAGE: Final = "tool call not dispatched: tool calls are disabled for this loop"
 
 
 def _tool_round_limit_result() -> ArtifactValidation:
-    """The terminal failure for a tool request beyond ``max_tool_rounds`` (GVR-4)."""
+    """The terminal failure for a tool request beyond ``max_tool_rounds``."""
     return ArtifactValidation(
         ok=False,
         errors=(ArtifactError("maximum tool rounds exceeded"),),
@@ -82,13 +82,13 @@ def _tool_round_limit_result() -> ArtifactValidation:
 def _default_repairer(
     value: object, failure: ArtifactValidation, ctx: ArtifactContext
 ) -> AgentInput:
-    """GVR-5: one user message with the ``"\\n"``-joined error messages (or ``invalid artifact``)."""
+    """one user message with the ``"\\n"``-joined error messages (or ``invalid artifact``)."""
     text = "\n".join(e.message for e in failure.errors) or "invalid artifact"
     return text
 
 
 class GenerateValidateReviseLoop:
-    """Strategy object returned by :func:`generate_validate_revise_loop` (GVR-2, GVR-3).
+    """Strategy object returned by :func:`generate_validate_revise_loop`.
 
     Satisfies :class:`~prism.loops.contracts.DurableLoopStrategy`. Its loop state (``attempts``,
     ``artifact_phase``, ``saved_schema``, ``pending_history``) lives on the object and is scoped to
@@ -113,10 +113,10 @@ class GenerateValidateReviseLoop:
     )
 
     name: Final = "generate-validate-revise"
-    """Strategy name (LOOP-4); RUN-17 keys the artifact outcome check on it."""
+    """Strategy name; RUN-17 keys the artifact outcome check on it."""
 
     revision: Final = "1"
-    """Loop revision (LOOP-4); joins the durable fingerprint and ``loop_state``."""
+    """Loop revision; joins the durable fingerprint and ``loop_state``."""
 
     def __init__(
         self,
@@ -151,12 +151,12 @@ class GenerateValidateReviseLoop:
     @property
     def needs(self) -> LoopNeeds:
         """What this loop asks of the runtime: its native schema on the provider options, and a
-        validated artifact for the run to succeed (RUN-17)."""
+        validated artifact for the run to succeed."""
         return LoopNeeds(structured_output=self._structured_output, artifact=True)
 
     @property
     def structured_output(self) -> StructuredOutputOptions | None:
-        """The native schema the runtime merges into provider options (GVR-2, SO-3).
+        """The native schema the runtime merges into provider options.
 
         ``None`` when none was given or ``structured_output_mode == "artifact-loop"``.
         """
@@ -164,7 +164,7 @@ class GenerateValidateReviseLoop:
 
     @property
     def max_revisions(self) -> int:
-        """Failed call-free candidates that may be revised (GVR-7)."""
+        """Failed call-free candidates that may be revised."""
         return self._max_revisions
 
     @property
@@ -174,12 +174,12 @@ class GenerateValidateReviseLoop:
 
     @property
     def final_turn_only(self) -> bool:
-        """True when the schema is attached only to the artifact turns (GVR-2, SO-7)."""
+        """True when the schema is attached only to the artifact turns."""
         return self._final_only
 
     @property
     def attempts(self) -> int:
-        """Call-free candidates of the current run scope so far (GVR-3)."""
+        """Call-free candidates of the current run scope so far."""
         return self._attempts
 
     @property
@@ -190,18 +190,18 @@ class GenerateValidateReviseLoop:
 
     @property
     def saved_schema(self) -> StructuredOutputOptions | None:
-        """The first request schema seen in this scope, reused for artifact turns (GVR-4)."""
+        """The first request schema seen in this scope, reused for artifact turns."""
         return self._saved_schema
 
     @property
     def pending_history(self) -> tuple[Message, ...]:
-        """Repair messages stored but not yet pushed into live history (GVR-6)."""
+        """Repair messages stored but not yet pushed into live history."""
         return tuple(self._pending_history)
 
     # ------------------------------------------------------------------ durable state
 
     def snapshot(self) -> JsonValue:
-        """Capture the loop state (GVR-9, DUR-11).
+        """Capture the loop state.
 
         Returns:
             ``{"attempts": int, "artifact_phase": bool, "saved_schema": dict | None,
@@ -215,7 +215,7 @@ class GenerateValidateReviseLoop:
         }
 
     def restore(self, snapshot: JsonValue, /) -> None:
-        """Rehydrate from :meth:`snapshot`'s value; the next ``run`` keeps it (GVR-3, GVR-9).
+        """Rehydrate from :meth:`snapshot`'s value; the next ``run`` keeps it.
 
         ``pending_history`` is cleared: those repair messages are already in the store and come
         back with the rebuilt history.
@@ -260,7 +260,7 @@ class GenerateValidateReviseLoop:
         self._restored = True
 
     def _enter_scope(self, ctx: LoopContext) -> None:
-        """GVR-3: keep restored state, else reset it for a new ``(session_id, run_id)``."""
+        """keep restored state, else reset it for a new ``(session_id, run_id)``."""
         scope = (ctx.session_id, ctx.run_id)
         if self._restored:
             self._restored = False
@@ -274,19 +274,19 @@ class GenerateValidateReviseLoop:
     # ------------------------------------------------------------------ the loop
 
     async def run(self, ctx: LoopContext, /) -> Usage | None:
-        """Drive generate → parse → validate → revise turns (GVR-4).
+        """Drive generate → parse → validate → revise turns.
 
         Args:
             ctx: The run's loop context. ``charge_tool_round``, ``is_tool_call_exclusive``,
-                ``has_pending_steers`` and ``apply_pending_steers`` are optional (CON-29).
+                ``has_pending_steers`` and ``apply_pending_steers`` are optional.
 
         Returns:
-            The last non-``None`` per-turn usage (a fallback only, USAGE-2).
+            The last non-``None`` per-turn usage (a fallback only).
 
         Raises:
             AbortError: the run signal was aborted at a turn start or before ``generate``.
             Exception: whatever ``ctx`` primitives or the host callbacks raise (run failures);
-                a rejected artifact is never raised (GVR-8).
+                a rejected artifact is never raised.
         """
         self._enter_scope(ctx)
         signal = ctx.signal
@@ -302,7 +302,7 @@ class GenerateValidateReviseLoop:
         next_input: AgentInput = ctx.input
         tool_rounds = 0
         turn = 1
-        # The runtime checks the artifact outcome explicitly reported here (RUN-17); a context
+        # The runtime checks the artifact outcome explicitly reported here; a context
         # without the optional member only gets the events.
         report_artifact = getattr(ctx, "report_artifact", None) or ctx.emit
 
@@ -330,7 +330,7 @@ class GenerateValidateReviseLoop:
             result = await ctx.generate(request)
             usage = result.usage or usage
 
-            # history catches up only now: repair messages, then first-turn input (GVR-6)
+            # history catches up only now: repair messages, then first-turn input
             if self._pending_history:
                 history.extend(self._pending_history)
                 self._pending_history = []
@@ -391,7 +391,7 @@ class GenerateValidateReviseLoop:
 
             # parse
             actx = ArtifactContext(session_id, run_id, turn, signal, ctx.metadata)
-            text = result.text  # CON-10: text parts only
+            text = result.text  # text parts only
             parsed: ArtifactParseResult[Any]
             if not text.strip():
                 parsed = ArtifactParseResult(ok=False, error=_NO_ARTIFACT_TEXT)
@@ -495,21 +495,21 @@ def generate_validate_revise_loop(
     structured_output_mode: Literal["native", "artifact-loop"] | None = None,
     structured_output_timing: Literal["every-turn", "final-turn-only"] = "every-turn",
 ) -> GenerateValidateReviseLoop:
-    """Build a generate → validate → revise loop strategy (GVR-1, GVR-2).
+    """Build a generate → validate → revise loop strategy.
 
     Args:
         validator: ``(value, ctx) -> ArtifactValidation`` (or mapping), sync or async.
         parser: ``(text, ctx) -> ArtifactParseResult`` (or mapping); ``None`` = the text itself.
         repairer: ``(value | None, failure, ctx) -> AgentInput``; ``None`` = one user message with
-            the ``"\\n"``-joined error messages (GVR-5).
+            the ``"\\n"``-joined error messages.
         max_revisions: Revisions after the first failed candidate (``int`` ≥ 0; default 3); the run
             makes at most ``1 + max_revisions`` candidates.
         tool_calls: ``"disabled"`` (host calls answered with ``tool_call_not_dispatched`` rows) or
             ``"bounded"`` (dispatched sequentially, at most ``limits.max_tool_rounds`` rounds).
-        structured_output: Native schema for the provider (SO-3); a mapping is converted.
+        structured_output: Native schema for the provider; a mapping is converted.
         structured_output_mode: ``"artifact-loop"`` keeps the schema away from the provider.
         structured_output_timing: ``"final-turn-only"`` sends tool-eligible turns without the
-            schema (only with ``tool_calls="bounded"``, SO-7).
+            schema (only with ``tool_calls="bounded"``).
 
     Returns:
         A fresh strategy with ``name="generate-validate-revise"``, ``revision="1"``,

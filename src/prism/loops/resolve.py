@@ -1,4 +1,4 @@
-"""Loop resolution: which strategy a run uses, and its tool concurrency (LOOP-1..LOOP-5).
+"""Loop resolution: which strategy a run uses, and its tool concurrency.
 
 Precedence is the same for both functions: the run's ``loop`` wins when it is not ``None``, else
 the agent's ``loop``; when both are ``None`` the run uses :data:`~prism.loops.single_shot_loop`.
@@ -27,7 +27,7 @@ def _effective(run_loop: object, config_loop: object) -> object:
 
 
 def resolve_loop(run_loop: object, config_loop: object) -> AgentLoopStrategy:
-    """Resolve the loop strategy of a run (LOOP-1).
+    """Resolve the loop strategy of a run.
 
     Args:
         run_loop: ``RunOptions.loop`` — ``None``, loop options (dataclass or mapping with a
@@ -83,7 +83,7 @@ def resolve_loop(run_loop: object, config_loop: object) -> AgentLoopStrategy:
 
 
 def resolve_tool_concurrency(run_loop: object, config_loop: object) -> int:
-    """Return the per-round parallel tool dispatch limit of a run (LOOP-3).
+    """Return the per-round parallel tool dispatch limit of a run.
 
     Args:
         run_loop: ``RunOptions.loop`` (wins when not ``None``).

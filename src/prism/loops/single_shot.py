@@ -1,11 +1,11 @@
-"""The default loop: ``single_shot_loop`` (SSL-1..SSL-4).
+"""The default loop: ``single_shot_loop``.
 
 Each iteration drains pending steers, emits ``turn_started``, assembles and generates one provider
 turn, appends the assistant draft, emits ``message_finished``/``turn_finished`` and dispatches the
 host tool calls of the draft as one round. The run ends after a turn without host calls (unless
 steers arrived meanwhile) or when the tool-round budget is spent.
 
-The loop touches nothing but its :class:`~prism.loops.contracts.LoopContext` (ARCH-2) and keeps
+The loop touches nothing but its :class:`~prism.loops.contracts.LoopContext` and keeps
 its state in local variables, so the module-level object is safe to share between runs.
 """
 
@@ -25,45 +25,45 @@ from prism.types import AgentInput, Message, Usage
 __all__ = ["ROUND_LIMIT_MESSAGE", "SingleShotLoop", "single_shot_loop"]
 
 ROUND_LIMIT_MESSAGE: Final = "tool call not dispatched: tool round limit reached"
-"""Message of the rows that answer calls beyond ``max_tool_rounds`` (SSL-2, POOL-9)."""
+"""Message of the rows that answer calls beyond ``max_tool_rounds``."""
 
 
 class SingleShotLoop:
-    """The single-shot turn loop (SSL-1..SSL-4). Use the shared :data:`single_shot_loop`.
+    """The single-shot turn loop. Use the shared :data:`single_shot_loop`.
 
     It has no ``snapshot``/``restore``: its durability rests on the stored history and the
-    runtime's pending-call machinery (DUR-11).
+    runtime's pending-call machinery.
     """
 
     __slots__ = ()
 
     @property
     def name(self) -> Literal["single-shot"]:
-        """Strategy name, ``"single-shot"`` (LOOP-4)."""
+        """Strategy name, ``"single-shot"``."""
         return "single-shot"
 
     @property
     def revision(self) -> str:
-        """Strategy revision, ``"1"`` (LOOP-4)."""
+        """Strategy revision, ``"1"``."""
         return "1"
 
     def __repr__(self) -> str:
         return "single_shot_loop"
 
     async def run(self, ctx: LoopContext, /) -> Usage | None:
-        """Drive turns until a turn ends without host tool calls (SSL-2).
+        """Drive turns until a turn ends without host tool calls.
 
         Args:
             ctx: The run's loop context.
 
         Returns:
             The last non-``None`` per-turn usage — only a fallback; the runtime accumulates usage
-            itself (SSL-3, USAGE-2).
+            itself.
 
         Raises:
             Exception: The abort error when the run signal is aborted at a turn start or before a
                 provider call; run-level failures from ``ctx`` (limits, guardrails, suspension,
-                turn-policy stop) propagate unchanged (LOOP-8).
+                turn-policy stop) propagate unchanged.
         """
         usage: Usage | None = None
         tool_rounds = 0
@@ -73,7 +73,7 @@ class SingleShotLoop:
         history = ctx.history
         apply_steers = getattr(ctx, "apply_pending_steers", None)
         # events carry the run's ids from the start, so the runtime need not copy them to stamp
-        # the ids in (EVT-1)
+        # the ids in
         sid: str = getattr(ctx, "session_id", "")
         rid: str = getattr(ctx, "run_id", "")
         while True:
@@ -113,4 +113,4 @@ class SingleShotLoop:
 
 
 single_shot_loop: Final[SingleShotLoop] = SingleShotLoop()
-"""The default loop strategy (``name="single-shot"``, ``revision="1"``, LOOP-1, SSL-1..SSL-4)."""
+"""The default loop strategy (``name="single-shot"``, ``revision="1"``)."""

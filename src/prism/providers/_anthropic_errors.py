@@ -1,6 +1,6 @@
 """Failures of the Anthropic provider: SDK and transport exceptions as ``ErrorInfo``.
 
-HTTP statuses (PROV-11), in-stream ``error`` events (ANT-4) and transport exceptions (PROV-12)
+HTTP statuses, in-stream ``error`` events and transport exceptions
 each become one ``ErrorInfo`` with the code the runtime's retry policy reads.
 """
 
@@ -24,7 +24,7 @@ _MAX_ERROR_BODY_BYTES: Final = 65_536
 
 
 def error_info(sdk: ModuleType, exc: Exception) -> ErrorInfo | None:
-    """Map an SDK/transport exception to an ``ErrorInfo`` (PROV-11, PROV-12, ANT-4).
+    """Map an SDK/transport exception to an ``ErrorInfo``.
 
     Args:
         sdk: The imported ``anthropic`` package (its exception classes are matched).
@@ -94,7 +94,7 @@ def _http_error_info(exc: Any, status: int) -> ErrorInfo:
 
 
 def _error_body_text(exc: Any, response: Any) -> str:
-    """At most 65 536 bytes of the error body as text (PROV-10, PROV-11)."""
+    """At most 65 536 bytes of the error body as text."""
     raw: bytes | None = None
     if response is not None:
         try:
@@ -111,8 +111,7 @@ def _error_body_text(exc: Any, response: Any) -> str:
 
 
 def _stream_error_info(exc: Any) -> ErrorInfo:
-    """An ``event: error`` inside a 200 stream: ``code=error.type``, ``message=error.message``
-    (ANT-4); an error event without a JSON ``error.type`` is ``invalid_stream_chunk``."""
+    """An ``event: error`` inside a 200 stream: ``code=error.type``, ``message=error.message``; an error event without a JSON ``error.type`` is ``invalid_stream_chunk``."""
     err_type = getattr(exc, "type", None)
     message = getattr(exc, "api_message", None)
     if not isinstance(err_type, str) or not err_type:

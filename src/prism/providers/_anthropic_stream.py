@@ -1,7 +1,7 @@
 """Response side of the Anthropic provider: raw Messages stream events as provider events.
 
 Stream events map to provider events as ANT-4 describes, usage as ANT-5, and the end of the
-stream fails closed (ANT-6): without ``message_stop``, or with a ``tool_use`` block that never
+stream fails closed: without ``message_stop``, or with a ``tool_use`` block that never
 completed or lacks its id or name, the turn ends with an ``incomplete_stream`` error.
 """
 
@@ -34,7 +34,7 @@ from prism.types import (
 __all__ = ["MAX_EVENT_BYTES", "StreamMapper", "event_overflow"]
 
 MAX_EVENT_BYTES: Final = 262_144
-"""Largest stream event accepted, in bytes of its JSON form (PROV-10)."""
+"""Largest stream event accepted, in bytes of its JSON form."""
 _STOP_REASONS: Final[Mapping[str, ProviderStopReason]] = {
     "end_turn": "end_turn",
     "tool_use": "tool_use",
@@ -58,7 +58,7 @@ def event_overflow(event: Any) -> int | None:
 
     Content deltas are measured exactly only when a cheap upper bound (6 bytes per character
     of their payload plus a fixed envelope) could exceed the bound, so ordinary streams do not
-    serialise every fragment twice (ARCH-15).
+    serialise every fragment twice.
     """
     if getattr(event, "type", None) == "content_block_delta":
         delta = getattr(event, "delta", None)
@@ -94,7 +94,7 @@ class _ToolBlock:
 
 
 class StreamMapper:
-    """Maps raw Messages stream events to provider events (ANT-4..6); O(1) per event."""
+    """Maps raw Messages stream events to provider events; O(1) per event."""
 
     __slots__ = ("_done", "_pending_signature", "_started", "_stop_reason", "_tools", "_usage")
 
@@ -112,9 +112,9 @@ class StreamMapper:
         return self._done
 
     def feed(self, event: Any) -> Sequence[ProviderEvent]:
-        """Provider events for one SDK stream event (ANT-4)."""
+        """Provider events for one SDK stream event."""
         if self._done:
-            return ()  # nothing after message_stop counts (PROV-2)
+            return ()  # nothing after message_stop counts
         kind = getattr(event, "type", None)
         if kind == "content_block_delta":
             return self._delta(event)
@@ -212,12 +212,12 @@ class StreamMapper:
             return ()
         signature = self._pending_signature.pop(index, None)
         if signature is not None:
-            # A signature given only at block start still closes its thinking part (CON-18).
+            # A signature given only at block start still closes its thinking part.
             return (provider_thinking_delta("", signature=signature),)
         return ()
 
     def finish(self) -> Sequence[ProviderEvent]:
-        """Terminal events once the SDK stream ended (ANT-6)."""
+        """Terminal events once the SDK stream ended."""
         if not self._done:
             return (
                 provider_error(

@@ -2,7 +2,7 @@
 
 System text, message mapping (text, images, ``tool_use``/``tool_result``, thinking blocks echoed
 with their signature, ``redacted_thinking`` passed back unchanged), tools, model parameters and
-the ``thinking`` configuration (ANT-2, ANT-3).
+the ``thinking`` configuration.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class InvalidRequest(Exception):
 
 
 def build_body(request: ProviderRequest, *, default_max_tokens: int = 4096) -> dict[str, Any]:
-    """Build the Messages request body for ``request`` (ANT-2, ANT-3).
+    """Build the Messages request body for ``request``.
 
     Raises:
         InvalidRequest: an image the model cannot take, an image without a MIME type, or an
@@ -81,7 +81,7 @@ def build_body(request: ProviderRequest, *, default_max_tokens: int = 4096) -> d
             'compat["thinking"] must be a mapping (sent verbatim) or False, '
             f"got {type(thinking).__name__}"
         )
-    body["stream"] = True  # the adapter only speaks the streaming protocol (PROV-8)
+    body["stream"] = True  # the adapter only speaks the streaming protocol
     return body
 
 
@@ -99,7 +99,7 @@ def _compat(request: ProviderRequest, key: str) -> Any:
 def _map_messages(
     messages: Sequence[Message], preserve_thinking: bool, images_ok: bool, model: str
 ) -> tuple[str, list[dict[str, Any]]]:
-    """System text and wire messages (ANT-2, ANT-3), O(total content)."""
+    """System text and wire messages, O(total content)."""
     system: list[str] = []
     # (role, tool_result blocks, other blocks) per merged wire message
     merged: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = []

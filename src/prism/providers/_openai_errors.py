@@ -1,6 +1,6 @@
 """Failures of the OpenAI-compatible provider: SDK, httpx and prism exceptions as ``ErrorInfo``.
 
-HTTP statuses (PROV-11) keep a bounded part of the error body and the ``Retry-After`` delay;
+HTTP statuses keep a bounded part of the error body and the ``Retry-After`` delay;
 transport exceptions anywhere in the cause chain become the codes of PROV-12.
 """
 
@@ -17,7 +17,7 @@ from prism.types import ErrorInfo
 __all__ = ["MAX_ERROR_BODY_BYTES", "exception_info"]
 
 MAX_ERROR_BODY_BYTES = 65_536
-"""Most bytes of an HTTP error body put into an error message (PROV-11)."""
+"""Most bytes of an HTTP error body put into an error message."""
 
 
 def _class_named(module_name: str, attr: str) -> type[BaseException] | None:
@@ -57,7 +57,7 @@ def _read_error_body(response: Any) -> str:
 
 
 def exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
-    """Translate an SDK, httpx or prism exception into an ``ErrorInfo`` (PROV-11, PROV-12).
+    """Translate an SDK, httpx or prism exception into an ``ErrorInfo``.
 
     The SDK and httpx classes are looked up in ``sys.modules``, so nothing is imported here.
 

@@ -1,4 +1,4 @@
-"""Chat Completions wire mapping: request bodies (OAI-3, OAI-4) and responses (OAI-5..7).
+"""Chat Completions wire mapping: request bodies and responses.
 
 Pure data mapping with no SDK dependency; :mod:`prism.providers.openai` drives it.
 """
@@ -53,7 +53,7 @@ _STOP_REASONS: Mapping[str, ProviderStopReason] = {
 
 
 class InvalidRequest(Exception):
-    """A request that cannot be expressed on the wire (code ``invalid_request``, PROV-12)."""
+    """A request that cannot be expressed on the wire (code ``invalid_request``)."""
 
 
 def _text_of(parts: tuple[Any, ...]) -> str:
@@ -77,7 +77,7 @@ def _image_part(part: ImageContent, capabilities: ModelCapabilities) -> dict[str
 def _map_message(
     message: Message, capabilities: ModelCapabilities, reasoning_field: str | None
 ) -> dict[str, Any]:
-    """Map one message to its Chat Completions form (OAI-4)."""
+    """Map one message to its Chat Completions form."""
     role = message.role
     content = message.content
     if role == "system":
@@ -126,7 +126,7 @@ def _map_message(
 def build_request_body(
     request: ProviderRequest, *, stream: bool = True, reasoning_field: str | None = None
 ) -> dict[str, Any]:
-    """Build the Chat Completions body for ``request`` (OAI-3, OAI-4), before ``transform_body``.
+    """Build the Chat Completions body for ``request``, before ``transform_body``.
 
     Raises:
         InvalidRequest: an image for a model without image input, a tool message without a
@@ -170,13 +170,13 @@ def build_request_body(
 
 
 def map_usage(raw: Mapping[str, Any]) -> Usage | None:
-    """Map a Chat Completions ``usage`` object to :class:`Usage` (OAI-7).
+    """Map a Chat Completions ``usage`` object to :class:`Usage`.
 
     Returns:
         ``None`` when none of the mapped fields is present (non-``null``).
 
     Raises:
-        TypeError: a present count is not a non-negative int (CON-11).
+        TypeError: a present count is not a non-negative int.
     """
     fields: dict[str, Any] = {}
 
@@ -226,7 +226,7 @@ class _CallAccumulator:
 
 
 class ResponseMapper:
-    """Turns Chat Completions chunks (or one completion) into provider events (OAI-5..7)."""
+    """Turns Chat Completions chunks (or one completion) into provider events."""
 
     __slots__ = ("calls", "done_seen", "finish_reason", "open_calls", "usage")
 
@@ -240,7 +240,7 @@ class ResponseMapper:
     # -- one SSE data payload ------------------------------------------------------------
 
     def on_data(self, data: str) -> list[ProviderEvent]:
-        """Map one SSE ``data`` payload; ``[DONE]`` marks completion (OAI-5).
+        """Map one SSE ``data`` payload; ``[DONE]`` marks completion.
 
         Raises:
             StreamFailure: ``invalid_stream_chunk`` for non-JSON / non-object data, or the
@@ -259,11 +259,11 @@ class ResponseMapper:
 
     def on_chunk(self, chunk: Mapping[str, Any], *, delta_key: str) -> list[ProviderEvent]:
         """Map one chunk (``delta_key="delta"``) or completion (``"message"``): usage first,
-        then per choice reasoning, text and tool-call fragments (OAI-5, OAI-7).
+        then per choice reasoning, text and tool-call fragments.
 
         Raises:
             StreamFailure: the chunk carries an ``error`` object.
-            TypeError: a usage count is not a non-negative int (CON-11).
+            TypeError: a usage count is not a non-negative int.
         """
         error = chunk.get("error")
         if error is not None:
@@ -337,7 +337,7 @@ class ResponseMapper:
     # -- end of stream -------------------------------------------------------------------
 
     def finish(self, *, strict: bool, prefix: str) -> list[ProviderEvent]:
-        """Closing events (OAI-6): synthesized-id fragments, final calls, then ``done``.
+        """Closing events: synthesized-id fragments, final calls, then ``done``.
 
         Raises:
             StreamFailure: ``incomplete_stream`` (strict and evidence missing) or
@@ -389,7 +389,7 @@ class ResponseMapper:
 
 
 def _error_object_info(error: Any) -> ErrorInfo:
-    """``ErrorInfo`` for an ``error`` object inside a 200 response (OAI-5)."""
+    """``ErrorInfo`` for an ``error`` object inside a 200 response."""
     if isinstance(error, Mapping):
         message = error.get("message")
         code = error.get("code")

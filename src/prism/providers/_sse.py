@@ -1,4 +1,4 @@
-"""Bounded incremental Server-Sent Events reader (PROV-10).
+"""Bounded incremental Server-Sent Events reader.
 
 Bytes are decoded incrementally as UTF-8, line by line (a multi-byte character split across
 chunks is kept whole, since line ends are ASCII). Events are separated by a blank line (``\\n\\n``, ``\\r\\n\\r\\n`` or ``\\r\\r``); the
@@ -27,10 +27,10 @@ __all__ = [
 ]
 
 MAX_SSE_EVENT_BYTES = 262_144
-"""Largest accepted event, in UTF-8 bytes of its raw lines (PROV-10)."""
+"""Largest accepted event, in UTF-8 bytes of its raw lines."""
 
 MAX_SSE_BUFFER_BYTES = 524_288
-"""Most bytes buffered without an event boundary (PROV-10)."""
+"""Most bytes buffered without an event boundary."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +183,7 @@ async def aiter_sse_events(
     max_event_bytes: int = MAX_SSE_EVENT_BYTES,
     max_buffer_bytes: int = MAX_SSE_BUFFER_BYTES,
 ) -> AsyncIterator[SSEEvent]:
-    """Yield the events of an async byte stream (PROV-10).
+    """Yield the events of an async byte stream.
 
     Args:
         chunks: Raw response bytes, e.g. ``response.aiter_bytes()``.

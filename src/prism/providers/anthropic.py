@@ -1,15 +1,15 @@
-"""Anthropic Messages provider on the official ``anthropic`` SDK (PROV-0, ANT-1..6).
+"""Anthropic Messages provider on the official ``anthropic`` SDK.
 
 The SDK owns HTTP, SSE framing and its error classes; this adapter owns the mapping between
 prism's contracts and the Messages wire format:
 
 * request: system text, message mapping (text, images, ``tool_use``/``tool_result``, thinking
   blocks echoed with their signature, ``redacted_thinking`` passed back unchanged), tools, model
-  parameters, ``thinking`` configuration (ANT-2, ANT-3);
-* response: raw stream events mapped to provider events (ANT-4), usage (ANT-5), fail-closed end of
-  stream and stop reasons (ANT-6);
+  parameters, ``thinking`` configuration;
+* response: raw stream events mapped to provider events, usage, fail-closed end of
+  stream and stop reasons;
 * failures: HTTP statuses, in-stream ``error`` events, transport exceptions and byte bounds become
-  one ``error`` event with the codes of PROV-10..12, secrets redacted (PROV-9).
+  one ``error`` event with the codes of PROV-10..12, secrets redacted.
 
 This module holds the factory, the provider (one streaming request per attempt, with abort) and
 its headers and credentials; the request body is built in ``_anthropic_wire``, stream events are
@@ -55,10 +55,10 @@ __all__ = [
 ]
 
 ANTHROPIC_DEFAULT_BASE_URL: Final = "https://api.anthropic.com/v1"
-"""Default ``base_url``; requests go to ``<base_url>/messages`` (ANT-1)."""
+"""Default ``base_url``; requests go to ``<base_url>/messages``."""
 
 AnthropicApiKey: TypeAlias = str | Callable[[], "str | Awaitable[str]"]
-"""An API key, or a sync/async callable returning one, resolved on each request (PROV-9)."""
+"""An API key, or a sync/async callable returning one, resolved on each request."""
 
 _T = TypeVar("_T")
 
@@ -79,7 +79,7 @@ def _import_sdk() -> Any:
     return anthropic
 
 
-# --------------------------------------------------------------------------- factory (ANT-1)
+# --------------------------------------------------------------------------- factory
 
 
 def create_anthropic_provider(
@@ -92,16 +92,16 @@ def create_anthropic_provider(
     anthropic_version: str = "2023-06-01",
     default_max_tokens: int = 4096,
 ) -> AnthropicProvider:
-    """Create an Anthropic Messages provider (ANT-1, PROV-0, PROV-8, PROV-9).
+    """Create an Anthropic Messages provider.
 
     Without ``client`` the factory builds ``anthropic.AsyncAnthropic`` itself with
-    ``base_url``, ``max_retries=0`` (retry is the runtime's, RETRY-1), an explicit
+    ``base_url``, ``max_retries=0`` (retry is the runtime's), an explicit
     ``Timeout(600 s, connect=10 s)`` and ``http_client`` when given; requests then go to
     ``<base_url>/messages``. A host-built ``client`` keeps its own base URL (the SDK's path
     ``/v1/messages``), timeout, retries and auth.
 
     When neither ``api_key`` nor ``client`` is given, ``ANTHROPIC_API_KEY`` is read from
-    ``os.environ`` now (never at import, ARCH-8) and handled like a given key.
+    ``os.environ`` now (never at import) and handled like a given key.
 
     Args:
         api_key: A key, or a sync/async callable returning one, resolved on every request and
@@ -197,13 +197,13 @@ def create_anthropic_provider(
 
 
 class AnthropicProvider:
-    """Provider for the Anthropic Messages API (ANT-1..6); build it with
+    """Provider for the Anthropic Messages API; build it with
     :func:`create_anthropic_provider`.
 
     Each ``generate`` call is one streaming ``POST`` through the SDK client. The stream is
     mapped to provider events as ANT-4 describes and always ends with exactly one ``done`` or
-    ``error`` event (PROV-2); a stream that cannot be proven complete ends with ``error``
-    ``incomplete_stream`` (ANT-6).
+    ``error`` event; a stream that cannot be proven complete ends with ``error``
+    ``incomplete_stream``.
     """
 
     __slots__ = (
@@ -245,26 +245,26 @@ class AnthropicProvider:
         return f"AnthropicProvider(id={self.id!r})"
 
     async def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        """Stream one attempt for ``request`` (PROV-1, PROV-2, ANT-1..6).
+        """Stream one attempt for ``request``.
 
         Failures before or during the stream are reported as one ``error`` event: HTTP status
-        ≥ 400 → ``code=<status int>`` with ``retry_after_ms`` from ``Retry-After`` (PROV-11);
+        ≥ 400 → ``code=<status int>`` with ``retry_after_ms`` from ``Retry-After``;
         an in-stream ``error`` → ``code=error.type``; timeouts/refused/reset connections →
-        ``"timeout"``/``"ECONNREFUSED"``/``"ECONNRESET"`` (PROV-12); a body above 8 MiB or one
+        ``"timeout"``/``"ECONNREFUSED"``/``"ECONNRESET"``; a body above 8 MiB or one
         that cannot be built → ``"invalid_request"``; a stream event above 262 144 bytes →
-        ``"sse_event_overflow"`` (PROV-10); ``options.structured_output`` →
-        ``"unsupported_structured_output"`` (ANT-2). No HTTP call is made for request-side
+        ``"sse_event_overflow"``; ``options.structured_output`` →
+        ``"unsupported_structured_output"``. No HTTP call is made for request-side
         failures.
 
         Args:
             request: The provider request; ``request.signal`` aborts the attempt.
 
         Yields:
-            Provider events (CON-17).
+            Provider events.
 
         Raises:
             BaseException: the abort reason of ``request.signal`` (an ``AbortError`` by
-                default) after the HTTP response was closed (PROV-4).
+                default) after the HTTP response was closed.
             PrismConfigError: a callable ``api_key`` returned something other than a non-empty
                 string.
             TypeError: the provider reported usage that breaks CON-11.
@@ -390,7 +390,7 @@ class AnthropicProvider:
         return tuple(found)
 
     def _headers(self, options: Any, key: str | None) -> dict[str, Any]:
-        """Per-request headers (ANT-1): host headers, then the provider-owned ones."""
+        """Per-request headers: host headers, then the provider-owned ones."""
         owned = _OWNED_HEADERS if key is None else _OWNED_HEADERS | {"authorization"}
         headers: dict[str, Any] = {}
         host = options.headers if options is not None else None
@@ -408,15 +408,15 @@ class AnthropicProvider:
 
 
 async def _close_stream(stream: Any) -> None:
-    """Close the SDK stream's HTTP response at once (PROV-4, RUN-15)."""
+    """Close the SDK stream's HTTP response at once."""
     await stream.close()
 
 
-# --------------------------------------------------------------------------- abort (PROV-4)
+# --------------------------------------------------------------------------- abort
 
 
 class _AbortBridge:
-    """Interrupts an await on the SDK when ``signal`` aborts (PROV-4).
+    """Interrupts an await on the SDK when ``signal`` aborts.
 
     While the provider waits on the SDK, an abort cancels the waiting task; the cancellation is
     taken back (``Task.uncancel``) and turned into the signal's abort error, so an external

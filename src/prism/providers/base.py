@@ -1,11 +1,9 @@
 """The provider protocol, provider-event helpers and tool-call reconstruction.
 
-A provider turns one :class:`~prism.types.ProviderRequest` into a stream of provider events
-(CON-17). This module holds the protocol every provider implements (PROV-1), the public helper
-constructors for those events (PROV-7), the reconstruction of streamed tool-call fragments
-(PROV-5, PROV-6), a reference fold of one attempt's events into a
-:class:`~prism.types.ProviderTurnResult` (CON-18), and the tool-result payload text shared by the
-wire formats (PROV-13).
+A provider turns one :class:`~prism.types.ProviderRequest` into a stream of provider events. This module holds the protocol every provider implements, the public helper
+constructors for those events, the reconstruction of streamed tool-call fragments, a reference fold of one attempt's events into a
+:class:`~prism.types.ProviderTurnResult`, and the tool-result payload text shared by the
+wire formats.
 """
 
 from __future__ import annotations
@@ -63,15 +61,15 @@ __all__ = [
 ]
 
 EMPTY_TOOL_RESULT_TEXT = "(tool completed with no output)"
-"""Tool-result payload sent when a result has no value, no error and no text (PROV-13)."""
+"""Tool-result payload sent when a result has no value, no error and no text."""
 
 MAX_TOOL_ARGUMENTS_BYTES = 262_144
-"""Largest tool-call argument text accepted, in UTF-8 bytes (PROV-6)."""
+"""Largest tool-call argument text accepted, in UTF-8 bytes."""
 
 
 @runtime_checkable
 class AIProvider(Protocol):
-    """A model provider: turns one request into a stream of provider events (PROV-1).
+    """A model provider: turns one request into a stream of provider events.
 
     The stream follows the rules of PROV-2: at most one ``message_start`` before any content,
     content/tool-call events, optional ``usage`` events, and exactly one terminal ``done`` or
@@ -87,10 +85,10 @@ class AIProvider(Protocol):
         Args:
             request: The redacted provider request. ``request.signal``, when set, must be
                 honoured: on abort the provider stops reading, closes its HTTP response and
-                raises the signal's abort error (PROV-4).
+                raises the signal's abort error.
 
         Returns:
-            An async iterator of provider events (CON-17).
+            An async iterator of provider events.
         """
         ...
 
@@ -99,7 +97,7 @@ class AIProvider(Protocol):
 
 
 def provider_message_start(message_id: str | None = None) -> ProviderMessageStart:
-    """Build a ``message_start`` event (PROV-7).
+    """Build a ``message_start`` event.
 
     Args:
         message_id: The provider's id for the assistant message, or ``None``.
@@ -108,16 +106,16 @@ def provider_message_start(message_id: str | None = None) -> ProviderMessageStar
 
 
 def provider_text_delta(text: str) -> ProviderContentDelta:
-    """Build a ``content_delta`` event carrying a ``TextContent`` fragment (PROV-7)."""
+    """Build a ``content_delta`` event carrying a ``TextContent`` fragment."""
     return ProviderContentDelta(content=TextContent(text=text))
 
 
 def provider_thinking_delta(text: str, signature: str | None = None) -> ProviderContentDelta:
-    """Build a ``content_delta`` event carrying a ``ThinkingContent`` fragment (PROV-7).
+    """Build a ``content_delta`` event carrying a ``ThinkingContent`` fragment.
 
     Args:
         text: Reasoning text fragment (``""`` for a bare signature delta).
-        signature: Reasoning signature; a delta carrying one closes its thinking part (CON-18).
+        signature: Reasoning signature; a delta carrying one closes its thinking part.
     """
     return ProviderContentDelta(content=ThinkingContent(text=text, signature=signature))
 
@@ -125,14 +123,14 @@ def provider_thinking_delta(text: str, signature: str | None = None) -> Provider
 def provider_content_delta(
     content: TextContent | ThinkingContent | ImageContent,
 ) -> ProviderContentDelta:
-    """Build a ``content_delta`` event for an arbitrary content fragment (PROV-7)."""
+    """Build a ``content_delta`` event for an arbitrary content fragment."""
     return ProviderContentDelta(content=content)
 
 
 def tool_call_content(
     id: str, name: str, arguments: Mapping[str, Any] | None = None
 ) -> ToolCallContent:
-    """Build a host ``ToolCallContent`` (PROV-7).
+    """Build a host ``ToolCallContent``.
 
     Args:
         id: Tool-call id, echoed back with its result.
@@ -147,7 +145,7 @@ def provider_tool_call(
     name: str | None = None,
     arguments: Mapping[str, Any] | str | None = None,
 ) -> ProviderToolCall:
-    """Build a final ``tool_call`` event (PROV-7).
+    """Build a final ``tool_call`` event.
 
     Args:
         call_or_id: A complete ``ToolCallContent``, or the id of the call to build.
@@ -179,7 +177,7 @@ def provider_tool_call_delta(
     arguments_text: str | None = None,
     authority: ToolAuthority | None = None,
 ) -> ProviderToolCallDelta:
-    """Build a ``tool_call_delta`` fragment event (PROV-7, PROV-5).
+    """Build a ``tool_call_delta`` fragment event.
 
     Args:
         index: The provider's index of the call within the message (groups fragments).
@@ -198,18 +196,18 @@ def provider_tool_call_delta(
 
 
 def provider_usage(usage: Usage) -> ProviderUsage:
-    """Build a ``usage`` event (PROV-7); the last one of an attempt is authoritative."""
+    """Build a ``usage`` event; the last one of an attempt is authoritative."""
     return ProviderUsage(usage=usage)
 
 
 def provider_done(
     usage: Usage | None = None, stop_reason: ProviderStopReason | None = None
 ) -> ProviderDone:
-    """Build the terminal ``done`` event (PROV-7).
+    """Build the terminal ``done`` event.
 
     Args:
         usage: Final usage of the attempt; when set it wins over earlier ``usage`` events.
-        stop_reason: Normalised stop reason (CON-17), or ``None``.
+        stop_reason: Normalised stop reason, or ``None``.
     """
     return ProviderDone(usage=usage, stop_reason=stop_reason)
 
@@ -217,7 +215,7 @@ def provider_done(
 def provider_error(
     error: BaseException | ErrorInfo, secrets: Iterable[str] = ()
 ) -> ProviderErrorEvent:
-    """Build the terminal ``error`` event (PROV-7, PROV-3).
+    """Build the terminal ``error`` event.
 
     Args:
         error: An exception (converted with ``error_to_error_info``) or an ``ErrorInfo``.
@@ -260,7 +258,7 @@ def _reject_constant(value: str) -> Any:
 
 
 def tool_call_from_arguments_text(id: str, name: str, text: str | None) -> ToolCallContent:
-    """Build a call from streamed argument text, never raising (PROV-6).
+    """Build a call from streamed argument text, never raising.
 
     Blank text (``None``, empty or whitespace) gives ``{}``. Text above
     :data:`MAX_TOOL_ARGUMENTS_BYTES` UTF-8 bytes, text that is not valid JSON (``NaN``/
@@ -340,7 +338,7 @@ class _DeltaGroup:
 
 
 def _group_deltas(events: Iterable[ProviderEvent]) -> tuple[list[_DeltaGroup], set[str]]:
-    """Group ``tool_call_delta`` fragments by index and id (PROV-5); also collect final ids."""
+    """Group ``tool_call_delta`` fragments by index and id; also collect final ids."""
     groups: list[_DeltaGroup] = []
     open_groups: dict[int, _DeltaGroup] = {}
     final_ids: set[str] = set()
@@ -386,7 +384,7 @@ def _complete_groups(groups: list[_DeltaGroup], final_ids: set[str]) -> list[Too
 
 
 def reconstruct_tool_call_deltas(events: Iterable[ProviderEvent]) -> list[ToolCallContent]:
-    """Rebuild complete tool calls from one attempt's ``tool_call_delta`` fragments (PROV-5).
+    """Rebuild complete tool calls from one attempt's ``tool_call_delta`` fragments.
 
     Fragments are grouped by ``index`` and ``id``: a fragment whose ``id`` is set and differs from
     the id the open group at its index already has starts a new group there; any other fragment
@@ -409,11 +407,11 @@ def reconstruct_tool_call_deltas(events: Iterable[ProviderEvent]) -> list[ToolCa
     return _complete_groups(groups, final_ids)
 
 
-# --------------------------------------------------------------------------- folding (CON-18)
+# --------------------------------------------------------------------------- folding
 
 
 class _TurnFolder:
-    """Incremental CON-18 fold: O(1) amortised per event (ARCH-15)."""
+    """Incremental CON-18 fold: O(1) amortised per event."""
 
     __slots__ = (
         "_open_kind",
@@ -492,13 +490,13 @@ class _TurnFolder:
 
 
 def fold_provider_events(events: Iterable[ProviderEvent]) -> ProviderTurnResult:
-    """Fold one attempt's provider events into a :class:`ProviderTurnResult` (CON-18, RUN-15).
+    """Fold one attempt's provider events into a :class:`ProviderTurnResult`.
 
     Adjacent text deltas become one ``TextContent``; adjacent thinking deltas become one
     ``ThinkingContent`` until a delta carrying a ``signature`` closes it; a ``redacted_data``
     delta is a part of its own; final ``tool_call`` events appear where they arrived. Reading
     stops at ``done``. After the stream, calls rebuilt from ``tool_call_delta`` fragments whose
-    id did not arrive as a final ``tool_call`` (PROV-5) are appended. ``usage`` is the last
+    id did not arrive as a final ``tool_call`` are appended. ``usage`` is the last
     reported usage, ``done.usage`` winning.
 
     This is the reference fold for tests and for hosts that drive a provider directly; the
@@ -549,7 +547,7 @@ def fold_provider_events(events: Iterable[ProviderEvent]) -> ProviderTurnResult:
 
 
 def _tool_result_payload_text(message: Message) -> str:
-    """Payload text of a tool-result message for the wire formats (PROV-13).
+    """Payload text of a tool-result message for the wire formats.
 
     Uses the first ``ToolResultContent`` part and the text parts that follow it: an ``error``
     gives ``{"error": {"message", "code"?}}``; a ``str`` result is itself; another non-``None``
@@ -579,7 +577,7 @@ def _tool_result_payload_text(message: Message) -> str:
 
 
 def _retry_after_ms(value: str | None, *, now: float | None = None) -> float | None:
-    """Parse a ``Retry-After`` header into milliseconds from now, never negative (PROV-11).
+    """Parse a ``Retry-After`` header into milliseconds from now, never negative.
 
     Args:
         value: The header value: delay seconds (``"2"``, ``"1.5"``) or an HTTP date.

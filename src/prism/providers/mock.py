@@ -1,4 +1,4 @@
-"""A scripted in-memory provider for tests and examples (MOCK-1..3).
+"""A scripted in-memory provider for tests and examples.
 
 ```python
 provider = create_mock_provider(turns=[
@@ -26,7 +26,7 @@ MockScriptItem = ProviderEvent | BaseException
 
 
 class MockProvider:
-    """Provider that replays scripted events (MOCK-1, MOCK-2).
+    """Provider that replays scripted events.
 
     Build it with :func:`create_mock_provider`. It satisfies the ``AIProvider`` protocol.
     """
@@ -79,7 +79,7 @@ class MockProvider:
         return (ProviderDone(),)
 
     def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        """Record the request and replay the script for this call (MOCK-1, MOCK-2).
+        """Record the request and replay the script for this call.
 
         The request is appended to :attr:`requests` and ``on_request(request)`` is called
         synchronously when ``generate`` is called. Before each item the mock waits ``delay_s``
@@ -111,7 +111,7 @@ class MockProvider:
 
 
 async def _abortable_sleep(delay_s: float, signal: AbortSignal | None) -> None:
-    """Sleep ``delay_s`` seconds, returning early when ``signal`` aborts (ARCH-12)."""
+    """Sleep ``delay_s`` seconds, returning early when ``signal`` aborts."""
     if signal is None:
         await asyncio.sleep(delay_s)
         return
@@ -138,7 +138,7 @@ def create_mock_provider(
     on_request: Callable[[ProviderRequest], Any] | None = None,
     delay_s: float = 0.0,
 ) -> MockProvider:
-    """Create a scripted provider (MOCK-1).
+    """Create a scripted provider.
 
     Args:
         events: Replayed by every ``generate`` call, e.g.

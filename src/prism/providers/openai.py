@@ -6,14 +6,13 @@ from prism.providers.openai import create_openai_compatible_provider
 provider = create_openai_compatible_provider(base_url="http://127.0.0.1:8080/v1", auth_style="none")
 ```
 
-Layering (PROV-0): the SDK client (``openai.AsyncOpenAI``) owns HTTP, auth defaults, timeouts and
+Layering: the SDK client (``openai.AsyncOpenAI``) owns HTTP, auth defaults, timeouts and
 HTTP status errors (``APIStatusError`` and friends); it is built with ``max_retries=0`` because
-retry belongs to the runtime (RETRY-1). Prism owns the mapping between its contracts and the Chat
-Completions wire format (OAI-3..7, in ``_openai_wire``), the byte bounds (PROV-10) and the
-translation of failures into ``error`` events (PROV-11, PROV-12). The response body is read
+retry belongs to the runtime. Prism owns the mapping between its contracts and the Chat
+Completions wire format (in ``_openai_wire``), the byte bounds and the
+translation of failures into ``error`` events. The response body is read
 through the SDK's public streaming-response API and framed by prism's bounded SSE reader, because
-the SDK's own stream iterator hides whether ``data: [DONE]`` arrived (needed to fail closed,
-OAI-6) and puts no bound on event size.
+the SDK's own stream iterator hides whether ``data: [DONE]`` arrived (needed to fail closed) and puts no bound on event size.
 
 Models whose ``capabilities.streaming`` is ``False`` are called without streaming (no ``stream``
 or ``stream_options`` keys); the JSON completion is mapped to the same events. A ``200`` response
@@ -77,10 +76,10 @@ MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024
 """Largest non-streamed JSON completion read, in bytes (streamed events are bounded by PROV-10)."""
 
 AuthStyle = Literal["bearer", "api-key", "none"]
-"""How the key is sent: ``Authorization: Bearer``, an ``api-key`` header, or not at all (OAI-1)."""
+"""How the key is sent: ``Authorization: Bearer``, an ``api-key`` header, or not at all."""
 
 ApiKey = str | Callable[[], str | Awaitable[str]]
-"""A key, or a sync/async callable returning one, resolved on every request (PROV-9)."""
+"""A key, or a sync/async callable returning one, resolved on every request."""
 
 TransformBody = Callable[[dict[str, Any], ProviderRequest], Any]
 """``transform_body(body, request)``, sync or async; returns a replacement body or ``None``."""
@@ -92,7 +91,7 @@ _MAX_REMEMBERED_KEYS = 16
 _PLACEHOLDER_KEY = "prism-key-set-per-request"
 
 def _require_openai() -> Any:
-    """Import the SDK on first use (ARCH-5)."""
+    """Import the SDK on first use."""
     try:
         import openai
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -102,7 +101,7 @@ def _require_openai() -> Any:
     return openai
 
 
-# =========================================================================== abort (PROV-4)
+# =========================================================================== abort
 
 
 @contextmanager
@@ -140,7 +139,7 @@ def _cancel_on_abort(signal: AbortSignal | None) -> Iterator[None]:
 
 
 class OpenAICompatibleProvider:
-    """Chat Completions provider (OAI-1..7); build it with the factories of this module."""
+    """Chat Completions provider; build it with the factories of this module."""
 
     __slots__ = (
         "_api_key",
@@ -206,7 +205,7 @@ class OpenAICompatibleProvider:
         return value
 
     def _headers(self, request: ProviderRequest, key: str | None) -> dict[str, Any]:
-        """Request headers (OAI-2): options, then ``extra_headers``, then provider-owned keys."""
+        """Request headers: options, then ``extra_headers``, then provider-owned keys."""
         import openai as sdk
 
         merged: dict[str, tuple[str, Any]] = {}
@@ -232,16 +231,16 @@ class OpenAICompatibleProvider:
         return dict(merged.values())
 
     def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        """Stream one Chat Completions attempt as provider events (PROV-1, OAI-3..7).
+        """Stream one Chat Completions attempt as provider events.
 
-        Failures end the stream with one ``error`` event (PROV-11, PROV-12): HTTP statuses carry
+        Failures end the stream with one ``error`` event: HTTP statuses carry
         the status int as ``code`` (``retry_after_ms`` from ``Retry-After``); ``timeout``,
         ``ECONNREFUSED``, ``ECONNRESET`` for transport failures; ``invalid_request``,
         ``invalid_stream_chunk``, ``incomplete_stream``, ``incomplete_delta``,
         ``sse_event_overflow``/``sse_buffer_overflow`` otherwise. Secrets are redacted.
 
         Raises:
-            BaseException: the abort reason of ``request.signal`` when it aborts (PROV-4).
+            BaseException: the abort reason of ``request.signal`` when it aborts.
         """
         return self._generate(request)
 
@@ -358,7 +357,7 @@ def _check_api_key(api_key: Any) -> None:
 def _build_client(
     sdk: Any, *, api_key: ApiKey | None, base_url: str, http_client: Any
 ) -> openai.AsyncOpenAI:
-    """An SDK client with an explicit timeout and SDK retries off (PROV-8)."""
+    """An SDK client with an explicit timeout and SDK retries off."""
     client: openai.AsyncOpenAI = sdk.AsyncOpenAI(
         api_key=api_key if isinstance(api_key, str) else _PLACEHOLDER_KEY,
         base_url=base_url,
@@ -391,15 +390,14 @@ def create_openai_compatible_provider(
     reasoning_field: str | None = None,
     request_failed_prefix: str = "OpenAI-compatible request failed",
 ) -> OpenAICompatibleProvider:
-    """Create a provider for a server speaking OpenAI Chat Completions (OAI-1).
+    """Create a provider for a server speaking OpenAI Chat Completions.
 
     Requests go to ``<base_url without trailing slash>/chat/completions``. No environment variable
     is read: the key of another server must never be sent here.
 
     Args:
         base_url: Server base URL, e.g. ``"http://127.0.0.1:8080/v1"``.
-        api_key: A ``str``, or a sync/async callable returning one, resolved on every request
-            (PROV-9); it is redacted from every ``ErrorInfo``. Required unless ``client`` is
+        api_key: A ``str``, or a sync/async callable returning one, resolved on every request; it is redacted from every ``ErrorInfo``. Required unless ``client`` is
             given or ``auth_style="none"``.
         id: Provider id.
         auth_style: ``"bearer"`` (``Authorization: Bearer <key>``), ``"api-key"``
@@ -408,14 +406,14 @@ def create_openai_compatible_provider(
             ``api_key`` given here still overrides the auth header per request).
         http_client: An ``httpx.AsyncClient`` (or ``httpx2``) passed to the SDK client this
             factory builds (e.g. with ``httpx.MockTransport`` in tests).
-        extra_headers: Headers added after ``request.options.headers`` (OAI-2).
+        extra_headers: Headers added after ``request.options.headers``.
         transform_body: ``transform_body(body, request)`` (sync or async) may return a
-            replacement body; ``None`` keeps it (OAI-3).
+            replacement body; ``None`` keeps it.
         strict_completion: When true, a stream without ``[DONE]`` or ``finish_reason`` ends with
-            ``error`` ``incomplete_stream`` (OAI-6).
+            ``error`` ``incomplete_stream``.
         reasoning_field: When set (e.g. ``"reasoning_content"``), assistant thinking text is sent
-            back under this key; otherwise thinking parts are dropped (OAI-4).
-        request_failed_prefix: Prefix of HTTP error messages (PROV-11).
+            back under this key; otherwise thinking parts are dropped.
+        request_failed_prefix: Prefix of HTTP error messages.
 
     Raises:
         PrismConfigError: a missing ``api_key`` (unless ``client`` or ``auth_style="none"``), an
@@ -497,14 +495,14 @@ def create_openai_chat_provider(
     client: openai.AsyncOpenAI | None = None,
     http_client: Any = None,
 ) -> OpenAICompatibleProvider:
-    """Create the OpenAI Chat Completions provider (OAI-1).
+    """Create the OpenAI Chat Completions provider.
 
     Same provider as :func:`create_openai_compatible_provider` with OpenAI defaults, bearer auth
     and the error prefix ``OpenAI request failed``. When neither ``api_key`` nor ``client`` is
-    given, ``OPENAI_API_KEY`` is read from ``os.environ`` now (never at import, ARCH-8).
+    given, ``OPENAI_API_KEY`` is read from ``os.environ`` now (never at import).
 
     Args:
-        api_key: A ``str`` or a sync/async callable returning one (PROV-9).
+        api_key: A ``str`` or a sync/async callable returning one.
         base_url: API base URL.
         id: Provider id.
         client: A host-built ``openai.AsyncOpenAI`` (keeps its own timeout and auth).

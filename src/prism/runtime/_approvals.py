@@ -1,4 +1,4 @@
-"""Approvals: operator decisions, their validation and application, sticky matching (APR-2..APR-10).
+"""Approvals: operator decisions, their validation and application, sticky matching.
 
 Private module behind :mod:`prism.runtime.durable`. The per-leg durable machine that gates calls
 and writes envelopes is :class:`~prism.runtime._durable_run.DurableRun`.
@@ -54,7 +54,7 @@ __all__ = [
 
 
 def sticky_match(stickies: Sequence[StickyDecision], call: ToolCallContent) -> StickyDecision | None:
-    """The first sticky decision whose set scope fields equal the call's (APR-10)."""
+    """The first sticky decision whose set scope fields equal the call's."""
     if not stickies:
         return None
     digest: str | None = None
@@ -79,7 +79,7 @@ def decision_error(code: str, message: str) -> AgentDecisionError:
 
 
 def coerce_decisions(decisions: Any) -> list[RunDecision]:
-    """APR-7: shape, sizes and duplicates of a decision batch (before any read or write)."""
+    """shape, sizes and duplicates of a decision batch (before any read or write)."""
     invalid = "ERR_PRISM_DECISION_INVALID"
     if isinstance(decisions, (str, bytes, Mapping)) or not isinstance(decisions, Sequence):
         raise decision_error(invalid, "decisions must be a sequence of RunDecision")
@@ -134,7 +134,7 @@ def coerce_decisions(decisions: Any) -> list[RunDecision]:
 
 
 def _validate_modified(registry: ToolRegistry, name: str, arguments: dict[str, Any]) -> None:
-    """APR-8: modified arguments must match the tool's parameter schema (TOOL-6 validator)."""
+    """modified arguments must match the tool's parameter schema (TOOL-6 validator)."""
     from prism.abort import AbortController
     from prism.tools import json_schema_tool_validator
     from prism.types import ToolExecutionContext
@@ -156,7 +156,7 @@ def _validate_modified(registry: ToolRegistry, name: str, arguments: dict[str, A
 
 @dataclass(slots=True)
 class _Applied:
-    """The outcome of applying a decision batch to a suspended envelope (APR-8)."""
+    """The outcome of applying a decision batch to a suspended envelope."""
 
     pending_calls: list[dict[str, Any]]
     sticky: list[dict[str, Any]]
@@ -250,7 +250,7 @@ def round_interruption(
     names: Mapping[str, str],
     reason: str | None = None,
 ) -> AgentRunInterruption:
-    """APR-5: the interruption of an open gated round (or APR-8's remaining decisions)."""
+    """the interruption of an open gated round (or APR-8's remaining decisions)."""
     if len(decisions) == 1:
         only = decisions[0]
         return AgentRunInterruption(
@@ -268,7 +268,7 @@ def round_interruption(
 
 
 def rejection_result(call: ToolCallContent, reason: str | None, default: str) -> ToolResult:
-    """The ``approval_rejected`` row of a rejected call (APR-3, APR-9)."""
+    """The ``approval_rejected`` row of a rejected call."""
     return ToolResult(
         tool_call_id=call.id,
         name=call.name,

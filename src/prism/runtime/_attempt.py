@@ -2,7 +2,7 @@
 
 :class:`AttemptState` is created by :class:`~prism.runtime.attempts.ProviderAttempts` for each
 attempt. It holds the draft being folded (text and thinking deltas coalesced, tool calls in
-arrival order), emits or buffers the message events, records usage exactly once (USAGE-1) and
+arrival order), emits or buffers the message events, records usage exactly once and
 emits ``provider_turn_finished``. The helpers below check the items a provider stream yields.
 """
 
@@ -51,11 +51,11 @@ __all__ = [
 EMPTY_TURN_RESULT: Final = ProviderTurnResult(
     content=(), calls=(), message_id=None, started=False, usage=None
 )
-"""What ``generate`` returns for an attempt ended by a steer soft interrupt (RUN-14)."""
+"""What ``generate`` returns for an attempt ended by a steer soft interrupt."""
 
 
 class SoftInterrupt(Exception):
-    """Abort reason of an attempt's child signal when a steer soft-interrupts it (STEER-6).
+    """Abort reason of an attempt's child signal when a steer soft-interrupts it.
 
     Internal signal: never surfaced to callers.
     """
@@ -92,7 +92,7 @@ EVENT_KINDS: Final = frozenset(EVENT_TYPES)
 
 
 def as_event(event: object, started: bool) -> Any:
-    """A stream item that is not exactly a provider event class (RUN-15).
+    """A stream item that is not exactly a provider event class.
 
     An instance of a subclass is rebuilt as its provider event class (so the fold sees the exact
     type); anything else (a dict, a str, ``None``) fails the attempt with
@@ -124,7 +124,7 @@ def as_event(event: object, started: bool) -> Any:
 def checked_call(event: ProviderToolCall) -> ProviderToolCall:
     """A provider's tool call whose ``arguments`` are not a JSON object of JSON values (NaN,
     Infinity, a set, a host object…) becomes a call with ``arguments={}`` and an
-    ``invalid_json_arguments`` error, like malformed argument text (PROV-6): dispatch blocks it
+    ``invalid_json_arguments`` error, like malformed argument text: dispatch blocks it
     with a tool error the model can see, and the run goes on."""
     call = event.call
     arguments: Any = call.arguments
@@ -177,7 +177,7 @@ class AttemptSinks(Protocol):
 
 
 class AttemptState:
-    """Mutable state of one provider attempt: the folded draft (CON-18) and bookkeeping."""
+    """Mutable state of one provider attempt: the folded draft and bookkeeping."""
 
     __slots__ = (
         "attempt",
@@ -219,7 +219,7 @@ class AttemptState:
         self.has_deltas = False
 
     def out(self, event: AgentEvent) -> None:
-        """Emit a message event now, or hold it back while buffering (RUN-16)."""
+        """Emit a message event now, or hold it back while buffering."""
         buffered = self.buffered
         if buffered is None:
             self.runner.emit(event)
@@ -227,7 +227,7 @@ class AttemptState:
             buffered.append(event)
 
     def start(self) -> None:
-        """Mark the draft started; emit ``message_started`` once per attempt (EVT-10)."""
+        """Mark the draft started; emit ``message_started`` once per attempt."""
         self.started = True
         if not self.message_emitted:
             self.message_emitted = True
@@ -246,7 +246,7 @@ class AttemptState:
                 )
 
     def close_open(self) -> None:
-        """Close the open coalesced text/thinking part (CON-18)."""
+        """Close the open coalesced text/thinking part."""
         kind = self.open_kind
         if kind:
             buf = self.buf
@@ -258,7 +258,7 @@ class AttemptState:
             self.open_kind = 0
 
     def thinking(self, content: ThinkingContent) -> None:
-        """Fold one thinking delta (CON-18): coalesce until a signature closes the part; a
+        """Fold one thinking delta: coalesce until a signature closes the part; a
         ``redacted_data`` delta is a part of its own."""
         if content.redacted_data is not None:
             self.close_open()
@@ -274,7 +274,7 @@ class AttemptState:
             self.open_kind = 0
 
     def record_usage(self) -> None:
-        """USAGE-1: once per attempt — accumulate, ledger row, then charge the tracker."""
+        """once per attempt — accumulate, ledger row, then charge the tracker."""
         if self.usage_recorded:
             return
         self.usage_recorded = True
@@ -295,7 +295,7 @@ class AttemptState:
             pass
 
     def finished(self, error: ErrorInfo | None) -> None:
-        """Emit ``provider_turn_finished`` (RUN-15, EVT-10)."""
+        """Emit ``provider_turn_finished``."""
         runner = self.runner
         if not runner.observed():
             return

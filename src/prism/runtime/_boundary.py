@@ -1,4 +1,4 @@
-"""The turn boundary of a run leg: once per provider turn, with extension hooks (TP-4, LIM-4).
+"""The turn boundary of a run leg: once per provider turn, with extension hooks.
 
 The boundary runs on the first ``ctx.assemble`` or ``ctx.generate`` of a turn. Durable runs plug
 their approval suspension and ``every-turn`` checkpoint into it, the turn policy its stop check.
@@ -19,12 +19,12 @@ BoundaryHook = Callable[[int], Coroutine[Any, Any, None]]
 
 
 class TurnBoundary:
-    """The once-per-provider-turn boundary (TP-4, LIM-4).
+    """The once-per-provider-turn boundary.
 
     It runs on the first ``ctx.assemble`` or ``ctx.generate`` of a turn; the turn index is
-    "completed provider turns + 1" (a completed turn is a ``generate`` call that returned, TP-5).
+    "completed provider turns + 1" (a completed turn is a ``generate`` call that returned).
     In order: the ``before_charge`` hooks (the approval suspension, APR-5, and the turn policy,
-    TP-6, plug in here), charging ``max_turns`` (LIM-4), then the ``after_charge`` hooks (the
+    TP-6, plug in here), charging ``max_turns``, then the ``after_charge`` hooks (the
     ``every-turn`` checkpoint, DUR-7, plugs in here).
 
     Args:
@@ -54,7 +54,7 @@ class TurnBoundary:
         """Provider turns completed in this leg (returned ``generate`` calls)."""
         self.failure: BaseException | None = None
         """What a boundary raised (a stop, a suspension, a breach, a policy error): sticky for
-        the rest of the leg (LOOP-8)."""
+        the rest of the leg."""
 
     @property
     def turn(self) -> int:
@@ -65,7 +65,7 @@ class TurnBoundary:
         """Run the boundary for the current turn unless it already ran; return the turn index.
 
         Raises:
-            RunLimitExceeded: ``max_turns`` breached (LIM-7).
+            RunLimitExceeded: ``max_turns`` breached.
             Exception: whatever a hook raises (turn-policy stop, suspension).
         """
         failure = self.failure

@@ -1,20 +1,20 @@
-"""How a run leg drives its durable state (05-durable-runs: DUR-7..DUR-17, APR-2..APR-9).
+"""How a run leg drives its durable state (05-durable-runs: DUR-7..DUR-17).
 
 :class:`DurableDriver` connects one run leg (its :class:`~prism.runtime.context.RunContext`) to
 the :class:`~prism.runtime._approvals.DurableRun` that owns the envelope. It plugs into the leg's
 seams:
 
-* the turn boundary (TP-4): suspend on an open approval round (before the turn is charged),
+* the turn boundary: suspend on an open approval round (before the turn is charged),
   write the ``every-turn`` checkpoint (after it);
 * ``ctx.charge_tool_round`` (APR-2 gating) and ``ctx.dispatch_tool_call`` (APR-3 answers, the
   APR-4 backstop and the APR-9 dispatch marking, via ``before_execute``);
-* setup: the input-guardrail suspension (DUR-9), loop-state restore (DUR-13) and the replay of
-  decided calls (APR-9);
-* the outcomes: suspension (RUN-19) and terminal writes (DUR-7, DUR-15);
-* crash safety of ``every-turn`` runs without gating (DB-10): the first ``running`` envelope is
+* setup: the input-guardrail suspension, loop-state restore and the replay of
+  decided calls;
+* the outcomes: suspension and terminal writes;
+* crash safety of ``every-turn`` runs without gating: the first ``running`` envelope is
   written before the input is appended (with the input, so a resume appends it exactly once), and
   every host tool dispatch is recorded as ``dispatched`` before its side effect, so a crash inside
-  a tool is reported (DUR-20) instead of re-running it.
+  a tool is reported instead of re-running it.
 
 Every write costs O(envelope), never O(history).
 """
@@ -50,7 +50,7 @@ from prism.types import (
 __all__ = ["DurableDriver"]
 
 INPUT_GUARDRAIL_REASON = "Input requires approval"
-"""Interruption reason of an input-guardrail suspension without a guard reason (DUR-9)."""
+"""Interruption reason of an input-guardrail suspension without a guard reason."""
 
 
 class DurableDriver:
@@ -94,7 +94,7 @@ class DurableDriver:
         )
         self.terminal_write_failed = False
         self.marks = options.checkpoint_policy == "every-turn" and not options.interrupt_before_tool
-        """Record each host dispatch before its side effect (DB-10); ``on-suspend`` runs and
+        """Record each host dispatch before its side effect; ``on-suspend`` runs and
         gated runs (APR-9 marks their replays) do not."""
         self._mark_lock: asyncio.Lock | None = None
         self._mark_wanted = 0
@@ -138,7 +138,7 @@ class DurableDriver:
         return AgentRunSuspended(state, interruption)
 
     async def suspend_round(self) -> AgentRunSuspended:
-        """APR-5: write the ``suspended`` envelope of the open gated round; return the signal."""
+        """write the ``suspended`` envelope of the open gated round; return the signal."""
         run = self.run
         return await self._suspend(
             run.round_interruption(),
@@ -146,51 +146,51 @@ class DurableDriver:
             loop_state=self._snapshot(),
         )
 
-    # ----------------------------------------------------------------- boundary (TP-4)
+    # ----------------------------------------------------------------- boundary
 
     async def approval_hook(self, turn: int) -> None:
         """At the turn boundary, before the turn is charged: an open approval round suspends the
-        run before the next request (TP-4, APR-5)."""
+        run before the next request."""
         if self.run.has_open_round:
             raise await self.suspend_round()
 
     async def checkpoint_hook(self, turn: int) -> None:
         """At the turn boundary, after the turn is charged: the ``every-turn`` ``running``
-        checkpoint (TP-4, DUR-7); it also ends the
-        dispatch marking of the previous tool round (its rows are stored, DB-10)."""
+        checkpoint; it also ends the
+        dispatch marking of the previous tool round (its rows are stored)."""
         run = self.run
         await run.write("running", **self._frame(), loop_state=self._snapshot())
         run.clear_marks()
 
     async def checkpoint_input(self, input_messages: tuple[Message, ...]) -> None:
-        """DB-10 / DUR-7: a fresh ``every-turn`` leg writes its first ``running`` envelope before
+        """a fresh ``every-turn`` leg writes its first ``running`` envelope before
         its input is appended: the leaf before the input, and the (redacted) input itself, as an
-        input-guardrail suspension stores it (DUR-9). A crash right after the append leaves a
-        resumable run whose resumed leg appends the input again on a fork (DUR-22), so the input
+        input-guardrail suspension stores it. A crash right after the append leaves a
+        resumable run whose resumed leg appends the input again on a fork, so the input
         is on the continued branch exactly once.
 
         Raises:
             AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — the envelope with the input is
-                larger than ``max_state_bytes`` (DUR-6); the run fails before the input is stored.
+                larger than ``max_state_bytes``; the run fails before the input is stored.
         """
         if self.options.checkpoint_policy != "every-turn" or not input_messages:
             return
         await self.run.write("running", **self._frame(), loop_state=None, input=input_messages)
 
-    # ----------------------------------------------------------------- tools (APR-2..APR-4, APR-9)
+    # ----------------------------------------------------------------- tools
 
     def gate_round(self, calls: list[ToolCallContent] | tuple[ToolCallContent, ...]) -> None:
-        """APR-2: record the round's calls in the open gated round (when gating is active)."""
+        """record the round's calls in the open gated round (when gating is active)."""
         self.run.gate_round(calls)
 
     def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
-        """APR-3: the answer of a gated or sticky-rejected call, without dispatching."""
+        """the answer of a gated or sticky-rejected call, without dispatching."""
         return self.run.before_dispatch(call)
 
     async def before_execute(
         self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
     ) -> None:
-        """Right before a host tool executes (TOOL-3): mark a replayed call ``dispatched`` (APR-9) or apply the APR-4
+        """Right before a host tool executes: mark a replayed call ``dispatched`` or apply the APR-4
         backstop to a call that reached execution without being gated."""
         run = self.run
         entry = run.replaying(call)
@@ -210,14 +210,14 @@ class DurableDriver:
             await self._mark(call)
 
     async def _mark(self, call: ToolCallContent) -> None:
-        """DB-10: write ``call`` as ``dispatched`` before its side effect.
+        """write ``call`` as ``dispatched`` before its side effect.
 
         The envelope gets the current leaf (the round's assistant message and the rows stored so
         far), a fresh loop snapshot (as the APR-4 backstop takes), and the open round: this call
         and the others already started ``dispatched``, the rest ``ready``; calls whose rows are
         stored drop out (the next boundary clears the list). A crash then resumes this round
         without requesting its provider turn again: a stored row is adopted, a ``ready`` call is
-        dispatched, and a ``dispatched`` call without a row is reported (DUR-20).
+        dispatched, and a ``dispatched`` call without a row is reported.
 
         Parallel rounds: the writes are serialised and coalesced — a call whose marking is
         waiting while another write is in flight is covered by the next single write, which
@@ -225,7 +225,7 @@ class DurableDriver:
 
         A failing write (store down, envelope over ``max_state_bytes``, a lost compare-and-set)
         raises out of ``before_execute``: the call does not run and gets an
-        ``execution_denied`` row (TOOL-3).
+        ``execution_denied`` row.
         """
         run = self.run
         open_calls = self.ctx.open_calls
@@ -252,7 +252,7 @@ class DurableDriver:
     async def suspend_for_input(
         self, record: GuardrailRecord, input_messages: tuple[Message, ...]
     ) -> AgentRunSuspended:
-        """DUR-9: an ``interrupt`` from the input guardrails of a fresh leg suspends the run; the
+        """an ``interrupt`` from the input guardrails of a fresh leg suspends the run; the
         input is kept in the envelope instead of the store."""
         interruption = AgentRunInterruption(
             kind="input_guardrail", reason=record.reason or INPUT_GUARDRAIL_REASON
@@ -262,7 +262,7 @@ class DurableDriver:
         )
 
     def restore_loop(self, ctx: RunContext) -> None:
-        """DUR-13: check the stored loop identity, then ``restore`` the loop once."""
+        """check the stored loop identity, then ``restore`` the loop once."""
         resume = self.resume
         loop = self.loop
         if resume is None or loop is None:
@@ -281,10 +281,10 @@ class DurableDriver:
         ctx.restored_loop_state = snapshot
 
     async def replay(self, ctx: RunContext) -> None:
-        """APR-9: answer or dispatch every ``ready`` call, in stored order.
+        """answer or dispatch every ``ready`` call, in stored order.
 
         A decided call follows its decision; an undecided one (a call of the tool round an
-        ``every-turn`` dispatch marking left open, DB-10) is dispatched as it is.
+        ``every-turn`` dispatch marking left open) is dispatched as it is.
         """
         run = self.run
         for entry in run.replay_entries():
@@ -300,7 +300,7 @@ class DurableDriver:
                         arguments=dict(decision.modified_arguments),
                         authority=call.authority,
                     )
-                ctx.open_calls[call.id] = call  # open until its row is stored (RUN-24)
+                ctx.open_calls[call.id] = call  # open until its row is stored
                 run.start_replay(entry, call)
                 result = await ctx.dispatch_tool_call(call)
             message = ctx.result_message(result)
@@ -309,17 +309,17 @@ class DurableDriver:
             run.finish_replay(entry, call)
 
     async def after_loop(self) -> None:
-        """APR-5: a gated round still open when ``loop.run`` returns suspends the run."""
+        """a gated round still open when ``loop.run`` returns suspends the run."""
         if self.run.has_open_round:
             raise await self.suspend_round()
 
-    # ----------------------------------------------------------------- outcomes (DUR-7, DUR-15)
+    # ----------------------------------------------------------------- outcomes
 
     async def write_success(self, stop_reason: RunStopReason | None) -> AgentRunState | None:
-        """The terminal write of a succeeded leg (DUR-7).
+        """The terminal write of a succeeded leg.
 
         A ``host_policy`` stop writes the continuable ``succeeded`` envelope with the frontier
-        (even when nothing was written before, TP-8); any other success finalises an existing
+        (even when nothing was written before); any other success finalises an existing
         envelope only.
         """
         run = self.run
@@ -345,10 +345,10 @@ class DurableDriver:
             raise
 
     async def write_failure(self, status: str) -> AgentRunState | None:
-        """Finalise an existing envelope as ``failed``/``aborted`` (DUR-7, TP-11).
+        """Finalise an existing envelope as ``failed``/``aborted``.
 
         Skipped when no envelope exists, or when the success path's own terminal write is what
-        failed (the stored envelope then keeps its previous, resumable content, DUR-15).
+        failed (the stored envelope then keeps its previous, resumable content).
         """
         run = self.run
         if run.version == 0 or self.terminal_write_failed:
@@ -361,5 +361,5 @@ class DurableDriver:
         )
 
     def close(self) -> None:
-        """RUN-22: forget the gated round."""
+        """forget the gated round."""
         self.run.close_round()

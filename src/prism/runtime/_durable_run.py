@@ -69,7 +69,7 @@ class _Entry:
     decision: RunDecision | None = None
     pending: PendingDecision | None = None
     call_json: dict[str, Any] | None = None
-    """``call.to_dict()`` once computed (a marked call is written several times, DB-10)."""
+    """``call.to_dict()`` once computed (a marked call is written several times)."""
 
     def to_json(self) -> dict[str, Any]:
         call_json = self.call_json
@@ -87,7 +87,7 @@ class _Entry:
 
 @dataclass(slots=True, kw_only=True)
 class ResumePoint:
-    """What a resumed leg starts from (DUR-17); built by :func:`resume_agent_run`."""
+    """What a resumed leg starts from; built by :func:`resume_agent_run`."""
 
     version: int
     """The claimed checkpoint version."""
@@ -96,7 +96,7 @@ class ResumePoint:
     input: tuple[Message, ...] | None
     """Stored input messages (input-guardrail approval), else ``None``."""
     fork: bool
-    """Crash recovery from a ``running`` envelope: the first append forks (DUR-22)."""
+    """Crash recovery from a ``running`` envelope: the first append forks."""
 
     @property
     def leaf_id(self) -> str | None:
@@ -106,13 +106,13 @@ class ResumePoint:
 
     @property
     def counters(self) -> dict[str, Any]:
-        """The stored limit counters (DUR-17)."""
+        """The stored limit counters."""
         counters: dict[str, Any] = self.envelope["counters"]
         return counters
 
     @property
     def loop_state(self) -> dict[str, Any] | None:
-        """The stored ``loop_state``, if any (DUR-13)."""
+        """The stored ``loop_state``, if any."""
         value: dict[str, Any] | None = self.envelope.get("loop_state")
         return value
 
@@ -121,7 +121,7 @@ class DurableRun:
     """The durable state of one run leg: writes, approval gating, suspension, replay.
 
     Built by the runtime for a durable leg (after preflight). Envelope writes are redacted,
-    bounded and compare-and-set on the version this object tracks (DUR-6); each costs
+    bounded and compare-and-set on the version this object tracks; each costs
     O(envelope size), independent of the history length.
 
     Args:
@@ -179,7 +179,7 @@ class DurableRun:
         self.ownership = ownership
         self.resume = resume
         self.gating: bool = options.interrupt_before_tool
-        """Approval gating is active (APR-1)."""
+        """Approval gating is active."""
         revision = options.definition_revision
         base: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
@@ -194,7 +194,7 @@ class DurableRun:
         }
         if redactor is not None:
             base = redactor.redact(base)
-        # The constant part is redacted, checked and sized once per leg (ARCH-15).
+        # The constant part is redacted, checked and sized once per leg.
         self._base = base
         self._base_bytes = members_size(base)
         self._model = ModelConfig.from_dict(base["model"])
@@ -212,17 +212,17 @@ class DurableRun:
         self._entries: list[_Entry] = []
         self._replaying: dict[str, _Entry] = {}
         self._marked: dict[str, _Entry] = {}
-        """Every-turn dispatch marking of the open tool round: call id → entry (DB-10)."""
+        """Every-turn dispatch marking of the open tool round: call id → entry."""
         self._stray: list[_Entry] = []
-        """Marked calls that no stored assistant message carries (DB-10)."""
+        """Marked calls that no stored assistant message carries."""
         if resume is not None:
             envelope = resume.envelope
             self.version = resume.version
             self.state = AgentRunState.from_envelope(envelope, resume.version)
             self.sticky = [StickyDecision.from_dict(s) for s in envelope.get("sticky_decisions", [])]
             self.loop_state = envelope.get("loop_state")
-            # Decided ``ready`` calls (APR-9), and the undecided ``ready`` calls of a tool round
-            # an ``every-turn`` dispatch marking left open (DB-10): both are replayed.
+            # Decided ``ready`` calls, and the undecided ``ready`` calls of a tool round
+            # an ``every-turn`` dispatch marking left open: both are replayed.
             for raw in envelope.get("pending_calls", []):
                 if raw.get("status") != "ready":
                     continue
@@ -235,7 +235,7 @@ class DurableRun:
                     )
                 )
 
-    # ----------------------------------------------------------------- writes (DUR-6, DUR-7)
+    # ----------------------------------------------------------------- writes
 
     async def write(
         self,
@@ -251,7 +251,7 @@ class DurableRun:
         pending_calls: Sequence[Mapping[str, Any]] = (),
         keep_sticky: bool = True,
     ) -> AgentRunState:
-        """Build, redact, check and compare-and-set the envelope (DUR-4, DUR-6).
+        """Build, redact, check and compare-and-set the envelope.
 
         Returns:
             The view of the written state (with the new version).
@@ -328,7 +328,7 @@ class DurableRun:
         self.state = state
         return state
 
-    # ----------------------------------------------------------------- gating (APR-2..APR-5)
+    # ----------------------------------------------------------------- gating
 
     @property
     def has_open_round(self) -> bool:
@@ -336,7 +336,7 @@ class DurableRun:
         return bool(self._open)
 
     def gate_round(self, calls: Sequence[ToolCallContent]) -> None:
-        """APR-2: record every call not matching a sticky decision in the open gated round.
+        """record every call not matching a sticky decision in the open gated round.
 
         Raises:
             AgentDecisionError: ``ERR_PRISM_DECISION_LIMIT`` — more than 32 gated calls open.
@@ -371,7 +371,7 @@ class DurableRun:
         return _Entry(call=call, approval_id=approval_id, pending=pending)
 
     def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
-        """APR-3: the result a gated or sticky-rejected call gets without dispatching, else
+        """the result a gated or sticky-rejected call gets without dispatching, else
         ``None`` (dispatch normally)."""
         if call.id in self._replaying:
             return None
@@ -385,20 +385,20 @@ class DurableRun:
         return None
 
     def needs_backstop(self, call: ToolCallContent) -> bool:
-        """APR-4: a call reached the pre-execution step without having been gated."""
+        """a call reached the pre-execution step without having been gated."""
         if not self.gating or call.id in self._replaying or call.id in self._gated:
             return False
         sticky = sticky_match(self.sticky, call)
         return sticky is None or sticky.outcome != "allow_for_run"
 
     def open_backstop(self, call: ToolCallContent) -> None:
-        """APR-4: gate ``call`` alone (after any open entries) so the leg suspends on it."""
+        """gate ``call`` alone (after any open entries) so the leg suspends on it."""
         entry = self._entry_for(call)
         self._open.append(entry)
         self._gated[call.id] = entry
 
     def round_interruption(self) -> AgentRunInterruption:
-        """APR-5: the interruption of the open gated round."""
+        """the interruption of the open gated round."""
         decisions = [e.pending for e in self._open if e.pending is not None]
         return round_interruption(decisions, self._names)
 
@@ -407,11 +407,11 @@ class DurableRun:
         return [e.to_json() for e in self._open]
 
     def close_round(self) -> None:
-        """Forget the open gated round (cleanup, RUN-22)."""
+        """Forget the open gated round (cleanup)."""
         self._open.clear()
         self._gated.clear()
 
-    # ----------------------------------------------------------------- replay (APR-9)
+    # ----------------------------------------------------------------- replay
 
     def replay_entries(self) -> list[_Entry]:
         """The decided ``ready`` calls of a resumed leg, in stored order."""
@@ -435,12 +435,12 @@ class DurableRun:
         """The still-pending replay entries (written by a dispatch marking)."""
         return [e.to_json() for e in self._entries]
 
-    # ----------------------------------------------------------------- dispatch marking (DB-10)
+    # ----------------------------------------------------------------- dispatch marking
 
     def mark_dispatched(
         self, call: ToolCallContent, open_calls: Mapping[str, ToolCallContent]
     ) -> None:
-        """Record that ``call`` is about to run (an ``every-turn`` run without gating, DB-10).
+        """Record that ``call`` is about to run (an ``every-turn`` run without gating).
 
         The entry is written by the next :meth:`marked_pending_calls` write and stays
         ``dispatched`` until its result row is stored (it then leaves ``open_calls``).
@@ -456,10 +456,10 @@ class DurableRun:
     def marked_pending_calls(
         self, open_calls: Mapping[str, ToolCallContent]
     ) -> list[dict[str, Any]]:
-        """The ``pending_calls`` of a dispatch marking (DB-10), in call order.
+        """The ``pending_calls`` of a dispatch marking, in call order.
 
         Args:
-            open_calls: The leg's host calls without a stored result row (RUN-24), in call
+            open_calls: The leg's host calls without a stored result row, in call
                 order: the open tool round.
 
         Returns:

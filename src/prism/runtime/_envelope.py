@@ -1,4 +1,4 @@
-"""The durable run-state envelope: fingerprint, shape checks, load and save (DUR-5, DUR-6, DUR-24).
+"""The durable run-state envelope: fingerprint, shape checks, load and save.
 
 The value types and options of durable runs are in :mod:`prism.runtime._run_state`; this module
 holds what reads and writes the stored envelope: the agent fingerprint a resume compares, the
@@ -53,7 +53,7 @@ __all__ = [
     "save_agent_run_state",
 ]
 
-# --------------------------------------------------------------------------- fingerprint (DUR-5)
+# --------------------------------------------------------------------------- fingerprint
 
 
 def _loop_identity(loop: Any) -> dict[str, str]:
@@ -78,7 +78,7 @@ def agent_id_of(config: AgentConfig) -> str:
 def agent_fingerprint(
     agent: ConfiguredAgent | AgentConfig, definition_revision: str, /
 ) -> str:
-    """Return the durable-run fingerprint of an agent definition (DUR-5); no I/O.
+    """Return the durable-run fingerprint of an agent definition; no I/O.
 
     ``sha256(canonical_json(F)).hexdigest()`` where ``F`` holds the agent id, the revision, the
     model, instructions, system prompt contributions, skills, tools (name, parameters,
@@ -126,11 +126,11 @@ def agent_fingerprint(
 
 
 def arguments_hash(arguments: Any) -> str:
-    """``sha256(canonical_json(arguments)).hexdigest()`` — the scope hash of a call (APR-2)."""
+    """``sha256(canonical_json(arguments)).hexdigest()`` — the scope hash of a call."""
     return hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
 
 
-# --------------------------------------------------------------------------- envelope checks (DUR-6)
+# --------------------------------------------------------------------------- envelope checks
 
 
 _LEAVES: Final = frozenset((str, int, bool, type(None)))
@@ -307,7 +307,7 @@ async def load_agent_run_state(
     session_id: str | None = None,
     ownership: OwnershipScope | None = None,
 ) -> LoadedRunState:
-    """Load a stored envelope for inspection or repair (DUR-24).
+    """Load a stored envelope for inspection or repair.
 
     Args:
         checkpoints: The checkpoint store.
@@ -334,11 +334,11 @@ async def save_agent_run_state(
     fencing_token: int | None = None,
     ownership: OwnershipScope | None = None,
 ) -> LoadedRunState:
-    """Write a (possibly edited) envelope back (DUR-24). Recomputes nothing.
+    """Write a (possibly edited) envelope back. Recomputes nothing.
 
     The envelope is saved under ``key=state["run_id"]`` with ``version = expected_version + 1``
     and compare-and-set on ``expected_version``. An edited envelope still meets every resume
-    check (DUR-13, DUR-17).
+    check.
 
     Args:
         checkpoints: The checkpoint store.
@@ -373,11 +373,11 @@ async def save_agent_run_state(
     return LoadedRunState(record=record, state=cast(dict[str, JsonValue], record.value))
 
 
-# --------------------------------------------------------------------------- loop state (DUR-10)
+# --------------------------------------------------------------------------- loop state
 
 
 def loop_state_of(loop: Any) -> dict[str, Any] | None:
-    """Capture ``{"name", "revision", "snapshot"}`` from a strategy with ``snapshot`` (DUR-10).
+    """Capture ``{"name", "revision", "snapshot"}`` from a strategy with ``snapshot``.
 
     Args:
         loop: The active strategy.
@@ -387,7 +387,7 @@ def loop_state_of(loop: Any) -> dict[str, Any] | None:
 
     Raises:
         AgentLoopStateError: ``ERR_PRISM_LOOP_SNAPSHOT`` — ``snapshot()`` raised or returned a
-            value that is not JSON-compatible (CON-1, depth ≤ 32).
+            value that is not JSON-compatible (depth ≤ 32).
     """
     snapshot = getattr(loop, "snapshot", None)
     if not callable(snapshot):

@@ -46,7 +46,7 @@ _BARE_DONE_BYTES: Final = len(canonical_json(ProviderDone().to_dict()).encode())
 
 
 def event_bytes(event: ProviderEvent) -> int:
-    """UTF-8 length of ``canonical_json(event.to_dict())`` (RUN-15, LIM-4).
+    """UTF-8 length of ``canonical_json(event.to_dict())``.
 
     Text deltas — the most frequent event — serialise only their text; a bare ``done`` is a
     constant. Everything else takes the full computation.
@@ -68,10 +68,10 @@ def event_bytes(event: ProviderEvent) -> int:
 
 
 async def shielded(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run ``coro`` to completion even if the caller is cancelled meanwhile (RUN-10).
+    """Run ``coro`` to completion even if the caller is cancelled meanwhile.
 
     ``coro`` first runs inline: when it finishes without suspending (the usual cleanup of a run
-    with nothing left to wait for) no task is created (ARCH-15); a cancellation cannot reach code
+    with nothing left to wait for) no task is created; a cancellation cannot reach code
     that never suspends. Once it suspends, the rest runs in its own task, shielded from the
     caller's cancellation. A cancellation that arrives while waiting is re-raised once ``coro``
     has finished.

@@ -1,4 +1,4 @@
-"""Fast canonical JSON sizes of prism values (ARCH-15, RUN-15, LIM-4).
+"""Fast canonical JSON sizes of prism values.
 
 :func:`canonical_size` returns ``len(canonical_json(to_json_value(value)).encode())`` without
 building the intermediate dicts: a dataclass's JSON is the concatenation of its sorted members, so
@@ -177,7 +177,7 @@ def _custom_size(value: Serializable) -> int:
 
 _REMEMBERED_TYPES: frozenset[type] = frozenset({ModelConfig, ToolCallContent, ToolDefinition})
 """Classes whose sizes are remembered by identity: a tool call is measured as a provider stream
-event (RUN-15) and again inside the assistant message of the next request (step 1); the
+event and again inside the assistant message of the next request (step 1); the
 model and the tool definitions of an agent are part of every run's first request."""
 _REMEMBER_MAX = 256
 _remembered: dict[int, tuple[Any, int]] = {}
@@ -192,7 +192,7 @@ def _remember(value: Any, size: int) -> None:
 
 
 def _dataclass_sizer(cls: type) -> _Sizer:
-    """Generate ``size(value)`` for a dataclass using the generic ``to_dict`` (CON-3).
+    """Generate ``size(value)`` for a dataclass using the generic ``to_dict``.
 
     The code reads every serialised field in sorted order, skips ``None`` (omitted by CON-3) and
     adds ``len('"name":')`` plus the member's size; ``n`` members add ``n - 1`` commas and 2 braces.
@@ -259,7 +259,7 @@ def _sizer_for(cls: type) -> _Sizer:
 
 
 def canonical_size(value: Any) -> int:
-    """UTF-8 length of ``canonical_json(to_json_value(value))`` (CON-2, CON-3).
+    """UTF-8 length of ``canonical_json(to_json_value(value))``.
 
     Args:
         value: A serializable dataclass or plain JSON data.

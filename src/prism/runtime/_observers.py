@@ -1,4 +1,4 @@
-"""Event observers of a session: bounded subscriptions and the ``on_event`` callback (REC-5, REC-7).
+"""Event observers of a session: bounded subscriptions and the ``on_event`` callback.
 
 Delivery never creates a task or a timer per event. A subscription is a bounded ``deque`` plus at
 most one waiter future (created only while its consumer waits on an empty queue). An ``on_event``
@@ -31,17 +31,17 @@ __all__ = [
 _log = logging.getLogger("prism")
 
 OverflowPolicy: TypeAlias = Literal["close", "drop_oldest", "drop_newest"]
-"""What a full subscription does with a new event (REC-5)."""
+"""What a full subscription does with a new event."""
 
 OnEvent: TypeAlias = Callable[[AgentEvent], "Awaitable[Any] | Any"]
-"""``on_event(event)``: sync, or returning an awaitable that the session awaits in order (REC-7)."""
+"""``on_event(event)``: sync, or returning an awaitable that the session awaits in order."""
 
 _OVERFLOWS = ("close", "drop_oldest", "drop_newest")
 DEFAULT_MAX_QUEUED_EVENTS = 1024
 
 
 def coerce_max_queued_events(value: object) -> int:
-    """Floor ``value`` to an int ≥ 1; non-numeric or non-finite values give 1024 (REC-5)."""
+    """Floor ``value`` to an int ≥ 1; non-numeric or non-finite values give 1024."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return DEFAULT_MAX_QUEUED_EVENTS
     if isinstance(value, float) and not math.isfinite(value):
@@ -59,7 +59,7 @@ def _check_overflow(value: object) -> OverflowPolicy:
 
 
 class EventSubscription:
-    """An async iterator over a session's events with a bounded queue (REC-5).
+    """An async iterator over a session's events with a bounded queue.
 
     Returned by ``session.subscribe()``. Closing (at the end of every run, EVT-20, or on
     ``"close"`` overflow) lets already-queued events drain, then iteration ends. ``aclose()``
@@ -180,7 +180,7 @@ class EventSubscription:
 
 
 class SessionObservers:
-    """The observers of one session: subscriptions and ``on_event`` (REC-5, REC-7, EVT-20).
+    """The observers of one session: subscriptions and ``on_event``.
 
     Args:
         on_event: The session's callback, or ``None``.
@@ -208,19 +208,19 @@ class SessionObservers:
         self.active = on_event is not None
         """True when anything observes events (a subscription or ``on_event``). Kept up to date
         by :meth:`subscribe`, :meth:`discard` and :meth:`close_all`, so that the per-event check
-        is one attribute read (ARCH-15). Read-only for callers."""
+        is one attribute read. Read-only for callers."""
 
     def _update_active(self) -> None:
         self.active = bool(self._subs) or self._on_event is not None
 
     def set_redactor(self, redactor: SecretRedactor | None) -> None:
-        """Set the redactor used for logged ``on_event`` failures (EVT-26)."""
+        """Set the redactor used for logged ``on_event`` failures."""
         self._redactor = redactor
 
     def subscribe(
         self, *, max_queued_events: int = DEFAULT_MAX_QUEUED_EVENTS, overflow: OverflowPolicy = "close"
     ) -> EventSubscription:
-        """Add and return a new subscription (REC-5)."""
+        """Add and return a new subscription."""
         sub = EventSubscription(self, max_queued_events=max_queued_events, overflow=overflow)
         self._subs.append(sub)
         self.active = True
@@ -235,7 +235,7 @@ class SessionObservers:
         self._update_active()
 
     def close_all(self) -> None:
-        """Close every subscription; queued events still drain (EVT-20)."""
+        """Close every subscription; queued events still drain."""
         subs, self._subs = self._subs, []
         self._update_active()
         for sub in subs:
@@ -262,7 +262,7 @@ class SessionObservers:
             self._dispatch_queue.append(result)
             self._ensure_dispatcher()
 
-    # ----------------------------------------------------------------- async on_event (REC-7)
+    # ----------------------------------------------------------------- async on_event
 
     def _log_failure(self, exc: BaseException) -> None:
         info = error_to_error_info(exc, self._redactor or ())
@@ -298,7 +298,7 @@ class SessionObservers:
                 self._wakeup = None
 
     async def drain(self) -> None:
-        """Await every queued ``on_event`` awaitable, then stop the dispatcher (REC-7)."""
+        """Await every queued ``on_event`` awaitable, then stop the dispatcher."""
         task = self._dispatcher
         if task is None:
             return

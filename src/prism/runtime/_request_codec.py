@@ -1,4 +1,4 @@
-"""Incremental request redaction and byte counting (ARCH-15, RUN-14, RUN-15).
+"""Incremental request redaction and byte counting.
 
 Every provider request must be redacted with the active redactor and measured as
 ``len(canonical_json(request.to_dict()).encode())``. Doing either over the whole request each turn
@@ -11,7 +11,7 @@ Exactness: the result equals the full computation.
 
 * Bytes: ``canonical_json`` of a dict is the concatenation of its sorted members, so the size is
   ``size(request with messages=()) + sum(size(message)) + (n - 1)`` commas.
-* Redaction: the redactor is assumed to be a pure function of its input (ARCH-15). Each message is
+* Redaction: the redactor is assumed to be a pure function of its input. Each message is
   redacted wrapped as ``([message],)`` so that it sits at the same container depth (2) as inside
   ``request.messages``; the built-in walk's depth cap (``[MaxDepth]``) therefore applies at the
   same place.
@@ -34,7 +34,7 @@ __all__ = ["LiveHistory", "RequestCodec"]
 
 
 class LiveHistory(list[Message]):
-    """The live transcript list (RUN-12) with a counter of non-append mutations (ARCH-15).
+    """The live transcript list with a counter of non-append mutations.
 
     ``append``, ``extend`` and ``+=`` keep existing elements in place and do not count; every
     other mutating operation increments :attr:`mutations`.
@@ -86,7 +86,7 @@ class LiveHistory(list[Message]):
 
 
 class RequestCodec:
-    """Per-run cache that redacts and measures provider requests incrementally (ARCH-15).
+    """Per-run cache that redacts and measures provider requests incrementally.
 
     Args:
         redactor: The active redactor, or ``None`` (requests are then only measured).
@@ -209,7 +209,7 @@ class RequestCodec:
         history_len: int = 0,
         history_version: int | None = None,
     ) -> tuple[ProviderRequest, int]:
-        """Redact and measure ``request`` (RUN-14, RUN-15).
+        """Redact and measure ``request``.
 
         Args:
             request: The request after policies and middleware.

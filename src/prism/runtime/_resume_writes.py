@@ -1,4 +1,4 @@
-"""The writes of a resume that happen outside a run leg (DUR-19..DUR-21, APR-8, DB-10).
+"""The writes of a resume that happen outside a run leg.
 
 :func:`~prism.runtime.durable.resume_agent_run` decides what a stored run's resume does; the
 store and checkpoint work it needs before (or instead of) a resumed leg lives here: the
@@ -51,7 +51,7 @@ __all__ = [
 
 
 async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> None:
-    """Crash recovery (DB-10, DUR-20): adopt the result rows stored after the recorded leaf.
+    """Crash recovery: adopt the result rows stored after the recorded leaf.
 
     A ``running`` envelope written by a dispatch marking (an ``every-turn`` run, or an APR-9
     replay) records the leaf inside a tool round and the round's open calls. When the process
@@ -69,7 +69,7 @@ async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> Non
     try:
         entries = await session.store.list(session.id)
     except Exception:
-        return  # the ambiguity check reports the calls; the operator decides (DUR-24)
+        return  # the ambiguity check reports the calls; the operator decides
     children: dict[str | None, list[SessionEntry]] = {}
     for entry in entries:
         children.setdefault(entry.parent_id, []).append(entry)
@@ -106,7 +106,7 @@ def _row_answering(
 
 
 def check_ambiguity(state: Mapping[str, Any]) -> None:
-    """DUR-20: a ``dispatched`` pending call is never replayed silently."""
+    """a ``dispatched`` pending call is never replayed silently."""
     for entry in state.get("pending_calls", []):
         if entry.get("status") == "dispatched":
             raise AgentRunStateError(AMBIGUOUS)
@@ -123,7 +123,7 @@ class EnvelopeWriter:
 
     async def save(self, envelope: dict[str, Any]) -> int:
         """Redact (operator reasons and modified arguments join the envelope here), check and
-        compare-and-set ``envelope``; return the new version (DUR-6, DUR-19)."""
+        compare-and-set ``envelope``; return the new version."""
         redactor = self.redactor
         stored = redactor.redact(envelope) if redactor is not None else envelope
         encode_state(stored, MAX_LOADED_STATE_BYTES)
@@ -145,15 +145,15 @@ DENIED_MESSAGE: Final = "Run denied by the operator: the tool call was not appro
 
 
 async def deny(session: AgentSession, state: Mapping[str, Any], writer: EnvelopeWriter) -> RunResult:
-    """DUR-21: answer the gated calls, save ``denied``, emit ``agent_denied``, close subscribers.
+    """answer the gated calls, save ``denied``, emit ``agent_denied``, close subscribers.
 
     Beyond DUR-21 (the spec is silent on the transcript): the gated round's host calls have no
-    result rows in the session store (APR-3), and providers reject a transcript in which an
+    result rows in the session store, and providers reject a transcript in which an
     assistant tool call has no result. A denied run must leave a history a provider accepts on
     the session's next turn, so each call of the round still open on the stored branch gets one
     ``approval_rejected`` error row (:data:`DENIED_MESSAGE`), in call order, redacted with the
     agent's redactor and recorded under the denied run. No tool and no provider is called, and
-    no event but ``agent_denied`` is emitted (EVT-7).
+    no event but ``agent_denied`` is emitted.
 
     Order of the writes: the rows first, then the ``denied`` envelope (with ``leaf_id`` moved to
     the last row). A failure while appending leaves the envelope ``suspended`` and the run
@@ -309,7 +309,7 @@ async def resuspend(
     remaining: list[PendingDecision],
     writer: EnvelopeWriter,
 ) -> RunResult:
-    """APR-8: some decisions remain; save ``suspended`` again and report it."""
+    """some decisions remain; save ``suspended`` again and report it."""
     from prism.events import AgentSuspendedEvent
 
     names = {

@@ -1,4 +1,4 @@
-"""Between two provider attempts: asking the retry policy, then waiting out its delay (RETRY-1..3).
+"""Between two provider attempts: asking the retry policy, then waiting out its delay.
 
 :class:`~prism.runtime.attempts.ProviderAttempts` calls :func:`decide_retry` after a failed
 attempt that may be retried, and :func:`wait_retry_delay` before the next one.
@@ -47,7 +47,7 @@ def _set_none(fut: asyncio.Future[None]) -> None:
 
 
 async def wait_retry_delay(signal: AbortSignal, delay_ms: float) -> None:
-    """Wait ``delay_ms`` milliseconds; an abort of ``signal`` ends the wait and raises (RETRY-2).
+    """Wait ``delay_ms`` milliseconds; an abort of ``signal`` ends the wait and raises.
 
     Raises:
         Exception: the signal's abort reason, when it is aborted before or during the wait.

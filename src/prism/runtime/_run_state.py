@@ -1,7 +1,6 @@
 """The durable run state: options, limits and value types (the envelope is in ``_envelope``).
 
-Private module behind :mod:`prism.runtime.durable` (05-durable-runs: DUR-1..DUR-6, DUR-10,
-DUR-24, APR-6, APR-7, APR-10). Public names are re-exported from there.
+Private module behind :mod:`prism.runtime.durable` (05-durable-runs: DUR-1..DUR-6). Public names are re-exported from there.
 """
 
 from __future__ import annotations
@@ -46,12 +45,11 @@ __all__ = [
 # --------------------------------------------------------------------------- constants
 
 SCHEMA_VERSION: Final = 1
-"""``schema_version`` of every envelope this version writes (DUR-4)."""
+"""``schema_version`` of every envelope this version writes."""
 MAX_STATE_BYTES_LIMIT: Final = 1_048_576
-"""Largest allowed ``max_state_bytes`` (DUR-2)."""
+"""Largest allowed ``max_state_bytes``."""
 MAX_LOADED_STATE_BYTES: Final = 1_048_576
-"""Largest envelope accepted when loading or saved by ``save_agent_run_state``, in UTF-8 bytes
-(DUR-6, DUR-24)."""
+"""Largest envelope accepted when loading or saved by ``save_agent_run_state``, in UTF-8 bytes."""
 MAX_DEPTH: Final = 32
 MAX_KEYS: Final = 256
 MAX_GATED: Final = 32
@@ -65,15 +63,15 @@ NOT_CONTINUABLE: Final = "Run is suspended and not continuable; approve or deny 
 AMBIGUOUS: Final = "Ambiguous dispatched tool requires operator resolution"
 
 CheckpointPolicy: TypeAlias = Literal["on-suspend", "every-turn"]
-"""When a durable run writes its envelope besides suspensions and terminal states (DUR-7)."""
+"""When a durable run writes its envelope besides suspensions and terminal states."""
 RunStateStatus: TypeAlias = Literal[
     "running", "suspended", "succeeded", "failed", "aborted", "denied"
 ]
-"""``status`` of a stored envelope (DUR-4)."""
+"""``status`` of a stored envelope."""
 DecisionOutcome: TypeAlias = Literal["allow_once", "allow_for_run", "reject_once", "reject_for_run"]
-"""An operator's decision on one pending approval (APR-7)."""
+"""An operator's decision on one pending approval."""
 InterruptionKind: TypeAlias = Literal["input_guardrail", "tool_approval"]
-"""Why a run suspended (APR-6)."""
+"""Why a run suspended."""
 
 CHECKPOINT_POLICIES: Final = frozenset(("on-suspend", "every-turn"))
 STATUSES: Final = frozenset(("running", "suspended", "succeeded", "failed", "aborted", "denied"))
@@ -86,16 +84,16 @@ def is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# --------------------------------------------------------------------------- options (DUR-1)
+# --------------------------------------------------------------------------- options
 
 
 @dataclass(frozen=True, slots=True)
 class RunStateOptions:
-    """Durable-run options (DUR-1): ``run_state=`` on ``create_agent`` or ``session.run``.
+    """Durable-run options: ``run_state=`` on ``create_agent`` or ``session.run``.
 
-    The run is durable when either layer sets it; when both do they must be equal (DUR-2). A
+    The run is durable when either layer sets it; when both do they must be equal. A
     mapping of these fields is accepted wherever the options are (unknown keys raise
-    ``PrismConfigError``). Values are checked in the run's preflight, not here (DUR-2).
+    ``PrismConfigError``). Values are checked in the run's preflight, not here.
 
     Example::
 
@@ -105,25 +103,25 @@ class RunStateOptions:
     checkpoints: CheckpointStore
     """Where the envelope is stored (``namespace="prism.agent-run"``, ``key=run_id``)."""
     definition_revision: str
-    """Host-authored revision of the agent definition; joins the fingerprint (DUR-5). Bump it
+    """Host-authored revision of the agent definition; joins the fingerprint. Bump it
     when the agent changes in a way that old runs must not resume under. Must not be blank."""
     _: KW_ONLY
     checkpoint_policy: CheckpointPolicy = "on-suspend"
     """``"on-suspend"``: write only at suspensions and policy stops (and terminal states once an
     envelope exists); ``"every-turn"``: also a ``running`` checkpoint at every turn boundary."""
     interrupt_before_tool: bool = False
-    """Gate every host tool call behind an operator approval (APR-1)."""
+    """Gate every host tool call behind an operator approval."""
     max_state_bytes: int = 262_144
-    """Largest envelope written, in UTF-8 bytes of its canonical JSON (1..1 048 576, DUR-6)."""
+    """Largest envelope written, in UTF-8 bytes of its canonical JSON (1..1 048 576)."""
     fencing_token: int | None = None
-    """Token passed to every ``save_checkpoint`` of the run (DUR-3); ``None``: unfenced."""
+    """Token passed to every ``save_checkpoint`` of the run; ``None``: unfenced."""
 
 
 _OPTION_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunStateOptions)) - {"_"}
 
 
 def coerce_run_state_options(value: Any, *, label: str = "run_state") -> RunStateOptions | None:
-    """Convert a ``run_state`` option to :class:`RunStateOptions` (RUN-7). No checks of
+    """Convert a ``run_state`` option to :class:`RunStateOptions`. No checks of
     the values (those are DUR-2's, in :func:`check_durable_run`).
 
     Args:
@@ -186,7 +184,7 @@ def check_durable_run(
     run_guardrails: Any = None,
     run_tool_filter: Any = None,
 ) -> RunStateOptions | None:
-    """Durable preflight (RUN-7, DUR-2); no side effects.
+    """Durable preflight; no side effects.
 
     Checks, in order: (1) a run-level ``run_state`` differing (``!=``) from the agent's; (2) the
     option values; (3) an agent without ``id`` and ``name``; (4) a custom loop strategy that is
@@ -254,7 +252,7 @@ def _is_single_shot(loop: object) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class DecisionScope(Serializable):
-    """What a decision applies to (APR-2, APR-10). A call matches when every set field equals
+    """What a decision applies to. A call matches when every set field equals
     the call's."""
 
     tool_name: str | None = None
@@ -265,14 +263,14 @@ class DecisionScope(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingDecision(Serializable):
-    """One approval an operator must decide before the run continues (APR-2)."""
+    """One approval an operator must decide before the run continues."""
 
     approval_id: str
     """Id to answer with ``RunDecision(approval_id, ...)`` (``approval_…``)."""
     tool_call_id: str
     """The gated call's id."""
     scope: DecisionScope
-    """The call's tool name and arguments hash (never the raw arguments, APR-6)."""
+    """The call's tool name and arguments hash (never the raw arguments)."""
     reason: str = APPROVAL_REASON
     """Why approval is needed."""
     kind: Literal["tool_approval"] = "tool_approval"
@@ -281,11 +279,11 @@ class PendingDecision(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentRunInterruption(Serializable):
-    """Why a durable run is suspended (APR-6). Never contains raw tool arguments.
+    """Why a durable run is suspended. Never contains raw tool arguments.
 
     For a single pending decision ``reason``, ``tool_call_id`` and ``tool_name`` come from it; for
     several, ``reason`` is ``"<n> tool side effects require approval"`` and the call fields are
-    ``None`` (APR-5).
+    ``None``.
     """
 
     kind: InterruptionKind
@@ -306,7 +304,7 @@ class AgentRunInterruption(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class RunDecision(Serializable):
-    """An operator's decision on one pending approval (APR-7).
+    """An operator's decision on one pending approval.
 
     A mapping with these keys is accepted by :func:`resume_agent_run` too.
     """
@@ -320,12 +318,12 @@ class RunDecision(Serializable):
     """Operator reason (≤ 2048 UTF-8 bytes); the row text of a rejection."""
     modified_arguments: dict[str, JsonValue] | None = None
     """Replacement arguments for an allowed call (a JSON object ≤ 16 KiB, validated against the
-    tool's parameter schema, APR-8)."""
+    tool's parameter schema)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StickyDecision(Serializable):
-    """A decision that applies for the rest of the run, across legs (APR-10)."""
+    """A decision that applies for the rest of the run, across legs."""
 
     scope: DecisionScope
     """Calls it applies to (no ``arguments_hash`` when the decision modified the arguments)."""
@@ -340,7 +338,7 @@ class StickyDecision(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentRunState(Serializable):
-    """Public view of a stored run-state envelope (DUR-4); ``RunResult.run_state``.
+    """Public view of a stored run-state envelope; ``RunResult.run_state``.
 
     It never contains the input, pending calls, counters or raw tool arguments. ``to_dict()`` /
     ``from_dict()`` round-trip it through JSON, so a host may persist it and pass it back to
@@ -396,7 +394,7 @@ class AgentRunState(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class LoadedRunState:
-    """A stored envelope and its record (DUR-24).
+    """A stored envelope and its record.
 
     ``state`` is the envelope exactly as stored (``record.value``): a JSON object with the DUR-4
     keys, where an absent field is an absent key. ``record.version`` is what

@@ -1,6 +1,6 @@
 """Run-ctx setup: the provider, the request assembler, the provider attempts, auto-compaction.
 
-The ctx (:mod:`prism.runtime.ctx`) calls these while it sets a run up (RUN-11, STORE-8); each
+The ctx (:mod:`prism.runtime.ctx`) calls these while it sets a run up; each
 fills in part of the :class:`~prism.runtime.context.RunContext` the loop will receive.
 """
 
@@ -33,7 +33,7 @@ __all__ = ["auto_compact", "resolve_provider", "setup_assembly", "setup_attempts
 
 
 async def resolve_provider(ctx: RunContext) -> AIProvider:
-    """The agent's provider, else the run's provider source, else the agent's (RUN-6).
+    """The agent's provider, else the run's provider source, else the agent's.
 
     Raises:
         ProviderResolutionError: ``ERR_PRISM_PROVIDER_UNKNOWN`` (``Unknown provider: <name>``).
@@ -59,7 +59,7 @@ def setup_assembly(
     summaries: Sequence[str],
 ) -> None:
     """The request assembler (system prompt, context providers, skills, tools, options,
-    ``input_assembly`` hook), the request policies and the tool validator (RUN-11, RUN-13)."""
+    ``input_assembly`` hook), the request policies and the tool validator."""
     config = ctx.config
     plan = ctx.plan
     contributions = plan.system_prompt
@@ -145,7 +145,7 @@ def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
 
 
 async def auto_compact(ctx: RunContext, options: CompactionOptions) -> list[str]:
-    """STORE-8: compact, append the entry, rebuild the history without the input."""
+    """compact, append the entry, rebuild the history without the input."""
     ctx.emit(CompactionStartedEvent(session_id=ctx.session_id, run_id=ctx.run_id))
     branch = await read_branch(ctx.state.store, ctx.session_id, ctx.state.leaf_id)
     result = await compute_compaction(

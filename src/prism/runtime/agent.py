@@ -1,4 +1,4 @@
-"""Agents: validated, immutable configuration and the session factory (RUN-1..RUN-3).
+"""Agents: validated, immutable configuration and the session factory.
 
 ``create_agent(...)`` checks every option once, converts mappings to their dataclasses and freezes
 the result as :class:`AgentConfig` (``agent.config``). It performs no I/O and starts nothing; a run
@@ -92,11 +92,11 @@ _CHECKED_TOOLS: dict[int, ToolDefinition] = {}
 
 
 def _check_tool(tool: ToolDefinition) -> None:
-    """Check a tool's name and its ``parameters`` JSON Schema once per definition (RUN-1).
+    """Check a tool's name and its ``parameters`` JSON Schema once per definition.
 
     The name must match ``^[a-zA-Z0-9_-]{1,64}$`` (what providers accept). A schema made only of
     the keywords the fast argument checker knows is valid without ``jsonschema``; any other is
-    checked with ``jsonschema``'s ``check_schema`` (imported here, on first need, ARCH-5).
+    checked with ``jsonschema``'s ``check_schema`` (imported here, on first need).
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — the name or the schema is invalid (names the tool).
@@ -251,7 +251,7 @@ def create_agent(
     idempotency_key: str | None = None,
     tool_abort_grace_ms: float = 5000,
 ) -> Agent:
-    """Validate and freeze an agent's configuration (RUN-1). Performs no I/O.
+    """Validate and freeze an agent's configuration. Performs no I/O.
 
     Args:
         model: Required: a ``ModelConfig`` or a mapping of its fields.
@@ -262,7 +262,7 @@ def create_agent(
         instructions: Base system instructions.
         system_prompt: ``SystemPromptContribution`` objects joined after ``instructions``.
         tools: ``ToolDefinition`` sequence (names must be unique) or a ``ToolRegistry``.
-        tool_filter: A ``ToolFilter`` or a sequence of them (TOOL-13).
+        tool_filter: A ``ToolFilter`` or a sequence of them.
         context: Context providers (``resolve(ctx)``, sync or async).
         skills: ``Skill`` objects (unique names).
         store: Default session store.
@@ -270,15 +270,15 @@ def create_agent(
         redactor: Active redactor (e.g. ``create_secret_redactor([...])``).
         guardrails: ``Guardrails`` or a mapping of its fields.
         permission: Tool permission policy.
-        tool_validator: ``None`` (built-in), ``False`` (off) or a callable (TOOL-6).
+        tool_validator: ``None`` (built-in), ``False`` (off) or a callable.
         middleware: A ``MiddlewareRegistry``.
         provider_options: ``ProviderRequestOptions`` or a mapping.
-        provider_request_policies: Callables applied to every request (RUN-14).
+        provider_request_policies: Callables applied to every request.
         limits: ``RunLimits`` or a mapping (LIM-2 checked here).
         retry: ``RetryOptions``, a mapping, or ``False`` (RETRY-6 checked here).
         compaction: ``CompactionOptions``, a mapping, or ``False``.
-        loop: Loop options, a mapping with ``"strategy"``, or a strategy instance (LOOP-1).
-        run_state: Durable run options (05-durable-runs).
+        loop: Loop options, a mapping with ``"strategy"``, or a strategy instance.
+        run_state: Durable run options.
         metadata: Agent metadata.
         ownership: ``OwnershipScope`` or a mapping (copied into records).
         idempotency_key: Key for store appends.
@@ -289,8 +289,8 @@ def create_agent(
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — ``model`` missing or of another type; invalid
-            ``limits`` (LIM-2), ``retry`` (RETRY-6) or ``compaction``; a ``loop`` that
-            ``resolve_loop(loop, None)`` rejects (LOOP-1, GVR-1); duplicate tool or skill names;
+            ``limits``, ``retry`` or ``compaction``; a ``loop`` that
+            ``resolve_loop(loop, None)`` rejects; duplicate tool or skill names;
             a tool name not matching ``^[a-zA-Z0-9_-]{1,64}$`` or a tool ``parameters`` that is
             not a valid JSON Schema (``check_schema``; checked once per ``ToolDefinition``);
             an invalid ``tool_filter``; ``tool_validator`` not ``None``/``False``/callable;
@@ -299,7 +299,7 @@ def create_agent(
     model_config = _model(model)
     agent_limits = coerce_run_limits(limits)
     if agent_limits is not None:
-        resolve_run_limits(agent_limits)  # LIM-2 on the agent layer
+        resolve_run_limits(agent_limits)  # on the agent layer
     if loop is not None:
         resolve_loop(loop, None)
     _check_callable_or_none(provider_source, "provider_source")
@@ -351,7 +351,7 @@ def create_agent(
 
 
 class Agent:
-    """An agent: immutable configuration plus a session factory (RUN-1, RUN-3).
+    """An agent: immutable configuration plus a session factory.
 
     Build one with :func:`create_agent`.
 
@@ -389,7 +389,7 @@ class Agent:
         metadata: Mapping[str, Any] | None = None,
         on_event: OnEvent | None = None,
     ) -> AgentSession:
-        """Create a session over a store (RUN-3). Performs no I/O.
+        """Create a session over a store. Performs no I/O.
 
         Args:
             session_id: Id of the conversation (default: a generated ``session_…`` id). An id that
@@ -398,8 +398,8 @@ class Agent:
             store: Store for this session (default: ``config.store``, else a private
                 ``MemorySessionStore``).
             leaf_id: Entry to continue from, as if ``checkout(leaf_id)`` had been called.
-            metadata: Session metadata (merged between agent and run metadata, RUN-6).
-            on_event: Callback receiving every redacted event of every run (REC-7).
+            metadata: Session metadata (merged between agent and run metadata).
+            on_event: Callback receiving every redacted event of every run.
 
         Returns:
             The new :class:`~prism.runtime.session.AgentSession`.

@@ -1,8 +1,8 @@
-"""The provider attempts of one request: retry, prompt abort, the stream read (RUN-15, RUN-16).
+"""The provider attempts of one request: retry, prompt abort, the stream read.
 
 :class:`ProviderAttempts` is built once per run leg; the loop context's ``generate`` hands it each
 redacted request through :meth:`ProviderAttempts.run`, which runs attempts ``1, 2, …`` until one
-succeeds or the retry policy gives up (RETRY-1..3).
+succeeds or the retry policy gives up.
 
 One attempt charges ``max_provider_attempts`` and ``max_request_bytes``, emits
 ``provider_turn_started``, opens a child abort signal linked to the run signal (a steer's soft
@@ -12,7 +12,7 @@ charged to ``max_response_bytes``, folded into the draft and emitted as ``messag
 records usage exactly once, runs the output guardrails, flushes the held-back events and emits
 ``provider_turn_finished``. The draft and its events live in :mod:`prism.runtime._attempt`.
 
-Prompt abort (RUN-25): while the attempt awaits the provider's next event, an abort listener
+Prompt abort: while the attempt awaits the provider's next event, an abort listener
 cancels the awaiting task; the attempt recognises its own cancellation (``Task.uncancel()``) and
 fails with the abort error, while a cancellation from outside still propagates. This costs no task
 or timer per event: one flag is set around the ``await``.
@@ -94,7 +94,7 @@ UsageSink = Callable[[int, int, Usage], None]
 
 
 class ProviderAttempts:
-    """Runs provider attempts for one run leg (RUN-15, RETRY-1..3).
+    """Runs provider attempts for one run leg.
 
     Args:
         provider: The resolved provider.
@@ -107,15 +107,15 @@ class ProviderAttempts:
         observed: Returns whether anything observes events; when it returns ``False`` the
             attempt skips building event objects (``None``: always build them).
         tracker: The run's limit tracker.
-        accumulator: The leg's usage accumulator (USAGE-2).
+        accumulator: The leg's usage accumulator.
         on_usage: Called once per attempt with usage, as ``(turn, attempt, usage)`` — the ledger
-            ``provider_turn`` row (USAGE-1); ``None`` skips it.
-        retry: Effective retry options, or ``None`` when retry is off (RUN-6).
+            ``provider_turn`` row; ``None`` skips it.
+        retry: Effective retry options, or ``None`` when retry is off.
         retry_random: Injectable jitter source for the default policy (tests).
         retry_hook: The ``retry`` middleware hook, or ``None`` when it has no handler.
         guardrails: Merged guardrails; only ``output`` is used here.
         redactor: The active redactor (error infos, guardrail records), or ``None``.
-        buffer_output: Hold back message events until usage and guardrails passed (RUN-16).
+        buffer_output: Hold back message events until usage and guardrails passed.
     """
 
     __slots__ = (
@@ -198,24 +198,24 @@ class ProviderAttempts:
         self._waiting = False
         self._cancel_pending = False
         self._first_attempt_metadata: ProviderTurnMetadata | None = None
-        signal.add_listener(self._abort_child)  # the streaming attempt's link (RUN-15)
+        signal.add_listener(self._abort_child)  # the streaming attempt's link
 
-    # ----------------------------------------------------------------- soft interrupts (STEER-6)
+    # ----------------------------------------------------------------- soft interrupts
 
     @property
     def generated(self) -> bool:
-        """Whether the leg's first ``generate`` has returned (STEER-8)."""
+        """Whether the leg's first ``generate`` has returned."""
         return self._generated
 
     def soft_interrupt(self) -> None:
-        """Interrupt the streaming attempt, or set the pending flag when none streams (STEER-6)."""
+        """Interrupt the streaming attempt, or set the pending flag when none streams."""
         if self._child is not None:
             self._abort_child(SoftInterrupt())
         else:
             self._soft_pending = True
 
     def clear_soft_interrupt(self) -> None:
-        """Clear a pending soft interrupt (``apply_pending_steers`` drained the queue, STEER-4)."""
+        """Clear a pending soft interrupt (``apply_pending_steers`` drained the queue)."""
         self._soft_pending = False
 
     # ----------------------------------------------------------------- the attempts of one request
@@ -228,13 +228,13 @@ class ProviderAttempts:
         turn: int,
         secrets: tuple[str, ...] = (),
     ) -> ProviderTurnResult:
-        """Run attempts of one redacted request until one succeeds (RETRY-1..3).
+        """Run attempts of one redacted request until one succeeds.
 
         Args:
             request: The redacted request (its ``signal`` is replaced per attempt).
-            request_bytes: ``len(canonical_json(request.to_dict()).encode())`` (ARCH-15).
+            request_bytes: ``len(canonical_json(request.to_dict()).encode())``.
             turn: Turn number for provider events (last ``turn_started``).
-            secrets: Secrets returned by provider-request policies (RETRY-3).
+            secrets: Secrets returned by provider-request policies.
 
         Returns:
             The successful attempt's result, or :data:`EMPTY_TURN_RESULT` after a soft interrupt.
@@ -289,13 +289,13 @@ class ProviderAttempts:
             self._generated = True
             return result
 
-    # ----------------------------------------------------------------- one attempt (RUN-15)
+    # ----------------------------------------------------------------- one attempt
 
     def _abort_child(self, reason: object) -> None:
-        """Abort the streaming attempt's child signal (RUN-15): the run signal's listener
-        (registered once per runner) and soft interrupts (STEER-6) come here.
+        """Abort the streaming attempt's child signal: the run signal's listener
+        (registered once per runner) and soft interrupts come here.
 
-        The task awaiting the provider is woken first (RUN-25), then the child is aborted, which
+        The task awaiting the provider is woken first, then the child is aborted, which
         runs the provider's own listeners. Nothing happens between attempts or once the child is
         aborted.
         """
@@ -306,7 +306,7 @@ class ProviderAttempts:
         controller.abort(reason)
 
     def _on_child_abort(self, _reason: object) -> None:
-        # RUN-25: wake the task awaiting the provider. Only while it awaits the next event, so a
+        # wake the task awaiting the provider. Only while it awaits the next event, so a
         # cancellation never lands in code that does not expect it.
         task = self._task
         if self._waiting and task is not None and not self._cancel_pending:
@@ -380,7 +380,7 @@ class ProviderAttempts:
                 iterator = self._provider.generate(_with_signal(request, child))
                 await self._stream(st, iterator.__anext__, child)
             finally:
-                if iterator is not None:  # RUN-15: release the provider's response at once
+                if iterator is not None:  # release the provider's response at once
                     aclose = getattr(iterator, "aclose", None)
                     if aclose is not None:
                         try:
@@ -559,7 +559,7 @@ class ProviderAttempts:
         self, st: AttemptState, child: AbortSignal, secrets: tuple[str, ...]
     ) -> ProviderTurnResult:
         """The child signal stopped the stream: a run abort fails the attempt with the abort
-        error (RUN-25); a soft interrupt ends it cleanly with an empty result (STEER-6)."""
+        error; a soft interrupt ends it cleanly with an empty result."""
         run_signal = self._signal
         if run_signal.aborted or not isinstance(child.reason, SoftInterrupt):
             reason = run_signal.reason if run_signal.aborted else child.reason

@@ -1,14 +1,14 @@
-"""Checkpoint store: the record type, the protocol and the in-memory store (DUR-3).
+"""Checkpoint store: the record type, the protocol and the in-memory store.
 
 A durable run keeps its run-state envelope in a :class:`CheckpointStore` under
 ``namespace="prism.agent-run"`` and ``key=run_id``. Every write is a compare-and-set on the stored
 version, optionally fenced by a monotonically increasing token, so that of several processes racing
-to claim or advance the same run at most one succeeds (DUR-19).
+to claim or advance the same run at most one succeeds.
 
 * :class:`CheckpointRecord` — one stored value with its version and timestamps;
 * :class:`CheckpointStore` — the protocol (``save_checkpoint`` / ``load_checkpoint``);
 * :class:`MemoryCheckpointStore` — the in-memory reference implementation whose semantics the
-  SQLite and PostgreSQL stores (``prism.stores``) repeat exactly (DB-6);
+  SQLite and PostgreSQL stores (``prism.stores``) repeat exactly;
 * :func:`check_checkpoint_write` — the argument checks every implementation shares.
 """
 
@@ -34,12 +34,12 @@ __all__ = [
 ]
 
 AGENT_RUN_NAMESPACE: Final = "prism.agent-run"
-"""Namespace under which durable runs store their envelope (``key`` = run id, DUR-3)."""
+"""Namespace under which durable runs store their envelope (``key`` = run id)."""
 
 
 @dataclass(frozen=True, slots=True)
 class CheckpointRecord(Serializable):
-    """One stored checkpoint (DUR-3).
+    """One stored checkpoint.
 
     Versions start at 1 (the first save must use ``expected_version=0``) and only grow.
     """
@@ -62,7 +62,7 @@ class CheckpointRecord(Serializable):
 
 @runtime_checkable
 class CheckpointStore(Protocol):
-    """Versioned, fenced key-value store for run-state envelopes (DUR-3).
+    """Versioned, fenced key-value store for run-state envelopes.
 
     Semantics every implementation MUST follow (checked by
     ``prism.testing.run_checkpoint_store_conformance``):
@@ -124,7 +124,7 @@ def check_checkpoint_write(
     expected_version: object,
     fencing_token: object,
 ) -> None:
-    """Validate the arguments of ``save_checkpoint`` before touching any state (DUR-3).
+    """Validate the arguments of ``save_checkpoint`` before touching any state.
 
     The version ordering (``version > expected_version``) is checked here, so a store only needs
     to compare ``expected_version`` and the fencing token with what it holds.
@@ -179,7 +179,7 @@ def clone_json(value: Any) -> Any:
 
 
 class MemoryCheckpointStore:
-    """In-memory :class:`CheckpointStore` for tests and single-process hosts (DUR-3).
+    """In-memory :class:`CheckpointStore` for tests and single-process hosts.
 
     ``save_checkpoint`` is a compare-and-set on ``(namespace, key)``: ``expected_version`` must
     equal the stored version (0 when absent), ``version`` must be greater, and a stored fencing
@@ -206,7 +206,7 @@ class MemoryCheckpointStore:
         fencing_token: int | None = None,
         ownership: OwnershipScope | None = None,
     ) -> CheckpointRecord:
-        """Compare-and-set ``(namespace, key)`` (DUR-3).
+        """Compare-and-set ``(namespace, key)``.
 
         Args:
             namespace: Key namespace, e.g. ``"prism.agent-run"``.

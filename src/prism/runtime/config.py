@@ -1,4 +1,4 @@
-"""The validated agent configuration every run reads (RUN-1, RUN-6).
+"""The validated agent configuration every run reads.
 
 :class:`AgentConfig` is built once by ``create_agent(...)`` (in :mod:`prism.runtime.agent`) and
 read by every layer of a run: the plan resolves run options against it, the leg and the loop
@@ -32,14 +32,14 @@ __all__ = ["AgentConfig", "ConfiguredAgent", "ProviderSource"]
 
 ProviderSource: TypeAlias = Callable[[ModelConfig], "AIProvider | None | Awaitable[AIProvider | None]"]
 """``provider_source(model) -> AIProvider | None`` (sync or async); ``None`` means it has no
-provider for that model (RUN-2, RUN-6)."""
+provider for that model."""
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentConfig:
-    """The immutable, validated configuration of an agent (RUN-1). Built by :func:`create_agent`.
+    """The immutable, validated configuration of an agent. Built by :func:`create_agent`.
 
     Sequences are tuples, mappings are read-only, and option mappings are already converted to
     their dataclasses.
@@ -48,7 +48,7 @@ class AgentConfig:
     model: ModelConfig
     """Default model of the agent's runs (a run ``model=`` overrides it)."""
     provider: AIProvider | None = None
-    """Fixed provider; wins over every ``provider_source`` (RUN-6)."""
+    """Fixed provider; wins over every ``provider_source``."""
     provider_source: ProviderSource | None = None
     """Resolves a provider per model when ``provider`` is not set (after the run's source)."""
     id: str | None = None
@@ -56,13 +56,13 @@ class AgentConfig:
     name: str | None = None
     """Human-readable agent name."""
     instructions: str | None = None
-    """Base system instructions (first part of the composed system prompt, RUN-13)."""
+    """Base system instructions (first part of the composed system prompt)."""
     system_prompt: tuple[SystemPromptContribution, ...] = ()
     """System prompt contributions joined after ``instructions``."""
     tools: ToolRegistry = field(default_factory=ToolRegistry)
-    """The agent's tools; each run dispatches against this registry (TOOL-1)."""
+    """The agent's tools; each run dispatches against this registry."""
     tool_filter: tuple[ToolFilter, ...] = ()
-    """Agent tool filters; a tool must pass all of them (TOOL-13)."""
+    """Agent tool filters; a tool must pass all of them."""
     context: tuple[ContextProvider, ...] = ()
     """Context providers resolved on every request (RUN-13 b)."""
     skills: tuple[Skill, ...] = ()
@@ -70,39 +70,39 @@ class AgentConfig:
     store: SessionStore | None = None
     """Default session store; ``None`` gives each session a private memory store."""
     run_ledger: RunLedger | None = None
-    """Write-only sink for run, event, tool-call and usage records (REC-1)."""
+    """Write-only sink for run, event, tool-call and usage records."""
     redactor: SecretRedactor | None = None
-    """Redacts requests, events, store entries and records (EVT-21)."""
+    """Redacts requests, events, store entries and records."""
     guardrails: Guardrails | None = None
     """Agent guardrails (run guardrails are appended per stage)."""
     permission: PermissionPolicy | None = None
-    """Tool permission policy (TOOL-7)."""
+    """Tool permission policy."""
     tool_validator: ToolValidator | Literal[False] | None = None
-    """Argument validator; ``None`` = built-in JSON Schema validator, ``False`` = none (TOOL-6)."""
+    """Argument validator; ``None`` = built-in JSON Schema validator, ``False`` = none."""
     middleware: MiddlewareRegistry | None = None
-    """Middleware hooks (RUN-2)."""
+    """Middleware hooks."""
     provider_options: ProviderRequestOptions | None = None
-    """Provider options merged under the run's (CON-15)."""
+    """Provider options merged under the run's."""
     provider_request_policies: tuple[ProviderRequestPolicy, ...] = ()
-    """Request policies applied before the run's (RUN-14)."""
+    """Request policies applied before the run's."""
     limits: RunLimits | None = None
-    """Agent limits layer (validated; defaults apply per axis when unset, LIM-1)."""
+    """Agent limits layer (validated; defaults apply per axis when unset)."""
     retry: RetryOptions | Literal[False] | None = None
-    """Retry options; ``False`` disables retry; ``None`` = ``RetryOptions()`` (RETRY-1)."""
+    """Retry options; ``False`` disables retry; ``None`` = ``RetryOptions()``."""
     compaction: CompactionOptions | Literal[False] | None = None
-    """Compaction options (STORE-7); ``None``/``False``: no compaction."""
+    """Compaction options; ``None``/``False``: no compaction."""
     loop: Any = None
-    """Default loop: loop options, a mapping of them, or a strategy instance (LOOP-1)."""
+    """Default loop: loop options, a mapping of them, or a strategy instance."""
     run_state: Any = None
-    """Durable run options (05-durable-runs)."""
+    """Durable run options."""
     metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
-    """Agent metadata, merged under session and run metadata (RUN-6)."""
+    """Agent metadata, merged under session and run metadata."""
     ownership: OwnershipScope | None = None
-    """Ownership copied into records (REC-8)."""
+    """Ownership copied into records."""
     idempotency_key: str | None = None
-    """Idempotency key passed to every store append (STORE-4)."""
+    """Idempotency key passed to every store append."""
     tool_abort_grace_ms: float = 5000
-    """Milliseconds a running tool may continue after an abort (TOOL-10)."""
+    """Milliseconds a running tool may continue after an abort."""
 
 
 

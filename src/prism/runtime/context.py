@@ -1,8 +1,8 @@
 """The loop context of a run leg: what a loop calls to reach the model, tools, store and events.
 
-:class:`RunContext` implements :class:`~prism.loops.contracts.LoopContext` (CON-28). One is built
+:class:`RunContext` implements :class:`~prism.loops.contracts.LoopContext`. One is built
 per run leg by :class:`~prism.runtime.leg.RunLeg`; the loop receives it as ``ctx`` and reaches
-the model, the tools, the store and the observers only through its methods (ARCH-2):
+the model, the tools, the store and the observers only through its methods:
 
 * :meth:`RunContext.assemble` — the turn boundary, then the next request;
 * :meth:`RunContext.generate` — request policies, middleware, redaction and byte count, then the
@@ -15,7 +15,7 @@ The context also holds the leg's live state (limit tracker, usage, ledger writer
 and open tool calls of the run), which the leg reads for its outcome. Those members are the
 runtime's: loops are typed against ``LoopContext`` and do not use them.
 
-Per-turn work is constant in the history length (ARCH-15): assembling copies message references,
+Per-turn work is constant in the history length: assembling copies message references,
 redaction and byte counting are incremental (:mod:`prism.runtime._request_codec`), store appends
 and event emission are O(1) in the history, and the open-tool-call bookkeeping is a dict.
 
@@ -77,11 +77,11 @@ __all__ = ["INTERRUPTED_MESSAGE", "DurableGate", "RunContext"]
 _log = logging.getLogger("prism")
 
 INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its result was recorded"
-"""Message of the rows that answer calls left open by a failed run (RUN-24)."""
+"""Message of the rows that answer calls left open by a failed run."""
 
 
 class DurableGate(Protocol):
-    """The durable run's part in tool dispatch (APR-2..APR-4, APR-9); see ``DurableDriver``."""
+    """The durable run's part in tool dispatch; see ``DurableDriver``."""
 
     def gate_round(self, calls: tuple[ToolCallContent, ...]) -> None:
         """Record a tool round's calls in the open gated round."""
@@ -99,7 +99,7 @@ class DurableGate(Protocol):
 
 
 def _stamp(event: Any, session_id: str, run_id: str) -> Any:
-    """``event`` with empty ``session_id``/``run_id`` fields filled in (EVT-1)."""
+    """``event`` with empty ``session_id``/``run_id`` fields filled in."""
     sid = getattr(event, "session_id", session_id)
     rid = getattr(event, "run_id", run_id)
     if sid and rid:
@@ -113,7 +113,7 @@ def _stamp(event: Any, session_id: str, run_id: str) -> Any:
 
 
 class RunContext:
-    """The ``LoopContext`` of one run leg (CON-28), with the leg's live state.
+    """The ``LoopContext`` of one run leg, with the leg's live state.
 
     Args:
         state: The session state the leg changes (leaf, steer queue).
@@ -178,7 +178,7 @@ class RunContext:
         run_id: str,
         counters: Mapping[str, Any] | None = None,
     ) -> None:
-        # The LoopContext members (CON-28).
+        # The LoopContext members.
         self.session_id: str = state.session_id
         self.run_id = run_id
         self.metadata: Mapping[str, Any] = plan.metadata
@@ -217,7 +217,7 @@ class RunContext:
         self.last_entry: SessionEntry | None = None
         self.open_calls: dict[str, ToolCallContent] = {}
         """Host calls of stored assistant messages without a stored result row, in call order
-        (answered with ``tool_call_interrupted`` rows if the run fails, RUN-24)."""
+        (answered with ``tool_call_interrupted`` rows if the run fails)."""
         self.turn = 0
         """The turn the loop last passed to :meth:`assemble` (0: none; the boundary's turn is
         used then)."""
@@ -247,7 +247,7 @@ class RunContext:
         return not self.terminal_emitted and (self.observers.active or self.ledger_on)
 
     def emit(self, event: AgentEvent, /) -> None:
-        """Emit one event to observers and the ledger (EVT-1, EVT-7, EVT-21, REC-3).
+        """Emit one event to observers and the ledger.
 
         Empty ids are stamped, the event is redacted once, and all observers get the same object.
         Nothing is emitted after the leg's terminal event. O(size of the event).
@@ -272,7 +272,7 @@ class RunContext:
         self.terminal_emitted = True
 
     def report_artifact(self, event: ArtifactFinishedEvent | ArtifactFailedEvent, /) -> None:
-        """Record an artifact loop's outcome for the leg's check (RUN-17), then emit it."""
+        """Record an artifact loop's outcome for the leg's check, then emit it."""
         if type(event) is ArtifactFinishedEvent:
             self.artifact_finished = True
         elif type(event) is ArtifactFailedEvent:
@@ -280,11 +280,11 @@ class RunContext:
         self.emit(event)
 
     def _on_breach(self, breach: Any) -> None:
-        """First limit breach (LIM-7): one ``run_limit_exceeded`` event, then abort the run."""
+        """First limit breach: one ``run_limit_exceeded`` event, then abort the run."""
         self.emit(RunLimitExceededEvent(session_id=self.session_id, run_id=self.run_id, breach=breach))
         self.controller.abort(RunLimitExceeded(breach))
 
-    # ----------------------------------------------------------------- store (STORE-4)
+    # ----------------------------------------------------------------- store
 
     async def append_entry(self, entry: SessionEntry) -> SessionEntry:
         """Append ``entry`` redacted under the session's leaf; return the stored entry."""
@@ -294,9 +294,9 @@ class RunContext:
         return stored
 
     async def append_message(self, message: Message, /) -> None:
-        """Append one redacted ``message`` entry under this run (STORE-4).
+        """Append one redacted ``message`` entry under this run.
 
-        The stored message joins :attr:`messages`; the open host calls are tracked (RUN-24). The
+        The stored message joins :attr:`messages`; the open host calls are tracked. The
         stored entry is kept in :attr:`last_entry`.
         """
         state = self.state
@@ -316,7 +316,7 @@ class RunContext:
             self._track_calls(stored_message)
 
     def _track_calls(self, message: Message) -> None:
-        """Open host calls of stored assistant messages; close them by their results (RUN-24)."""
+        """Open host calls of stored assistant messages; close them by their results."""
         open_calls = self.open_calls
         if message.role == "assistant":
             for part in message.content:
@@ -328,7 +328,7 @@ class RunContext:
                     open_calls.pop(part.tool_call_id, None)
 
     async def answer_open_calls(self) -> None:
-        """One ``tool_call_interrupted`` row per host call still open, in call order (RUN-24)."""
+        """One ``tool_call_interrupted`` row per host call still open, in call order."""
         open_calls = self.open_calls
         if not open_calls:
             return
@@ -350,7 +350,7 @@ class RunContext:
 
     def check_live(self) -> None:
         """A recorded stop, suspension, breach or abort is sticky for every later assemble and
-        generate (LOOP-8)."""
+        generate."""
         failure = self.boundary.failure
         if failure is not None:
             raise failure
@@ -365,7 +365,7 @@ class RunContext:
         turn: int | None = None,
         /,
     ) -> ProviderRequest:
-        """The turn boundary, then the next request (RUN-13, TP-4, LOOP-8).
+        """The turn boundary, then the next request.
 
         ``turn`` is the loop's turn number; it labels this turn's provider events (default: the
         boundary's count of completed provider turns + 1).
@@ -390,7 +390,7 @@ class RunContext:
         return request
 
     async def generate(self, request: ProviderRequest, /) -> ProviderTurnResult:
-        """Policies, middleware, redaction and byte count, then the provider attempts (RUN-14).
+        """Policies, middleware, redaction and byte count, then the provider attempts.
 
         Raises:
             ProviderTurnError: the last provider attempt failed.
@@ -433,7 +433,7 @@ class RunContext:
     # ----------------------------------------------------------------- tools
 
     async def charge_tool_round(self, calls: Sequence[ToolCallContent], /) -> None:
-        """Charge one tool round when ``calls`` is non-empty, then gate it (LIM-4, APR-2)."""
+        """Charge one tool round when ``calls`` is non-empty, then gate it."""
         if calls:
             self.tracker.charge_tool_round()
             durable = self.durable
@@ -441,8 +441,8 @@ class RunContext:
                 durable.gate_round(tuple(calls))
 
     async def dispatch_tool_call(self, call: ToolCallContent, /) -> ToolResult:
-        """The fully guarded dispatch of one host call (TOOL-9); a gated call is answered by
-        the durable run first (APR-3)."""
+        """The fully guarded dispatch of one host call; a gated call is answered by
+        the durable run first."""
         durable = self.durable
         if durable is not None:
             answer = durable.before_dispatch(call)
@@ -492,22 +492,22 @@ class RunContext:
         )
 
     def is_tool_call_exclusive(self, call: ToolCallContent, /) -> bool:
-        """True when the registered tool named by ``call`` has ``exclusive=True`` (POOL-2)."""
+        """True when the registered tool named by ``call`` has ``exclusive=True``."""
         tool = self.registry.get(call.name)
         return tool is not None and tool.exclusive
 
     def result_message(self, result: ToolResult) -> Message:
-        """The tool-result message of ``result`` (CON-8)."""
+        """The tool-result message of ``result``."""
         return tool_result_message(result)
 
     # ----------------------------------------------------------------- steering
 
     def has_pending_steers(self) -> bool:
-        """True when steered messages are queued (STEER-3)."""
+        """True when steered messages are queued."""
         return bool(self.state.steer_queue)
 
     async def apply_pending_steers(self) -> bool:
-        """Move the queued steered messages into history and store (STEER-4, STEER-8).
+        """Move the queued steered messages into history and store.
 
         Only after the leg's first ``generate`` returned; each message passes the input
         guardrails first (a blocked one is reported with ``steer_rejected``).

@@ -1,4 +1,4 @@
-"""Durable runs: options, the run-state envelope, approvals and resume (05-durable-runs).
+"""Durable runs: options, the run-state envelope, approvals and resume.
 
 A durable run writes a bounded, redacted, versioned **run-state envelope** to a host
 :class:`~prism.runtime.checkpoints.CheckpointStore` at safe boundaries, so it can suspend for an
@@ -7,18 +7,18 @@ and the checkpoint store are durable.
 
 Public surface (re-exported from ``prism``):
 
-* :class:`RunStateOptions` — ``run_state=`` on the agent or the run (DUR-1);
-* :class:`AgentRunState` — the public view of a stored envelope (``RunResult.run_state``, DUR-4);
+* :class:`RunStateOptions` — ``run_state=`` on the agent or the run;
+* :class:`AgentRunState` — the public view of a stored envelope (``RunResult.run_state``);
 * :class:`AgentRunInterruption`, :class:`PendingDecision`, :class:`DecisionScope` — why a run is
-  suspended (APR-6);
-* :class:`RunDecision`, :class:`StickyDecision` — operator decisions (APR-7, APR-10);
-* :func:`resume_agent_run` — continue, approve or deny a stored run (DUR-16..DUR-21);
-* :func:`agent_fingerprint` — the configuration fingerprint (DUR-5);
+  suspended;
+* :class:`RunDecision`, :class:`StickyDecision` — operator decisions;
+* :func:`resume_agent_run` — continue, approve or deny a stored run;
+* :func:`agent_fingerprint` — the configuration fingerprint;
 * :func:`load_agent_run_state` / :func:`save_agent_run_state` / :class:`LoadedRunState` — operator
-  access to the stored envelope (DUR-24).
+  access to the stored envelope.
 
 The per-leg machinery the runtime drives (gating, checkpoint writes, suspension, replay) is
-:class:`DurableRun`; :func:`check_durable_run` is the durable preflight (DUR-2).
+:class:`DurableRun`; :func:`check_durable_run` is the durable preflight.
 
 Example (human approval)::
 
@@ -127,7 +127,7 @@ __all__ = [
     "save_agent_run_state",
 ]
 
-# --------------------------------------------------------------------------- resume (DUR-16..23)
+# --------------------------------------------------------------------------- resume
 
 
 async def resume_agent_run(
@@ -143,11 +143,11 @@ async def resume_agent_run(
     ownership: OwnershipScope | Mapping[str, Any] | None = None,
     fencing_token: int | None = None,
 ) -> RunResult:
-    """Continue, approve or deny a stored durable run (DUR-16..DUR-23, APR-7..APR-9).
+    """Continue, approve or deny a stored durable run.
 
-    Steps: validate the input (APR-7); load the envelope; compare the definition revision, agent
-    id and fingerprint with the current agent (DUR-5); check the version; then act on the stored
-    status (DUR-18):
+    Steps: validate the input; load the envelope; compare the definition revision, agent
+    id and fingerprint with the current agent; check the version; then act on the stored
+    status:
 
     * ``suspended`` + ``"approve"`` or decisions covering every pending approval → claim and run
       a resumed leg: approved calls are replayed (once), rejected ones answered with
@@ -159,8 +159,8 @@ async def resume_agent_run(
       so the session's next turn sends a transcript providers accept (beyond DUR-21, see
       :func:`deny`);
     * ``running`` (crash recovery) or a ``host_policy`` stop + ``"continue"`` → claim and resume;
-      for a ``running`` envelope recorded inside a tool round (DB-10), result rows stored after
-      its leaf are adopted first, and a ``dispatched`` call left without one is ambiguous (DUR-20).
+      for a ``running`` envelope recorded inside a tool round, result rows stored after
+      its leaf are adopted first, and a ``dispatched`` call left without one is ambiguous.
 
     A resumed leg has the same ``run_id``, restored limit counters (wall time counts active time
     only), no turn policy, and emits ``agent_started`` then ``agent_resumed(version)``.
@@ -172,7 +172,7 @@ async def resume_agent_run(
         run_state: What identifies the stored run: an :class:`AgentRunState` (as returned by
             ``RunResult.run_state``), a :class:`LoadedRunState` (as returned by
             :func:`load_agent_run_state`), an ``AgentRunRef`` or a run id string. A run id or
-            ``AgentRunRef`` carries no version, so it needs ``expected_version`` (DUR-16: the
+            ``AgentRunRef`` carries no version, so it needs ``expected_version`` (the
             version is checked before anything is read; pass ``record.version`` of
             ``load_agent_run_state(...)``, or that ``LoadedRunState`` itself). Anything else
             raises ``AgentRunStateError`` naming the accepted types.
@@ -194,16 +194,16 @@ async def resume_agent_run(
 
     Raises:
         AgentDecisionError: ``ERR_PRISM_DECISION_INVALID`` / ``_DUPLICATE`` / ``_UNKNOWN`` /
-            ``_LIMIT`` (APR-7, APR-8, DUR-16, DUR-18); nothing is written.
+            ``_LIMIT``; nothing is written.
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — missing or malformed state, another
             session's, revision or fingerprint mismatch, stale version, non-resumable status,
-            ambiguous dispatched call (DUR-20), configuration mismatch (DUR-16).
+            ambiguous dispatched call, configuration mismatch.
         AgentSessionBusyError: ``ERR_PRISM_SESSION_BUSY`` — the session is running.
         CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — another resumer claimed it.
         AgentRunError: the resumed leg failed (as ``session.run`` raises it).
     """
     invalid = "ERR_PRISM_DECISION_INVALID"
-    # -- 1. input shape (APR-7, DUR-16)
+    # -- 1. input shape
     if decision not in DECISIONS:
         raise decision_error(invalid, f"unknown decision: {decision!r}")
     batch: list[RunDecision] | None = None
@@ -235,7 +235,7 @@ async def resume_agent_run(
             + (repr(run_state) if isinstance(run_state, str) else type(run_state).__name__)
         )
     version = expected_version if expected_version is not None else default_version
-    if version is None:  # DUR-16: checked before any read; a run id carries no version
+    if version is None:  # checked before any read; a run id carries no version
         raise decision_error(
             invalid,
             f"run_state {key!r} is a run id (or AgentRunRef), which carries no version: pass "
@@ -288,7 +288,7 @@ async def resume_agent_run(
         raise AgentRunStateError(
             f"stale run state: stored version {record.version}, expected {version}"
         )
-    # -- 5. status (DUR-18)
+    # -- 5. status
     status = state["status"]
     stop_reason = state.get("stop_reason")
     policy_stop = status == "succeeded" and stop_reason == "host_policy"
@@ -325,7 +325,7 @@ async def resume_agent_run(
         if status == "running":
             await adopt_stored_rows(session, new_state)
         check_ambiguity(new_state)
-    # -- 6. claim (DUR-19) and the resumed leg
+    # -- 6. claim and the resumed leg
     new_state["status"] = "running"
     new_state.pop("interruption", None)
     new_state.pop("stop_reason", None)

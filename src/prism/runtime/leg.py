@@ -3,7 +3,7 @@
 A *leg* is one uninterrupted execution of a run in this process: a fresh run has one leg; a
 durable run that suspends or stops cleanly continues later in a resumed leg with the same run id.
 :func:`start_leg` and :func:`resume_leg` start a leg on a session's :class:`SessionState`;
-:class:`RunLeg` is the leg itself (RUN-9..RUN-24):
+:class:`RunLeg` is the leg itself:
 
 * setup — provider, ``agent_started``, the stored branch, the model change, the redacted and
   guarded input, auto-compaction, the loop, the request assembler and the provider attempts;
@@ -99,10 +99,9 @@ async def resume_leg(
     plan: RunPlan,
     claim: Callable[[], Awaitable[ResumePoint]],
 ) -> RunResult:
-    """Run a resumed leg of a durable run (DUR-17).
+    """Run a resumed leg of a durable run.
 
-    The session is marked busy, then ``claim()`` (the compare-and-set claim of the stored run,
-    DUR-19) is awaited before any event; its failure frees the session and is raised as is. The
+    The session is marked busy, then ``claim()`` (the compare-and-set claim of the stored run) is awaited before any event; its failure frees the session and is raised as is. The
     leg has the stored ``run_id``, the stored input or none, restored limit counters, and starts
     from the stored leaf.
 
@@ -127,7 +126,7 @@ async def resume_leg(
 
 
 class RunLeg:
-    """One run leg (RUN-9..RUN-24); started by :func:`start_leg` or :func:`resume_leg`.
+    """One run leg; started by :func:`start_leg` or :func:`resume_leg`.
 
     Args:
         state: The session state (marked active by the caller).
@@ -276,7 +275,7 @@ class RunLeg:
                 )
             )
         await state.ensure_leaf()
-        if ctx.ledger_on:  # the run record exists only for a ledger (REC-3)
+        if ctx.ledger_on:  # the run record exists only for a ledger
             self._start_record = start_run_record(
                 run_id=self.run_id,
                 session_id=ctx.session_id,
@@ -287,7 +286,7 @@ class RunLeg:
                 ownership=plan.ownership,
             )
             ctx.writer.append_run(self._start_record)
-        # The stored branch becomes the history; a model change is recorded (RUN-11).
+        # The stored branch becomes the history; a model change is recorded.
         branch = await read_branch(state.store, ctx.session_id, state.leaf_id)
         messages, summaries = history_from_branch(branch)
         ctx.history.extend(messages)
@@ -313,7 +312,7 @@ class RunLeg:
         await self._guard_input(ctx.input_messages)
         durable = self.durable
         if durable is not None and resume is None:
-            # A fresh every-turn leg checkpoints the input before storing it (DB-10).
+            # A fresh every-turn leg checkpoints the input before storing it.
             await durable.checkpoint_input(ctx.input_messages)
         for message in ctx.input_messages:
             await ctx.append_message(message)
@@ -338,14 +337,14 @@ class RunLeg:
         setup_assembly(ctx, options, active_skills, summaries)
         setup_attempts(ctx, provider)
         if durable is not None:
-            # A resumed leg restores the loop, then replays the decided calls (DUR-13, APR-9).
+            # A resumed leg restores the loop, then replays the decided calls.
             durable.loop = loop
             durable.restore_loop(ctx)
             await durable.replay(ctx)
         stop: TurnPolicyStop | None = None
         try:
             pending = loop.run(ctx)
-            if not isawaitable(pending):  # LOOP-1: a custom loop's run must be async
+            if not isawaitable(pending):  # a custom loop's run must be async
                 raise PrismConfigError(
                     f"custom loop {loop.name}: run(ctx) must be async "
                     f"(returned {type(pending).__name__})"
@@ -355,20 +354,20 @@ class RunLeg:
             stop, fallback = exc, None
         recorded = ctx.boundary.failure
         if isinstance(recorded, TurnPolicyStop):
-            stop = recorded  # sticky even when a custom loop swallowed it (LOOP-8)
+            stop = recorded  # sticky even when a custom loop swallowed it
         elif recorded is not None:
             raise recorded
         if stop is None:
             ctx.check_live()
             if durable is not None:
-                await durable.after_loop()  # an open approval round suspends (APR-5)
+                await durable.after_loop()  # an open approval round suspends
             if needs.artifact and not ctx.artifact_finished:
                 raise _artifact_failure(ctx.last_artifact_failed)
         return await self._success(fallback, stop)
 
     async def _guard_input(self, input_messages: tuple[Any, ...]) -> None:
-        """The input guardrails (RUN-11): a block fails the run; an ``interrupt`` suspends a
-        fresh durable leg (DUR-9) and counts as approved in a resumed one."""
+        """The input guardrails: a block fails the run; an ``interrupt`` suspends a
+        fresh durable leg and counts as approved in a resumed one."""
         ctx = self.ctx
         guardrails = self.plan.guardrails
         if guardrails is None or not guardrails.input or not input_messages:
@@ -393,9 +392,9 @@ class RunLeg:
     # ----------------------------------------------------------------- outcomes
 
     async def _success(self, fallback: Any, stop: TurnPolicyStop | None) -> RunResult:
-        """Usage, the ``run_total`` row, ledger drain, ``agent_finished``, the result (RUN-18).
+        """Usage, the ``run_total`` row, ledger drain, ``agent_finished``, the result.
 
-        A turn-policy stop overrides ``ctx.finish_reason`` and leaves ``artifact`` unset (TP-7).
+        A turn-policy stop overrides ``ctx.finish_reason`` and leaves ``artifact`` unset.
         """
         ctx = self.ctx
         usage = ctx.accumulator.value()
@@ -440,7 +439,7 @@ class RunLeg:
         )
 
     async def _suspended(self, signal: AgentRunSuspended) -> RunResult:
-        """``agent_suspended`` and a ``suspended`` result; gated calls stay open (RUN-19)."""
+        """``agent_suspended`` and a ``suspended`` result; gated calls stay open."""
         ctx = self.ctx
         state: Any = signal.state
         interruption: Any = signal.interruption
@@ -476,8 +475,7 @@ class RunLeg:
         return error_to_error_info(exc, redactor or ())
 
     async def _failure(self, exc: BaseException) -> AgentRunError:
-        """Error info, open calls answered (RUN-24), ``error`` event, the error to raise
-        (RUN-20)."""
+        """Error info, open calls answered, ``error`` event, the error to raise."""
         ctx = self.ctx
         info = self._error_info(exc)
         await ctx.answer_open_calls()
@@ -504,7 +502,7 @@ class RunLeg:
         if durable is not None:
             try:
                 run_state = await durable.write_failure(status)
-            except Exception as write_error:  # DUR-15: report both failures
+            except Exception as write_error:  # report both failures
                 write_error.__context__ = exc
                 self._failure_cause = write_error
                 run_state = durable.state
@@ -526,7 +524,7 @@ class RunLeg:
 
     async def _cleanup(self, outcome: BaseException | None) -> None:
         """Worker threads, steer state, ledger drain and finish record, timers, observers, and
-        the session freed (RUN-22)."""
+        the session freed."""
         ctx = self.ctx
         for fut in ctx.worker_threads:
             try:
@@ -571,7 +569,7 @@ class RunLeg:
 
 
 def _artifact_failure(event: ArtifactFailedEvent | None) -> ArtifactFailedError:
-    """The failure of an artifact loop that reported no validated artifact (RUN-17)."""
+    """The failure of an artifact loop that reported no validated artifact."""
     if event is None:
         return ArtifactFailedError("artifact loop ended without a validated artifact")
     result = event.result

@@ -1,4 +1,4 @@
-"""The per-run options: one typed definition (RUN-5).
+"""The per-run options: one typed definition.
 
 :class:`RunOptions` lists every option a run accepts; ``session.run(input, options=..., **kw)``
 takes a ``RunOptions``, a mapping with the same snake_case keys, or the same keys as keywords
@@ -41,7 +41,7 @@ __all__ = ["RUN_OPTION_NAMES", "RunOptionKeywords", "RunOptions"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunOptions:
-    """Per-run options (RUN-5); every field defaults to ``None`` = "take the agent's" (RUN-6).
+    """Per-run options; every field defaults to ``None`` = "take the agent's".
 
     This dataclass is the one definition of the run options: the keyword options of
     ``session.run``/``stream``/``run_sync`` (:class:`RunOptionKeywords`), the accepted mapping
@@ -49,42 +49,42 @@ class RunOptions:
     field here, a key in :class:`RunOptionKeywords` (a test checks both list the same names) and
     its resolution in the plan.
 
-    A mapping with the same snake_case keys is accepted wherever ``RunOptions`` is (ARCH-9).
+    A mapping with the same snake_case keys is accepted wherever ``RunOptions`` is.
     """
 
     loop: AgentLoopOptions | Mapping[str, Any] | AgentLoopStrategy | None = None
     """Loop options, a mapping with ``"strategy"``, or a strategy instance; wins over the
-    agent's (LOOP-1)."""
+    agent's."""
     turn_policy: TurnPolicy | Mapping[str, Any] | None = None
-    """Clean host stops at turn boundaries (06-turn-policy)."""
+    """Clean host stops at turn boundaries."""
     run_state: RunStateOptions | Mapping[str, Any] | None = None
-    """Durable run options (05-durable-runs)."""
+    """Durable run options."""
     limits: RunLimits | Mapping[str, Any] | None = None
-    """Limits overlay; may only narrow the agent's (LIM-3)."""
+    """Limits overlay; may only narrow the agent's."""
     signal: AbortSignal | None = None
-    """External abort signal bridged into the run (RUN-9)."""
+    """External abort signal bridged into the run."""
     metadata: Mapping[str, Any] | None = None
     """Run metadata, merged over agent and session metadata."""
     structured_output: StructuredOutputOptions | Mapping[str, Any] | None = None
-    """Native schema for this run's requests (SO-3)."""
+    """Native schema for this run's requests."""
     redactor: SecretRedactor | None = None
     """Redactor for this run (wins over the agent's)."""
     active_skills: Sequence[str] | None = None
     """Names of the skills to activate; unknown names fail the run."""
     model: ModelConfig | Mapping[str, Any] | None = None
-    """Model for this run; a change appends a ``model_change`` entry (RUN-11)."""
+    """Model for this run; a change appends a ``model_change`` entry."""
     provider_source: ProviderSource | None = None
-    """Provider resolver tried before the agent's (RUN-6)."""
+    """Provider resolver tried before the agent's."""
     provider_options: ProviderRequestOptions | Mapping[str, Any] | None = None
-    """Options merged over the agent's (CON-15)."""
+    """Options merged over the agent's."""
     provider_request_policies: Sequence[ProviderRequestPolicy] | None = None
-    """Policies applied after the agent's (RUN-14)."""
+    """Policies applied after the agent's."""
     system_prompt: Sequence[SystemPromptContribution] | Literal[False] | None = None
     """Contributions after the agent's; ``False`` drops the agent's for this run."""
     compaction: CompactionOptions | Mapping[str, Any] | Literal[False] | None = None
-    """``False`` disables; a mapping overrides named keys (RUN-6)."""
+    """``False`` disables; a mapping overrides named keys."""
     retry: RetryOptions | Mapping[str, Any] | Literal[False] | None = None
-    """``False`` disables; a mapping overrides named keys (RUN-6, RETRY-6)."""
+    """``False`` disables; a mapping overrides named keys."""
     run_ledger: RunLedger | None = None
     """Ledger for this run (wins over the agent's)."""
     ownership: OwnershipScope | Mapping[str, Any] | None = None
@@ -96,9 +96,9 @@ class RunOptions:
     skills: Sequence[Skill] | None = None
     """Replaces the agent's skill list for this run."""
     tool_filter: ToolFilter | Sequence[ToolFilter] | None = None
-    """Filters applied after the agent's (TOOL-13)."""
+    """Filters applied after the agent's."""
     tool_validator: ToolValidator | Literal[False] | None = None
-    """Argument validator for this run; ``False`` disables validation (TOOL-6)."""
+    """Argument validator for this run; ``False`` disables validation."""
 
     @classmethod
     def coerce(cls, value: RunOptions | Mapping[str, Any] | None) -> RunOptions:

@@ -1,10 +1,10 @@
 """The run plan: every run option resolved against the agent, once, before anything runs.
 
-:func:`plan_run` is the preflight of a run (RUN-7: invalid options fail here, before any side
-effect) and the one place where option precedence is decided (RUN-6): a run value wins when it is
+:func:`plan_run` is the preflight of a run (invalid options fail here, before any side
+effect) and the one place where option precedence is decided: a run value wins when it is
 not ``None``; ``metadata`` merges agent < session < run; guardrails, request policies and tool
 filters are the agent's followed by the run's; ``retry``/``compaction`` layer per their own rules;
-limits may only narrow the agent's (LIM-3). The resulting :class:`RunPlan` is what the run leg
+limits may only narrow the agent's. The resulting :class:`RunPlan` is what the run leg
 (:mod:`prism.runtime.leg`) executes.
 
 The run path, top to bottom: :mod:`prism.runtime.session` (``AgentSession.run``) →
@@ -49,7 +49,7 @@ __all__ = ["RunPlan", "plan_run"]
 
 @dataclasses.dataclass(slots=True, kw_only=True)
 class RunPlan:
-    """The run options after preflight (RUN-5..RUN-7), resolved against the agent config."""
+    """The run options after preflight, resolved against the agent config."""
 
     input: AgentInput
     limits: RunLimits
@@ -95,11 +95,11 @@ def plan_run(
         session_metadata: The session's metadata (between the agent's and the run's).
         input: The run input (converted to messages later, by the leg).
         opts: The run options.
-        durable: Forces the durable options of a resumed leg (DUR-17); ``None`` resolves them
+        durable: Forces the durable options of a resumed leg; ``None`` resolves them
             from ``opts`` and the agent.
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — an invalid option (RUN-7).
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — an invalid option.
     """
 # Option mappings become their dataclasses.
     run_limits = coerce_run_limits(opts.limits)
@@ -107,11 +107,11 @@ def plan_run(
     run_state = coerce_run_state_options(opts.run_state)
     retry = resolve_retry_options(config.retry, opts.retry)
     compaction = resolve_compaction_options(config.compaction, opts.compaction)
-# Limits may only narrow the agent's (LIM-2, LIM-3).
+# Limits may only narrow the agent's.
     resolved_limits = resolve_run_limits(config.limits, run_limits)
-# The turn policy is checked against the resolved turn limit (TP-2).
+# The turn policy is checked against the resolved turn limit.
     turn_policy = resolve_turn_policy(coerced_policy, max_turns_limit=resolved_limits.max_turns)
-# Durable options: the run's or the agent's, checked against the other options (DUR-2).
+# Durable options: the run's or the agent's, checked against the other options.
     if durable is None:
         durable = check_durable_run(
             config,

@@ -1,4 +1,4 @@
-"""Provider-request policies: per-request options and secrets supplied by the host (RUN-14).
+"""Provider-request policies: per-request options and secrets supplied by the host.
 
 A policy is called once per provider request, before middleware and redaction. It may return
 options merged over the request's options and secrets that are redacted from the errors of that
@@ -27,7 +27,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyContext:
-    """What a provider-request policy sees (RUN-14)."""
+    """What a provider-request policy sees."""
 
     request: ProviderRequest
     """The request as assembled (policies run before middleware and redaction)."""
@@ -43,14 +43,14 @@ class PolicyContext:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderRequestPolicyResult:
-    """A policy's contribution to one request (RUN-14).
+    """A policy's contribution to one request.
 
-    ``options`` are merged into ``request.options`` (CON-15); ``secrets`` are collected to redact
-    the ``ErrorInfo`` of failed attempts (RETRY-3).
+    ``options`` are merged into ``request.options``; ``secrets`` are collected to redact
+    the ``ErrorInfo`` of failed attempts.
     """
 
     options: ProviderRequestOptions | None = None
-    """Options merged over the request's (``patch`` wins, CON-15)."""
+    """Options merged over the request's (``patch`` wins)."""
     secrets: tuple[str, ...] = ()
     """Strings to redact from provider errors of this request."""
 
@@ -63,7 +63,7 @@ ProviderRequestPolicy: TypeAlias = Callable[
     [PolicyContext],
     "ProviderRequestPolicyResult | None | Awaitable[ProviderRequestPolicyResult | None]",
 ]
-"""``policy(ctx) -> ProviderRequestPolicyResult | None`` (sync or async, RUN-14)."""
+"""``policy(ctx) -> ProviderRequestPolicyResult | None`` (sync or async)."""
 
 
 async def apply_request_policies(

@@ -39,7 +39,7 @@ async def generate_with_retry(
     turn: int = 1,
     secrets: tuple[str, ...] = (),
 ) -> ProviderTurnResult:
-    """Run ``request`` through ``runner`` with retry (RETRY-1); see
+    """Run ``request`` through ``runner`` with retry; see
     :meth:`ProviderAttempts.run`.
 
     Args:
@@ -47,7 +47,7 @@ async def generate_with_retry(
         request: The redacted request.
         request_bytes: Its canonical UTF-8 size; ``None`` computes it here (O(request)).
         turn: Turn number for events.
-        secrets: Provider-request policy secrets (RETRY-3).
+        secrets: Provider-request policy secrets.
     """
     if request_bytes is None:
         request_bytes = len(canonical_json(request.to_dict()).encode())

@@ -1,10 +1,9 @@
 """Sessions: the entry of a run, and steering, observers, compaction and branches of a session.
 
 An :class:`AgentSession` is one conversation of an agent over a ``SessionStore``. ``await
-session.run(input, ...)`` is where a run starts (RUN-3..RUN-8): the options are resolved into a
-plan (:func:`prism.runtime.plan.plan_run`, which fails on an invalid option before any side effect,
-RUN-7), then one run leg executes it (:func:`prism.runtime.leg.start_leg`). Only one run per
-session is active at a time (RUN-8).
+session.run(input, ...)`` is where a run starts: the options are resolved into a
+plan (:func:`prism.runtime.plan.plan_run`, which fails on an invalid option before any side effect), then one run leg executes it (:func:`prism.runtime.leg.start_leg`). Only one run per
+session is active at a time.
 
 The state a run changes (leaf, busy flag, steer queue, observers) is the session's
 :class:`~prism.runtime.state.SessionState`, handed to the leg.
@@ -54,7 +53,7 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 class AgentSession:
-    """One conversation of an agent over a session store (RUN-3, RUN-4).
+    """One conversation of an agent over a session store.
 
     Create it with ``agent.create_session(...)``.
     """
@@ -80,7 +79,7 @@ class AgentSession:
         )
         """The session's store."""
         self.metadata: Mapping[str, Any] = metadata
-        """Session metadata (RUN-6)."""
+        """Session metadata."""
         self.state = SessionState(
             session_id=self.id,
             store=self.store,
@@ -99,23 +98,23 @@ class AgentSession:
     @property
     def leaf_id(self) -> str | None:
         """Id of the entry the next append attaches to; ``None`` before the first lookup or for a
-        new conversation (RUN-3)."""
+        new conversation."""
         return self.state.leaf_id
 
     @property
     def is_running(self) -> bool:
-        """True while a run (or a manual compaction) is active (RUN-8)."""
+        """True while a run (or a manual compaction) is active."""
         return self.state.busy
 
-    # ----------------------------------------------------------------- observers (REC-5, REC-7)
+    # ----------------------------------------------------------------- observers
 
     def subscribe(
         self, *, max_queued_events: int = 1024, overflow: OverflowPolicy = "close"
     ) -> EventSubscription:
-        """Subscribe to this session's events (REC-5).
+        """Subscribe to this session's events.
 
         The subscription receives the events of the active run — or, when none is active, of the
-        next run — and is closed at that run's end (EVT-20).
+        next run — and is closed at that run's end.
 
         Args:
             max_queued_events: Queue capacity; floored to an int ≥ 1 (non-finite → 1024).
@@ -132,7 +131,7 @@ class AgentSession:
     # ----------------------------------------------------------------- steering (STEER-*)
 
     def steer(self, input: AgentInput, *, soft_interrupt: bool = False) -> None:
-        """Queue messages for the active run's next turn (STEER-1, STEER-2, STEER-6).
+        """Queue messages for the active run's next turn.
 
         Args:
             input: Text, a message or messages (converted with ``to_messages`` and redacted).
@@ -160,16 +159,15 @@ class AgentSession:
             state.soft_pending = True
 
     def abort(self, reason: object = None) -> None:
-        """Abort the active run (RUN-4); a no-op when none is active.
+        """Abort the active run; a no-op when none is active.
 
         The run's signal aborts at once: no further provider request or tool call starts, and an
-        awaited provider stream stops promptly (RUN-25). A tool that is already executing sees the
+        awaited provider stream stops promptly. A tool that is already executing sees the
         aborted ``context.signal`` and gets up to the agent's ``tool_abort_grace_ms`` (default
         5000 ms; ``0`` means no wait) to finish — a call finished within the grace keeps its real
         result; one still running is then cancelled (its cleanup awaited) and answered with a
-        ``tool_call_interrupted`` error (TOOL-10). A sync tool running inline cannot be interrupted;
-        one in a worker thread cannot be cancelled and is still awaited before ``run()`` returns
-        (RUN-22). ``run()`` then fails with ``AgentRunError`` (status ``aborted``). So ``abort()``
+        ``tool_call_interrupted`` error. A sync tool running inline cannot be interrupted;
+        one in a worker thread cannot be cancelled and is still awaited before ``run()`` returns. ``run()`` then fails with ``AgentRunError`` (status ``aborted``). So ``abort()``
         returns immediately, but the run may take up to the grace (plus thread time) to end.
 
         Args:
@@ -188,13 +186,13 @@ class AgentSession:
         options: RunOptions | Mapping[str, Any] | None = None,
         **overrides: Unpack[RunOptionKeywords],
     ) -> RunResult:
-        """Run the agent on ``input`` (RUN-5..RUN-24).
+        """Run the agent on ``input``.
 
         Args:
             input: Text, a message or messages.
             options: A :class:`RunOptions` or a mapping of its fields.
             **overrides: Any :class:`RunOptions` field as a keyword; each one that is not
-                ``None`` replaces the corresponding ``options`` field (RUN-5).
+                ``None`` replaces the corresponding ``options`` field.
 
         Returns:
             ``RunResult(status="succeeded", ...)``: ``messages`` appended by this run, ``usage``
@@ -203,14 +201,14 @@ class AgentSession:
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — invalid options, found in preflight before
-                any side effect (RUN-7).
-            AgentSessionBusyError: ``ERR_PRISM_SESSION_BUSY`` — another run is active (RUN-8).
+                any side effect.
+            AgentSessionBusyError: ``ERR_PRISM_SESSION_BUSY`` — another run is active.
             AgentRunError: the run failed (``ERR_PRISM_RUN_FAILED``, or the artifact reason) or
                 was aborted (``ERR_PRISM_RUN_ABORTED``); ``.result`` holds status, error, usage.
             AgentRunLimitError: ``ERR_PRISM_RUN_LIMIT`` — a limit breached (``.breach``).
             RunLedgerError: ``ERR_PRISM_LEDGER`` — a ledger write failed.
             asyncio.CancelledError: the awaiting task was cancelled; the run was aborted and
-                cleaned up first (RUN-10).
+                cleaned up first.
         """
         config = self.agent.config
         opts = RunOptions.coerce(options).with_overrides(overrides)
@@ -221,7 +219,7 @@ class AgentSession:
         return await start_leg(state, config, plan)
 
     def _reject_busy(self) -> None:
-        """RUN-8: one ``error`` event to the current observers, then raise."""
+        """one ``error`` event to the current observers, then raise."""
         error = AgentSessionBusyError()
         event = ErrorEvent(
             session_id=self.id,
@@ -236,7 +234,7 @@ class AgentSession:
     def run_sync(self, input: AgentInput, **options: Unpack[RunOptionKeywords]) -> RunResult:
         """Blocking ``run()`` for scripts (RUN-4a), via ``asyncio.run``.
 
-        Ctrl-C cancels the run through the cancellation path (RUN-10), so the stored history
+        Ctrl-C cancels the run through the cancellation path, so the stored history
         stays provider-valid, then ``KeyboardInterrupt`` is re-raised.
 
         Raises:
@@ -263,7 +261,7 @@ class AgentSession:
         overflow: OverflowPolicy = "close",
         **run_options: Unpack[RunOptionKeywords],
     ) -> RunStream:
-        """Run ``input`` and stream its events (REC-6, REC-9).
+        """Run ``input`` and stream its events.
 
         The stream subscribes first, then starts the run as a task on first use. Use it as
         ``async with session.stream(...) as events: async for event in events: ...``; leaving
@@ -271,8 +269,8 @@ class AgentSession:
 
         Args:
             input: The run input.
-            max_queued_events: Subscription capacity (REC-5).
-            overflow: Subscription overflow policy (REC-5).
+            max_queued_events: Subscription capacity.
+            overflow: Subscription overflow policy.
             **run_options: Keyword options of :meth:`run`.
 
         Returns:
@@ -288,13 +286,13 @@ class AgentSession:
     # ----------------------------------------------------------------- store access
 
     async def entries(self) -> list[SessionEntry]:
-        """The entries of the current branch, root → leaf (STORE-6)."""
+        """The entries of the current branch, root → leaf."""
         state = self.state
         await state.ensure_leaf()
         return await read_branch(self.store, self.id, state.leaf_id)
 
     async def checkout(self, leaf_id: str) -> None:
-        """Move the leaf to ``leaf_id`` (STORE-6); the next append starts a sibling branch.
+        """Move the leaf to ``leaf_id``; the next append starts a sibling branch.
 
         Raises:
             AgentSessionBusyError: ``ERR_PRISM_SESSION_BUSY`` — a run is active.
@@ -304,7 +302,7 @@ class AgentSession:
         self.state.move_leaf(leaf_id, fork=True)
 
     async def compact(self, **compaction_options: Any) -> SessionEntry:
-        """Compact the current branch outside a run (STORE-8, REC-10).
+        """Compact the current branch outside a run.
 
         Emits ``compaction_started``/``compaction_finished`` (without ``run_id``) to the current
         observers, appends one ``compaction`` entry with ``trigger="manual"``, and returns it.

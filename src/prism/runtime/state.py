@@ -21,9 +21,9 @@ from prism.types import Message, TextContent
 __all__ = ["MAX_STEER_BYTES", "MAX_STEER_MESSAGES", "ActiveRun", "SessionState"]
 
 MAX_STEER_MESSAGES: Final = 8
-"""Most pending steered messages (STEER-2)."""
+"""Most pending steered messages."""
 MAX_STEER_BYTES: Final = 65_536
-"""Most pending steered text, in UTF-8 bytes of text parts (STEER-2)."""
+"""Most pending steered text, in UTF-8 bytes of text parts."""
 
 
 class ActiveRun(Protocol):
@@ -53,7 +53,7 @@ class ActiveRun(Protocol):
 
 
 def text_bytes(messages: list[Message]) -> int:
-    """UTF-8 bytes of the text parts of ``messages`` (the steer-queue size, STEER-2)."""
+    """UTF-8 bytes of the text parts of ``messages`` (the steer-queue size)."""
     total = 0
     for message in messages:
         for part in message.content:
@@ -101,28 +101,28 @@ class SessionState:
         self.store = store
         self.metadata = metadata
         self.observers = SessionObservers(on_event)
-        """Subscriptions and ``on_event`` of the session (REC-5, REC-7)."""
+        """Subscriptions and ``on_event`` of the session."""
         self.leaf_id: str | None = leaf_id
-        """Id of the entry the next append attaches to (RUN-3)."""
+        """Id of the entry the next append attaches to."""
         self.leaf_resolved = leaf_id is not None
         """Whether :attr:`leaf_id` is known (else it is the last stored entry, looked up once)."""
         self.fork_next = leaf_id is not None
-        """The next append starts a sibling branch (after ``checkout``, STORE-6)."""
+        """The next append starts a sibling branch (after ``checkout``)."""
         self.busy = False
-        """A run (or a manual compaction) is active (RUN-8)."""
+        """A run (or a manual compaction) is active."""
         self.active: ActiveRun | None = None
         """The active run leg."""
         self.steer_queue: list[Message] = []
-        """Steered messages waiting for the next turn (STEER-1)."""
+        """Steered messages waiting for the next turn."""
         self.steer_bytes = 0
-        """UTF-8 bytes of text in :attr:`steer_queue` (STEER-2)."""
+        """UTF-8 bytes of text in :attr:`steer_queue`."""
         self.soft_pending = False
-        """A soft interrupt arrived before the leg had provider attempts (STEER-6)."""
+        """A soft interrupt arrived before the leg had provider attempts."""
 
     # ----------------------------------------------------------------- the leaf
 
     async def ensure_leaf(self) -> None:
-        """On first use, continue from the last stored entry of this session id (RUN-3)."""
+        """On first use, continue from the last stored entry of this session id."""
         if self.leaf_resolved:
             return
         entries = await self.store.list(self.session_id)
@@ -197,10 +197,10 @@ class SessionState:
     # ----------------------------------------------------------------- events outside a run
 
     async def deliver_outside_run(self, event: AgentEvent, redactor: SecretRedactor | None) -> None:
-        """Deliver a terminal event of a run that has no active leg (DUR-21, APR-8).
+        """Deliver a terminal event of a run that has no active leg.
 
         The event is redacted with ``redactor`` and given to every subscription and ``on_event``
-        (no ledger record); then the subscriptions are closed (EVT-20).
+        (no ledger record); then the subscriptions are closed.
         """
         observers = self.observers
         observers.set_redactor(redactor)

@@ -1,4 +1,4 @@
-"""Streaming one run: its events as an async iterator (REC-6, REC-9).
+"""Streaming one run: its events as an async iterator.
 
 ``session.stream(input, ...)`` returns a :class:`RunStream`: it subscribes first, then starts the
 run as a task on first use, and yields that run's events.
@@ -32,7 +32,7 @@ class RunFunction(Protocol):
 
 
 class RunStream:
-    """The events of one run, as an async iterator and async context manager (REC-6, REC-9).
+    """The events of one run, as an async iterator and async context manager.
 
     Yields every event until the run's ``agent_started``, then only that run's events; after the
     last event it re-raises the run's exception, if any. :attr:`result` is set once the run
@@ -104,7 +104,7 @@ class RunStream:
         self._result = await task
 
     async def aclose(self) -> None:
-        """Stop consuming: abort the run if still running and wait for it (REC-6)."""
+        """Stop consuming: abort the run if still running and wait for it."""
         task = self._task
         self._finished = True
         await self._sub.aclose()
@@ -138,12 +138,12 @@ class RunStream:
             _retrieve_exception(task)
         else:
             self._controller.abort(AbortError("stream consumer closed"))
-            # REC-6: the aborted run's exception is suppressed — retrieved when it ends, so
+            # the aborted run's exception is suppressed — retrieved when it ends, so
             # asyncio does not log "Task exception was never retrieved"
             task.add_done_callback(_retrieve_exception)
 
 
 def _retrieve_exception(task: asyncio.Task[Any]) -> None:
-    """Mark a finished task's exception as retrieved (REC-6: suppressed, not logged)."""
+    """Mark a finished task's exception as retrieved (suppressed, not logged)."""
     if not task.cancelled():
         task.exception()

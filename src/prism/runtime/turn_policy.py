@@ -1,7 +1,7 @@
-"""Turn policy: clean host stops at provider-turn boundaries (06-turn-policy, TP-1..TP-13).
+"""Turn policy: clean host stops at provider-turn boundaries.
 
 A :class:`TurnPolicy` lets a host end a run **cleanly** — "stop when the agent has done enough".
-It is evaluated at the turn boundary (TP-4): after the previous turn's tool results and any drained
+It is evaluated at the turn boundary: after the previous turn's tool results and any drained
 steers are in the store, before the next provider request. A stop is a successful outcome
 (``status="succeeded"``, ``stop_reason="host_policy"`` or ``"turn_limit"``), never a failure and
 never a limit breach.
@@ -11,8 +11,8 @@ never a limit breach.
   or results);
 * :class:`Continue` / :class:`Stop` — the decisions (``{"action": "continue"}`` and
   ``{"action": "stop", "reason": ...}`` are accepted too);
-* :func:`resolve_turn_policy` — preflight validation (TP-2);
-* :func:`evaluate_turn_policy` — one boundary evaluation (TP-6, TP-11).
+* :func:`resolve_turn_policy` — preflight validation;
+* :func:`evaluate_turn_policy` — one boundary evaluation.
 
 Example::
 
@@ -54,17 +54,17 @@ __all__ = [
 ]
 
 MAX_STOP_DETAIL_BYTES: Final = 256
-"""Most UTF-8 bytes of a redacted ``Stop.reason`` (TP-6)."""
+"""Most UTF-8 bytes of a redacted ``Stop.reason``."""
 
 _POLICY_KEYS: Final = frozenset(("max_turns", "stop"))
 
 
-# --------------------------------------------------------------------------- decisions (TP-1)
+# --------------------------------------------------------------------------- decisions
 
 
 @dataclass(frozen=True, slots=True)
 class Continue(Serializable):
-    """Decision: go on with the next provider turn (TP-1). Same as ``{"action": "continue"}``."""
+    """Decision: go on with the next provider turn. Same as ``{"action": "continue"}``."""
 
     action: Literal["continue"] = field(default="continue", init=False)
     """Discriminator, always ``"continue"``."""
@@ -72,7 +72,7 @@ class Continue(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class Stop(Serializable):
-    """Decision: end the run cleanly at this boundary (TP-1, TP-6).
+    """Decision: end the run cleanly at this boundary.
 
     Same as ``{"action": "stop", "reason": ...}``. The run returns ``status="succeeded"`` with
     ``stop_reason="host_policy"`` and ``stop_detail`` = the redacted ``reason``.
@@ -80,7 +80,7 @@ class Stop(Serializable):
 
     reason: str
     """Why the host stopped the run: a non-blank string of at most 256 UTF-8 bytes after
-    redaction (otherwise the run fails with ``ERR_PRISM_TURN_POLICY``, TP-11)."""
+    redaction (otherwise the run fails with ``ERR_PRISM_TURN_POLICY``)."""
     action: Literal["stop"] = field(default="stop", init=False)
     """Discriminator, always ``"stop"``."""
 
@@ -91,7 +91,7 @@ TurnDecision: TypeAlias = Continue | Stop
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnBoundaryContext:
-    """What a stop callback sees at a turn boundary (TP-3). Counters and identity only.
+    """What a stop callback sees at a turn boundary. Counters and identity only.
 
     It never carries prompt text, tool arguments or tool results.
     """
@@ -103,7 +103,7 @@ class TurnBoundaryContext:
     turn: int
     """1-based index of the provider turn this boundary precedes (``turns + 1``)."""
     turns: int
-    """Provider turns completed in this leg (returned ``generate`` calls, TP-5); ``0`` at the first
+    """Provider turns completed in this leg (returned ``generate`` calls); ``0`` at the first
     boundary."""
     tool_calls: int
     """Host tool calls that reached the dispatcher in this leg (approval-gated markers and sticky
@@ -115,18 +115,18 @@ class TurnBoundaryContext:
 
 
 TurnStopCallback: TypeAlias = Callable[[TurnBoundaryContext], Any]
-"""``stop(ctx) -> TurnDecision`` — synchronous; called once per boundary (TP-6)."""
+"""``stop(ctx) -> TurnDecision`` — synchronous; called once per boundary."""
 
 
-# --------------------------------------------------------------------------- the policy (TP-1)
+# --------------------------------------------------------------------------- the policy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnPolicy:
-    """How a host ends a run cleanly at provider-turn boundaries (TP-1).
+    """How a host ends a run cleanly at provider-turn boundaries.
 
     Pass it as ``session.run(..., turn_policy=TurnPolicy(...))``; a mapping with the keys
-    ``max_turns``/``stop`` is accepted too. Checked in preflight (TP-2): ``max_turns`` must be an
+    ``max_turns``/``stop`` is accepted too. Checked in preflight: ``max_turns`` must be an
     ``int`` ≥ 1 that does not exceed the resolved ``limits.max_turns``; ``stop`` must be callable.
 
     Example::
@@ -136,11 +136,9 @@ class TurnPolicy:
 
     max_turns: int | None = None
     """Clean turn cap: at the boundary where ``turns >= max_turns`` the run stops with
-    ``stop_reason="turn_limit"``, ``stop_detail="max_turns"`` (never ``AgentRunLimitError``,
-    TP-12). ``None``: no cap of its own."""
+    ``stop_reason="turn_limit"``, ``stop_detail="max_turns"`` (never ``AgentRunLimitError``). ``None``: no cap of its own."""
     stop: TurnStopCallback | None = None
-    """Synchronous callback consulted once per boundary when the cap did not stop the run
-    (TP-6). ``None``: never consulted."""
+    """Synchronous callback consulted once per boundary when the cap did not stop the run. ``None``: never consulted."""
 
 
 def _fmt_limit(value: Any) -> str:
@@ -150,7 +148,7 @@ def _fmt_limit(value: Any) -> str:
 
 
 def coerce_turn_policy(value: Any) -> TurnPolicy | None:
-    """Convert a ``turn_policy`` option to :class:`TurnPolicy` (RUN-7). No value checks.
+    """Convert a ``turn_policy`` option to :class:`TurnPolicy`. No value checks.
 
     Args:
         value: ``None``, a :class:`TurnPolicy`, or a mapping with the keys ``max_turns``/``stop``.
@@ -173,7 +171,7 @@ def coerce_turn_policy(value: Any) -> TurnPolicy | None:
 
 
 def resolve_turn_policy(value: Any, *, max_turns_limit: float | None = None) -> TurnPolicy | None:
-    """Validate a run's ``turn_policy`` option (RUN-7, TP-2). No side effects.
+    """Validate a run's ``turn_policy`` option. No side effects.
 
     Args:
         value: ``None``, a :class:`TurnPolicy`, or a mapping with the keys ``max_turns``/``stop``
@@ -209,14 +207,14 @@ def resolve_turn_policy(value: Any, *, max_turns_limit: float | None = None) -> 
     return policy
 
 
-# --------------------------------------------------------------------------- evaluation (TP-6)
+# --------------------------------------------------------------------------- evaluation
 
 
 class TurnPolicyStop(Exception):
-    """Internal, sticky control signal: the turn policy stopped the run at a boundary (TP-7).
+    """Internal, sticky control signal: the turn policy stopped the run at a boundary.
 
     Raised from ``ctx.assemble``/``ctx.generate``; the runtime takes the success path with
-    :attr:`stop_reason` and :attr:`stop_detail`. Never surfaced to callers (09-error-codes).
+    :attr:`stop_reason` and :attr:`stop_detail`. Never surfaced to callers.
 
     Attributes:
         stop_reason: ``"host_policy"`` or ``"turn_limit"``.
@@ -241,7 +239,7 @@ def evaluate_turn_policy(
     *,
     redactor: SecretRedactor | None = None,
 ) -> TurnPolicyStop | None:
-    """Evaluate ``policy`` at one boundary (TP-6).
+    """Evaluate ``policy`` at one boundary.
 
     Steps: when ``max_turns`` is set and ``context.turns >= max_turns``, stop with
     ``turn_limit``/``"max_turns"`` without consulting the callback; otherwise call ``stop`` once,
@@ -257,7 +255,7 @@ def evaluate_turn_policy(
         ``None`` to continue, else the :class:`TurnPolicyStop` signal for the runtime to raise.
 
     Raises:
-        TurnPolicyError: ``ERR_PRISM_TURN_POLICY`` (TP-11) — the callback raised (the exception is
+        TurnPolicyError: ``ERR_PRISM_TURN_POLICY`` — the callback raised (the exception is
             ``__cause__``); returned an awaitable (a coroutine is closed unawaited), ``None``,
             another object or a mapping with another ``action``/other keys; or a stop reason that
             is not a ``str``, is blank, or is longer than 256 UTF-8 bytes after redaction.

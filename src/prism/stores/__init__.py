@@ -1,4 +1,4 @@
-"""Durable stores: SQLite (embedded default) and PostgreSQL (many machines) (DB-1..DB-12).
+"""Durable stores: SQLite (embedded default) and PostgreSQL (many machines).
 
 Each store implements :class:`~prism.store.SessionStore`,
 :class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` over one
@@ -41,7 +41,7 @@ def __dir__() -> list[str]:
 
 
 async def open_store(url: str, **options: _typing.Any) -> SqliteStore | PostgresStore:
-    """Open (and migrate) the store a URL names (DB-2).
+    """Open (and migrate) the store a URL names.
 
     ========================================  =================================================
     URL                                       Store
@@ -63,7 +63,7 @@ async def open_store(url: str, **options: _typing.Any) -> SqliteStore | Postgres
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — an unsupported scheme or an empty path.
-        StoreSchemaError: ``ERR_PRISM_STORE_SCHEMA`` — the database's schema is refused (DB-4).
+        StoreSchemaError: ``ERR_PRISM_STORE_SCHEMA`` — the database's schema is refused.
         ImportError: a PostgreSQL URL without the ``postgres`` extra installed.
     """
     if not isinstance(url, str):

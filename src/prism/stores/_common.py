@@ -1,7 +1,7 @@
 """What the SQLite and PostgreSQL stores share: JSON codec, checks, errors and row conversion.
 
-Both stores keep values as the JSON text of the runtime's own ``to_dict()`` (DB-8) and raise the
-same errors, with the same messages, as the memory stores (STORE-3, DUR-3), so the conformance
+Both stores keep values as the JSON text of the runtime's own ``to_dict()`` and raise the
+same errors, with the same messages, as the memory stores, so the conformance
 suite holds for all of them.
 """
 
@@ -97,7 +97,7 @@ def session_infos(rows: Iterable[tuple[str, Any, str, str, str]]) -> list[Sessio
 
 
 def check_append(entry: object, expected_parent_id: str | None, fork: bool) -> None:
-    """The argument checks of ``append`` that precede any I/O (STORE-3).
+    """The argument checks of ``append`` that precede any I/O.
 
     Raises:
         TypeError: ``entry`` is not a :class:`~prism.store.SessionEntry`.
@@ -115,7 +115,7 @@ def append_error(
     expected_parent_id: str | None,
     idempotency_key: str | None,
 ) -> Exception:
-    """The exception for a refused append, worded as the memory store words it (STORE-3).
+    """The exception for a refused append, worded as the memory store words it.
 
     Args:
         outcome: One of :data:`AppendOutcome` other than ``"ok"``.
@@ -152,7 +152,7 @@ def walk_rows(
     leaf_id: str,
     decode: Callable[[Any], SessionEntry],
 ) -> list[SessionEntry]:
-    """Order the ancestor rows of ``leaf_id`` root→leaf and decode them (STORE-5).
+    """Order the ancestor rows of ``leaf_id`` root→leaf and decode them.
 
     Args:
         rows: ``(id, parent_id, body)`` of the leaf and its ancestors, in any order (what the
@@ -222,7 +222,7 @@ def checkpoint_conflict(
     fencing_token: int | None,
     current: tuple[int, int | None] | None,
 ) -> CheckpointConflictError:
-    """The error of a refused compare-and-set, worded as the memory store words it (DB-6).
+    """The error of a refused compare-and-set, worded as the memory store words it.
 
     Args:
         namespace: The checkpoint namespace.

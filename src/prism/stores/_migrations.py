@@ -1,4 +1,4 @@
-"""Versioned, checksummed schema migrations shipped in the package (DB-4).
+"""Versioned, checksummed schema migrations shipped in the package.
 
 Migrations live in ``prism/stores/migrations/<dialect>/NNNN_<name>.sql``. Opening a store reads
 the ``prism_schema_migrations`` table inside one transaction, refuses a database it does not fully
@@ -106,7 +106,7 @@ def load_migrations(dialect: Dialect) -> tuple[Migration, ...]:
 def plan_migrations(
     shipped: Sequence[Migration], recorded: Sequence[tuple[int, str]], *, where: str
 ) -> list[Migration]:
-    """Check the recorded migrations against the shipped ones and return those to apply (DB-4).
+    """Check the recorded migrations against the shipped ones and return those to apply.
 
     Args:
         shipped: :func:`load_migrations` of the store's dialect.

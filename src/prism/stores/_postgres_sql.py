@@ -112,7 +112,7 @@ _WRAP: Final = "$prism_json"
 
 
 def jsonb(value: Any) -> str:
-    """JSON text for a ``jsonb`` column, keeping strings with NUL characters storable (DB-8).
+    """JSON text for a ``jsonb`` column, keeping strings with NUL characters storable.
 
     ``jsonb`` cannot hold ``\\u0000``. A value whose JSON text contains one — or which is itself
     a one-key ``{"$prism_json": …}`` object, so that the mapping stays injective — is stored as

@@ -119,7 +119,7 @@ INSERT_USAGE: Final = (
 
 
 def migrate(conn: sqlite3.Connection, where: str) -> None:
-    """Check the recorded migrations and apply the missing ones in one transaction (DB-4)."""
+    """Check the recorded migrations and apply the missing ones in one transaction."""
     shipped = load_migrations("sqlite")
     exists = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (MIGRATIONS_TABLE,)

@@ -1,4 +1,4 @@
-"""PostgreSQL store: sessions, checkpoints and the run ledger shared by many workers (DB-1..DB-8).
+"""PostgreSQL store: sessions, checkpoints and the run ledger shared by many workers.
 
 :class:`PostgresStore` implements :class:`~prism.store.SessionStore` (with ``read_branch``),
 :class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` with the
@@ -11,15 +11,14 @@ different machines:
 * a session append calls the schema's ``prism_append_entry`` function, which locks the expected
   parent row (``FOR UPDATE``) before checking that it has no child, then inserts with ``ON
   CONFLICT DO NOTHING`` over the unique keys ``(session_id, id)`` and ``(session_id,
-  idempotency_key, expected_parent_id)`` — one round trip (DB-5);
+  idempotency_key, expected_parent_id)`` — one round trip;
 * a checkpoint save is ``INSERT ... ON CONFLICT DO NOTHING`` (first version) or ``UPDATE ... WHERE
-  version = expected AND`` the fencing condition (DB-6): of N workers claiming one run with the
-  same expected version exactly one gets a row back (DB-11);
-* ledger rows are single inserts into four append-only tables (DB-7).
+  version = expected AND`` the fencing condition: of N workers claiming one run with the
+  same expected version exactly one gets a row back;
+* ledger rows are single inserts into four append-only tables.
 
 Tables live in one schema (default ``prism``); migrations are applied on open under a
-transaction-scoped advisory lock, so concurrent openers serialise (DB-4). Values are ``jsonb``
-(DB-8); since ``jsonb`` cannot hold a NUL character, a value containing one is stored wrapped as
+transaction-scoped advisory lock, so concurrent openers serialise. Values are ``jsonb``; since ``jsonb`` cannot hold a NUL character, a value containing one is stored wrapped as
 ``{"$prism_json": "<its JSON text>"}`` and unwrapped on read, so every JSON value round-trips.
 A pool's connections must not cross ``fork()``: open the store in each worker process.
 """
@@ -87,12 +86,12 @@ def _require_psycopg() -> None:
 
 
 class PostgresStore:
-    """Sessions, checkpoints and run records in PostgreSQL, for many workers (DB-1, DB-3).
+    """Sessions, checkpoints and run records in PostgreSQL, for many workers.
 
     Implements :class:`~prism.store.SessionStore` (``append``, ``list``, ``read_branch``),
     :class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
     plus read methods for tooling (``list_sessions``, ``list_runs``, ``list_events``,
-    ``list_tool_calls``, ``list_usage``). Semantics are those of the memory stores (DB-5..DB-8).
+    ``list_tool_calls``, ``list_usage``). Semantics are those of the memory stores.
 
     Create it with :meth:`connect` (the store owns its pool), or over a host pool with
     ``PostgresStore(pool=...)`` (the host opens and closes that pool; its connections may be in
@@ -139,7 +138,7 @@ class PostgresStore:
         max_size: int = 10,
         schema: str = "prism",
     ) -> PostgresStore:
-        """Open a pool on ``conninfo``, migrate the schema and return the store (DB-1).
+        """Open a pool on ``conninfo``, migrate the schema and return the store.
 
         Args:
             conninfo: libpq connection string or ``postgresql://`` URL.
@@ -191,7 +190,7 @@ class PostgresStore:
         """Create the schema and apply missing migrations (once; later calls return at once).
 
         Migrations run in one transaction holding ``pg_advisory_xact_lock`` on a key derived
-        from the schema name, so concurrent openers on any machine apply them once (DB-4).
+        from the schema name, so concurrent openers on any machine apply them once.
 
         Returns:
             The store itself.
@@ -305,7 +304,7 @@ class PostgresStore:
         idempotency_key: str | None = None,
         fork: bool = False,
     ) -> None:
-        """Append ``entry`` atomically in one round trip (STORE-3, DB-5).
+        """Append ``entry`` atomically in one round trip.
 
         Raises:
             TypeError: ``entry`` is not a :class:`~prism.store.SessionEntry`.
@@ -373,7 +372,7 @@ class PostgresStore:
         fencing_token: int | None = None,
         ownership: OwnershipScope | None = None,
     ) -> CheckpointRecord:
-        """Compare-and-set ``(namespace, key)`` in one statement (DUR-3, DB-6).
+        """Compare-and-set ``(namespace, key)`` in one statement.
 
         ``ownership`` is recorded in the row's ``tenant_id``/``account_id``/``user_id``.
 
@@ -437,19 +436,19 @@ class PostgresStore:
     # ----------------------------------------------------------------- RunLedger
 
     async def append_run(self, record: RunRecord, /) -> None:
-        """Append a start or finish run row (REC-1, REC-2, DB-7)."""
+        """Append a start or finish run row."""
         await self._execute(self._sql.insert_run, run_row(record, jsonb))
 
     async def append_event(self, record: AgentEventRecord, /) -> None:
-        """Append an event row; rows keep append (= emission) order (REC-3, REC-4, DB-7)."""
+        """Append an event row; rows keep append (= emission) order."""
         await self._execute(self._sql.insert_event, event_row(record, jsonb))
 
     async def append_tool_call(self, record: ToolCallRecord, /) -> None:
-        """Append a tool-call row (TOOL-8, DB-7)."""
+        """Append a tool-call row."""
         await self._execute(self._sql.insert_tool_call, tool_call_row(record, jsonb))
 
     async def append_usage(self, record: UsageRecord, /) -> None:
-        """Append a usage row (REC-8, DB-7)."""
+        """Append a usage row."""
         await self._execute(self._sql.insert_usage, usage_row(record, jsonb))
 
     async def list_runs(
@@ -465,7 +464,7 @@ class PostgresStore:
     async def list_events(
         self, session_id: str, *, run_id: str | None = None
     ) -> builtins.list[AgentEventRecord]:
-        """Event rows of a session (or of one of its runs) in emission order (REC-4)."""
+        """Event rows of a session (or of one of its runs) in emission order."""
         return await self._list_ledger(
             "prism_run_events", "run_id", session_id, run_id, AgentEventRecord.from_dict
         )
@@ -499,7 +498,7 @@ class PostgresStore:
         return [decode(unwrap(body)) for (body,) in await self._fetch(sql, params)]
 
 
-if TYPE_CHECKING:  # static proof that one object implements the three protocols (DB-1)
+if TYPE_CHECKING:  # static proof that one object implements the three protocols
 
     def _implements(
         s: PostgresStore,

@@ -1,4 +1,4 @@
-"""SQLite store: sessions, checkpoints and the run ledger in one embedded database (DB-1..DB-8).
+"""SQLite store: sessions, checkpoints and the run ledger in one embedded database.
 
 :class:`SqliteStore` implements :class:`~prism.store.SessionStore` (with ``read_branch``),
 :class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` with the
@@ -7,13 +7,13 @@ semantics of the memory stores, over the standard library's :mod:`sqlite3`:
 * WAL journal, ``synchronous=NORMAL`` (a commit survives a process crash; after a power loss the
   last commits may be lost, never half of one), foreign keys on, a busy timeout;
 * every blocking call runs on one dedicated worker thread per store that owns the connection and
-  takes jobs from a queue — never on the event loop (DB-3);
+  takes jobs from a queue — never on the event loop;
 * every write is ONE statement and therefore one transaction (an append's tip check, idempotency
   check and insert are a single ``INSERT ... SELECT ... WHERE``; a checkpoint save is a single
   conditional ``UPDATE`` or ``INSERT OR IGNORE``), so a process killed at any point leaves either
-  the whole write or nothing (DB-10), and concurrent writers in other processes serialise on the
-  database lock (DB-11);
-* the schema comes from the package's checksummed migrations (DB-4).
+  the whole write or nothing, and concurrent writers in other processes serialise on the
+  database lock;
+* the schema comes from the package's checksummed migrations.
 """
 
 from __future__ import annotations
@@ -68,12 +68,12 @@ _T = TypeVar("_T")
 
 
 class SqliteStore:
-    """Sessions, checkpoints and run records in one SQLite database (DB-1, DB-3).
+    """Sessions, checkpoints and run records in one SQLite database.
 
     Implements :class:`~prism.store.SessionStore` (``append``, ``list``, ``read_branch``),
     :class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
     plus read methods for tooling (``list_sessions``, ``list_runs``, ``list_events``,
-    ``list_tool_calls``, ``list_usage``). Semantics are those of the memory stores (DB-5..DB-8).
+    ``list_tool_calls``, ``list_usage``). Semantics are those of the memory stores.
 
     The database is opened, configured and migrated lazily on the first call (or by
     :meth:`open` / ``async with``), on the store's worker thread. Any number of processes may
@@ -127,7 +127,7 @@ class SqliteStore:
 
         Raises:
             StoreSchemaError: ``ERR_PRISM_STORE_SCHEMA`` — the database records a migration
-                that is unknown, newer than this package, or altered (DB-4).
+                that is unknown, newer than this package, or altered.
             sqlite3.Error: the file cannot be opened.
         """
         await self._call(_noop)
@@ -207,7 +207,7 @@ class SqliteStore:
         idempotency_key: str | None = None,
         fork: bool = False,
     ) -> None:
-        """Append ``entry`` atomically (STORE-3, DB-5).
+        """Append ``entry`` atomically.
 
         The existence and tip checks on ``expected_parent_id``, the idempotency check and the
         insert are one ``INSERT ... SELECT ... WHERE`` statement, so of two appends racing for
@@ -303,7 +303,7 @@ class SqliteStore:
         fencing_token: int | None = None,
         ownership: OwnershipScope | None = None,
     ) -> CheckpointRecord:
-        """Compare-and-set ``(namespace, key)`` in one statement (DUR-3, DB-6).
+        """Compare-and-set ``(namespace, key)`` in one statement.
 
         ``expected_version == 0`` is an ``INSERT OR IGNORE`` (fails when the key exists);
         otherwise an ``UPDATE ... WHERE version = expected_version AND`` the fencing condition.
@@ -376,22 +376,22 @@ class SqliteStore:
     # ----------------------------------------------------------------- RunLedger
 
     async def append_run(self, record: RunRecord, /) -> None:
-        """Append a start or finish run row (REC-1, REC-2, DB-7)."""
+        """Append a start or finish run row."""
         params = run_row(record, dumps)
         await self._call(lambda conn: conn.execute(sql.INSERT_RUN, params))
 
     async def append_event(self, record: AgentEventRecord, /) -> None:
-        """Append an event row; rows keep append (= emission) order (REC-3, REC-4, DB-7)."""
+        """Append an event row; rows keep append (= emission) order."""
         params = event_row(record, dumps)
         await self._call(lambda conn: conn.execute(sql.INSERT_EVENT, params))
 
     async def append_tool_call(self, record: ToolCallRecord, /) -> None:
-        """Append a tool-call row (TOOL-8, DB-7)."""
+        """Append a tool-call row."""
         params = tool_call_row(record, dumps)
         await self._call(lambda conn: conn.execute(sql.INSERT_TOOL_CALL, params))
 
     async def append_usage(self, record: UsageRecord, /) -> None:
-        """Append a usage row (REC-8, DB-7)."""
+        """Append a usage row."""
         params = usage_row(record, dumps)
         await self._call(lambda conn: conn.execute(sql.INSERT_USAGE, params))
 
@@ -409,7 +409,7 @@ class SqliteStore:
     async def list_events(
         self, session_id: str, *, run_id: str | None = None
     ) -> builtins.list[AgentEventRecord]:
-        """Event rows of a session (or of one of its runs) in emission order (REC-4)."""
+        """Event rows of a session (or of one of its runs) in emission order."""
         sql, params = _ledger_query("prism_run_events", "run_id", session_id, run_id)
         return await self._call(
             lambda conn: _decode_rows(conn, sql, params, AgentEventRecord.from_dict)
@@ -432,7 +432,7 @@ class SqliteStore:
         return await self._call(lambda conn: _decode_rows(conn, sql, params, UsageRecord.from_dict))
 
 
-if TYPE_CHECKING:  # static proof that one object implements the three protocols (DB-1)
+if TYPE_CHECKING:  # static proof that one object implements the three protocols
 
     def _implements(
         s: SqliteStore,

@@ -69,7 +69,7 @@ async def _read_ledger(
 
 
 async def run_ledger_conformance(ledger: RunLedger) -> None:
-    """Check that ``ledger`` stores every record kind faithfully and in order (REC-1, DB-7).
+    """Check that ``ledger`` stores every record kind faithfully and in order.
 
     Args:
         ledger: A :class:`~prism.ledger.RunLedger` (sync or async methods) that can be read back

@@ -26,12 +26,12 @@ __all__ = [
 ]
 
 ToolAuthority: TypeAlias = Literal["host", "provider-hosted"]
-"""Who executes a tool call; ``None`` on a call means ``"host"`` (CON-6)."""
+"""Who executes a tool call; ``None`` on a call means ``"host"``."""
 
 
 @dataclass(frozen=True, slots=True)
 class TextContent(Serializable):
-    """Plain text part (CON-5)."""
+    """Plain text part."""
 
     text: str
     """The text."""
@@ -40,7 +40,7 @@ class TextContent(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ThinkingContent(Serializable):
-    """Reasoning part (CON-5). ``redacted_data`` holds an opaque block sent back unchanged."""
+    """Reasoning part. ``redacted_data`` holds an opaque block sent back unchanged."""
 
     text: str
     """Readable thinking text (``""`` when ``redacted_data`` is set)."""
@@ -53,7 +53,7 @@ class ThinkingContent(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ImageContent(Serializable):
-    """Image part (CON-5); at least one of ``data``/``url``.
+    """Image part; at least one of ``data``/``url``.
 
     Raises:
         ValueError: neither ``data`` nor ``url`` is given.
@@ -74,7 +74,7 @@ class ImageContent(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ToolCallDeltaContent(Serializable):
-    """Streamed tool-call fragment; only in live ``message_delta`` events, never stored (CON-5)."""
+    """Streamed tool-call fragment; only in live ``message_delta`` events, never stored."""
 
     index: int
     """Position of the call within the response."""
@@ -85,13 +85,13 @@ class ToolCallDeltaContent(Serializable):
     arguments_text: str | None = None
     """Raw JSON argument text fragment."""
     authority: ToolAuthority | None = None
-    """``"provider-hosted"`` for server-executed calls (CON-6)."""
+    """``"provider-hosted"`` for server-executed calls."""
     type: Literal["tool_call_delta"] = field(default="tool_call_delta", init=False)
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCallContent(Serializable):
-    """A complete tool call (CON-5, CON-6)."""
+    """A complete tool call."""
 
     id: str
     """Call id; pairs with ``ToolResultContent.tool_call_id``."""
@@ -108,7 +108,7 @@ class ToolCallContent(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ToolResultContent(Serializable):
-    """The answer to a tool call (CON-5, CON-8)."""
+    """The answer to a tool call."""
 
     tool_call_id: str
     """Id of the answered call."""
@@ -129,7 +129,7 @@ ContentBlock: TypeAlias = Union[  # noqa: UP007 - runtime union used by from_dic
     ToolCallContent,
     ToolResultContent,
 ]
-"""Union of the six content parts, discriminated by ``type`` (CON-5)."""
+"""Union of the six content parts, discriminated by ``type``."""
 
 
 def _text_of(content: Sequence[ContentBlock]) -> str:

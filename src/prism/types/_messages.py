@@ -29,7 +29,7 @@ _ROLES = frozenset(("system", "user", "assistant", "tool"))
 
 @dataclass(frozen=True, slots=True)
 class Message(Serializable):
-    """One transcript message (CON-7).
+    """One transcript message.
 
     A ``str`` content becomes ``(TextContent(text),)``; a list becomes a tuple.
 
@@ -67,37 +67,37 @@ class Message(Serializable):
 
     @property
     def text(self) -> str:
-        """Concatenated text of the ``TextContent`` parts (CON-10)."""
+        """Concatenated text of the ``TextContent`` parts."""
         return _text_of(self.content)
 
 
 def user_message(
     text: str, *, id: str | None = None, metadata: Mapping[str, JsonValue] | None = None
 ) -> Message:
-    """Build a user message with one ``TextContent`` (CON-7)."""
+    """Build a user message with one ``TextContent``."""
     return Message("user", (TextContent(text),), id=id, metadata=metadata)
 
 
 def system_message(
     text: str, *, id: str | None = None, metadata: Mapping[str, JsonValue] | None = None
 ) -> Message:
-    """Build a system message with one ``TextContent`` (CON-7)."""
+    """Build a system message with one ``TextContent``."""
     return Message("system", (TextContent(text),), id=id, metadata=metadata)
 
 
 def assistant_message(
     text: str, *, id: str | None = None, metadata: Mapping[str, JsonValue] | None = None
 ) -> Message:
-    """Build an assistant message with one ``TextContent`` (CON-7)."""
+    """Build an assistant message with one ``TextContent``."""
     return Message("assistant", (TextContent(text),), id=id, metadata=metadata)
 
 
 AgentInput: TypeAlias = Union[str, Message, Sequence[Message]]  # noqa: UP007
-"""Run input: text, one message or a sequence of messages (CON-9)."""
+"""Run input: text, one message or a sequence of messages."""
 
 
 def to_messages(input: AgentInput) -> list[Message]:
-    """Normalise an ``AgentInput`` to a new list of messages (CON-9).
+    """Normalise an ``AgentInput`` to a new list of messages.
 
     Raises:
         TypeError: ``input`` is not a ``str``, ``Message`` or a sequence of ``Message``.
@@ -117,12 +117,12 @@ def to_messages(input: AgentInput) -> list[Message]:
 
 
 def message_text(value: Message | Sequence[ContentBlock]) -> str:
-    """Concatenate, without separator, the ``TextContent`` texts of a message or parts (CON-10)."""
+    """Concatenate, without separator, the ``TextContent`` texts of a message or parts."""
     return _text_of(value.content if isinstance(value, Message) else value)
 
 
 def tool_result_message(result: ToolResult) -> Message:
-    """Build the tool-result message for ``result`` (CON-8).
+    """Build the tool-result message for ``result``.
 
     Returns:
         ``Message(role="tool", content=(ToolResultContent(...), *result.content),

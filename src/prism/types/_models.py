@@ -23,7 +23,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ModelCapabilities(_Options):
-    """What a model supports (CON-13)."""
+    """What a model supports."""
 
     input: tuple[str, ...] = ("text",)
     """Input modalities, e.g. ``("text", "image")``."""
@@ -36,7 +36,7 @@ class ModelCapabilities(_Options):
     streaming: bool = True
     """Supports streaming."""
     structured_output: bool | Literal["json_schema"] = False
-    """Native structured output support (SO-2)."""
+    """Native structured output support."""
 
     if TYPE_CHECKING:
 
@@ -59,7 +59,7 @@ class ModelCapabilities(_Options):
 
 @dataclass(frozen=True, slots=True)
 class ModelLimits(_Options):
-    """Model size limits in tokens (CON-13)."""
+    """Model size limits in tokens."""
 
     context_window: int | None = None
     """Context window in tokens."""
@@ -69,7 +69,7 @@ class ModelLimits(_Options):
 
 @dataclass(frozen=True, slots=True)
 class ModelConfig(_Options):
-    """Which model to call and how (CON-13)."""
+    """Which model to call and how."""
 
     provider: str
     """Provider id used for resolution (e.g. ``"openai"``)."""
@@ -91,7 +91,7 @@ class ModelConfig(_Options):
 
 @dataclass(frozen=True, slots=True)
 class StructuredOutputOptions(_Options):
-    """Native structured output request (CON-14, SO-1)."""
+    """Native structured output request."""
 
     name: str
     """Schema name (1-128 characters once stripped)."""
@@ -103,7 +103,7 @@ class StructuredOutputOptions(_Options):
 
 @dataclass(frozen=True, slots=True)
 class ProviderRequestOptions(_Options):
-    """Per-request provider options (CON-15); merged with ``merge_provider_options``."""
+    """Per-request provider options; merged with ``merge_provider_options``."""
 
     session_id: str | None = None
     """Session id forwarded to the provider (e.g. for caching)."""
@@ -130,7 +130,7 @@ def _merge_maps(
 def merge_provider_options(
     base: ProviderRequestOptions | None, patch: ProviderRequestOptions | None
 ) -> ProviderRequestOptions | None:
-    """Merge two option sets (CON-15).
+    """Merge two option sets.
 
     Non-``None`` fields of ``patch`` win, except ``headers``, ``compat`` and ``extra``, which merge
     key by key with ``patch`` keys winning. ``None`` on either side returns the other side.

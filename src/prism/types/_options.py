@@ -40,7 +40,7 @@ def _unknown_keys_message(cls: type, keys: Sequence[str]) -> str:
 
 
 class _Options(Serializable):
-    """Options objects: unknown keys raise ``PrismConfigError`` (ARCH-9) and mappings coerce."""
+    """Options objects: unknown keys raise ``PrismConfigError`` and mappings coerce."""
 
     __slots__ = ()
 
@@ -50,7 +50,7 @@ class _Options(Serializable):
 
     @classmethod
     def coerce(cls, value: Self | Mapping[str, Any]) -> Self:
-        """Return ``value`` itself, or the instance built from a snake_case mapping (ARCH-9).
+        """Return ``value`` itself, or the instance built from a snake_case mapping.
 
         Raises:
             PrismConfigError: ``value`` is neither, has unknown keys, or has invalid values.

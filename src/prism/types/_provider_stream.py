@@ -44,12 +44,12 @@ ProviderStopReason: TypeAlias = Literal[
     "pause_turn",
     "other",
 ]
-"""Why the provider stopped (CON-17)."""
+"""Why the provider stopped."""
 
 
 @dataclass(frozen=True, slots=True)
 class ProviderMessageStart(Serializable):
-    """The provider opened an assistant message (CON-17)."""
+    """The provider opened an assistant message."""
 
     message_id: str | None = None
     """Provider message id."""
@@ -58,7 +58,7 @@ class ProviderMessageStart(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ProviderContentDelta(Serializable):
-    """A text, thinking or image fragment (CON-17)."""
+    """A text, thinking or image fragment."""
 
     content: TextContent | ThinkingContent | ImageContent
     """The fragment."""
@@ -67,7 +67,7 @@ class ProviderContentDelta(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ProviderToolCallDelta(Serializable):
-    """A tool-call fragment (CON-17); reconstructed into ``ProviderToolCall`` (PROV-6)."""
+    """A tool-call fragment; reconstructed into ``ProviderToolCall``."""
 
     index: int
     """Position of the call within the response."""
@@ -84,7 +84,7 @@ class ProviderToolCallDelta(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ProviderToolCall(Serializable):
-    """A completed tool call (CON-17)."""
+    """A completed tool call."""
 
     call: ToolCallContent
     """The call."""
@@ -93,7 +93,7 @@ class ProviderToolCall(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ProviderUsage(Serializable):
-    """A usage report (CON-17)."""
+    """A usage report."""
 
     usage: Usage
     """Usage so far for this attempt."""
@@ -102,7 +102,7 @@ class ProviderUsage(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ProviderDone(Serializable):
-    """End of a successful stream (CON-17)."""
+    """End of a successful stream."""
 
     usage: Usage | None = None
     """Final usage; wins over earlier ``usage`` events."""
@@ -113,10 +113,10 @@ class ProviderDone(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ProviderErrorEvent(Serializable):
-    """A failed stream (CON-17)."""
+    """A failed stream."""
 
     error: ErrorInfo
-    """The failure; ``code`` drives retry (RETRY-5)."""
+    """The failure; ``code`` drives retry."""
     type: Literal["error"] = field(default="error", init=False)
 
 
@@ -129,7 +129,7 @@ ProviderEvent: TypeAlias = Union[  # noqa: UP007
     ProviderDone,
     ProviderErrorEvent,
 ]
-"""Union of the seven provider stream events (CON-17)."""
+"""Union of the seven provider stream events."""
 
 _PROVIDER_EVENT_TYPES: Mapping[str, type[Serializable]] = MappingProxyType({
     "message_start": ProviderMessageStart,
@@ -143,7 +143,7 @@ _PROVIDER_EVENT_TYPES: Mapping[str, type[Serializable]] = MappingProxyType({
 
 
 def provider_event_from_dict(data: Mapping[str, Any]) -> ProviderEvent:
-    """Rebuild a provider event from its ``to_dict()`` form (CON-3).
+    """Rebuild a provider event from its ``to_dict()`` form.
 
     Raises:
         ValueError: unknown or missing ``type``, or unknown keys.
@@ -157,7 +157,7 @@ def provider_event_from_dict(data: Mapping[str, Any]) -> ProviderEvent:
 
 @dataclass(frozen=True, slots=True)
 class ProviderTurnResult(Serializable):
-    """The outcome of one provider attempt (CON-18)."""
+    """The outcome of one provider attempt."""
 
     content: tuple[ContentBlock, ...] = ()
     """Assistant content in stream order; coalesced text/thinking; never tool-call deltas."""
@@ -192,5 +192,5 @@ class ProviderTurnResult(Serializable):
 
     @property
     def text(self) -> str:
-        """Text of the ``TextContent`` parts (CON-10)."""
+        """Text of the ``TextContent`` parts."""
         return _text_of(self.content)

@@ -21,7 +21,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ContextBlock(Serializable):
-    """Extra context given to a request (CON-34)."""
+    """Extra context given to a request."""
 
     content: str | tuple[ContentBlock, ...]
     """Text, or content parts."""
@@ -58,7 +58,7 @@ class ContextBlock(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ProviderRequest(Serializable):
-    """One provider call (CON-16). Derive modified requests with ``dataclasses.replace``.
+    """One provider call. Derive modified requests with ``dataclasses.replace``.
 
     ``to_dict()`` leaves out ``signal`` and each tool's ``execute``.
     """

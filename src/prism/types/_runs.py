@@ -24,7 +24,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class AgentRunRef(Serializable):
-    """Reference to a run (CON-35)."""
+    """Reference to a run."""
 
     run_id: str
     """Run id."""
@@ -34,7 +34,7 @@ class AgentRunRef(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class OwnershipScope(_Options):
-    """Tenant/account/user a run belongs to (CON-35)."""
+    """Tenant/account/user a run belongs to."""
 
     tenant_id: str | None = None
     """Tenant id."""
@@ -45,16 +45,16 @@ class OwnershipScope(_Options):
 
 
 RunStatus: TypeAlias = Literal["succeeded", "failed", "aborted", "suspended", "denied"]
-"""Terminal status of a run leg (CON-30)."""
+"""Terminal status of a run leg."""
 RunStopReason: TypeAlias = Literal["turn_limit", "host_policy", "token_limit", "refusal"]
-"""Why a succeeded run stopped early (CON-30)."""
+"""Why a succeeded run stopped early."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunResult(Serializable):
-    """Result of one run leg (CON-30).
+    """Result of one run leg.
 
-    ``to_dict()`` passes ``artifact`` through unchanged (the host's ``T``, CON-25); ``run_state``
+    ``to_dict()`` passes ``artifact`` through unchanged (the host's ``T``); ``run_state``
     and ``interruption`` are serialised through their ``to_dict()`` when they have one.
     """
 
@@ -113,7 +113,7 @@ class RunResult(Serializable):
             object.__setattr__(self, "messages", tuple(self.messages))
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the dict form (CON-3), with ``artifact`` passed through unchanged."""
+        """Return the dict form, with ``artifact`` passed through unchanged."""
         out = Serializable.to_dict(self)
         if self.artifact is not None:
             out["artifact"] = self.artifact
@@ -129,6 +129,6 @@ class RunResult(Serializable):
 
     @property
     def text(self) -> str:
-        """Text (CON-10) of ``message``, or ``""``."""
+        """Text of ``message``, or ``""``."""
         msg = self.message
         return "" if msg is None else _text_of(msg.content)

@@ -22,7 +22,7 @@ __all__ = [
 
 
 class ProgressCallback(Protocol):
-    """``await progress(value, metadata=None)`` (CON-20)."""
+    """``await progress(value, metadata=None)``."""
 
     def __call__(
         self, value: JsonValue, metadata: Mapping[str, Any] | None = None, /
@@ -38,7 +38,7 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True)
 class ToolDefinition(Serializable):
-    """A host tool (CON-19). ``to_dict()`` omits ``execute``; there is no round trip."""
+    """A host tool. ``to_dict()`` omits ``execute``; there is no round trip."""
 
     name: str
     """Unique tool name."""
@@ -48,7 +48,7 @@ class ToolDefinition(Serializable):
     description: str | None = None
     """Description shown to the model."""
     parameters: dict[str, JsonValue] | None = None
-    """JSON Schema of the argument object (validated by default, TOOL-6)."""
+    """JSON Schema of the argument object (validated by default)."""
     exclusive: bool = False
     """Forces sequential dispatch of any round containing this tool."""
     metadata: Mapping[str, Any] | None = None
@@ -57,7 +57,7 @@ class ToolDefinition(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ToolExecutionContext(Serializable):
-    """What a tool's ``execute`` receives besides its arguments (CON-20)."""
+    """What a tool's ``execute`` receives besides its arguments."""
 
     session_id: str
     """Session id."""
@@ -66,7 +66,7 @@ class ToolExecutionContext(Serializable):
     tool_call_id: str
     """The call being executed."""
     signal: AbortSignal = field(metadata={"serialize": False})
-    """Aborted when the run aborts (TOOL-10)."""
+    """Aborted when the run aborts."""
     metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     """Merged run metadata (read-only)."""
     progress: ProgressCallback = field(default=_no_progress, metadata={"serialize": False})
@@ -75,7 +75,7 @@ class ToolExecutionContext(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ToolResult(Serializable):
-    """Outcome of one tool call (CON-21); an *error result* when ``error`` is set."""
+    """Outcome of one tool call; an *error result* when ``error`` is set."""
 
     tool_call_id: str
     """Id of the answered call (replaced by the runtime with the call's id)."""

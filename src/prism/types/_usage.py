@@ -23,7 +23,7 @@ _TOKEN_FIELDS = (
 
 @dataclass(frozen=True, slots=True)
 class Usage(Serializable):
-    """Token and cost usage of a provider turn or aggregate (CON-11).
+    """Token and cost usage of a provider turn or aggregate.
 
     Raises:
         TypeError: a token count is not a non-negative ``int`` (``bool`` rejected), or ``cost`` is

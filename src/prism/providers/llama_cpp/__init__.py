@@ -8,7 +8,7 @@ server, the way SQLite is an embedded database::
     provider = create_local_provider(model_path="qwen2.5-0.5b-instruct-q4_k_m.gguf")
     agent = create_agent(model=default_model_config(), provider=provider, tools=[...])
 
-The provider follows the provider protocol (PROV-1, PROV-2): it streams text deltas as llama.cpp
+The provider follows the provider protocol: it streams text deltas as llama.cpp
 produces them, reports tool calls made through the ``chatml-function-calling`` chat format, the
 token usage it counted, and a normalised stop reason.
 

@@ -33,12 +33,12 @@ _STOP_REASONS: Final[Mapping[str, ProviderStopReason]] = {
 
 
 class ChunkMapper:
-    """Turns llama-cpp-python chat chunks/responses into provider events (PROV-2, OAI-5/6).
+    """Turns llama-cpp-python chat chunks/responses into provider events (OAI-5/6).
 
     One mapper serves one request. Streamed tool-call fragments become ``tool_call_delta`` events
     keyed by index; at the end every accumulated call is also emitted as a final ``tool_call``
-    (same id), so the runtime does not reconstruct it twice (PROV-5). A call without an id gets
-    ``call_<32 hex>`` (OAI-6). A stream without a finish reason ends with an
+    (same id), so the runtime does not reconstruct it twice. A call without an id gets
+    ``call_<32 hex>``. A stream without a finish reason ends with an
     ``incomplete_stream`` error, a call without a name with ``incomplete_delta``.
     """
 
@@ -127,7 +127,7 @@ class ChunkMapper:
         return out
 
     def finish(self, usage: Usage | None) -> list[ProviderEvent]:
-        """Final ``tool_call`` events then ``done`` (OAI-6), or ``error`` when incomplete."""
+        """Final ``tool_call`` events then ``done``, or ``error`` when incomplete."""
         out: list[ProviderEvent] = []
         if self.finish_reason is None:
             out.append(

@@ -2,13 +2,13 @@
 
 llama.cpp is synchronous, so every request runs in a worker thread that hands chunks to the event
 loop; the loop is never blocked. An abort of ``request.signal`` stops generation at the next token
-and the stream raises the signal's abort error (PROV-4). Requests to one provider object are
+and the stream raises the signal's abort error. Requests to one provider object are
 served one at a time (one model context).
 
-Error codes of the ``error`` events (PROV-3): ``invalid_request`` (request cannot be served:
+Error codes of the ``error`` events: ``invalid_request`` (request cannot be served:
 unsupported parameter, image input, unknown forced tool, prompt larger than the context window),
 ``model_load_failed`` (the GGUF file could not be loaded), ``local_model_error`` (anything else
-llama.cpp raised). None of them is retried (RETRY-5).
+llama.cpp raised). None of them is retried.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class LocalChatModel(Protocol):
         ...
 
 class LlamaCppProvider:
-    """In-process llama.cpp provider (PROV-1); build it with :func:`create_local_provider`.
+    """In-process llama.cpp provider; build it with :func:`create_local_provider`.
 
     The model is loaded on the first request (or by :meth:`load`), in the worker thread.
     """
@@ -219,7 +219,7 @@ class LlamaCppProvider:
     # ------------------------------------------------------------------ protocol
 
     async def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        """Stream one attempt for ``request`` (PROV-1, PROV-2, PROV-4).
+        """Stream one attempt for ``request``.
 
         Args:
             request: The provider request. ``request.signal`` aborts generation at the next token.
@@ -230,7 +230,7 @@ class LlamaCppProvider:
             ``error`` event (codes in the module docstring).
 
         Raises:
-            BaseException: the abort reason of ``request.signal`` when it aborts (PROV-4).
+            BaseException: the abort reason of ``request.signal`` when it aborts.
         """
         signal = request.signal
         if signal is not None:

@@ -28,7 +28,7 @@ _SERVER_DEFAULTS: Final = {
 
 
 def llama_server_transform_body(body: dict[str, Any], request: ProviderRequest) -> dict[str, Any]:
-    """``transform_body`` for llama-cpp-python's OpenAI-compatible server (OAI-3).
+    """``transform_body`` for llama-cpp-python's OpenAI-compatible server.
 
     That server validates messages with pydantic and answers 500 to an assistant tool-call message
     whose ``content`` is ``null`` (which OAI-4 sends when there is no text); ``""`` is accepted.
