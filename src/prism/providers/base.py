@@ -8,7 +8,6 @@ wire formats.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import math
 import time
@@ -594,6 +593,9 @@ def _retry_after_ms(value: str | None, *, now: float | None = None) -> float | N
     try:
         seconds = float(value)
     except ValueError:
+        # an HTTP date: rare, so the email package (about 6 ms to import) loads only here
+        import email.utils
+
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):
