@@ -593,9 +593,7 @@ def _retry_after_ms(value: str | None, *, now: float | None = None) -> float | N
     try:
         seconds = float(value)
     except ValueError:
-        # an HTTP date: rare, so the email package (about 6 ms to import) loads only here
-        import email.utils
-
+        import email.utils  # an HTTP date: rare, so the email package loads only here
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):
