@@ -317,3 +317,32 @@ async def test_session_run_through_the_in_process_provider() -> None:
     assert (result.usage.input_tokens or 0) > 0 and (result.usage.output_tokens or 0) > 0
     finished = [e for e in events if e.type == "provider_turn_finished"]
     assert all(e.usage is not None for e in finished)
+
+
+def test_the_prism_command_against_the_server(llama_server: str, tmp_path: Any) -> None:
+    """``prism run`` with an ``openai-compatible`` model: the endpoint check passes, the tool
+    round and the text turn go through the provider's defaults (no body transform)."""
+    import io
+    import json
+
+    from prism.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        [
+            "run", "What is 2 plus 3?",
+            "--model", f"openai-compatible:smollm2-135m-instruct@{llama_server}",
+            "--tool", "calculator", "--tool-choice", "required", "--tool-rounds", "1",
+            "--max-tokens", str(MAX_TOKENS), "--temperature", "0",
+            "--store", f"sqlite:///{tmp_path / 'sessions.db'}", "--json",
+        ],
+        out=out,
+        err=err,
+        stdin=io.StringIO(),
+    )
+    assert code == 0, err.getvalue()
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    summary = events[-1]
+    assert summary["type"] == "run_result" and summary["status"] == "succeeded"
+    assert [e["type"] for e in events].count("tool_execution_finished") == 1
+    assert summary["turns"] == 2

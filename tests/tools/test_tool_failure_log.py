@@ -117,7 +117,7 @@ def test_a_long_traceback_keeps_its_end() -> None:
     try:
         raise RuntimeError("x" * (MAX_LOGGED_TRACEBACK_CHARS * 2) + " END")
     except RuntimeError as exc:
-        text = format_tool_traceback(exc, ())
+        text = format_tool_traceback(exc, lambda text: text)
     assert text.startswith("[") and "characters cut]" in text.splitlines()[0]
     assert text.endswith(" END")
     assert len(text) <= MAX_LOGGED_TRACEBACK_CHARS + 40

@@ -26,7 +26,7 @@ from prism.errors import (
 from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
 from prism.limits import RunLimitTracker
 from prism.middleware import MiddlewareRegistry
-from prism.redaction import SecretRedactor
+from prism.redaction import SecretRedactor, redact_value
 from prism.tools.abort_grace import ToolInterrupted, await_with_grace
 from prism.tools.execution import PARALLEL_ROUND, run_execute
 from prism.tools.failure_log import log_tool_exception
@@ -225,12 +225,13 @@ async def dispatch_tool_call(
     except (Exception, asyncio.CancelledError) as exc:
         if not _propagates(exc):
             # the model sees only the message; the developer gets the traceback in the log
+            hidden = report.secrets + (redactor.secrets if redactor is not None else ())
             log_tool_exception(
                 exc,
                 tool_name=name,
                 tool_call_id=call.id,
                 run_id=context.run_id,
-                secrets=report.secrets + (redactor.secrets if redactor is not None else ()),
+                redact=lambda text: redact_value(text, hidden),
             )
             return await report.failed(report.error_info(exc))
         await _report_propagating(report, exc)

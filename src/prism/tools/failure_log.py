@@ -7,7 +7,8 @@ dispatcher also logs it on the logger ``prism.tools`` at level ``ERROR``:
 * the traceback is formatted to text here (``traceback.format_exception``, chained causes
   included) and the log record carries only that text — no ``exc_info``, so no handler keeps the
   exception and its live frames (and the tool's local variables) alive;
-* every secret of the run's redactor is replaced by ``[REDACTED]`` before the record is made;
+* the text goes through the run's redaction (every secret replaced by ``[REDACTED]``) before the
+  record is made;
 * a traceback longer than :data:`MAX_LOGGED_TRACEBACK_CHARS` keeps its end (where the exception
   was raised) and says how much was cut.
 """
@@ -16,10 +17,8 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import Final
-
-from prism.redaction import redact_value
 
 __all__ = ["LOGGER", "MAX_LOGGED_TRACEBACK_CHARS", "format_tool_traceback", "log_tool_exception"]
 
@@ -30,19 +29,18 @@ MAX_LOGGED_TRACEBACK_CHARS: Final = 16_000
 """Most characters of a traceback written to the log (the end is kept)."""
 
 
-def format_tool_traceback(exc: BaseException, secrets: Iterable[str]) -> str:
-    """The traceback of ``exc`` as text, secrets replaced by ``[REDACTED]``, bounded.
+def format_tool_traceback(exc: BaseException, redact: Callable[[str], str]) -> str:
+    """The traceback of ``exc`` as text, redacted, bounded.
 
     Args:
         exc: The exception a tool raised.
-        secrets: Strings to remove (the run's redactor secrets); empty strings are ignored.
+        redact: Removes secrets from text (the run's redaction).
 
     Returns:
         The formatted traceback (chained causes included), at most
         :data:`MAX_LOGGED_TRACEBACK_CHARS` characters plus a one-line note when it was cut.
     """
-    text = "".join(traceback.format_exception(exc)).rstrip("\n")
-    text = redact_value(text, tuple(s for s in secrets if s))
+    text = redact("".join(traceback.format_exception(exc)).rstrip("\n"))
     if len(text) > MAX_LOGGED_TRACEBACK_CHARS:
         cut = len(text) - MAX_LOGGED_TRACEBACK_CHARS
         text = f"[{cut} characters cut]\n" + text[cut:]
@@ -55,7 +53,7 @@ def log_tool_exception(
     tool_name: str,
     tool_call_id: str,
     run_id: str,
-    secrets: Iterable[str],
+    redact: Callable[[str], str],
 ) -> None:
     """Log that tool ``tool_name`` raised ``exc`` (level ``ERROR`` on ``prism.tools``).
 
@@ -67,7 +65,7 @@ def log_tool_exception(
         tool_name: The tool's name.
         tool_call_id: The call's id.
         run_id: The run's id.
-        secrets: Strings to redact from the traceback.
+        redact: Removes secrets from the traceback text.
     """
     if not LOGGER.isEnabledFor(logging.ERROR):
         return
@@ -77,5 +75,5 @@ def log_tool_exception(
         type(exc).__name__,
         tool_call_id,
         run_id,
-        format_tool_traceback(exc, secrets),
+        format_tool_traceback(exc, redact),
     )
