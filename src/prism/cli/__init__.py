@@ -11,9 +11,13 @@
     prism run --session SESSION_ID "and in Celsius?"            # continue a conversation
     prism run --max-turns 2 "Investigate"                       # stop cleanly after 2 turns
     prism run --approve-tools --tool clock "What time is it?"   # ask before each tool call
+    prism run --tool mytools:add "What is 2+3?"                 # your own tool (./mytools.py)
     prism resume RUN_ID [--approve | --deny]                    # continue a stopped run
     prism sessions list
     prism sessions show SESSION_ID
+
+``--tool`` takes a built-in tool name or ``MODULE:ATTR``, the import path of the host's own tool
+(a ``@prism.tool`` object or a plain function; ``prism.cli._host_tools``).
 
 ``prism run`` streams the assistant text as it arrives, shows each tool call and its result, a live
 status line (turn, tokens, elapsed time) on terminals, and a usage summary at the end (completed
@@ -29,7 +33,9 @@ and are redacted from everything the command prints.
 
 Sessions live in a store (10-stores): ``--store URL`` (``sqlite:///file.db``,
 ``sqlite:////abs/file.db``, ``postgresql://…``), else ``$PRISM_STORE``, else the SQLite file
-``$XDG_DATA_HOME/prism/sessions.db`` (``~/.local/share/prism/sessions.db``). Every run is durable
+``$XDG_DATA_HOME/prism/sessions.db`` (``~/.local/share/prism/sessions.db``); only that default
+location's folder is created, the folder of a store named explicitly must exist. A model server
+that cannot be reached is reported before anything is stored. Every run is durable
 with every-turn checkpoints, so ``prism resume RUN_ID`` continues a run stopped by ``--max-turns``,
 one waiting for a tool approval (``--approve-tools``), or one whose process ended mid-run. Read-only
 commands (``sessions list/show``) never create a store.
