@@ -17,11 +17,13 @@ Modules:
     abort_grace: how long a tool may run on after its run was aborted.
     results: converting what a tool returned into JSON data.
     decorator: ``@tool``, a typed function as a ``ToolDefinition``.
+    function_tool: ``FunctionTool``, what ``@tool`` returns: a tool definition that is still the function.
     _fast_schema, _identity_cache, _pool: speed measures (see their docstrings).
 """
 
 from prism.tools import _fast_schema, execution, schema
 from prism.tools.decorator import tool as tool
+from prism.tools.function_tool import FunctionTool as FunctionTool
 from prism.tools.dispatch import BeforeExecute as BeforeExecute
 from prism.tools.dispatch import dispatch_tool_call as dispatch_tool_call
 from prism.tools.execution import parallel_tool_round as parallel_tool_round
@@ -69,4 +71,5 @@ __all__ = [
     "parallel_tool_round",
     "resolve_tool_validator",
     "tool",
+    "FunctionTool",
 ]
