@@ -23,7 +23,6 @@ Modules:
 
 from prism.tools import _fast_schema, execution, schema
 from prism.tools.decorator import tool as tool
-from prism.tools.function_tool import FunctionTool as FunctionTool
 from prism.tools.dispatch import BeforeExecute as BeforeExecute
 from prism.tools.dispatch import dispatch_tool_call as dispatch_tool_call
 from prism.tools.execution import parallel_tool_round as parallel_tool_round
@@ -31,6 +30,7 @@ from prism.tools.filters import ToolFilter as ToolFilter
 from prism.tools.filters import filter_tools as filter_tools
 from prism.tools.filters import is_tool_allowed as is_tool_allowed
 from prism.tools.filters import normalize_tool_filters as normalize_tool_filters
+from prism.tools.function_tool import FunctionTool as FunctionTool
 from prism.tools.permission import PermissionPolicy as PermissionPolicy
 from prism.tools.permission import PermissionRequest as PermissionRequest
 from prism.tools.registry import ToolRegistry as ToolRegistry
