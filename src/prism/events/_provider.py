@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from prism._serde import Serializable
-from prism.types import ContentBlock, ErrorInfo, Message, ModelConfig, Usage
+from prism.types import ContentBlock, ErrorInfo, Message, ModelConfig, ProviderStopReason, Usage
 
 __all__ = [
     "MessageDeltaEvent",
@@ -66,6 +66,8 @@ class ProviderTurnFinishedEvent(Serializable):
     """Usage of the attempt."""
     error: ErrorInfo | None = None
     """Failure of the attempt, if any."""
+    stop_reason: ProviderStopReason | None = None
+    """Why the provider stopped, when the attempt succeeded and the provider said."""
     type: Literal["provider_turn_finished"] = field(default="provider_turn_finished", init=False)
 
 

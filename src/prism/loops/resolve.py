@@ -19,7 +19,7 @@ from prism.loops.contracts import (
 )
 from prism.loops.single_shot import single_shot_loop
 
-__all__ = ["resolve_loop", "resolve_tool_concurrency"]
+__all__ = ["loop_name", "resolve_loop", "resolve_tool_concurrency"]
 
 
 def _effective(run_loop: object, config_loop: object) -> object:
@@ -80,6 +80,19 @@ def resolve_loop(run_loop: object, config_loop: object) -> AgentLoopStrategy:
         f"with a 'strategy' key, or an object with a str 'name' and a callable 'run'; got "
         f"{type(loop).__name__}"
     )
+
+
+def loop_name(run_loop: object, config_loop: object) -> str:
+    """The ``name`` of the loop :func:`resolve_loop` gives for the same arguments, without building
+    it: ``"single-shot"`` for ``None``, the options' ``strategy``, a strategy's ``name``, else the
+    type name of the value. Never raises."""
+    loop = _effective(run_loop, config_loop)
+    if loop is None:
+        return "single-shot"
+    named = loop.get("strategy") if isinstance(loop, Mapping) else getattr(loop, "strategy", None)
+    if not isinstance(named, str):
+        named = getattr(loop, "name", None)
+    return named if isinstance(named, str) else type(loop).__name__
 
 
 def resolve_tool_concurrency(run_loop: object, config_loop: object) -> int:

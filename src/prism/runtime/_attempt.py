@@ -314,6 +314,7 @@ class AttemptState:
                 ),
                 usage=self.usage,
                 error=error,
+                stop_reason=self.stop_reason if error is None else None,
             )
         )
 

@@ -108,11 +108,13 @@ class DurableDriver:
         return self.run.state
 
     def _frame(self) -> dict[str, Any]:
-        tracker = self.ctx.tracker
+        ctx = self.ctx
+        tracker = ctx.tracker
         return {
-            "leaf_id": self.ctx.state.leaf_id,
+            "leaf_id": ctx.state.leaf_id,
             "counters": tracker.export_counters(),
             "deadline_at": tracker.deadline_at,
+            "trace": None if ctx.trace is None else ctx.trace.link(),
         }
 
     def _snapshot(self) -> dict[str, Any] | None:

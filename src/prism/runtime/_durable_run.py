@@ -250,6 +250,7 @@ class DurableRun:
         input: Sequence[Message] | None = None,
         pending_calls: Sequence[Mapping[str, Any]] = (),
         keep_sticky: bool = True,
+        trace: str | None = None,
     ) -> AgentRunState:
         """Build, redact, check and compare-and-set the envelope.
 
@@ -279,6 +280,8 @@ class DurableRun:
             parts["deadline_at"] = deadline_at
         if loop_state is not None:
             parts["loop_state"] = loop_state
+        if trace is not None:
+            parts["trace"] = trace
         redactor = self.redactor
         if redactor is not None:
             parts = redactor.redact(parts)

@@ -1,4 +1,5 @@
-"""Run-ctx setup: the provider, the request assembler, the provider attempts, auto-compaction.
+"""Run-ctx setup: the provider, the trace, the request assembler, the provider attempts,
+auto-compaction.
 
 The ctx (:mod:`prism.runtime.ctx`) calls these while it sets a run up; each
 fills in part of the :class:`~prism.runtime.context.RunContext` the loop will receive.
@@ -14,8 +15,10 @@ from prism.assembly import RequestAssembler, Skill
 from prism.errors import ProviderResolutionError
 from prism.events import CompactionFinishedEvent, CompactionStartedEvent
 from prism.limits import sets_finite_output_budget
+from prism.loops.resolve import loop_name
 from prism.providers.base import AIProvider
 from prism.retry import RetryPayload
+from prism.runtime._durable_run import ResumePoint
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.context import RunContext
 from prism.store import (
@@ -27,9 +30,10 @@ from prism.store import (
     read_branch,
 )
 from prism.tools import filter_tools
+from prism.tracing import TracedRun, resolve_tracer
 from prism.types import Message, ProviderRequestOptions, Usage
 
-__all__ = ["auto_compact", "resolve_provider", "setup_assembly", "setup_attempts"]
+__all__ = ["auto_compact", "resolve_provider", "setup_assembly", "setup_attempts", "start_trace"]
 
 
 async def resolve_provider(ctx: RunContext) -> AIProvider:
@@ -50,6 +54,34 @@ async def resolve_provider(ctx: RunContext) -> AIProvider:
             result: AIProvider = provider
             return result
     raise ProviderResolutionError(f"Unknown provider: {model.provider}")
+
+
+def start_trace(
+    ctx: RunContext,
+    provider: AIProvider,
+    resume: ResumePoint | None,
+) -> None:
+    """The leg's trace, when the agent (or the default) has a tracer; else nothing.
+
+    A resumed leg's trace is told the checkpoint version and the link its writer stored."""
+    config = ctx.config
+    tracer = resolve_tracer(config.tracing)
+    if tracer is None:
+        return
+    link = None if resume is None else resume.envelope.get("trace")
+    ctx.trace = tracer.start_run(
+        TracedRun(
+            session_id=ctx.session_id,
+            run_id=ctx.run_id,
+            agent_id=config.id,
+            agent_name=config.name,
+            model=ctx.plan.model,
+            provider_id=str(getattr(provider, "id", "") or ""),
+            loop=loop_name(ctx.plan.loop, config.loop),
+            resumed_version=None if resume is None else resume.version,
+            resumed_link=link if isinstance(link, str) else None,
+        )
+    )
 
 
 def setup_assembly(

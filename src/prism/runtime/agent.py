@@ -34,6 +34,7 @@ from prism.tools import (
     create_tool_registry,
     normalize_tool_filters,
 )
+from prism.tracing import TracingOption
 from prism.types import ModelConfig, OwnershipScope, ProviderRequestOptions, ToolDefinition
 
 if TYPE_CHECKING:
@@ -250,6 +251,7 @@ def create_agent(
     ownership: OwnershipScope | Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
     tool_abort_grace_ms: float = 5000,
+    tracing: TracingOption = None,
 ) -> Agent:
     """Validate and freeze an agent's configuration. Performs no I/O.
 
@@ -283,6 +285,9 @@ def create_agent(
         ownership: ``OwnershipScope`` or a mapping (copied into records).
         idempotency_key: Key for store appends.
         tool_abort_grace_ms: Grace for running tools after an abort, in ms (finite, ≥ 0).
+        tracing: A tracer (e.g. ``prism.otel.OpenTelemetryTracing()``) tracing every run,
+            ``False`` for none, or ``None`` for the default tracer set with
+            ``prism.tracing.set_default_tracer`` (none unless set).
 
     Returns:
         The :class:`Agent`.
@@ -294,7 +299,8 @@ def create_agent(
             a tool name not matching ``^[a-zA-Z0-9_-]{1,64}$`` or a tool ``parameters`` that is
             not a valid JSON Schema (``check_schema``; checked once per ``ToolDefinition``);
             an invalid ``tool_filter``; ``tool_validator`` not ``None``/``False``/callable;
-            ``tool_abort_grace_ms`` not a finite number ≥ 0 (``bool`` rejected).
+            ``tool_abort_grace_ms`` not a finite number ≥ 0 (``bool`` rejected); a
+            ``tracing`` that is not ``None``, ``False`` or an object with ``start_run``.
     """
     model_config = _model(model)
     agent_limits = coerce_run_limits(limits)
@@ -310,6 +316,10 @@ def create_agent(
         raise PrismConfigError("middleware must be a MiddlewareRegistry")
     if redactor is not None and not callable(getattr(redactor, "redact", None)):
         raise PrismConfigError("redactor must have a callable redact(value)")
+    if tracing is not None and tracing is not False and not callable(
+        getattr(tracing, "start_run", None)
+    ):
+        raise PrismConfigError("tracing must be None, False or a tracer with start_run(run)")
     policies = _tuple(provider_request_policies, "provider_request_policies")
     for policy in policies:
         if not callable(policy):
@@ -346,6 +356,7 @@ def create_agent(
         ownership=None if ownership is None else OwnershipScope.coerce(ownership),
         idempotency_key=idempotency_key,
         tool_abort_grace_ms=_check_grace(tool_abort_grace_ms),
+        tracing=tracing,
     )
     return Agent(config)
 

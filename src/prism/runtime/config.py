@@ -23,6 +23,7 @@ from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions
 from prism.store import CompactionOptions, SessionStore
 from prism.tools import PermissionPolicy, ToolFilter, ToolRegistry, ToolValidator
+from prism.tracing import TracingOption
 from prism.types import ModelConfig, OwnershipScope, ProviderRequestOptions
 
 if TYPE_CHECKING:
@@ -103,6 +104,9 @@ class AgentConfig:
     """Idempotency key passed to every store append."""
     tool_abort_grace_ms: float = 5000
     """Milliseconds a running tool may continue after an abort."""
+    tracing: TracingOption = None
+    """The tracer of the agent's runs; ``None``: the default tracer (``prism.tracing``), if
+    one is set; ``False``: never traced."""
 
 
 

@@ -57,6 +57,7 @@ from prism.runtime.policies import ProviderRequestPolicy, apply_request_policies
 from prism.runtime.state import SessionState
 from prism.store import SessionEntry
 from prism.tools import ToolValidator, dispatch_tool_call
+from prism.tracing import RunTrace
 from prism.types import (
     AgentInput,
     ErrorInfo,
@@ -163,6 +164,7 @@ class RunContext:
         "tool_calls",
         "tool_concurrency",
         "tool_validator",
+        "trace",
         "tracker",
         "turn",
         "worker_threads",
@@ -227,6 +229,8 @@ class RunContext:
         self.last_artifact_failed: ArtifactFailedEvent | None = None
         self.worker_threads: list[asyncio.Future[Any]] = []
         self.durable: DurableGate | None = None
+        self.trace: RunTrace | None = None
+        """The leg's trace, when the agent is traced (set by the leg before its first event)."""
         # Set by the leg's setup, before the loop runs.
         self.assembler: RequestAssembler | None = None
         self.attempts: ProviderAttempts | None = None
@@ -243,20 +247,25 @@ class RunContext:
     # ----------------------------------------------------------------- events
 
     def observed(self) -> bool:
-        """Whether anything observes this run's events (subscribers, ``on_event``, a ledger)."""
-        return not self.terminal_emitted and (self.observers.active or self.ledger_on)
+        """Whether anything observes this run's events (subscribers, ``on_event``, a ledger, a
+        trace)."""
+        return not self.terminal_emitted and (
+            self.observers.active or self.ledger_on or self.trace is not None
+        )
 
     def emit(self, event: AgentEvent, /) -> None:
         """Emit one event to observers and the ledger.
 
-        Empty ids are stamped, the event is redacted once, and all observers get the same object.
+        Empty ids are stamped, the event is redacted once, and all observers (the trace last) get
+        the same object.
         Nothing is emitted after the leg's terminal event. O(size of the event).
         """
         if self.terminal_emitted:
             return
         observers = self.observers
         ledger_on = self.ledger_on
-        if not observers.active and not ledger_on:
+        trace = self.trace
+        if not observers.active and not ledger_on and trace is None:
             return
         event = _stamp(event, self.session_id, self.run_id)
         redactor = self.redactor
@@ -265,6 +274,8 @@ class RunContext:
         observers.deliver(event)
         if ledger_on:
             self.writer.record_event(event)
+        if trace is not None:
+            trace.on_event(event)
 
     def emit_terminal(self, event: AgentEvent) -> None:
         """Emit the leg's last event; later :meth:`emit` calls are dropped."""
@@ -489,6 +500,7 @@ class RunContext:
             tool_abort_grace_ms=self.config.tool_abort_grace_ms,
             before_execute=None if durable is None else durable.before_execute,
             on_worker_thread=self.worker_threads.append,
+            execute_scope=None if self.trace is None else self.trace.tool_scope,
         )
 
     def is_tool_call_exclusive(self, call: ToolCallContent, /) -> bool:

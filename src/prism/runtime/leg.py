@@ -56,7 +56,13 @@ from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
 from prism.runtime._fast import shielded
-from prism.runtime._setup import auto_compact, resolve_provider, setup_assembly, setup_attempts
+from prism.runtime._setup import (
+    auto_compact,
+    resolve_provider,
+    setup_assembly,
+    setup_attempts,
+    start_trace,
+)
 from prism.runtime.config import AgentConfig
 from prism.runtime.context import RunContext
 from prism.runtime.plan import RunPlan
@@ -265,9 +271,10 @@ class RunLeg:
         state = ctx.state
         provider = await resolve_provider(ctx)
         ctx.signal.throw_if_aborted()
+        resume = self.resume
+        start_trace(ctx, provider, resume)
         ctx.tracker.start()
         ctx.emit(AgentStartedEvent(session_id=ctx.session_id, run_id=self.run_id))
-        resume = self.resume
         if resume is not None:
             ctx.emit(
                 AgentResumedEvent(
@@ -563,6 +570,8 @@ class RunLeg:
                 ledger_error = ledger_error or exc
         await ctx.observers.drain()
         ctx.observers.close_all()
+        if ctx.trace is not None:
+            ctx.trace.close()
         state.finish(self)
         if ledger_error is not None and not isinstance(outcome, asyncio.CancelledError):
             raise ledger_error

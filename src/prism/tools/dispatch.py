@@ -82,6 +82,7 @@ async def dispatch_tool_call(
     tool_abort_grace_ms: float = 5000,
     sync_in_thread: bool | None = None,
     on_worker_thread: Callable[[asyncio.Future[Any]], Any] | None = None,
+    execute_scope: Callable[[ToolCallContent], Callable[[], None]] | None = None,
 ) -> ToolResult:
     """Run one tool call through the guarded pipeline and return its result.
 
@@ -134,6 +135,10 @@ async def dispatch_tool_call(
             answered (abort grace ended, or the task was cancelled); the caller must await it
             before the run returns. ``None``: the dispatch awaits the thread itself before
             returning or re-raising.
+        execute_scope: Called with the call right before ``execute`` runs, in the task the tool
+            runs in; what it returns is called right after ``execute`` and the ``tool_result``
+            hook, whatever their outcome (a run's trace makes its tool span current here, so
+            the tool's own spans nest under it). ``None``: nothing is called.
 
     Returns:
         The call's ``ToolResult`` (value, error result or blocked result), never ``None``.
@@ -200,6 +205,7 @@ async def dispatch_tool_call(
 
     await report.started()
     threaded = PARALLEL_ROUND.get() if sync_in_thread is None else sync_in_thread
+    leave_scope = None if execute_scope is None else execute_scope(call)
     try:
         result = await _execute(
             tool,
@@ -236,6 +242,9 @@ async def dispatch_tool_call(
             return await report.failed(report.error_info(exc))
         await _report_propagating(report, exc)
         raise
+    finally:
+        if leave_scope is not None:
+            leave_scope()
 
     if guardrails is not None and guardrails.tool_output:
         blocked = await _check_tool_output(guardrails, result, context, report)

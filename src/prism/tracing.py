@@ -1,0 +1,124 @@
+"""Run tracing: the plug-in point through which a tracer watches runs.
+
+A host turns tracing on per agent (``create_agent(..., tracing=tracer)``) or for every agent that
+does not say otherwise (:func:`set_default_tracer`); :mod:`prism.otel` provides the
+OpenTelemetry tracer. prism itself knows only these protocols:
+
+* a :class:`RunTracer` is asked once per run leg, before the leg's ``agent_started`` event, for a
+  :class:`RunTrace` of that leg (``None``: the leg is not traced);
+* the :class:`RunTrace` receives every event of the leg, in order, as the other observers get
+  it (stamped and redacted with the run's redactor); for each tool call that executes,
+  :meth:`RunTrace.tool_scope` is entered right before the tool runs and left right after, in the
+  task (and context) the tool runs in; :meth:`RunTrace.link` gives the text a durable run stores
+  with its checkpoint so that a resumed leg can link to the suspended one; :meth:`RunTrace.close`
+  is called once when the leg is over, whatever its outcome.
+
+When no tracer is configured, a run does no tracing work at all: no trace is created and the event
+path checks one attribute for ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeAlias
+
+from prism.events import AgentEvent
+from prism.types import ModelConfig, ToolCallContent
+
+__all__ = [
+    "RunTrace",
+    "RunTracer",
+    "TracedRun",
+    "TracingOption",
+    "default_tracer",
+    "set_default_tracer",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TracedRun:
+    """What a tracer is told about a run leg when it starts."""
+
+    session_id: str
+    """Session id (the conversation)."""
+    run_id: str
+    """Run id (``run_…``); the same in every leg of a durable run."""
+    agent_id: str | None
+    """The agent's ``id``, when it has one."""
+    agent_name: str | None
+    """The agent's ``name``, when it has one."""
+    model: ModelConfig
+    """The run's model (what the agent asks its provider for)."""
+    provider_id: str
+    """The ``id`` of the provider serving the run (``""`` when it has none)."""
+    loop: str
+    """The loop's ``name`` (e.g. ``"single-shot"``)."""
+    resumed_version: int | None = None
+    """The checkpoint version a resumed leg started from; ``None`` for a fresh leg."""
+    resumed_link: str | None = None
+    """What :meth:`RunTrace.link` returned in the leg that wrote that checkpoint, if anything."""
+
+
+class RunTrace(Protocol):
+    """The trace of one run leg (see the module docstring for when each method is called)."""
+
+    def on_event(self, event: AgentEvent, /) -> None:
+        """One event of the leg (already stamped and redacted). Must not raise."""
+        ...
+
+    def tool_scope(self, call: ToolCallContent, /) -> Callable[[], None]:
+        """Entered right before ``call``'s tool executes; returns what to call right after."""
+        ...
+
+    def link(self) -> str | None:
+        """Text a durable checkpoint stores, handed back as ``TracedRun.resumed_link``."""
+        ...
+
+    def close(self) -> None:
+        """The leg is over: end whatever is still open. Called once; must not raise."""
+        ...
+
+
+class RunTracer(Protocol):
+    """Starts the trace of each run leg of the agents it is configured on."""
+
+    def start_run(self, run: TracedRun, /) -> RunTrace | None:
+        """The trace of the leg ``run`` describes, or ``None`` to leave it untraced."""
+        ...
+
+
+TracingOption: TypeAlias = RunTracer | Literal[False] | None
+"""``create_agent(tracing=...)``: a tracer, ``False`` (never traced), or ``None`` (the default
+tracer, if one is set)."""
+
+_default: list[RunTracer | None] = [None]
+
+
+def set_default_tracer(tracer: RunTracer | None, /) -> RunTracer | None:
+    """Set the tracer of every agent created with ``tracing=None``; return the previous one.
+
+    Takes effect for runs started afterwards. ``None`` turns default tracing off.
+
+    Raises:
+        TypeError: ``tracer`` has no callable ``start_run``.
+    """
+    if tracer is not None and not callable(getattr(tracer, "start_run", None)):
+        raise TypeError("a tracer must have a callable start_run(run)")
+    previous = _default[0]
+    _default[0] = tracer
+    return previous
+
+
+def default_tracer() -> RunTracer | None:
+    """The tracer set by :func:`set_default_tracer`, else ``None``."""
+    return _default[0]
+
+
+def resolve_tracer(option: TracingOption) -> RunTracer | None:
+    """The tracer of an agent whose ``tracing`` option is ``option``."""
+    if option is None:
+        return _default[0]
+    if option is False:
+        return None
+    return option
