@@ -309,7 +309,7 @@ class _RunSpans:
 
     # ----------------------------------------------------------------- provider turns
 
-    def _turn_started(self, event: ProviderTurnStartedEvent) -> None:
+    def on_turn_started(self, event: ProviderTurnStartedEvent) -> None:
         metadata = event.metadata
         if metadata.attempt != 1 and self._chat is not None and not self._chat_done:
             return  # a retry: the turn's span stays open
@@ -328,7 +328,7 @@ class _RunSpans:
                 attributes[attribute] = value
         self._chat = self._child(f"chat {model.model}", SpanKind.CLIENT, attributes)
 
-    def _turn_finished(self, event: ProviderTurnFinishedEvent) -> None:
+    def on_turn_finished(self, event: ProviderTurnFinishedEvent) -> None:
         chat = self._chat
         if chat is None:
             return
@@ -366,7 +366,7 @@ class _RunSpans:
         else:
             self._end_chat()
 
-    def _retry(self, event: RetryScheduledEvent) -> None:
+    def on_retry(self, event: RetryScheduledEvent) -> None:
         chat = self._chat
         if chat is not None:
             chat.add_event(
@@ -378,12 +378,12 @@ class _RunSpans:
                 },
             )
 
-    def _message_started(self, event: MessageStartedEvent) -> None:
+    def on_message_started(self, event: MessageStartedEvent) -> None:
         chat = self._chat
         if chat is not None and event.message.id:
             chat.set_attribute("gen_ai.response.id", event.message.id)
 
-    def _message_finished(self, event: MessageFinishedEvent) -> None:
+    def on_message_finished(self, event: MessageFinishedEvent) -> None:
         chat = self._chat
         if chat is None or not self._chat_done:
             return
@@ -401,7 +401,7 @@ class _RunSpans:
 
     # ----------------------------------------------------------------- tools
 
-    def _tool_started(self, event: ToolExecutionStartedEvent) -> None:
+    def on_tool_started(self, event: ToolExecutionStartedEvent) -> None:
         self._end_chat()
         call = event.call
         attributes: dict[str, Any] = {
@@ -416,7 +416,7 @@ class _RunSpans:
             f"execute_tool {call.name}", SpanKind.INTERNAL, attributes
         )
 
-    def _tool_finished(self, event: ToolExecutionFinishedEvent) -> None:
+    def on_tool_finished(self, event: ToolExecutionFinishedEvent) -> None:
         result = event.result
         span = self._tools.pop(result.tool_call_id, None)
         if span is None:
@@ -431,7 +431,7 @@ class _RunSpans:
             _fail(span, result.error)
         span.end()
 
-    def _tool_error(self, event: ToolExecutionErrorEvent) -> None:
+    def on_tool_error(self, event: ToolExecutionErrorEvent) -> None:
         span = self._tools.pop(event.call.id, None)
         if span is None:
             return
@@ -439,7 +439,7 @@ class _RunSpans:
         _fail(span, event.error)
         span.end()
 
-    def _tool_blocked(self, event: ToolExecutionBlockedEvent) -> None:
+    def on_tool_blocked(self, event: ToolExecutionBlockedEvent) -> None:
         self._end_chat()
         span = self._child(
             f"execute_tool {event.name}",
@@ -458,32 +458,32 @@ class _RunSpans:
 
     # ----------------------------------------------------------------- the run
 
-    def _revision(self, event: ArtifactRevisionStartedEvent) -> None:
+    def on_revision(self, event: ArtifactRevisionStartedEvent) -> None:
         self._end_chat()
         self._revisions += 1
         self._invoke.add_event(
             "prism.artifact_revision", {"prism.turn": event.turn, "prism.attempt": event.attempt}
         )
 
-    def _artifact_failed(self, event: ArtifactFailedEvent) -> None:
+    def on_artifact_failed(self, event: ArtifactFailedEvent) -> None:
         self._end_chat()
         self._invoke.add_event("prism.artifact_failed", {"prism.attempt": event.attempt})
 
-    def _limit(self, event: RunLimitExceededEvent) -> None:
+    def on_limit(self, event: RunLimitExceededEvent) -> None:
         self._invoke.add_event("prism.run_limit_exceeded", {"prism.limit": str(event.breach.limit)})
 
-    def _finished(self, event: AgentFinishedEvent) -> None:
+    def on_finished(self, event: AgentFinishedEvent) -> None:
         self._end_chat()
         self._stop_reason = str(event.finish_reason or "completed")
         self._end_invoke("succeeded")
 
-    def _suspended(self, event: AgentSuspendedEvent) -> None:
+    def on_suspended(self, event: AgentSuspendedEvent) -> None:
         self._end_chat()
         self._invoke.set_attribute("prism.run_state_version", event.version)
         self._stop_reason = "suspended"
         self._end_invoke("suspended")
 
-    def _error(self, event: ErrorEvent) -> None:
+    def on_error(self, event: ErrorEvent) -> None:
         error = event.error
         chat = self._chat
         if chat is not None and not self._chat_done:
@@ -503,19 +503,19 @@ def _nothing() -> None:
 
 
 _HANDLERS: Final[dict[type, Callable[[_RunSpans, Any], None]]] = {
-    ProviderTurnStartedEvent: _RunSpans._turn_started,
-    ProviderTurnFinishedEvent: _RunSpans._turn_finished,
-    RetryScheduledEvent: _RunSpans._retry,
-    MessageStartedEvent: _RunSpans._message_started,
-    MessageFinishedEvent: _RunSpans._message_finished,
-    ToolExecutionStartedEvent: _RunSpans._tool_started,
-    ToolExecutionFinishedEvent: _RunSpans._tool_finished,
-    ToolExecutionErrorEvent: _RunSpans._tool_error,
-    ToolExecutionBlockedEvent: _RunSpans._tool_blocked,
-    ArtifactRevisionStartedEvent: _RunSpans._revision,
-    ArtifactFailedEvent: _RunSpans._artifact_failed,
-    RunLimitExceededEvent: _RunSpans._limit,
-    AgentFinishedEvent: _RunSpans._finished,
-    AgentSuspendedEvent: _RunSpans._suspended,
-    ErrorEvent: _RunSpans._error,
+    ProviderTurnStartedEvent: _RunSpans.on_turn_started,
+    ProviderTurnFinishedEvent: _RunSpans.on_turn_finished,
+    RetryScheduledEvent: _RunSpans.on_retry,
+    MessageStartedEvent: _RunSpans.on_message_started,
+    MessageFinishedEvent: _RunSpans.on_message_finished,
+    ToolExecutionStartedEvent: _RunSpans.on_tool_started,
+    ToolExecutionFinishedEvent: _RunSpans.on_tool_finished,
+    ToolExecutionErrorEvent: _RunSpans.on_tool_error,
+    ToolExecutionBlockedEvent: _RunSpans.on_tool_blocked,
+    ArtifactRevisionStartedEvent: _RunSpans.on_revision,
+    ArtifactFailedEvent: _RunSpans.on_artifact_failed,
+    RunLimitExceededEvent: _RunSpans.on_limit,
+    AgentFinishedEvent: _RunSpans.on_finished,
+    AgentSuspendedEvent: _RunSpans.on_suspended,
+    ErrorEvent: _RunSpans.on_error,
 }
