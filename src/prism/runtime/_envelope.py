@@ -57,7 +57,8 @@ __all__ = [
 
 
 def _loop_identity(loop: Any) -> dict[str, str]:
-    """``L`` of DUR-5 for a configured loop (options, mapping, strategy or ``None``)."""
+    """The loop's ``{"name", "revision"}`` entry of the fingerprint, for a configured loop
+    (options, mapping, strategy or ``None``)."""
     if loop is None:
         return {"name": "single-shot", "revision": "1"}
     if isinstance(loop, Mapping):
@@ -211,7 +212,7 @@ _REQUIRED_STR: Final = ("agent_id", "definition_revision", "fingerprint", "run_i
 
 
 def _check_envelope(state: Any) -> dict[str, Any]:
-    """Re-check the DUR-4 shape of a loaded envelope; raises AgentRunStateError."""
+    """Re-check the fields and field types of a loaded envelope; raises AgentRunStateError."""
     if not isinstance(state, dict):
         raise AgentRunStateError("malformed run state: not an object")
     bad: str | None = None
@@ -342,7 +343,7 @@ async def save_agent_run_state(
 
     Args:
         checkpoints: The checkpoint store.
-        state: A JSON object with the DUR-4 keys (e.g. an edited ``LoadedRunState.state``).
+        state: A JSON object with the envelope's keys (e.g. an edited ``LoadedRunState.state``).
         expected_version: The stored version being replaced.
         fencing_token: Passed to ``save_checkpoint``.
         ownership: Passed to the store.

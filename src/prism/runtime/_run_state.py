@@ -1,6 +1,6 @@
 """The durable run state: options, limits and value types (the envelope is in ``_envelope``).
 
-Private module behind :mod:`prism.runtime.durable` (05-durable-runs: DUR-1..DUR-6). Public names are re-exported from there.
+Private module behind :mod:`prism.runtime.durable`; public names are re-exported from there.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ _OPTION_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunStateOpt
 
 def coerce_run_state_options(value: Any, *, label: str = "run_state") -> RunStateOptions | None:
     """Convert a ``run_state`` option to :class:`RunStateOptions`. No checks of
-    the values (those are DUR-2's, in :func:`check_durable_run`).
+    the values (the durable preflight, :func:`check_durable_run`, does those).
 
     Args:
         value: ``None``, :class:`RunStateOptions` or a mapping of its fields.
@@ -150,7 +150,9 @@ def coerce_run_state_options(value: Any, *, label: str = "run_state") -> RunStat
 
 
 def _validate_options(options: RunStateOptions) -> None:
-    """DUR-2 (plus the types of the remaining fields)."""
+    """Check the options of a durable run: a checkpoint store, a non-blank
+    ``definition_revision``, ``max_state_bytes`` in range, a known ``checkpoint_policy`` (plus the
+    types of the remaining fields)."""
     store = options.checkpoints
     if not callable(getattr(store, "save_checkpoint", None)) or not callable(
         getattr(store, "load_checkpoint", None)
@@ -396,7 +398,7 @@ class AgentRunState(Serializable):
 class LoadedRunState:
     """A stored envelope and its record.
 
-    ``state`` is the envelope exactly as stored (``record.value``): a JSON object with the DUR-4
+    ``state`` is the envelope exactly as stored (``record.value``): a JSON object with the envelope's
     keys, where an absent field is an absent key. ``record.version`` is what
     ``resume_agent_run(..., expected_version=...)`` expects.
     """

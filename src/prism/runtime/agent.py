@@ -274,8 +274,8 @@ def create_agent(
         middleware: A ``MiddlewareRegistry``.
         provider_options: ``ProviderRequestOptions`` or a mapping.
         provider_request_policies: Callables applied to every request.
-        limits: ``RunLimits`` or a mapping (LIM-2 checked here).
-        retry: ``RetryOptions``, a mapping, or ``False`` (RETRY-6 checked here).
+        limits: ``RunLimits`` or a mapping; its values are checked here.
+        retry: ``RetryOptions``, a mapping, or ``False``; its values are checked here.
         compaction: ``CompactionOptions``, a mapping, or ``False``.
         loop: Loop options, a mapping with ``"strategy"``, or a strategy instance.
         run_state: Durable run options.

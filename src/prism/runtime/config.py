@@ -64,7 +64,7 @@ class AgentConfig:
     tool_filter: tuple[ToolFilter, ...] = ()
     """Agent tool filters; a tool must pass all of them."""
     context: tuple[ContextProvider, ...] = ()
-    """Context providers resolved on every request (RUN-13 b)."""
+    """Context providers resolved on every request; each block becomes one ``system`` message."""
     skills: tuple[Skill, ...] = ()
     """Skills; all active unless a run selects ``active_skills``."""
     store: SessionStore | None = None

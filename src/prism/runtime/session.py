@@ -219,7 +219,7 @@ class AgentSession:
         return await start_leg(state, config, plan)
 
     def _reject_busy(self) -> None:
-        """one ``error`` event to the current observers, then raise."""
+        """Send one ``error`` event to the current observers, then raise ``AgentSessionBusyError``."""
         error = AgentSessionBusyError()
         event = ErrorEvent(
             session_id=self.id,
@@ -232,7 +232,7 @@ class AgentSession:
         raise error
 
     def run_sync(self, input: AgentInput, **options: Unpack[RunOptionKeywords]) -> RunResult:
-        """Blocking ``run()`` for scripts (RUN-4a), via ``asyncio.run``.
+        """Blocking ``run()`` for scripts, via ``asyncio.run``.
 
         Ctrl-C cancels the run through the cancellation path, so the stored history
         stays provider-valid, then ``KeyboardInterrupt`` is re-raised.
