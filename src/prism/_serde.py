@@ -32,7 +32,7 @@ _Decoder = Callable[[Any], Any]
 
 
 class Serializable:
-    """Mixin for frozen dataclasses: ``to_dict()`` / ``from_dict()`` per CON-3."""
+    """Mixin for frozen dataclasses: ``to_dict()`` (``None`` fields omitted) and ``from_dict()``."""
 
     __slots__ = ()
 

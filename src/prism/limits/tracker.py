@@ -256,8 +256,8 @@ class RunLimitTracker:
     @property
     def leg_max_tool_rounds(self) -> LimitValue:
         """Tool rounds left for this leg: ``max_tool_rounds`` minus the rounds restored from
-        earlier legs, never below 0; :data:`UNLIMITED` when the axis is disabled (CON-28
-        ``max_tool_rounds``)."""
+        earlier legs, never below 0; :data:`UNLIMITED` when the axis is disabled (the
+        value ``LoopContext.max_tool_rounds`` reports)."""
         limit = self._max_tool_rounds
         if math.isinf(limit):
             return UNLIMITED
