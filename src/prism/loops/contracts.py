@@ -211,7 +211,8 @@ class GenerateValidateReviseLoopOptions(Serializable):
             ``parser``/``repairer`` are neither callable nor ``None``, ``max_revisions`` is not an
             ``int`` ≥ 0 (``bool`` rejected), or a mode/timing literal is unknown.
         StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when ``structured_output`` fails
-            SO-1.
+            the structured-output check (a name of 1–128 characters, a JSON-compatible schema
+            of at most 65 536 bytes).
     """
 
     validator: ArtifactValidator[Any] = field(metadata={"serialize": False})
@@ -268,7 +269,7 @@ class GenerateValidateReviseLoopOptions(Serializable):
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` for an unknown key, another strategy, a
-                missing ``validator`` or any GVR-1 violation.
+                missing ``validator`` or an invalid value (as the constructor checks).
         """
         if "validator" not in value:
             raise PrismConfigError("generate-validate-revise loop requires a 'validator'")
@@ -292,7 +293,8 @@ def _validate_gvr_options(
     structured_output_mode: object,
     structured_output_timing: object,
 ) -> None:
-    """Apply the GVR-1 checks shared by the options class and the loop factory."""
+    """Check the generate-validate-revise options; shared by the options class and the loop
+    factory."""
     if not callable(validator):
         raise PrismConfigError("generate-validate-revise 'validator' must be callable")
     if parser is not None and not callable(parser):
@@ -323,7 +325,8 @@ def _validate_gvr_options(
 def coerce_structured_output(
     value: StructuredOutputOptions | Mapping[str, Any],
 ) -> StructuredOutputOptions:
-    """Convert a mapping to :class:`StructuredOutputOptions` and check it against SO-1.
+    """Convert a mapping to :class:`StructuredOutputOptions` and check it
+    (:func:`~prism.structured_output.validate_structured_output`).
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` when the value is neither, or the mapping has
@@ -352,7 +355,8 @@ def coerce_loop_options(value: AgentLoopOptions | Mapping[str, Any]) -> AgentLoo
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` for a missing or unknown strategy (message
-            ``unknown agent loop strategy: <value>``), an unknown key or a GVR-1 violation.
+            ``unknown agent loop strategy: <value>``), an unknown key or an invalid
+            option value.
     """
     if isinstance(value, (SingleShotLoopOptions, GenerateValidateReviseLoopOptions)):
         return value
