@@ -31,8 +31,8 @@ def llama_server_transform_body(body: dict[str, Any], request: ProviderRequest) 
     """``transform_body`` for llama-cpp-python's OpenAI-compatible server.
 
     That server validates messages with pydantic and answers 500 to an assistant tool-call message
-    whose ``content`` is ``null`` (which OAI-4 sends when there is no text); ``""`` is accepted.
-    Pass it to ``create_openai_compatible_provider(transform_body=...)``.
+    whose ``content`` is ``null`` (which the Chat Completions mapping sends when there is no text);
+    ``""`` is accepted. Pass it to ``create_openai_compatible_provider(transform_body=...)``.
 
     Args:
         body: The Chat Completions body (not modified).
