@@ -502,5 +502,6 @@ class LoopContext(Protocol):
         ...
 
     async def apply_pending_steers(self) -> bool:
-        """Drain the steer queue into history and store; True when anything was drained. Optional."""
+        """Drain the steer queue into history and store; True when anything was drained.
+        Optional."""
         ...
