@@ -165,7 +165,10 @@ class _MultiCodeError(PrismError):
 
 
 class PrismConfigError(PrismError, ValueError):
-    """Invalid agent/run/loop/limit/retry/turn-policy/option values (...).
+    """Invalid agent, run, loop, limit, retry, turn-policy or other option values.
+
+    Raised at configuration time (``create_agent``, run preflight, option constructors); the
+    message names the option and the value received.
 
     Also a ``ValueError``, so generic handlers keep working. Code ``ERR_PRISM_CONFIG``.
     """
@@ -242,7 +245,7 @@ class ProviderTurnError(PrismError):
 
 
 class ProviderTransportError(_MultiCodeError):
-    """Bounded SSE reading, delta reconstruction or argument parsing failed (PROV-5/6/10).
+    """Bounded SSE reading, delta reconstruction or argument parsing failed.
 
     The code is data (lowercase), e.g. ``sse_event_overflow``, ``sse_buffer_overflow``,
     ``incomplete_delta``, ``invalid_json_arguments``; other non-empty codes are accepted.
