@@ -1,9 +1,10 @@
 """Sessions: the entry of a run, and steering, observers, compaction and branches of a session.
 
 An :class:`AgentSession` is one conversation of an agent over a ``SessionStore``. ``await
-session.run(input, ...)`` is where a run starts: the options are resolved into a
-plan (:func:`prism.runtime.plan.plan_run`, which fails on an invalid option before any side effect), then one run leg executes it (:func:`prism.runtime.leg.start_leg`). Only one run per
-session is active at a time.
+session.run(input, ...)`` is where a run starts: the options are resolved into a plan
+(:func:`prism.runtime.plan.plan_run`, which fails on an invalid option before any side effect), then
+one run leg executes it (:func:`prism.runtime.leg.start_leg`). Only one run per session is active at
+a time.
 
 The state a run changes (leaf, busy flag, steer queue, observers) is the session's
 :class:`~prism.runtime.state.SessionState`, handed to the leg.
@@ -166,9 +167,10 @@ class AgentSession:
         aborted ``context.signal`` and gets up to the agent's ``tool_abort_grace_ms`` (default
         5000 ms; ``0`` means no wait) to finish — a call finished within the grace keeps its real
         result; one still running is then cancelled (its cleanup awaited) and answered with a
-        ``tool_call_interrupted`` error. A sync tool running inline cannot be interrupted;
-        one in a worker thread cannot be cancelled and is still awaited before ``run()`` returns. ``run()`` then fails with ``AgentRunError`` (status ``aborted``). So ``abort()``
-        returns immediately, but the run may take up to the grace (plus thread time) to end.
+        ``tool_call_interrupted`` error. A sync tool running inline cannot be interrupted; one in a
+        worker thread cannot be cancelled and is still awaited before ``run()`` returns. ``run()``
+        then fails with ``AgentRunError`` (status ``aborted``). So ``abort()`` returns immediately,
+        but the run may take up to the grace (plus thread time) to end.
 
         Args:
             reason: Abort reason; ``None`` means ``AbortError("Agent run aborted")``.

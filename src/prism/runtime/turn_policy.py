@@ -136,9 +136,11 @@ class TurnPolicy:
 
     max_turns: int | None = None
     """Clean turn cap: at the boundary where ``turns >= max_turns`` the run stops with
-    ``stop_reason="turn_limit"``, ``stop_detail="max_turns"`` (never ``AgentRunLimitError``). ``None``: no cap of its own."""
+    ``stop_reason="turn_limit"``, ``stop_detail="max_turns"`` (never ``AgentRunLimitError``).
+    ``None``: no cap of its own."""
     stop: TurnStopCallback | None = None
-    """Synchronous callback consulted once per boundary when the cap did not stop the run. ``None``: never consulted."""
+    """Synchronous callback consulted once per boundary when the cap did not stop the run. ``None``:
+    never consulted."""
 
 
 def _fmt_limit(value: Any) -> str:
