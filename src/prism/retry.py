@@ -340,7 +340,7 @@ def is_transient_error(
 
 
 class _DefaultRetryPolicy:
-    """The built-in policy of RETRY-4 (see :func:`create_default_retry_policy`)."""
+    """The built-in backoff policy (see :func:`create_default_retry_policy`)."""
 
     __slots__ = ("_options", "_random")
 
@@ -354,7 +354,8 @@ class _DefaultRetryPolicy:
         return self._options
 
     def decide(self, context: RetryContext, /) -> RetryDecision:
-        """Decide per RETRY-4 (synchronous)."""
+        """Retry a transient failure while attempts remain, after the server's ``Retry-After`` hint
+        or an exponential, jittered delay (synchronous)."""
         opts = self._options
         signal = context.signal
         if signal is not None and signal.aborted:
