@@ -339,7 +339,7 @@ def coerce_structured_output(
 
 
 AgentLoopOptions: TypeAlias = SingleShotLoopOptions | GenerateValidateReviseLoopOptions
-"""The seed's ``AgentLoopOptions`` union."""
+"""Loop options: single-shot or generate-validate-revise, told apart by ``strategy``."""
 
 
 def coerce_loop_options(value: AgentLoopOptions | Mapping[str, Any]) -> AgentLoopOptions:
