@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
+from prism._keys import reject_unknown_keys
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError
 from prism.types import ErrorInfo, JsonValue, _Options
@@ -183,9 +184,7 @@ class RetryOptions(_Options):
             raise PrismConfigError(
                 f"RetryOptions expects a RetryOptions or a mapping, got {type(value).__name__}"
             )
-        unknown = [str(k) for k in value if k not in _RETRY_FIELDS]
-        if unknown:
-            raise cls._unknown_keys_error(unknown)
+        reject_unknown_keys(cls.__name__, value, _RETRY_FIELDS)
         return cls(**{str(k): v for k, v in value.items()})
 
 

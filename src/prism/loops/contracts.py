@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.abort import AbortSignal
 from prism.artifact_contracts import (
@@ -161,10 +162,7 @@ def _options_from_mapping(cls: type[Any], strategy: str, value: Mapping[str, Any
     given = data.pop("strategy", strategy)
     if given != strategy:
         raise PrismConfigError(f"{cls.__name__} requires strategy {strategy!r}, got {given!r}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(str(k) for k in data if k not in names)
-    if unknown:
-        raise PrismConfigError(f"unknown {strategy} loop option(s): {', '.join(unknown)}")
+    reject_unknown_keys(f"{strategy} loop", data, {f.name for f in dataclasses.fields(cls)})
     return cls(**data)
 
 
@@ -193,10 +191,6 @@ class SingleShotLoopOptions(Serializable):
         """
         result: SingleShotLoopOptions = _options_from_mapping(cls, "single-shot", value)
         return result
-
-    @classmethod
-    def _unknown_keys_error(cls, keys: Sequence[str]) -> Exception:
-        return PrismConfigError(f"{cls.__name__}: unknown keys: {', '.join(sorted(keys))}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -277,10 +271,6 @@ class GenerateValidateReviseLoopOptions(Serializable):
             cls, "generate-validate-revise", value
         )
         return result
-
-    @classmethod
-    def _unknown_keys_error(cls, keys: Sequence[str]) -> Exception:
-        return PrismConfigError(f"{cls.__name__}: unknown keys: {', '.join(sorted(keys))}")
 
 
 def _validate_gvr_options(

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final, Literal, TypeAlias
 
+from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.errors import AgentLoopStateError, AgentRunStateError, PrismConfigError
 from prism.loops.contracts import is_durable_capable
-from prism.runtime._keys import reject_unknown_keys
 from prism.runtime.checkpoints import CheckpointRecord, CheckpointStore
 from prism.runtime.config import AgentConfig
 from prism.types import (

@@ -33,10 +33,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
+from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.errors import PrismConfigError, TurnPolicyError
 from prism.redaction import SecretRedactor
-from prism.runtime._keys import reject_unknown_keys
 from prism.types import RunStopReason, Usage
 
 __all__ = [
