@@ -1,10 +1,9 @@
 """The provider protocol, provider-event helpers and tool-call reconstruction.
 
 A provider turns one :class:`~prism.types.ProviderRequest` into a stream of provider events. This
-module holds the protocol every provider implements, the public helper constructors for those
-events, the reconstruction of streamed tool-call fragments, a reference fold of one attempt's events
-into a :class:`~prism.types.ProviderTurnResult`, and the tool-result payload text shared by the wire
-formats.
+module holds the provider protocol, the public helper constructors for those events, the
+reconstruction of streamed tool-call fragments, a reference fold of one attempt's events into a
+:class:`~prism.types.ProviderTurnResult` and the tool-result text shared by the wire formats.
 """
 
 from __future__ import annotations
@@ -74,8 +73,7 @@ class AIProvider(Protocol):
 
     The stream follows these rules: at most one ``message_start`` before any content,
     content/tool-call events, optional ``usage`` events, and exactly one terminal ``done`` or
-    ``error`` event (a stream that cannot be proven complete ends with ``error``, never
-    ``done``). A provider never sees the session, the store, the ledger or the loop.
+    ``error`` event. A provider never sees the session, the store, the ledger or the loop.
     """
 
     id: str
@@ -413,8 +411,7 @@ def reconstruct_tool_call_deltas(events: Iterable[ProviderEvent]) -> list[ToolCa
 
 
 class _TurnFolder:
-    """Incremental fold of one attempt's events into a :class:`ProviderTurnResult`: O(1)
-    amortised per event."""
+    """Incremental fold of one attempt's events into a turn result: O(1) amortised per event."""
 
     __slots__ = (
         "_open_kind",
