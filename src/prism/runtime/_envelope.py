@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final, cast
 
 from prism.errors import AgentLoopStateError, AgentRunStateError
-from prism.loops.contracts import effective_loop_revision
+from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
 from prism.runtime._run_state import (
     CHECKPOINT_POLICIES,
     MAX_DEPTH,
@@ -56,7 +56,7 @@ __all__ = [
 # --------------------------------------------------------------------------- fingerprint
 
 
-def _loop_identity(loop: Any) -> dict[str, str]:
+def _loop_identity(loop: object) -> dict[str, str]:
     """The loop's ``{"name", "revision"}`` entry of the fingerprint, for a configured loop
     (options, mapping, strategy or ``None``)."""
     if loop is None:
@@ -126,7 +126,7 @@ def agent_fingerprint(
     return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
 
 
-def arguments_hash(arguments: Any) -> str:
+def arguments_hash(arguments: object) -> str:
     """``sha256(canonical_json(arguments)).hexdigest()`` — the scope hash of a call."""
     return hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
 
@@ -377,7 +377,7 @@ async def save_agent_run_state(
 # --------------------------------------------------------------------------- loop state
 
 
-def loop_state_of(loop: Any) -> dict[str, Any] | None:
+def loop_state_of(loop: AgentLoopStrategy) -> dict[str, Any] | None:
     """Capture ``{"name", "revision", "snapshot"}`` from a strategy with ``snapshot``.
 
     Args:

@@ -120,7 +120,7 @@ class RunStateOptions:
 _OPTION_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunStateOptions)) - {"_"}
 
 
-def coerce_run_state_options(value: Any, *, label: str = "run_state") -> RunStateOptions | None:
+def coerce_run_state_options(value: object, *, label: str = "run_state") -> RunStateOptions | None:
     """Convert a ``run_state`` option to :class:`RunStateOptions`. No checks of
     the values (the durable preflight, :func:`check_durable_run`, does those).
 
@@ -181,10 +181,10 @@ def check_durable_run(
     config: AgentConfig,
     run_value: RunStateOptions | None,
     *,
-    run_loop: Any = None,
-    run_model: Any = None,
-    run_guardrails: Any = None,
-    run_tool_filter: Any = None,
+    run_loop: object = None,
+    run_model: object = None,
+    run_guardrails: object = None,
+    run_tool_filter: object = None,
 ) -> RunStateOptions | None:
     """Durable preflight; no side effects.
 

@@ -303,7 +303,7 @@ class AgentSession:
             raise AgentSessionBusyError()
         self.state.move_leaf(leaf_id, fork=True)
 
-    async def compact(self, **compaction_options: Any) -> SessionEntry:
+    async def compact(self, **compaction_options: object) -> SessionEntry:
         """Compact the current branch outside a run.
 
         Emits ``compaction_started``/``compaction_finished`` (without ``run_id``) to the current

@@ -149,7 +149,7 @@ def _fmt_limit(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def coerce_turn_policy(value: Any) -> TurnPolicy | None:
+def coerce_turn_policy(value: object) -> TurnPolicy | None:
     """Convert a ``turn_policy`` option to :class:`TurnPolicy`. No value checks.
 
     Args:
@@ -172,7 +172,7 @@ def coerce_turn_policy(value: Any) -> TurnPolicy | None:
     return TurnPolicy(max_turns=value.get("max_turns"), stop=value.get("stop"))
 
 
-def resolve_turn_policy(value: Any, *, max_turns_limit: float | None = None) -> TurnPolicy | None:
+def resolve_turn_policy(value: object, *, max_turns_limit: float | None = None) -> TurnPolicy | None:
     """Validate a run's ``turn_policy`` option. No side effects.
 
     Args:
