@@ -114,7 +114,7 @@ class _MultiCodeError(PrismError):
     codes: Mapping[str, str] = {}
     """Allowed codes mapped to their default message."""
 
-    def __init__(self, code: str, message: str | None = None, **fields: Any) -> None:
+    def __init__(self, code: str, message: str | None = None, **fields: object) -> None:
         if not isinstance(code, str) or not code:
             raise TypeError(f"{type(self).__name__} code must be a non-empty str, got {code!r}")
         if self.codes and code not in self.codes:
@@ -214,7 +214,7 @@ class ProviderTransportError(_MultiCodeError):
         "invalid_json_arguments": "Tool call arguments are not a valid JSON object",
     }
 
-    def __init__(self, code: str, message: str | None = None, **fields: Any) -> None:
+    def __init__(self, code: str, message: str | None = None, **fields: object) -> None:
         if message is None and isinstance(code, str):
             message = self._defaults.get(code)
         super().__init__(code, message, **fields)
