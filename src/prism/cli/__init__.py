@@ -12,6 +12,7 @@
     prism run --max-turns 2 "Investigate"                       # stop cleanly after 2 turns
     prism run --approve-tools --tool clock "What time is it?"   # ask before each tool call
     prism run --tool mytools:add "What is 2+3?"                 # your own tool (./mytools.py)
+    OTEL_TRACES_EXPORTER=console prism run --otel "hi"          # OpenTelemetry spans on stderr
     prism resume RUN_ID [--approve | --deny]                    # continue a stopped run
     prism sessions list
     prism sessions show SESSION_ID
@@ -64,9 +65,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, cast
 
-from prism.cli import _host_tools, _models, _run, _sessions, _tools
+from prism.cli import _host_tools, _models, _otel, _run, _sessions, _tools
 from prism.cli._render import PipeGuard, guard
 from prism.cli._run import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
+from prism.cli._settings import UsageError
 from prism.cli._store import STORE_ENV
 
 if TYPE_CHECKING:
@@ -128,7 +130,14 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--json`` / ``--plain`` (commands that stream a run)."""
+    """Add ``--json`` / ``--plain`` and ``--otel`` (commands that stream a run)."""
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="trace the run with OpenTelemetry, set up from the OTEL_* environment variables "
+        "(OTEL_TRACES_EXPORTER=console writes spans to stderr; default otlp, needs "
+        "opentelemetry-exporter-otlp); needs prism-runtime[otel] and opentelemetry-sdk",
+    )
     output = parser.add_mutually_exclusive_group()
     output.add_argument(
         "--json",
@@ -402,6 +411,13 @@ def _main(
     if handler is None:
         parser.print_help(out)
         return _run.EXIT_USAGE
+    stop_tracing = None
+    if getattr(args, "otel", False):
+        try:
+            stop_tracing = _otel.start_tracing(err, os.environ)
+        except UsageError as exc:
+            err.write(f"prism: {exc}\n")
+            return _run.EXIT_USAGE
     try:
         code: int = asyncio.run(handler(args, out, err, stdin, provider_override))
     except KeyboardInterrupt:
@@ -410,6 +426,9 @@ def _main(
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # a write outside the guarded streams
         return EXIT_BROKEN_PIPE
+    finally:
+        if stop_tracing is not None:
+            stop_tracing()
     return code
 
 
