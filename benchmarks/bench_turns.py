@@ -8,6 +8,11 @@ limits, events, store appends and dispatch. The per-turn cost must stay flat as 
 Usage::
 
     python benchmarks/bench_turns.py [--turns 10 100 1000] [--repeat 5] [--observed] [--redactor]
+        [--traced]
+
+``--traced`` traces every run with ``prism.otel`` into an OpenTelemetry SDK ``TracerProvider``
+whose span processor hands each ended span to an exporter that drops it (the cost of building,
+ending and handing over the spans; needs ``opentelemetry-sdk``).
 """
 
 from __future__ import annotations
@@ -47,8 +52,24 @@ class _NullStore:
         return []
 
 
+def _tracing() -> Any:
+    """``prism.otel`` tracing into an SDK provider whose exporter drops every span."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    from prism.otel import OpenTelemetryTracing
+
+    class _Drop(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_Drop()))
+    return OpenTelemetryTracing(tracer_provider=provider)
+
+
 async def _run_once(
-    turns: int, *, observed: bool, redactor: bool, null_store: bool = False
+    turns: int, *, observed: bool, redactor: bool, null_store: bool = False, traced: Any = None
 ) -> float:
     script: list[list[MockScriptItem]] = [
         [provider_tool_call(f"c{i}", "noop", {"i": i}), provider_done()] for i in range(turns - 1)
@@ -68,6 +89,7 @@ async def _run_once(
         redactor=create_secret_redactor(["sk-secret"]) if redactor else None,
         tool_validator=False,
         store=_NullStore() if null_store else None,
+        **({} if traced is None else {"tracing": traced}),
     )
     session = agent.create_session()
     drained: list[Any] = []
@@ -98,8 +120,16 @@ async def main() -> None:
     parser.add_argument(
         "--null-store", action="store_true", help="a store that keeps nothing (runtime cost only)"
     )
+    parser.add_argument(
+        "--traced", action="store_true", help="trace with prism.otel (spans built, then dropped)"
+    )
     args = parser.parse_args()
-    options = {"observed": args.observed, "redactor": args.redactor, "null_store": args.null_store}
+    options: dict[str, Any] = {
+        "observed": args.observed,
+        "redactor": args.redactor,
+        "null_store": args.null_store,
+        "traced": _tracing() if args.traced else None,
+    }
     await _run_once(20, **options)  # warm-up
     for turns in args.turns:
         samples = [await _run_once(turns, **options) for _ in range(args.repeat)]

@@ -189,6 +189,7 @@ class _RunSpans:
         "_capture",
         "_chat",
         "_chat_done",
+        "_chat_error",
         "_conversation",
         "_finish",
         "_input_tokens",
@@ -242,6 +243,7 @@ class _RunSpans:
         self._parent = trace.set_span_in_context(self._invoke)
         self._chat: Span | None = None
         self._chat_done = False
+        self._chat_error: ErrorInfo | None = None
         self._tools: dict[str, Span] = {}
         self._revisions = 0
         self._input_tokens = 0
@@ -295,16 +297,23 @@ class _RunSpans:
         if chat is not None:
             self._chat = None
             self._chat_done = False
+            error = self._chat_error
+            if error is not None:
+                self._chat_error = None
+                _fail(chat, error)
             chat.end()
 
     def _end_invoke(self, status: str) -> None:
         invoke = self._invoke
-        invoke.set_attribute("prism.run.status", status)
-        invoke.set_attribute("prism.revision_count", self._revisions)
-        invoke.set_attribute("gen_ai.usage.input_tokens", self._input_tokens)
-        invoke.set_attribute("gen_ai.usage.output_tokens", self._output_tokens)
+        attributes: dict[str, Any] = {
+            "prism.run.status": status,
+            "prism.revision_count": self._revisions,
+            "gen_ai.usage.input_tokens": self._input_tokens,
+            "gen_ai.usage.output_tokens": self._output_tokens,
+        }
         if self._stop_reason is not None:
-            invoke.set_attribute("prism.stop_reason", self._stop_reason)
+            attributes["prism.stop_reason"] = self._stop_reason
+        invoke.set_attributes(attributes)
         invoke.end()
 
     # ----------------------------------------------------------------- provider turns
@@ -346,21 +355,24 @@ class _RunSpans:
         if error is not None:
             attempt["error.type"] = _error_type(error)
             chat.add_event("prism.provider_attempt", attempt)
-            _fail(chat, error)
+            self._chat_error = error  # the turn's status, unless a retry succeeds
             return
+        self._chat_error = None
         chat.add_event("prism.provider_attempt", attempt)
-        chat.set_status(Status(StatusCode.UNSET))
-        chat.set_attribute("prism.attempts", metadata.attempt)
-        chat.set_attribute("gen_ai.provider.name", metadata.provider_id or self._provider)
-        chat.set_attribute("gen_ai.response.model", metadata.model.model)
+        attributes: dict[str, Any] = {
+            "prism.attempts": metadata.attempt,
+            "gen_ai.provider.name": metadata.provider_id or self._provider,
+            "gen_ai.response.model": metadata.model.model,
+        }
         if usage is not None:
             if usage.input_tokens is not None:
-                chat.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+                attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
             if usage.output_tokens is not None:
-                chat.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+                attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
         self._finish = event.stop_reason
         if event.stop_reason is not None:
-            chat.set_attribute("gen_ai.response.finish_reasons", [event.stop_reason])
+            attributes["gen_ai.response.finish_reasons"] = (event.stop_reason,)
+        chat.set_attributes(attributes)
         if self._capture:
             self._chat_done = True  # ends with its message (content) or the next event
         else:
@@ -485,9 +497,8 @@ class _RunSpans:
 
     def on_error(self, event: ErrorEvent) -> None:
         error = event.error
-        chat = self._chat
-        if chat is not None and not self._chat_done:
-            _fail(chat, error)
+        if self._chat is not None and not self._chat_done:
+            self._chat_error = error
         self._end_chat()
         for span in self._tools.values():
             _fail(span, error)

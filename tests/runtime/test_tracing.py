@@ -213,6 +213,28 @@ async def test_failed_run_sets_error_status(spans: tuple[TracerProvider, InMemor
     assert dict(second.attributes or {})["prism.attempt"] == 2
 
 
+async def test_a_retried_turn_that_succeeds_is_one_ok_chat_span(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    tp, exporter = spans
+    turns = [
+        [provider_error(ErrorInfo(code=429, message="slow down"))],
+        [provider_text_delta("ok"), provider_done(Usage(input_tokens=1, output_tokens=1))],
+    ]
+    agent = prism.create_agent(
+        model=MODEL,
+        provider=create_mock_provider(turns=turns),
+        retry=RetryOptions(base_delay_ms=0, jitter=0),
+        tracing=OpenTelemetryTracing(tracer_provider=tp),
+    )
+    await agent.create_session().run("go")
+    (chat,) = by_name(exporter.get_finished_spans(), "chat demo-1")
+    assert chat.status.status_code is StatusCode.UNSET
+    assert dict(chat.attributes or {})["prism.attempts"] == 2
+    assert "error.type" not in dict(chat.attributes or {})
+    assert [dict(e.attributes or {}).get("error.type") for e in chat.events] == ["429", "429", None]
+
+
 async def test_tool_error_sets_the_tool_span_status(
     spans: tuple[TracerProvider, InMemorySpanExporter],
 ) -> None:
@@ -404,3 +426,36 @@ async def test_untraced_run_builds_no_trace() -> None:
     await session.run("go")
     assert seen == [trace.INVALID_SPAN]
     assert session.id  # nothing was traced, and the run needed no tracer
+
+
+async def test_parallel_sync_tools_run_in_their_own_tool_span(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    """A parallel round runs sync tools in worker threads: each still sees its own span."""
+    tp, exporter = spans
+    seen: dict[str, str] = {}
+
+    def probe(arguments: dict[str, Any], context: prism.ToolExecutionContext) -> str:
+        span = trace.get_current_span()
+        seen[context.tool_call_id] = f"{getattr(span, 'name', '')}/{span.get_span_context().span_id}"
+        return "ok"
+
+    turns = [
+        [provider_tool_call("p1", "probe", {}), provider_tool_call("p2", "probe", {}), provider_done()],
+        [provider_text_delta("done"), provider_done()],
+    ]
+    agent = prism.create_agent(
+        model=MODEL,
+        provider=create_mock_provider(turns=turns),
+        tools=[prism.ToolDefinition(name="probe", execute=probe, parameters={"type": "object"})],
+        loop=prism.SingleShotLoopOptions(tool_concurrency=2),
+        tracing=OpenTelemetryTracing(tracer_provider=tp),
+    )
+    await agent.create_session().run("go")
+    spans_by_call = {
+        dict(s.attributes or {})["gen_ai.tool.call.id"]: s
+        for s in by_name(exporter.get_finished_spans(), "execute_tool probe")
+    }
+    assert seen == {
+        call: f"execute_tool probe/{span.context.span_id}" for call, span in spans_by_call.items()
+    }
