@@ -272,10 +272,13 @@ class LedgerWriter:
         *,
         turn: int | None = None,
         attempt: int | None = None,
+        provider_id: str | None = None,
+        model: str | None = None,
     ) -> None:
         """Queue a :class:`UsageRecord` with a new ``usage_…`` id.
 
-        ``turn``/``attempt`` are kept only for ``provider_turn`` rows.
+        ``turn``/``attempt`` and the serving ``provider_id``/``model`` are kept only for
+        ``provider_turn`` rows.
         """
         if self._ledger is None or self._failure is not None:
             return
@@ -289,6 +292,8 @@ class LedgerWriter:
             timestamp=now_iso(),
             turn=turn if per_turn else None,
             attempt=attempt if per_turn else None,
+            provider_id=provider_id if per_turn else None,
+            model=model if per_turn else None,
         )
         self._submit("usage", record, False)
 

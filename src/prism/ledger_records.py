@@ -190,6 +190,10 @@ class UsageRecord(Serializable):
     """Turn of a ``provider_turn`` row."""
     attempt: int | None = None
     """Attempt of a ``provider_turn`` row."""
+    provider_id: str | None = None
+    """Provider that served a ``provider_turn`` row's attempt (a fallback's when one did)."""
+    model: str | None = None
+    """Model name that served a ``provider_turn`` row's attempt."""
     tenant_id: str | None = None
     """Ownership: tenant."""
     account_id: str | None = None

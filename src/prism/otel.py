@@ -20,7 +20,8 @@ Each run leg gives one span tree, under the span that is current where the host 
   ``prism.resumed_from_version`` (a resumed leg). A resumed durable leg has a span *link* to the
   ``invoke_agent`` span of the leg that suspended (its trace context is stored with the
   checkpoint), so the legs of one run are linked traces.
-* ``chat {model}`` (kind ``CLIENT``), one per provider turn, a child of ``invoke_agent``:
+* ``chat {model}`` (kind ``CLIENT``), one per provider turn (and one more for each fallback
+  provider that took the turn over, ``prism.providers.fallback``), a child of ``invoke_agent``:
   ``gen_ai.operation.name="chat"``, ``gen_ai.provider.name`` and ``gen_ai.response.model`` (the
   provider and model that served the turn: a fallback's when one did), ``gen_ai.request.model``,
   ``gen_ai.request.temperature``/``max_tokens``/``top_p`` (from the model's parameters),

@@ -9,6 +9,7 @@ provider in ``prism.testing`` uses them too); :func:`fold_provider_events` folds
 The adapters are submodules, imported only when used, each needing its extra:
 ``prism.providers.openai`` (``openai``), ``prism.providers.anthropic`` (``anthropic``) and
 ``prism.providers.llama_cpp`` (``local``). This package imports none of them.
+:func:`fallback` (``prism.providers.chain``) chains providers for model fallback.
 """
 
 # Grouped by topic, not sorted as one block.
@@ -44,6 +45,13 @@ from .base import provider_error as provider_error
 from .base import tool_call_content as tool_call_content
 from .base import tool_call_from_arguments_text as tool_call_from_arguments_text
 
+# Model fallback: a chain of providers, the next serving when one is unavailable.
+from .chain import DEFAULT_FALLBACK_CODES as DEFAULT_FALLBACK_CODES
+from .chain import FallbackModel as FallbackModel
+from .chain import FallbackPolicy as FallbackPolicy
+from .chain import FallbackProvider as FallbackProvider
+from .chain import fallback as fallback
+
 # Folding a stream into the turn result.
 from ..types import ProviderTurnResult as ProviderTurnResult
 from .base import fold_provider_events as fold_provider_events
@@ -60,6 +68,8 @@ __all__ = [
     "provider_message_start", "provider_content_delta", "provider_text_delta",
     "provider_thinking_delta", "provider_tool_call", "provider_tool_call_delta", "provider_usage",
     "provider_done", "provider_error", "tool_call_content", "tool_call_from_arguments_text",
+    # Model fallback
+    "DEFAULT_FALLBACK_CODES", "FallbackModel", "FallbackPolicy", "FallbackProvider", "fallback",
     # Folding a stream
     "ProviderTurnResult", "fold_provider_events", "reconstruct_tool_call_deltas",
 ]

@@ -149,7 +149,16 @@ def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
     if writer.enabled:
 
         def on_usage(turn: int, attempt: int, usage: Usage) -> None:
-            writer.record_usage("provider_turn", usage, turn=turn, attempt=attempt)
+            attempts = ctx.attempts  # the serving provider: a fallback's when one took over
+            assert attempts is not None
+            writer.record_usage(
+                "provider_turn",
+                usage,
+                turn=turn,
+                attempt=attempt,
+                provider_id=attempts.provider_id,
+                model=attempts.model.model,
+            )
 
     guardrails = plan.guardrails
     ctx.attempts = ProviderAttempts(

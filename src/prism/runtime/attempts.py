@@ -55,6 +55,7 @@ from prism.runtime._attempt import (
     as_event,
     checked_call,
 )
+from prism.runtime._fallback import ChainLink, FallbackChain
 from prism.runtime._fast import event_bytes
 from prism.runtime._retry_wait import RetryHook, decide_retry, wait_retry_delay
 from prism.types import (
@@ -122,6 +123,7 @@ class ProviderAttempts:
         "accumulator",
         "buffer_output",
         "_cancel_pending",
+        "_chain",
         "_child",
         "emit",
         "_first_attempt_metadata",
@@ -168,6 +170,9 @@ class ProviderAttempts:
         redactor: SecretRedactor | None = None,
         buffer_output: bool = False,
     ) -> None:
+        self._chain = FallbackChain.of(provider, model)
+        if self._chain is not None:
+            provider = self._chain.primary
         self._provider = provider
         self.provider_id = str(getattr(provider, "id", "") or "")
         self.model = model
@@ -239,39 +244,49 @@ class ProviderAttempts:
         Returns:
             The successful attempt's result, or :data:`EMPTY_TURN_RESULT` after a soft interrupt.
 
+        A fallback chain (``prism.providers.fallback``) starts each request with its primary; see
+        :mod:`prism.runtime._fallback` for when the next provider takes over.
+
         Raises:
             ProviderTurnError: ``ERR_PRISM_PROVIDER`` — the last attempt failed and was not
-                retried; ``.info`` is its redacted ``ErrorInfo``.
+                retried (nor served by a fallback); ``.info`` is its redacted ``ErrorInfo``.
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — a limit breached during an attempt.
             GuardrailError: an output guardrail did not allow the draft.
             Exception: the run signal's abort reason when the run was aborted.
         """
         attempt = 1
+        chain = self._chain
+        if chain is not None and chain.index:
+            request = self._serve(chain, chain.reset(), request)
         while True:
             try:
                 result = await self._attempt(request, request_bytes, turn, attempt, secrets)
             except AttemptFailed as failure:
                 info = failure.info
+                policy = self._policy
+                decision = None
                 if (
-                    failure.observable
-                    or not failure.retry
-                    or self._policy is None
-                    or self._signal.aborted
+                    failure.retry
+                    and not failure.observable
+                    and policy is not None
+                    and not self._signal.aborted
                 ):
-                    raise ProviderTurnError(info) from failure.cause
-                decision = await decide_retry(
-                    self._policy,
-                    RetryContext(
-                        session_id=self.session_id,
-                        run_id=self.run_id,
-                        attempt=attempt,
-                        error=info,
-                        metadata=self._retry_metadata,
-                        signal=self._signal,
-                    ),
-                    hook=self._retry_hook,
-                )
-                if not decision.retry:
+                    decision = await decide_retry(
+                        policy,
+                        RetryContext(
+                            session_id=self.session_id,
+                            run_id=self.run_id,
+                            attempt=attempt,
+                            error=info,
+                            metadata=self._retry_metadata,
+                            signal=self._signal,
+                        ),
+                        hook=self._retry_hook,
+                    )
+                if decision is None or not decision.retry:
+                    if chain is not None and chain.falls_back(failure, self._signal):
+                        request, attempt = self._serve(chain, chain.advance(), request), 1
+                        continue
                     raise ProviderTurnError(info) from failure.cause
                 delay = float(decision.delay_ms or 0)
                 self.emit(
@@ -288,6 +303,12 @@ class ProviderAttempts:
                 continue
             self._generated = True
             return result
+
+    def _serve(self, chain: FallbackChain, link: ChainLink, request: ProviderRequest) -> Any:
+        """Let ``link`` serve the next attempts: its provider, id and model, in the request too."""
+        self._provider, self.provider_id, self.model = link
+        self._first_attempt_metadata = None
+        return chain.request_for(request, self._redactor)
 
     # ----------------------------------------------------------------- one attempt
 

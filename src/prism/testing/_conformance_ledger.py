@@ -151,7 +151,8 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
                 id=new_id("usage"), session_id=sid, run_id=rid, scope="provider_turn",
                 usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15, cost=0.25,
                             currency="USD"),
-                timestamp=now_iso(), turn=1, attempt=1, user_id=owner.user_id,
+                timestamp=now_iso(), turn=1, attempt=1, provider_id="openai",
+                model="gpt-4o-mini", user_id=owner.user_id,
             ),
         )
         await put(
