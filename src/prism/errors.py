@@ -11,7 +11,8 @@ Hierarchy::
     ├── ProviderTurnError                       ERR_PRISM_PROVIDER (.info)
     ├── ProviderTransportError                  lowercase transport codes (data)
     ├── RunLimitExceeded                        ERR_PRISM_RUN_LIMIT (.breach)
-    ├── AgentRunError                           ERR_PRISM_RUN_{FAILED,ABORTED} / artifact reason
+    ├── AgentRunError                           ERR_PRISM_RUN_{FAILED,ABORTED} / artifact reason /
+    │                                           ERR_PRISM_LOOP_* of a loop-state failure
     │   └── AgentRunLimitError                  ERR_PRISM_RUN_LIMIT (.breach)
     ├── ArtifactFailedError                     the artifact failure reason (data)
     ├── GuardrailError                          ERR_PRISM_GUARDRAIL_{BLOCKED,INTERRUPT_UNAVAILABLE}
@@ -300,7 +301,9 @@ class AgentRunError(PrismError):
     ``code`` is ``ERR_PRISM_RUN_ABORTED`` when ``result.status == "aborted"``, the artifact failure
     reason (``result.error.code``) when the run failed because a generate-validate-revise leg
     ended without an accepted artifact (detected from ``result.error.name ==
-    "ArtifactFailedError"`` or given as ``code=``), else ``ERR_PRISM_RUN_FAILED``. ``str(err)`` is
+    "ArtifactFailedError"`` or given as ``code=``), the ``ERR_PRISM_LOOP_*`` code when an
+    :class:`AgentLoopStateError` failed the run (``result.error.code`` is one of its codes), else
+    ``ERR_PRISM_RUN_FAILED``. ``str(err)`` is
     ``message`` when given, else ``result.error.message`` when present, else ``Agent run failed`` /
     ``Agent run aborted``.
 
@@ -333,10 +336,14 @@ class AgentRunError(PrismError):
     def _derive_code(self, status: object, error: object) -> str:
         if status == "aborted":
             return ERR_PRISM_RUN_ABORTED
-        if error is not None and getattr(error, "name", None) == "ArtifactFailedError":
-            reason = getattr(error, "code", None)
+        if error is None:
+            return ERR_PRISM_RUN_FAILED
+        reason = getattr(error, "code", None)
+        if getattr(error, "name", None) == "ArtifactFailedError":
             if isinstance(reason, (str, int)) and not isinstance(reason, bool):
                 return str(reason)
+        elif isinstance(reason, str) and reason in AgentLoopStateError.codes:
+            return reason
         return ERR_PRISM_RUN_FAILED
 
     @property
