@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 from prism._failure_records import ErrorInfo, FailedLeg, GuardrailRecord, RunLimitBreach
@@ -572,14 +571,15 @@ class StoreSchemaError(PrismError):
 
 
 class RedactedError(PrismError):
-    """Stand-in ``__cause__`` for a host exception whose message held a secret.
+    """Stand-in ``__cause__`` for a host exception whose message or attributes held a secret.
 
     Never raised on its own. Carries the original class name, the redacted message and the
-    original traceback (``__traceback__``); the original exception object is not chained.
-    Code ``ERR_PRISM_REDACTED``.
+    redacted original traceback as text (also a note, shown in printed tracebacks); neither the
+    original object nor its traceback (frames hold raw values) is kept. ``ERR_PRISM_REDACTED``.
 
     Attributes:
         original_type: ``type(original).__name__``.
+        traceback_text: The original's redacted ``traceback.format_tb`` text (``""``: unknown).
     """
 
     code = ERR_PRISM_REDACTED
@@ -590,9 +590,10 @@ class RedactedError(PrismError):
         message: str | None = None,
         *,
         original_type: str,
-        traceback: TracebackType | None = None,
+        traceback_text: str = "",
     ) -> None:
         super().__init__(message)
         self.original_type = original_type
-        if traceback is not None:
-            self.__traceback__ = traceback
+        self.traceback_text = traceback_text
+        if traceback_text:
+            self.add_note(f"Original {original_type} traceback (redacted):\n{traceback_text}")

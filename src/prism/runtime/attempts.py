@@ -39,7 +39,12 @@ from prism.events import (
 from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
 from prism.limits import RunLimitTracker
 from prism.providers.base import AIProvider, reconstruct_tool_call_deltas
-from prism.redaction import SecretRedactor, error_to_error_info, redact_value
+from prism.redaction import (
+    SecretRedactor,
+    error_to_error_info,
+    redact_value,
+    redacted_cause,
+)
 from prism.retry import (
     RetryContext,
     RetryOptions,
@@ -248,46 +253,46 @@ class ProviderAttempts:
         """
         attempt = 1
         while True:
+            failure: AttemptFailed | None = None
             try:
                 result = await self._attempt(request, request_bytes, turn, attempt, secrets)
-            except AttemptFailed as failure:
-                info = failure.info
-                if (
-                    failure.observable
-                    or not failure.retry
-                    or self._policy is None
-                    or self._signal.aborted
-                ):
-                    raise ProviderTurnError(info) from failure.cause
-                decision = await decide_retry(
-                    self._policy,
-                    RetryContext(
-                        session_id=self.session_id,
-                        run_id=self.run_id,
-                        attempt=attempt,
-                        error=info,
-                        metadata=self._retry_metadata,
-                        signal=self._signal,
-                    ),
-                    hook=self._retry_hook,
+            except AttemptFailed as exc:
+                failure = exc
+            if failure is None:
+                self._generated = True
+                return result
+            # Outside the handler: the provider error's only link is the redacted cause.
+            info = failure.info
+            if failure.observable or not failure.retry or self._policy is None or (
+                self._signal.aborted
+            ):
+                raise ProviderTurnError(info) from failure.cause
+            decision = await decide_retry(
+                self._policy,
+                RetryContext(
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    attempt=attempt,
+                    error=info,
+                    metadata=self._retry_metadata,
+                    signal=self._signal,
+                ),
+                hook=self._retry_hook,
+            )
+            if not decision.retry:
+                raise ProviderTurnError(info) from failure.cause
+            delay = float(decision.delay_ms or 0)
+            self.emit(
+                RetryScheduledEvent(
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    attempt=attempt,
+                    delay_ms=delay,
+                    error=info,
                 )
-                if not decision.retry:
-                    raise ProviderTurnError(info) from failure.cause
-                delay = float(decision.delay_ms or 0)
-                self.emit(
-                    RetryScheduledEvent(
-                        session_id=self.session_id,
-                        run_id=self.run_id,
-                        attempt=attempt,
-                        delay_ms=delay,
-                        error=info,
-                    )
-                )
-                await wait_retry_delay(self._signal, delay)
-                attempt += 1
-                continue
-            self._generated = True
-            return result
+            )
+            await wait_retry_delay(self._signal, delay)
+            attempt += 1
 
     # ----------------------------------------------------------------- one attempt
 
@@ -328,14 +333,25 @@ class ProviderAttempts:
         if task.cancelling() > 0:
             task.uncancel()
 
+    def _extra_secrets(self, secrets: tuple[str, ...]) -> tuple[str, ...]:
+        return secrets + (self._retry.secrets if self._retry is not None else ())
+
     def _redact_info(self, info: ErrorInfo, secrets: tuple[str, ...]) -> ErrorInfo:
         redactor = self._redactor
         if redactor is not None:
             info = redactor.redact(info)
-        extra = secrets + (self._retry.secrets if self._retry is not None else ())
+        extra = self._extra_secrets(secrets)
         if extra:
             info = redact_value(info, extra)
         return info
+
+    def _clean_cause(
+        self, cause: BaseException | None, secrets: tuple[str, ...]
+    ) -> BaseException | None:
+        """The provider's exception, or its redacted stand-in when it holds a secret."""
+        if cause is None:
+            return None
+        return redacted_cause(cause, self._redactor, self._extra_secrets(secrets))
 
     async def _attempt(
         self,
@@ -402,7 +418,8 @@ class ProviderAttempts:
             info = self._redact_info(failure.info, secrets)
             st.fail(info)
             raise AttemptFailed(
-                info, failure.observable, failure.cause, retry=failure.retry
+                info, failure.observable, self._clean_cause(failure.cause, secrets),
+                retry=failure.retry,
             ) from None
         except (GuardrailError, RunLimitExceeded) as exc:
             st.fail(error_to_error_info(exc, self._redactor or ()))
@@ -412,7 +429,7 @@ class ProviderAttempts:
                 return self._after_stop(st, child, secrets)
             info = self._redact_info(error_to_error_info(exc), secrets)
             st.fail(info)
-            raise AttemptFailed(info, st.started, exc) from None
+            raise AttemptFailed(info, st.started, self._clean_cause(exc, secrets)) from None
         finally:
             self._child = None
             self._task = None
