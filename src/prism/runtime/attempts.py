@@ -59,6 +59,7 @@ from prism.runtime._attempt import (
     SoftInterrupt,
     as_event,
     checked_call,
+    without_split_secret,
 )
 from prism.runtime._fast import event_bytes
 from prism.runtime._retry_wait import RetryHook, decide_retry, wait_retry_delay
@@ -133,6 +134,7 @@ class ProviderAttempts:
         "_generated",
         "observed",
         "_guardrails",
+        "held_secrets",
         "_metadata",
         "model",
         "on_usage",
@@ -195,6 +197,9 @@ class ProviderAttempts:
         self._retry_hook = retry_hook
         self._guardrails = guardrails if guardrails is not None and guardrails.output else None
         self._redactor = redactor
+        self.held_secrets: tuple[str, ...] = (
+            tuple(s for s in redactor.secrets if len(s) > 1) if redactor is not None else ()
+        )
         self.buffer_output = buffer_output or self._guardrails is not None
         self._child: AbortController | None = None
         self._soft_pending = False
@@ -482,6 +487,7 @@ class ProviderAttempts:
         rid = self.run_id
         observed = self.observed
         event_kinds = EVENT_KINDS
+        held = self.held_secrets
         while True:
             if child.aborted:
                 child.throw_if_aborted()
@@ -500,7 +506,7 @@ class ProviderAttempts:
                 event = as_event(event, st.started)
                 kind = type(event)
             if kind is ProviderToolCall:
-                event = checked_call(event)  # type: ignore[arg-type]
+                event = checked_call(event, held)  # type: ignore[arg-type]
             charge(event_bytes(event))
             if kind is ProviderContentDelta:
                 content: Any = event.content  # type: ignore[union-attr]
@@ -567,6 +573,7 @@ class ProviderAttempts:
             st.close_open()
         if st.has_deltas:
             for call in reconstruct_tool_call_deltas(st.call_events):
+                call = without_split_secret(call, held)
                 st.parts.append(call)
                 st.calls.append(call)
                 if observed():
