@@ -16,12 +16,13 @@ from typing import Any, Final, Protocol, get_args
 from prism.errors import RunLimitExceeded
 from prism.events import (
     AgentEvent,
+    MessageDeltaEvent,
     MessageStartedEvent,
     ProviderTurnFinishedEvent,
     ProviderTurnMetadata,
 )
 from prism.limits import RunLimitTracker
-from prism.runtime._stream_redaction import held_length
+from prism.runtime._stream_redaction import StreamRedaction, held_length
 from prism.types import (
     ContentBlock,
     ErrorInfo,
@@ -205,6 +206,7 @@ class AttemptSinks(Protocol):
     on_usage: Callable[[int, int, Usage], None] | None
     emit: Callable[[AgentEvent], None]
     observed: Callable[[], bool]
+    held_secrets: tuple[str, ...]
 
 
 class AttemptState:
@@ -217,6 +219,7 @@ class AttemptState:
         "call_events",
         "calls",
         "has_deltas",
+        "held",
         "message_emitted",
         "message_id",
         "open_kind",
@@ -248,6 +251,8 @@ class AttemptState:
         self.open_kind = 0  # 0: none, 1: text, 2: thinking
         self.call_events: list[ProviderEvent] = []
         self.has_deltas = False
+        secrets = runner.held_secrets
+        self.held = StreamRedaction(secrets) if secrets else None
 
     def out(self, event: AgentEvent) -> None:
         """Emit a message event now, or hold it back while buffering."""
@@ -256,6 +261,28 @@ class AttemptState:
             self.runner.emit(event)
         else:
             buffered.append(event)
+
+    def delta(self, content: Any) -> None:
+        """Emit the ``message_delta`` of streamed ``content`` — through the held channels when
+        the redactor has secrets, so a secret split across chunks is never emitted in pieces."""
+        runner = self.runner
+        held = self.held
+        for piece in (content,) if held is None else held.deltas(content):
+            self.out(
+                MessageDeltaEvent(session_id=runner.session_id, run_id=runner.run_id, content=piece)
+            )
+
+    def flush_held(self) -> None:
+        """Emit the ``message_delta`` events of the text the channels still hold."""
+        held = self.held
+        runner = self.runner
+        if held is not None and runner.observed():
+            for piece in held.flush():
+                self.out(
+                    MessageDeltaEvent(
+                        session_id=runner.session_id, run_id=runner.run_id, content=piece
+                    )
+                )
 
     def start(self) -> None:
         """Mark the draft started; emit ``message_started`` once per attempt."""
@@ -326,7 +353,8 @@ class AttemptState:
             pass
 
     def finished(self, error: ErrorInfo | None) -> None:
-        """Emit ``provider_turn_finished``."""
+        """Emit what the held channels still hold, then ``provider_turn_finished``."""
+        self.flush_held()
         runner = self.runner
         if not runner.observed():
             return

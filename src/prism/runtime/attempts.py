@@ -31,7 +31,6 @@ from prism.abort import AbortController, AbortSignal
 from prism.errors import AbortError, GuardrailError, ProviderTurnError, RunLimitExceeded
 from prism.events import (
     AgentEvent,
-    MessageDeltaEvent,
     ProviderTurnMetadata,
     ProviderTurnStartedEvent,
     RetryScheduledEvent,
@@ -483,8 +482,6 @@ class ProviderAttempts:
     ) -> None:
         """Read provider events until ``done``/exhaustion, folding them into ``st`` (RUN-15 4-5)."""
         charge = self.tracker.charge_response_bytes
-        sid = self.session_id
-        rid = self.run_id
         observed = self.observed
         event_kinds = EVENT_KINDS
         held = self.held_secrets
@@ -513,7 +510,7 @@ class ProviderAttempts:
                 if not st.started or not st.message_emitted:
                     st.start()
                 if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=content))
+                    st.delta(content)
                 ckind = type(content)
                 if ckind is TextContent:
                     if st.open_kind != 1:
@@ -530,7 +527,7 @@ class ProviderAttempts:
                 if not st.started or not st.message_emitted:
                     st.start()
                 if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+                    st.delta(call)
                 if st.open_kind:
                     st.close_open()
                 st.parts.append(call)
@@ -548,17 +545,13 @@ class ProviderAttempts:
                 if not st.started or not st.message_emitted:
                     st.start()
                 if observed():
-                    st.out(
-                        MessageDeltaEvent(
-                            session_id=sid,
-                            run_id=rid,
-                            content=ToolCallDeltaContent(
-                                index=event.index,  # type: ignore[union-attr]
-                                id=event.id,  # type: ignore[union-attr]
-                                name=event.name,  # type: ignore[union-attr]
-                                arguments_text=event.arguments_text,  # type: ignore[union-attr]
-                                authority=event.authority,  # type: ignore[union-attr]
-                            ),
+                    st.delta(
+                        ToolCallDeltaContent(
+                            index=event.index,  # type: ignore[union-attr]
+                            id=event.id,  # type: ignore[union-attr]
+                            name=event.name,  # type: ignore[union-attr]
+                            arguments_text=event.arguments_text,  # type: ignore[union-attr]
+                            authority=event.authority,  # type: ignore[union-attr]
                         )
                     )
                 st.has_deltas = True
@@ -571,13 +564,14 @@ class ProviderAttempts:
                 raise AttemptFailed(event.error, st.started, None)  # type: ignore[union-attr]
         if st.open_kind:
             st.close_open()
+        st.flush_held()
         if st.has_deltas:
             for call in reconstruct_tool_call_deltas(st.call_events):
                 call = without_split_secret(call, held)
                 st.parts.append(call)
                 st.calls.append(call)
                 if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+                    st.delta(call)
 
     def _after_stop(
         self, st: AttemptState, child: AbortSignal, secrets: tuple[str, ...]
