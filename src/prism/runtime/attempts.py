@@ -31,7 +31,6 @@ from prism.abort import AbortController, AbortSignal
 from prism.errors import AbortError, GuardrailError, ProviderTurnError, RunLimitExceeded
 from prism.events import (
     AgentEvent,
-    MessageDeltaEvent,
     ProviderTurnMetadata,
     ProviderTurnStartedEvent,
     RetryScheduledEvent,
@@ -39,7 +38,12 @@ from prism.events import (
 from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
 from prism.limits import RunLimitTracker
 from prism.providers.base import AIProvider, reconstruct_tool_call_deltas
-from prism.redaction import SecretRedactor, error_to_error_info, redact_value
+from prism.redaction import (
+    SecretRedactor,
+    error_to_error_info,
+    redact_value,
+    redacted_cause,
+)
 from prism.retry import (
     RetryContext,
     RetryOptions,
@@ -54,8 +58,9 @@ from prism.runtime._attempt import (
     SoftInterrupt,
     as_event,
     checked_call,
+    without_split_secret,
 )
-from prism.runtime._fallback import ChainLink, FallbackChain
+from prism.runtime._fallback import FallbackChain
 from prism.runtime._fast import event_bytes
 from prism.runtime._retry_wait import RetryHook, decide_retry, wait_retry_delay
 from prism.types import (
@@ -126,10 +131,10 @@ class ProviderAttempts:
         "_chain",
         "_child",
         "emit",
-        "_first_attempt_metadata",
         "_generated",
         "observed",
         "_guardrails",
+        "held_secrets",
         "_metadata",
         "model",
         "on_usage",
@@ -170,10 +175,8 @@ class ProviderAttempts:
         redactor: SecretRedactor | None = None,
         buffer_output: bool = False,
     ) -> None:
-        self._chain = FallbackChain.of(provider, model)
-        if self._chain is not None:
-            provider = self._chain.primary
-        self._provider = provider
+        self._chain = chain = FallbackChain.of(provider, model, redactor)
+        self._provider = provider = provider if chain is None else chain  # streams from a link
         self.provider_id = str(getattr(provider, "id", "") or "")
         self.model = model
         self.session_id = session_id
@@ -195,6 +198,9 @@ class ProviderAttempts:
         self._retry_hook = retry_hook
         self._guardrails = guardrails if guardrails is not None and guardrails.output else None
         self._redactor = redactor
+        self.held_secrets: tuple[str, ...] = (
+            tuple(s for s in redactor.secrets if len(s) > 1) if redactor is not None else ()
+        )
         self.buffer_output = buffer_output or self._guardrails is not None
         self._child: AbortController | None = None
         self._soft_pending = False
@@ -202,7 +208,6 @@ class ProviderAttempts:
         self._task: asyncio.Task[Any] | None = None
         self._waiting = False
         self._cancel_pending = False
-        self._first_attempt_metadata: ProviderTurnMetadata | None = None
         signal.add_listener(self._abort_child)  # the streaming attempt's link
 
     # ----------------------------------------------------------------- soft interrupts
@@ -244,71 +249,60 @@ class ProviderAttempts:
         Returns:
             The successful attempt's result, or :data:`EMPTY_TURN_RESULT` after a soft interrupt.
 
-        A fallback chain (``prism.providers.fallback``) starts each request with its primary; see
-        :mod:`prism.runtime._fallback` for when the next provider takes over.
-
         Raises:
             ProviderTurnError: ``ERR_PRISM_PROVIDER`` — the last attempt failed and was not
-                retried (nor served by a fallback); ``.info`` is its redacted ``ErrorInfo``.
+                retried nor taken over by a fallback (``prism.runtime._fallback``).
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — a limit breached during an attempt.
             GuardrailError: an output guardrail did not allow the draft.
             Exception: the run signal's abort reason when the run was aborted.
         """
         attempt = 1
-        chain = self._chain
-        if chain is not None and chain.index:
-            request = self._serve(chain, chain.reset(), request)
+        if (chain := self._chain) is not None and chain.index:
+            request = chain.switch(self, 0, request)  # each request starts with the primary
         while True:
+            failure: AttemptFailed | None = None
             try:
                 result = await self._attempt(request, request_bytes, turn, attempt, secrets)
-            except AttemptFailed as failure:
-                info = failure.info
-                policy = self._policy
-                decision = None
-                if (
-                    failure.retry
-                    and not failure.observable
-                    and policy is not None
-                    and not self._signal.aborted
-                ):
-                    decision = await decide_retry(
-                        policy,
-                        RetryContext(
-                            session_id=self.session_id,
-                            run_id=self.run_id,
-                            attempt=attempt,
-                            error=info,
-                            metadata=self._retry_metadata,
-                            signal=self._signal,
-                        ),
-                        hook=self._retry_hook,
-                    )
-                if decision is None or not decision.retry:
-                    if chain is not None and chain.falls_back(failure, self._signal):
-                        request, attempt = self._serve(chain, chain.advance(), request), 1
-                        continue
-                    raise ProviderTurnError(info) from failure.cause
-                delay = float(decision.delay_ms or 0)
-                self.emit(
-                    RetryScheduledEvent(
+            except AttemptFailed as exc:
+                failure = exc
+            if failure is None:
+                self._generated = True
+                return result
+            # Outside the handler: the provider error's only link is the redacted cause.
+            info = failure.info
+            decision = None
+            if failure.retry and not failure.observable and self._policy is not None and (
+                not self._signal.aborted
+            ):
+                decision = await decide_retry(
+                    self._policy,
+                    RetryContext(
                         session_id=self.session_id,
                         run_id=self.run_id,
                         attempt=attempt,
-                        delay_ms=delay,
                         error=info,
-                    )
+                        metadata=self._retry_metadata,
+                        signal=self._signal,
+                    ),
+                    hook=self._retry_hook,
                 )
-                await wait_retry_delay(self._signal, delay)
-                attempt += 1
-                continue
-            self._generated = True
-            return result
-
-    def _serve(self, chain: FallbackChain, link: ChainLink, request: ProviderRequest) -> Any:
-        """Let ``link`` serve the next attempts: its provider, id and model, in the request too."""
-        self._provider, self.provider_id, self.model = link
-        self._first_attempt_metadata = None
-        return chain.request_for(request, self._redactor)
+            if decision is None or not decision.retry:
+                if chain is not None and chain.falls_back(failure, self._signal):
+                    request, attempt = chain.switch(self, chain.index + 1, request), 1
+                    continue
+                raise ProviderTurnError(info) from failure.cause
+            delay = float(decision.delay_ms or 0)
+            self.emit(
+                RetryScheduledEvent(
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    attempt=attempt,
+                    delay_ms=delay,
+                    error=info,
+                )
+            )
+            await wait_retry_delay(self._signal, delay)
+            attempt += 1
 
     # ----------------------------------------------------------------- one attempt
 
@@ -349,14 +343,25 @@ class ProviderAttempts:
         if task.cancelling() > 0:
             task.uncancel()
 
+    def _extra_secrets(self, secrets: tuple[str, ...]) -> tuple[str, ...]:
+        return secrets + (self._retry.secrets if self._retry is not None else ())
+
     def _redact_info(self, info: ErrorInfo, secrets: tuple[str, ...]) -> ErrorInfo:
         redactor = self._redactor
         if redactor is not None:
             info = redactor.redact(info)
-        extra = secrets + (self._retry.secrets if self._retry is not None else ())
+        extra = self._extra_secrets(secrets)
         if extra:
             info = redact_value(info, extra)
         return info
+
+    def _clean_cause(
+        self, cause: BaseException | None, secrets: tuple[str, ...]
+    ) -> BaseException | None:
+        """The provider's exception, or its redacted stand-in when it holds a secret."""
+        if cause is None:
+            return None
+        return redacted_cause(cause, self._redactor, self._extra_secrets(secrets))
 
     async def _attempt(
         self,
@@ -370,19 +375,14 @@ class ProviderAttempts:
         st = AttemptState(self, turn, attempt)
         if self.observed():
             st.started_at = time.perf_counter()
-            metadata = self._first_attempt_metadata
-            if attempt != 1 or metadata is None:
-                metadata = ProviderTurnMetadata(
-                    provider_id=self.provider_id, model=self.model, attempt=attempt
-                )
-                if attempt == 1:
-                    self._first_attempt_metadata = metadata  # frozen: shared by every turn
             self.emit(
                 ProviderTurnStartedEvent(
                     session_id=self.session_id,
                     run_id=self.run_id,
                     turn=turn,
-                    metadata=metadata,
+                    metadata=ProviderTurnMetadata(
+                        provider_id=self.provider_id, model=self.model, attempt=attempt
+                    ),
                 )
             )
         controller = AbortController()
@@ -423,7 +423,8 @@ class ProviderAttempts:
             info = self._redact_info(failure.info, secrets)
             st.fail(info)
             raise AttemptFailed(
-                info, failure.observable, failure.cause, retry=failure.retry
+                info, failure.observable, self._clean_cause(failure.cause, secrets),
+                retry=failure.retry,
             ) from None
         except (GuardrailError, RunLimitExceeded) as exc:
             st.fail(error_to_error_info(exc, self._redactor or ()))
@@ -433,7 +434,7 @@ class ProviderAttempts:
                 return self._after_stop(st, child, secrets)
             info = self._redact_info(error_to_error_info(exc), secrets)
             st.fail(info)
-            raise AttemptFailed(info, st.started, exc) from None
+            raise AttemptFailed(info, st.started, self._clean_cause(exc, secrets)) from None
         finally:
             self._child = None
             self._task = None
@@ -487,10 +488,9 @@ class ProviderAttempts:
         ``done`` or the end of the stream stops the reading, then complete calls are rebuilt.
         """
         charge = self.tracker.charge_response_bytes
-        sid = self.session_id
-        rid = self.run_id
         observed = self.observed
         event_kinds = EVENT_KINDS
+        held = self.held_secrets
         while True:
             if child.aborted:
                 child.throw_if_aborted()
@@ -509,14 +509,14 @@ class ProviderAttempts:
                 event = as_event(event, st.started)
                 kind = type(event)
             if kind is ProviderToolCall:
-                event = checked_call(event)  # type: ignore[arg-type]
+                event = checked_call(event, held)  # type: ignore[arg-type]
             charge(event_bytes(event))
             if kind is ProviderContentDelta:
                 content: Any = event.content  # type: ignore[union-attr]
                 if not st.started or not st.message_emitted:
                     st.start()
                 if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=content))
+                    st.delta(content)
                 ckind = type(content)
                 if ckind is TextContent:
                     if st.open_kind != 1:
@@ -533,7 +533,7 @@ class ProviderAttempts:
                 if not st.started or not st.message_emitted:
                     st.start()
                 if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+                    st.delta(call)
                 if st.open_kind:
                     st.close_open()
                 st.parts.append(call)
@@ -551,17 +551,13 @@ class ProviderAttempts:
                 if not st.started or not st.message_emitted:
                     st.start()
                 if observed():
-                    st.out(
-                        MessageDeltaEvent(
-                            session_id=sid,
-                            run_id=rid,
-                            content=ToolCallDeltaContent(
-                                index=event.index,  # type: ignore[union-attr]
-                                id=event.id,  # type: ignore[union-attr]
-                                name=event.name,  # type: ignore[union-attr]
-                                arguments_text=event.arguments_text,  # type: ignore[union-attr]
-                                authority=event.authority,  # type: ignore[union-attr]
-                            ),
+                    st.delta(
+                        ToolCallDeltaContent(
+                            index=event.index,  # type: ignore[union-attr]
+                            id=event.id,  # type: ignore[union-attr]
+                            name=event.name,  # type: ignore[union-attr]
+                            arguments_text=event.arguments_text,  # type: ignore[union-attr]
+                            authority=event.authority,  # type: ignore[union-attr]
                         )
                     )
                 st.has_deltas = True
@@ -574,12 +570,14 @@ class ProviderAttempts:
                 raise AttemptFailed(event.error, st.started, None)  # type: ignore[union-attr]
         if st.open_kind:
             st.close_open()
+        st.flush_held()
         if st.has_deltas:
             for call in reconstruct_tool_call_deltas(st.call_events):
+                call = without_split_secret(call, held)
                 st.parts.append(call)
                 st.calls.append(call)
                 if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+                    st.delta(call)
 
     def _after_stop(
         self, st: AttemptState, child: AbortSignal, secrets: tuple[str, ...]
