@@ -483,6 +483,7 @@ class RunContext:
             redactor=redactor,
             ledger=writer if writer.enabled else None,
             emit=self.emit,
+            observed=self.observed,
             limit_tracker=self.tracker,
             secrets=redactor.secrets if redactor is not None else (),
             ownership=plan.ownership,

@@ -74,6 +74,7 @@ async def dispatch_tool_call(
     redactor: SecretRedactor | None = None,
     ledger: ToolCallLedger | Any = None,
     emit: Callable[[Any], Any] | None = None,
+    observed: Callable[[], bool] | None = None,
     limit_tracker: RunLimitTracker | None = None,
     before_execute: BeforeExecute | None = None,
     secrets: Iterable[str] = (),
@@ -118,6 +119,9 @@ async def dispatch_tool_call(
         ledger: Receives ``ToolCallRecord`` rows (a callable or an object with
             ``append_tool_call``; sync or async). ``None``: no rows.
         emit: Receives the tool and guardrail events (sync; an awaitable result is awaited).
+        observed: Whether anything observes ``emit`` right now; while it returns ``False`` the
+            ``tool_execution_started`` and ``tool_execution_finished`` events are not built.
+            ``None`` (default): always observed.
         limit_tracker: Charged once per dispatch via ``charge_tool_call()``.
         before_execute: Pre-execution hook; a suspension signal propagates, any other exception
             blocks the call ``execution_denied``.
@@ -154,6 +158,7 @@ async def dispatch_tool_call(
         call,
         context,
         emit=emit,
+        observed=observed,
         ledger=ledger_writer(ledger),
         redactor=redactor,
         secrets=secrets if isinstance(secrets, tuple) else tuple(secrets),

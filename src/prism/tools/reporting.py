@@ -81,6 +81,9 @@ class CallReport:
         call: The call (after the ``tool_call`` middleware hook).
         context: The dispatch's execution context (session and run ids).
         emit: Receives the events; an awaitable result is awaited. ``None``: no events.
+        observed: Whether anything observes the events right now; while it returns ``False``
+            the ``started`` and ``finished`` events of a call are not built at all. ``None``:
+            always observed.
         ledger: Row writer (see :func:`ledger_writer`); ``None``: no rows.
         redactor: Redacts error results and rows; ``None``: nothing is redacted.
         secrets: Extra strings removed from error messages.
@@ -95,6 +98,7 @@ class CallReport:
         "done",
         "emit",
         "ledger",
+        "observed",
         "ownership",
         "redactor",
         "secrets",
@@ -108,6 +112,7 @@ class CallReport:
         context: ToolExecutionContext,
         *,
         emit: Callable[[Any], Any] | None,
+        observed: Callable[[], bool] | None = None,
         ledger: Callable[[ToolCallRecord], Any] | None,
         redactor: SecretRedactor | None,
         secrets: tuple[str, ...],
@@ -117,6 +122,7 @@ class CallReport:
         self.call = call
         self.context = context
         self.emit = emit
+        self.observed = observed
         self.ledger = ledger
         self.redactor = redactor
         self.secrets = secrets
@@ -230,7 +236,7 @@ class CallReport:
     async def started(self) -> None:
         """Report that ``execute`` is about to run: ``tool_execution_started`` and a ``started``
         row."""
-        if self.emit is not None:
+        if self.emit is not None and (self.observed is None or self.observed()):
             ctx = self.context
             pending = self._hand_over(
                 ToolExecutionStartedEvent(session_id=ctx.session_id, run_id=ctx.run_id, call=self.call)
@@ -243,7 +249,7 @@ class CallReport:
     async def finished(self, result: ToolResult) -> None:
         """Report the call's result: ``tool_execution_finished`` and a ``finished`` row."""
         self.done = True
-        if self.emit is not None:
+        if self.emit is not None and (self.observed is None or self.observed()):
             ctx = self.context
             pending = self._hand_over(
                 ToolExecutionFinishedEvent(
