@@ -140,22 +140,11 @@ class CallReport:
 
     async def send(self, event: Any) -> None:
         """Emit ``event`` (awaiting an awaitable answer); nothing without ``emit``."""
-        pending = self._hand_over(event)
-        if pending is not None:
-            await pending
-
-    def _hand_over(self, event: Any) -> Awaitable[Any] | None:
-        """Give ``event`` to ``emit`` and return what is left to await, if anything.
-
-        ``started`` and ``finished``, which every executed call reports, use this directly
-        rather than :meth:`send`, so the common path creates no extra coroutine per event.
-        """
         if self.emit is None:
-            return None
+            return
         out = self.emit(event)
         if out is not None and inspect.isawaitable(out):
-            return out
-        return None
+            await out
 
     async def row(
         self,
@@ -238,11 +227,9 @@ class CallReport:
         row."""
         if self.emit is not None and (self.observed is None or self.observed()):
             ctx = self.context
-            pending = self._hand_over(
+            await self.send(
                 ToolExecutionStartedEvent(session_id=ctx.session_id, run_id=ctx.run_id, call=self.call)
             )
-            if pending is not None:
-                await pending
         if self.ledger is not None:
             await self.row("started")
 
@@ -251,7 +238,7 @@ class CallReport:
         self.done = True
         if self.emit is not None and (self.observed is None or self.observed()):
             ctx = self.context
-            pending = self._hand_over(
+            await self.send(
                 ToolExecutionFinishedEvent(
                     session_id=ctx.session_id,
                     run_id=ctx.run_id,
@@ -259,8 +246,6 @@ class CallReport:
                     metadata=self.metadata("finished"),
                 )
             )
-            if pending is not None:
-                await pending
         if self.ledger is not None:
             await self.row("finished", result=result)
 
