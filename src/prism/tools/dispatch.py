@@ -27,7 +27,7 @@ from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
 from prism.limits import RunLimitTracker
 from prism.middleware import MiddlewareRegistry
 from prism.redaction import SecretRedactor, redact_value
-from prism.tools.abort_grace import ToolInterrupted, await_with_grace
+from prism.tools.abort_grace import ToolInterrupted
 from prism.tools.execution import PARALLEL_ROUND, run_execute
 from prism.tools.failure_log import log_tool_exception
 from prism.tools.filters import ToolFilter, is_tool_allowed
@@ -391,20 +391,14 @@ async def _execute(
         NotJsonError: ``execute`` returned a value that is not JSON-compatible.
         BaseException: whatever ``execute`` or the hook raise.
     """
-    if threaded:
-        raw = await run_execute(
-            tool,
-            arguments,
-            context,
-            grace_ms=grace_ms,
-            threaded=True,
-            on_worker_thread=on_worker_thread,
-        )
-    else:
-        # the inline case of ``run_execute``, written out here to save one coroutine per call
-        raw = tool.execute(arguments, context)
-        if inspect.isawaitable(raw):
-            raw = await await_with_grace(raw, context.signal, grace_ms)
+    raw = await run_execute(
+        tool,
+        arguments,
+        context,
+        grace_ms=grace_ms,
+        threaded=threaded,
+        on_worker_thread=on_worker_thread,
+    )
     result = normalise_result(raw, call)
     if middleware is not None and middleware.has("tool_result"):
         replaced = await middleware.run("tool_result", result)
