@@ -28,22 +28,6 @@ class NotJsonError(Exception):
         self.type_name = type_name
 
 
-_FLAT_JSON = frozenset({str, int, bool, type(None)})
-
-
-def _is_flat_json_object(value: dict[Any, Any]) -> bool:
-    """Whether ``value`` maps strings to JSON scalars other than floats (a speed measure).
-
-    This is the most common tool result; one flat loop answers it without the general recursive
-    ``is_json_value`` walk. Floats are left to that walk because it rejects NaN and infinities.
-    """
-    flat = _FLAT_JSON
-    for key, item in value.items():
-        if type(key) is not str or type(item) not in flat:
-            return False
-    return True
-
-
 def to_json_value(value: Any) -> Any:
     """Convert a tool's return value to JSON data.
 
@@ -51,8 +35,6 @@ def to_json_value(value: Any) -> Any:
         NotJsonError: the value (or its converted form) is not JSON-compatible.
     """
     if value is None or type(value) in (str, int, bool):
-        return value
-    if type(value) is dict and _is_flat_json_object(value):
         return value
     if is_json_value(value):
         return value
