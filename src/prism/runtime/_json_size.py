@@ -184,7 +184,7 @@ def _custom_size(value: Serializable) -> int:
 def _dataclass_sizer(cls: type) -> _Sizer:
     """Generate ``size(value)`` for a dataclass using the generic ``to_dict``.
 
-    The code reads every serialised field in sorted order, skips ``None`` (omitted by CON-3) and
+    The code reads every serialised field in sorted order, skips ``None`` (``to_dict`` omits it) and
     adds ``len('"name":')`` plus the member's size; ``n`` members add ``n - 1`` commas and 2 braces.
     Strings are measured inline, dicts and tuples by direct calls, other members through the
     per-type sizers.

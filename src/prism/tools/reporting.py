@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeAlias, cast
 
 from prism._util import new_id, now_iso
 from prism.events import (
+    AgentEvent,
     ToolExecutionBlockedEvent,
     ToolExecutionErrorEvent,
     ToolExecutionFinishedEvent,
@@ -66,12 +67,12 @@ BLOCKED_REASONS: frozenset[str] = frozenset(
 """Every :data:`BlockedReason`."""
 
 
-def ledger_writer(ledger: object) -> Callable[[ToolCallRecord], Any] | None:
+def ledger_writer(ledger: object) -> Callable[[ToolCallRecord], object] | None:
     """The row writer of ``ledger``: its ``append_tool_call`` method, else ``ledger`` itself
     (a callable); ``None`` for no ledger."""
     if ledger is None:
         return None
-    return cast("Callable[[ToolCallRecord], Any]", getattr(ledger, "append_tool_call", ledger))
+    return cast("Callable[[ToolCallRecord], object]", getattr(ledger, "append_tool_call", ledger))
 
 
 class CallReport:
@@ -111,9 +112,9 @@ class CallReport:
         call: ToolCallContent,
         context: ToolExecutionContext,
         *,
-        emit: Callable[[Any], Any] | None,
+        emit: Callable[[AgentEvent], object] | None,
         observed: Callable[[], bool] | None = None,
-        ledger: Callable[[ToolCallRecord], Any] | None,
+        ledger: Callable[[ToolCallRecord], object] | None,
         redactor: SecretRedactor | None,
         secrets: tuple[str, ...],
         ownership: OwnershipScope | None,
@@ -138,7 +139,7 @@ class CallReport:
         elapsed = time.monotonic_ns() - self.start_ns
         return ToolExecutionMetadata(duration_ms=(elapsed + 500_000) // 1_000_000, status=status)
 
-    async def send(self, event: Any) -> None:
+    async def send(self, event: AgentEvent) -> None:
         """Emit ``event`` (awaiting an awaitable answer); nothing without ``emit``."""
         if self.emit is None:
             return
@@ -152,7 +153,7 @@ class CallReport:
         *,
         result: ToolResult | None = None,
         reason: str | None = None,
-        progress: Any = None,
+        progress: JsonValue = None,
         progress_metadata: Mapping[str, Any] | None = None,
         progress_at: str | None = None,
     ) -> None:

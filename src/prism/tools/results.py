@@ -9,9 +9,9 @@ model: :class:`NotJsonError` names its type, and the dispatcher answers the call
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import cast
 
-from prism.types import ToolCallContent, ToolResult, is_json_value
+from prism.types import JsonValue, ToolCallContent, ToolResult, is_json_value
 
 __all__ = ["NotJsonError", "normalise_result", "to_json_value"]
 
@@ -28,14 +28,14 @@ class NotJsonError(Exception):
         self.type_name = type_name
 
 
-def to_json_value(value: Any) -> Any:
+def to_json_value(value: object) -> JsonValue:
     """Convert a tool's return value to JSON data.
 
     Raises:
         NotJsonError: the value (or its converted form) is not JSON-compatible.
     """
     if value is None or type(value) in (str, int, bool):
-        return value
+        return cast("JsonValue", value)
     if is_json_value(value):
         return value
     dump = getattr(value, "model_dump", None)
@@ -50,7 +50,7 @@ def to_json_value(value: Any) -> Any:
     return converted
 
 
-def normalise_result(raw: Any, call: ToolCallContent) -> ToolResult:
+def normalise_result(raw: object, call: ToolCallContent) -> ToolResult:
     """Wrap what ``execute`` returned as the call's ``ToolResult``.
 
     A returned ``ToolResult`` keeps its fields, with ``tool_call_id`` and ``name`` replaced by the
