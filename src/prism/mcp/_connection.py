@@ -124,10 +124,10 @@ class Connection:
         )
 
     async def _main(self) -> None:
-        from mcp import ClientSession
-        from mcp.types import Implementation
-
         try:
+            from mcp import ClientSession
+            from mcp.types import Implementation
+
             async with AsyncExitStack() as stack:
                 read, write = await self._open_transport(stack)
                 if self.stderr is not None:
@@ -165,6 +165,9 @@ class Connection:
         if refresh is not None and not refresh.done():
             refresh.cancel()
         task = self._task
+        if task is not None and not task.done() and not self._ready.is_set():
+            task.cancel()  # still connecting: nothing to close gracefully
+            await asyncio.wait({task})
         if task is not None and not task.done():
             try:
                 await asyncio.wait_for(asyncio.shield(task), 10)

@@ -425,7 +425,9 @@ class MCPServerHTTP(MCPServer):
             raise PrismConfigError("headers must map strings to strings")
         self.url = url
         self.headers = dict(headers or {})
-        self._secrets.extend(v for v in self.headers.values() if v)
+        for value in self.headers.values():
+            # the whole value, and the credential after a scheme ("Bearer TOKEN")
+            self._secrets.extend(part for part in (value, value.partition(" ")[2]) if part)
         if parts.password:
             self._secrets.append(parts.password)
         if parts.username or parts.password:

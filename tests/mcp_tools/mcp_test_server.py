@@ -45,8 +45,8 @@ else:
 
 @app.tool()
 def fail(reason: str) -> str:
-    """Always fails with the reason."""
-    raise ToolError(f"cannot do it: {reason}")
+    """Always fails with the reason (and the token when the reason is ``token``)."""
+    raise ToolError(f"cannot do it: {reason}" + (f" {TOKEN}" if reason == "token" else ""))
 
 
 @app.tool()
