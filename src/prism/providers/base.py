@@ -8,7 +8,6 @@ wire formats.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import math
 import time
@@ -594,6 +593,7 @@ def _retry_after_ms(value: str | None, *, now: float | None = None) -> float | N
     try:
         seconds = float(value)
     except ValueError:
+        import email.utils  # an HTTP date: rare, so the email package loads only here
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):

@@ -7,7 +7,6 @@ size and shape checks every write passes, the operator's load/save access, and t
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from typing import Any, Final, cast
@@ -126,12 +125,20 @@ def agent_fingerprint(
         data["tool_filters"] = [
             {"allow": list(f.allow), "deny": list(f.deny)} for f in config.tool_filter
         ]
-    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+    return _sha256_hex(canonical_json(data))
 
 
 def arguments_hash(arguments: Any) -> str:
     """``sha256(canonical_json(arguments)).hexdigest()`` — the scope hash of a call."""
-    return hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
+    return _sha256_hex(canonical_json(arguments))
+
+
+def _sha256_hex(text: str) -> str:
+    """Hex SHA-256 of ``text`` as UTF-8; hashlib (an OpenSSL binding) loads with the first
+    durable run, not with ``import prism``."""
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # --------------------------------------------------------------------------- envelope checks
