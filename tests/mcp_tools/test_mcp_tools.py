@@ -272,6 +272,17 @@ async def test_two_servers_with_the_same_tools_need_a_prefix(
     ]
 
 
+def test_import_prism_and_building_servers_do_not_import_the_sdk() -> None:
+    import subprocess
+
+    code = (
+        "import sys, prism, prism.mcp; prism.mcp.MCPServerStdio('x'); "
+        "prism.mcp.MCPServerHTTP('http://127.0.0.1:1/mcp'); "
+        "assert not [m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')]"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
 def test_configuration_errors() -> None:
     with pytest.raises(PrismConfigError, match="prefix"):
         MCPServerStdio("x", prefix="a.b")

@@ -23,6 +23,7 @@ into the call's error result for the model to read.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -79,12 +80,11 @@ def _json_names(names: Any, *, keep: bool = False) -> list[JsonValue] | None:
 
 
 def _check_sdk() -> None:
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
+    """The SDK is installed (found, not imported: it is imported when a server connects)."""
+    if importlib.util.find_spec("mcp") is None:
         raise PrismConfigError(
             "MCP servers need the mcp package: pip install 'prism-runtime[mcp]'"
-        ) from None
+        )
 
 
 class MCPServer:
