@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from prism.mcp import MCPServerHTTP, MCPServerStdio  # noqa: E402
+from prism.mcp import MCPServerHTTP, MCPServerStdio
 
 SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
 

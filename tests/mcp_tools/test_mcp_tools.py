@@ -141,9 +141,13 @@ async def test_a_call_timeout_sends_a_cancellation(
     assert result.status == "succeeded"
 
 
+def _holds(path: Path, text: str) -> bool:
+    return path.exists() and text in path.read_text()
+
+
 async def wait_for_text(path: Path, text: str, attempts: int = 400) -> None:
     for _ in range(attempts):
-        if path.exists() and text in path.read_text():
+        if _holds(path, text):
             return
         await asyncio.sleep(0.025)
     raise AssertionError(f"{text!r} never appeared in {path}")

@@ -9,7 +9,6 @@ when one of those tools is gone or its schema changed.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -36,6 +35,8 @@ class LegTools:
 
 def tool_digest(tool: ToolDefinition) -> str:
     """``sha256(canonical_json(parameters)).hexdigest()`` of a tool (``None`` schema included)."""
+    import hashlib  # only runs with tool sources load it
+
     return hashlib.sha256(canonical_json(tool.parameters).encode("utf-8")).hexdigest()
 
 
