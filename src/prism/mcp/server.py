@@ -432,7 +432,7 @@ class MCPServerHTTP(MCPServer):
             self._secrets.append(parts.password)
         if parts.username or parts.password:
             netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
-            self._shown = urlunsplit(parts._replace(netloc=netloc))
+            self._shown = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
         else:
             self._shown = url
 

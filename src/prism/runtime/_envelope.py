@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Final, cast
 
 from prism.errors import AgentLoopStateError, AgentRunStateError
-from prism.loops.contracts import effective_loop_revision
+from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
 from prism.runtime._run_state import (
     CHECKPOINT_POLICIES,
     MAX_DEPTH,
@@ -55,8 +55,9 @@ __all__ = [
 # --------------------------------------------------------------------------- fingerprint
 
 
-def _loop_identity(loop: Any) -> dict[str, str]:
-    """``L`` of DUR-5 for a configured loop (options, mapping, strategy or ``None``)."""
+def _loop_identity(loop: object) -> dict[str, str]:
+    """The loop's ``{"name", "revision"}`` entry of the fingerprint, for a configured loop
+    (options, mapping, strategy or ``None``)."""
     if loop is None:
         return {"name": "single-shot", "revision": "1"}
     if isinstance(loop, Mapping):
@@ -128,7 +129,7 @@ def agent_fingerprint(
     return _sha256_hex(canonical_json(data))
 
 
-def arguments_hash(arguments: Any) -> str:
+def arguments_hash(arguments: object) -> str:
     """``sha256(canonical_json(arguments)).hexdigest()`` — the scope hash of a call."""
     return _sha256_hex(canonical_json(arguments))
 
@@ -222,7 +223,7 @@ _REQUIRED_STR: Final = ("agent_id", "definition_revision", "fingerprint", "run_i
 
 
 def _check_envelope(state: Any) -> dict[str, Any]:
-    """Re-check the DUR-4 shape of a loaded envelope; raises AgentRunStateError."""
+    """Re-check the fields and field types of a loaded envelope; raises AgentRunStateError."""
     if not isinstance(state, dict):
         raise AgentRunStateError("malformed run state: not an object")
     bad: str | None = None
@@ -353,7 +354,7 @@ async def save_agent_run_state(
 
     Args:
         checkpoints: The checkpoint store.
-        state: A JSON object with the DUR-4 keys (e.g. an edited ``LoadedRunState.state``).
+        state: A JSON object with the envelope's keys (e.g. an edited ``LoadedRunState.state``).
         expected_version: The stored version being replaced.
         fencing_token: Passed to ``save_checkpoint``.
         ownership: Passed to the store.
@@ -387,7 +388,7 @@ async def save_agent_run_state(
 # --------------------------------------------------------------------------- loop state
 
 
-def loop_state_of(loop: Any) -> dict[str, Any] | None:
+def loop_state_of(loop: AgentLoopStrategy) -> dict[str, Any] | None:
     """Capture ``{"name", "revision", "snapshot"}`` from a strategy with ``snapshot``.
 
     Args:

@@ -31,7 +31,7 @@ import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from prism.abort import AbortController, AbortSignal
 from prism.assembly import RequestAssembler
@@ -44,7 +44,7 @@ from prism.events import (
     RunLimitExceededEvent,
     SteerRejectedEvent,
 )
-from prism.guardrails import GuardrailContext, run_guardrails
+from prism.guardrails import GuardrailContext, GuardrailStage, run_guardrails
 from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
@@ -74,6 +74,8 @@ from prism.types import (
 from prism.usage import UsageAccumulator
 
 __all__ = ["INTERRUPTED_MESSAGE", "DurableGate", "RunContext"]
+
+T = TypeVar("T")
 
 _log = logging.getLogger("prism")
 
@@ -562,7 +564,7 @@ class RunContext:
             await self.append_message(message)
         return True
 
-    def guardrail_context(self, stage: Any, value: Any) -> GuardrailContext[Any]:
+    def guardrail_context(self, stage: GuardrailStage, value: T) -> GuardrailContext[T]:
         """The guardrail context of this run for ``stage``."""
         return GuardrailContext(
             stage=stage,
