@@ -341,7 +341,7 @@ class MCPServerStdio(MCPServer):
             (``HOME``, ``PATH``, ``USER``, …; the host's other variables are not passed on).
             The names join the fingerprint, the values do not.
         cwd: Working directory of the server (default: the current one).
-        **options: See :class:`MCPServer`.
+        prefix, allow, deny, connect_timeout, call_timeout, secrets: See :class:`MCPServer`.
 
     The server's stderr is captured (the last 8 KiB are kept); when the server exits, the
     error says so with its last lines, redacted. Leaving the connection closes the server's
@@ -355,9 +355,21 @@ class MCPServerStdio(MCPServer):
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
-        **options: Any,
+        prefix: str | None = None,
+        allow: Sequence[str] | None = None,
+        deny: Sequence[str] | None = None,
+        connect_timeout: float = 30.0,
+        call_timeout: float | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
-        super().__init__(**options)
+        super().__init__(
+            prefix=prefix,
+            allow=allow,
+            deny=deny,
+            connect_timeout=connect_timeout,
+            call_timeout=call_timeout,
+            secrets=secrets,
+        )
         if not isinstance(command, str) or not command:
             raise PrismConfigError(f"command must be a non-empty string, got {command!r}")
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
@@ -408,13 +420,29 @@ class MCPServerHTTP(MCPServer):
         headers: Sent with every request (e.g. ``{"Authorization": "Bearer …"}``). Every value
             is a secret: removed from messages, results, ``repr`` and events; only the header
             names join the fingerprint.
-        **options: See :class:`MCPServer`.
+        prefix, allow, deny, connect_timeout, call_timeout, secrets: See :class:`MCPServer`.
     """
 
     def __init__(
-        self, url: str, *, headers: Mapping[str, str] | None = None, **options: Any
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        prefix: str | None = None,
+        allow: Sequence[str] | None = None,
+        deny: Sequence[str] | None = None,
+        connect_timeout: float = 30.0,
+        call_timeout: float | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
-        super().__init__(**options)
+        super().__init__(
+            prefix=prefix,
+            allow=allow,
+            deny=deny,
+            connect_timeout=connect_timeout,
+            call_timeout=call_timeout,
+            secrets=secrets,
+        )
         parts = urlsplit(url) if isinstance(url, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise PrismConfigError(f"url must be an http:// or https:// URL, got {url!r}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Protocol
 
 from prism._json import JsonValue
 from prism.types import ToolDefinition
@@ -42,7 +42,7 @@ class ToolSource(Protocol):
         ...
 
 
-def is_tool_source(value: Any) -> bool:
+def is_tool_source(value: object) -> bool:
     """Whether ``value`` is a tool source (has callable ``source_identity`` and ``open_tools``)
     and not a tool definition."""
     return (
