@@ -7,7 +7,9 @@ fills in part of the :class:`~prism.runtime.context.RunContext` the loop will re
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from typing import Any
 
 from prism._util import maybe_await
@@ -19,6 +21,7 @@ from prism.loops.resolve import loop_name
 from prism.providers.base import AIProvider
 from prism.retry import RetryPayload
 from prism.runtime._durable_run import ResumePoint
+from prism.runtime._tool_sources import open_leg_tools
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.context import RunContext
 from prism.store import (
@@ -33,7 +36,17 @@ from prism.tools import filter_tools
 from prism.tracing import TracedRun, resolve_tracer
 from prism.types import Message, ProviderRequestOptions, Usage
 
-__all__ = ["auto_compact", "resolve_provider", "setup_assembly", "setup_attempts", "start_trace"]
+_log = logging.getLogger("prism")
+
+__all__ = [
+    "auto_compact",
+    "close_tool_sources",
+    "open_tool_sources",
+    "resolve_provider",
+    "setup_assembly",
+    "setup_attempts",
+    "start_trace",
+]
 
 
 async def resolve_provider(ctx: RunContext) -> AIProvider:
@@ -82,6 +95,35 @@ def start_trace(
             resumed_link=link if isinstance(link, str) else None,
         )
     )
+
+
+async def open_tool_sources(ctx: RunContext) -> None:
+    """Open the agent's tool sources for this leg: ``ctx.registry`` becomes the merged tools,
+    fixed for the leg, and a durable leg records their schema digests in its envelope.
+
+    Raises:
+        PrismConfigError: a source's tool is invalid or its name collides.
+        Exception: whatever opening a source raises.
+    """
+    if not ctx.config.tool_sources:
+        return
+    scope = ctx.tool_scope = AsyncExitStack()
+    tools = await open_leg_tools(ctx.config, scope)
+    ctx.registry = tools.registry
+    if ctx.durable is not None:
+        ctx.durable.record_source_tools(tools.digests)
+
+
+async def close_tool_sources(ctx: RunContext) -> None:
+    """Close what :func:`open_tool_sources` opened (errors while closing are logged, not
+    raised: the leg's outcome is already decided)."""
+    scope, ctx.tool_scope = ctx.tool_scope, None
+    if scope is None:
+        return
+    try:
+        await scope.aclose()
+    except Exception:
+        _log.warning("closing a tool source failed", exc_info=True)
 
 
 def setup_assembly(

@@ -58,6 +58,8 @@ from prism.runtime._durable_run import ResumePoint
 from prism.runtime._fast import shielded
 from prism.runtime._setup import (
     auto_compact,
+    close_tool_sources,
+    open_tool_sources,
     resolve_provider,
     setup_assembly,
     setup_attempts,
@@ -270,6 +272,7 @@ class RunLeg:
         ctx = self.ctx
         state = ctx.state
         provider = await resolve_provider(ctx)
+        await open_tool_sources(ctx)
         ctx.signal.throw_if_aborted()
         resume = self.resume
         start_trace(ctx, provider, resume)
@@ -538,6 +541,7 @@ class RunLeg:
                 await fut
             except BaseException:
                 pass
+        await close_tool_sources(ctx)
         state = ctx.state
         state.clear_steers()
         if self.durable is not None:
