@@ -82,13 +82,18 @@ __all__ = ["RunLeg", "resume_leg", "start_leg"]
 
 _log = logging.getLogger("prism")
 
-async def start_leg(state: SessionState, config: AgentConfig, plan: RunPlan) -> RunResult:
+async def start_leg(
+    state: SessionState, config: AgentConfig, plan: RunPlan, *, run_id: str | None = None
+) -> RunResult:
     """Run a fresh leg of a new run on the session ``state`` (the caller checked it is free).
+
+    ``run_id`` names the run (a new ``run_…`` id when ``None``); an engine that schedules runs
+    passes the id it scheduled the run under, so the run and its checkpoint share it.
 
     Raises:
         AgentRunError: as :meth:`RunLeg.execute`.
     """
-    leg = RunLeg(state, config, plan, new_id("run"))
+    leg = RunLeg(state, config, plan, run_id if run_id is not None else new_id("run"))
     state.begin(leg)
     return await leg.execute()
 
