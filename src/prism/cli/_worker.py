@@ -28,7 +28,7 @@ EXIT_WORKER_CONFIG: Final = 2
 
 def add_worker_parser(commands: Any) -> argparse.ArgumentParser:
     """Register ``prism worker`` on the ``commands`` subparsers and return its parser."""
-    worker = commands.add_parser(
+    worker: argparse.ArgumentParser = commands.add_parser(
         "worker",
         help="serve agents as a worker of a durable-execution engine (DBOS)",
         description="Run queued prism runs of the registry's agents until SIGTERM/SIGINT, then "
