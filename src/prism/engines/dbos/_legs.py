@@ -168,7 +168,10 @@ async def run_leg(
         stored = await _stored_result(store, loaded.state, loaded.record.version)
         return outcome_json("suspended", result=stored, worker=ctx.worker_id, note=exc.message)
     except AgentRunStateError as exc:
-        calls = await ambiguous_calls(store, run_id)
+        try:
+            calls = await ambiguous_calls(store, run_id)
+        except AgentRunStateError:  # no readable envelope: nothing was dispatched
+            calls = ()
         if calls:
             return outcome_json("ambiguous", calls=calls, worker=ctx.worker_id)
         return outcome_json("failed", worker=ctx.worker_id, note=exc.message)

@@ -12,8 +12,9 @@ worker's runs are put back on the same queue. Then, until SIGTERM or SIGINT:
 * on SIGTERM it drains: it stops dequeuing, lets every running leg finish its current turn
   (the turn policy stops it at the next boundary, the envelope records the release), parks every
   workflow, marks its lease ``stopped`` — the other workers take its runs over at their next
-  janitor round — and exits with 0. A drain that takes longer than ``drain_timeout_s`` exits
-  with 75, leaving the unfinished legs to recovery as after a crash.
+  janitor round — and exits with 0. A drain that takes longer than ``drain_timeout_s`` ends the
+  process at once with 75 (cancelling a leg would abort its run for good), leaving the
+  unfinished legs to recovery as after a crash.
 """
 
 from __future__ import annotations
@@ -121,7 +122,9 @@ async def serve(
         stop: Set it to drain as on SIGTERM (signal handlers are installed when ``None``).
 
     Returns:
-        0 after a clean drain; :data:`EXIT_DRAIN_TIMEOUT` when the drain timed out.
+        0 after a clean drain. A drain that times out ends the process with
+        :data:`EXIT_DRAIN_TIMEOUT` (``os._exit``); a worker declared dead by another ends it with
+        :data:`EXIT_FENCED`.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — a registry or agent that cannot be served.
@@ -282,7 +285,9 @@ async def _drain(
         )
         with lease_lock:
             await asyncio.to_thread(lease.set_state, "stopped")
-        return EXIT_DRAIN_TIMEOUT
+        # Leave at once: cancelling the legs would abort their runs for good.
+        logging.shutdown()
+        os._exit(EXIT_DRAIN_TIMEOUT)
     tasks = list(runtime.tasks.values())
     for task in tasks:
         task.cancel()
