@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 import pytest
-from conftest import Fleet, read_log
+from engine_support import Fleet, read_log
 
 pytestmark = [pytest.mark.postgres, pytest.mark.dbos]
 

@@ -31,14 +31,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from prism._util import new_id
 from prism.errors import EngineVersionError, PrismConfigError
 from prism.ledger_records import AgentEventRecord
 from prism.runtime.durable import RunDecision
 from prism.store import SessionEntry
-from prism.types import JsonValue, Message
+from prism.types import JsonValue, Message, RunResult
 
 from ._lease import live_workers, version_mismatch
 from ._outcome import (
@@ -52,6 +52,11 @@ from ._outcome import (
     RunOutcome,
 )
 from ._registry import AgentFactory, application_version, build_agents, check_run_options
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient
+
+    from prism.stores.postgres import PostgresStore
 
 __all__ = ["RunClient", "RunHandle"]
 
@@ -75,8 +80,8 @@ class RunClient:
     def __init__(
         self,
         *,
-        store: Any,
-        dbos_client: Any,
+        store: PostgresStore,
+        dbos_client: DBOSClient,
         conninfo: str,
         queue: str,
         engine_schema: str,
@@ -467,8 +472,11 @@ class RunHandle:
         self.last_leg = outcome.leg
         return outcome
 
-    async def result(self, *, timeout_s: float | None = None, poll_s: float = 0.2) -> Any:
-        """The ``RunResult`` of the run's next outcome (final, or suspended for an approval).
+    async def result(
+        self, *, timeout_s: float | None = None, poll_s: float = 0.2
+    ) -> RunResult | None:
+        """The ``RunResult`` of the run's next outcome (final, or suspended for an approval;
+        ``None`` for a run that failed outside prism, see :attr:`RunOutcome.note`).
 
         Raises:
             RunAmbiguousError: ``ERR_PRISM_RUN_AMBIGUOUS`` — the run stopped on ambiguous tool
