@@ -56,7 +56,14 @@ from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
 from prism.runtime._fast import shielded
-from prism.runtime._setup import auto_compact, resolve_provider, setup_assembly, setup_attempts
+from prism.runtime._setup import (
+    auto_compact,
+    close_tool_sources,
+    open_tool_sources,
+    resolve_provider,
+    setup_assembly,
+    setup_attempts,
+)
 from prism.runtime.config import AgentConfig
 from prism.runtime.context import RunContext
 from prism.runtime.plan import RunPlan
@@ -256,10 +263,9 @@ class RunLeg:
             except Exception as exc:
                 outcome = exc
                 error = await shielded(self._failure(exc))
-                cause = self._failure_cause
-                raise error from (
-                    cause if cause is not None else redacted_cause(exc, self.ctx.redactor)
-                )
+                cause = redacted_cause(self._failure_cause or exc, self.ctx.redactor)
+            # Raised outside the handler, so the raw failure is not its ``__context__``.
+            raise error from cause
         finally:
             await shielded(self._cleanup(outcome))
 
@@ -270,6 +276,7 @@ class RunLeg:
         ctx = self.ctx
         state = ctx.state
         provider = await resolve_provider(ctx)
+        await open_tool_sources(ctx)
         ctx.signal.throw_if_aborted()
         ctx.tracker.start()
         ctx.emit(AgentStartedEvent(session_id=ctx.session_id, run_id=self.run_id))
@@ -537,6 +544,7 @@ class RunLeg:
                 await fut
             except BaseException:
                 pass
+        await close_tool_sources(ctx)
         state = ctx.state
         state.clear_steers()
         if self.durable is not None:
