@@ -31,14 +31,13 @@ from prism.abort import AbortController, AbortSignal
 from prism.errors import AbortError, GuardrailError, ProviderTurnError, RunLimitExceeded
 from prism.events import (
     AgentEvent,
-    MessageDeltaEvent,
     ProviderTurnMetadata,
     ProviderTurnStartedEvent,
     RetryScheduledEvent,
 )
 from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
 from prism.limits import RunLimitTracker
-from prism.providers.base import AIProvider, reconstruct_tool_call_deltas
+from prism.providers.base import AIProvider
 from prism.redaction import SecretRedactor, error_to_error_info, redact_value
 from prism.retry import (
     RetryContext,
@@ -49,6 +48,7 @@ from prism.retry import (
 from prism.runtime._attempt import (
     EMPTY_TURN_RESULT,
     EVENT_KINDS,
+    MESSAGE_KINDS,
     AttemptFailed,
     AttemptState,
     SoftInterrupt,
@@ -60,19 +60,11 @@ from prism.runtime._retry_wait import RetryHook, decide_retry, wait_retry_delay
 from prism.types import (
     ErrorInfo,
     ModelConfig,
-    ProviderContentDelta,
-    ProviderDone,
     ProviderErrorEvent,
     ProviderEvent,
-    ProviderMessageStart,
     ProviderRequest,
     ProviderToolCall,
-    ProviderToolCallDelta,
     ProviderTurnResult,
-    ProviderUsage,
-    TextContent,
-    ThinkingContent,
-    ToolCallDeltaContent,
     Usage,
 )
 from prism.usage import UsageAccumulator
@@ -412,21 +404,14 @@ class ProviderAttempts:
                 return self._after_stop(st, child, secrets)
             info = self._redact_info(error_to_error_info(exc), secrets)
             st.fail(info)
-            raise AttemptFailed(info, st.started, exc) from None
+            raise AttemptFailed(info, st.fold.started, exc) from None
         finally:
             self._child = None
             self._task = None
             self._waiting = False
 
-        # Steps 6-9: usage, output guardrails, flush, provider_turn_finished.
-        result = ProviderTurnResult(
-            content=tuple(st.parts),
-            calls=tuple(st.calls),
-            message_id=st.message_id,
-            started=st.started,
-            usage=st.usage,
-            stop_reason=st.stop_reason,
-        )
+        # Usage, output guardrails, flush, provider_turn_finished.
+        result = st.fold.result()
         try:
             st.record_usage()
             guardrails = self._guardrails
@@ -459,12 +444,15 @@ class ProviderAttempts:
     async def _stream(
         self, st: AttemptState, next_event: Callable[[], Awaitable[ProviderEvent]], child: AbortSignal
     ) -> None:
-        """Read provider events until ``done``/exhaustion, folding them into ``st`` (RUN-15 4-5)."""
+        """Read provider events until ``done`` or exhaustion. Each event is checked, charged to
+        ``max_response_bytes``, announced as message events and added to the attempt's fold; the
+        calls rebuilt from fragments after the stream are announced too."""
         charge = self.tracker.charge_response_bytes
-        sid = self.session_id
-        rid = self.run_id
-        observed = self.observed
+        fold = st.fold
+        add = fold.add
+        announce = st.announce
         event_kinds = EVENT_KINDS
+        message_kinds = MESSAGE_KINDS
         while True:
             if child.aborted:
                 child.throw_if_aborted()
@@ -480,80 +468,19 @@ class ProviderAttempts:
                 child.throw_if_aborted()
             kind = type(event)
             if kind not in event_kinds:
-                event = as_event(event, st.started)
+                event = as_event(event, fold.started)
                 kind = type(event)
             if kind is ProviderToolCall:
                 event = checked_call(event)  # type: ignore[arg-type]
             charge(event_bytes(event))
-            if kind is ProviderContentDelta:
-                content: Any = event.content  # type: ignore[union-attr]
-                if not st.started or not st.message_emitted:
-                    st.start()
-                if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=content))
-                ckind = type(content)
-                if ckind is TextContent:
-                    if st.open_kind != 1:
-                        st.close_open()
-                        st.open_kind = 1
-                    st.buf.append(content.text)
-                elif ckind is ThinkingContent:
-                    st.thinking(content)
-                else:
-                    st.close_open()
-                    st.parts.append(content)
-            elif kind is ProviderToolCall:
-                call = event.call  # type: ignore[union-attr]
-                if not st.started or not st.message_emitted:
-                    st.start()
-                if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
-                if st.open_kind:
-                    st.close_open()
-                st.parts.append(call)
-                st.calls.append(call)
-                st.call_events.append(event)
-            elif kind is ProviderDone:
-                usage = event.usage  # type: ignore[union-attr]
-                if usage is not None:
-                    st.usage = usage
-                st.stop_reason = event.stop_reason  # type: ignore[union-attr]
-                break
-            elif kind is ProviderUsage:
-                st.usage = event.usage  # type: ignore[union-attr]
-            elif kind is ProviderToolCallDelta:
-                if not st.started or not st.message_emitted:
-                    st.start()
-                if observed():
-                    st.out(
-                        MessageDeltaEvent(
-                            session_id=sid,
-                            run_id=rid,
-                            content=ToolCallDeltaContent(
-                                index=event.index,  # type: ignore[union-attr]
-                                id=event.id,  # type: ignore[union-attr]
-                                name=event.name,  # type: ignore[union-attr]
-                                arguments_text=event.arguments_text,  # type: ignore[union-attr]
-                                authority=event.authority,  # type: ignore[union-attr]
-                            ),
-                        )
-                    )
-                st.has_deltas = True
-                st.call_events.append(event)
-            elif kind is ProviderMessageStart:
-                if not st.message_emitted:
-                    st.message_id = event.message_id  # type: ignore[union-attr]
-                st.start()
+            if kind in message_kinds:
+                announce(event)
             elif kind is ProviderErrorEvent:
-                raise AttemptFailed(event.error, st.started, None)  # type: ignore[union-attr]
-        if st.open_kind:
-            st.close_open()
-        if st.has_deltas:
-            for call in reconstruct_tool_call_deltas(st.call_events):
-                st.parts.append(call)
-                st.calls.append(call)
-                if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+                raise AttemptFailed(event.error, fold.started, None)  # type: ignore[union-attr]
+            if add(event):
+                break
+        for call in fold.finish():
+            st.announce_call(call)
 
     def _after_stop(
         self, st: AttemptState, child: AbortSignal, secrets: tuple[str, ...]
