@@ -221,13 +221,19 @@ class AttemptState:
         fragment), before it is folded: ``message_started`` ahead of the attempt's first one,
         then one ``message_delta`` carrying the fragment itself."""
         runner = self.runner
+        if not runner.observed():
+            return
         kind = type(event)
-        if not self.fold.started and runner.observed():
-            message_id = event.message_id if kind is ProviderMessageStart else None  # type: ignore[union-attr]
+        sid = runner.session_id
+        rid = runner.run_id
+        if not self.fold.started:
+            message_id = None
+            if kind is ProviderMessageStart:
+                message_id = event.message_id  # type: ignore[union-attr]
             self.out(
                 MessageStartedEvent(
-                    session_id=runner.session_id,
-                    run_id=runner.run_id,
+                    session_id=sid,
+                    run_id=rid,
                     message=(
                         _EMPTY_DRAFT
                         if message_id is None
@@ -235,7 +241,7 @@ class AttemptState:
                     ),
                 )
             )
-        if kind is ProviderMessageStart or not runner.observed():
+        if kind is ProviderMessageStart:
             return
         content: Any
         if kind is ProviderContentDelta:
@@ -250,13 +256,15 @@ class AttemptState:
                 arguments_text=event.arguments_text,  # type: ignore[union-attr]
                 authority=event.authority,  # type: ignore[union-attr]
             )
-        self.out(MessageDeltaEvent(session_id=runner.session_id, run_id=runner.run_id, content=content))
+        self.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=content))
 
     def announce_call(self, call: ToolCallContent) -> None:
         """Emit the ``message_delta`` of a call rebuilt from fragments after the stream."""
         runner = self.runner
         if runner.observed():
-            self.out(MessageDeltaEvent(session_id=runner.session_id, run_id=runner.run_id, content=call))
+            self.out(
+                MessageDeltaEvent(session_id=runner.session_id, run_id=runner.run_id, content=call)
+            )
 
     def record_usage(self) -> None:
         """once per attempt — accumulate, ledger row, then charge the tracker."""
