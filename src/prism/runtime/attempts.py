@@ -21,12 +21,12 @@ or timer per event: one flag is set around the ``await``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any
 
-from prism._util import field_replacer
 from prism.abort import AbortController, AbortSignal
 from prism.errors import AbortError, GuardrailError, ProviderTurnError, RunLimitExceeded
 from prism.events import (
@@ -55,7 +55,7 @@ from prism.runtime._attempt import (
     as_event,
     checked_call,
 )
-from prism.runtime._fast import event_bytes
+from prism.runtime._json_size import canonical_size
 from prism.runtime._retry_wait import RetryHook, decide_retry, wait_retry_delay
 from prism.types import (
     ErrorInfo,
@@ -73,9 +73,6 @@ _log = logging.getLogger("prism")
 
 __all__ = ["ProviderAttempts"]
 
-_with_signal: Final = field_replacer(ProviderRequest, "signal")
-"""The request with the attempt's child signal; the other fields are the valid request's own
-(``signal`` is neither checked nor converted by ``ProviderRequest.__post_init__``)."""
 
 def _always() -> bool:
     return True
@@ -116,7 +113,6 @@ class ProviderAttempts:
         "_cancel_pending",
         "_child",
         "emit",
-        "_first_attempt_metadata",
         "_generated",
         "observed",
         "_guardrails",
@@ -189,7 +185,6 @@ class ProviderAttempts:
         self._task: asyncio.Task[Any] | None = None
         self._waiting = False
         self._cancel_pending = False
-        self._first_attempt_metadata: ProviderTurnMetadata | None = None
         signal.add_listener(self._abort_child)  # the streaming attempt's link
 
     # ----------------------------------------------------------------- soft interrupts
@@ -341,19 +336,14 @@ class ProviderAttempts:
         st = AttemptState(self, turn, attempt)
         if self.observed():
             st.started_at = time.perf_counter()
-            metadata = self._first_attempt_metadata
-            if attempt != 1 or metadata is None:
-                metadata = ProviderTurnMetadata(
-                    provider_id=self.provider_id, model=self.model, attempt=attempt
-                )
-                if attempt == 1:
-                    self._first_attempt_metadata = metadata  # frozen: shared by every turn
             self.emit(
                 ProviderTurnStartedEvent(
                     session_id=self.session_id,
                     run_id=self.run_id,
                     turn=turn,
-                    metadata=metadata,
+                    metadata=ProviderTurnMetadata(
+                        provider_id=self.provider_id, model=self.model, attempt=attempt
+                    ),
                 )
             )
         controller = AbortController()
@@ -369,7 +359,7 @@ class ProviderAttempts:
         iterator: Any = None
         try:
             try:
-                iterator = self._provider.generate(_with_signal(request, child))
+                iterator = self._provider.generate(dataclasses.replace(request, signal=child))
                 await self._stream(st, iterator.__anext__, child)
             finally:
                 if iterator is not None:  # release the provider's response at once
@@ -472,7 +462,7 @@ class ProviderAttempts:
                 kind = type(event)
             if kind is ProviderToolCall:
                 event = checked_call(event)  # type: ignore[arg-type]
-            charge(event_bytes(event))
+            charge(canonical_size(event))
             if kind in message_kinds:
                 announce(event)
             elif kind is ProviderErrorEvent:
