@@ -67,7 +67,7 @@ __all__ = [
 class AIProvider(Protocol):
     """A model provider: turns one request into a stream of provider events.
 
-    The stream follows the rules of PROV-2: at most one ``message_start`` before any content,
+    The stream follows these rules: at most one ``message_start`` before any content,
     content/tool-call events, optional ``usage`` events, and exactly one terminal ``done`` or
     ``error`` event. A provider never sees the session, the store, the ledger or the loop.
     """

@@ -6,7 +6,6 @@ header read into a delay, and an :class:`~prism.types.ErrorInfo` with secrets re
 
 from __future__ import annotations
 
-import email.utils
 import json
 import math
 import time
@@ -74,6 +73,8 @@ def retry_after_ms(value: str | None, *, now: float | None = None) -> float | No
     try:
         seconds = float(value)
     except ValueError:
+        import email.utils  # an HTTP date: rare, so the email package loads only here
+
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):
