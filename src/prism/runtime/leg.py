@@ -55,7 +55,6 @@ from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
 from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
-from prism.runtime._fast import shielded
 from prism.runtime._setup import (
     auto_compact,
     close_tool_sources,
@@ -64,6 +63,7 @@ from prism.runtime._setup import (
     setup_assembly,
     setup_attempts,
 )
+from prism.runtime._shield import shielded
 from prism.runtime.config import AgentConfig
 from prism.runtime.context import RunContext
 from prism.runtime.plan import RunPlan
