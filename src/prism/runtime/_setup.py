@@ -40,6 +40,7 @@ _log = logging.getLogger("prism")
 
 __all__ = [
     "auto_compact",
+    "close_leg_resources",
     "close_tool_sources",
     "open_tool_sources",
     "resolve_provider",
@@ -124,6 +125,14 @@ async def close_tool_sources(ctx: RunContext) -> None:
         await scope.aclose()
     except Exception:
         _log.warning("closing a tool source failed", exc_info=True)
+
+
+async def close_leg_resources(ctx: RunContext) -> None:
+    """At the leg's cleanup: close its tool sources and end what its trace left open (the
+    terminal event already ended the trace's run span, unless none was emitted)."""
+    await close_tool_sources(ctx)
+    if ctx.trace is not None:
+        ctx.trace.close()
 
 
 def setup_assembly(
