@@ -48,6 +48,7 @@ from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
+from prism.runtime._delegation import RunDelegation, child_forward
 from prism.runtime._fast import message_entry
 from prism.runtime._request_codec import LiveHistory, RequestCodec
 from prism.runtime.attempts import ProviderAttempts
@@ -140,6 +141,7 @@ class RunContext:
         "controller",
         "durable",
         "finish_reason",
+        "forward",
         "history",
         "input",
         "input_messages",
@@ -200,7 +202,17 @@ class RunContext:
         self.plan = plan
         self.redactor = plan.redactor
         self.observers = state.observers
-        self.tracker = RunLimitTracker(plan.limits, on_breach=self._on_breach, counters=counters)
+        parent = plan.parent
+        self.tracker = RunLimitTracker(
+            plan.limits,
+            on_breach=self._on_breach,
+            counters=counters,
+            parent=None if parent is None else parent.run,
+        )
+        self.forward = child_forward(
+            parent, agent=config.name, session_id=self.session_id, run_id=run_id
+        )
+        """Receives each emitted event when this is a child run (the parent's ``SubagentEvent``)."""
         self.accumulator = UsageAccumulator()
         self.writer = LedgerWriter(
             plan.run_ledger,
@@ -246,7 +258,9 @@ class RunContext:
 
     def observed(self) -> bool:
         """Whether anything observes this run's events (subscribers, ``on_event``, a ledger)."""
-        return not self.terminal_emitted and (self.observers.active or self.ledger_on)
+        return not self.terminal_emitted and (
+            self.observers.active or self.ledger_on or self.forward is not None
+        )
 
     def emit(self, event: AgentEvent, /) -> None:
         """Emit one event to observers and the ledger.
@@ -258,7 +272,8 @@ class RunContext:
             return
         observers = self.observers
         ledger_on = self.ledger_on
-        if not observers.active and not ledger_on:
+        forward = self.forward
+        if not observers.active and not ledger_on and forward is None:
             return
         event = _stamp(event, self.session_id, self.run_id)
         redactor = self.redactor
@@ -267,6 +282,8 @@ class RunContext:
         observers.deliver(event)
         if ledger_on:
             self.writer.record_event(event)
+        if forward is not None:
+            forward(event)
 
     def emit_terminal(self, event: AgentEvent) -> None:
         """Emit the leg's last event; later :meth:`emit` calls are dropped."""
@@ -476,6 +493,13 @@ class RunContext:
                 tool_call_id="",
                 signal=self.signal,
                 metadata=self.metadata,
+                run=RunDelegation(
+                    redactor=redactor,
+                    store=self.state.store,
+                    tracker=self.tracker,
+                    accumulator=self.accumulator,
+                    emit=self.emit,
+                ),
             ),
             filter=plan.tool_filters or None,
             middleware=self.middleware,
