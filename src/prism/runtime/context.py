@@ -127,7 +127,6 @@ class RunContext:
     """
 
     __slots__ = (
-        "_dispatch",
         "_layout",
         "_layout_version",
         "accumulator",
@@ -136,12 +135,14 @@ class RunContext:
         "assembler",
         "attempts",
         "boundary",
+        "bound_dispatch",
         "codec",
         "config",
         "controller",
         "durable",
         "finish_reason",
         "forward",
+        "handoff",
         "history",
         "input",
         "input_messages",
@@ -248,7 +249,10 @@ class RunContext:
         self.tool_validator: ToolValidator | Literal[False] | None = None
         self._layout: Any = None
         self._layout_version = 0
-        self._dispatch: Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]] | None = None
+        self.bound_dispatch: Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]] | None = None
+        """The bound tool dispatch (``None``: bind on the next call, e.g. after an agent switch)."""
+        self.handoff: Any = None
+        """The agent switch of a loop with handoff targets (``HandingOff``), else ``None``."""
         self.observers.set_redactor(self.redactor)
 
     def __repr__(self) -> str:
@@ -468,9 +472,9 @@ class RunContext:
             if answer is not None:
                 return answer
         self.tool_calls += 1
-        dispatch = self._dispatch
+        dispatch = self.bound_dispatch
         if dispatch is None:
-            dispatch = self._dispatch = self._bind_dispatch()
+            dispatch = self.bound_dispatch = self._bind_dispatch()
         return await dispatch(call)
 
     def _bind_dispatch(self) -> Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]]:

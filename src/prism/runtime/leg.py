@@ -56,6 +56,7 @@ from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
 from prism.runtime._fast import shielded
+from prism.runtime._handoff import RunHandoff
 from prism.runtime._setup import auto_compact, resolve_provider, setup_assembly, setup_attempts
 from prism.runtime.config import AgentConfig
 from prism.runtime.context import RunContext
@@ -336,6 +337,8 @@ class RunLeg:
         )
         setup_assembly(ctx, options, active_skills, summaries)
         setup_attempts(ctx, provider)
+        if needs.handoffs:
+            ctx.handoff = RunHandoff(ctx, loop, needs.handoffs)
         if durable is not None:
             # A resumed leg restores the loop, then replays the decided calls.
             durable.loop = loop
