@@ -24,7 +24,14 @@ from prism.redaction import SecretRedactor
 from prism.types import DelegatingRun, ToolExecutionContext, Usage
 from prism.usage import UsageAccumulator
 
-__all__ = ["PARENT_RUN_KEY", "RunDelegation", "child_forward", "child_redactor", "parent_link"]
+__all__ = [
+    "PARENT_RUN_KEY",
+    "RunDelegation",
+    "child_forward",
+    "child_redactor",
+    "parent_link",
+    "parent_run",
+]
 
 _T = TypeVar("_T")
 
@@ -50,7 +57,6 @@ class RunDelegation:
 
     def __init__(
         self,
-        *,
         redactor: SecretRedactor | None,
         store: object,
         tracker: RunLimitTracker,
@@ -161,8 +167,14 @@ def parent_link(parent: ToolExecutionContext) -> dict[str, str]:
     }
 
 
+def parent_run(plan: Any) -> DelegatingRun | None:
+    """The calling run of a child run's plan (its ``parent.run``), else ``None``."""
+    parent: ToolExecutionContext | None = plan.parent
+    return None if parent is None else parent.run
+
+
 def child_forward(
-    parent: ToolExecutionContext | None, *, agent: str | None, session_id: str, run_id: str
+    parent: ToolExecutionContext | None, agent: str | None, session_id: str, run_id: str
 ) -> Callable[[AgentEvent], None] | None:
     """What a child run calls with each of its redacted events (``None``: no parent run)."""
     run = None if parent is None else parent.run

@@ -89,6 +89,8 @@ def _definition(config: AgentConfig) -> dict[str, Any]:
         ],
         "guardrails": guards,
     }
+    if config.tool_sources:
+        data["tool_sources"] = [source.source_identity() for source in config.tool_sources]
     if config.tool_filter:
         data["tool_filters"] = [
             {"allow": list(f.allow), "deny": list(f.deny)} for f in config.tool_filter
@@ -110,10 +112,12 @@ def agent_fingerprint(
 
     ``sha256(canonical_json(F)).hexdigest()`` where ``F`` holds the agent id, the revision, the
     model, instructions, system prompt contributions, skills, tools (name, parameters,
-    exclusive), guardrails (name, stage, revision), the loop identity, the tool filters (only
-    when the agent sets ``tool_filter``) and the same definition of each handoff target, its
-    loop excepted (only when the loop declares ``needs.handoffs``). Two agents built from equal
-    configuration give equal fingerprints; a changed loop revision or a removed loop gives a different one.
+    exclusive), guardrails (name, stage, revision), the loop identity, and — only when the agent
+    has them — the identities of its tool sources (``source_identity()``: which server, with
+    which prefix and filters; not the tools they offer, which a resume checks one by one), the
+    tool filters and, when the loop declares handoff targets (``needs.handoffs``), the same
+    definition of each target, its loop excepted. Two agents built from equal configuration give
+    equal fingerprints; a changed loop revision or a removed loop gives a different one.
 
     Args:
         agent: An ``Agent`` or its ``AgentConfig``.

@@ -30,6 +30,7 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import AsyncExitStack
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 from prism.abort import AbortController, AbortSignal
@@ -48,7 +49,7 @@ from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
-from prism.runtime._delegation import RunDelegation, child_forward
+from prism.runtime._delegation import RunDelegation, child_forward, parent_run
 from prism.runtime._fast import message_entry
 from prism.runtime._request_codec import LiveHistory, RequestCodec
 from prism.runtime.attempts import ProviderAttempts
@@ -98,6 +99,10 @@ class DurableGate(Protocol):
         self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
     ) -> None:
         """Runs right before a host tool executes; may suspend the run."""
+        ...
+
+    def record_source_tools(self, digests: Mapping[str, str]) -> None:
+        """Store the schema digests of the leg's tool-source tools with the run."""
         ...
 
 
@@ -167,6 +172,7 @@ class RunContext:
         "terminal_emitted",
         "tool_calls",
         "tool_concurrency",
+        "tool_scope",
         "tool_validator",
         "tracker",
         "turn",
@@ -203,16 +209,10 @@ class RunContext:
         self.plan = plan
         self.redactor = plan.redactor
         self.observers = state.observers
-        parent = plan.parent
         self.tracker = RunLimitTracker(
-            plan.limits,
-            on_breach=self._on_breach,
-            counters=counters,
-            parent=None if parent is None else parent.run,
+            plan.limits, on_breach=self._on_breach, counters=counters, parent=parent_run(plan)
         )
-        self.forward = child_forward(
-            parent, agent=config.name, session_id=self.session_id, run_id=run_id
-        )
+        self.forward = child_forward(plan.parent, config.name, self.session_id, run_id)
         """Receives each emitted event when this is a child run (the parent's ``SubagentEvent``)."""
         self.accumulator = UsageAccumulator()
         self.writer = LedgerWriter(
@@ -226,6 +226,9 @@ class RunContext:
         self.boundary = TurnBoundary(self.tracker)
         self.codec = RequestCodec(self.redactor, self.history)
         self.registry = config.tools
+        """The leg's tools: the agent's, plus its tool sources' once the leg opened them."""
+        self.tool_scope: AsyncExitStack | None = None
+        """Holds the leg's open tool sources (closed by the leg's cleanup)."""
         self.middleware = config.middleware
         self.messages: list[Message] = []
         """The messages this leg stored, in order (``RunResult.messages``)."""
@@ -497,13 +500,7 @@ class RunContext:
                 tool_call_id="",
                 signal=self.signal,
                 metadata=self.metadata,
-                run=RunDelegation(
-                    redactor=redactor,
-                    store=self.state.store,
-                    tracker=self.tracker,
-                    accumulator=self.accumulator,
-                    emit=self.emit,
-                ),
+                run=RunDelegation(redactor, self.state.store, self.tracker, self.accumulator, self.emit),
             ),
             filter=plan.tool_filters or None,
             middleware=self.middleware,
@@ -513,6 +510,7 @@ class RunContext:
             redactor=redactor,
             ledger=writer if writer.enabled else None,
             emit=self.emit,
+            observed=self.observed,
             limit_tracker=self.tracker,
             secrets=redactor.secrets if redactor is not None else (),
             ownership=plan.ownership,
