@@ -84,24 +84,6 @@ class SubagentEvent(Serializable):
     """The child's event."""
     type: Literal["subagent_event"] = field(default="subagent_event", init=False)
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SubagentEvent:
-        """Rebuild from ``to_dict()``; the wrapped event by its own ``type``.
-
-        Raises:
-            ValueError: an unknown key, or the wrapped event's type is unknown.
-        """
-        fields = dict(data)
-        inner = fields.pop("event", None)
-        fields.pop("type", None)
-        if not isinstance(inner, Mapping):
-            raise ValueError("subagent_event needs the wrapped event")
-        reject = set(fields) - {"session_id", "run_id", "tool_call_id", "agent",
-                                "child_session_id", "child_run_id"}
-        if reject:
-            raise ValueError(f"SubagentEvent: unknown keys {sorted(reject)}")
-        return cls(event=event_from_dict(inner), **fields)
-
 
 AgentEvent: TypeAlias = Union[  # noqa: UP007 - runtime union used by from_dict
     AgentStartedEvent,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from prism.errors import PrismConfigError
 from prism.events import MessageFinishedEvent, TurnFinishedEvent, TurnStartedEvent
@@ -34,7 +34,7 @@ from prism.loops.dispatch import (
 )
 from prism.types import AgentInput, Message, ToolCallContent, ToolDefinition, ToolResult, Usage
 
-__all__ = ["AGENT_KEY", "TRANSFER_PREFIX", "HandoffLoop", "handoff_loop"]
+__all__ = ["AGENT_KEY", "TRANSFER_PREFIX", "HandoffLoop", "HandoffTarget", "handoff_loop"]
 
 TRANSFER_PREFIX: Final = "transfer_to_"
 """Prefix of the generated handoff tools."""
@@ -43,6 +43,21 @@ AGENT_KEY: Final = "agent"
 
 _ROUND_LIMIT = "tool call not dispatched: tool round limit reached"
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,52}")
+
+
+class HandoffTarget(Protocol):
+    """What the handoff loop reads of a target agent (an ``Agent``); the runtime's switch uses
+    its ``config``."""
+
+    @property
+    def name(self) -> str | None:
+        """The agent's name (the tool is ``transfer_to_<name>``)."""
+        ...
+
+    @property
+    def config(self) -> object:
+        """The agent's configuration."""
+        ...
 
 
 def _never(arguments: dict[str, Any], context: Any) -> Any:  # answered by the loop itself
@@ -54,13 +69,13 @@ class HandoffLoop:
 
     __slots__ = ("_tools", "needs", "tool_concurrency")
 
-    def __init__(self, targets: tuple[Any, ...], tool_concurrency: int) -> None:
+    def __init__(self, targets: tuple[HandoffTarget, ...], tool_concurrency: int) -> None:
         self.needs = LoopNeeds(handoffs=targets)
         """Declares the targets (the runtime offers ``ctx.handoff``)."""
         self.tool_concurrency = tool_concurrency
         """Parallel dispatch limit of a tool round."""
         self._tools = {
-            target.name: ToolDefinition(
+            str(target.name): ToolDefinition(
                 name=f"{TRANSFER_PREFIX}{target.name}",
                 execute=_never,
                 description=_description(target),
@@ -165,15 +180,14 @@ class HandoffLoop:
             await switch.switch(target)
 
 
-def _description(target: Any) -> str:
-    agent_description = (getattr(target, "config", None) and target.config.metadata or {}).get(
-        "description"
-    )
+def _description(target: HandoffTarget) -> str:
+    metadata = getattr(target.config, "metadata", None) or {}
+    agent_description = metadata.get("description")
     text = f"Hand the conversation over to the {target.name} agent."
     return f"{text} {agent_description}" if isinstance(agent_description, str) else text
 
 
-def handoff_loop(*targets: Any, tool_concurrency: int = 1) -> HandoffLoop:
+def handoff_loop(*targets: HandoffTarget, tool_concurrency: int = 1) -> HandoffLoop:
     """The handoff loop over ``targets`` (``Agent`` objects with distinct names).
 
     Args:
