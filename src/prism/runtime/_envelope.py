@@ -263,6 +263,8 @@ def _check_envelope(state: Any) -> dict[str, Any]:
         bad = "stop_reason"
     elif state.get("input") is not None and not isinstance(state.get("input"), list):
         bad = "input"
+    elif not _is_release(state.get("release")):
+        bad = "release"
     else:
         loop_state = state.get("loop_state")
         if loop_state is not None and not (
@@ -296,6 +298,16 @@ def _check_envelope(state: Any) -> dict[str, Any]:
     except Exception as exc:
         raise AgentRunStateError(f"malformed run state: {exc}") from exc
     return state
+
+
+def _is_release(value: object) -> bool:
+    """``release`` is optional: absent, or ``{"by", "reason", "at"}`` strings (see
+    :data:`~prism.runtime._run_state.RELEASE_KEY`)."""
+    if value is None:
+        return True
+    return isinstance(value, dict) and all(
+        isinstance(value.get(k), str) for k in ("by", "reason", "at")
+    )
 
 
 def run_key(run_state: Any) -> str:
