@@ -127,6 +127,8 @@ class DurableDriver:
         loop_state: dict[str, Any] | None,
         input: tuple[Message, ...] | None = None,
     ) -> AgentRunSuspended:
+        # Steers queued while the round is open wait in the envelope for the round's results.
+        self.run.hold_steers(self.ctx.state.take_steers())
         state = await self.run.write(
             "suspended",
             **self._frame(),
@@ -281,7 +283,8 @@ class DurableDriver:
         ctx.restored_loop_state = snapshot
 
     async def replay(self, ctx: RunContext) -> None:
-        """answer or dispatch every ``ready`` call, in stored order.
+        """answer or dispatch every ``ready`` call, in stored order, then append the steers the
+        suspension held (after the round's last result).
 
         A decided call follows its decision; an undecided one (a call of the tool round an
         ``every-turn`` dispatch marking left open) is dispatched as it is.
@@ -307,6 +310,11 @@ class DurableDriver:
             ctx.history.append(message)
             await ctx.append_message(message)
             run.finish_replay(entry, call)
+        if run.steers:
+            # Steers the suspension held: after the round's last result, never inside it.
+            held = [Message.from_dict(m) for m in run.steers]
+            await ctx.store_steers(held)
+            run.steers = []
 
     async def after_loop(self) -> None:
         """a gated round still open when ``loop.run`` returns suspends the run."""

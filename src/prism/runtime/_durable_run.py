@@ -155,6 +155,7 @@ class DurableRun:
         "run_id",
         "session_id",
         "state",
+        "steers",
         "sticky",
         "stop_reason",
         "version",
@@ -206,6 +207,9 @@ class DurableRun:
         self.loop_state: dict[str, Any] | None = None
         """The loop state of the last write that kept one (or the stored one on resume)."""
         self.stop_reason: RunStopReason | None = None
+        self.steers: list[dict[str, Any]] = []
+        """Steered messages held for after an open tool round (as stored): kept in every
+        envelope written until the resumed leg appends them."""
         self._open: list[_Entry] = []
         self._gated: dict[str, _Entry] = {}
         self._names: dict[str, str] = {}
@@ -221,6 +225,7 @@ class DurableRun:
             self.state = AgentRunState.from_envelope(envelope, resume.version)
             self.sticky = [StickyDecision.from_dict(s) for s in envelope.get("sticky_decisions", [])]
             self.loop_state = envelope.get("loop_state")
+            self.steers = list(envelope.get("steers") or ())
             # Decided ``ready`` calls, and the undecided ``ready`` calls of a tool round
             # an ``every-turn`` dispatch marking left open: both are replayed.
             for raw in envelope.get("pending_calls", []):
@@ -275,6 +280,8 @@ class DurableRun:
         parts["pending_calls"] = list(pending_calls)
         parts["sticky_decisions"] = [s.to_dict() for s in self.sticky] if keep_sticky else []
         parts["counters"] = dict(counters)
+        if self.steers:
+            parts["steers"] = list(self.steers)
         if deadline_at is not None:
             parts["deadline_at"] = deadline_at
         if loop_state is not None:
@@ -405,6 +412,11 @@ class DurableRun:
     def open_pending_calls(self) -> list[dict[str, Any]]:
         """The open gated round as ``pending_calls`` entries, in call order."""
         return [e.to_json() for e in self._open]
+
+    def hold_steers(self, messages: Sequence[Message]) -> None:
+        """Keep steered ``messages`` (queued while a tool round is open) for the next
+        envelope writes, after any already held."""
+        self.steers.extend(m.to_dict() for m in messages)
 
     def close_round(self) -> None:
         """Forget the open gated round (cleanup)."""

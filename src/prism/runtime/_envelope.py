@@ -19,6 +19,7 @@ from prism.runtime._run_state import (
     MAX_DEPTH,
     MAX_KEYS,
     MAX_LOADED_STATE_BYTES,
+    OLDEST_SCHEMA_VERSION,
     SCHEMA_VERSION,
     STATUSES,
     AgentRunInterruption,
@@ -32,6 +33,7 @@ from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, Che
 from prism.runtime.config import AgentConfig, ConfiguredAgent
 from prism.types import (
     JsonValue,
+    Message,
     ModelConfig,
     OwnershipScope,
     ToolCallContent,
@@ -51,6 +53,7 @@ __all__ = [
     "members_size",
     "run_key",
     "save_agent_run_state",
+    "upgrade_envelope",
 ]
 
 # --------------------------------------------------------------------------- fingerprint
@@ -210,6 +213,19 @@ def members_size(obj: Mapping[str, Any]) -> int:
 _REQUIRED_STR: Final = ("agent_id", "definition_revision", "fingerprint", "run_id", "session_id")
 
 
+def upgrade_envelope(state: Any) -> Any:
+    """A stored envelope in the current schema: a version 1 envelope is the same object with
+    ``schema_version`` 2 (version 2 only adds optional keys); anything else is returned
+    unchanged for :func:`_check_envelope` to judge. Never mutates ``state``."""
+    if (
+        isinstance(state, dict)
+        and is_int(state.get("schema_version"))
+        and OLDEST_SCHEMA_VERSION <= state["schema_version"] < SCHEMA_VERSION
+    ):
+        return {**state, "schema_version": SCHEMA_VERSION}
+    return state
+
+
 def _check_envelope(state: Any) -> dict[str, Any]:
     """Re-check the DUR-4 shape of a loaded envelope; raises AgentRunStateError."""
     if not isinstance(state, dict):
@@ -239,6 +255,8 @@ def _check_envelope(state: Any) -> dict[str, Any]:
         bad = "stop_reason"
     elif state.get("input") is not None and not isinstance(state.get("input"), list):
         bad = "input"
+    elif state.get("steers") is not None and not isinstance(state.get("steers"), list):
+        bad = "steers"
     else:
         loop_state = state.get("loop_state")
         if loop_state is not None and not (
@@ -269,6 +287,8 @@ def _check_envelope(state: Any) -> dict[str, Any]:
             ToolCallContent.from_dict(entry["call"])
             if entry.get("decision") is not None:
                 RunDecision.from_dict(entry["decision"])
+        for message in state.get("steers") or ():
+            Message.from_dict(message)
     except Exception as exc:
         raise AgentRunStateError(f"malformed run state: {exc}") from exc
     return state
@@ -292,7 +312,7 @@ async def load_state(
     if record is None:
         raise AgentRunStateError(f"no run state stored for run {run_id}")
     encode_state(record.value, MAX_LOADED_STATE_BYTES)
-    state = _check_envelope(record.value)
+    state = _check_envelope(upgrade_envelope(record.value))
     if state["run_id"] != run_id:
         raise AgentRunStateError("malformed run state: run_id differs from its key")
     if session_id is not None and state["session_id"] != session_id:
@@ -358,7 +378,7 @@ async def save_agent_run_state(
     """
     if not is_int(expected_version) or expected_version < 0:
         raise AgentRunStateError("expected_version must be an int >= 0")
-    value = dict(state) if isinstance(state, Mapping) else state
+    value = upgrade_envelope(dict(state)) if isinstance(state, Mapping) else state
     encode_state(value, MAX_LOADED_STATE_BYTES)
     envelope = _check_envelope(value)
     record = await checkpoints.save_checkpoint(

@@ -25,6 +25,7 @@ from prism.types import (
 __all__ = [
     "MAX_LOADED_STATE_BYTES",
     "MAX_STATE_BYTES_LIMIT",
+    "OLDEST_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "AgentRunInterruption",
     "AgentRunState",
@@ -44,8 +45,16 @@ __all__ = [
 
 # --------------------------------------------------------------------------- constants
 
-SCHEMA_VERSION: Final = 1
-"""``schema_version`` of every envelope this version writes."""
+SCHEMA_VERSION: Final = 2
+"""``schema_version`` of every envelope this version writes.
+
+Version 2 adds, all optional: ``steers`` (steered messages held for after an open tool round),
+per pending call ``arguments_hash`` (what an approval binds to) and ``resolution`` (an
+operator's repair of an ambiguous call), and per pending decision ``tool_name`` and
+``arguments`` (the redacted arguments an approver reads). A version 1 envelope is upgraded on
+load (it has none of them)."""
+OLDEST_SCHEMA_VERSION: Final = 1
+"""The oldest ``schema_version`` still loaded (and upgraded)."""
 MAX_STATE_BYTES_LIMIT: Final = 1_048_576
 """Largest allowed ``max_state_bytes``."""
 MAX_LOADED_STATE_BYTES: Final = 1_048_576
@@ -346,7 +355,7 @@ class AgentRunState(Serializable):
     """
 
     schema_version: int
-    """Envelope schema version (``1``)."""
+    """Envelope schema version (``2``; an older stored envelope is shown upgraded)."""
     agent_id: str
     """``config.id or config.name`` of the agent that wrote it."""
     definition_revision: str
@@ -396,8 +405,9 @@ class AgentRunState(Serializable):
 class LoadedRunState:
     """A stored envelope and its record.
 
-    ``state`` is the envelope exactly as stored (``record.value``): a JSON object with the DUR-4
-    keys, where an absent field is an absent key. ``record.version`` is what
+    ``state`` is the envelope as stored (``record.value``), upgraded to the current
+    ``schema_version`` when an older version wrote it: a JSON object with the DUR-4 keys, where an
+    absent field is an absent key. ``record.version`` is what
     ``resume_agent_run(..., expected_version=...)`` expects.
     """
 
