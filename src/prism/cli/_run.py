@@ -83,7 +83,7 @@ from prism.cli._store import (
 )
 from prism.errors import AgentRunError, CheckpointConflictError, PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
-from prism.runtime.durable import RunDecision, resume_agent_run
+from prism.runtime.durable import RunDecision, not_resumable_message, resume_agent_run
 from prism.stores import DatabaseStore
 from prism.types import RunResult
 from prism.usage import UsageAccumulator
@@ -454,9 +454,4 @@ def _not_resumable(run_id: str, session_id: str, status: str) -> str:
     after = (
         f"continue the conversation with: prism run --session {session_id} PROMPT"
     )
-    if status == "succeeded":
-        return f"run {run_id} already finished (succeeded); nothing to resume — {after}"
-    return (
-        f"run {run_id} is {status} and cannot be resumed (only a run stopped at a turn "
-        f"boundary, waiting for an approval or cut off mid-run can be) — {after}"
-    )
+    return f"{not_resumable_message(run_id, status)} — {after}"

@@ -391,4 +391,4 @@ async def check_run(store: DatabaseStore, run_id: str) -> Any:
     try:
         return await load_agent_run_state(store, run_id=run_id)
     except AgentRunStateError as exc:
-        raise StoreError(f"no run {run_id} in this store ({exc})") from None
+        raise StoreError(str(exc)) from None

@@ -310,7 +310,7 @@ async def load_state(
         namespace=AGENT_RUN_NAMESPACE, key=run_id, ownership=ownership
     )
     if record is None:
-        raise AgentRunStateError(f"no run state stored for run {run_id}")
+        raise AgentRunStateError(f"no run {run_id} in this store (no run state is stored for it)")
     encode_state(record.value, MAX_LOADED_STATE_BYTES)
     state = _check_envelope(upgrade_envelope(record.value))
     if state["run_id"] != run_id:

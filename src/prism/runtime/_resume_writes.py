@@ -44,6 +44,7 @@ __all__ = [
     "EnvelopeWriter",
     "adopt_stored_rows",
     "check_ambiguity",
+    "check_leaf",
     "open_round_calls",
     "deny",
     "resuspend",
@@ -103,6 +104,28 @@ def _row_answering(
             if isinstance(part, ToolResultContent) and part.tool_call_id in call_ids:
                 return entry.id, part.tool_call_id
     return None
+
+
+async def check_leaf(session: AgentSession, state: Mapping[str, Any]) -> None:
+    """The stored leaf must be an entry of the run's session in the session's store.
+
+    Checked before a resume writes anything, so a run whose transcript this store does not hold
+    (another store, a deleted session, an edited ``leaf_id`` or ``session_id``) is reported
+    and stays as stored instead of being claimed and then failed. O(branch).
+
+    Raises:
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — the leaf is not in the session.
+    """
+    leaf: str | None = state.get("leaf_id")
+    if leaf is None:
+        return
+    try:
+        await read_branch(session.store, session.id, leaf)
+    except ValueError as exc:
+        raise AgentRunStateError(
+            f"run {state['run_id']} cannot be resumed: its leaf {leaf} is not in session "
+            f"{session.id} of this session store ({exc}); nothing was written"
+        ) from exc
 
 
 def check_ambiguity(state: Mapping[str, Any]) -> None:

@@ -93,6 +93,33 @@ def is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def not_resumable_message(run_id: str, status: str) -> str:
+    """Why a stored run in a final ``status`` cannot be resumed (the ``prism resume`` wording)."""
+    if status == "succeeded":
+        return f"run {run_id} already finished (succeeded); nothing to resume"
+    return (
+        f"run {run_id} is {status} and cannot be resumed (only a run stopped at a turn "
+        "boundary, waiting for an approval or cut off mid-run can be)"
+    )
+
+
+def stale_message(
+    run_id: str, stored: int, expected: int, status: str, stop_reason: str | None
+) -> str:
+    """The message of a resume whose expected version is not the stored one: another resumer
+    (or writer) moved the run on; a run that has finished since says so."""
+    head = (
+        f"run {run_id} was resumed or changed by another writer "
+        f"(stored version {stored}, expected {expected})"
+    )
+    continuable = status in ("running", "suspended") or (
+        status == "succeeded" and stop_reason == "host_policy"
+    )
+    if continuable:
+        return f"{head}; load it again to resume its current version"
+    return f"{head}: {not_resumable_message(run_id, status)}"
+
+
 # --------------------------------------------------------------------------- options
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from prism.errors import AgentRunStateError, AgentSessionBusyError
+from prism.errors import AgentRunStateError, AgentSessionBusyError, CheckpointConflictError
 from prism.runtime._approvals import (
     apply_decisions,
     coerce_decisions,
@@ -60,6 +60,7 @@ from prism.runtime._resume_writes import (
     EnvelopeWriter,
     adopt_stored_rows,
     check_ambiguity,
+    check_leaf,
     deny,
     resuspend,
 )
@@ -68,7 +69,9 @@ from prism.runtime._run_state import (
     MAX_LOADED_STATE_BYTES,
     NOT_CONTINUABLE,
     is_int,
+    stale_message,
 )
+from prism.runtime._run_state import not_resumable_message as not_resumable_message
 from prism.runtime._run_state import AgentRunInterruption as AgentRunInterruption
 from prism.runtime._run_state import AgentRunState as AgentRunState
 from prism.runtime._run_state import CheckpointPolicy as CheckpointPolicy
@@ -172,16 +175,15 @@ async def resume_agent_run(
         run_state: What identifies the stored run: an :class:`AgentRunState` (as returned by
             ``RunResult.run_state``), a :class:`LoadedRunState` (as returned by
             :func:`load_agent_run_state`), an ``AgentRunRef`` or a run id string. A run id or
-            ``AgentRunRef`` carries no version, so it needs ``expected_version`` (the
-            version is checked before anything is read; pass ``record.version`` of
-            ``load_agent_run_state(...)``, or that ``LoadedRunState`` itself). Anything else
-            raises ``AgentRunStateError`` naming the accepted types.
+            ``AgentRunRef`` carries no version: without ``expected_version`` the stored version
+            is resumed (the claim is still a compare-and-set on it, so of two resumers one
+            wins). Anything else raises ``AgentRunStateError`` naming the accepted types.
         decision: ``"continue"``, ``"approve"`` or ``"deny"``.
         decisions: A non-empty sequence of :class:`RunDecision` (or mappings), at most 128; only
             with the default ``decision``.
         expected_version: The stored version; defaults to ``run_state.version``
-            (``record.version`` of a ``LoadedRunState``); required with a run id or an
-            ``AgentRunRef``. It must be a positive int.
+            (``record.version`` of a ``LoadedRunState``), or to the version loaded for a run
+            id or an ``AgentRunRef``. It must be a positive int.
         checkpoints: Defaults to the agent's ``run_state.checkpoints``.
         definition_revision: Defaults to the agent's ``run_state.definition_revision``.
         signal: Abort signal bridged into the resumed leg.
@@ -195,11 +197,16 @@ async def resume_agent_run(
     Raises:
         AgentDecisionError: ``ERR_PRISM_DECISION_INVALID`` / ``_DUPLICATE`` / ``_UNKNOWN`` /
             ``_LIMIT``; nothing is written.
-        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — missing or malformed state, another
-            session's, revision or fingerprint mismatch, stale version, non-resumable status,
-            ambiguous dispatched call, configuration mismatch.
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — missing or malformed state
+            (``"no run <id> in this store …"``), another session's, revision or fingerprint
+            mismatch, a final status (``"run <id> already finished (succeeded); nothing to
+            resume"``, ``"run <id> is failed and cannot be resumed …"``), ambiguous dispatched
+            calls (``calls`` lists them), a leaf the session store does not hold,
+            configuration mismatch. Nothing is written.
         AgentSessionBusyError: ``ERR_PRISM_SESSION_BUSY`` — the session is running.
-        CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — another resumer claimed it.
+        CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — another resumer or writer
+            moved the run on: the stored version is not the expected one (at load; the message
+            says when the run has finished since), or the claim's compare-and-set lost.
         AgentRunError: the resumed leg failed (as ``session.run`` raises it).
     """
     invalid = "ERR_PRISM_DECISION_INVALID"
@@ -235,15 +242,7 @@ async def resume_agent_run(
             + (repr(run_state) if isinstance(run_state, str) else type(run_state).__name__)
         )
     version = expected_version if expected_version is not None else default_version
-    if version is None:  # checked before any read; a run id carries no version
-        raise decision_error(
-            invalid,
-            f"run_state {key!r} is a run id (or AgentRunRef), which carries no version: pass "
-            "expected_version=<stored version> (LoadedRunState.record.version from "
-            "load_agent_run_state(...)), or pass the AgentRunState from RunResult.run_state "
-            "or the LoadedRunState itself",
-        )
-    if not is_int(version) or version < 1:
+    if version is not None and (not is_int(version) or version < 1):
         raise decision_error(
             invalid, f"expected_version must be a positive int, got {version!r}"
         )
@@ -283,14 +282,12 @@ async def resume_agent_run(
         or state["fingerprint"] != agent_fingerprint(config, definition_revision)
     ):
         raise AgentRunStateError("revision or fingerprint mismatch")
-    # -- 4. version
-    if record.version != version:
-        raise AgentRunStateError(
-            f"stale run state: stored version {record.version}, expected {version}"
-        )
-    # -- 5. status
+    # -- 4. version: a run id alone resumes the stored version (the claim still compares it)
     status = state["status"]
     stop_reason = state.get("stop_reason")
+    if version is not None and record.version != version:
+        raise CheckpointConflictError(stale_message(key, record.version, version, status, stop_reason))
+    # -- 5. status
     policy_stop = status == "succeeded" and stop_reason == "host_policy"
     if status == "suspended":
         if decision == "continue" and batch is None:
@@ -299,7 +296,7 @@ async def resume_agent_run(
         if decision != "continue" or batch is not None:
             raise decision_error(invalid, f"a {status} run takes decision='continue' only")
     else:
-        raise AgentRunStateError("stale or non-resumable run")
+        raise AgentRunStateError(not_resumable_message(key, status))
     if session is None:
         assert not isinstance(agent_or_session, AgentSession)
         session = agent_or_session.create_session(state["session_id"])
@@ -313,6 +310,7 @@ async def resume_agent_run(
     writer = EnvelopeWriter(options, record.version, owner, config.redactor)
     if status == "suspended" and decision == "deny":
         return await deny(session, state, writer)
+    await check_leaf(session, state)  # before anything is written
     new_state = dict(state)
     if status == "suspended":
         applied = apply_decisions(state, batch, config.tools)
