@@ -71,7 +71,6 @@ from prism.runtime._run_state import (
     is_int,
     stale_message,
 )
-from prism.runtime._run_state import not_resumable_message as not_resumable_message
 from prism.runtime._run_state import AgentRunInterruption as AgentRunInterruption
 from prism.runtime._run_state import AgentRunState as AgentRunState
 from prism.runtime._run_state import CheckpointPolicy as CheckpointPolicy
@@ -86,6 +85,7 @@ from prism.runtime._run_state import RunStateStatus as RunStateStatus
 from prism.runtime._run_state import StickyDecision as StickyDecision
 from prism.runtime._run_state import check_durable_run as check_durable_run
 from prism.runtime._run_state import coerce_run_state_options as coerce_run_state_options
+from prism.runtime._run_state import not_resumable_message as not_resumable_message
 from prism.runtime.checkpoints import CheckpointStore
 from prism.runtime.leg import resume_leg
 from prism.runtime.options import RunOptions
