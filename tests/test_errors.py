@@ -61,7 +61,7 @@ def test_err1_every_class_derives_from_prism_error() -> None:
         for name, obj in vars(errors_module).items()
         if inspect.isclass(obj) and issubclass(obj, BaseException) and not name.startswith("_")
     ]
-    assert len(classes) == 24
+    assert len(classes) == 25
     for cls in classes:
         assert issubclass(cls, PrismError)
         assert isinstance(cls.code, str) and cls.code

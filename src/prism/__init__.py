@@ -89,6 +89,7 @@ from .errors import RunLedgerError as RunLedgerError
 from .errors import RunLimitExceeded as RunLimitExceeded
 from .errors import SessionAppendConflictError as SessionAppendConflictError
 from .errors import SteerError as SteerError
+from .errors import StoreError as StoreError
 from .errors import StoreSchemaError as StoreSchemaError
 from .errors import StructuredOutputError as StructuredOutputError
 from .errors import TurnPolicyError as TurnPolicyError
@@ -164,7 +165,7 @@ __all__ = [
     "ArtifactFailedError", "CheckpointConflictError", "GuardrailError", "PrismConfigError",
     "PrismError", "ProviderResolutionError", "ProviderTransportError", "ProviderTurnError",
     "RedactedError", "RunLedgerError", "RunLimitExceeded", "SessionAppendConflictError",
-    "SteerError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
+    "SteerError", "StoreError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
     # Cancellation, limits, retry and redaction
     "AbortController", "AbortSignal", "UNLIMITED", "RunLimits", "SecretRedactor",
     "create_secret_redactor", "RetryContext", "RetryDecision", "RetryOptions", "RetryPolicy",

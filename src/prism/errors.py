@@ -24,7 +24,8 @@ Hierarchy::
     ├── SessionAppendConflictError              ERR_PRISM_SESSION_APPEND_CONFLICT
     ├── StructuredOutputError                   ERR_PRISM_STRUCTURED_OUTPUT (.reason)
     ├── RunLedgerError                          ERR_PRISM_LEDGER
-    ├── StoreSchemaError                        ERR_PRISM_STORE_SCHEMA
+    ├── StoreError                              ERR_PRISM_STORE_{CORRUPT,UNDECODABLE}
+    │   └── StoreSchemaError                    ERR_PRISM_STORE_SCHEMA
     └── RedactedError                           ERR_PRISM_REDACTED (.original_type)
 
 Constructor conventions: classes with several codes take the code first
@@ -58,14 +59,15 @@ __all__ = [
     "ERR_PRISM_PROVIDER_UNKNOWN", "ERR_PRISM_REDACTED", "ERR_PRISM_RUN_ABORTED",
     "ERR_PRISM_RUN_FAILED", "ERR_PRISM_RUN_LIMIT", "ERR_PRISM_SESSION_APPEND_CONFLICT",
     "ERR_PRISM_SESSION_BUSY", "ERR_PRISM_STEER_EMPTY", "ERR_PRISM_STEER_LIMIT",
-    "ERR_PRISM_STEER_NO_RUN", "ERR_PRISM_STORE_SCHEMA", "ERR_PRISM_STRUCTURED_OUTPUT",
+    "ERR_PRISM_STEER_NO_RUN", "ERR_PRISM_STORE_CORRUPT", "ERR_PRISM_STORE_SCHEMA",
+    "ERR_PRISM_STORE_UNDECODABLE", "ERR_PRISM_STRUCTURED_OUTPUT",
     "ERR_PRISM_TURN_POLICY",
     "AbortError", "AgentDecisionError", "AgentLoopStateError", "AgentRunError",
     "AgentRunLimitError", "AgentRunStateError", "AgentRunSuspended", "AgentSessionBusyError",
     "ArtifactFailedError", "CheckpointConflictError", "GuardrailError", "PrismConfigError",
     "PrismError", "ProviderResolutionError", "ProviderTransportError", "ProviderTurnError",
     "RedactedError", "RunLedgerError", "RunLimitExceeded", "SessionAppendConflictError",
-    "SteerError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
+    "SteerError", "StoreError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
 ]
 
 # --------------------------------------------------------------------------- codes
@@ -98,6 +100,8 @@ ERR_PRISM_SESSION_APPEND_CONFLICT = "ERR_PRISM_SESSION_APPEND_CONFLICT"
 ERR_PRISM_STRUCTURED_OUTPUT = "ERR_PRISM_STRUCTURED_OUTPUT"
 ERR_PRISM_LEDGER = "ERR_PRISM_LEDGER"
 ERR_PRISM_STORE_SCHEMA = "ERR_PRISM_STORE_SCHEMA"
+ERR_PRISM_STORE_CORRUPT = "ERR_PRISM_STORE_CORRUPT"
+ERR_PRISM_STORE_UNDECODABLE = "ERR_PRISM_STORE_UNDECODABLE"
 ERR_PRISM_REDACTED = "ERR_PRISM_REDACTED"
 ERR_PRISM_DELEGATION_SUSPENDED = "ERR_PRISM_DELEGATION_SUSPENDED"
 """Reserved: nested runs are out of scope; an exception carrying it counts as a suspension
@@ -424,10 +428,7 @@ class GuardrailError(PrismError):
 
 
 class TurnPolicyError(PrismError):
-    """The turn-policy stop callback failed or decided something unusable.
-
-    Code ``ERR_PRISM_TURN_POLICY``.
-    """
+    """The turn-policy stop callback failed or decided something unusable (``ERR_PRISM_TURN_POLICY``)."""
 
     code = ERR_PRISM_TURN_POLICY
     default_message = "Turn policy failed"
@@ -437,10 +438,7 @@ class TurnPolicyError(PrismError):
 
 
 class AgentRunStateError(PrismError):
-    """Durable preflight, envelope or resume failure.
-
-    Code ``ERR_PRISM_AGENT_RUN_STATE``.
-    """
+    """Durable preflight, envelope or resume failure. Code ``ERR_PRISM_AGENT_RUN_STATE``."""
 
     code = ERR_PRISM_AGENT_RUN_STATE
     default_message = "Invalid agent run state"
@@ -498,10 +496,8 @@ class AgentDecisionError(_MultiCodeError):
 
 
 class CheckpointConflictError(PrismError):
-    """CAS version or fencing-token mismatch on ``save_checkpoint``.
-
-    Code ``ERR_PRISM_CHECKPOINT_CONFLICT``.
-    """
+    """Version or fencing-token mismatch on ``save_checkpoint``, or a resume that lost to
+    another resumer (at load or at its claim). Code ``ERR_PRISM_CHECKPOINT_CONFLICT``."""
 
     code = ERR_PRISM_CHECKPOINT_CONFLICT
     default_message = "Checkpoint version conflict"
@@ -511,10 +507,7 @@ class CheckpointConflictError(PrismError):
 
 
 class SessionAppendConflictError(PrismError):
-    """Store append parent conflict or duplicate idempotent append.
-
-    Code ``ERR_PRISM_SESSION_APPEND_CONFLICT``.
-    """
+    """Append parent conflict or duplicate idempotent append (``ERR_PRISM_SESSION_APPEND_CONFLICT``)."""
 
     code = ERR_PRISM_SESSION_APPEND_CONFLICT
     default_message = "Session append conflict"
@@ -554,14 +547,30 @@ class RunLedgerError(PrismError):
     default_message = "Run ledger write failed"
 
 
-class StoreSchemaError(PrismError):
-    """A database migration record is unknown, newer than the package or altered.
+class StoreError(PrismError):
+    """A store's database or a stored row cannot be used; ``code`` says how (code first).
 
-    Code ``ERR_PRISM_STORE_SCHEMA``.
+    ``ERR_PRISM_STORE_CORRUPT``: the file is not a database or is damaged;
+    ``ERR_PRISM_STORE_UNDECODABLE``: a stored value is not valid JSON or not the record it
+    should hold; ``ERR_PRISM_STORE_SCHEMA``: :class:`StoreSchemaError`.
     """
+
+    code = ERR_PRISM_STORE_CORRUPT
+    default_message = "Store cannot be used"
+
+    def __init__(self, code: str, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class StoreSchemaError(StoreError):
+    """A migration record is unknown, newer than the package or altered (``ERR_PRISM_STORE_SCHEMA``)."""
 
     code = ERR_PRISM_STORE_SCHEMA
     default_message = "Unsupported store schema"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(ERR_PRISM_STORE_SCHEMA, message)
 
 
 class RedactedError(PrismError):

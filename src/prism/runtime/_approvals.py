@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prism._util import now_iso
-from prism.errors import AgentDecisionError
+from prism.errors import AgentDecisionError, AgentRunStateError
 from prism.runtime._envelope import (
     arguments_hash,
 )
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "apply_decisions",
+    "check_bound_arguments",
     "coerce_decisions",
     "decision_error",
     "rejection_result",
@@ -230,6 +231,47 @@ def apply_decisions(
         if e.get("decision") is None and e.get("status") == "ready"
     ]
     return _Applied(entries, sticky, remaining)
+
+
+def check_bound_arguments(state: Mapping[str, Any]) -> None:
+    """An approval binds to the arguments it was asked for.
+
+    Every ``ready`` call an allowing decision covers must still carry arguments whose hash is
+    the one recorded when its approval was asked (the entry's ``arguments_hash``, or for an
+    envelope written before it had one, the pending decision's scope hash). Arguments edited in
+    the stored row — or not stored as given, because redaction replaced a secret in them — are
+    refused: the tool never runs with arguments nobody approved. An operator who wants other
+    arguments decides with ``modified_arguments``. O(pending calls).
+
+    Raises:
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — names the call and its tool;
+            nothing is written.
+    """
+    scopes: dict[str, str | None] = {}
+    raw_interruption = state.get("interruption")
+    if raw_interruption is not None:
+        for pending in AgentRunInterruption.from_dict(raw_interruption).pending_decisions:
+            scopes[pending.approval_id] = pending.scope.arguments_hash
+    for entry in state.get("pending_calls", []):
+        decision = entry.get("decision")
+        if entry.get("status") != "ready" or decision is None:
+            continue
+        if decision.get("outcome") not in ALLOWING or decision.get("modified_arguments"):
+            continue
+        bound = entry.get("arguments_hash") or scopes.get(entry["approval_id"])
+        if bound is None:
+            continue
+        call = ToolCallContent.from_dict(entry["call"])
+        try:
+            digest = arguments_hash(call.arguments)
+        except (TypeError, ValueError):
+            digest = ""
+        if digest != bound:
+            raise AgentRunStateError(
+                f"the stored arguments of call {call.id} ({call.name}) are not the ones its "
+                "approval was asked for (edited, or redacted when stored); the call was not "
+                "run — decide with modified_arguments to run it with other arguments"
+            )
 
 
 def _pending_for(entry: Mapping[str, Any]) -> PendingDecision:

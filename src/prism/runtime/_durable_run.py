@@ -70,6 +70,9 @@ class _Entry:
     pending: PendingDecision | None = None
     call_json: dict[str, Any] | None = None
     """``call.to_dict()`` once computed (a marked call is written several times)."""
+    arguments_hash: str | None = None
+    """The hash of the arguments an approval is asked for (gated calls): the resume refuses
+    to run the call with stored arguments that hash differently."""
 
     def to_json(self) -> dict[str, Any]:
         call_json = self.call_json
@@ -80,6 +83,8 @@ class _Entry:
             "status": self.status,
             "approval_id": self.approval_id,
         }
+        if self.arguments_hash is not None:
+            out["arguments_hash"] = self.arguments_hash
         if self.decision is not None:
             out["decision"] = self.decision.to_dict()
         return out
@@ -237,6 +242,7 @@ class DurableRun:
                         call=ToolCallContent.from_dict(raw["call"]),
                         approval_id=raw["approval_id"],
                         decision=None if decision is None else RunDecision.from_dict(decision),
+                        arguments_hash=raw.get("arguments_hash"),
                     )
                 )
 
@@ -375,7 +381,7 @@ class DurableRun:
             scope=DecisionScope(tool_name=call.name, arguments_hash=digest),
         )
         self._names[call.id] = call.name
-        return _Entry(call=call, approval_id=approval_id, pending=pending)
+        return _Entry(call=call, approval_id=approval_id, pending=pending, arguments_hash=digest)
 
     def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
         """the result a gated or sticky-rejected call gets without dispatching, else

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from prism.errors import AgentRunStateError, AgentSessionBusyError, CheckpointConflictError
 from prism.runtime._approvals import (
     apply_decisions,
+    check_bound_arguments,
     coerce_decisions,
     decision_error,
 )
@@ -316,12 +317,14 @@ async def resume_agent_run(
         applied = apply_decisions(state, batch, config.tools)
         new_state["pending_calls"] = applied.pending_calls
         new_state["sticky_decisions"] = applied.sticky
+        check_bound_arguments(new_state)
         check_ambiguity(new_state)
         if applied.remaining:
             return await resuspend(session, new_state, applied.remaining, writer)
     else:
         if status == "running":
             await adopt_stored_rows(session, new_state)
+        check_bound_arguments(new_state)
         check_ambiguity(new_state)
     # -- 6. claim and the resumed leg
     new_state["status"] = "running"

@@ -10,10 +10,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from prism._serde import Serializable
-from prism.errors import CheckpointConflictError, SessionAppendConflictError
+from prism.errors import (
+    ERR_PRISM_STORE_UNDECODABLE,
+    CheckpointConflictError,
+    SessionAppendConflictError,
+    StoreError,
+)
 from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
 from prism.runtime.checkpoints import CheckpointRecord
 from prism.store import SessionEntry
@@ -27,6 +32,7 @@ __all__ = [
     "check_limit",
     "checkpoint_conflict",
     "checkpoint_record",
+    "decoded",
     "dumps",
     "event_row",
     "ledger_where",
@@ -54,6 +60,30 @@ def dumps(value: Any) -> str:
         ValueError: ``NaN`` or an infinity.
     """
     return _ENCODER.encode(value)
+
+
+_T = TypeVar("_T")
+
+
+def decoded(decode: Callable[[Any], _T], raw: Any, what: str) -> _T:
+    """``decode(raw)`` for a stored value; a value that does not decode is a typed error.
+
+    Args:
+        decode: Turns the stored column into the value (``json.loads``, ``from_dict``, …).
+        raw: The stored column.
+        what: The row, for the message (e.g. ``"checkpoint prism.agent-run/run_1"``).
+
+    Raises:
+        StoreError: ``ERR_PRISM_STORE_UNDECODABLE`` — not valid JSON, or not the record the row
+            should hold (the decoding error is its ``__cause__``).
+    """
+    try:
+        return decode(raw)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise StoreError(
+            ERR_PRISM_STORE_UNDECODABLE,
+            f"{what}: the stored value cannot be decoded ({type(exc).__name__}: {exc})",
+        ) from exc
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,13 +232,16 @@ def checkpoint_record(
         key: The checkpoint key.
         row: The stored columns, in that order.
         decode: Turns the stored ``value`` column into the JSON value.
+
+    Raises:
+        StoreError: ``ERR_PRISM_STORE_UNDECODABLE`` — the value is not valid JSON.
     """
     version, value, created_at, updated_at, token = row
     return CheckpointRecord(
         namespace=namespace,
         key=key,
         version=int(version),
-        value=decode(value),
+        value=decoded(decode, value, f"checkpoint {namespace}/{key}"),
         created_at=created_at,
         updated_at=updated_at,
         fencing_token=token,

@@ -49,6 +49,7 @@ from prism.stores._common import (
     check_limit,
     checkpoint_conflict,
     checkpoint_record,
+    decoded,
     event_row,
     ledger_where,
     owner_columns,
@@ -495,7 +496,10 @@ class PostgresStore:
     ) -> builtins.list[_T]:
         where, params = ledger_where(run_column, session_id, run_id, "%s")
         sql = f"SELECT body FROM {self._sql.schema}.{table} WHERE {where} ORDER BY seq"
-        return [decode(unwrap(body)) for (body,) in await self._fetch(sql, params)]
+        return [
+            decoded(lambda b: decode(unwrap(b)), body, "ledger row")
+            for (body,) in await self._fetch(sql, params)
+        ]
 
 
 if TYPE_CHECKING:  # static proof that one object implements the three protocols
@@ -507,4 +511,4 @@ if TYPE_CHECKING:  # static proof that one object implements the three protocols
 
 
 def _entry(body: Any) -> SessionEntry:
-    return SessionEntry.from_dict(unwrap(body))
+    return decoded(lambda b: SessionEntry.from_dict(unwrap(b)), body, "session entry")

@@ -27,9 +27,10 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from prism._util import now_iso
+from prism.errors import ERR_PRISM_STORE_CORRUPT, StoreError
 from prism.ledger import AgentEventRecord, RunLedger, RunRecord, ToolCallRecord, UsageRecord
 from prism.runtime.checkpoints import (
     CheckpointRecord,
@@ -46,6 +47,7 @@ from prism.stores._common import (
     check_limit,
     checkpoint_conflict,
     checkpoint_record,
+    decoded,
     dumps,
     event_row,
     ledger_where,
@@ -128,6 +130,8 @@ class SqliteStore:
         Raises:
             StoreSchemaError: ``ERR_PRISM_STORE_SCHEMA`` — the database records a migration
                 that is unknown, newer than this package, or altered.
+            StoreError: ``ERR_PRISM_STORE_CORRUPT`` — the file is not a SQLite database or is
+                damaged (also from any later call that meets the damage).
             sqlite3.Error: the file cannot be opened.
         """
         await self._call(_noop)
@@ -195,7 +199,13 @@ class SqliteStore:
                 worker = self._worker = Worker(self._connect, name=f"prism-sqlite:{self._target}")
                 worker.start()
             worker.jobs.put((fn, fut, loop))
-        return await fut
+        try:
+            return await fut
+        except sqlite3.DatabaseError as exc:
+            corrupt = _corrupt(exc, self._target)
+            if corrupt is None:
+                raise
+            raise corrupt from exc
 
     # ----------------------------------------------------------------- SessionStore
 
@@ -448,7 +458,29 @@ def _noop(conn: sqlite3.Connection) -> None:
 
 
 def _entry(body: str) -> SessionEntry:
+    return decoded(_decode_entry, body, "session entry")
+
+
+def _decode_entry(body: str) -> SessionEntry:
     return SessionEntry.from_dict(json.loads(body))
+
+
+_CORRUPT_CODES: Final = frozenset((11, 26))
+"""SQLite's primary result codes ``SQLITE_CORRUPT`` and ``SQLITE_NOTADB``."""
+
+
+def _corrupt(exc: sqlite3.DatabaseError, target: str) -> StoreError | None:
+    """The typed error of a damaged database or a file that is not one, else ``None``."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    text = str(exc)
+    if (isinstance(code, int) and code & 0xFF in _CORRUPT_CODES) or (
+        code is None and ("not a database" in text or "malformed" in text)
+    ):
+        return StoreError(
+            ERR_PRISM_STORE_CORRUPT,
+            f"SQLite store {target} is damaged or not a database ({text})",
+        )
+    return None
 
 
 def _ledger_query(
@@ -464,4 +496,7 @@ def _decode_rows(
     params: tuple[str, ...],
     decode: Callable[[Any], _T],
 ) -> builtins.list[_T]:
-    return [decode(json.loads(body)) for (body,) in conn.execute(sql, params)]
+    return [
+        decoded(lambda b: decode(json.loads(b)), body, "ledger row")
+        for (body,) in conn.execute(sql, params)
+    ]
