@@ -438,17 +438,17 @@ class TurnPolicyError(PrismError):
 
 
 class AgentRunStateError(PrismError):
-    """Durable preflight, envelope or resume failure. Code ``ERR_PRISM_AGENT_RUN_STATE``."""
+    """Durable preflight, envelope or resume failure. Code ``ERR_PRISM_AGENT_RUN_STATE``.
+
+    ``calls``: the calls of an ambiguity report (``{"id", "tool_name"}`` each), else ``()``."""
 
     code = ERR_PRISM_AGENT_RUN_STATE
     default_message = "Invalid agent run state"
+    calls: tuple[dict[str, str], ...] = ()
 
 
 class AgentLoopStateError(_MultiCodeError):
-    """Loop durability failure.
-
-    Construct with the code first: ``AgentLoopStateError("ERR_PRISM_LOOP_NOT_DURABLE")``.
-    """
+    """Loop durability failure; code first: ``AgentLoopStateError("ERR_PRISM_LOOP_NOT_DURABLE")``."""
 
     code = ERR_PRISM_LOOP_NOT_DURABLE
     codes = {

@@ -38,6 +38,7 @@ from prism.runtime._run_state import (
 )
 from prism.runtime.context import RunContext
 from prism.types import (
+    ErrorInfo,
     GuardrailRecord,
     Message,
     RunStopReason,
@@ -286,15 +287,26 @@ class DurableDriver:
         """answer or dispatch every ``ready`` call, in stored order, then append the steers the
         suspension held (after the round's last result).
 
-        A decided call follows its decision; an undecided one (a call of the tool round an
+        A decided call follows its decision; a call an operator resolved as ``succeeded`` gets
+        its resolution's result row (never run); an undecided one (a call of the tool round an
         ``every-turn`` dispatch marking left open) is dispatched as it is.
         """
         run = self.run
         for entry in run.replay_entries():
             decision = entry.decision
             call = entry.call
+            resolved = entry.resolution
             if decision is not None and decision.outcome in ("reject_once", "reject_for_run"):
                 result = rejection_result(call, decision.reason, "Approval rejected")
+            elif resolved is not None:  # an operator said this ambiguous call ran
+                error = resolved.get("error")
+                result = ToolResult(
+                    tool_call_id=call.id,
+                    name=call.name,
+                    value=resolved.get("result"),
+                    error=None if error is None else ErrorInfo.from_dict(error),
+                    metadata={"operator_resolved": True},
+                )
             else:
                 if decision is not None and decision.modified_arguments is not None:
                     call = ToolCallContent(

@@ -73,6 +73,8 @@ class _Entry:
     arguments_hash: str | None = None
     """The hash of the arguments an approval is asked for (gated calls): the resume refuses
     to run the call with stored arguments that hash differently."""
+    resolution: dict[str, Any] | None = None
+    """An operator's ``succeeded`` resolution of an ambiguous call: answered, never run."""
 
     def to_json(self) -> dict[str, Any]:
         call_json = self.call_json
@@ -87,6 +89,8 @@ class _Entry:
             out["arguments_hash"] = self.arguments_hash
         if self.decision is not None:
             out["decision"] = self.decision.to_dict()
+        if self.resolution is not None:
+            out["resolution"] = self.resolution
         return out
 
 
@@ -243,6 +247,7 @@ class DurableRun:
                         approval_id=raw["approval_id"],
                         decision=None if decision is None else RunDecision.from_dict(decision),
                         arguments_hash=raw.get("arguments_hash"),
+                        resolution=raw.get("resolution"),
                     )
                 )
 

@@ -32,6 +32,7 @@ from prism.runtime._run_state import (
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, CheckpointStore
 from prism.runtime.config import AgentConfig, ConfiguredAgent
 from prism.types import (
+    ErrorInfo,
     JsonValue,
     Message,
     ModelConfig,
@@ -287,6 +288,20 @@ def _check_envelope(state: Any) -> dict[str, Any]:
             ToolCallContent.from_dict(entry["call"])
             if entry.get("decision") is not None:
                 RunDecision.from_dict(entry["decision"])
+            resolution = entry.get("resolution")
+            if resolution is not None:
+                if not (
+                    isinstance(resolution, dict)
+                    and resolution.get("outcome") == "succeeded"
+                    and is_json_value(resolution.get("result"))
+                ):
+                    raise ValueError("invalid pending call resolution")
+                if resolution.get("error") is not None:
+                    ErrorInfo.from_dict(resolution["error"])
+            if entry.get("arguments_hash") is not None and not isinstance(
+                entry["arguments_hash"], str
+            ):
+                raise ValueError("invalid pending call arguments_hash")
         for message in state.get("steers") or ():
             Message.from_dict(message)
     except Exception as exc:

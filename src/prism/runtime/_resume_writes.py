@@ -43,6 +43,7 @@ __all__ = [
     "DENIED_MESSAGE",
     "EnvelopeWriter",
     "adopt_stored_rows",
+    "ambiguity_error",
     "check_ambiguity",
     "check_leaf",
     "open_round_calls",
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 
-async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> None:
+async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> bool:
     """Crash recovery: adopt the result rows stored after the recorded leaf.
 
     A ``running`` envelope written by a dispatch marking (an ``every-turn`` run, or an APR-9
@@ -62,15 +63,19 @@ async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> Non
     it and drops the call from ``pending_calls`` (on ``state``, which the claim then saves). A
     ``dispatched`` call left without a row stays ambiguous. Nothing is read unless a
     ``dispatched`` entry exists; the read is O(session), on the resume path only.
+
+    Returns:
+        Whether a row was adopted (``state`` changed): a resume that then stops on an
+        ambiguous call saves what it learned first.
     """
     pending: list[dict[str, Any]] = list(state.get("pending_calls") or ())
     leaf: str | None = state.get("leaf_id")
     if leaf is None or not any(e.get("status") == "dispatched" for e in pending):
-        return
+        return False
     try:
         entries = await session.store.list(session.id)
     except Exception:
-        return  # the ambiguity check reports the calls; the operator decides
+        return False  # the ambiguity check reports the calls; the operator decides
     children: dict[str | None, list[SessionEntry]] = {}
     for entry in entries:
         children.setdefault(entry.parent_id, []).append(entry)
@@ -87,6 +92,7 @@ async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> Non
     if moved:
         state["leaf_id"] = leaf
         state["pending_calls"] = [e for e in pending if e["call"]["id"] in open_ids]
+    return moved
 
 
 def _row_answering(
@@ -128,11 +134,36 @@ async def check_leaf(session: AgentSession, state: Mapping[str, Any]) -> None:
         ) from exc
 
 
+def ambiguity_error(state: Mapping[str, Any]) -> AgentRunStateError | None:
+    """The report of the ``dispatched`` pending calls (never replayed silently), else ``None``.
+
+    The message starts with ``"Ambiguous dispatched tool requires operator resolution"`` and
+    names each call with its tool and the repair; ``calls`` lists ``{"id", "tool_name"}``.
+    """
+    calls = tuple(
+        {"id": str(entry["call"]["id"]), "tool_name": str(entry["call"]["name"])}
+        for entry in state.get("pending_calls", [])
+        if entry.get("status") == "dispatched"
+    )
+    if not calls:
+        return None
+    run_id = state.get("run_id", "RUN_ID")
+    named = ", ".join(f"{c['id']} ({c['tool_name']})" for c in calls)
+    error = AgentRunStateError(
+        f"{AMBIGUOUS}: {named} of run {run_id} started and stored no result, so whether its "
+        "side effect happened is unknown; check the tool's own records, then resolve each "
+        f"call (prism runs resolve {run_id} CALL_ID --rejected|--succeeded, or "
+        "resolve_ambiguous_call(...)) and resume again"
+    )
+    error.calls = calls
+    return error
+
+
 def check_ambiguity(state: Mapping[str, Any]) -> None:
-    """a ``dispatched`` pending call is never replayed silently."""
-    for entry in state.get("pending_calls", []):
-        if entry.get("status") == "dispatched":
-            raise AgentRunStateError(AMBIGUOUS)
+    """a ``dispatched`` pending call is never replayed silently (see :func:`ambiguity_error`)."""
+    error = ambiguity_error(state)
+    if error is not None:
+        raise error
 
 
 @dataclass(slots=True)

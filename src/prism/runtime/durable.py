@@ -15,7 +15,8 @@ Public surface (re-exported from ``prism``):
 * :func:`resume_agent_run` — continue, approve or deny a stored run;
 * :func:`agent_fingerprint` — the configuration fingerprint;
 * :func:`load_agent_run_state` / :func:`save_agent_run_state` / :class:`LoadedRunState` — operator
-  access to the stored envelope.
+  access to the stored envelope;
+* :func:`resolve_ambiguous_call` — the operator's repair of a call a crash left ambiguous.
 
 The per-leg machinery the runtime drives (gating, checkpoint writes, suspension, replay) is
 :class:`DurableRun`; :func:`check_durable_run` is the durable preflight.
@@ -56,10 +57,12 @@ from prism.runtime._envelope import arguments_hash as arguments_hash
 from prism.runtime._envelope import load_agent_run_state as load_agent_run_state
 from prism.runtime._envelope import loop_state_of as loop_state_of
 from prism.runtime._envelope import save_agent_run_state as save_agent_run_state
+from prism.runtime._repair import resolve_ambiguous_call as resolve_ambiguous_call
 from prism.runtime._resume_writes import DENIED_MESSAGE as DENIED_MESSAGE
 from prism.runtime._resume_writes import (
     EnvelopeWriter,
     adopt_stored_rows,
+    ambiguity_error,
     check_ambiguity,
     check_leaf,
     deny,
@@ -127,6 +130,7 @@ __all__ = [
     "load_agent_run_state",
     "loop_state_of",
     "rejection_result",
+    "resolve_ambiguous_call",
     "resume_agent_run",
     "save_agent_run_state",
 ]
@@ -322,10 +326,13 @@ async def resume_agent_run(
         if applied.remaining:
             return await resuspend(session, new_state, applied.remaining, writer)
     else:
-        if status == "running":
-            await adopt_stored_rows(session, new_state)
+        learned = status == "running" and await adopt_stored_rows(session, new_state)
         check_bound_arguments(new_state)
-        check_ambiguity(new_state)
+        ambiguous = ambiguity_error(new_state)
+        if ambiguous is not None:
+            if learned:  # the rows matched to their calls are kept (compare-and-set)
+                await writer.save(new_state)
+            raise ambiguous
     # -- 6. claim and the resumed leg
     new_state["status"] = "running"
     new_state.pop("interruption", None)
