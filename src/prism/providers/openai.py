@@ -8,11 +8,20 @@ provider = create_openai_compatible_provider(base_url="http://127.0.0.1:8080/v1"
 
 Layering: the SDK client (``openai.AsyncOpenAI``) owns HTTP, auth defaults, timeouts and
 HTTP status errors (``APIStatusError`` and friends); it is built with ``max_retries=0`` because
-retry belongs to the runtime. Prism owns the mapping between its contracts and the Chat
-Completions wire format (in ``_openai_wire``), the byte bounds and the
-translation of failures into ``error`` events. The response body is read
-through the SDK's public streaming-response API and framed by prism's bounded SSE reader, because
-the SDK's own stream iterator hides whether ``data: [DONE]`` arrived (needed to fail closed) and puts no bound on event size.
+retry belongs to the runtime. Prism owns the mapping between its contracts and the Chat Completions
+wire format (in ``_openai_wire``), the byte bounds and the translation of failures into ``error``
+events. The response body is read through the SDK's public streaming-response API and framed by
+prism's bounded SSE reader, because the SDK's own stream iterator hides whether ``data: [DONE]``
+arrived (needed to fail closed) and puts no bound on event size.
+
+Assistant tool-call messages: OpenAI documents ``"content": null`` for an assistant message that
+has tool calls and no text, and :func:`create_openai_chat_provider` sends that. Servers that
+validate messages strictly reject ``null`` there — llama-cpp-python's server answers 500 (``Input
+should be a valid string``) on the second turn of every tool conversation. An empty string is a
+valid value of that field in OpenAI's own message schema, so it is harmless where ``null`` is
+accepted, and :func:`create_openai_compatible_provider` sends ``"content": ""`` by default
+(``tool_call_content=""``); pass ``tool_call_content=None`` for a server that wants ``null``. No
+``transform_body`` is needed for llama.cpp servers any more.
 
 Models whose ``capabilities.streaming`` is ``False`` are called without streaming (no ``stream``
 or ``stream_options`` keys); the JSON completion is mapped to the same events. A ``200`` response
@@ -36,7 +45,7 @@ from prism._util import maybe_await
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError, ProviderTransportError
 from prism.providers._openai_errors import MAX_ERROR_BODY_BYTES as MAX_ERROR_BODY_BYTES
-from prism.providers._openai_errors import exception_info
+from prism.providers._openai_errors import MAX_STREAM_HEAD_BYTES, exception_info, stream_detail
 from prism.providers._openai_wire import (
     InvalidRequest,
     ResponseMapper,
@@ -70,10 +79,12 @@ __all__ = [
 ]
 
 MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024
-"""Largest request body sent, in UTF-8 bytes of ``json.dumps(body)`` (PROV-10 a)."""
+"""Largest request body sent, in UTF-8 bytes of ``json.dumps(body)``; a larger body ends the
+attempt with ``invalid_request`` before any HTTP call."""
 
 MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024
-"""Largest non-streamed JSON completion read, in bytes (streamed events are bounded by PROV-10)."""
+"""Largest non-streamed JSON completion read, in bytes (streamed events have their own
+per-event bound)."""
 
 AuthStyle = Literal["bearer", "api-key", "none"]
 """How the key is sent: ``Authorization: Bearer``, an ``api-key`` header, or not at all."""
@@ -151,6 +162,7 @@ class OpenAICompatibleProvider:
         "_reasoning_field",
         "_secrets",
         "_strict",
+        "_tool_call_content",
         "_transform_body",
         "id",
     )
@@ -171,6 +183,7 @@ class OpenAICompatibleProvider:
         reasoning_field: str | None,
         request_failed_prefix: str,
         omit_openai_headers: bool,
+        tool_call_content: str | None = None,
     ) -> None:
         """Store the configuration; use the factories instead of calling this directly."""
         self.id = id
@@ -183,6 +196,7 @@ class OpenAICompatibleProvider:
         self._reasoning_field = reasoning_field
         self._prefix = request_failed_prefix
         self._omit_openai_headers = omit_openai_headers
+        self._tool_call_content = tool_call_content
         self._secrets: deque[str] = deque(maxlen=_MAX_REMEMBERED_KEYS)
         if isinstance(api_key, str):
             self._remember(api_key)
@@ -237,7 +251,10 @@ class OpenAICompatibleProvider:
         the status int as ``code`` (``retry_after_ms`` from ``Retry-After``); ``timeout``,
         ``ECONNREFUSED``, ``ECONNRESET`` for transport failures; ``invalid_request``,
         ``invalid_stream_chunk``, ``incomplete_stream``, ``incomplete_delta``,
-        ``sse_event_overflow``/``sse_buffer_overflow`` otherwise. Secrets are redacted.
+        ``sse_event_overflow``/``sse_buffer_overflow`` otherwise. An ``incomplete_stream``
+        message also names the HTTP status, how many events arrived and, when none did, the
+        start of the body (a server failing after its ``200`` headers leaves nothing else).
+        Secrets are redacted.
 
         Raises:
             BaseException: the abort reason of ``request.signal`` when it aborts.
@@ -253,7 +270,10 @@ class OpenAICompatibleProvider:
         try:
             key = await self._resolve_key()
             body = build_request_body(
-                request, stream=stream, reasoning_field=self._reasoning_field
+                request,
+                stream=stream,
+                reasoning_field=self._reasoning_field,
+                tool_call_content=self._tool_call_content,
             )
             if self._transform_body is not None:
                 replaced = await maybe_await(self._transform_body(body, request))
@@ -286,19 +306,29 @@ class OpenAICompatibleProvider:
                     )
                 content_type = str(response.headers.get("content-type", "")).lower()
                 chunks = response.iter_bytes().__aiter__()
+                detail = ""
                 if stream and "json" not in content_type:
                     decoder = SSEDecoder()
+                    head = bytearray()
+                    data_events = 0
                     while not mapper.done_seen:
                         with _cancel_on_abort(signal):
                             chunk = await anext(chunks, None)
+                        if chunk is not None and len(head) < MAX_STREAM_HEAD_BYTES:
+                            head += chunk[: MAX_STREAM_HEAD_BYTES - len(head)]
                         sse_events = decoder.finish() if chunk is None else decoder.feed(chunk)
                         for sse in sse_events:
+                            data_events += 1
                             for event in mapper.on_data(sse.data):
                                 yield event
                             if mapper.done_seen:
                                 break
                         if chunk is None:
                             break
+                    status = getattr(response, "status_code", None)
+                    detail = stream_detail(
+                        status if isinstance(status, int) else None, data_events, bytes(head)
+                    )
                 else:
                     raw = bytearray()
                     while True:
@@ -314,7 +344,9 @@ class OpenAICompatibleProvider:
                             )
                     for event in map_completion(mapper, bytes(raw)):
                         yield event
-                for event in mapper.finish(strict=self._strict, prefix=self._prefix):
+                for event in mapper.finish(
+                    strict=self._strict, prefix=self._prefix, detail=detail
+                ):
                     yield event
             except Exception as exc:
                 if signal is not None and signal.aborted:
@@ -389,6 +421,7 @@ def create_openai_compatible_provider(
     strict_completion: bool = True,
     reasoning_field: str | None = None,
     request_failed_prefix: str = "OpenAI-compatible request failed",
+    tool_call_content: str | None = "",
 ) -> OpenAICompatibleProvider:
     """Create a provider for a server speaking OpenAI Chat Completions.
 
@@ -397,8 +430,9 @@ def create_openai_compatible_provider(
 
     Args:
         base_url: Server base URL, e.g. ``"http://127.0.0.1:8080/v1"``.
-        api_key: A ``str``, or a sync/async callable returning one, resolved on every request; it is redacted from every ``ErrorInfo``. Required unless ``client`` is
-            given or ``auth_style="none"``.
+        api_key: A ``str``, or a sync/async callable returning one, resolved on every request; it is
+            redacted from every ``ErrorInfo``. Required unless ``client`` is given or
+            ``auth_style="none"``.
         id: Provider id.
         auth_style: ``"bearer"`` (``Authorization: Bearer <key>``), ``"api-key"``
             (``api-key: <key>``) or ``"none"`` (no auth header).
@@ -414,6 +448,9 @@ def create_openai_compatible_provider(
         reasoning_field: When set (e.g. ``"reasoning_content"``), assistant thinking text is sent
             back under this key; otherwise thinking parts are dropped.
         request_failed_prefix: Prefix of HTTP error messages.
+        tool_call_content: ``content`` of an assistant message with tool calls and no text:
+            ``""`` (default; accepted by OpenAI-compatible servers generally and required by
+            llama-cpp-python's server) or ``None`` (JSON ``null``, OpenAI's documented form).
 
     Raises:
         PrismConfigError: a missing ``api_key`` (unless ``client`` or ``auth_style="none"``), an
@@ -434,6 +471,7 @@ def create_openai_compatible_provider(
         reasoning_field=reasoning_field,
         request_failed_prefix=request_failed_prefix,
         openai_server=False,
+        tool_call_content=tool_call_content,
     )
 
 
@@ -451,8 +489,11 @@ def _make_provider(
     reasoning_field: str | None,
     request_failed_prefix: str,
     openai_server: bool,
+    tool_call_content: str | None = None,
 ) -> OpenAICompatibleProvider:
     _check_str("base_url", base_url)
+    if tool_call_content is not None and not isinstance(tool_call_content, str):
+        raise PrismConfigError("tool_call_content must be a str or None")
     _check_str("id", id)
     _check_str("request_failed_prefix", request_failed_prefix)
     _check_str("reasoning_field", reasoning_field, allow_none=True)
@@ -484,6 +525,7 @@ def _make_provider(
         reasoning_field=reasoning_field,
         request_failed_prefix=request_failed_prefix,
         omit_openai_headers=built and not openai_server,
+        tool_call_content=tool_call_content,
     )
 
 

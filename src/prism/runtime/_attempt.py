@@ -274,7 +274,7 @@ class AttemptState:
             self.open_kind = 0
 
     def record_usage(self) -> None:
-        """once per attempt — accumulate, ledger row, then charge the tracker."""
+        """Record the attempt's usage once: accumulate it, write its ledger row, charge the tracker."""
         if self.usage_recorded:
             return
         self.usage_recorded = True
