@@ -123,6 +123,7 @@ from .runtime.durable import LoadedRunState as LoadedRunState
 from .runtime.durable import PendingDecision as PendingDecision
 from .runtime.durable import RunDecision as RunDecision
 from .runtime.durable import RunStateOptions as RunStateOptions
+from .runtime.durable import list_agent_runs as list_agent_runs
 from .runtime.durable import load_agent_run_state as load_agent_run_state
 from .runtime.durable import resume_agent_run as resume_agent_run
 from .runtime.durable import save_agent_run_state as save_agent_run_state
@@ -176,7 +177,7 @@ __all__ = [
     "CheckpointStore", "SessionStore",
     # Durable runs
     "AgentRunState", "LoadedRunState", "PendingDecision", "RunDecision", "RunStateOptions",
-    "load_agent_run_state", "resume_agent_run", "save_agent_run_state",
+    "list_agent_runs", "load_agent_run_state", "resume_agent_run", "save_agent_run_state",
     # Turn policy
     "Continue", "Stop", "TurnBoundaryContext", "TurnDecision", "TurnPolicy",
     # Loops

@@ -86,9 +86,11 @@ async def test_a_damaged_database_is_a_typed_error(tmp_path: Path) -> None:
     for offset in range(page * 2, len(data), page):
         data[offset : offset + 200] = b"\xff" * 200
     path.write_bytes(bytes(data))
-    async with SqliteStore(path) as damaged:
-        with pytest.raises(StoreError) as info:
-            await damaged.list("s7")
+    damaged = SqliteStore(path)
+    with pytest.raises(StoreError) as info:  # at open or at the first read that meets it
+        await damaged.open()
+        await damaged.list("s7")
+    await damaged.aclose()
     assert info.value.code == "ERR_PRISM_STORE_CORRUPT"
 
 

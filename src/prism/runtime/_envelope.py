@@ -46,6 +46,7 @@ __all__ = [
     "agent_id_of",
     "arguments_hash",
     "check_shape",
+    "checked_envelope",
     "encode_state",
     "load_agent_run_state",
     "load_state",
@@ -317,6 +318,13 @@ def _check_envelope(state: Any) -> dict[str, Any]:
     return state
 
 
+def checked_envelope(value: Any) -> dict[str, Any]:
+    """A stored value as a current-schema envelope: upgraded, then shape-checked (size
+    included). Raises AgentRunStateError."""
+    encode_state(value, MAX_LOADED_STATE_BYTES)
+    return _check_envelope(upgrade_envelope(value))
+
+
 def run_key(run_state: Any) -> str:
     if isinstance(run_state, str):
         return run_state
@@ -334,8 +342,7 @@ async def load_state(
     )
     if record is None:
         raise AgentRunStateError(f"no run {run_id} in this store (no run state is stored for it)")
-    encode_state(record.value, MAX_LOADED_STATE_BYTES)
-    state = _check_envelope(upgrade_envelope(record.value))
+    state = checked_envelope(record.value)
     if state["run_id"] != run_id:
         raise AgentRunStateError("malformed run state: run_id differs from its key")
     if session_id is not None and state["session_id"] != session_id:

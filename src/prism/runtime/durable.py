@@ -16,7 +16,9 @@ Public surface (re-exported from ``prism``):
 * :func:`agent_fingerprint` — the configuration fingerprint;
 * :func:`load_agent_run_state` / :func:`save_agent_run_state` / :class:`LoadedRunState` — operator
   access to the stored envelope;
-* :func:`resolve_ambiguous_call` — the operator's repair of a call a crash left ambiguous.
+* :func:`resolve_ambiguous_call` — the operator's repair of a call a crash left ambiguous;
+* :func:`list_agent_runs` — the stored runs (by default the resumable ones), for a worker or an
+  operator to resume.
 
 The per-leg machinery the runtime drives (gating, checkpoint writes, suspension, replay) is
 :class:`DurableRun`; :func:`check_durable_run` is the durable preflight.
@@ -68,6 +70,7 @@ from prism.runtime._resume_writes import (
     deny,
     resuspend,
 )
+from prism.runtime._run_listing import list_agent_runs as list_agent_runs
 from prism.runtime._run_state import (
     DECISIONS,
     MAX_LOADED_STATE_BYTES,
@@ -127,6 +130,7 @@ __all__ = [
     "arguments_hash",
     "check_durable_run",
     "coerce_run_state_options",
+    "list_agent_runs",
     "load_agent_run_state",
     "loop_state_of",
     "rejection_result",

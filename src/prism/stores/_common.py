@@ -20,7 +20,7 @@ from prism.errors import (
     StoreError,
 )
 from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
-from prism.runtime.checkpoints import CheckpointRecord
+from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord
 from prism.store import SessionEntry
 from prism.types import OwnershipScope
 
@@ -37,6 +37,7 @@ __all__ = [
     "event_row",
     "ledger_where",
     "owner_columns",
+    "run_listing",
     "run_row",
     "session_infos",
     "tool_call_row",
@@ -246,6 +247,50 @@ def checkpoint_record(
         updated_at=updated_at,
         fencing_token=token,
     )
+
+
+def run_listing(
+    table: str,
+    placeholder: str,
+    *,
+    session_id: str | None,
+    statuses: tuple[str, ...] | None,
+    resumable: bool,
+    limit: int,
+    resumable_test: str,
+) -> tuple[str, tuple[Any, ...]]:
+    """The query of ``list_run_checkpoints`` over the run-index columns of migration 2.
+
+    Args:
+        table: The (qualified) checkpoint table.
+        placeholder: The driver's parameter marker (``?`` or ``%s``).
+        session_id: Filter on ``run_session_id``, or ``None``.
+        statuses: Filter on ``run_status`` (non-empty), or ``None``.
+        resumable: Keep only resumable runs.
+        limit: Most rows.
+        resumable_test: The dialect's condition on ``run_resumable``.
+
+    Returns:
+        The statement, selecting ``(key, version, value, created_at, updated_at,
+        fencing_token)`` newest first, and its parameters.
+    """
+    clauses = [f"namespace = {placeholder}"]
+    params: list[Any] = [AGENT_RUN_NAMESPACE]
+    if session_id is not None:
+        clauses.append(f"run_session_id = {placeholder}")
+        params.append(session_id)
+    if statuses is not None:
+        clauses.append(f"run_status IN ({', '.join([placeholder] * len(statuses))})")
+        params.extend(statuses)
+    if resumable:
+        clauses.append(resumable_test)
+    params.append(limit)
+    sql = (
+        "SELECT key, version, value, created_at, updated_at, fencing_token "
+        f"FROM {table} WHERE {' AND '.join(clauses)} "
+        f"ORDER BY updated_at DESC, key DESC LIMIT {placeholder}"
+    )
+    return sql, tuple(params)
 
 
 def checkpoint_conflict(

@@ -25,7 +25,7 @@ import math
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -33,9 +33,12 @@ from prism._util import now_iso
 from prism.errors import ERR_PRISM_STORE_CORRUPT, StoreError
 from prism.ledger import AgentEventRecord, RunLedger, RunRecord, ToolCallRecord, UsageRecord
 from prism.runtime.checkpoints import (
+    AGENT_RUN_NAMESPACE,
+    AgentRunIndex,
     CheckpointRecord,
     CheckpointStore,
     check_checkpoint_write,
+    check_run_listing,
     clone_json,
 )
 from prism.store import BranchReadingSessionStore, SessionEntry
@@ -52,6 +55,7 @@ from prism.stores._common import (
     event_row,
     ledger_where,
     owner_columns,
+    run_listing,
     run_row,
     session_infos,
     tool_call_row,
@@ -383,6 +387,38 @@ class SqliteStore:
 
         return await self._call(job)
 
+    async def list_run_checkpoints(
+        self,
+        *,
+        session_id: str | None = None,
+        statuses: Collection[str] | None = None,
+        resumable: bool = False,
+        limit: int = 100,
+    ) -> builtins.list[CheckpointRecord]:
+        """The stored run-state records, newest first (see
+        :class:`~prism.runtime.checkpoints.AgentRunIndex`): one indexed query over the run
+        index (schema migration 2). A value that is not valid JSON is never matched by a filter.
+
+        Raises:
+            ValueError: ``limit`` smaller than 1.
+            StoreError: ``ERR_PRISM_STORE_UNDECODABLE`` — a listed value does not decode.
+        """
+        wanted = check_run_listing(limit, statuses)
+        if wanted == ():
+            return []
+        query, params = run_listing(
+            "prism_checkpoints", "?", session_id=session_id, statuses=wanted,
+            resumable=resumable, limit=limit, resumable_test="run_resumable = 1",
+        )
+
+        def job(conn: sqlite3.Connection) -> builtins.list[CheckpointRecord]:
+            return [
+                checkpoint_record(AGENT_RUN_NAMESPACE, row[0], row[1:], json.loads)
+                for row in conn.execute(query, params)
+            ]
+
+        return await self._call(job)
+
     # ----------------------------------------------------------------- RunLedger
 
     async def append_run(self, record: RunRecord, /) -> None:
@@ -446,8 +482,8 @@ if TYPE_CHECKING:  # static proof that one object implements the three protocols
 
     def _implements(
         s: SqliteStore,
-    ) -> tuple[BranchReadingSessionStore, CheckpointStore, RunLedger]:
-        return (s, s, s)
+    ) -> tuple[BranchReadingSessionStore, CheckpointStore, AgentRunIndex, RunLedger]:
+        return (s, s, s, s)
 
 
 # --------------------------------------------------------------------------- helpers
