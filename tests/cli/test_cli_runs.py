@@ -190,3 +190,15 @@ def test_prism_runs_resolve_refuses_to_reject_a_call_that_ran(_private_store: Pa
 
 async def _run_async(argv: Sequence[str]) -> tuple[int, str, str]:
     return await asyncio.to_thread(_run, argv)
+
+
+def test_prism_resume_shows_the_calls_it_waits_for_with_their_arguments(tmp_path: Path) -> None:
+    model = _script(tmp_path, [CALC])
+    code, _, err = _run(["run", "6*7?", "--model", model, "--tool", "calculator",
+                         "--approve-tools"])
+    assert code == 3, err
+    _, run_id = _ids(err)
+    code, _, err = _run(["resume", run_id])  # no decision, no terminal
+    assert code == 2
+    assert "pass --approve or --deny" in err
+    assert '⏸ calculator({"expression": "6*7"})  call c1' in err

@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable
 from typing import IO, TYPE_CHECKING, Literal, cast
 
 from prism.abort import AbortController
-from prism.cli._approval_prompt import ApprovalPrompt
+from prism.cli._approval_prompt import ApprovalPrompt, calls_in, waiting_lines
 from prism.cli._exit_codes import CONNECTION_ERROR_CODES as CONNECTION_ERROR_CODES
 from prism.cli._exit_codes import EXIT_BROKEN_PIPE as EXIT_BROKEN_PIPE
 from prism.cli._exit_codes import EXIT_DENIED as EXIT_DENIED
@@ -400,8 +400,11 @@ class RunCommand:
         )
         if status == "suspended":
             if choice is None and not self.interactive:
+                calls = calls_in(await store.list(session_id))
+                lines = waiting_lines(state.get("interruption"), calls)
                 raise UsageError(
                     f"run {run_id} is waiting for an approval; pass --approve or --deny"
+                    + "".join(f"\n  {self._redact(line)}" for line in lines)
                 )
         elif status == "running" or policy_stop:
             if choice is not None:

@@ -6,6 +6,7 @@ and writes envelopes is :class:`~prism.runtime._durable_run.DurableRun`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from prism.runtime._run_state import (
     MAX_DECISIONS,
     MAX_MODIFIED_BYTES,
     MAX_REASON_BYTES,
+    MAX_SHOWN_ARGUMENTS_BYTES,
     MAX_STICKY,
     OUTCOMES,
     AgentRunInterruption,
@@ -38,6 +40,7 @@ from prism.types import (
 )
 
 if TYPE_CHECKING:
+    from prism.redaction import SecretRedactor
     from prism.tools import ToolRegistry
 
 __all__ = [
@@ -45,6 +48,7 @@ __all__ = [
     "check_bound_arguments",
     "coerce_decisions",
     "decision_error",
+    "pending_decision",
     "rejection_result",
     "round_interruption",
     "sticky_match",
@@ -281,10 +285,35 @@ def _pending_for(entry: Mapping[str, Any]) -> PendingDecision:
         digest: str | None = arguments_hash(call.arguments)
     except (TypeError, ValueError):
         digest = None
+    return pending_decision(
+        entry["approval_id"], call, entry.get("arguments_hash") or digest, None
+    )
+
+
+def pending_decision(
+    approval_id: str,
+    call: ToolCallContent,
+    digest: str | None,
+    redactor: SecretRedactor | None,
+) -> PendingDecision:
+    """The approval an operator is asked for ``call``: its id, tool, arguments hash and the
+    arguments to read (redacted with ``redactor``, cut at 4096 UTF-8 bytes)."""
+    shown = redactor.redact(call.arguments) if redactor is not None else call.arguments
+    try:
+        text = json.dumps(shown, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(shown)
+    data = text.encode("utf-8")
+    truncated = len(data) > MAX_SHOWN_ARGUMENTS_BYTES
+    if truncated:  # "…" is 3 bytes; never split a character
+        text = data[: MAX_SHOWN_ARGUMENTS_BYTES - 3].decode("utf-8", errors="ignore") + "…"
     return PendingDecision(
-        approval_id=entry["approval_id"],
+        approval_id=approval_id,
         tool_call_id=call.id,
         scope=DecisionScope(tool_name=call.name, arguments_hash=digest),
+        tool_name=call.name,
+        arguments=text,
+        arguments_truncated=truncated,
     )
 
 

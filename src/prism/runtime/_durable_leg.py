@@ -95,9 +95,10 @@ class DurableDriver:
             resume=resume,
         )
         self.terminal_write_failed = False
-        self.marks = options.checkpoint_policy == "every-turn" and not options.interrupt_before_tool
-        """Record each host dispatch before its side effect; ``on-suspend`` runs and
-        gated runs (which mark only their replayed calls) do not."""
+        self.marks = options.checkpoint_policy == "every-turn" and not self.run.approvals
+        """Record each host dispatch before its side effect; ``on-suspend`` runs and runs
+        whose calls may wait for an approval (the agent-wide switch or a tool's
+        ``needs_approval``; they mark only their replayed calls) do not."""
         self._mark_lock: asyncio.Lock | None = None
         self._mark_wanted = 0
         self._mark_written = 0

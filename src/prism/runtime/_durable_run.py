@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from prism._util import new_id
-from prism.errors import AgentRunStateError
+from prism.errors import AgentRunStateError, PrismConfigError
 from prism.redaction import SecretRedactor
 from prism.runtime._approvals import (
     decision_error,
+    pending_decision,
     rejection_result,
     round_interruption,
     sticky_match,
@@ -32,7 +33,6 @@ from prism.runtime._run_state import (
     SCHEMA_VERSION,
     AgentRunInterruption,
     AgentRunState,
-    DecisionScope,
     PendingDecision,
     RunDecision,
     RunStateOptions,
@@ -148,9 +148,12 @@ class DurableRun:
         "_base_bytes",
         "_entries",
         "_gated",
+        "_gated_calls",
+        "_gates",
         "_marked",
         "_stray",
         "_model",
+        "approvals",
         "_names",
         "_open",
         "_replaying",
@@ -189,7 +192,15 @@ class DurableRun:
         self.ownership = ownership
         self.resume = resume
         self.gating: bool = options.interrupt_before_tool
-        """Approval gating is active."""
+        """Every host call is gated (the agent-wide switch)."""
+        self._gates = {
+            t.name: t.needs_approval for t in config.tools if t.needs_approval is not False
+        }
+        """Per-tool approval: tool name → ``True`` or the callable deciding from the call."""
+        self._gated_calls: dict[str, bool] = {}
+        """What the per-tool decision said, per call id (asked once per call)."""
+        self.approvals: bool = self.gating or bool(self._gates)
+        """Some call may need an approval."""
         revision = options.definition_revision
         base: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
@@ -359,9 +370,11 @@ class DurableRun:
         Raises:
             AgentDecisionError: ``ERR_PRISM_DECISION_LIMIT`` — more than 32 gated calls open.
         """
-        if not self.gating:
+        if not self.approvals:
             return
         for call in calls:
+            if not self._needs_approval(call):
+                continue
             if sticky_match(self.sticky, call) is not None:
                 continue
             if call.id in self._gated:
@@ -374,17 +387,43 @@ class DurableRun:
             self._open.append(entry)
             self._gated[call.id] = entry
 
+    def _needs_approval(self, call: ToolCallContent) -> bool:
+        """The agent-wide switch, else the tool's ``needs_approval`` (a callable is asked once
+        per call).
+
+        Raises:
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — the callable returned something other than
+                a bool (an ``async`` callable is not supported).
+        """
+        if self.gating:
+            return True
+        gate = self._gates.get(call.name)
+        if gate is None:
+            return False
+        if gate is True:
+            return True
+        known = self._gated_calls.get(call.id)
+        if known is not None:
+            return known
+        decided = gate(call)
+        if not isinstance(decided, bool):
+            close = getattr(decided, "close", None)
+            if callable(close):  # a coroutine from an async callable: never awaited
+                close()
+            raise PrismConfigError(
+                f"needs_approval of tool {call.name} must return a bool, got "
+                f"{type(decided).__name__} (an async callable is not supported)"
+            )
+        self._gated_calls[call.id] = decided
+        return decided
+
     def _entry_for(self, call: ToolCallContent) -> _Entry:
         try:
             digest: str | None = arguments_hash(call.arguments)
         except (TypeError, ValueError):
             digest = None
         approval_id = new_id("approval")
-        pending = PendingDecision(
-            approval_id=approval_id,
-            tool_call_id=call.id,
-            scope=DecisionScope(tool_name=call.name, arguments_hash=digest),
-        )
+        pending = pending_decision(approval_id, call, digest, self.redactor)
         self._names[call.id] = call.name
         return _Entry(call=call, approval_id=approval_id, pending=pending, arguments_hash=digest)
 
@@ -405,7 +444,9 @@ class DurableRun:
     def needs_backstop(self, call: ToolCallContent) -> bool:
         """Whether ``call`` reached the pre-execution step without having been gated (the backstop
         then suspends the run on it alone)."""
-        if not self.gating or call.id in self._replaying or call.id in self._gated:
+        if not self.approvals or call.id in self._replaying or call.id in self._gated:
+            return False
+        if not self._needs_approval(call):
             return False
         sticky = sticky_match(self.sticky, call)
         return sticky is None or sticky.outcome != "allow_for_run"

@@ -37,6 +37,7 @@ from prism.types import (
     ModelConfig,
     OwnershipScope,
     ToolCallContent,
+    ToolDefinition,
     canonical_json,
     is_json_value,
 )
@@ -87,7 +88,7 @@ def agent_fingerprint(
 
     ``sha256(canonical_json(F)).hexdigest()`` where ``F`` holds the agent id, the revision, the
     model, instructions, system prompt contributions, skills, tools (name, parameters,
-    exclusive), guardrails (name, stage, revision), the loop identity, and — only when the agent
+    exclusive, and ``needs_approval`` when set), guardrails (name, stage, revision), the loop identity, and — only when the agent
     sets ``tool_filter`` — the tool filters. Two agents built from equal configuration give equal
     fingerprints; a changed loop revision or a removed loop gives a different one.
 
@@ -116,10 +117,7 @@ def agent_fingerprint(
         "instructions": config.instructions or None,
         "system_prompt": [{"id": c.id, "text": c.text} for c in config.system_prompt] or None,
         "skills": [{"name": s.name, "instructions": s.instructions} for s in config.skills],
-        "tools": [
-            {"name": t.name, "parameters": t.parameters, "exclusive": t.exclusive}
-            for t in config.tools
-        ],
+        "tools": [_tool_identity(t) for t in config.tools],
         "guardrails": guards,
         "loop": _loop_identity(config.loop),
     }
@@ -128,6 +126,21 @@ def agent_fingerprint(
             {"allow": list(f.allow), "deny": list(f.deny)} for f in config.tool_filter
         ]
     return _sha256_hex(canonical_json(data))
+
+
+def _tool_identity(tool: ToolDefinition) -> dict[str, Any]:
+    """A tool's part of the fingerprint; ``needs_approval`` only when set (``True``, or the
+    callable's qualified name), so the fingerprints of tools without it are unchanged."""
+    out: dict[str, Any] = {
+        "name": tool.name, "parameters": tool.parameters, "exclusive": tool.exclusive
+    }
+    gate = tool.needs_approval
+    if gate is True:
+        out["needs_approval"] = True
+    elif gate is not False:
+        module = getattr(gate, "__module__", None) or ""
+        out["needs_approval"] = f"{module}.{getattr(gate, '__qualname__', type(gate).__name__)}"
+    return out
 
 
 def arguments_hash(arguments: object) -> str:

@@ -67,6 +67,8 @@ MAX_DECISIONS: Final = 128
 MAX_APPROVAL_ID: Final = 128
 MAX_REASON_BYTES: Final = 2048
 MAX_MODIFIED_BYTES: Final = 16 * 1024
+MAX_SHOWN_ARGUMENTS_BYTES: Final = 4096
+"""Most UTF-8 bytes of ``PendingDecision.arguments``."""
 APPROVAL_REASON: Final = "Tool side effect requires approval"
 NOT_CONTINUABLE: Final = "Run is suspended and not continuable; approve or deny it"
 AMBIGUOUS: Final = "Ambiguous dispatched tool requires operator resolution"
@@ -240,12 +242,20 @@ def check_durable_run(
         The effective options, or ``None`` when the run is not durable.
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — the agent's ``run_state`` mapping is malformed.
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — the agent's ``run_state`` mapping is malformed;
+            a tool with ``needs_approval`` on a run that is not durable.
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — checks 1, 2, 3 and 5.
         AgentLoopStateError: ``ERR_PRISM_LOOP_NOT_DURABLE`` — check 4.
     """
     agent_value = coerce_run_state_options(config.run_state, label="agent run_state")
     if run_value is None and agent_value is None:
+        gated = [t.name for t in config.tools if t.needs_approval is not False]
+        if gated:
+            raise PrismConfigError(
+                f"tool {gated[0]} needs approval (needs_approval), and an approval needs "
+                "durable run state to wait in: set run_state=RunStateOptions(checkpoints, "
+                "definition_revision) on the agent or the run"
+            )
         return None
     if run_value is not None and agent_value is not None and run_value != agent_value:
         raise AgentRunStateError("run_state differs from the agent's run_state")
@@ -308,7 +318,15 @@ class PendingDecision(Serializable):
     tool_call_id: str
     """The gated call's id."""
     scope: DecisionScope
-    """The call's tool name and arguments hash (never the raw arguments)."""
+    """The call's tool name and arguments hash: what the approval binds to."""
+    tool_name: str | None = None
+    """The gated call's tool."""
+    arguments: str | None = None
+    """The call's arguments for the approver to read: JSON text with the registered secrets
+    redacted, at most 4096 UTF-8 bytes (a longer text is cut and ends with ``…``; see
+    ``arguments_truncated``). The approval still binds to the full arguments' hash."""
+    arguments_truncated: bool = False
+    """``arguments`` was cut at 4096 bytes."""
     reason: str = APPROVAL_REASON
     """Why approval is needed."""
     kind: Literal["tool_approval"] = "tool_approval"
@@ -317,7 +335,8 @@ class PendingDecision(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentRunInterruption(Serializable):
-    """Why a durable run is suspended. Never contains raw tool arguments.
+    """Why a durable run is suspended. Tool arguments appear only as each pending decision's
+    redacted, capped ``arguments`` text.
 
     For a single pending decision ``reason``, ``tool_call_id`` and ``tool_name`` come from it; for
     several, ``reason`` is ``"<n> tool side effects require approval"`` and the call fields are
