@@ -173,6 +173,18 @@ def test_err3_artifact_failure_code_is_reason() -> None:
     assert aborted.code == "ERR_PRISM_RUN_ABORTED"
 
 
+@pytest.mark.parametrize(
+    "code", ["ERR_PRISM_LOOP_NOT_DURABLE", "ERR_PRISM_LOOP_SNAPSHOT", "ERR_PRISM_LOOP_REVISION"]
+)
+def test_err3_loop_state_failure_code_is_the_top_level_code(code: str) -> None:
+    """ERR-3: a run failed by a loop-state error carries that code itself, not RUN_FAILED."""
+    info = ErrorInfo(AgentLoopStateError(code).message, name="AgentLoopStateError", code=code)
+    assert AgentRunError(result=_result("failed", info)).code == code
+    assert AgentRunError(result=_result("aborted", info)).code == "ERR_PRISM_RUN_ABORTED"
+    host = ErrorInfo("tool broke", name="ValueError", code="ERR_PRISM_LOOP_TYPO")
+    assert AgentRunError(result=_result("failed", host)).code == "ERR_PRISM_RUN_FAILED"
+
+
 def test_err3_agent_run_limit_error() -> None:
     """ERR-3/LIM-7: AgentRunLimitError code ERR_PRISM_RUN_LIMIT with .breach and .result."""
     breach = RunLimitBreach("max_turns", 1, 2)

@@ -11,7 +11,8 @@ Hierarchy::
     ├── ProviderTurnError                       ERR_PRISM_PROVIDER (.info)
     ├── ProviderTransportError                  lowercase transport codes (data)
     ├── RunLimitExceeded                        ERR_PRISM_RUN_LIMIT (.breach)
-    ├── AgentRunError                           ERR_PRISM_RUN_{FAILED,ABORTED} / artifact reason
+    ├── AgentRunError                           ERR_PRISM_RUN_{FAILED,ABORTED} / artifact reason /
+    │                                           ERR_PRISM_LOOP_* of a loop-state failure
     │   └── AgentRunLimitError                  ERR_PRISM_RUN_LIMIT (.breach)
     ├── ArtifactFailedError                     the artifact failure reason (data)
     ├── GuardrailError                          ERR_PRISM_GUARDRAIL_{BLOCKED,INTERRUPT_UNAVAILABLE}
@@ -46,7 +47,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 from prism._error_root import ERR_PRISM_CONFIG as ERR_PRISM_CONFIG
@@ -260,7 +260,9 @@ class AgentRunError(PrismError):
     ``code`` is ``ERR_PRISM_RUN_ABORTED`` when ``result.status == "aborted"``, the artifact failure
     reason (``result.error.code``) when the run failed because a generate-validate-revise leg
     ended without an accepted artifact (detected from ``result.error.name ==
-    "ArtifactFailedError"`` or given as ``code=``), else ``ERR_PRISM_RUN_FAILED``. ``str(err)`` is
+    "ArtifactFailedError"`` or given as ``code=``), the ``ERR_PRISM_LOOP_*`` code when an
+    :class:`AgentLoopStateError` failed the run (``result.error.code`` is one of its codes), else
+    ``ERR_PRISM_RUN_FAILED``. ``str(err)`` is
     ``message`` when given, else ``result.error.message`` when present, else ``Agent run failed`` /
     ``Agent run aborted``.
 
@@ -293,10 +295,14 @@ class AgentRunError(PrismError):
     def _derive_code(self, status: object, error: object) -> str:
         if status == "aborted":
             return ERR_PRISM_RUN_ABORTED
-        if error is not None and getattr(error, "name", None) == "ArtifactFailedError":
-            reason = getattr(error, "code", None)
+        if error is None:
+            return ERR_PRISM_RUN_FAILED
+        reason = getattr(error, "code", None)
+        if getattr(error, "name", None) == "ArtifactFailedError":
             if isinstance(reason, (str, int)) and not isinstance(reason, bool):
                 return str(reason)
+        elif isinstance(reason, str) and reason in AgentLoopStateError.codes:
+            return reason
         return ERR_PRISM_RUN_FAILED
 
     @property
@@ -530,14 +536,15 @@ class StoreSchemaError(StoreError):
 
 
 class RedactedError(PrismError):
-    """Stand-in ``__cause__`` for a host exception whose message held a secret.
+    """Stand-in ``__cause__`` for a host exception whose message or attributes held a secret.
 
     Never raised on its own. Carries the original class name, the redacted message and the
-    original traceback (``__traceback__``); the original exception object is not chained.
-    Code ``ERR_PRISM_REDACTED``.
+    redacted original traceback as text (also a note, shown in printed tracebacks); neither the
+    original object nor its traceback (frames hold raw values) is kept. ``ERR_PRISM_REDACTED``.
 
     Attributes:
         original_type: ``type(original).__name__``.
+        traceback_text: The original's redacted ``traceback.format_tb`` text (``""``: unknown).
     """
 
     code = ERR_PRISM_REDACTED
@@ -548,9 +555,10 @@ class RedactedError(PrismError):
         message: str | None = None,
         *,
         original_type: str,
-        traceback: TracebackType | None = None,
+        traceback_text: str = "",
     ) -> None:
         super().__init__(message)
         self.original_type = original_type
-        if traceback is not None:
-            self.__traceback__ = traceback
+        self.traceback_text = traceback_text
+        if traceback_text:
+            self.add_note(f"Original {original_type} traceback (redacted):\n{traceback_text}")

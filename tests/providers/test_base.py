@@ -149,6 +149,27 @@ def test_invalid_arguments_never_raise_and_carry_arguments_error(text: str, deta
     assert detail in error.message
 
 
+def test_invalid_arguments_error_shows_the_text_the_model_sent() -> None:
+    """PROV-6: the error quotes the argument text (the parser's position points into it), cut
+    to its first 512 UTF-8 bytes on a character boundary, saying so."""
+    call = tool_call_from_arguments_text("c1", "lookup", '{"q": tru')
+    assert call.arguments_error is not None
+    message = call.arguments_error.message
+    assert message.startswith("Invalid JSON arguments for tool lookup: Expecting value")
+    assert message.endswith('; arguments text: {"q": tru')
+    long_text = '{"q": "' + "é" * 400 + '"'  # 808 bytes, unterminated object
+    error = tool_call_from_arguments_text("c1", "lookup", long_text).arguments_error
+    assert error is not None
+    head, _, shown = error.message.partition(
+        f"; arguments text (first 512 of {len(long_text.encode())} bytes): "
+    )
+    assert head.startswith("Invalid JSON arguments for tool lookup: ") and shown
+    assert long_text.startswith(shown) and len(shown.encode()) in (511, 512)
+    assert "arguments text: [1, 2]" in (
+        tool_call_from_arguments_text("c", "f", "[1, 2]").arguments_error.message  # type: ignore[union-attr]
+    )
+
+
 def test_arguments_above_the_byte_limit_are_rejected_by_utf8_size() -> None:
     """PROV-6: more than 262 144 UTF-8 bytes -> invalid_json_arguments (measured in bytes)."""
     # 2-byte characters: fewer than the limit in characters, more in bytes.

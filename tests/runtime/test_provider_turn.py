@@ -291,3 +291,48 @@ async def test_non_json_tool_arguments_become_an_arguments_error_prov_6(bad: Any
     answer = result.messages[2].content[0]
     assert answer.error is not None  # type: ignore[union-attr]
     assert provider.call_count == 2
+
+
+SECRET = "sk-live-0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    ("prefix_len", "whole"),
+    [(10, True), (503, False)],  # the secret inside the excerpt / cut by the 512-byte cap
+)
+async def test_invalid_streamed_arguments_show_the_redacted_text_to_the_model_prov_6(
+    prefix_len: int, whole: bool
+) -> None:
+    """PROV-6: the tool error the model gets quotes the malformed argument text — redacted, at
+    most 512 bytes, and never a piece of a secret the cap cut in two."""
+    from prism.redaction import create_secret_redactor
+
+    text = '{"q": "' + "x" * (prefix_len - 7) + SECRET + '", "n": tru'
+    assert text.index(SECRET) == prefix_len
+    session, provider = make_session(
+        [[
+            provider_tool_call_delta(0, id="c1", name="lookup", arguments_text=text[:300]),
+            provider_tool_call_delta(0, arguments_text=text[300:]),
+            provider_done(),
+        ], TEXT],
+        tools=[echo_tool()],
+        redactor=create_secret_redactor([SECRET]),
+    )
+    result, events = await run_collect(session)
+    assert isinstance(result, RunResult), result
+    answer = result.messages[2].content[0]
+    error = answer.error  # type: ignore[union-attr]
+    assert error is not None and error.code == "invalid_json_arguments"
+    assert "Expecting value" in error.message and '{"q": "xxx' in error.message
+    if whole:
+        assert error.message.endswith('[REDACTED]", "n": tru')
+    else:
+        assert "(first 512 of" in error.message
+        assert error.message.endswith("x")  # the cut piece of the secret is gone
+    request = provider.requests[1]
+    sent = canonical_json(request.to_dict())
+    for n in range(4, len(SECRET) + 1):
+        piece = SECRET[:n]
+        assert piece not in sent
+        assert piece not in canonical_json([e.to_dict() for e in events])
+        assert piece not in canonical_json([m.to_dict() for m in result.messages])

@@ -64,6 +64,8 @@ EMPTY_TOOL_RESULT_TEXT = "(tool completed with no output)"
 
 MAX_TOOL_ARGUMENTS_BYTES = 262_144
 """Largest tool-call argument text accepted, in UTF-8 bytes."""
+MAX_ARGUMENTS_EXCERPT_BYTES = 512
+"""How much of invalid argument text its error shows, in UTF-8 bytes."""
 
 
 @runtime_checkable
@@ -263,8 +265,10 @@ def tool_call_from_arguments_text(id: str, name: str, text: str | None) -> ToolC
     :data:`MAX_TOOL_ARGUMENTS_BYTES` UTF-8 bytes, text that is not valid JSON (``NaN``/
     ``Infinity`` included), or JSON that is not an object gives a call with ``arguments={}`` and
     ``arguments_error=ErrorInfo(name="ProviderTransportError", code="invalid_json_arguments",
-    message="Invalid JSON arguments for tool <name>: <detail>")``; dispatch later blocks such a
-    call with ``invalid_arguments`` so the model can correct itself.
+    message="Invalid JSON arguments for tool <name>: <detail>; arguments text: <text>")``, the
+    text cut to its first 512 UTF-8 bytes (``(first 512 of <n> bytes)`` says so); dispatch later
+    blocks such a call with ``invalid_arguments``, so the model sees what it sent and can correct
+    itself (the runtime redacts the message like every stored and emitted value).
 
     Args:
         id: Tool-call id.
@@ -293,9 +297,16 @@ def tool_call_from_arguments_text(id: str, name: str, text: str | None) -> ToolC
         arguments_error=ErrorInfo(
             name="ProviderTransportError",
             code="invalid_json_arguments",
-            message=f"Invalid JSON arguments for tool {name}: {detail}",
+            message=f"Invalid JSON arguments for tool {name}: {detail}; {_excerpt(text, size)}",
         ),
     )
+
+
+def _excerpt(text: str, size: int) -> str:
+    if size <= MAX_ARGUMENTS_EXCERPT_BYTES:
+        return f"arguments text: {text}"
+    cut = text.encode("utf-8")[:MAX_ARGUMENTS_EXCERPT_BYTES].decode("utf-8", "ignore")
+    return f"arguments text (first {MAX_ARGUMENTS_EXCERPT_BYTES} of {size} bytes): {cut}"
 
 
 def _json_kind(value: object) -> str:

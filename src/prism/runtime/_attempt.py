@@ -16,11 +16,13 @@ from typing import Any, Final, Protocol, get_args
 from prism.errors import RunLimitExceeded
 from prism.events import (
     AgentEvent,
+    MessageDeltaEvent,
     MessageStartedEvent,
     ProviderTurnFinishedEvent,
     ProviderTurnMetadata,
 )
 from prism.limits import RunLimitTracker
+from prism.runtime._stream_redaction import StreamRedaction, held_length
 from prism.types import (
     ContentBlock,
     ErrorInfo,
@@ -46,6 +48,7 @@ __all__ = [
     "SoftInterrupt",
     "as_event",
     "checked_call",
+    "without_split_secret",
 ]
 
 EMPTY_TURN_RESULT: Final = ProviderTurnResult(
@@ -121,33 +124,62 @@ def as_event(event: object, started: bool) -> Any:
     )
 
 
-def checked_call(event: ProviderToolCall) -> ProviderToolCall:
+def checked_call(event: ProviderToolCall, secrets: tuple[str, ...] = ()) -> ProviderToolCall:
     """A provider's tool call whose ``arguments`` are not a JSON object of JSON values (NaN,
     Infinity, a set, a host object…) becomes a call with ``arguments={}`` and an
-    ``invalid_json_arguments`` error, like malformed argument text: dispatch blocks it
-    with a tool error the model can see, and the run goes on."""
+    ``invalid_json_arguments`` error showing the first 512 bytes of their ``repr``, like
+    malformed argument text: dispatch blocks it with a tool error the model can see, and the run
+    goes on. An ``arguments_error`` message loses a tail that starts one of ``secrets``
+    (:func:`without_split_secret`)."""
     call = event.call
     arguments: Any = call.arguments
     if type(arguments) is dict:
-        if not arguments or call.arguments_error is not None or is_json_value(arguments):
+        if call.arguments_error is not None:
+            checked = without_split_secret(call, secrets)
+            return event if checked is call else ProviderToolCall(call=checked)
+        if not arguments or is_json_value(arguments):
             return event
         detail = "arguments hold a value that is not JSON (e.g. NaN, Infinity or a host object)"
     elif isinstance(arguments, Mapping):
         return event  # sized and checked the full way
     else:
         detail = f"arguments are a {type(arguments).__name__}, not a JSON object"
-    return ProviderToolCall(
-        call=ToolCallContent(
-            id=call.id,
-            name=call.name,
-            arguments={},
-            arguments_error=ErrorInfo(
-                name="ProviderTransportError",
-                code="invalid_json_arguments",
-                message=f"Invalid JSON arguments for tool {call.name}: {detail}",
-            ),
-            authority=call.authority,
-        )
+    shown = repr(arguments).encode("utf-8")
+    excerpt = shown[:512].decode("utf-8", "ignore")
+    if len(shown) > 512:
+        excerpt = f"(first 512 of {len(shown)} bytes) {excerpt}"
+    checked = ToolCallContent(
+        id=call.id,
+        name=call.name,
+        arguments={},
+        arguments_error=ErrorInfo(
+            name="ProviderTransportError",
+            code="invalid_json_arguments",
+            message=f"Invalid JSON arguments for tool {call.name}: {detail}; arguments: {excerpt}",
+        ),
+        authority=call.authority,
+    )
+    return ProviderToolCall(call=without_split_secret(checked, secrets))
+
+
+def without_split_secret(call: ToolCallContent, secrets: tuple[str, ...]) -> ToolCallContent:
+    """``call``, or a copy whose ``arguments_error`` message loses a tail that starts a secret.
+
+    The message of invalid argument text ends with the first 512 bytes of that text; a cut
+    inside a secret would leave a piece that redaction cannot recognise, so that piece goes.
+    """
+    error = call.arguments_error
+    if error is None or not secrets:
+        return call
+    keep = held_length(error.message, secrets)
+    if not keep:
+        return call
+    return ToolCallContent(
+        id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        arguments_error=dataclasses.replace(error, message=error.message[:-keep]),
+        authority=call.authority,
     )
 
 
@@ -174,6 +206,7 @@ class AttemptSinks(Protocol):
     on_usage: Callable[[int, int, Usage], None] | None
     emit: Callable[[AgentEvent], None]
     observed: Callable[[], bool]
+    held_secrets: tuple[str, ...]
 
 
 class AttemptState:
@@ -186,6 +219,7 @@ class AttemptState:
         "call_events",
         "calls",
         "has_deltas",
+        "held",
         "message_emitted",
         "message_id",
         "open_kind",
@@ -217,6 +251,8 @@ class AttemptState:
         self.open_kind = 0  # 0: none, 1: text, 2: thinking
         self.call_events: list[ProviderEvent] = []
         self.has_deltas = False
+        secrets = runner.held_secrets
+        self.held = StreamRedaction(secrets) if secrets else None
 
     def out(self, event: AgentEvent) -> None:
         """Emit a message event now, or hold it back while buffering."""
@@ -225,6 +261,28 @@ class AttemptState:
             self.runner.emit(event)
         else:
             buffered.append(event)
+
+    def delta(self, content: Any) -> None:
+        """Emit the ``message_delta`` of streamed ``content`` — through the held channels when
+        the redactor has secrets, so a secret split across chunks is never emitted in pieces."""
+        runner = self.runner
+        held = self.held
+        for piece in (content,) if held is None else held.deltas(content):
+            self.out(
+                MessageDeltaEvent(session_id=runner.session_id, run_id=runner.run_id, content=piece)
+            )
+
+    def flush_held(self) -> None:
+        """Emit the ``message_delta`` events of the text the channels still hold."""
+        held = self.held
+        runner = self.runner
+        if held is not None and runner.observed():
+            for piece in held.flush():
+                self.out(
+                    MessageDeltaEvent(
+                        session_id=runner.session_id, run_id=runner.run_id, content=piece
+                    )
+                )
 
     def start(self) -> None:
         """Mark the draft started; emit ``message_started`` once per attempt."""
@@ -295,7 +353,8 @@ class AttemptState:
             pass
 
     def finished(self, error: ErrorInfo | None) -> None:
-        """Emit ``provider_turn_finished``."""
+        """Emit what the held channels still hold, then ``provider_turn_finished``."""
+        self.flush_held()
         runner = self.runner
         if not runner.observed():
             return

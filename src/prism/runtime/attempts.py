@@ -31,7 +31,6 @@ from prism.abort import AbortController, AbortSignal
 from prism.errors import AbortError, GuardrailError, ProviderTurnError, RunLimitExceeded
 from prism.events import (
     AgentEvent,
-    MessageDeltaEvent,
     ProviderTurnMetadata,
     ProviderTurnStartedEvent,
     RetryScheduledEvent,
@@ -39,7 +38,12 @@ from prism.events import (
 from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
 from prism.limits import RunLimitTracker
 from prism.providers.base import AIProvider, reconstruct_tool_call_deltas
-from prism.redaction import SecretRedactor, error_to_error_info, redact_value
+from prism.redaction import (
+    SecretRedactor,
+    error_to_error_info,
+    redact_value,
+    redacted_cause,
+)
 from prism.retry import (
     RetryContext,
     RetryOptions,
@@ -54,6 +58,7 @@ from prism.runtime._attempt import (
     SoftInterrupt,
     as_event,
     checked_call,
+    without_split_secret,
 )
 from prism.runtime._fast import event_bytes
 from prism.runtime._retry_wait import RetryHook, decide_retry, wait_retry_delay
@@ -128,6 +133,7 @@ class ProviderAttempts:
         "_generated",
         "observed",
         "_guardrails",
+        "held_secrets",
         "_metadata",
         "model",
         "on_usage",
@@ -190,6 +196,9 @@ class ProviderAttempts:
         self._retry_hook = retry_hook
         self._guardrails = guardrails if guardrails is not None and guardrails.output else None
         self._redactor = redactor
+        self.held_secrets: tuple[str, ...] = (
+            tuple(s for s in redactor.secrets if len(s) > 1) if redactor is not None else ()
+        )
         self.buffer_output = buffer_output or self._guardrails is not None
         self._child: AbortController | None = None
         self._soft_pending = False
@@ -248,46 +257,46 @@ class ProviderAttempts:
         """
         attempt = 1
         while True:
+            failure: AttemptFailed | None = None
             try:
                 result = await self._attempt(request, request_bytes, turn, attempt, secrets)
-            except AttemptFailed as failure:
-                info = failure.info
-                if (
-                    failure.observable
-                    or not failure.retry
-                    or self._policy is None
-                    or self._signal.aborted
-                ):
-                    raise ProviderTurnError(info) from failure.cause
-                decision = await decide_retry(
-                    self._policy,
-                    RetryContext(
-                        session_id=self.session_id,
-                        run_id=self.run_id,
-                        attempt=attempt,
-                        error=info,
-                        metadata=self._retry_metadata,
-                        signal=self._signal,
-                    ),
-                    hook=self._retry_hook,
+            except AttemptFailed as exc:
+                failure = exc
+            if failure is None:
+                self._generated = True
+                return result
+            # Outside the handler: the provider error's only link is the redacted cause.
+            info = failure.info
+            if failure.observable or not failure.retry or self._policy is None or (
+                self._signal.aborted
+            ):
+                raise ProviderTurnError(info) from failure.cause
+            decision = await decide_retry(
+                self._policy,
+                RetryContext(
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    attempt=attempt,
+                    error=info,
+                    metadata=self._retry_metadata,
+                    signal=self._signal,
+                ),
+                hook=self._retry_hook,
+            )
+            if not decision.retry:
+                raise ProviderTurnError(info) from failure.cause
+            delay = float(decision.delay_ms or 0)
+            self.emit(
+                RetryScheduledEvent(
+                    session_id=self.session_id,
+                    run_id=self.run_id,
+                    attempt=attempt,
+                    delay_ms=delay,
+                    error=info,
                 )
-                if not decision.retry:
-                    raise ProviderTurnError(info) from failure.cause
-                delay = float(decision.delay_ms or 0)
-                self.emit(
-                    RetryScheduledEvent(
-                        session_id=self.session_id,
-                        run_id=self.run_id,
-                        attempt=attempt,
-                        delay_ms=delay,
-                        error=info,
-                    )
-                )
-                await wait_retry_delay(self._signal, delay)
-                attempt += 1
-                continue
-            self._generated = True
-            return result
+            )
+            await wait_retry_delay(self._signal, delay)
+            attempt += 1
 
     # ----------------------------------------------------------------- one attempt
 
@@ -328,14 +337,25 @@ class ProviderAttempts:
         if task.cancelling() > 0:
             task.uncancel()
 
+    def _extra_secrets(self, secrets: tuple[str, ...]) -> tuple[str, ...]:
+        return secrets + (self._retry.secrets if self._retry is not None else ())
+
     def _redact_info(self, info: ErrorInfo, secrets: tuple[str, ...]) -> ErrorInfo:
         redactor = self._redactor
         if redactor is not None:
             info = redactor.redact(info)
-        extra = secrets + (self._retry.secrets if self._retry is not None else ())
+        extra = self._extra_secrets(secrets)
         if extra:
             info = redact_value(info, extra)
         return info
+
+    def _clean_cause(
+        self, cause: BaseException | None, secrets: tuple[str, ...]
+    ) -> BaseException | None:
+        """The provider's exception, or its redacted stand-in when it holds a secret."""
+        if cause is None:
+            return None
+        return redacted_cause(cause, self._redactor, self._extra_secrets(secrets))
 
     async def _attempt(
         self,
@@ -402,7 +422,8 @@ class ProviderAttempts:
             info = self._redact_info(failure.info, secrets)
             st.fail(info)
             raise AttemptFailed(
-                info, failure.observable, failure.cause, retry=failure.retry
+                info, failure.observable, self._clean_cause(failure.cause, secrets),
+                retry=failure.retry,
             ) from None
         except (GuardrailError, RunLimitExceeded) as exc:
             st.fail(error_to_error_info(exc, self._redactor or ()))
@@ -412,7 +433,7 @@ class ProviderAttempts:
                 return self._after_stop(st, child, secrets)
             info = self._redact_info(error_to_error_info(exc), secrets)
             st.fail(info)
-            raise AttemptFailed(info, st.started, exc) from None
+            raise AttemptFailed(info, st.started, self._clean_cause(exc, secrets)) from None
         finally:
             self._child = None
             self._task = None
@@ -466,10 +487,9 @@ class ProviderAttempts:
         ``done`` or the end of the stream stops the reading, then complete calls are rebuilt.
         """
         charge = self.tracker.charge_response_bytes
-        sid = self.session_id
-        rid = self.run_id
         observed = self.observed
         event_kinds = EVENT_KINDS
+        held = self.held_secrets
         while True:
             if child.aborted:
                 child.throw_if_aborted()
@@ -488,14 +508,14 @@ class ProviderAttempts:
                 event = as_event(event, st.started)
                 kind = type(event)
             if kind is ProviderToolCall:
-                event = checked_call(event)  # type: ignore[arg-type]
+                event = checked_call(event, held)  # type: ignore[arg-type]
             charge(event_bytes(event))
             if kind is ProviderContentDelta:
                 content: Any = event.content  # type: ignore[union-attr]
                 if not st.started or not st.message_emitted:
                     st.start()
                 if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=content))
+                    st.delta(content)
                 ckind = type(content)
                 if ckind is TextContent:
                     if st.open_kind != 1:
@@ -512,7 +532,7 @@ class ProviderAttempts:
                 if not st.started or not st.message_emitted:
                     st.start()
                 if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+                    st.delta(call)
                 if st.open_kind:
                     st.close_open()
                 st.parts.append(call)
@@ -530,17 +550,13 @@ class ProviderAttempts:
                 if not st.started or not st.message_emitted:
                     st.start()
                 if observed():
-                    st.out(
-                        MessageDeltaEvent(
-                            session_id=sid,
-                            run_id=rid,
-                            content=ToolCallDeltaContent(
-                                index=event.index,  # type: ignore[union-attr]
-                                id=event.id,  # type: ignore[union-attr]
-                                name=event.name,  # type: ignore[union-attr]
-                                arguments_text=event.arguments_text,  # type: ignore[union-attr]
-                                authority=event.authority,  # type: ignore[union-attr]
-                            ),
+                    st.delta(
+                        ToolCallDeltaContent(
+                            index=event.index,  # type: ignore[union-attr]
+                            id=event.id,  # type: ignore[union-attr]
+                            name=event.name,  # type: ignore[union-attr]
+                            arguments_text=event.arguments_text,  # type: ignore[union-attr]
+                            authority=event.authority,  # type: ignore[union-attr]
                         )
                     )
                 st.has_deltas = True
@@ -553,12 +569,14 @@ class ProviderAttempts:
                 raise AttemptFailed(event.error, st.started, None)  # type: ignore[union-attr]
         if st.open_kind:
             st.close_open()
+        st.flush_held()
         if st.has_deltas:
             for call in reconstruct_tool_call_deltas(st.call_events):
+                call = without_split_secret(call, held)
                 st.parts.append(call)
                 st.calls.append(call)
                 if observed():
-                    st.out(MessageDeltaEvent(session_id=sid, run_id=rid, content=call))
+                    st.delta(call)
 
     def _after_stop(
         self, st: AttemptState, child: AbortSignal, secrets: tuple[str, ...]

@@ -251,10 +251,9 @@ class RunLeg:
             except Exception as exc:
                 outcome = exc
                 error = await shielded(self._failure(exc))
-                cause = self._failure_cause
-                raise error from (
-                    cause if cause is not None else redacted_cause(exc, self.ctx.redactor)
-                )
+                cause = redacted_cause(self._failure_cause or exc, self.ctx.redactor)
+            # Raised outside the handler, so the raw failure is not its ``__context__``.
+            raise error from cause
         finally:
             await shielded(self._cleanup(outcome))
 
