@@ -132,3 +132,66 @@ async def test_the_conformance_suite_checks_the_run_index() -> None:
     await run_checkpoint_store_conformance(MemoryCheckpointStore())
     with pytest.raises(AssertionError, match="a session's runs"):
         await run_checkpoint_store_conformance(Sloppy())
+
+
+async def test_a_sqlite_database_of_schema_1_gets_its_runs_indexed(tmp_path: Any) -> None:
+    """Migration 2 fills the run-index columns of the runs stored before it (and leaves a value
+    that is not JSON alone)."""
+    import json
+    import sqlite3
+
+    from prism._util import now_iso
+    from prism.stores._migrations import load_migrations
+    from prism.stores.sqlite import SqliteStore
+
+    path = tmp_path / "old.db"
+    first = load_migrations("sqlite")[0]
+    conn = sqlite3.connect(path)
+    for statement in first.statements():
+        conn.execute(statement)
+    conn.execute("CREATE TABLE prism_schema_migrations (version INTEGER PRIMARY KEY, "
+                 "name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    conn.execute("INSERT INTO prism_schema_migrations VALUES (1, ?, ?, ?)",
+                 (first.name, first.checksum, now_iso()))
+    rows = [
+        ("run_old", {"session_id": "s_old", "status": "suspended"}),
+        ("run_done", {"session_id": "s_old", "status": "succeeded"}),
+    ]
+    for key, value in rows:
+        conn.execute("INSERT INTO prism_checkpoints (namespace, key, version, value, created_at, "
+                     "updated_at) VALUES ('prism.agent-run', ?, 1, ?, ?, ?)",
+                     (key, json.dumps(value), now_iso(), now_iso()))
+    conn.execute("INSERT INTO prism_checkpoints (namespace, key, version, value, created_at, "
+                 "updated_at) VALUES ('prism.agent-run', 'run_bad', 1, 'not json', 'x', 'x')")
+    conn.commit()
+    conn.close()
+    async with SqliteStore(path) as store:
+        resumable = await store.list_run_checkpoints(resumable=True)
+        assert [r.key for r in resumable] == ["run_old"]
+        every = await store.list_run_checkpoints(session_id="s_old")
+        assert sorted(r.key for r in every) == ["run_done", "run_old"]
+
+
+async def test_sqlite_listings_search_the_run_index(tmp_path: Any) -> None:
+    """A session's runs and the resumable runs are index searches, not namespace scans."""
+    import sqlite3
+
+    from prism.stores._common import run_listing
+    from prism.stores.sqlite import SqliteStore
+
+    path = tmp_path / "plan.db"
+    async with SqliteStore(path):
+        pass
+    conn = sqlite3.connect(path)
+    for kw, index in (
+        ({"session_id": "s", "resumable": False}, "prism_checkpoints_run_session"),
+        ({"session_id": "s", "resumable": True}, "prism_checkpoints_run_session"),
+        ({"session_id": None, "resumable": True}, "prism_checkpoints_run_resumable"),
+    ):
+        query, params = run_listing(
+            "prism_checkpoints", "?", statuses=("running",), limit=5,
+            resumable_test="run_resumable = 1", index_hints=True, **kw,  # type: ignore[arg-type]
+        )
+        plan = " ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + query, params))
+        assert f"USING INDEX {index}" in plan, plan
+    conn.close()

@@ -20,7 +20,7 @@ from prism.errors import (
     StoreError,
 )
 from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord
+from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, is_resumable
 from prism.store import SessionEntry
 from prism.types import OwnershipScope
 
@@ -37,6 +37,7 @@ __all__ = [
     "event_row",
     "ledger_where",
     "owner_columns",
+    "run_index_columns",
     "run_listing",
     "run_row",
     "session_infos",
@@ -249,6 +250,20 @@ def checkpoint_record(
     )
 
 
+def run_index_columns(namespace: str, value: Any) -> tuple[str | None, str | None, int | None]:
+    """``(run_session_id, run_status, run_resumable)`` of a checkpoint row: the run-index
+    columns a run-state envelope fills (all ``None`` for other rows). O(1)."""
+    if namespace != AGENT_RUN_NAMESPACE or type(value) is not dict:
+        return (None, None, None)
+    session_id = value.get("session_id")
+    status = value.get("status")
+    return (
+        session_id if isinstance(session_id, str) else None,
+        status if isinstance(status, str) else None,
+        int(is_resumable(value)),
+    )
+
+
 def run_listing(
     table: str,
     placeholder: str,
@@ -258,6 +273,7 @@ def run_listing(
     resumable: bool,
     limit: int,
     resumable_test: str,
+    index_hints: bool = False,
 ) -> tuple[str, tuple[Any, ...]]:
     """The query of ``list_run_checkpoints`` over the run-index columns of migration 2.
 
@@ -269,6 +285,8 @@ def run_listing(
         resumable: Keep only resumable runs.
         limit: Most rows.
         resumable_test: The dialect's condition on ``run_resumable``.
+        index_hints: Name the run index to search (SQLite's ``INDEXED BY``): without
+            statistics its planner would rather scan the namespace in ``updated_at`` order.
 
     Returns:
         The statement, selecting ``(key, version, value, created_at, updated_at,
@@ -285,9 +303,14 @@ def run_listing(
     if resumable:
         clauses.append(resumable_test)
     params.append(limit)
+    hint = ""
+    if index_hints and session_id is not None:
+        hint = " INDEXED BY prism_checkpoints_run_session"
+    elif index_hints and resumable:
+        hint = " INDEXED BY prism_checkpoints_run_resumable"
     sql = (
         "SELECT key, version, value, created_at, updated_at, fencing_token "
-        f"FROM {table} WHERE {' AND '.join(clauses)} "
+        f"FROM {table}{hint} WHERE {' AND '.join(clauses)} "
         f"ORDER BY updated_at DESC, key DESC LIMIT {placeholder}"
     )
     return sql, tuple(params)

@@ -55,6 +55,7 @@ from prism.stores._common import (
     event_row,
     ledger_where,
     owner_columns,
+    run_index_columns,
     run_listing,
     run_row,
     session_infos,
@@ -341,19 +342,23 @@ class SqliteStore:
         text = dumps(value)
         now = now_iso()
         owner = owner_columns(ownership)
+        index = run_index_columns(namespace, value)
 
         def job(conn: sqlite3.Connection) -> tuple[str | None, tuple[int, int | None] | None]:
             if expected_version == 0:
                 cur = conn.execute(
                     sql.CP_INSERT,
-                    (namespace, key, version, text, now, now, fencing_token, *owner),
+                    (namespace, key, version, text, now, now, fencing_token, *owner, *index),
                 )
                 if cur.rowcount == 1:
                     return now, None
             else:
                 cur = conn.execute(
                     sql.CP_UPDATE,
-                    (version, text, now, fencing_token, *owner, namespace, key, expected_version),
+                    (
+                        version, text, now, fencing_token, *owner, namespace, key,
+                        expected_version, *index,
+                    ),
                 )
                 if cur.rowcount == 1:
                     row = conn.execute(sql.CP_LOAD, (namespace, key)).fetchone()
@@ -397,7 +402,7 @@ class SqliteStore:
     ) -> builtins.list[CheckpointRecord]:
         """The stored run-state records, newest first (see
         :class:`~prism.runtime.checkpoints.AgentRunIndex`): one indexed query over the run
-        index (schema migration 2). A value that is not valid JSON is never matched by a filter.
+        index columns (schema migration 2) that every save fills.
 
         Raises:
             ValueError: ``limit`` smaller than 1.
@@ -409,6 +414,7 @@ class SqliteStore:
         query, params = run_listing(
             "prism_checkpoints", "?", session_id=session_id, statuses=wanted,
             resumable=resumable, limit=limit, resumable_test="run_resumable = 1",
+            index_hints=True,
         )
 
         def job(conn: sqlite3.Connection) -> builtins.list[CheckpointRecord]:

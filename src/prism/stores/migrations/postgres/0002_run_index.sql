@@ -23,10 +23,11 @@ ALTER TABLE {schema}.prism_checkpoints
                                AND value ->> 'stop_reason' = 'host_policy'), false) END
     ) STORED;
 
--- A session's runs, newest first.
+-- A session's runs (a listing sorts the few it finds by updated_at; keeping updated_at out of
+-- the indexes leaves a save that does not change a run's session or status off them).
 CREATE INDEX prism_checkpoints_run_session
-    ON {schema}.prism_checkpoints (namespace, run_session_id, updated_at);
+    ON {schema}.prism_checkpoints (namespace, run_session_id);
 
--- The runs a worker or an operator can resume, newest first.
+-- The runs a worker or an operator can resume.
 CREATE INDEX prism_checkpoints_run_resumable
-    ON {schema}.prism_checkpoints (namespace, run_resumable, updated_at);
+    ON {schema}.prism_checkpoints (namespace, run_resumable);
