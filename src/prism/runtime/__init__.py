@@ -10,7 +10,8 @@ The modules, in layers (each imports only the ones above it in this list):
   ``_fast`` (speed tricks of the run path), ``policies``, ``_stream_redaction`` (streamed text
   held back where a secret could be split);
 * ``config`` (``AgentConfig``), ``_run_state`` and ``_approvals`` (durable envelope and
-  approvals), ``_attempt`` and ``attempts`` (the provider attempts of one request);
+  approvals), ``_repair`` (the operator's repair of an ambiguous call) and ``_run_listing``
+  (``list_agent_runs``), ``_attempt`` and ``attempts`` (the provider attempts of one request);
 * ``options`` (``RunOptions``) → ``plan`` (``plan_run``) → ``state`` (``SessionState``),
   ``_boundary`` → ``context`` (``RunContext``, the loop's ``ctx``) → ``_setup``,
   ``_durable_leg`` → ``leg`` (``RunLeg``, ``start_leg``, ``resume_leg``);
