@@ -49,55 +49,8 @@ def test_now_iso_matches_the_clock_arch_13() -> None:
     assert abs(time.mktime(parsed) - time.mktime(time.gmtime())) < 5
 
 
-def test_frozen_builder_equals_the_constructor_arch_15() -> None:
-    from dataclasses import FrozenInstanceError, dataclass, field
-
-    from prism._fast_dataclass import frozen_builder
-    from prism.store import SessionEntry
-    from prism.types import Message
-
-    build = frozen_builder(SessionEntry)
-    assert build is not SessionEntry
-    message = Message("user", "hi")
-    kwargs = dict(id="entry_1", session_id="s", kind="message", timestamp="t", parent_id="p",
-                  run_id="r", message=message)
-    built = build(**kwargs)
-    assert type(built) is SessionEntry and built == SessionEntry(**kwargs)  # type: ignore[arg-type]
-    with pytest.raises(FrozenInstanceError):
-        built.id = "x"  # type: ignore[misc]
-    with pytest.raises(TypeError):
-        build("entry_1")  # keyword-only
-    with pytest.raises(TypeError):
-        build(session_id="s")  # required fields stay required
-
-    @dataclass(frozen=True, slots=True)
-    class Tagged:
-        a: int
-        b: str = "b"
-        type: str = field(default="tagged", init=False)
-
-    tagged = frozen_builder(Tagged)
-    assert tagged(a=1) == Tagged(1) and tagged(a=1).type == "tagged"
-    with pytest.raises(TypeError):
-        tagged(a=1, type="other")
-
-    @dataclass(frozen=True)
-    class Checked:
-        a: int
-
-        def __post_init__(self) -> None:
-            raise ValueError("checked")
-
-    @dataclass(frozen=True)
-    class Factory:
-        a: list[int] = field(default_factory=list)
-
-    assert frozen_builder(Checked) is Checked
-    assert frozen_builder(Factory) is Factory
-
-
 def test_field_replacer_copies_every_other_field_arch_15() -> None:
-    from prism._fast_dataclass import field_replacer
+    from prism._util import field_replacer
     from prism.abort import AbortController
     from prism.types import Message, ModelConfig, ProviderRequest
 

@@ -134,7 +134,6 @@ def redact_value(value: _T, secrets: Iterable[str]) -> _T:
 _ATOMS: frozenset[type] = frozenset(
     (int, float, bool, type(None), bytes, bytearray, complex)
 )
-_DC_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
 def _redact_str(text: str, secrets: tuple[str, ...]) -> str:
@@ -143,14 +142,6 @@ def _redact_str(text: str, secrets: tuple[str, ...]) -> str:
         if secret in out:
             out = out.replace(secret, REDACTED)
     return text if out == text else out
-
-
-def _dc_fields(cls: type) -> tuple[tuple[str, bool], ...]:
-    spec = _DC_FIELDS.get(cls)
-    if spec is None:
-        spec = tuple((f.name, f.init) for f in dataclasses.fields(cls))
-        _DC_FIELDS[cls] = spec
-    return spec
 
 
 def _walk(value: Any, secrets: tuple[str, ...], depth: int, active: set[int]) -> Any:
@@ -227,7 +218,7 @@ def _walk_mapping(
 
 def _walk_dataclass(value: Any, secrets: tuple[str, ...], depth: int, active: set[int]) -> Any:
     changes: dict[str, Any] | None = None
-    spec = _dc_fields(type(value))
+    spec = [(f.name, f.init) for f in dataclasses.fields(value)]
     for name, _init in spec:
         try:
             current = getattr(value, name)
