@@ -27,7 +27,9 @@ Hierarchy::
     ├── RunLedgerError                          ERR_PRISM_LEDGER
     ├── StoreError                              ERR_PRISM_STORE_{CORRUPT,UNDECODABLE}
     │   └── StoreSchemaError                    ERR_PRISM_STORE_SCHEMA
-    └── RedactedError                           ERR_PRISM_REDACTED (.original_type)
+    ├── RedactedError                           ERR_PRISM_REDACTED (.original_type)
+    ├── EngineVersionError                      ERR_PRISM_ENGINE_VERSION
+    └── RunAmbiguousError                       ERR_PRISM_RUN_AMBIGUOUS (.calls)
 
 Constructor conventions: classes with several codes take the code first
 (``SteerError("ERR_PRISM_STEER_NO_RUN")``); classes with one code take the message first; classes
@@ -58,20 +60,21 @@ __all__ = [
     "ERR_PRISM_ABORTED", "ERR_PRISM_AGENT_RUN_STATE", "ERR_PRISM_AGENT_RUN_SUSPENDED",
     "ERR_PRISM_CHECKPOINT_CONFLICT", "ERR_PRISM_CONFIG", "ERR_PRISM_DECISION_DUPLICATE",
     "ERR_PRISM_DECISION_INVALID", "ERR_PRISM_DECISION_LIMIT", "ERR_PRISM_DECISION_UNKNOWN",
-    "ERR_PRISM_DELEGATION_SUSPENDED", "ERR_PRISM_GUARDRAIL_BLOCKED",
+    "ERR_PRISM_DELEGATION_SUSPENDED", "ERR_PRISM_ENGINE_VERSION", "ERR_PRISM_GUARDRAIL_BLOCKED",
     "ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE", "ERR_PRISM_LEDGER", "ERR_PRISM_LOOP_NOT_DURABLE",
     "ERR_PRISM_LOOP_REVISION", "ERR_PRISM_LOOP_SNAPSHOT", "ERR_PRISM_PROVIDER",
     "ERR_PRISM_PROVIDER_UNKNOWN", "ERR_PRISM_REDACTED", "ERR_PRISM_RUN_ABORTED",
-    "ERR_PRISM_RUN_FAILED", "ERR_PRISM_RUN_LIMIT", "ERR_PRISM_SESSION_APPEND_CONFLICT",
+    "ERR_PRISM_RUN_AMBIGUOUS", "ERR_PRISM_RUN_FAILED", "ERR_PRISM_RUN_LIMIT", "ERR_PRISM_SESSION_APPEND_CONFLICT",
     "ERR_PRISM_SESSION_BUSY", "ERR_PRISM_STEER_EMPTY", "ERR_PRISM_STEER_LIMIT",
     "ERR_PRISM_STEER_NO_RUN", "ERR_PRISM_STORE_CORRUPT", "ERR_PRISM_STORE_SCHEMA",
     "ERR_PRISM_STORE_UNDECODABLE", "ERR_PRISM_STRUCTURED_OUTPUT",
     "ERR_PRISM_TURN_POLICY",
     "AbortError", "AgentDecisionError", "AgentLoopStateError", "AgentRunError",
     "AgentRunLimitError", "AgentRunStateError", "AgentRunSuspended", "AgentSessionBusyError",
-    "ArtifactFailedError", "CheckpointConflictError", "GuardrailError", "PrismConfigError",
-    "PrismError", "ProviderResolutionError", "ProviderTransportError", "ProviderTurnError",
-    "RedactedError", "RunLedgerError", "RunLimitExceeded", "SessionAppendConflictError",
+    "ArtifactFailedError", "CheckpointConflictError", "EngineVersionError", "GuardrailError",
+    "PrismConfigError", "PrismError", "ProviderResolutionError", "ProviderTransportError",
+    "ProviderTurnError", "RedactedError", "RunAmbiguousError", "RunLedgerError",
+    "RunLimitExceeded", "SessionAppendConflictError",
     "SteerError", "StoreError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
 ]
 
@@ -107,6 +110,8 @@ ERR_PRISM_STORE_SCHEMA = "ERR_PRISM_STORE_SCHEMA"
 ERR_PRISM_STORE_CORRUPT = "ERR_PRISM_STORE_CORRUPT"
 ERR_PRISM_STORE_UNDECODABLE = "ERR_PRISM_STORE_UNDECODABLE"
 ERR_PRISM_REDACTED = "ERR_PRISM_REDACTED"
+ERR_PRISM_ENGINE_VERSION = "ERR_PRISM_ENGINE_VERSION"
+ERR_PRISM_RUN_AMBIGUOUS = "ERR_PRISM_RUN_AMBIGUOUS"
 ERR_PRISM_DELEGATION_SUSPENDED = "ERR_PRISM_DELEGATION_SUSPENDED"
 """Reserved: nested runs are out of scope; an exception carrying it counts as a suspension
 signal in tool dispatch."""
@@ -402,11 +407,12 @@ class TurnPolicyError(PrismError):
 class AgentRunStateError(PrismError):
     """Durable preflight, envelope or resume failure. Code ``ERR_PRISM_AGENT_RUN_STATE``.
 
-    ``calls``: the calls of an ambiguity report (``{"id", "tool_name"}`` each), else ``()``."""
+    ``calls``: an ambiguity report's ``(tool_call_id, tool_name)`` pairs (as
+    :class:`RunAmbiguousError`'s), else ``()``."""
 
     code = ERR_PRISM_AGENT_RUN_STATE
     default_message = "Invalid agent run state"
-    calls: tuple[dict[str, str], ...] = ()
+    calls: tuple[tuple[str, str], ...] = ()
 
 
 class AgentLoopStateError(_MultiCodeError):
@@ -443,10 +449,8 @@ class AgentRunSuspended(PrismError):
 
 
 class AgentDecisionError(_MultiCodeError):
-    """Malformed, duplicate, unknown or over-limit resume decisions.
-
-    Construct with the code first: ``AgentDecisionError("ERR_PRISM_DECISION_UNKNOWN")``.
-    """
+    """Malformed, duplicate, unknown or over-limit resume decisions; code first:
+    ``AgentDecisionError("ERR_PRISM_DECISION_UNKNOWN")``."""
 
     code = ERR_PRISM_DECISION_INVALID
     codes = {
@@ -510,12 +514,10 @@ class RunLedgerError(PrismError):
 
 
 class StoreError(PrismError):
-    """A store's database or a stored row cannot be used; ``code`` says how (code first).
-
-    ``ERR_PRISM_STORE_CORRUPT``: the file is not a database or is damaged;
-    ``ERR_PRISM_STORE_UNDECODABLE``: a stored value is not valid JSON or not the record it
-    should hold; ``ERR_PRISM_STORE_SCHEMA``: :class:`StoreSchemaError`.
-    """
+    """A store's database or a stored row cannot be used; the code (given first) says how:
+    ``ERR_PRISM_STORE_CORRUPT`` (a file that is not a database, or damaged),
+    ``ERR_PRISM_STORE_UNDECODABLE`` (a stored value that is not valid JSON or not the record it
+    should hold), ``ERR_PRISM_STORE_SCHEMA`` (:class:`StoreSchemaError`)."""
 
     code = ERR_PRISM_STORE_CORRUPT
     default_message = "Store cannot be used"
@@ -551,14 +553,47 @@ class RedactedError(PrismError):
     default_message = "[REDACTED]"
 
     def __init__(
-        self,
-        message: str | None = None,
-        *,
-        original_type: str,
-        traceback_text: str = "",
+        self, message: str | None = None, *, original_type: str, traceback_text: str = ""
     ) -> None:
         super().__init__(message)
         self.original_type = original_type
         self.traceback_text = traceback_text
         if traceback_text:
             self.add_note(f"Original {original_type} traceback (redacted):\n{traceback_text}")
+
+
+# --------------------------------------------------------------------------- engines
+
+
+class EngineVersionError(PrismError):
+    """A worker or a submitted run pins another application version than the workers serving
+    the same runs (prism's version and the agents' definition revisions differ).
+
+    Raised when a worker starts next to live workers of another version, and when a run is
+    submitted for a version no live worker serves; the message names both versions and the
+    agent revisions that differ. Code ``ERR_PRISM_ENGINE_VERSION``.
+    """
+
+    code = ERR_PRISM_ENGINE_VERSION
+    default_message = "Application version mismatch"
+
+
+class RunAmbiguousError(PrismError):
+    """A run stopped on a tool call whose outcome is unknown: its worker died after the call
+    was recorded as dispatched and before its result was stored.
+
+    prism never runs such a call again on its own; an operator checks the tool's own records
+    and repairs the stored envelope. Code ``ERR_PRISM_RUN_AMBIGUOUS``.
+
+    Attributes:
+        calls: ``(tool_call_id, tool_name)`` of each ambiguous call.
+    """
+
+    code = ERR_PRISM_RUN_AMBIGUOUS
+    default_message = "Ambiguous dispatched tool requires operator resolution"
+
+    def __init__(
+        self, message: str | None = None, *, calls: tuple[tuple[str, str], ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.calls = calls

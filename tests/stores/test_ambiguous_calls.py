@@ -143,7 +143,7 @@ async def test_the_report_names_the_ambiguous_call_and_the_learned_match_is_stor
         await resume_agent_run(agent, run_id)
     assert str(info.value).startswith(AMBIGUOUS)
     assert "c2 (record)" in str(info.value) and "c1 (record)" not in str(info.value)
-    assert info.value.calls == ({"id": "c2", "tool_name": "record"},)
+    assert info.value.calls == (("c2", "record"),)
     learned = await load_agent_run_state(checkpoints, run_id=run_id)
     assert learned.record.version == crashed.record.version + 1  # one compare-and-set write
     assert learned.state["status"] == "running"

@@ -285,6 +285,8 @@ def _check_envelope(state: Any) -> dict[str, Any]:
         bad = "input"
     elif state.get("steers") is not None and not isinstance(state.get("steers"), list):
         bad = "steers"
+    elif not _is_release(state.get("release")):
+        bad = "release"
     else:
         loop_state = state.get("loop_state")
         if loop_state is not None and not (
@@ -341,6 +343,14 @@ def checked_envelope(value: Any) -> dict[str, Any]:
     included). Raises AgentRunStateError."""
     encode_state(value, MAX_LOADED_STATE_BYTES)
     return _check_envelope(upgrade_envelope(value))
+def _is_release(value: object) -> bool:
+    """``release`` is optional: absent, or ``{"by", "reason", "at"}`` strings (see
+    :data:`~prism.runtime._run_state.RELEASE_KEY`)."""
+    if value is None:
+        return True
+    return isinstance(value, dict) and all(
+        isinstance(value.get(k), str) for k in ("by", "reason", "at")
+    )
 
 
 def run_key(run_state: Any) -> str:

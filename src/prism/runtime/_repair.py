@@ -59,7 +59,7 @@ async def resolve_ambiguous_call(
     Args:
         checkpoints: The run's checkpoint store.
         run_id: The run id.
-        call_id: The ambiguous call's id (``AgentRunStateError.calls[i]["id"]``).
+        call_id: The ambiguous call's id (``AgentRunStateError.calls[i][0]``).
         outcome: ``"rejected"`` (not done: an ``approval_rejected`` row) or ``"succeeded"``
             (done: a result row).
         sessions: The session store holding the run's transcript; defaults to ``checkpoints``

@@ -138,17 +138,17 @@ def ambiguity_error(state: Mapping[str, Any]) -> AgentRunStateError | None:
     """The report of the ``dispatched`` pending calls (never replayed silently), else ``None``.
 
     The message starts with ``"Ambiguous dispatched tool requires operator resolution"`` and
-    names each call with its tool and the repair; ``calls`` lists ``{"id", "tool_name"}``.
+    names each call with its tool and the repair; ``calls`` lists ``(tool_call_id, tool_name)``.
     """
     calls = tuple(
-        {"id": str(entry["call"]["id"]), "tool_name": str(entry["call"]["name"])}
+        (str(entry["call"]["id"]), str(entry["call"]["name"]))
         for entry in state.get("pending_calls", [])
         if entry.get("status") == "dispatched"
     )
     if not calls:
         return None
     run_id = state.get("run_id", "RUN_ID")
-    named = ", ".join(f"{c['id']} ({c['tool_name']})" for c in calls)
+    named = ", ".join(f"{call_id} ({name})" for call_id, name in calls)
     error = AgentRunStateError(
         f"{AMBIGUOUS}: {named} of run {run_id} started and stored no result, so whether its "
         "side effect happened is unknown; check the tool's own records, then resolve each "

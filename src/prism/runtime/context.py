@@ -49,13 +49,13 @@ from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
-from prism.runtime._fast import message_entry
 from prism.runtime._request_codec import LiveHistory, RequestCodec
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.config import AgentConfig
 from prism.runtime.plan import RunPlan
 from prism.runtime.policies import ProviderRequestPolicy, apply_request_policies
 from prism.runtime.state import SessionState
+from prism.session_entry import new_session_entry
 from prism.store import SessionEntry
 from prism.tools import ToolValidator, dispatch_tool_call
 from prism.types import (
@@ -311,8 +311,12 @@ class RunContext:
         stored entry is kept in :attr:`last_entry`.
         """
         state = self.state
-        entry = message_entry(
-            message, session_id=self.session_id, run_id=self.run_id, parent_id=state.leaf_id
+        entry = new_session_entry(
+            "message",
+            session_id=self.session_id,
+            parent_id=state.leaf_id,
+            run_id=self.run_id,
+            message=message,
         )
         redactor = self.redactor
         stored = redactor.redact(entry) if redactor is not None else entry
