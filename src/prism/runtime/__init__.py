@@ -11,7 +11,8 @@ The modules, in layers (each imports only the ones above it in this list):
   (streamed text held back where a secret could be split), ``_delegation`` (what a run lends
   the child agent runs of its tools: redactor, limit budget, usage, events);
 * ``config`` (``AgentConfig``), ``_run_state`` and ``_approvals`` (durable envelope and
-  approvals), ``_attempt`` and ``attempts`` (the provider attempts of one request);
+  approvals), ``_repair`` (the operator's repair of an ambiguous call) and ``_run_listing``
+  (``list_agent_runs``), ``_attempt`` and ``attempts`` (the provider attempts of one request);
 * ``options`` (``RunOptions``) → ``plan`` (``plan_run``) → ``state`` (``SessionState``),
   ``_boundary`` → ``context`` (``RunContext``, the loop's ``ctx``) → ``_setup``,
   ``_durable_leg`` → ``leg`` (``RunLeg``, ``start_leg``, ``resume_leg``);

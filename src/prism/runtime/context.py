@@ -541,8 +541,13 @@ class RunContext:
     async def apply_pending_steers(self) -> bool:
         """Move the queued steered messages into history and store.
 
-        Only after the leg's first ``generate`` returned; each message passes the input
-        guardrails first (a blocked one is reported with ``steer_rejected``).
+        Only after the leg's first ``generate`` returned, and never inside an open tool round:
+        while a stored assistant tool call has no stored result (a round waiting for an
+        approval, or a custom loop draining between a call and its result) the queue is kept,
+        because providers reject a user message between a tool call and its result. A
+        suspension stores the kept messages in the run-state envelope and the resumed leg
+        appends them after the round's last result. Each message passes the input guardrails
+        first (a blocked one is reported with ``steer_rejected``).
 
         Returns:
             Whether messages were drained.
@@ -551,9 +556,21 @@ class RunContext:
         attempts = self.attempts
         if not state.steer_queue or attempts is None or not attempts.generated:
             return False
+        if self.open_calls:
+            return False
         messages = state.take_steers()
         attempts.clear_soft_interrupt()
         self.emit(QueueUpdatedEvent(session_id=self.session_id, run_id=self.run_id, size=0))
+        await self.store_steers(messages)
+        return True
+
+    async def store_steers(self, messages: Sequence[Message]) -> None:
+        """Append steered ``messages`` to history and store, each after the input guardrails
+        (a blocked one is reported with ``steer_rejected``; an ``interrupt`` fails the run).
+
+        Used by :meth:`apply_pending_steers` and by a resumed leg for the steers its
+        suspension stored.
+        """
         guardrails = self.plan.guardrails
         has_input_guards = guardrails is not None and bool(guardrails.input)
         for message in messages:
@@ -583,7 +600,6 @@ class RunContext:
                     continue
             self.history.append(message)
             await self.append_message(message)
-        return True
 
     def guardrail_context(self, stage: GuardrailStage, value: T) -> GuardrailContext[T]:
         """The guardrail context of this run for ``stage``."""

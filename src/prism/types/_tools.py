@@ -11,7 +11,7 @@ from prism._failure_records import ErrorInfo
 from prism._json import JsonValue
 from prism._serde import Serializable
 from prism.abort import AbortSignal
-from prism.types._content import ContentBlock
+from prism.types._content import ContentBlock, ToolCallContent
 from prism.types._usage import Usage
 
 __all__ = [
@@ -127,6 +127,14 @@ class ToolDefinition(Serializable):
     """Forces sequential dispatch of any round containing this tool."""
     metadata: Mapping[str, Any] | None = None
     """Host metadata."""
+    needs_approval: bool | Callable[[ToolCallContent], bool] = field(
+        default=False, metadata={"serialize": False}
+    )
+    """Ask an operator before each call runs: ``True``, or a sync callable deciding from the
+    call (``needs_approval(call) -> bool``; an exception fails the run). Beside the agent-wide
+    ``RunStateOptions(interrupt_before_tool=True)``; it needs durable run state (a run
+    without it raises ``PrismConfigError``) and joins the agent fingerprint. A waiting call
+    suspends the run as ``interrupt_before_tool`` does."""
 
 
 @dataclass(frozen=True, slots=True)
