@@ -13,8 +13,9 @@ OpenTelemetry tracer. prism itself knows only these protocols:
   with its checkpoint so that a resumed leg can link to the suspended one; :meth:`RunTrace.close`
   is called once when the leg is over, whatever its outcome.
 
-When no tracer is configured, a run does no tracing work at all: no trace is created and the event
-path checks one attribute for ``None``.
+When no tracer is configured, a run does no tracing work at all: no trace is created, the event
+path is unchanged (a trace receives the events through the loop context's ``forward`` hook), and
+tool dispatch checks one argument for ``None``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ fills in part of the :class:`~prism.runtime.context.RunContext` the loop will re
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -41,6 +41,7 @@ _log = logging.getLogger("prism")
 __all__ = [
     "auto_compact",
     "close_leg_resources",
+    "open_leg_resources",
     "close_tool_sources",
     "open_tool_sources",
     "resolve_provider",
@@ -83,7 +84,7 @@ def start_trace(
     if tracer is None:
         return
     link = None if resume is None else resume.envelope.get("trace")
-    ctx.trace = tracer.start_run(
+    trace = ctx.trace = tracer.start_run(
         TracedRun(
             session_id=ctx.session_id,
             run_id=ctx.run_id,
@@ -96,6 +97,17 @@ def start_trace(
             resumed_link=link if isinstance(link, str) else None,
         )
     )
+    if trace is not None:  # the trace sees every event the leg emits, after the other observers
+        forward = ctx.forward
+        ctx.forward = trace.on_event if forward is None else _both(forward, trace.on_event)
+
+
+def _both(first: Callable[[Any], Any], second: Callable[[Any], Any]) -> Callable[[Any], None]:
+    def both(event: Any) -> None:
+        first(event)
+        second(event)
+
+    return both
 
 
 async def open_tool_sources(ctx: RunContext) -> None:
@@ -125,6 +137,14 @@ async def close_tool_sources(ctx: RunContext) -> None:
         await scope.aclose()
     except Exception:
         _log.warning("closing a tool source failed", exc_info=True)
+
+
+async def open_leg_resources(
+    ctx: RunContext, provider: AIProvider, resume: ResumePoint | None
+) -> None:
+    """At the leg's start: its trace (:func:`start_trace`), then its tool sources."""
+    start_trace(ctx, provider, resume)
+    await open_tool_sources(ctx)
 
 
 async def close_leg_resources(ctx: RunContext) -> None:

@@ -55,14 +55,14 @@ from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
 from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
+from prism.runtime._handoff import RunHandoff
 from prism.runtime._setup import (
     auto_compact,
     close_leg_resources,
-    open_tool_sources,
+    open_leg_resources,
     resolve_provider,
     setup_assembly,
     setup_attempts,
-    start_trace,
 )
 from prism.runtime._shield import shielded
 from prism.runtime.config import AgentConfig
@@ -277,12 +277,11 @@ class RunLeg:
         ctx = self.ctx
         state = ctx.state
         provider = await resolve_provider(ctx)
-        await open_tool_sources(ctx)
+        await open_leg_resources(ctx, provider, self.resume)
         ctx.signal.throw_if_aborted()
-        resume = self.resume
-        start_trace(ctx, provider, resume)
         ctx.tracker.start()
         ctx.emit(AgentStartedEvent(session_id=ctx.session_id, run_id=self.run_id))
+        resume = self.resume
         if resume is not None:
             ctx.emit(
                 AgentResumedEvent(
@@ -351,6 +350,8 @@ class RunLeg:
         )
         setup_assembly(ctx, options, active_skills, summaries)
         setup_attempts(ctx, provider)
+        if needs.handoffs:
+            ctx.handoff = RunHandoff(ctx, loop, needs.handoffs)
         if durable is not None:
             # A resumed leg restores the loop, then replays the decided calls.
             durable.loop = loop
