@@ -31,7 +31,7 @@ import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Final, Literal, Protocol, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from prism.abort import AbortController, AbortSignal
 from prism.assembly import RequestAssembler
@@ -50,6 +50,7 @@ from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
 from prism.runtime._delegation import RunDelegation, child_forward, parent_run
+from prism.runtime._durable_gate import DurableGate
 from prism.runtime._request_codec import LiveHistory, RequestCodec
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.config import AgentConfig
@@ -66,7 +67,6 @@ from prism.types import (
     ProviderRequest,
     ProviderTurnResult,
     ToolCallContent,
-    ToolDefinition,
     ToolExecutionContext,
     ToolResult,
     ToolResultContent,
@@ -74,7 +74,7 @@ from prism.types import (
 )
 from prism.usage import UsageAccumulator
 
-__all__ = ["INTERRUPTED_MESSAGE", "DurableGate", "RunContext"]
+__all__ = ["INTERRUPTED_MESSAGE", "RunContext"]
 
 T = TypeVar("T")
 
@@ -82,28 +82,6 @@ _log = logging.getLogger("prism")
 
 INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its result was recorded"
 """Message of the rows that answer calls left open by a failed run."""
-
-
-class DurableGate(Protocol):
-    """The durable run's part in tool dispatch; see ``DurableDriver``."""
-
-    def gate_round(self, calls: tuple[ToolCallContent, ...]) -> None:
-        """Record a tool round's calls in the open gated round."""
-        ...
-
-    def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
-        """The answer of a gated or sticky-rejected call, without dispatching."""
-        ...
-
-    async def before_execute(
-        self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
-    ) -> None:
-        """Runs right before a host tool executes; may suspend the run."""
-        ...
-
-    def record_source_tools(self, digests: Mapping[str, str]) -> None:
-        """Store the schema digests of the leg's tool-source tools with the run."""
-        ...
 
 
 def _stamp(event: Any, session_id: str, run_id: str) -> Any:
