@@ -1,16 +1,17 @@
-"""Two parts of the loop context kept apart from it: the durable run's gate in tool dispatch
-(:class:`DurableGate`, implemented by ``DurableDriver``) and the stamping of an event's empty ids
-(:func:`stamp_ids`)."""
+"""The durable run's part in tool dispatch, as the loop context sees it.
+
+:class:`~prism.runtime.context.RunContext` calls these hooks around every tool round and host
+call of a durable run; ``DurableDriver`` (in ``prism.runtime._durable_leg``) implements them.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from prism.types import ToolCallContent, ToolDefinition, ToolExecutionContext, ToolResult
 
-__all__ = ["DurableGate", "stamp_ids"]
+__all__ = ["DurableGate"]
 
 
 class DurableGate(Protocol):
@@ -33,17 +34,3 @@ class DurableGate(Protocol):
     def record_source_tools(self, digests: Mapping[str, str]) -> None:
         """Store the schema digests of the leg's tool-source tools with the run."""
         ...
-
-
-def stamp_ids(event: Any, session_id: str, run_id: str) -> Any:
-    """``event`` with empty ``session_id``/``run_id`` fields filled in."""
-    sid = getattr(event, "session_id", session_id)
-    rid = getattr(event, "run_id", run_id)
-    if sid and rid:
-        return event
-    changes: dict[str, str] = {}
-    if not sid and hasattr(event, "session_id"):
-        changes["session_id"] = session_id
-    if not rid and hasattr(event, "run_id"):
-        changes["run_id"] = run_id
-    return dataclasses.replace(event, **changes) if changes else event

@@ -26,6 +26,7 @@ The run path, top to bottom: :mod:`prism.runtime.session` → :mod:`prism.runtim
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -49,8 +50,7 @@ from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
 from prism.runtime._delegation import RunDelegation, child_forward, parent_run
-from prism.runtime._durable_gate import DurableGate as DurableGate
-from prism.runtime._durable_gate import stamp_ids
+from prism.runtime._durable_gate import DurableGate
 from prism.runtime._request_codec import LiveHistory, RequestCodec
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.config import AgentConfig
@@ -75,7 +75,7 @@ from prism.types import (
 )
 from prism.usage import UsageAccumulator
 
-__all__ = ["INTERRUPTED_MESSAGE", "DurableGate", "RunContext"]
+__all__ = ["INTERRUPTED_MESSAGE", "RunContext"]
 
 T = TypeVar("T")
 
@@ -83,6 +83,20 @@ _log = logging.getLogger("prism")
 
 INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its result was recorded"
 """Message of the rows that answer calls left open by a failed run."""
+
+
+def _stamp(event: Any, session_id: str, run_id: str) -> Any:
+    """``event`` with empty ``session_id``/``run_id`` fields filled in."""
+    sid = getattr(event, "session_id", session_id)
+    rid = getattr(event, "run_id", run_id)
+    if sid and rid:
+        return event
+    changes: dict[str, str] = {}
+    if not sid and hasattr(event, "session_id"):
+        changes["session_id"] = session_id
+    if not rid and hasattr(event, "run_id"):
+        changes["run_id"] = run_id
+    return dataclasses.replace(event, **changes) if changes else event
 
 
 class RunContext:
@@ -249,7 +263,7 @@ class RunContext:
         forward = self.forward
         if not observers.active and not ledger_on and forward is None:
             return
-        event = stamp_ids(event, self.session_id, self.run_id)
+        event = _stamp(event, self.session_id, self.run_id)
         redactor = self.redactor
         if redactor is not None:
             event = redact_agent_event(event, redactor)
