@@ -48,7 +48,10 @@ from prism.providers.base import (
     _redact_error_info,
     provider_error,
 )
+from prism.providers.defaults import ProviderDefaults
 from prism.types import (
+    ModelCapabilities,
+    ModelConfig,
     ProviderErrorEvent,
     ProviderEvent,
     ProviderRequest,
@@ -57,7 +60,11 @@ from prism.types import (
 if TYPE_CHECKING:
     import openai
 
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+"""Model name of ``create_openai_chat_provider().defaults.model``."""
+
 __all__ = [
+    "DEFAULT_OPENAI_MODEL",
     "MAX_ERROR_BODY_BYTES",
     "MAX_REQUEST_BODY_BYTES",
     "MAX_RESPONSE_BODY_BYTES",
@@ -145,7 +152,9 @@ class OpenAICompatibleProvider:
         "_api_key",
         "_auth_style",
         "_client",
+        "_defaults",
         "_extra_headers",
+        "_max_tokens_field",
         "_omit_openai_headers",
         "_prefix",
         "_reasoning_field",
@@ -171,9 +180,13 @@ class OpenAICompatibleProvider:
         reasoning_field: str | None,
         request_failed_prefix: str,
         omit_openai_headers: bool,
+        default_model: ModelConfig | None = None,
+        max_tokens_field: str = "max_tokens",
     ) -> None:
         """Store the configuration; use the factories instead of calling this directly."""
         self.id = id
+        self._defaults = ProviderDefaults(model=default_model)
+        self._max_tokens_field = max_tokens_field
         self._client = client
         self._api_key = api_key
         self._auth_style = auth_style
@@ -189,6 +202,12 @@ class OpenAICompatibleProvider:
         client_key = getattr(client, "api_key", None)
         if isinstance(client_key, str) and client_key != _PLACEHOLDER_KEY:
             self._remember(client_key)
+
+    @property
+    def defaults(self) -> ProviderDefaults:
+        """The model of ``create_agent(provider=...)`` without ``model=`` (the factory's
+        ``model``; ``None`` when an OpenAI-compatible provider was built without one)."""
+        return self._defaults
 
     def _remember(self, secret: str) -> None:
         if secret and secret not in self._secrets:
@@ -253,7 +272,10 @@ class OpenAICompatibleProvider:
         try:
             key = await self._resolve_key()
             body = build_request_body(
-                request, stream=stream, reasoning_field=self._reasoning_field
+                request,
+                stream=stream,
+                reasoning_field=self._reasoning_field,
+                max_tokens_field=self._max_tokens_field,
             )
             if self._transform_body is not None:
                 replaced = await maybe_await(self._transform_body(body, request))
@@ -389,6 +411,7 @@ def create_openai_compatible_provider(
     strict_completion: bool = True,
     reasoning_field: str | None = None,
     request_failed_prefix: str = "OpenAI-compatible request failed",
+    model: str | ModelConfig | None = None,
 ) -> OpenAICompatibleProvider:
     """Create a provider for a server speaking OpenAI Chat Completions.
 
@@ -414,6 +437,9 @@ def create_openai_compatible_provider(
         reasoning_field: When set (e.g. ``"reasoning_content"``), assistant thinking text is sent
             back under this key; otherwise thinking parts are dropped.
         request_failed_prefix: Prefix of HTTP error messages.
+        model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
+            a model name served by the server (``ModelConfig(provider=id, model=model)`` with
+            tool support), or a full ``ModelConfig``. ``None``: agents must pass ``model=``.
 
     Raises:
         PrismConfigError: a missing ``api_key`` (unless ``client`` or ``auth_style="none"``), an
@@ -434,6 +460,7 @@ def create_openai_compatible_provider(
         reasoning_field=reasoning_field,
         request_failed_prefix=request_failed_prefix,
         openai_server=False,
+        default_model=_default_model(id, model, ModelCapabilities(tools=True)),
     )
 
 
@@ -451,6 +478,7 @@ def _make_provider(
     reasoning_field: str | None,
     request_failed_prefix: str,
     openai_server: bool,
+    default_model: ModelConfig | None,
 ) -> OpenAICompatibleProvider:
     _check_str("base_url", base_url)
     _check_str("id", id)
@@ -484,6 +512,10 @@ def _make_provider(
         reasoning_field=reasoning_field,
         request_failed_prefix=request_failed_prefix,
         omit_openai_headers=built and not openai_server,
+        default_model=default_model,
+        # OpenAI's newer models accept only ``max_completion_tokens``; other servers know
+        # ``max_tokens``
+        max_tokens_field="max_completion_tokens" if openai_server else "max_tokens",
     )
 
 
@@ -494,6 +526,7 @@ def create_openai_chat_provider(
     id: str = "openai",
     client: openai.AsyncOpenAI | None = None,
     http_client: Any = None,
+    model: str | ModelConfig = DEFAULT_OPENAI_MODEL,
 ) -> OpenAICompatibleProvider:
     """Create the OpenAI Chat Completions provider.
 
@@ -507,6 +540,9 @@ def create_openai_chat_provider(
         id: Provider id.
         client: A host-built ``openai.AsyncOpenAI`` (keeps its own timeout and auth).
         http_client: An ``httpx.AsyncClient`` for the SDK client this factory builds.
+        model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
+            a model name (text and image input, tools, native JSON-Schema output) or a full
+            ``ModelConfig``; default :data:`DEFAULT_OPENAI_MODEL`.
 
     Raises:
         PrismConfigError: no ``api_key``, no ``client`` and ``OPENAI_API_KEY`` unset or empty
@@ -533,4 +569,20 @@ def create_openai_chat_provider(
         reasoning_field=None,
         request_failed_prefix="OpenAI request failed",
         openai_server=True,
+        default_model=_default_model(
+            id,
+            model,
+            ModelCapabilities(
+                input=("text", "image"), tools=True, structured_output="json_schema"
+            ),
+        ),
     )
+
+
+def _default_model(
+    id: str, model: str | ModelConfig | None, capabilities: ModelCapabilities
+) -> ModelConfig | None:
+    if model is None or isinstance(model, ModelConfig):
+        return model
+    _check_str("model", model)
+    return ModelConfig(provider=id, model=model, capabilities=capabilities)

@@ -99,6 +99,12 @@ class RunOptions:
     """Filters applied after the agent's."""
     tool_validator: ToolValidator | Literal[False] | None = None
     """Argument validator for this run; ``False`` disables validation."""
+    max_tokens: int | None = None
+    """Cap on the tokens generated per provider request (int ≥ 1); wins over the agent's (see
+    ``create_agent``). A cut reply has ``provider_stop_reason="max_tokens"``."""
+    answer_after_tool_rounds: int | Literal[False] | None = None
+    """Tool rounds before the model must answer in text (int ≥ 0); ``False`` never forces an
+    answer; ``None`` takes the agent's, else the provider's default (see ``create_agent``)."""
 
     @classmethod
     def coerce(cls, value: RunOptions | Mapping[str, Any] | None) -> RunOptions:
@@ -166,3 +172,5 @@ class RunOptionKeywords(TypedDict, total=False):
     skills: Sequence[Skill] | None
     tool_filter: ToolFilter | Sequence[ToolFilter] | None
     tool_validator: ToolValidator | Literal[False] | None
+    max_tokens: int | None
+    answer_after_tool_rounds: int | Literal[False] | None

@@ -44,6 +44,7 @@ from ._models import ModelConfig as ModelConfig
 from ._models import ModelLimits as ModelLimits
 from ._models import ProviderRequestOptions as ProviderRequestOptions
 from ._models import StructuredOutputOptions as StructuredOutputOptions
+from ._models import ToolChoice as ToolChoice
 from ._models import merge_provider_options as merge_provider_options
 from ._options import _Options as _Options
 from ._provider_stream import ProviderContentDelta as ProviderContentDelta
@@ -105,6 +106,7 @@ __all__ = [
     "RunStatus",
     "RunStopReason",
     "StructuredOutputOptions",
+    "ToolChoice",
     "TextContent",
     "ThinkingContent",
     "ToolAuthority",

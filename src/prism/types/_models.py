@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from prism._json import JsonValue
+from prism.errors import PrismConfigError
 from prism.types._options import _Options
 
 _T = TypeVar("_T")
@@ -17,6 +18,7 @@ __all__ = [
     "ModelLimits",
     "ProviderRequestOptions",
     "StructuredOutputOptions",
+    "ToolChoice",
     "merge_provider_options",
 ]
 
@@ -115,6 +117,31 @@ class ProviderRequestOptions(_Options):
     """Extra request body fields."""
     structured_output: StructuredOutputOptions | None = None
     """Native structured output."""
+    max_tokens: int | None = None
+    """Cap on the tokens the model generates in this request (≥ 1); every provider maps it to
+    its own field (``max_completion_tokens`` for OpenAI, ``max_tokens`` elsewhere) and it wins
+    over ``model.parameters``. A reply cut by it ends with the provider stop reason
+    ``"max_tokens"``."""
+    tool_choice: ToolChoice | None = None
+    """Whether the model may (``"auto"``), must (``"required"``) or must not (``"none"``) call
+    the request's tools; each provider maps it to its own wire form. ``None``: the provider's
+    default (``"auto"``)."""
+
+    def __post_init__(self) -> None:
+        max_tokens = self.max_tokens
+        if max_tokens is not None and (
+            type(max_tokens) is not int or max_tokens < 1
+        ):
+            raise PrismConfigError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
+        choice = self.tool_choice
+        if choice is not None and choice not in ("auto", "none", "required"):
+            raise PrismConfigError(
+                f"tool_choice must be 'auto', 'none' or 'required', got {choice!r}"
+            )
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"]
+"""Provider-neutral tool choice of :attr:`ProviderRequestOptions.tool_choice`."""
 
 
 def _merge_maps(
@@ -149,4 +176,6 @@ def merge_provider_options(
             if patch.structured_output is not None
             else base.structured_output
         ),
+        max_tokens=patch.max_tokens if patch.max_tokens is not None else base.max_tokens,
+        tool_choice=patch.tool_choice if patch.tool_choice is not None else base.tool_choice,
     )
