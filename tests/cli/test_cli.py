@@ -95,6 +95,9 @@ def test_json_prints_every_event_as_one_json_line(tmp_path: Path) -> None:
     assert events[-1].usage == Usage(input_tokens=30, output_tokens=4, total_tokens=34)
     summary = json.loads(lines[-1])
     assert summary["type"] == "run_result" and summary["status"] == "succeeded"
+    # the final provider turn's stop reason, beside the run-level one
+    assert events[-1].provider_stop_reason == "end_turn"
+    assert (summary["stop_reason"], summary["provider_stop_reason"]) == (None, "end_turn")
 
 
 def test_plain_output_streams_text_to_stdout_and_notes_to_stderr(tmp_path: Path) -> None:

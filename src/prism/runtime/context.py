@@ -62,6 +62,7 @@ from prism.types import (
     ErrorInfo,
     Message,
     ProviderRequest,
+    ProviderStopReason,
     ProviderTurnResult,
     ToolCallContent,
     ToolDefinition,
@@ -152,6 +153,7 @@ class RunContext:
         "open_calls",
         "plan",
         "policies",
+        "provider_stop_reason",
         "redactor",
         "registry",
         "restored_loop_state",
@@ -192,6 +194,8 @@ class RunContext:
         self.restored_loop_state: Any = None
         self.finish_reason: str | None = None
         self.artifact: Any = None
+        self.provider_stop_reason: ProviderStopReason | None = None
+        """The stop reason of the last provider turn (``RunResult.provider_stop_reason``)."""
         # The leg's live state.
         self.state = state
         self.config = config
@@ -428,6 +432,7 @@ class RunContext:
         turn = self.turn or boundary.completed + 1
         result = await attempts.run(red, request_bytes=size, turn=turn, secrets=secrets)
         boundary.completed += 1
+        self.provider_stop_reason = result.stop_reason
         return result
 
     # ----------------------------------------------------------------- tools

@@ -420,6 +420,7 @@ class RunLeg:
                 usage=usage,
                 finish_reason=finish_reason,
                 stop_detail=stop_detail,
+                provider_stop_reason=ctx.provider_stop_reason,
             )
         )
         self._status = "succeeded"
@@ -436,6 +437,7 @@ class RunLeg:
             artifact=artifact,
             run_state=run_state,
             leaf_id=ctx.state.leaf_id,
+            provider_stop_reason=ctx.provider_stop_reason,
         )
 
     async def _suspended(self, signal: AgentRunSuspended) -> RunResult:
@@ -462,6 +464,7 @@ class RunLeg:
             run_state=state,
             interruption=interruption,
             leaf_id=ctx.state.leaf_id,
+            provider_stop_reason=ctx.provider_stop_reason,
         )
 
     def _error_info(self, exc: BaseException) -> ErrorInfo:
@@ -517,6 +520,7 @@ class RunLeg:
             limit=breach,
             abort_reason=abort_reason,
             run_state=run_state,
+            provider_stop_reason=ctx.provider_stop_reason,
         )
         if breach is not None:
             return AgentRunLimitError(result=result, breach=breach)
