@@ -422,7 +422,8 @@ class LoopContext(Protocol):
 
     @property
     def max_tool_rounds(self) -> float:
-        """Tool rounds left for the whole run (an ``int``), or ``prism.UNLIMITED`` (``math.inf``)."""
+        """Tool rounds left for the whole run (an ``int``), or ``prism.UNLIMITED`` (``math.inf``):
+        ``limits.max_tool_rounds`` capped by the run's ``answer_after_tool_rounds`` policy."""
         ...
 
     @property
@@ -436,8 +437,9 @@ class LoopContext(Protocol):
         ...
 
     finish_reason: str | None
-    """Writable. Set to ``"turn_limit"`` when a ceiling ended the run cleanly (``"token_limit"``
-    and ``"refusal"`` are reserved for custom loops); copied to the result."""
+    """Writable. Set to ``"tool_round_limit"`` when the tool-round budget ended the run without a
+    text answer, ``"turn_limit"`` when another ceiling ended it cleanly (``"token_limit"`` and
+    ``"refusal"`` are reserved for custom loops); copied to the result."""
 
     artifact: Any
     """Writable. The accepted artifact value; copied to ``RunResult.artifact`` on success."""

@@ -355,7 +355,7 @@ class GenerateValidateReviseLoop:
                         turn += 1
                         continue
                     if tool_rounds >= ctx.max_tool_rounds:
-                        ctx.finish_reason = "turn_limit"
+                        ctx.finish_reason = "tool_round_limit"
                         await append_unanswered_rows(ctx, host_calls, _ROUND_LIMIT_MESSAGE)
                         report_artifact(
                             ArtifactFailedEvent(

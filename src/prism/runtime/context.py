@@ -50,6 +50,7 @@ from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
 from prism.runtime._fast import message_entry
 from prism.runtime._request_codec import LiveHistory, RequestCodec
+from prism.runtime._tool_rounds import force_text_answer
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.config import AgentConfig
 from prism.runtime.plan import RunPlan
@@ -129,6 +130,7 @@ class RunContext:
         "_layout",
         "_layout_version",
         "accumulator",
+        "answer_after_tool_rounds",
         "artifact",
         "artifact_finished",
         "assembler",
@@ -196,6 +198,8 @@ class RunContext:
         self.artifact: Any = None
         self.provider_stop_reason: ProviderStopReason | None = None
         """The stop reason of the last provider turn (``RunResult.provider_stop_reason``)."""
+        self.answer_after_tool_rounds: int | None = None
+        """The run's tool-round policy (:mod:`prism.runtime._tool_rounds`), set by the leg."""
         # The leg's live state.
         self.state = state
         self.config = config
@@ -404,6 +408,9 @@ class RunContext:
         boundary = self.boundary
         if boundary.entered != boundary.completed + 1:
             await boundary.enter()
+        answer_after = self.answer_after_tool_rounds
+        if answer_after is not None and self.tracker.tool_rounds >= answer_after:
+            request = force_text_answer(request)
         secrets: tuple[str, ...] = ()
         if self.policies:
             request, secrets = await apply_request_policies(

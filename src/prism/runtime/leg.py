@@ -57,6 +57,7 @@ from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
 from prism.runtime._fast import shielded
 from prism.runtime._setup import auto_compact, resolve_provider, setup_assembly, setup_attempts
+from prism.runtime._tool_rounds import resolve_answer_after, round_budget
 from prism.runtime.config import AgentConfig
 from prism.runtime.context import RunContext
 from prism.runtime.plan import RunPlan
@@ -326,7 +327,10 @@ class RunLeg:
         self.loop = loop
         needs = loop_needs(loop)
         ctx.tool_concurrency = resolve_tool_concurrency(plan.loop, config.loop)
-        ctx.max_tool_rounds = ctx.tracker.leg_max_tool_rounds
+        ctx.answer_after_tool_rounds = resolve_answer_after(plan.answer_after_tool_rounds, provider)
+        ctx.max_tool_rounds = round_budget(
+            ctx.tracker.leg_max_tool_rounds, ctx.answer_after_tool_rounds, ctx.tracker.tool_rounds
+        )
         options = resolve_structured_output(
             config.provider_options,
             plan.provider_options,
