@@ -399,14 +399,14 @@ def test_bad_options_exit_2_before_any_store_or_session(
     assert code == 2
     assert message in err
     assert out == ""
-    assert not _private_store.parent.exists()
+    assert not _private_store.exists()
 
 
 @pytest.mark.parametrize(("prompt", "stdin"), [("", ""), ("   ", ""), ("-", ""), ("-", " \n")])
 def test_empty_prompt_is_rejected(prompt: str, stdin: str, _private_store: Path) -> None:
     code, _, err = _run(["run", prompt], stdin=io.StringIO(stdin))
     assert code == 2 and "the prompt is empty" in err
-    assert not _private_store.parent.exists()
+    assert not _private_store.exists()
 
 
 def test_run_dash_reads_the_prompt_from_stdin(tmp_path: Path) -> None:

@@ -106,9 +106,14 @@ def test_run_without_store_option_uses_the_data_dir(
 
 def test_store_option_and_errors(tmp_path: Path) -> None:
     store = tmp_path / "elsewhere" / "s.db"
-    code, _, err = _run(
-        ["run", "hi", "--model", _script(tmp_path, [ANSWER]), "--store", f"sqlite:///{store}"]
-    )
+    argv = ["run", "hi", "--model", _script(tmp_path, [ANSWER]), "--store", f"sqlite:///{store}"]
+    # an explicit store whose folder does not exist is an error; nothing is created
+    code, _, err = _run(argv)
+    assert code == 2
+    assert f"the folder {store.parent} does not exist" in err
+    assert not store.parent.exists()
+    store.parent.mkdir()
+    code, _, err = _run(argv)
     assert code == 0, err
     assert store.is_file()
     code, out, _ = _run(["sessions", "list", "--store", f"sqlite:///{store}"])

@@ -203,14 +203,11 @@ def _assert_protocol(result: RunResult, events: list[Any], tool: AddTool) -> Non
 
 
 async def test_session_run_through_the_llama_cpp_server(llama_server: str) -> None:
-    """A tool round against the real server through the OpenAI-compatible provider (PROV-15)."""
-    from prism.providers.llama_cpp import llama_server_transform_body
+    """A tool round against the real server through the OpenAI-compatible provider (PROV-15),
+    with the provider's defaults only (no transform_body)."""
     from prism.providers.openai import create_openai_compatible_provider
 
-    # the server rejects `content: null` on assistant tool-call messages (500): send ""
-    provider = create_openai_compatible_provider(
-        base_url=llama_server, api_key="none", transform_body=llama_server_transform_body
-    )
+    provider = create_openai_compatible_provider(base_url=llama_server, api_key="none")
     model = ModelConfig(
         provider="openai-compatible",
         model="smollm2-135m-instruct",
@@ -228,6 +225,83 @@ async def test_session_run_through_the_llama_cpp_server(llama_server: str) -> No
         assert result.usage is not None and (result.usage.total_tokens or 0) > 0
 
 
+def force_per_prompt(ctx: PolicyContext) -> ProviderRequestPolicyResult:
+    """Each user prompt: first the model must call ``add``, after its result answer in text."""
+    answered = False
+    for message in reversed(ctx.request.messages):
+        if message.role == "user":
+            break
+        answered = answered or message.role == "tool"
+    choice: Any = "none" if answered else {"type": "function", "function": {"name": "add"}}
+    return ProviderRequestPolicyResult(options=ProviderRequestOptions(extra={"tool_choice": choice}))
+
+
+async def test_a_two_prompt_tool_conversation_with_the_default_compatible_provider(
+    llama_server: str,
+) -> None:
+    """Two prompts in one session, each with a tool round, against the real server and the
+    default OpenAI-compatible provider: the second prompt's request carries the first prompt's
+    assistant tool-call message (no text) back to the server, which rejects a null content."""
+    from prism.providers.openai import create_openai_compatible_provider
+
+    provider = create_openai_compatible_provider(base_url=llama_server, auth_style="none")
+    model = ModelConfig(
+        provider="openai-compatible",
+        model="smollm2-135m-instruct",
+        parameters={"temperature": 0, "max_tokens": MAX_TOKENS, "seed": 1},
+    )
+    tool = AddTool()
+    agent = create_agent(
+        model=model,
+        provider=provider,
+        tools=[tool.definition()],
+        instructions="You add numbers with the add tool.",
+        provider_request_policies=[force_per_prompt],
+        retry=False,
+    )
+    session = agent.create_session()
+    first = await session.run("What is 2 plus 3?")
+    assert first.status == "succeeded", first.error
+    second = await session.run("And what is 4 plus 5?")
+    assert second.status == "succeeded", second.error
+    assert len(tool.calls) == 2
+    roles = [entry.message.role for entry in await session.entries() if entry.message is not None]
+    assert roles == ["user", "assistant", "tool", "assistant"] * 2
+    for result in (first, second):
+        tool_rows = [
+            part
+            for message in result.messages
+            for part in message.content
+            if isinstance(part, ToolResultContent)
+        ]
+        assert len(tool_rows) == 1 and tool_rows[0].error is None
+
+
+async def test_a_stream_the_server_abandons_names_the_status(llama_server: str) -> None:
+    """This server cannot stream an automatically chosen tool call: it answers 200, logs the
+    error and closes an empty stream. The error says so (HTTP status, nothing received, where
+    the cause is) instead of only the missing end-of-stream evidence."""
+    from prism.providers.openai import create_openai_compatible_provider
+    from prism.types import ProviderErrorEvent, ProviderRequest
+
+    provider = create_openai_compatible_provider(base_url=llama_server, auth_style="none")
+    request = ProviderRequest(
+        model=ModelConfig(
+            provider="openai-compatible",
+            model="smollm2-135m-instruct",
+            parameters={"max_tokens": 8, "tool_choice": "auto"},
+        ),
+        messages=(Message(role="user", content=(TextContent(text="Add 2 and 3."),)),),
+        tools=(AddTool().definition(),),
+    )
+    events = [event async for event in provider.generate(request)]
+    assert isinstance(events[-1], ProviderErrorEvent)
+    error = events[-1].error
+    assert error.code == "incomplete_stream"
+    assert "HTTP 200, no data event received, empty body" in error.message
+    assert "its log has the cause" in error.message
+
+
 async def test_session_run_through_the_in_process_provider() -> None:
     """The same tool round through ``prism.providers.llama_cpp`` (the embedded default model)."""
     _require_local_model()
@@ -243,3 +317,32 @@ async def test_session_run_through_the_in_process_provider() -> None:
     assert (result.usage.input_tokens or 0) > 0 and (result.usage.output_tokens or 0) > 0
     finished = [e for e in events if e.type == "provider_turn_finished"]
     assert all(e.usage is not None for e in finished)
+
+
+def test_the_prism_command_against_the_server(llama_server: str, tmp_path: Any) -> None:
+    """``prism run`` with an ``openai-compatible`` model: the endpoint check passes, the tool
+    round and the text turn go through the provider's defaults (no body transform)."""
+    import io
+    import json
+
+    from prism.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        [
+            "run", "What is 2 plus 3?",
+            "--model", f"openai-compatible:smollm2-135m-instruct@{llama_server}",
+            "--tool", "calculator", "--tool-choice", "required", "--tool-rounds", "1",
+            "--max-tokens", str(MAX_TOKENS), "--temperature", "0",
+            "--store", f"sqlite:///{tmp_path / 'sessions.db'}", "--json",
+        ],
+        out=out,
+        err=err,
+        stdin=io.StringIO(),
+    )
+    assert code == 0, err.getvalue()
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    summary = events[-1]
+    assert summary["type"] == "run_result" and summary["status"] == "succeeded"
+    assert [e["type"] for e in events].count("tool_execution_finished") == 1
+    assert summary["turns"] == 2

@@ -455,7 +455,7 @@ async def test_body_snapshot_for_a_full_history() -> None:
     )
     server = Server(text_stream("ok"))
     req = ProviderRequest(model=config, messages=messages, tools=tuple(tools), options=options)
-    await events_of(compatible(server), req)
+    await events_of(compatible(server, tool_call_content=None), req)
     assert server.body() == {
         "model": "vision-model",
         "messages": [
@@ -577,6 +577,52 @@ async def test_thinking_is_sent_back_only_under_a_configured_reasoning_field() -
         "content": "answer",
         "reasoning_content": "step 1; step 2",
     }
+
+
+def _tool_call_history() -> tuple[Message, ...]:
+    return (
+        user_message("2+3?"),
+        Message(
+            role="assistant",
+            content=(ToolCallContent(id="call_1", name="add", arguments={"a": 2, "b": 3}),),
+        ),
+        Message(
+            role="tool",
+            content=(ToolResultContent(tool_call_id="call_1", name="add", result=5),),
+        ),
+    )
+
+
+async def test_compatible_servers_get_an_empty_string_as_tool_call_content_by_default() -> None:
+    """OAI-4 for OpenAI-compatible servers: "" instead of null on an assistant message with tool
+    calls and no text (llama-cpp-python's server rejects null with a 500)."""
+    server = Server(text_stream("ok"))
+    await events_of(compatible(server), request(*_tool_call_history()))
+    sent = server.body()["messages"][1]
+    assert sent["content"] == "" and sent["tool_calls"][0]["id"] == "call_1"
+
+
+async def test_tool_call_content_none_sends_null() -> None:
+    server = Server(text_stream("ok"))
+    await events_of(compatible(server, tool_call_content=None), request(*_tool_call_history()))
+    assert server.body()["messages"][1]["content"] is None
+
+
+async def test_the_openai_chat_provider_keeps_null_tool_call_content() -> None:
+    """OAI-4: OpenAI itself gets the documented null."""
+    server = Server(text_stream("ok"))
+    provider = create_openai_chat_provider(
+        api_key=KEY, base_url=BASE_URL, http_client=server.client()
+    )
+    await events_of(provider, request(*_tool_call_history()))
+    assert server.body()["messages"][1]["content"] is None
+
+
+def test_tool_call_content_must_be_a_string_or_none() -> None:
+    with pytest.raises(PrismConfigError, match="tool_call_content"):
+        create_openai_compatible_provider(
+            base_url=BASE_URL, auth_style="none", tool_call_content=0  # type: ignore[arg-type]
+        )
 
 
 async def test_an_assistant_message_without_text_or_calls_sends_empty_content() -> None:
@@ -850,6 +896,36 @@ async def test_missing_done_marker_fails_closed() -> None:
     assert events[-1].error.code == "incomplete_stream"
     assert "[DONE]" in events[-1].error.message
     assert not any(isinstance(e, ProviderDone) for e in events)
+
+
+async def test_an_incomplete_stream_names_the_status_and_the_events_received() -> None:
+    """OAI-6: the incomplete_stream message says what arrived (HTTP status, data events)."""
+    body = sse(chunk({"content": "partial"}), done=False)
+    error = await error_of(compatible(Server(sse_response(body))), request())
+    assert error.code == "incomplete_stream"
+    assert "stream ended without [DONE] and finish_reason (HTTP 200, 1 data event received)" in (
+        error.message
+    )
+
+
+async def test_an_empty_stream_says_the_server_failed_after_its_headers() -> None:
+    """A server that fails after sending 200 and its headers closes an empty stream: the
+    message names the status and where the cause is, not only the missing evidence."""
+    error = await error_of(compatible(Server(sse_response(b""))), request())
+    assert error.code == "incomplete_stream"
+    assert "HTTP 200, no data event received, empty body" in error.message
+    assert "failed after sending its headers" in error.message
+
+
+async def test_a_non_sse_stream_body_is_quoted_bounded_and_redacted() -> None:
+    """A stream whose body is not SSE (a proxy's error page) is quoted: at most 1 KiB, with
+    the API key redacted."""
+    page = f"upstream error: bad gateway for key {KEY}\n" + "x" * 5000
+    error = await error_of(compatible(Server(sse_response(page.encode()))), request())
+    assert error.code == "incomplete_stream"
+    assert "no data event received, body began: upstream error: bad gateway" in error.message
+    assert KEY not in error.message and "[REDACTED]" in error.message
+    assert error.message.count("x") <= 1024
 
 
 async def test_missing_finish_reason_fails_closed() -> None:
@@ -1234,7 +1310,7 @@ async def test_a_session_run_with_one_tool_round_through_the_provider() -> None:
     second = server.body(1)["messages"]
     assert second[-2] == {
         "role": "assistant",
-        "content": None,
+        "content": "",
         "tool_calls": [
             {
                 "id": "call_w1",

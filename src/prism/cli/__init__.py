@@ -11,9 +11,13 @@
     prism run --session SESSION_ID "and in Celsius?"            # continue a conversation
     prism run --max-turns 2 "Investigate"                       # stop cleanly after 2 turns
     prism run --approve-tools --tool clock "What time is it?"   # ask before each tool call
+    prism run --tool mytools:add "What is 2+3?"                 # your own tool (./mytools.py)
     prism resume RUN_ID [--approve | --deny]                    # continue a stopped run
     prism sessions list
     prism sessions show SESSION_ID
+
+``--tool`` takes a built-in tool name or ``MODULE:ATTR``, the import path of the host's own tool
+(a ``@prism.tool`` object or a plain function; ``prism.cli._host_tools``).
 
 ``prism run`` streams the assistant text as it arrives, shows each tool call and its result, a live
 status line (turn, tokens, elapsed time) on terminals, and a usage summary at the end (completed
@@ -30,7 +34,9 @@ and are redacted from everything the command prints.
 
 Sessions live in a store: ``--store URL`` (``sqlite:///file.db``,
 ``sqlite:////abs/file.db``, ``postgresql://…``), else ``$PRISM_STORE``, else the SQLite file
-``$XDG_DATA_HOME/prism/sessions.db`` (``~/.local/share/prism/sessions.db``). Every run is durable
+``$XDG_DATA_HOME/prism/sessions.db`` (``~/.local/share/prism/sessions.db``); only that default
+location's folder is created, the folder of a store named explicitly must exist. A model server
+that cannot be reached is reported before anything is stored. Every run is durable
 with every-turn checkpoints, so ``prism resume RUN_ID`` continues a run stopped by ``--max-turns``,
 one waiting for a tool approval (``--approve-tools``), or one whose process ended mid-run. Read-only
 commands (``sessions list/show``) never create a store.
@@ -59,7 +65,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, cast
 
-from prism.cli import _models, _run, _sessions, _tools
+from prism.cli import _host_tools, _models, _run, _sessions, _tools
 from prism.cli._render import PipeGuard, guard
 from prism.cli._run import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
 from prism.cli._store import STORE_ENV
@@ -169,21 +175,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--tool",
         "-t",
         action="append",
-        metavar="NAME",
-        choices=sorted(_tools.BUILTIN_TOOLS),
-        help=f"enable a built-in tool (repeatable): {', '.join(sorted(_tools.BUILTIN_TOOLS))}",
+        metavar="NAME|MODULE:ATTR",
+        type=_tool_option,
+        help=f"enable a tool (repeatable): a built-in one ({', '.join(sorted(_tools.BUILTIN_TOOLS))}"
+        ") or your own as MODULE:ATTR — a @prism.tool object or a plain function, imported "
+        "with the current directory on the path (e.g. --tool mytools:add for ./mytools.py)",
     )
     run.add_argument(
         "--tool-choice",
         choices=("auto", "required", "none"),
         help="whether the model must call a tool when answering the prompt (default auto)",
     )
-    run.add_argument(
+    rounds = run.add_argument_group(
+        "tool rounds",
+        "Two different bounds. --tool-rounds steers: after N tool rounds the model is\n"
+        "asked for its text answer and gets one more turn to give it. --max-tool-rounds\n"
+        "stops: tool calls beyond N rounds are not run and the run ends at once, without\n"
+        "a text answer. To get an answer, keep --tool-rounds at or below --max-tool-rounds.",
+    )
+    rounds.add_argument(
         "--tool-rounds",
         type=int,
         metavar="N",
-        help="tool rounds before the model must answer in text (default: 1 for the local "
-        "model, unlimited for others; 0 = unlimited)",
+        help="tool rounds after which the model must answer in text (later turns get "
+        "tool_choice none; default: 1 for the local model, unlimited for others; 0 = unlimited)",
     )
     run.add_argument(
         "--approve-tools",
@@ -212,7 +227,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="stop cleanly after N model turns; prism resume RUN_ID continues the run",
     )
-    run.add_argument("--max-tool-rounds", type=int, metavar="N", help="cap on tool rounds")
+    rounds.add_argument(
+        "--max-tool-rounds",
+        type=int,
+        metavar="N",
+        help="hard limit on tool rounds per run: the calls of a later round are answered "
+        "'not dispatched' and the run stops (stop reason turn_limit; default: the runtime's "
+        "limit, 8)",
+    )
     add_output_options(run)
     run.set_defaults(handler=_cmd_run)
 
@@ -261,6 +283,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_store_option(show)
     sessions.set_defaults(handler=_cmd_sessions, sessions_command=None)
     return parser
+
+
+def _tool_option(value: str) -> str:
+    """``--tool`` values: a built-in tool name or a ``MODULE:ATTR`` spec (loaded later).
+
+    Raises:
+        argparse.ArgumentTypeError: neither (argparse reports it with the usage, exit 2).
+    """
+    if value in _tools.BUILTIN_TOOLS or _host_tools.is_host_tool_spec(value):
+        return value
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {value!r} (built-in tools: {', '.join(sorted(_tools.BUILTIN_TOOLS))}; "
+        "or MODULE:ATTR for your own tool)"
+    )
 
 
 def _run_command(

@@ -153,18 +153,12 @@ def parse_model_spec(
             secrets = (compat_key,)
 
         def make_compatible() -> Any:
-            from prism.providers.llama_cpp import llama_server_transform_body
-
             module = _openai()
-            # `content: ""` instead of null on assistant tool-call messages: accepted everywhere,
-            # required by llama-cpp-python's server
+            # the compatible provider's defaults already suit llama.cpp servers (an empty
+            # string, not null, as the content of assistant tool-call messages)
             if compat_key is None:
-                return module.create_openai_compatible_provider(
-                    base_url=url, auth_style="none", transform_body=llama_server_transform_body
-                )
-            return module.create_openai_compatible_provider(
-                base_url=url, api_key=compat_key, transform_body=llama_server_transform_body
-            )
+                return module.create_openai_compatible_provider(base_url=url, auth_style="none")
+            return module.create_openai_compatible_provider(base_url=url, api_key=compat_key)
 
         return ModelChoice(
             spec=spec,

@@ -83,6 +83,30 @@ class RunReport:
         )
         return exit
 
+    def unreachable(
+        self, session_id: str | None, message: str, code: str, exit: int
+    ) -> int:
+        """The model's server could not be reached before the run started: nothing was stored
+        (no session, no run)."""
+        if self.broken():
+            return EXIT_BROKEN_PIPE
+        self.renderer.failed(message, self.usage.value())
+        if session_id:
+            self.renderer.notice(f"session {session_id} unchanged; nothing was stored")
+        else:
+            self.renderer.notice("nothing was stored (no session was created)")
+        summary = self._summary(
+            status="failed",
+            run_id="",
+            session_id=session_id or "",
+            code=exit,
+            error={"message": message, "code": code},
+        )
+        summary["run_id"] = None
+        summary["session_id"] = session_id
+        self.renderer.result(summary)
+        return exit
+
     def _summary(
         self,
         *,

@@ -17,7 +17,9 @@ Everything the command line can get wrong is checked before a store is opened or
 created (exit 2, nothing stored): numbers out of range, options that do not apply
 (``--max-revisions`` without ``--loop gvr``, ``--api-key-env`` with a model that is not
 ``openai-compatible``), an empty prompt, a bad ``--model`` (missing key, ``local:PATH`` that is
-not a GGUF file).
+not a GGUF file), a ``--tool MODULE:ATTR`` that cannot be loaded. A model server that cannot be
+reached is found before the run starts (one TCP connection, ``prism.cli._reachable``): the
+command fails (exit 1) and stores nothing, so no session holding only the prompt is left behind.
 
 Outcomes (exit codes; ``--json`` ends with a ``run_result`` line saying the same):
 
@@ -53,6 +55,7 @@ from prism.cli._exit_codes import EXIT_USAGE as EXIT_USAGE
 from prism.cli._exit_codes import PIPE_ABORT_REASON as PIPE_ABORT_REASON
 from prism.cli._interrupt import Interrupts
 from prism.cli._models import ModelChoice
+from prism.cli._reachable import Unreachable, check_endpoint
 from prism.cli._render import (
     JsonRenderer,
     LiveRenderer,
@@ -74,6 +77,8 @@ from prism.cli._settings import tool_choice_policy as tool_choice_policy
 from prism.cli._store import (
     StoreError,
     check_run,
+    display_url,
+    is_default_store,
     last_run,
     load_settings,
     open_cli_store,
@@ -241,7 +246,11 @@ class RunCommand:
         self, body: Callable[[DatabaseStore], Awaitable[int]], *, create: bool
     ) -> int:
         try:
-            store = await open_cli_store(self.url, create=create)
+            store = await open_cli_store(
+                self.url,
+                create=create,
+                create_folder=create and is_default_store(self.args.store, self.environ),
+            )
         except StoreError as exc:
             return self._usage_error(str(exc))
         try:
@@ -312,6 +321,12 @@ class RunCommand:
                 )
             settings = RunSettings.from_args(self.args, self.environ, base)
         assert settings is not None
+        if self.provider_override is None:
+            unreachable = await check_endpoint(
+                check_model(settings, self.environ).endpoint, self.environ
+            )
+            if unreachable is not None:
+                return self._unreachable(store, session_id, settings, unreachable)
         built = self._build(settings, store)
         renderer = self._make_renderer()
         session = built.agent.create_session(session_id, on_event=renderer.event)
@@ -329,6 +344,35 @@ class RunCommand:
             return result
 
         return await self._drive(store, session, renderer, first)
+
+    def _unreachable(
+        self,
+        store: DatabaseStore,
+        session_id: str | None,
+        settings: RunSettings,
+        unreachable: Unreachable,
+    ) -> int:
+        """Report a model server that cannot be reached; nothing has been stored."""
+        endpoint = check_model(settings, self.environ).endpoint or ""
+        message = self._redact(
+            f"cannot reach the model at {display_url(endpoint)}: {unreachable.reason} "
+            f"({unreachable.code})"
+        )
+        renderer = self._make_renderer()
+        with renderer:
+            report = self._report(store, renderer)
+            return report.unreachable(session_id, message, unreachable.code, EXIT_FAILED)
+
+    def _report(self, store: DatabaseStore, renderer: Renderer) -> RunReport:
+        return RunReport(
+            renderer,
+            store=store,
+            usage=self._usage,
+            interrupts=self.interrupts,
+            redact=self._redact,
+            broken=lambda: self.broken,
+            endpoint=self._choice.endpoint if self._choice is not None else None,
+        )
 
     # ------------------------------------------------------------------ prism resume
 
@@ -400,16 +444,7 @@ class RunCommand:
         run_id: str = "",
     ) -> int:
         """Run the first leg, the approval rounds asked on the terminal, and report."""
-        endpoint = self._choice.endpoint if self._choice is not None else None
-        report = RunReport(
-            renderer,
-            store=store,
-            usage=self._usage,
-            interrupts=self.interrupts,
-            redact=self._redact,
-            broken=lambda: self.broken,
-            endpoint=endpoint,
-        )
+        report = self._report(store, renderer)
         with renderer, self.interrupts:
             try:
                 result = await first()

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from prism.cli._host_tools import HostToolError, is_host_tool_spec, load_host_tool
 from prism.cli._models import ModelChoice, ModelSpecError, parse_model_spec
 from prism.cli._store import AGENT_ID, DEFINITION_REVISION
 from prism.cli._tools import BUILTIN_TOOLS, builtin_tool
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
         ProviderRequestPolicy,
         ProviderRequestPolicyResult,
     )
+    from prism.types import ToolDefinition
 
 __all__ = [
     "BuiltAgent",
@@ -70,11 +72,12 @@ class RunSettings:
     temperature: float | None = None
     """``--temperature``."""
     tools: tuple[str, ...] = ()
-    """Built-in tools enabled with ``--tool``."""
+    """Tools enabled with ``--tool``: built-in names and ``MODULE:ATTR`` specs."""
     tool_choice: str = "auto"
     """``--tool-choice``: ``auto``, ``required`` or ``none``."""
     tool_rounds: int | None = None
-    """``--tool-rounds`` (``None``: 1 for the local model, else unlimited)."""
+    """``--tool-rounds``: tool rounds after which the model is asked for its text answer
+    (``None``: 1 for the local model, else unlimited; 0: unlimited)."""
     system: str | None = None
     """``--system``."""
     loop: str = "single-shot"
@@ -84,7 +87,8 @@ class RunSettings:
     max_revisions: int = 3
     """``--max-revisions``."""
     max_tool_rounds: int | None = None
-    """``--max-tool-rounds`` (a run limit)."""
+    """``--max-tool-rounds``: the run limit on tool rounds (calls beyond it are not run and the
+    run ends)."""
     approve_tools: bool = False
     """``--approve-tools``: every tool call waits for an approval."""
 
@@ -126,7 +130,8 @@ class RunSettings:
             UsageError: an out-of-range number (:func:`check_number_options`), ``--schema`` or
                 ``--max-revisions`` without ``--loop gvr``, ``--loop gvr`` without a schema, an
                 unreadable schema file, ``--api-key-env`` with a model that is not
-                ``openai-compatible``.
+                ``openai-compatible``, an unknown tool name or a ``--tool MODULE:ATTR`` that
+                cannot be loaded.
         """
         check_number_options(args)
         start = base if base is not None else cls(model=environ.get("PRISM_MODEL") or "local")
@@ -176,9 +181,27 @@ class RunSettings:
             # inherited from the session, whose model the command line replaced
             settings = dataclasses.replace(settings, api_key_env=None)
         for name in settings.tools:
-            if name not in BUILTIN_TOOLS:
-                raise UsageError(f"unknown tool {name!r}")
+            _tool(name)  # a tool that cannot be loaded is reported before anything is stored
         return settings
+
+
+def _tool(name: str) -> ToolDefinition:
+    """The tool ``--tool name`` enables: a built-in one, or the host's ``MODULE:ATTR``.
+
+    Raises:
+        UsageError: an unknown built-in name, or a host tool that cannot be loaded.
+    """
+    if is_host_tool_spec(name):
+        try:
+            return load_host_tool(name)
+        except HostToolError as exc:
+            raise UsageError(str(exc)) from None
+    if name not in BUILTIN_TOOLS:
+        raise UsageError(
+            f"unknown tool {name!r} (built-in tools: {', '.join(sorted(BUILTIN_TOOLS))}; "
+            "or MODULE:ATTR for your own)"
+        )
+    return builtin_tool(name)
 
 
 def _scheme(model: str) -> str:
@@ -320,10 +343,7 @@ def build_agent(
     """
     choice = check_model(settings, environ)
     redactor = create_secret_redactor(choice.secrets)
-    try:
-        tools = [builtin_tool(name) for name in settings.tools]
-    except KeyError as exc:
-        raise UsageError(str(exc.args[0])) from None
+    tools = [_tool(name) for name in settings.tools]
     loop, loop_instructions = _loop(settings, choice)
     system = settings.system
     if system is None and tools:

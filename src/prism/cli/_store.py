@@ -20,7 +20,9 @@ URL's userinfo, ``password=`` / ``sslpassword=`` query parameters and ``password
 removes the password values from any text (a driver's error message) before it is printed.
 
 Read-only commands open a store with ``create=False``: a SQLite file that does not exist is
-:class:`StoreMissingError` (nothing is created).
+:class:`StoreMissingError` (nothing is created). A SQLite file named explicitly (``--store`` or
+``$PRISM_STORE``) is created when missing, but its folder must exist — a typo in a path must not
+silently create folders; only the default location's folder is created.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ __all__ = [
     "check_run",
     "default_store_path",
     "display_url",
+    "is_default_store",
     "last_run",
     "load_run",
     "load_settings",
@@ -103,6 +106,12 @@ def store_url(option: str | None, environ: Mapping[str, str]) -> str:
     if value:
         return value
     return "sqlite:///" + str(default_store_path(environ).resolve())
+
+
+def is_default_store(option: str | None, environ: Mapping[str, str]) -> bool:
+    """Whether :func:`store_url` falls back to the default SQLite file (no ``--store``, no
+    ``$PRISM_STORE``)."""
+    return not option and not environ.get(STORE_ENV, "").strip()
 
 
 _URL_HEAD = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<netloc>[^/?#]*)(?P<rest>.*)$", re.S)
@@ -176,16 +185,21 @@ def sqlite_file(url: str) -> Path | None:
     return None
 
 
-async def open_cli_store(url: str, *, create: bool = True) -> DatabaseStore:
+async def open_cli_store(
+    url: str, *, create: bool = True, create_folder: bool = False
+) -> DatabaseStore:
     """Open (and migrate) the store.
 
     Args:
         url: The store URL.
-        create: Whether a missing SQLite file (and its directory) may be created; read-only
-            commands pass ``False``.
+        create: Whether a missing SQLite file may be created; read-only commands pass ``False``.
+        create_folder: Whether the folder of a SQLite file may be created too (the default
+            location only, see :func:`is_default_store`); otherwise a missing folder is an error.
 
     Raises:
         StoreMissingError: ``create=False`` and the SQLite file does not exist.
+        StoreError: ``create_folder=False`` and the SQLite file's folder does not exist (the
+            message names the folder).
         StoreError: the URL is not supported, the database cannot be opened or its schema is
             refused (``ERR_PRISM_STORE_SCHEMA``); the message never shows a password.
     """
@@ -201,6 +215,11 @@ async def open_cli_store(url: str, *, create: bool = True) -> DatabaseStore:
         if not create and not path.is_file():
             raise StoreMissingError(f"no store at {shown} (the file does not exist)")
         parent = path.parent
+        if not create_folder and not parent.is_dir():
+            raise StoreError(
+                f"cannot open store {shown}: the folder {parent} does not exist (create it "
+                f"first, or leave out --store and ${STORE_ENV} to use the default location)"
+            )
         try:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

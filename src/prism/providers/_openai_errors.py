@@ -14,10 +14,47 @@ from prism.providers._openai_wire import InvalidRequest, StreamFailure
 from prism.providers.base import _retry_after_ms
 from prism.types import ErrorInfo
 
-__all__ = ["MAX_ERROR_BODY_BYTES", "exception_info"]
+__all__ = ["MAX_ERROR_BODY_BYTES", "MAX_STREAM_HEAD_BYTES", "exception_info", "stream_detail"]
 
 MAX_ERROR_BODY_BYTES = 65_536
 """Most bytes of an HTTP error body put into an error message."""
+
+
+MAX_STREAM_HEAD_BYTES = 1_024
+"""Most bytes of the start of a streamed body quoted when the stream ends incomplete."""
+
+
+def stream_detail(status: int | None, data_events: int, head: bytes) -> str:
+    """What an incomplete stream looked like, for the ``incomplete_stream`` message.
+
+    A server that fails after it has sent ``200`` and its headers can no longer send an error
+    status; some (llama-cpp-python's server among them) just close the stream, leaving the reason
+    in their own log. This names the HTTP status, how many ``data`` events arrived and, when none
+    did, the start of the body as received (at most :data:`MAX_STREAM_HEAD_BYTES` bytes; the
+    provider redacts the message).
+
+    Args:
+        status: The response's HTTP status (``None`` when unknown).
+        data_events: ``data`` events received.
+        head: The first bytes of the body.
+
+    Returns:
+        e.g. ``"HTTP 200, no data event received, empty body: the server may have failed after
+        sending its headers (its log has the cause)"``.
+    """
+    parts = [f"HTTP {status}" if status is not None else "HTTP status unknown"]
+    if data_events:
+        parts.append(f"{data_events} data event{'s' if data_events != 1 else ''} received")
+        return ", ".join(parts)
+    parts.append("no data event received")
+    text = bytes(head[:MAX_STREAM_HEAD_BYTES]).decode("utf-8", errors="replace").strip()
+    if text:
+        parts.append(f"body began: {text}")
+        return ", ".join(parts)
+    parts.append("empty body")
+    return ", ".join(parts) + (
+        ": the server may have failed after sending its headers (its log has the cause)"
+    )
 
 
 def _class_named(module_name: str, attr: str) -> type[BaseException] | None:

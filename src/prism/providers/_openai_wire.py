@@ -75,9 +75,13 @@ def _image_part(part: ImageContent, capabilities: ModelCapabilities) -> dict[str
 
 
 def _map_message(
-    message: Message, capabilities: ModelCapabilities, reasoning_field: str | None
+    message: Message,
+    capabilities: ModelCapabilities,
+    reasoning_field: str | None,
+    tool_call_content: str | None,
 ) -> dict[str, Any]:
-    """Map one message to its Chat Completions form."""
+    """Map one message to its Chat Completions form; an assistant message with tool calls
+    and no text gets ``tool_call_content`` as its ``content``."""
     role = message.role
     content = message.content
     if role == "system":
@@ -103,7 +107,8 @@ def _map_message(
             for part in content
             if isinstance(part, ToolCallContent) and part.authority != "provider-hosted"
         ]
-        out: dict[str, Any] = {"role": "assistant", "content": None if not text and calls else text}
+        sent = tool_call_content if not text and calls else text
+        out: dict[str, Any] = {"role": "assistant", "content": sent}
         if calls:
             out["tool_calls"] = calls
         if reasoning_field:
@@ -128,9 +133,13 @@ def build_request_body(
     *,
     stream: bool = True,
     reasoning_field: str | None = None,
+    tool_call_content: str | None = None,
     max_tokens_field: str = "max_tokens",
 ) -> dict[str, Any]:
     """Build the Chat Completions body for ``request``, before ``transform_body``.
+
+    ``tool_call_content`` is the ``content`` of an assistant message that has tool calls and no
+    text: ``None`` (JSON ``null``, what OpenAI documents) or a string such as ``""``.
 
     ``model.parameters`` then ``options.extra`` are copied into the body; ``options.max_tokens``
     replaces any ``max_tokens``/``max_completion_tokens`` there under ``max_tokens_field``;
@@ -144,7 +153,10 @@ def build_request_body(
     capabilities = model.capabilities or ModelCapabilities()
     body: dict[str, Any] = {
         "model": model.model,
-        "messages": [_map_message(m, capabilities, reasoning_field) for m in request.messages],
+        "messages": [
+            _map_message(m, capabilities, reasoning_field, tool_call_content)
+            for m in request.messages
+        ],
     }
     if stream:
         body["stream"] = True
@@ -350,8 +362,11 @@ class ResponseMapper:
 
     # -- end of stream -------------------------------------------------------------------
 
-    def finish(self, *, strict: bool, prefix: str) -> list[ProviderEvent]:
+    def finish(self, *, strict: bool, prefix: str, detail: str = "") -> list[ProviderEvent]:
         """Closing events: synthesized-id fragments, final calls, then ``done``.
+
+        ``detail`` (what the response looked like, e.g. its HTTP status and how many events
+        arrived) is appended to the ``incomplete_stream`` message.
 
         Raises:
             StreamFailure: ``incomplete_stream`` (strict and evidence missing) or
@@ -371,7 +386,10 @@ class ResponseMapper:
                     ErrorInfo(
                         name="ProviderTransportError",
                         code="incomplete_stream",
-                        message=f"{prefix}: stream ended without {' and '.join(missing)}",
+                        message=(
+                            f"{prefix}: stream ended without {' and '.join(missing)}"
+                            + (f" ({detail})" if detail else "")
+                        ),
                     )
                 )
         ordered = sorted(self.calls, key=lambda acc: acc.index)

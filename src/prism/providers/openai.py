@@ -14,6 +14,15 @@ translation of failures into ``error`` events. The response body is read
 through the SDK's public streaming-response API and framed by prism's bounded SSE reader, because
 the SDK's own stream iterator hides whether ``data: [DONE]`` arrived (needed to fail closed) and puts no bound on event size.
 
+Assistant tool-call messages: OpenAI documents ``"content": null`` for an assistant message that
+has tool calls and no text, and :func:`create_openai_chat_provider` sends that. Servers that
+validate messages strictly reject ``null`` there — llama-cpp-python's server answers 500 (``Input
+should be a valid string``) on the second turn of every tool conversation. An empty string is a
+valid value of that field in OpenAI's own message schema, so it is harmless where ``null`` is
+accepted, and :func:`create_openai_compatible_provider` sends ``"content": ""`` by default
+(``tool_call_content=""``); pass ``tool_call_content=None`` for a server that wants ``null``. No
+``transform_body`` is needed for llama.cpp servers any more.
+
 Models whose ``capabilities.streaming`` is ``False`` are called without streaming (no ``stream``
 or ``stream_options`` keys); the JSON completion is mapped to the same events. A ``200`` response
 with a JSON body to a streaming request is handled the same way.
@@ -24,25 +33,24 @@ called, never when this module is imported.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal
 
 from prism._util import maybe_await
-from prism.abort import AbortSignal
 from prism.errors import PrismConfigError, ProviderTransportError
 from prism.providers._openai_errors import MAX_ERROR_BODY_BYTES as MAX_ERROR_BODY_BYTES
-from prism.providers._openai_errors import exception_info
+from prism.providers._openai_errors import MAX_STREAM_HEAD_BYTES, exception_info, stream_detail
 from prism.providers._openai_wire import (
     InvalidRequest,
     ResponseMapper,
     build_request_body,
     map_completion,
 )
+from prism.providers._sdk_abort import cancel_on_abort
 from prism.providers._sse import SSEDecoder
 from prism.providers.base import (
     _redact_error_info,
@@ -108,40 +116,6 @@ def _require_openai() -> Any:
     return openai
 
 
-# =========================================================================== abort
-
-
-@contextmanager
-def _cancel_on_abort(signal: AbortSignal | None) -> Iterator[None]:
-    """While active, an abort of ``signal`` cancels the current task's pending await.
-
-    The resulting ``CancelledError`` is turned into the signal's abort error; a cancellation
-    that did not come from the signal propagates unchanged. Never active across a ``yield``.
-    """
-    if signal is None:
-        yield
-        return
-    signal.throw_if_aborted()
-    task = asyncio.current_task()
-    fired = False
-
-    def on_abort(_reason: Any) -> None:
-        nonlocal fired
-        if task is not None and not task.done():
-            fired = True
-            task.cancel()
-
-    remove = signal.add_listener(on_abort)
-    try:
-        yield
-    except asyncio.CancelledError:
-        if fired and task is not None and task.uncancel() == 0:
-            signal.throw_if_aborted()
-        raise
-    finally:
-        remove()
-
-
 # =========================================================================== the provider
 
 
@@ -160,6 +134,7 @@ class OpenAICompatibleProvider:
         "_reasoning_field",
         "_secrets",
         "_strict",
+        "_tool_call_content",
         "_transform_body",
         "id",
     )
@@ -182,6 +157,7 @@ class OpenAICompatibleProvider:
         omit_openai_headers: bool,
         default_model: ModelConfig | None = None,
         max_tokens_field: str = "max_tokens",
+        tool_call_content: str | None = None,
     ) -> None:
         """Store the configuration; use the factories instead of calling this directly."""
         self.id = id
@@ -196,6 +172,7 @@ class OpenAICompatibleProvider:
         self._reasoning_field = reasoning_field
         self._prefix = request_failed_prefix
         self._omit_openai_headers = omit_openai_headers
+        self._tool_call_content = tool_call_content
         self._secrets: deque[str] = deque(maxlen=_MAX_REMEMBERED_KEYS)
         if isinstance(api_key, str):
             self._remember(api_key)
@@ -256,7 +233,10 @@ class OpenAICompatibleProvider:
         the status int as ``code`` (``retry_after_ms`` from ``Retry-After``); ``timeout``,
         ``ECONNREFUSED``, ``ECONNRESET`` for transport failures; ``invalid_request``,
         ``invalid_stream_chunk``, ``incomplete_stream``, ``incomplete_delta``,
-        ``sse_event_overflow``/``sse_buffer_overflow`` otherwise. Secrets are redacted.
+        ``sse_event_overflow``/``sse_buffer_overflow`` otherwise. An ``incomplete_stream``
+        message also names the HTTP status, how many events arrived and, when none did, the
+        start of the body (a server failing after its ``200`` headers leaves nothing else).
+        Secrets are redacted.
 
         Raises:
             BaseException: the abort reason of ``request.signal`` when it aborts.
@@ -276,6 +256,7 @@ class OpenAICompatibleProvider:
                 stream=stream,
                 reasoning_field=self._reasoning_field,
                 max_tokens_field=self._max_tokens_field,
+                tool_call_content=self._tool_call_content,
             )
             if self._transform_body is not None:
                 replaced = await maybe_await(self._transform_body(body, request))
@@ -297,7 +278,7 @@ class OpenAICompatibleProvider:
         mapper = ResponseMapper()
         async with AsyncExitStack() as stack:
             try:
-                with _cancel_on_abort(signal):
+                with cancel_on_abort(signal):
                     response = await stack.enter_async_context(
                         self._client.chat.completions.with_streaming_response.create(
                             model=str(body.get("model", "")),
@@ -308,23 +289,33 @@ class OpenAICompatibleProvider:
                     )
                 content_type = str(response.headers.get("content-type", "")).lower()
                 chunks = response.iter_bytes().__aiter__()
+                detail = ""
                 if stream and "json" not in content_type:
                     decoder = SSEDecoder()
+                    head = bytearray()
+                    data_events = 0
                     while not mapper.done_seen:
-                        with _cancel_on_abort(signal):
+                        with cancel_on_abort(signal):
                             chunk = await anext(chunks, None)
+                        if chunk is not None and len(head) < MAX_STREAM_HEAD_BYTES:
+                            head += chunk[: MAX_STREAM_HEAD_BYTES - len(head)]
                         sse_events = decoder.finish() if chunk is None else decoder.feed(chunk)
                         for sse in sse_events:
+                            data_events += 1
                             for event in mapper.on_data(sse.data):
                                 yield event
                             if mapper.done_seen:
                                 break
                         if chunk is None:
                             break
+                    status = getattr(response, "status_code", None)
+                    detail = stream_detail(
+                        status if isinstance(status, int) else None, data_events, bytes(head)
+                    )
                 else:
                     raw = bytearray()
                     while True:
-                        with _cancel_on_abort(signal):
+                        with cancel_on_abort(signal):
                             chunk = await anext(chunks, None)
                         if chunk is None:
                             break
@@ -336,7 +327,9 @@ class OpenAICompatibleProvider:
                             )
                     for event in map_completion(mapper, bytes(raw)):
                         yield event
-                for event in mapper.finish(strict=self._strict, prefix=self._prefix):
+                for event in mapper.finish(
+                    strict=self._strict, prefix=self._prefix, detail=detail
+                ):
                     yield event
             except Exception as exc:
                 if signal is not None and signal.aborted:
@@ -412,6 +405,7 @@ def create_openai_compatible_provider(
     reasoning_field: str | None = None,
     request_failed_prefix: str = "OpenAI-compatible request failed",
     model: str | ModelConfig | None = None,
+    tool_call_content: str | None = "",
 ) -> OpenAICompatibleProvider:
     """Create a provider for a server speaking OpenAI Chat Completions.
 
@@ -440,6 +434,9 @@ def create_openai_compatible_provider(
         model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
             a model name served by the server (``ModelConfig(provider=id, model=model)`` with
             tool support), or a full ``ModelConfig``. ``None``: agents must pass ``model=``.
+        tool_call_content: ``content`` of an assistant message with tool calls and no text:
+            ``""`` (default; accepted by OpenAI-compatible servers generally and required by
+            llama-cpp-python's server) or ``None`` (JSON ``null``, OpenAI's documented form).
 
     Raises:
         PrismConfigError: a missing ``api_key`` (unless ``client`` or ``auth_style="none"``), an
@@ -461,6 +458,7 @@ def create_openai_compatible_provider(
         request_failed_prefix=request_failed_prefix,
         openai_server=False,
         default_model=_default_model(id, model, ModelCapabilities(tools=True)),
+        tool_call_content=tool_call_content,
     )
 
 
@@ -479,8 +477,11 @@ def _make_provider(
     request_failed_prefix: str,
     openai_server: bool,
     default_model: ModelConfig | None,
+    tool_call_content: str | None = None,
 ) -> OpenAICompatibleProvider:
     _check_str("base_url", base_url)
+    if tool_call_content is not None and not isinstance(tool_call_content, str):
+        raise PrismConfigError("tool_call_content must be a str or None")
     _check_str("id", id)
     _check_str("request_failed_prefix", request_failed_prefix)
     _check_str("reasoning_field", reasoning_field, allow_none=True)
@@ -516,6 +517,7 @@ def _make_provider(
         # OpenAI's newer models accept only ``max_completion_tokens``; other servers know
         # ``max_tokens``
         max_tokens_field="max_completion_tokens" if openai_server else "max_tokens",
+        tool_call_content=tool_call_content,
     )
 
 

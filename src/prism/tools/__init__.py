@@ -17,6 +17,7 @@ Modules:
     abort_grace: how long a tool may run on after its run was aborted.
     results: converting what a tool returned into JSON data.
     decorator: ``@tool``, a typed function as a ``ToolDefinition``.
+    function_tool: ``FunctionTool``, what ``@tool`` returns: a tool definition that is still the function.
     _fast_schema, _identity_cache, _pool: speed measures (see their docstrings).
 """
 
@@ -29,6 +30,7 @@ from prism.tools.filters import ToolFilter as ToolFilter
 from prism.tools.filters import filter_tools as filter_tools
 from prism.tools.filters import is_tool_allowed as is_tool_allowed
 from prism.tools.filters import normalize_tool_filters as normalize_tool_filters
+from prism.tools.function_tool import FunctionTool as FunctionTool
 from prism.tools.permission import PermissionPolicy as PermissionPolicy
 from prism.tools.permission import PermissionRequest as PermissionRequest
 from prism.tools.registry import ToolRegistry as ToolRegistry
@@ -69,4 +71,5 @@ __all__ = [
     "parallel_tool_round",
     "resolve_tool_validator",
     "tool",
+    "FunctionTool",
 ]

@@ -1,6 +1,8 @@
 """The ``@tool`` decorator: a typed Python function becomes a ``ToolDefinition``.
 
-pydantic v2 describes the function's parameters as JSON Schema (the tool's ``parameters``) and
+The decorated name is bound to a :class:`~prism.tools.function_tool.FunctionTool`: a
+``ToolDefinition`` that can still be called as the original function (so tools can be unit-tested
+by calling them). pydantic v2 describes the function's parameters as JSON Schema (the tool's ``parameters``) and
 converts the model's arguments back into Python values when the tool runs. ``pydantic`` is
 imported the first time a function is decorated, never by ``import prism``.
 """
@@ -13,12 +15,13 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, ParamSpec, TypeVar, overload
 
 from prism.errors import PrismConfigError
 from prism.tools._docstrings import split_docstring
+from prism.tools.function_tool import FunctionTool
 from prism.tools.results import NotJsonError, to_json_value
-from prism.types import ToolDefinition, ToolExecutionContext
+from prism.types import ToolExecutionContext
 
 __all__ = ["tool"]
 
@@ -27,8 +30,12 @@ _PYDANTIC_MISSING = (
 )
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
 @overload
-def tool(fn: Callable[..., Any], /) -> ToolDefinition: ...
+def tool(fn: Callable[_P, _R], /) -> FunctionTool[_P, _R]: ...
 
 
 @overload
@@ -38,7 +45,7 @@ def tool(
     description: str | None = None,
     exclusive: bool = False,
     metadata: Mapping[str, Any] | None = None,
-) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
+) -> Callable[[Callable[_P, _R]], FunctionTool[_P, _R]]: ...
 
 
 def tool(
@@ -49,11 +56,13 @@ def tool(
     description: str | None = None,
     exclusive: bool = False,
     metadata: Mapping[str, Any] | None = None,
-) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
-    """Turn a typed function into a :class:`~prism.types.ToolDefinition`.
+) -> FunctionTool[..., Any] | Callable[[Callable[..., Any]], FunctionTool[..., Any]]:
+    """Turn a typed function into a :class:`~prism.types.ToolDefinition` that stays callable.
 
     Usable bare (``@tool``) or with options (``@tool(name="search")``); the decorated name is bound
-    to the definition. ``parameters`` is the JSON Schema pydantic v2 generates for a model of the
+    to a :class:`~prism.tools.function_tool.FunctionTool`, which is a ``ToolDefinition`` and
+    also the function: ``add(2, 3)`` calls the original function (for an ``async def`` it
+    returns the coroutine to await). ``parameters`` is the JSON Schema pydantic v2 generates for a model of the
     function's parameters (descriptions from a Google ``Args:`` section or reST ``:param x:``
     fields; ``required`` lists the parameters without a default; ``additionalProperties`` is
     ``false``). A parameter annotated ``ToolExecutionContext`` receives the call's context and is
@@ -81,7 +90,7 @@ def tool(
     if fn is not None:
         return _build_tool(fn, name, description, exclusive, metadata, _caller_locals())
 
-    def decorate(func: Callable[..., Any]) -> ToolDefinition:
+    def decorate(func: Callable[..., Any]) -> FunctionTool[..., Any]:
         return _build_tool(func, name, description, exclusive, metadata, _caller_locals())
 
     return decorate
@@ -119,7 +128,7 @@ def _build_tool(
     exclusive: bool,
     metadata: Mapping[str, Any] | None,
     localns: Mapping[str, Any] | None,
-) -> ToolDefinition:
+) -> FunctionTool[..., Any]:
     pydantic = _import_pydantic()
     if not callable(fn) or not hasattr(fn, "__name__"):
         raise PrismConfigError(f"@tool needs a function, got {type(fn).__name__}")
@@ -127,13 +136,14 @@ def _build_tool(
     doc_description, doc_params = split_docstring(inspect.getdoc(fn))
     signature = _read_signature(pydantic, fn, label, localns, doc_params)
     adapter, schema = _argument_model(pydantic, fn, label, signature)
-    return ToolDefinition(
+    return FunctionTool(
         name=name if name is not None else fn.__name__,
         execute=_make_execute(fn, label, adapter.validate_python, signature),
         description=description if description is not None else doc_description,
         parameters=schema,
         exclusive=exclusive,
         metadata=metadata,
+        function=fn,
     )
 
 

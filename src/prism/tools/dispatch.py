@@ -26,9 +26,10 @@ from prism.errors import (
 from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
 from prism.limits import RunLimitTracker
 from prism.middleware import MiddlewareRegistry
-from prism.redaction import SecretRedactor
+from prism.redaction import SecretRedactor, redact_value
 from prism.tools.abort_grace import ToolInterrupted, await_with_grace
 from prism.tools.execution import PARALLEL_ROUND, run_execute
+from prism.tools.failure_log import log_tool_exception
 from prism.tools.filters import ToolFilter, is_tool_allowed
 from prism.tools.permission import PermissionPolicy, PermissionRequest, ask_permission
 from prism.tools.registry import ToolRegistry
@@ -94,7 +95,8 @@ async def dispatch_tool_call(
     ``ToolResult(error=ErrorInfo(message, code=<underlying code, else the reason>))``, emit
     ``tool_execution_blocked`` and write a ``blocked`` row; ``execute`` never runs on them. An
     exception from ``execute``, normalisation or the ``tool_result`` hook becomes an error result
-    with ``tool_execution_error`` and an ``error`` row, except a ``GuardrailError``, a suspension
+    with ``tool_execution_error`` and an ``error`` row (and its redacted traceback is logged on
+    ``prism.tools``, see ``prism.tools.failure_log``), except a ``GuardrailError``, a suspension
     signal, a ``RunLimitExceeded`` or a cancellation of the running task, which propagate. When
     one of those propagates after ``tool_execution_started`` was emitted (other than a suspension
     signal, whose call the resume machinery answers), the call still gets its one terminal
@@ -222,6 +224,15 @@ async def dispatch_tool_call(
         )
     except (Exception, asyncio.CancelledError) as exc:
         if not _propagates(exc):
+            # the model sees only the message; the developer gets the traceback in the log
+            hidden = report.secrets + (redactor.secrets if redactor is not None else ())
+            log_tool_exception(
+                exc,
+                tool_name=name,
+                tool_call_id=call.id,
+                run_id=context.run_id,
+                redact=lambda text: redact_value(text, hidden),
+            )
             return await report.failed(report.error_info(exc))
         await _report_propagating(report, exc)
         raise

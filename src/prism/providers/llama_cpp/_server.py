@@ -3,8 +3,8 @@
 ``python -m prism.providers.llama_cpp [llama_cpp.server options]`` runs ``llama_cpp.server`` with
 the defaults of the in-process provider (the bundled model, ``chatml-function-calling``, one
 thread, no extra weight-buffer types), for use with
-``prism.providers.openai.create_openai_compatible_provider`` and
-:func:`llama_server_transform_body`.
+``prism.providers.openai.create_openai_compatible_provider`` (whose defaults suit this server; no
+``transform_body`` is needed).
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ def llama_server_transform_body(body: dict[str, Any], request: ProviderRequest) 
     """``transform_body`` for llama-cpp-python's OpenAI-compatible server.
 
     That server validates messages with pydantic and answers 500 to an assistant tool-call message
-    whose ``content`` is ``null`` (which OAI-4 sends when there is no text); ``""`` is accepted.
-    Pass it to ``create_openai_compatible_provider(transform_body=...)``.
+    whose ``content`` is ``null``; ``""`` is accepted. ``create_openai_compatible_provider`` now
+    sends ``""`` there by default, so this is needed only with ``tool_call_content=None``; it is
+    kept so that code passing it keeps working.
 
     Args:
         body: The Chat Completions body (not modified).

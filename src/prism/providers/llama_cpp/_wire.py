@@ -20,7 +20,16 @@ llama-cpp-python's chat formats:
   ``frequency_penalty``, ``tool_choice``, ``response_format``); any other key fails the attempt with
   ``invalid_request``. ``options.tool_choice`` and ``options.max_tokens`` are the same settings
   (``max_tokens`` wins over the other two layers). ``options.structured_output`` becomes a JSON-Schema grammar
-  (``response_format={"type": "json_object", "schema": ...}``) on turns without tools.
+  (``response_format={"type": "json_object", "schema": ...}``, which llama-cpp-python turns into a
+  ``LlamaGrammar`` that constrains decoding, so the output parses and has the schema's shape) on
+  turns whose tool choice is ``"none"`` or that have no tools — in its automatic tool mode the
+  chat format ignores the grammar. An OpenAI-style ``response_format`` (``{"type":
+  "json_schema", "json_schema": {"schema": ...}}``) given in the parameters is mapped the same way.
+  A grammar keeps the output well-formed but not from looping: a small model fills an array with
+  the same item until ``max_tokens`` cuts the JSON. So a schema-constrained request gets
+  ``repeat_penalty`` :data:`SCHEMA_REPEAT_PENALTY` unless its parameters set one (the library's
+  default is 1.0, no penalty; with the bundled model and a name/age/hobbies schema 2 of 8 prompts
+  gave complete JSON without it, 16 of 16 with it).
 * ``tool_choice``: ``"auto"`` (default with tools), ``"none"``, ``"required"`` (forces the only
   tool; ``"auto"`` when there are several) or ``{"type": "function", "function": {"name": ...}}``.
 """
@@ -42,7 +51,11 @@ from prism.types import (
     ToolResultContent,
 )
 
-__all__ = ["InvalidRequest", "completion_kwargs"]
+__all__ = ["SCHEMA_REPEAT_PENALTY", "InvalidRequest", "completion_kwargs"]
+
+SCHEMA_REPEAT_PENALTY: Final = 1.15
+"""``repeat_penalty`` of a request decoded under a JSON-Schema grammar, unless its parameters set
+one (see the module docstring)."""
 
 _DEFAULT_SYSTEM: Final = "You are a helpful assistant."
 
@@ -121,9 +134,26 @@ def completion_kwargs(
     cap = cap if cap is not None else default_max_tokens
     kwargs["max_tokens"] = cap
     structured = request.options.structured_output if request.options else None
-    if structured is not None and "response_format" not in kwargs:
+    if "response_format" in kwargs:
+        kwargs["response_format"] = _response_format(kwargs["response_format"])
+    elif structured is not None:
         kwargs["response_format"] = {"type": "json_object", "schema": dict(structured.schema)}
+    response_format = kwargs.get("response_format")
+    if isinstance(response_format, Mapping) and "schema" in response_format:
+        kwargs.setdefault("repeat_penalty", SCHEMA_REPEAT_PENALTY)
     return kwargs, cap
+
+
+def _response_format(value: Any) -> Any:
+    """llama-cpp-python's form of a ``response_format``: an OpenAI ``json_schema`` one becomes
+    ``{"type": "json_object", "schema": ...}``; anything else is passed as given."""
+    if isinstance(value, Mapping) and value.get("type") == "json_schema":
+        spec = value.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, Mapping) else None
+        if not isinstance(schema, Mapping):
+            raise InvalidRequest("response_format json_schema without a schema object")
+        return {"type": "json_object", "schema": dict(schema)}
+    return value
 
 
 def _text_of(message: Message) -> str:
