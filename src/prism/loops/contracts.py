@@ -15,9 +15,10 @@ The contracts are host-domain free: no field or member name contains ``workflow`
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from prism._serde import Serializable
 from prism.abort import AbortSignal
@@ -299,6 +300,11 @@ def _validate_gvr_options(
         raise PrismConfigError("generate-validate-revise 'parser' must be callable or None")
     if repairer is not None and not callable(repairer):
         raise PrismConfigError("generate-validate-revise 'repairer' must be callable or None")
+    _check_callback_shape("validator", validator, "(value, ctx)")
+    if parser is not None:
+        _check_callback_shape("parser", parser, "(text, ctx)")
+    if repairer is not None:
+        _check_callback_shape("repairer", repairer, "(value, failure, ctx)")
     if isinstance(max_revisions, bool) or not isinstance(max_revisions, int) or max_revisions < 0:
         raise PrismConfigError(
             f"generate-validate-revise 'max_revisions' must be an int >= 0, got {max_revisions!r}"
@@ -318,6 +324,35 @@ def _validate_gvr_options(
             "generate-validate-revise 'structured_output_timing' must be 'every-turn' or "
             f"'final-turn-only', got {structured_output_timing!r}"
         )
+
+
+def _check_callback_shape(role: str, callback: object, expected: str) -> None:
+    """Reject a callback that cannot be called with the loop's positional arguments.
+
+    The loop calls ``validator(value, ctx)``, ``parser(text, ctx)`` and
+    ``repairer(value, failure, ctx)``; a callable whose signature cannot take them (a
+    one-parameter lambda, a required keyword-only parameter) is a configuration error now rather
+    than a ``TypeError`` in the middle of a run. A callable without an inspectable signature is
+    accepted.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` naming the role, the expected signature and the
+            callable's own.
+    """
+    try:
+        signature = inspect.signature(callback)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return
+    count = expected.count(",") + 1
+    try:
+        signature.bind(*([None] * count))
+    except TypeError:
+        name = getattr(callback, "__qualname__", type(callback).__name__)
+        raise PrismConfigError(
+            f"generate-validate-revise '{role}' must accept {expected}: "
+            f"{name}{signature} does not (the loop calls it with {count} positional "
+            "arguments, sync or async)"
+        ) from None
 
 
 def coerce_structured_output(
@@ -352,20 +387,29 @@ def coerce_loop_options(value: AgentLoopOptions | Mapping[str, Any]) -> AgentLoo
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` for a missing or unknown strategy (message
-            ``unknown agent loop strategy: <value>``), an unknown key or a GVR-1 violation.
+            ``unknown agent loop strategy: <value>`` and the list of strategies), an unknown key
+            or a GVR-1 violation.
     """
     if isinstance(value, (SingleShotLoopOptions, GenerateValidateReviseLoopOptions)):
         return value
     if not isinstance(value, Mapping):
         raise PrismConfigError(f"loop options must be a mapping, got {type(value).__name__}")
     if "strategy" not in value:
-        raise PrismConfigError("loop options mapping requires a 'strategy' key")
+        raise PrismConfigError(
+            f"loop options mapping requires a 'strategy' key, one of {_STRATEGY_LIST}"
+        )
     strategy = value["strategy"]
     if strategy == "single-shot":
         return SingleShotLoopOptions.from_mapping(value)
     if strategy == "generate-validate-revise":
         return GenerateValidateReviseLoopOptions.from_mapping(value)
-    raise PrismConfigError(f"unknown agent loop strategy: {strategy}")
+    raise PrismConfigError(
+        f"unknown agent loop strategy: {strategy} (the strategies are {_STRATEGY_LIST})"
+    )
+
+
+_STRATEGY_LIST: Final = "'single-shot', 'generate-validate-revise'"
+"""The strategy names a loop-options mapping accepts, as error messages list them."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from prism.errors import PrismConfigError
 from prism.guardrails import Guardrails, merge_guardrails
 from prism.ledger import RunLedger
 from prism.limits import RunLimits, coerce_run_limits, resolve_run_limits
-from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy
+from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy, coerce_loop_options
 from prism.providers.defaults import check_model_for_provider
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions, resolve_retry_options
@@ -130,6 +130,8 @@ def plan_run(
             run_guardrails=opts.guardrails,
             run_tool_filter=opts.tool_filter,
         )
+    if isinstance(opts.loop, Mapping):
+        coerce_loop_options(opts.loop)  # a bad strategy fails here, before any provider call
     model = config.model if opts.model is None else ModelConfig.coerce(opts.model)
     if opts.model is not None and config.provider is not None:
         check_model_for_provider(model, config.provider)
