@@ -47,11 +47,6 @@ __all__ = [
 
 _DEFAULT_TOOL_SYSTEM = "You are a helpful assistant. Use the tools when they help."
 
-_GVR_INSTRUCTIONS = (
-    "Answer with only a JSON value (no prose, no code fence) that validates against this "
-    "JSON Schema:\n{schema}"
-)
-
 _SETTINGS_VERSION = 1
 
 
@@ -344,12 +339,12 @@ def build_agent(
     choice = check_model(settings, environ)
     redactor = create_secret_redactor(choice.secrets)
     tools = [_tool(name) for name in settings.tools]
-    loop, loop_instructions = _loop(settings, choice)
+    loop = _loop(settings)
     system = settings.system
     if system is None and tools:
         # chat formats of small local models describe tools inside the system message only
         system = _DEFAULT_TOOL_SYSTEM
-    instructions = "\n\n".join(text for text in (system, loop_instructions) if text) or None
+    instructions = system
     if provider_override is not None:
         provider = provider_override()
     else:
@@ -399,19 +394,16 @@ def build_agent(
     return BuiltAgent(agent, redactor, choice)
 
 
-def _loop(settings: RunSettings, choice: ModelChoice) -> tuple[Any, str | None]:
+def _loop(settings: RunSettings) -> Any:
+    """The ``--loop gvr`` strategy: the runtime shows the model the schema (natively where the
+    model supports it — a grammar on the embedded model — else in the instructions)."""
     if settings.loop != "gvr":
-        return None, None
+        return None
     from prism.artifacts import json_schema_artifact
     from prism.loops.gvr import generate_validate_revise_loop
 
-    schema = settings.schema
     try:
-        callbacks = json_schema_artifact(
-            schema,
-            structured_output_name="artifact" if choice.native_structured_output else None,
-        )
-        loop = generate_validate_revise_loop(**callbacks, max_revisions=settings.max_revisions)
+        callbacks = json_schema_artifact(settings.schema)
+        return generate_validate_revise_loop(**callbacks, max_revisions=settings.max_revisions)
     except PrismError as exc:
         raise UsageError(str(exc)) from None
-    return loop, _GVR_INSTRUCTIONS.format(schema=json.dumps(schema, ensure_ascii=False))

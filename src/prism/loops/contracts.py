@@ -144,8 +144,11 @@ ToolCallsMode: TypeAlias = Literal["disabled", "bounded"]
 """Artifact-loop tool handling: ``"disabled"`` (default) or ``"bounded"`` (see ``GenerateValidateReviseLoopOptions.tool_calls``)."""
 
 StructuredOutputMode: TypeAlias = Literal["native", "artifact-loop"]
-"""``"native"`` sends the schema to the provider; ``"artifact-loop"`` enforces it only by
-parse/validate/repair turns."""
+"""``"native"`` requires the provider to constrain output to the schema (a model without
+structured-output support fails the run); ``"artifact-loop"`` never sends it natively: the schema
+goes into the instructions and is enforced by parse/validate/repair turns. Unset (``None``), an
+explicit ``structured_output`` is native and the artifact factories' schema goes natively where
+the model supports it, else into the instructions."""
 
 StructuredOutputTiming: TypeAlias = Literal["every-turn", "final-turn-only"]
 """When the schema is attached with bounded tools."""
@@ -229,14 +232,18 @@ class GenerateValidateReviseLoopOptions(Serializable):
     ``1 + max_revisions`` candidates. ``0`` disables revisions."""
 
     tool_calls: ToolCallsMode = "disabled"
-    """``"disabled"`` answers host tool calls with ``tool_call_not_dispatched`` rows;
-    ``"bounded"`` dispatches them sequentially within ``limits.max_tool_rounds``."""
+    """``"disabled"`` answers host tool calls with ``tool_call_not_dispatched`` rows (a run that
+    offers tools logs a warning on the ``prism`` logger); ``"bounded"`` dispatches them one at a
+    time, for at most ``limits.max_tool_rounds`` rounds (and the run's
+    ``answer_after_tool_rounds``), before the model commits to a candidate; a tool request beyond
+    the rounds fails the artifact with reason ``tool_round_limit``."""
 
     structured_output: StructuredOutputOptions | None = None
     """Native JSON schema for the provider; a mapping with the same keys is accepted."""
 
     structured_output_mode: StructuredOutputMode | None = None
-    """``"artifact-loop"`` keeps the schema away from the provider; ``None`` = native."""
+    """How the schema reaches the model (:data:`StructuredOutputMode`); ``None``: natively where
+    possible, else in the instructions."""
 
     structured_output_timing: StructuredOutputTiming = "every-turn"
     """``"final-turn-only"`` omits the schema while bounded tools may run."""

@@ -6,14 +6,16 @@ fills in part of the :class:`~prism.runtime.context.RunContext` the loop will re
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from prism._util import maybe_await
-from prism.assembly import RequestAssembler, Skill
+from prism.assembly import RequestAssembler, Skill, SystemPromptContribution
 from prism.errors import ProviderResolutionError
 from prism.events import CompactionFinishedEvent, CompactionStartedEvent
 from prism.limits import sets_finite_output_budget
+from prism.loop_needs import loop_needs
 from prism.providers.base import AIProvider
 from prism.retry import RetryPayload
 from prism.runtime.attempts import ProviderAttempts
@@ -26,10 +28,13 @@ from prism.store import (
     history_from_branch,
     read_branch,
 )
+from prism.structured_output import deliver_shown_schema
 from prism.tools import filter_tools
 from prism.types import Message, ProviderRequestOptions, Usage
 
 __all__ = ["auto_compact", "resolve_provider", "setup_assembly", "setup_attempts"]
+
+_log = logging.getLogger("prism")
 
 
 async def resolve_provider(ctx: RunContext) -> AIProvider:
@@ -57,18 +62,38 @@ def setup_assembly(
     options: ProviderRequestOptions | None,
     skills: tuple[Skill, ...],
     summaries: Sequence[str],
+    loop: object = None,
 ) -> None:
     """The request assembler (system prompt, context providers, skills, tools, options,
-    ``input_assembly`` hook), the request policies and the tool validator."""
+    ``input_assembly`` hook), the request policies and the tool validator.
+
+    The loop's needs add to it: its shown schema, natively or as a system-prompt contribution
+    (``artifact-schema``, after the others; :func:`~prism.structured_output.deliver_shown_schema`),
+    and a warning on the ``prism`` logger when the loop dispatches no tool calls but the run
+    offers tools.
+    """
     config = ctx.config
     plan = ctx.plan
     contributions = plan.system_prompt
     if not plan.drop_agent_system_prompt:
         contributions = config.system_prompt + contributions
+    options, schema_text = deliver_shown_schema(loop, options, plan.model)
+    if schema_text is not None:
+        contributions = (*contributions, SystemPromptContribution("artifact-schema", schema_text))
     providers = list(config.context)
     for skill in skills:
         providers.extend(skill.context)
     tools = filter_tools(ctx.registry, plan.tool_filters) if len(ctx.registry) else ()
+    if tools and not loop_needs(loop).dispatches_tools:
+        _log.warning(
+            "run %s: the %s loop does not dispatch tool calls (tool_calls='disabled'), but the "
+            "run offers the tools %s; their calls are answered as not dispatched. Pass "
+            "tool_calls='bounded' to let the model use them, or leave them out of the run "
+            "(tool_filter=)",
+            ctx.run_id,
+            getattr(loop, "name", "artifact"),
+            ", ".join(sorted(tool.name for tool in tools)),
+        )
     middleware = ctx.middleware
     hook = None
     if middleware is not None and middleware.has("input_assembly"):

@@ -338,7 +338,7 @@ class RunLeg:
             loop=loop,
             model=plan.model,
         )
-        setup_assembly(ctx, options, active_skills, summaries)
+        setup_assembly(ctx, options, active_skills, summaries, loop)
         setup_attempts(ctx, provider)
         if durable is not None:
             # A resumed leg restores the loop, then replays the decided calls.
