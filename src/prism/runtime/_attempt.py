@@ -273,11 +273,21 @@ class AttemptState:
             self.buf.clear()
             self.open_kind = 0
 
+    def price_usage(self) -> None:
+        """Cost a usage reported without one at ``model.pricing`` (idempotent)."""
+        usage = self.usage
+        pricing = self.runner.model.pricing
+        if usage is not None and usage.cost is None and pricing is not None:
+            self.usage = dataclasses.replace(
+                usage, cost=pricing.cost(usage), currency=pricing.currency
+            )
+
     def record_usage(self) -> None:
-        """once per attempt — accumulate, ledger row, then charge the tracker."""
+        """once per attempt — price, accumulate, ledger row, then charge the tracker."""
         if self.usage_recorded:
             return
         self.usage_recorded = True
+        self.price_usage()
         runner = self.runner
         usage = self.usage
         if usage is not None:

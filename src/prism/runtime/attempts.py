@@ -419,6 +419,7 @@ class ProviderAttempts:
             self._waiting = False
 
         # Steps 6-9: usage, output guardrails, flush, provider_turn_finished.
+        st.price_usage()
         result = ProviderTurnResult(
             content=tuple(st.parts),
             calls=tuple(st.calls),

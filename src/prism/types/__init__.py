@@ -42,6 +42,7 @@ from ._messages import user_message as user_message
 from ._models import ModelCapabilities as ModelCapabilities
 from ._models import ModelConfig as ModelConfig
 from ._models import ModelLimits as ModelLimits
+from ._models import ModelPricing as ModelPricing
 from ._models import ProviderRequestOptions as ProviderRequestOptions
 from ._models import StructuredOutputOptions as StructuredOutputOptions
 from ._models import ToolChoice as ToolChoice
@@ -105,6 +106,7 @@ __all__ = [
     "RunResult",
     "RunStatus",
     "RunStopReason",
+    "ModelPricing",
     "StructuredOutputOptions",
     "ToolChoice",
     "TextContent",

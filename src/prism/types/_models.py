@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 from prism._json import JsonValue
 from prism.errors import PrismConfigError
 from prism.types._options import _Options
+from prism.types._usage import Usage
 
 _T = TypeVar("_T")
 
@@ -16,6 +17,7 @@ __all__ = [
     "ModelCapabilities",
     "ModelConfig",
     "ModelLimits",
+    "ModelPricing",
     "ProviderRequestOptions",
     "StructuredOutputOptions",
     "ToolChoice",
@@ -70,6 +72,40 @@ class ModelLimits(_Options):
 
 
 @dataclass(frozen=True, slots=True)
+class ModelPricing(_Options):
+    """Per-token prices of a model, for providers that report no cost.
+
+    When a provider reports usage without ``cost``, the runtime prices it:
+    ``input_tokens × input + output_tokens × output`` (+ ``cache_read_tokens × cache_read`` and
+    ``cache_write_tokens × cache_write`` when those prices are set), per million tokens, in
+    ``currency``. Token counts are taken as the provider reports them (OpenAI's input count
+    includes cached tokens, so without a ``cache_read`` price they are charged at the input
+    price: an upper bound). The priced usage is what ``RunResult.usage.cost`` sums and what a
+    ``limits={"max_cost": ...}`` budget in the same currency is checked against.
+    """
+
+    input: float
+    """Price of one million input tokens."""
+    output: float
+    """Price of one million output tokens."""
+    cache_read: float | None = None
+    """Price of one million cache-read tokens; ``None``: not charged separately."""
+    cache_write: float | None = None
+    """Price of one million cache-write tokens; ``None``: not charged separately."""
+    currency: str = "USD"
+    """Currency of the prices."""
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of ``usage`` at these prices, in :attr:`currency` units."""
+        total = (usage.input_tokens or 0) * self.input + (usage.output_tokens or 0) * self.output
+        if self.cache_read is not None:
+            total += (usage.cache_read_tokens or 0) * self.cache_read
+        if self.cache_write is not None:
+            total += (usage.cache_write_tokens or 0) * self.cache_write
+        return total / 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
 class ModelConfig(_Options):
     """Which model to call and how."""
 
@@ -89,6 +125,8 @@ class ModelConfig(_Options):
     """Passed verbatim into request bodies (``temperature``, ``max_tokens``, ...)."""
     metadata: Mapping[str, Any] | None = None
     """Host metadata."""
+    pricing: ModelPricing | None = None
+    """Per-token prices used to cost usage the provider reports without a cost."""
 
 
 @dataclass(frozen=True, slots=True)
