@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, TypeAlias, Union
+from typing import TypeAlias, TypeGuard, Union
 
 __all__ = ["JsonValue", "canonical_json", "is_json_value"]
 
@@ -21,7 +21,7 @@ JsonValue: TypeAlias = Union[  # noqa: UP007 - recursive alias needs the Union f
 _JSON_MAX_DEPTH = 32
 
 
-def is_json_value(value: object, *, max_depth: int = _JSON_MAX_DEPTH) -> bool:
+def is_json_value(value: object, *, max_depth: int = _JSON_MAX_DEPTH) -> TypeGuard[JsonValue]:
     """Return whether ``value`` is JSON-compatible; never raises.
 
     JSON-compatible means: built only from ``None``, ``bool``, ``int``, finite ``float``, ``str``,
@@ -53,7 +53,7 @@ def _is_json(value: object, budget: int) -> bool:
     return False
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """Serialise ``value`` canonically, for fingerprints and argument hashes.
 
     Returns:

@@ -8,8 +8,8 @@ A frozen dataclass that subclasses :class:`Serializable` gets:
   (callables, host objects, signals) is left out.
 * ``from_dict(data)`` — the inverse, driven by the class's type hints: nested dataclasses are
   rebuilt, tuples restored, and unions of tagged classes are resolved by their ``type`` key.
-  Unknown keys raise ``ValueError`` naming every one of them (``PrismConfigError`` for options
-  classes, which override :meth:`Serializable._unknown_keys_error`).
+  Unknown keys raise ``PrismConfigError`` (a ``ValueError``) naming every one of them, through
+  the package's one unknown-key check (:func:`prism._keys.reject_unknown_keys`).
 
 The conversion plans are computed once per class and cached, so repeated calls cost only the
 walk over the value itself.
@@ -24,6 +24,8 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
+from prism._keys import reject_unknown_keys
+
 __all__ = ["Serializable", "from_json_value", "to_json_value"]
 
 _S = TypeVar("_S", bound="Serializable")
@@ -32,7 +34,7 @@ _Decoder = Callable[[Any], Any]
 
 
 class Serializable:
-    """Mixin for frozen dataclasses: ``to_dict()`` / ``from_dict()`` per CON-3."""
+    """Mixin for frozen dataclasses: ``to_dict()`` (``None`` fields omitted) and ``from_dict()``."""
 
     __slots__ = ()
 
@@ -54,26 +56,21 @@ class Serializable:
         """Rebuild a value from its ``to_dict()`` form.
 
         Raises:
-            ValueError: ``data`` is not a mapping, or has keys that are not fields (all named).
+            TypeError: ``data`` is not a mapping.
+            PrismConfigError: ``ERR_PRISM_CONFIG`` (a ``ValueError``) — ``data`` has keys that
+                are not fields (all named).
         """
         if not isinstance(data, Mapping):
             raise TypeError(f"{cls.__name__}.from_dict expects a mapping, got {type(data).__name__}")
         decoders = _decoders(cls)
         init_names = _init_names(cls)
-        unknown = [k for k in data if k not in decoders]
-        if unknown:
-            raise cls._unknown_keys_error(unknown)
+        reject_unknown_keys(cls.__name__, data, decoders)
         kwargs: dict[str, Any] = {}
         for key, value in data.items():
             if key not in init_names:
                 continue  # e.g. the `type` literal: fixed by the class
             kwargs[key] = None if value is None else decoders[key](value)
         return cls(**kwargs)
-
-    @classmethod
-    def _unknown_keys_error(cls, keys: Sequence[str]) -> Exception:
-        names = ", ".join(sorted(str(k) for k in keys))
-        return ValueError(f"{cls.__name__}: unknown keys: {names}")
 
 
 def to_json_value(value: Any) -> Any:

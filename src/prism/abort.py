@@ -31,7 +31,9 @@ class AbortSignal:
 
     __slots__ = ("_aborted", "_listeners", "_next_key", "_reason", "_waiters")
 
-    def __init__(self, connect: Callable[[Callable[[Any], bool]], object] | None = None, /) -> None:
+    def __init__(
+        self, connect: Callable[[Callable[[object], bool]], object] | None = None, /
+    ) -> None:
         """Create a signal that is not aborted.
 
         Args:
@@ -58,7 +60,7 @@ class AbortSignal:
         return self._aborted
 
     @property
-    def reason(self) -> Any:
+    def reason(self) -> object:
         """The abort reason, or ``None`` while not aborted."""
         return self._reason
 
@@ -185,13 +187,13 @@ class AbortController:
     __slots__ = ("_abort_signal", "signal")
 
     def __init__(self) -> None:
-        self._abort_signal: Callable[[Any], bool] = _noop_abort
+        self._abort_signal: Callable[[object], bool] = _noop_abort
         self.signal = AbortSignal(self._connect)
 
-    def _connect(self, abort: Callable[[Any], bool]) -> None:
+    def _connect(self, abort: Callable[[object], bool]) -> None:
         self._abort_signal = abort
 
-    def abort(self, reason: Any = None) -> None:
+    def abort(self, reason: object = None) -> None:
         """Abort the signal; the first call wins, later calls are no-ops.
 
         Args:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeAlias, TypeVar
 
+from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.abort import AbortSignal
 from prism.types import AgentInput
@@ -27,12 +28,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-def _reject_unknown_keys(kind: str, value: Mapping[str, Any], allowed: frozenset[str]) -> None:
-    unknown = sorted(str(k) for k in value if k not in allowed)
-    if unknown:
-        raise ValueError(f"unknown {kind} key(s): {', '.join(unknown)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +67,7 @@ class ArtifactError(Serializable):
             raise TypeError(
                 f"artifact error must be an ArtifactError or a mapping, got {type(value).__name__}"
             )
-        _reject_unknown_keys("artifact error", value, _ERROR_KEYS)
+        reject_unknown_keys("artifact error", value, _ERROR_KEYS)
         message = value.get("message")
         path = value.get("path")
         if not isinstance(message, str):
@@ -137,7 +132,7 @@ class ArtifactValidation(Serializable):
                 "artifact validator must return an ArtifactValidation or a mapping, "
                 f"got {type(value).__name__}"
             )
-        _reject_unknown_keys("artifact validation", value, _VALIDATION_KEYS)
+        reject_unknown_keys("artifact validation", value, _VALIDATION_KEYS)
         ok = value.get("ok")
         if not isinstance(ok, bool):
             raise TypeError("artifact validation 'ok' must be a bool")
@@ -210,7 +205,7 @@ class ArtifactParseResult(Serializable, Generic[T]):  # setting ``__orig_class__
                 "artifact parser must return an ArtifactParseResult or a mapping, "
                 f"got {type(value).__name__}"
             )
-        _reject_unknown_keys("artifact parse result", value, _PARSE_KEYS)
+        reject_unknown_keys("artifact parse result", value, _PARSE_KEYS)
         ok = value.get("ok")
         error = value.get("error")
         if not isinstance(ok, bool):

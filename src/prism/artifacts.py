@@ -168,7 +168,8 @@ def json_schema_artifact(
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` when ``schema`` is not a mapping or not a valid
             schema for its metaschema.
-        StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when the native options fail SO-1.
+        StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when the native options fail
+            the structured-output check.
     """
     if not isinstance(schema, Mapping):
         raise PrismConfigError(f"artifact schema must be a mapping, got {type(schema).__name__}")
@@ -231,7 +232,8 @@ def pydantic_artifact(
     Raises:
         ImportError: pydantic v2 is not installed (message names ``prism-runtime[pydantic]``).
         PrismConfigError: ``ERR_PRISM_CONFIG`` when ``model`` is not a ``BaseModel`` subclass.
-        StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when the native options fail SO-1.
+        StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when the native options fail
+            the structured-output check.
     """
     pydantic = _import_pydantic()
     if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):

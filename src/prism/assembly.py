@@ -13,7 +13,8 @@ f. tool-result messages built from loop-local tool results;
 g. ``to_messages(next_input)``.
 
 The stable prefix comes first so provider prompt caches can reuse it. :class:`RequestAssembler`
-precomputes (a), (c) and (d) once per run, so assembling a turn only copies message references; :func:`assemble_provider_input` is the one-shot form of the same primitive.
+precomputes (a), (c) and (d) once per run, so assembling a turn only copies message references;
+:func:`assemble_provider_input` is the one-shot form of the same primitive.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ __all__ = [
 class SystemPromptContribution(Serializable):
     """One named piece of the system prompt.
 
-    Contributions are joined after the agent ``instructions`` with ``"\\n\\n"`` (RUN-13 a).
+    Contributions are joined after the agent ``instructions`` with ``"\\n\\n"``; the
+    composed text is the request's first ``system`` message.
     """
 
     id: str
@@ -86,7 +88,7 @@ class ContextProviderContext(Serializable):
     """1-based turn index of the request being assembled."""
 
     messages: tuple[Message, ...]
-    """Messages (e)–(g) of RUN-13 for the request being assembled: live history, tool-result
+    """The non-system messages of the request being assembled: live history, tool-result
     messages, then the new input."""
 
     metadata: Mapping[str, Any] = field(default_factory=dict)
@@ -121,7 +123,7 @@ class Skill(Serializable):
     """A named bundle of instructions and context providers.
 
     Active skills (all by default; ``run(active_skills=...)`` selects by name) add one
-    ``system`` message ``"Skill <name>:\\n<instructions>"`` when they have instructions (RUN-13 c)
+    ``system`` message ``"Skill <name>:\\n<instructions>"`` when they have instructions
     and their context providers after the agent's.
     """
 
@@ -152,7 +154,8 @@ InputAssemblyHook = Callable[[tuple[Message, ...]], Awaitable[tuple[Message, ...
 def compose_system_prompt(
     instructions: str | None, contributions: Sequence[SystemPromptContribution] = ()
 ) -> str:
-    """Compose the system prompt text (RUN-13 a).
+    """Compose the system prompt text: ``instructions``, then each contribution, joined by
+    blank lines.
 
     Args:
         instructions: The agent's base instructions (``None``/empty skipped).
@@ -167,7 +170,7 @@ def compose_system_prompt(
 
 
 def context_block_message(block: ContextBlock) -> Message:
-    """Return the ``system`` message for one context block (RUN-13 b).
+    """Return the ``system`` message for one context block.
 
     The text is ``"<title>:\\n<text>"``, or ``"Context:\\n<text>"`` without a title.
     """
@@ -319,7 +322,8 @@ class RequestAssembler:
         return self._tools
 
     def set_summaries(self, summaries: Sequence[str]) -> None:
-        """Set the compaction summaries (RUN-13 d); called after each history rebuild."""
+        """Set the compaction summaries (``system`` messages after the skills); called after each
+        history rebuild."""
         self._summary_messages = tuple(
             Message("system", (TextContent(f"Summary:\n{s}"),)) for s in summaries
         )

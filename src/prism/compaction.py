@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
+from prism._keys import reject_unknown_keys
 from prism._util import maybe_await
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError
@@ -130,10 +131,7 @@ class CompactionOptions(_Options):
                 "CompactionOptions expects a CompactionOptions or a mapping, "
                 f"got {type(value).__name__}"
             )
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = [str(k) for k in value if k not in names]
-        if unknown:
-            raise cls._unknown_keys_error(unknown)
+        reject_unknown_keys(cls.__name__, value, {f.name for f in dataclasses.fields(cls)})
         return cls(**{str(k): v for k, v in value.items()})
 
 

@@ -33,9 +33,11 @@ built from data take the data first (``RunLimitExceeded(breach)``, ``GuardrailEr
 ``ProviderTurnError(info)``, ``AgentRunError(message, *, result)``). ``str(err)`` is always the
 message, and every instance keeps its fields as attributes.
 
-This module holds errors only; redaction helpers live in :mod:`prism.redaction`. It is the bottom
-layer of the package: the records its exceptions carry (``ErrorInfo``, ``RunLimitBreach``,
-``GuardrailRecord``) live below it, and a failed run's ``RunResult`` is described by the
+This module holds errors only; redaction helpers live in :mod:`prism.redaction`. It sits at the
+bottom of the package: ``PrismError`` and ``PrismConfigError`` are defined in
+:mod:`prism._error_root` (so value serialisation below this module can raise them) and re-exported
+here, the records its exceptions carry (``ErrorInfo``, ``RunLimitBreach``, ``GuardrailRecord``)
+live below it, and a failed run's ``RunResult`` is described by the
 :class:`~prism._failure_records.FailedLeg` protocol rather than imported.
 """
 
@@ -46,6 +48,9 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+from prism._error_root import ERR_PRISM_CONFIG as ERR_PRISM_CONFIG
+from prism._error_root import PrismConfigError as PrismConfigError
+from prism._error_root import PrismError as PrismError
 from prism._failure_records import ErrorInfo, FailedLeg, GuardrailRecord, RunLimitBreach
 
 __all__ = [
@@ -70,7 +75,6 @@ __all__ = [
 
 # --------------------------------------------------------------------------- codes
 
-ERR_PRISM_CONFIG = "ERR_PRISM_CONFIG"
 ERR_PRISM_ABORTED = "ERR_PRISM_ABORTED"
 ERR_PRISM_SESSION_BUSY = "ERR_PRISM_SESSION_BUSY"
 ERR_PRISM_STEER_NO_RUN = "ERR_PRISM_STEER_NO_RUN"
@@ -104,48 +108,13 @@ ERR_PRISM_DELEGATION_SUSPENDED = "ERR_PRISM_DELEGATION_SUSPENDED"
 signal in tool dispatch."""
 
 
-def _rebuild(cls: type[PrismError], args: tuple[Any, ...], state: dict[str, Any]) -> PrismError:
-    """Unpickle helper: restore an error without calling its (data-first) ``__init__``."""
-    err = cls.__new__(cls)
-    err.args = args
-    err.__dict__.update(state)
-    return err
-
-
-# --------------------------------------------------------------------------- root
-
-
-class PrismError(Exception):
-    """Root of every exception prism defines.
-
-    Attributes:
-        code: Stable identifier of the failure; ``ERR_PRISM_*`` except for the data codes of
-            ``ProviderTransportError``, ``ArtifactFailedError`` and an artifact ``AgentRunError``.
-        message: The human-readable message; ``str(err)`` returns it.
-    """
-
-    code: str = "ERR_PRISM"
-    default_message: str = "Prism error"
-
-    def __init__(self, message: str | None = None) -> None:
-        text = self.default_message if message is None else str(message)
-        super().__init__(text)
-        self.message = text
-
-    def __str__(self) -> str:
-        return self.message
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
-
-
 class _MultiCodeError(PrismError):
     """Base for classes with several codes: ``Cls(code, message=None, **fields)``."""
 
     codes: Mapping[str, str] = {}
     """Allowed codes mapped to their default message."""
 
-    def __init__(self, code: str, message: str | None = None, **fields: Any) -> None:
+    def __init__(self, code: str, message: str | None = None, **fields: object) -> None:
         if not isinstance(code, str) or not code:
             raise TypeError(f"{type(self).__name__} code must be a non-empty str, got {code!r}")
         if self.codes and code not in self.codes:
@@ -159,19 +128,6 @@ class _MultiCodeError(PrismError):
             if key in ("code", "message", "args"):
                 raise TypeError(f"{type(self).__name__}: field {key!r} is reserved")
             setattr(self, key, value)
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-class PrismConfigError(PrismError, ValueError):
-    """Invalid agent/run/loop/limit/retry/turn-policy/option values (...).
-
-    Also a ``ValueError``, so generic handlers keep working. Code ``ERR_PRISM_CONFIG``.
-    """
-
-    code = ERR_PRISM_CONFIG
-    default_message = "Invalid configuration"
 
 
 # --------------------------------------------------------------------------- abort / session
@@ -242,7 +198,7 @@ class ProviderTurnError(PrismError):
 
 
 class ProviderTransportError(_MultiCodeError):
-    """Bounded SSE reading, delta reconstruction or argument parsing failed (PROV-5/6/10).
+    """Bounded SSE reading, delta reconstruction or argument parsing failed.
 
     The code is data (lowercase), e.g. ``sse_event_overflow``, ``sse_buffer_overflow``,
     ``incomplete_delta``, ``invalid_json_arguments``; other non-empty codes are accepted.
@@ -258,7 +214,7 @@ class ProviderTransportError(_MultiCodeError):
         "invalid_json_arguments": "Tool call arguments are not a valid JSON object",
     }
 
-    def __init__(self, code: str, message: str | None = None, **fields: Any) -> None:
+    def __init__(self, code: str, message: str | None = None, **fields: object) -> None:
         if message is None and isinstance(code, str):
             message = self._defaults.get(code)
         super().__init__(code, message, **fields)

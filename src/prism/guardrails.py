@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeAlias, TypeVar
 
+from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.abort import AbortController, AbortSignal
 from prism.errors import GuardrailError, PrismConfigError
@@ -170,10 +171,6 @@ class Guardrails(Serializable):
             return result
         return ()
 
-    @classmethod
-    def _unknown_keys_error(cls, keys: Sequence[str]) -> Exception:
-        return PrismConfigError(f"Guardrails: unknown keys: {', '.join(sorted(map(str, keys)))}")
-
 
 @dataclass(frozen=True, slots=True)
 class GuardrailRunResult:
@@ -197,10 +194,7 @@ def coerce_guardrails(value: Guardrails | Mapping[str, Any] | None) -> Guardrail
     if value is None or isinstance(value, Guardrails):
         return value
     if isinstance(value, Mapping):
-        known = {f.name for f in dataclasses.fields(Guardrails)}
-        extra = sorted(str(k) for k in value if k not in known)
-        if extra:
-            raise PrismConfigError(f"Guardrails: unknown keys: {', '.join(extra)}")
+        reject_unknown_keys("Guardrails", value, {f.name for f in dataclasses.fields(Guardrails)})
         return Guardrails(**{str(k): v for k, v in value.items()})
     raise PrismConfigError(
         f"guardrails must be a Guardrails object or a mapping, got {type(value).__name__}"

@@ -42,12 +42,14 @@ _MAX_DEPTH = 32
 class SecretRedactor(Protocol):
     """What the runtime uses of a redactor: ``secrets`` and ``redact``.
 
-    ``redact`` must be a pure function of its input (ARCH-15 caches per-message results).
+    ``redact`` must be a pure function of its input (the runtime caches its result per
+    message).
     """
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """The secrets, in application order (used for the RETRY-3 union)."""
+        """The secrets, in application order (joined with the retry secrets to
+        redact failed attempts)."""
         ...
 
     def redact(self, value: _T) -> _T:

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
+from prism._keys import reject_unknown_keys
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError
 from prism.types import ErrorInfo, JsonValue, _Options
@@ -183,9 +184,7 @@ class RetryOptions(_Options):
             raise PrismConfigError(
                 f"RetryOptions expects a RetryOptions or a mapping, got {type(value).__name__}"
             )
-        unknown = [str(k) for k in value if k not in _RETRY_FIELDS]
-        if unknown:
-            raise cls._unknown_keys_error(unknown)
+        reject_unknown_keys(cls.__name__, value, _RETRY_FIELDS)
         return cls(**{str(k): v for k, v in value.items()})
 
 
@@ -340,7 +339,7 @@ def is_transient_error(
 
 
 class _DefaultRetryPolicy:
-    """The built-in policy of RETRY-4 (see :func:`create_default_retry_policy`)."""
+    """The built-in backoff policy (see :func:`create_default_retry_policy`)."""
 
     __slots__ = ("_options", "_random")
 
@@ -354,7 +353,8 @@ class _DefaultRetryPolicy:
         return self._options
 
     def decide(self, context: RetryContext, /) -> RetryDecision:
-        """Decide per RETRY-4 (synchronous)."""
+        """Retry a transient failure while attempts remain, after the server's ``Retry-After`` hint
+        or an exponential, jittered delay (synchronous)."""
         opts = self._options
         signal = context.signal
         if signal is not None and signal.aborted:

@@ -185,12 +185,14 @@ def resolve_structured_output(
     loop: object = None,
     model: ModelConfig | None = None,
 ) -> ProviderRequestOptions | None:
-    """Resolve a run's provider options and its native schema, then check SO-2.
+    """Resolve a run's provider options and its native schema, then check that the model
+    supports structured output.
 
-    Merge order, later wins (CON-15 for the option layers): agent ``provider_options``, run
-    ``provider_options``, the run's ``structured_output=``, then the schema of the resolved loop
-    when it is a built-in generate-validate-revise strategy (:func:`loop_structured_output`).
-    Every schema that takes part is checked against SO-1.
+    Merge order, later wins (for each layer, fields that are set win; ``headers``, ``compat`` and
+    ``extra`` merge key by key): agent ``provider_options``, run ``provider_options``, the run's
+    ``structured_output=``, then the schema of the resolved loop when it is a built-in
+    generate-validate-revise strategy (:func:`loop_structured_output`). Every schema that takes part
+    is checked with :func:`validate_structured_output`.
 
     Args:
         agent_options: ``AgentConfig.provider_options`` (a mapping is converted).
@@ -281,7 +283,7 @@ def shown_schema_of(*callbacks: object) -> StructuredOutputOptions | None:
     return None
 
 
-# =========================================================================== SO-8 helpers
+# =========================================================================== artifact helpers
 
 
 def json_artifact_parser(
@@ -308,8 +310,8 @@ def json_schema_artifact_validator(schema: Mapping[str, Any]) -> ArtifactValidat
     """Return an artifact validator checking values against a JSON Schema.
 
     Errors become ``ArtifactError(message, path=<RFC 6901 pointer, None at the root>)``, sorted by
-    (pointer, message) as in TOOL-6; the result is ``ok`` when there are none. The schema is
-    checked and compiled once, here.
+    (pointer, message) as the tool-argument validator sorts them; the result is ``ok`` when there
+    are none. The schema is checked and compiled once, here.
 
     Args:
         schema: A JSON Schema (the ``jsonschema`` class comes from ``validator_for``).

@@ -31,7 +31,7 @@ _ANSWERS: Final[dict[str, DecisionOutcome]] = {
     "no": "reject_once",
     "": "reject_once",
 }
-"""Terminal answers to an approval question (APR-7 outcomes)."""
+"""Terminal answers to an approval question, mapped to decision outcomes."""
 
 
 class ApprovalPrompt:

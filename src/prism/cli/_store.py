@@ -1,4 +1,4 @@
-"""Where the ``prism`` command keeps its sessions (10-stores DB-2; 05-durable-runs).
+"""Where the ``prism`` command keeps its sessions, run-state envelopes and settings.
 
 Every ``prism run`` is a durable run (``checkpoint_policy="every-turn"``) over one store that holds
 the sessions, the run-state envelopes and the command's own per-session settings:
@@ -402,7 +402,8 @@ async def last_run(store: DatabaseStore, session_id: str) -> RunInfo | None:
 
 
 async def check_run(store: DatabaseStore, run_id: str) -> Any:
-    """Load a run's envelope for ``prism resume`` (DUR-24 checks).
+    """Load a run's envelope for ``prism resume`` (a missing record or a malformed
+    envelope is refused).
 
     Raises:
         StoreError: no such run in the store, or a malformed envelope.

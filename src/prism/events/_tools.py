@@ -100,7 +100,8 @@ class ToolExecutionErrorEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionBlockedEvent(Serializable):
-    """A tool call was blocked (TOOL-3/4)."""
+    """A tool call was blocked before it executed (guardrail, unknown or denied tool, invalid
+    arguments, permission or validation failure); ``execute`` was never called."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
+from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.errors import PrismConfigError
 from prism.types import _Options
@@ -122,10 +123,7 @@ class RunLimits(_Options):
         """
         if not isinstance(data, Mapping):
             raise PrismConfigError(f"RunLimits expects a mapping, got {type(data).__name__}")
-        names = _RUN_LIMIT_FIELDS
-        unknown = [str(k) for k in data if k not in names]
-        if unknown:
-            raise cls._unknown_keys_error(unknown)
+        reject_unknown_keys(cls.__name__, data, _RUN_LIMIT_FIELDS)
         kwargs: dict[str, Any] = {}
         for key, value in data.items():
             if value == UNLIMITED_TEXT and isinstance(value, str):

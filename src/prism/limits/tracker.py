@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, TypeAlias
 
+from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.errors import RunLimitExceeded
 from prism.limits.options import DEFAULT_RUN_LIMITS, UNLIMITED, LimitValue, RunCost, RunLimits
@@ -72,9 +73,7 @@ def _coerce_counters(value: RunLimitCounters | Mapping[str, Any] | None) -> RunL
     if isinstance(value, RunLimitCounters):
         counters = value
     elif isinstance(value, Mapping):
-        unknown = sorted(str(k) for k in value if k not in _COUNTER_FIELDS)
-        if unknown:
-            raise ValueError(f"unknown limit counter(s): {', '.join(unknown)}")
+        reject_unknown_keys("limit counter", value, _COUNTER_FIELDS)
         counters = RunLimitCounters(**dict(value))
     else:
         raise TypeError(f"counters must be a mapping, got {type(value).__name__}")
@@ -132,7 +131,8 @@ class RunLimitTracker:
         clock: Monotonic clock in seconds (``time.monotonic``); injectable for tests.
 
     Raises:
-        ValueError: ``counters`` has an unknown key or a negative / non-numeric value.
+        PrismConfigError: ``counters`` has an unknown key (reported as a ``ValueError`` too).
+        ValueError: a counter is negative or not a number.
     """
 
     __slots__ = (
@@ -261,8 +261,8 @@ class RunLimitTracker:
     @property
     def leg_max_tool_rounds(self) -> LimitValue:
         """Tool rounds left for this leg: ``max_tool_rounds`` minus the rounds restored from
-        earlier legs, never below 0; :data:`UNLIMITED` when the axis is disabled (CON-28
-        ``max_tool_rounds``)."""
+        earlier legs, never below 0; :data:`UNLIMITED` when the axis is disabled (the
+        value ``LoopContext.max_tool_rounds`` reports)."""
         limit = self._max_tool_rounds
         if math.isinf(limit):
             return UNLIMITED

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
+from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.abort import AbortSignal
 from prism.artifact_contracts import (
@@ -165,10 +166,7 @@ def _options_from_mapping(cls: type[Any], strategy: str, value: Mapping[str, Any
     given = data.pop("strategy", strategy)
     if given != strategy:
         raise PrismConfigError(f"{cls.__name__} requires strategy {strategy!r}, got {given!r}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(str(k) for k in data if k not in names)
-    if unknown:
-        raise PrismConfigError(f"unknown {strategy} loop option(s): {', '.join(unknown)}")
+    reject_unknown_keys(f"{strategy} loop", data, {f.name for f in dataclasses.fields(cls)})
     return cls(**data)
 
 
@@ -198,10 +196,6 @@ class SingleShotLoopOptions(Serializable):
         result: SingleShotLoopOptions = _options_from_mapping(cls, "single-shot", value)
         return result
 
-    @classmethod
-    def _unknown_keys_error(cls, keys: Sequence[str]) -> Exception:
-        return PrismConfigError(f"{cls.__name__}: unknown keys: {', '.join(sorted(keys))}")
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GenerateValidateReviseLoopOptions(Serializable):
@@ -215,7 +209,8 @@ class GenerateValidateReviseLoopOptions(Serializable):
             ``parser``/``repairer`` are neither callable nor ``None``, ``max_revisions`` is not an
             ``int`` ≥ 0 (``bool`` rejected), or a mode/timing literal is unknown.
         StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when ``structured_output`` fails
-            SO-1.
+            the structured-output check (a name of 1–128 characters, a JSON-compatible schema
+            of at most 65 536 bytes).
     """
 
     validator: ArtifactValidator[Any] = field(metadata={"serialize": False})
@@ -276,7 +271,7 @@ class GenerateValidateReviseLoopOptions(Serializable):
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` for an unknown key, another strategy, a
-                missing ``validator`` or any GVR-1 violation.
+                missing ``validator`` or an invalid value (as the constructor checks).
         """
         if "validator" not in value:
             raise PrismConfigError("generate-validate-revise loop requires a 'validator'")
@@ -284,10 +279,6 @@ class GenerateValidateReviseLoopOptions(Serializable):
             cls, "generate-validate-revise", value
         )
         return result
-
-    @classmethod
-    def _unknown_keys_error(cls, keys: Sequence[str]) -> Exception:
-        return PrismConfigError(f"{cls.__name__}: unknown keys: {', '.join(sorted(keys))}")
 
 
 def _validate_gvr_options(
@@ -300,7 +291,8 @@ def _validate_gvr_options(
     structured_output_mode: object,
     structured_output_timing: object,
 ) -> None:
-    """Apply the GVR-1 checks shared by the options class and the loop factory."""
+    """Check the generate-validate-revise options; shared by the options class and the loop
+    factory."""
     if not callable(validator):
         raise PrismConfigError("generate-validate-revise 'validator' must be callable")
     if parser is not None and not callable(parser):
@@ -365,7 +357,8 @@ def _check_callback_shape(role: str, callback: object, expected: str) -> None:
 def coerce_structured_output(
     value: StructuredOutputOptions | Mapping[str, Any],
 ) -> StructuredOutputOptions:
-    """Convert a mapping to :class:`StructuredOutputOptions` and check it against SO-1.
+    """Convert a mapping to :class:`StructuredOutputOptions` and check it
+    (:func:`~prism.structured_output.validate_structured_output`).
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` when the value is neither, or the mapping has
@@ -378,7 +371,7 @@ def coerce_structured_output(
 
 
 AgentLoopOptions: TypeAlias = SingleShotLoopOptions | GenerateValidateReviseLoopOptions
-"""The seed's ``AgentLoopOptions`` union."""
+"""Loop options: single-shot or generate-validate-revise, told apart by ``strategy``."""
 
 
 def coerce_loop_options(value: AgentLoopOptions | Mapping[str, Any]) -> AgentLoopOptions:
@@ -395,7 +388,7 @@ def coerce_loop_options(value: AgentLoopOptions | Mapping[str, Any]) -> AgentLoo
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` for a missing or unknown strategy (message
             ``unknown agent loop strategy: <value>`` and the list of strategies), an unknown key
-            or a GVR-1 violation.
+            or an invalid option value.
     """
     if isinstance(value, (SingleShotLoopOptions, GenerateValidateReviseLoopOptions)):
         return value
@@ -551,5 +544,6 @@ class LoopContext(Protocol):
         ...
 
     async def apply_pending_steers(self) -> bool:
-        """Drain the steer queue into history and store; True when anything was drained. Optional."""
+        """Drain the steer queue into history and store; True when anything was drained.
+        Optional."""
         ...

@@ -168,7 +168,7 @@ def _effective_concurrency(
 
 
 async def _dispatch_sequential(calls: Sequence[ToolCallContent], ctx: LoopContext) -> None:
-    """one call at a time; each row is appended as soon as its call returns."""
+    """One call at a time; each row is appended as soon as its call returns."""
     signal = ctx.signal
     for index, call in enumerate(calls):
         if signal.aborted:

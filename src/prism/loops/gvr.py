@@ -86,7 +86,7 @@ def _tool_round_limit_result() -> ArtifactValidation:
 def _default_repairer(
     value: object, failure: ArtifactValidation, ctx: ArtifactContext
 ) -> AgentInput:
-    """one user message with the ``"\\n"``-joined error messages (or ``invalid artifact``)."""
+    """One user message with the ``"\\n"``-joined error messages (or ``invalid artifact``)."""
     text = "\n".join(e.message for e in failure.errors) or "invalid artifact"
     return text
 
@@ -119,7 +119,7 @@ class GenerateValidateReviseLoop:
     )
 
     name: Final = "generate-validate-revise"
-    """Strategy name; RUN-17 keys the artifact outcome check on it."""
+    """Strategy name; the runtime checks the artifact outcome of loops with this name."""
 
     revision: Final = "1"
     """Loop revision; joins the durable fingerprint and ``loop_state``."""
@@ -287,7 +287,7 @@ class GenerateValidateReviseLoop:
         self._restored = True
 
     def _enter_scope(self, ctx: LoopContext) -> None:
-        """keep restored state, else reset it for a new ``(session_id, run_id)``."""
+        """Keep restored state, else reset it for a new ``(session_id, run_id)``."""
         scope = (ctx.session_id, ctx.run_id)
         if self._restored:
             self._restored = False
@@ -549,9 +549,12 @@ def generate_validate_revise_loop(
         ``snapshot``/``restore`` and a read-only ``structured_output``.
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` for any GVR-1 violation.
+        PrismConfigError: ``ERR_PRISM_CONFIG`` when ``validator`` is not callable,
+            ``parser``/``repairer`` are neither callable nor ``None``, ``max_revisions`` is not an
+            ``int`` ≥ 0, or ``tool_calls`` or a structured-output mode/timing is unknown.
         StructuredOutputError: ``ERR_PRISM_STRUCTURED_OUTPUT`` when ``structured_output`` fails
-            SO-1.
+            the structured-output check (a name of 1–128 characters, a JSON-compatible schema
+            of at most 65 536 bytes).
     """
     _validate_gvr_options(
         validator=validator,

@@ -41,9 +41,9 @@ def resolve_loop(run_loop: object, config_loop: object) -> AgentLoopStrategy:
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` for an unknown strategy (message ``unknown agent
-            loop strategy: <value>``), a mapping without ``"strategy"`` or with unknown keys, a
-            GVR-1 violation, a strategy *class* (message asks for an instance), or any other
-            value.
+            loop strategy: <value>``), a mapping without ``"strategy"`` or with unknown keys, an
+            invalid generate-validate-revise option, a strategy *class* (message asks for an
+            instance), or any other value.
     """
     loop = _effective(run_loop, config_loop)
     if loop is None:

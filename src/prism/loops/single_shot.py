@@ -75,7 +75,7 @@ class SingleShotLoop:
         history = ctx.history
         apply_steers = getattr(ctx, "apply_pending_steers", None)
         # events carry the run's ids from the start, so the runtime need not copy them to stamp
-        # the ids in
+        # the ids in later
         sid: str = getattr(ctx, "session_id", "")
         rid: str = getattr(ctx, "run_id", "")
         while True:

@@ -68,8 +68,8 @@ def error_info(sdk: ModuleType, exc: Exception) -> ErrorInfo | None:
 
 
 def _transport_code(exc: Exception) -> str | None:
-    """PROV-12 code of an ``httpx``-family transport exception, matched by class name so the
-    mapping holds whichever HTTP library the installed SDK uses."""
+    """``timeout``, ``ECONNREFUSED`` or ``ECONNRESET`` for an ``httpx``-family transport exception,
+    matched by class name so the mapping holds whichever HTTP library the installed SDK uses."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     if "TransportError" not in names:
         return None
@@ -111,7 +111,8 @@ def _error_body_text(exc: Any, response: Any) -> str:
 
 
 def _stream_error_info(exc: Any) -> ErrorInfo:
-    """An ``event: error`` inside a 200 stream: ``code=error.type``, ``message=error.message``; an error event without a JSON ``error.type`` is ``invalid_stream_chunk``."""
+    """An ``event: error`` inside a 200 stream: ``code=error.type``, ``message=error.message``; an
+    error event without a JSON ``error.type`` is ``invalid_stream_chunk``."""
     err_type = getattr(exc, "type", None)
     message = getattr(exc, "api_message", None)
     if not isinstance(err_type, str) or not err_type:

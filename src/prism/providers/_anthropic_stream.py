@@ -1,8 +1,10 @@
 """Response side of the Anthropic provider: raw Messages stream events as provider events.
 
-Stream events map to provider events as ANT-4 describes, usage as ANT-5, and the end of the
-stream fails closed: without ``message_stop``, or with a ``tool_use`` block that never
-completed or lacks its id or name, the turn ends with an ``incomplete_stream`` error.
+Each stream event maps to provider events by its ``type`` (``message_start``, content block
+start/delta/stop, ``message_delta`` with stop reason and usage, ``message_stop`` as completion
+evidence, ``ping`` ignored, ``error``), and the end of the stream fails closed: without
+``message_stop``, or with a ``tool_use`` block that never completed or lacks its id or name, the
+turn ends with an ``incomplete_stream`` error.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ _STOP_REASONS: Final[Mapping[str, ProviderStopReason]] = {
     "refusal": "refusal",
     "pause_turn": "pause_turn",
 }
-# (wire field, Usage field) pairs of ANT-5; total_tokens is left to the accumulator.
+# (wire field, Usage field) pairs; total_tokens is left to the accumulator.
 _USAGE_FIELDS: Final = (
     ("input_tokens", "input_tokens"),
     ("output_tokens", "output_tokens"),
@@ -54,7 +56,8 @@ _USAGE_FIELDS: Final = (
 
 
 def event_overflow(event: Any) -> int | None:
-    """Size in bytes of ``event``'s JSON form when above the PROV-10 bound, else ``None``.
+    """Size in bytes of ``event``'s JSON form when above :data:`MAX_EVENT_BYTES`, else
+    ``None``.
 
     Content deltas are measured exactly only when a cheap upper bound (6 bytes per character
     of their payload plus a fixed envelope) could exceed the bound, so ordinary streams do not
@@ -108,7 +111,7 @@ class StreamMapper:
 
     @property
     def complete(self) -> bool:
-        """Whether ``message_stop`` arrived (the completion evidence of ANT-6)."""
+        """Whether ``message_stop`` arrived (without it the stream is incomplete)."""
         return self._done
 
     def feed(self, event: Any) -> Sequence[ProviderEvent]:
@@ -268,7 +271,8 @@ class StreamMapper:
 
 
 def _merge_usage(base: Usage | None, raw: Any) -> Usage:
-    """ANT-5 usage, fields present in ``raw`` winning over ``base`` (ANT-4 message_delta)."""
+    """Map wire usage to :class:`Usage`; fields present in ``raw`` win over ``base`` (a
+    ``message_delta`` updates the usage of ``message_start``)."""
     values: dict[str, Any] = {}
     for wire, name in _USAGE_FIELDS:
         value = getattr(raw, wire, None)

@@ -31,7 +31,7 @@ _TOOL_CHOICE: Final = {"auto": "auto", "none": "none", "required": "any"}
 
 
 class InvalidRequest(Exception):
-    """The request cannot be expressed on the wire (PROV-12 ``invalid_request``)."""
+    """The request cannot be expressed on the wire (error code ``invalid_request``)."""
 
 
 def build_body(request: ProviderRequest, *, default_max_tokens: int = 4096) -> dict[str, Any]:
@@ -56,7 +56,7 @@ def build_body(request: ProviderRequest, *, default_max_tokens: int = 4096) -> d
     if options is not None and options.max_tokens is not None:
         max_tokens = options.max_tokens
     preserve = _compat(request, "preserve_thinking") is not False
-    # Without declared capabilities the CON-13 defaults apply (text input only).
+    # Without declared capabilities the model takes text input only.
     images_ok = "image" in (model.capabilities or ModelCapabilities()).input
     system, messages = _map_messages(request.messages, preserve, images_ok, model.model)
     body: dict[str, Any] = {

@@ -1,7 +1,8 @@
 """Failures of the OpenAI-compatible provider: SDK, httpx and prism exceptions as ``ErrorInfo``.
 
 HTTP statuses keep a bounded part of the error body and the ``Retry-After`` delay;
-transport exceptions anywhere in the cause chain become the codes of PROV-12.
+transport exceptions anywhere in the cause chain become ``timeout``,
+``ECONNREFUSED`` or ``ECONNRESET``.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def _class_named(module_name: str, attr: str) -> type[BaseException] | None:
 
 
 def _transport_code(exc: BaseException) -> str | None:
-    """PROV-12 code for an httpx/httpx2 transport exception anywhere in the cause chain."""
+    """``timeout``, ``ECONNREFUSED`` or ``ECONNRESET`` for an httpx/httpx2 transport exception
+    anywhere in the cause chain, else ``None``."""
     seen = 0
     current: BaseException | None = exc
     while current is not None and seen < 6:

@@ -9,7 +9,8 @@ prism's contracts and the Messages wire format:
 * response: raw stream events mapped to provider events, usage, fail-closed end of
   stream and stop reasons;
 * failures: HTTP statuses, in-stream ``error`` events, transport exceptions and byte bounds become
-  one ``error`` event with the codes of PROV-10..12, secrets redacted.
+  one ``error`` event (HTTP status codes, ``sse_event_overflow``, ``timeout``,
+  ``ECONNREFUSED``, ``ECONNRESET``, ``invalid_request``), secrets redacted.
 
 This module holds the factory, the provider (one streaming request per attempt, with abort) and
 its headers and credentials; the request body is built in ``_anthropic_wire``, stream events are
@@ -218,8 +219,8 @@ class AnthropicProvider:
     """Provider for the Anthropic Messages API; build it with
     :func:`create_anthropic_provider`.
 
-    Each ``generate`` call is one streaming ``POST`` through the SDK client. The stream is
-    mapped to provider events as ANT-4 describes and always ends with exactly one ``done`` or
+    Each ``generate`` call is one streaming ``POST`` through the SDK client. The stream is mapped to
+    provider events (see ``_anthropic_stream``) and always ends with exactly one ``done`` or
     ``error`` event; a stream that cannot be proven complete ends with ``error``
     ``incomplete_stream``.
     """
@@ -294,7 +295,7 @@ class AnthropicProvider:
                 default) after the HTTP response was closed.
             PrismConfigError: a callable ``api_key`` returned something other than a non-empty
                 string.
-            TypeError: the provider reported usage that breaks CON-11.
+            TypeError: the provider reported a token count that is not a non-negative ``int``.
         """
         signal = request.signal
         if signal is not None:

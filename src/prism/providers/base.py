@@ -1,14 +1,13 @@
 """The provider protocol, provider-event helpers and tool-call reconstruction.
 
-A provider turns one :class:`~prism.types.ProviderRequest` into a stream of provider events. This module holds the protocol every provider implements, the public helper
-constructors for those events, the reconstruction of streamed tool-call fragments, a reference fold of one attempt's events into a
-:class:`~prism.types.ProviderTurnResult`, and the tool-result payload text shared by the
-wire formats.
+A provider turns one :class:`~prism.types.ProviderRequest` into a stream of provider events. This
+module holds the provider protocol, the public helper constructors for those events, the
+reconstruction of streamed tool-call fragments, a reference fold of one attempt's events into a
+:class:`~prism.types.ProviderTurnResult` and the tool-result text shared by the wire formats.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
 import math
 import time
@@ -71,7 +70,7 @@ MAX_TOOL_ARGUMENTS_BYTES = 262_144
 class AIProvider(Protocol):
     """A model provider: turns one request into a stream of provider events.
 
-    The stream follows the rules of PROV-2: at most one ``message_start`` before any content,
+    The stream follows these rules: at most one ``message_start`` before any content,
     content/tool-call events, optional ``usage`` events, and exactly one terminal ``done`` or
     ``error`` event. A provider never sees the session, the store, the ledger or the loop.
     """
@@ -411,7 +410,7 @@ def reconstruct_tool_call_deltas(events: Iterable[ProviderEvent]) -> list[ToolCa
 
 
 class _TurnFolder:
-    """Incremental CON-18 fold: O(1) amortised per event."""
+    """Incremental fold of one attempt's events into a turn result: O(1) amortised per event."""
 
     __slots__ = (
         "_open_kind",
@@ -594,6 +593,7 @@ def _retry_after_ms(value: str | None, *, now: float | None = None) -> float | N
     try:
         seconds = float(value)
     except ValueError:
+        import email.utils  # an HTTP date: rare, so the email package loads only here
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):

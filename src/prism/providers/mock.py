@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
 
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError
@@ -46,7 +45,7 @@ class MockProvider:
         events: Sequence[MockScriptItem] | None = None,
         turns: Sequence[Sequence[MockScriptItem]] | None = None,
         id: str = "mock",
-        on_request: Callable[[ProviderRequest], Any] | None = None,
+        on_request: Callable[[ProviderRequest], object] | None = None,
         delay_s: float = 0.0,
     ) -> None:
         """Create the provider; see :func:`create_mock_provider` for the arguments."""
@@ -135,7 +134,7 @@ def create_mock_provider(
     *,
     turns: Sequence[Sequence[MockScriptItem]] | None = None,
     id: str = "mock",
-    on_request: Callable[[ProviderRequest], Any] | None = None,
+    on_request: Callable[[ProviderRequest], object] | None = None,
     delay_s: float = 0.0,
 ) -> MockProvider:
     """Create a scripted provider.

@@ -8,11 +8,11 @@ provider = create_openai_compatible_provider(base_url="http://127.0.0.1:8080/v1"
 
 Layering: the SDK client (``openai.AsyncOpenAI``) owns HTTP, auth defaults, timeouts and
 HTTP status errors (``APIStatusError`` and friends); it is built with ``max_retries=0`` because
-retry belongs to the runtime. Prism owns the mapping between its contracts and the Chat
-Completions wire format (in ``_openai_wire``), the byte bounds and the
-translation of failures into ``error`` events. The response body is read
-through the SDK's public streaming-response API and framed by prism's bounded SSE reader, because
-the SDK's own stream iterator hides whether ``data: [DONE]`` arrived (needed to fail closed) and puts no bound on event size.
+retry belongs to the runtime. Prism owns the mapping between its contracts and the Chat Completions
+wire format (in ``_openai_wire``), the byte bounds and the translation of failures into ``error``
+events. The response body is read through the SDK's public streaming-response API and framed by
+prism's bounded SSE reader, because the SDK's own stream iterator hides whether ``data: [DONE]``
+arrived (needed to fail closed) and puts no bound on event size.
 
 Assistant tool-call messages: OpenAI documents ``"content": null`` for an assistant message that
 has tool calls and no text, and :func:`create_openai_chat_provider` sends that. Servers that
@@ -85,10 +85,12 @@ __all__ = [
 ]
 
 MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024
-"""Largest request body sent, in UTF-8 bytes of ``json.dumps(body)`` (PROV-10 a)."""
+"""Largest request body sent, in UTF-8 bytes of ``json.dumps(body)``; a larger body ends the
+attempt with ``invalid_request`` before any HTTP call."""
 
 MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024
-"""Largest non-streamed JSON completion read, in bytes (streamed events are bounded by PROV-10)."""
+"""Largest non-streamed JSON completion read, in bytes (streamed events have their own
+per-event bound)."""
 
 AuthStyle = Literal["bearer", "api-key", "none"]
 """How the key is sent: ``Authorization: Bearer``, an ``api-key`` header, or not at all."""
@@ -414,8 +416,9 @@ def create_openai_compatible_provider(
 
     Args:
         base_url: Server base URL, e.g. ``"http://127.0.0.1:8080/v1"``.
-        api_key: A ``str``, or a sync/async callable returning one, resolved on every request; it is redacted from every ``ErrorInfo``. Required unless ``client`` is
-            given or ``auth_style="none"``.
+        api_key: A ``str``, or a sync/async callable returning one, resolved on every request; it is
+            redacted from every ``ErrorInfo``. Required unless ``client`` is given or
+            ``auth_style="none"``.
         id: Provider id.
         auth_style: ``"bearer"`` (``Authorization: Bearer <key>``), ``"api-key"``
             (``api-key: <key>``) or ``"none"`` (no auth header).

@@ -79,7 +79,7 @@ def decision_error(code: str, message: str) -> AgentDecisionError:
 
 
 def coerce_decisions(decisions: Any) -> list[RunDecision]:
-    """shape, sizes and duplicates of a decision batch (before any read or write)."""
+    """Shape, sizes and duplicates of a decision batch (before any read or write)."""
     invalid = "ERR_PRISM_DECISION_INVALID"
     if isinstance(decisions, (str, bytes, Mapping)) or not isinstance(decisions, Sequence):
         raise decision_error(invalid, "decisions must be a sequence of RunDecision")
@@ -134,7 +134,7 @@ def coerce_decisions(decisions: Any) -> list[RunDecision]:
 
 
 def _validate_modified(registry: ToolRegistry, name: str, arguments: dict[str, Any]) -> None:
-    """modified arguments must match the tool's parameter schema (TOOL-6 validator)."""
+    """Modified arguments must match the tool's parameter schema (checked by the tool validator)."""
     from prism.abort import AbortController
     from prism.tools import json_schema_tool_validator
     from prism.types import ToolExecutionContext
@@ -168,7 +168,8 @@ def apply_decisions(
     decisions: list[RunDecision] | None,
     registry: ToolRegistry,
 ) -> _Applied:
-    """APR-8 (atomic): resolve decisions against the stored pending set, on copies.
+    """Resolve decisions against the stored pending set, on copies, all or nothing: any
+    violation rejects the whole batch.
 
     ``decisions=None`` means ``decision="approve"``: every undecided entry becomes ``allow_once``.
     """
@@ -250,7 +251,7 @@ def round_interruption(
     names: Mapping[str, str],
     reason: str | None = None,
 ) -> AgentRunInterruption:
-    """the interruption of an open gated round (or APR-8's remaining decisions)."""
+    """The interruption of an open gated round (or of the decisions a partial batch left open)."""
     if len(decisions) == 1:
         only = decisions[0]
         return AgentRunInterruption(

@@ -283,7 +283,8 @@ class AttemptState:
             )
 
     def record_usage(self) -> None:
-        """once per attempt — price, accumulate, ledger row, then charge the tracker."""
+        """Record the attempt's usage once: price it, accumulate it, write its ledger row, charge
+        the tracker."""
         if self.usage_recorded:
             return
         self.usage_recorded = True

@@ -23,9 +23,9 @@ class TurnBoundary:
 
     It runs on the first ``ctx.assemble`` or ``ctx.generate`` of a turn; the turn index is
     "completed provider turns + 1" (a completed turn is a ``generate`` call that returned).
-    In order: the ``before_charge`` hooks (the approval suspension, APR-5, and the turn policy,
-    TP-6, plug in here), charging ``max_turns``, then the ``after_charge`` hooks (the
-    ``every-turn`` checkpoint, DUR-7, plugs in here).
+    In order: the ``before_charge`` hooks (the approval suspension and the turn policy plug in
+    here), charging ``max_turns``, then the ``after_charge`` hooks (the ``every-turn``
+    checkpoint plugs in here).
 
     Args:
         tracker: The run's limit tracker.

@@ -1,4 +1,4 @@
-"""How a run leg drives its durable state (05-durable-runs: DUR-7..DUR-17).
+"""How a run leg drives its durable state: envelope writes, approvals, suspension and replay.
 
 :class:`DurableDriver` connects one run leg (its :class:`~prism.runtime.context.RunContext`) to
 the :class:`~prism.runtime._approvals.DurableRun` that owns the envelope. It plugs into the leg's
@@ -6,8 +6,9 @@ seams:
 
 * the turn boundary: suspend on an open approval round (before the turn is charged),
   write the ``every-turn`` checkpoint (after it);
-* ``ctx.charge_tool_round`` (APR-2 gating) and ``ctx.dispatch_tool_call`` (APR-3 answers, the
-  APR-4 backstop and the APR-9 dispatch marking, via ``before_execute``);
+* ``ctx.charge_tool_round`` (gating the round's calls) and ``ctx.dispatch_tool_call`` (answers
+  for gated or rejected calls, the backstop for a call that reached execution ungated, and the
+  dispatch marking of replayed calls, via ``before_execute``);
 * setup: the input-guardrail suspension, loop-state restore and the replay of
   decided calls;
 * the outcomes: suspension and terminal writes;
@@ -95,7 +96,7 @@ class DurableDriver:
         self.terminal_write_failed = False
         self.marks = options.checkpoint_policy == "every-turn" and not options.interrupt_before_tool
         """Record each host dispatch before its side effect; ``on-suspend`` runs and
-        gated runs (APR-9 marks their replays) do not."""
+        gated runs (which mark only their replayed calls) do not."""
         self._mark_lock: asyncio.Lock | None = None
         self._mark_wanted = 0
         self._mark_written = 0
@@ -138,7 +139,7 @@ class DurableDriver:
         return AgentRunSuspended(state, interruption)
 
     async def suspend_round(self) -> AgentRunSuspended:
-        """write the ``suspended`` envelope of the open gated round; return the signal."""
+        """Write the ``suspended`` envelope of the open gated round; return the signal."""
         run = self.run
         return await self._suspend(
             run.round_interruption(),
@@ -156,14 +157,14 @@ class DurableDriver:
 
     async def checkpoint_hook(self, turn: int) -> None:
         """At the turn boundary, after the turn is charged: the ``every-turn`` ``running``
-        checkpoint; it also ends the
-        dispatch marking of the previous tool round (its rows are stored)."""
+        checkpoint; it also ends the dispatch marking of the previous tool round (its rows are
+        stored)."""
         run = self.run
         await run.write("running", **self._frame(), loop_state=self._snapshot())
         run.clear_marks()
 
     async def checkpoint_input(self, input_messages: tuple[Message, ...]) -> None:
-        """a fresh ``every-turn`` leg writes its first ``running`` envelope before
+        """Write the first ``running`` envelope of a fresh ``every-turn`` leg before
         its input is appended: the leaf before the input, and the (redacted) input itself, as an
         input-guardrail suspension stores it. A crash right after the append leaves a
         resumable run whose resumed leg appends the input again on a fork, so the input
@@ -180,18 +181,18 @@ class DurableDriver:
     # ----------------------------------------------------------------- tools
 
     def gate_round(self, calls: list[ToolCallContent] | tuple[ToolCallContent, ...]) -> None:
-        """record the round's calls in the open gated round (when gating is active)."""
+        """Record the round's calls in the open gated round (when gating is active)."""
         self.run.gate_round(calls)
 
     def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
-        """the answer of a gated or sticky-rejected call, without dispatching."""
+        """The answer of a gated or sticky-rejected call, without dispatching."""
         return self.run.before_dispatch(call)
 
     async def before_execute(
         self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
     ) -> None:
-        """Right before a host tool executes: mark a replayed call ``dispatched`` or apply the APR-4
-        backstop to a call that reached execution without being gated."""
+        """Right before a host tool executes: mark a replayed call ``dispatched`` or suspend on
+        a call that reached execution without being gated."""
         run = self.run
         entry = run.replaying(call)
         if entry is not None:
@@ -210,10 +211,10 @@ class DurableDriver:
             await self._mark(call)
 
     async def _mark(self, call: ToolCallContent) -> None:
-        """write ``call`` as ``dispatched`` before its side effect.
+        """Write ``call`` as ``dispatched`` before its side effect.
 
         The envelope gets the current leaf (the round's assistant message and the rows stored so
-        far), a fresh loop snapshot (as the APR-4 backstop takes), and the open round: this call
+        far), a fresh loop snapshot (as the backstop suspension takes), and the open round: this call
         and the others already started ``dispatched``, the rest ``ready``; calls whose rows are
         stored drop out (the next boundary clears the list). A crash then resumes this round
         without requesting its provider turn again: a stored row is adopted, a ``ready`` call is
@@ -252,7 +253,7 @@ class DurableDriver:
     async def suspend_for_input(
         self, record: GuardrailRecord, input_messages: tuple[Message, ...]
     ) -> AgentRunSuspended:
-        """an ``interrupt`` from the input guardrails of a fresh leg suspends the run; the
+        """Suspend the run on an ``interrupt`` from the input guardrails of a fresh leg; the
         input is kept in the envelope instead of the store."""
         interruption = AgentRunInterruption(
             kind="input_guardrail", reason=record.reason or INPUT_GUARDRAIL_REASON
@@ -262,7 +263,7 @@ class DurableDriver:
         )
 
     def restore_loop(self, ctx: RunContext) -> None:
-        """check the stored loop identity, then ``restore`` the loop once."""
+        """Check the stored loop identity, then ``restore`` the loop once."""
         resume = self.resume
         loop = self.loop
         if resume is None or loop is None:
@@ -281,7 +282,7 @@ class DurableDriver:
         ctx.restored_loop_state = snapshot
 
     async def replay(self, ctx: RunContext) -> None:
-        """answer or dispatch every ``ready`` call, in stored order.
+        """Answer or dispatch every ``ready`` call, in stored order.
 
         A decided call follows its decision; an undecided one (a call of the tool round an
         ``every-turn`` dispatch marking left open) is dispatched as it is.
@@ -309,7 +310,7 @@ class DurableDriver:
             run.finish_replay(entry, call)
 
     async def after_loop(self) -> None:
-        """a gated round still open when ``loop.run`` returns suspends the run."""
+        """Suspend the run when a gated round is still open as ``loop.run`` returns."""
         if self.run.has_open_round:
             raise await self.suspend_round()
 
@@ -361,5 +362,5 @@ class DurableDriver:
         )
 
     def close(self) -> None:
-        """forget the gated round."""
+        """Forget the gated round."""
         self.run.close_round()

@@ -336,7 +336,7 @@ class DurableRun:
         return bool(self._open)
 
     def gate_round(self, calls: Sequence[ToolCallContent]) -> None:
-        """record every call not matching a sticky decision in the open gated round.
+        """Record every call not matching a sticky decision in the open gated round.
 
         Raises:
             AgentDecisionError: ``ERR_PRISM_DECISION_LIMIT`` — more than 32 gated calls open.
@@ -371,7 +371,7 @@ class DurableRun:
         return _Entry(call=call, approval_id=approval_id, pending=pending)
 
     def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
-        """the result a gated or sticky-rejected call gets without dispatching, else
+        """The result a gated or sticky-rejected call gets without dispatching, else
         ``None`` (dispatch normally)."""
         if call.id in self._replaying:
             return None
@@ -385,20 +385,21 @@ class DurableRun:
         return None
 
     def needs_backstop(self, call: ToolCallContent) -> bool:
-        """a call reached the pre-execution step without having been gated."""
+        """Whether ``call`` reached the pre-execution step without having been gated (the backstop
+        then suspends the run on it alone)."""
         if not self.gating or call.id in self._replaying or call.id in self._gated:
             return False
         sticky = sticky_match(self.sticky, call)
         return sticky is None or sticky.outcome != "allow_for_run"
 
     def open_backstop(self, call: ToolCallContent) -> None:
-        """gate ``call`` alone (after any open entries) so the leg suspends on it."""
+        """Gate ``call`` alone (after any open entries) so the leg suspends on it."""
         entry = self._entry_for(call)
         self._open.append(entry)
         self._gated[call.id] = entry
 
     def round_interruption(self) -> AgentRunInterruption:
-        """the interruption of the open gated round."""
+        """The interruption of the open gated round."""
         decisions = [e.pending for e in self._open if e.pending is not None]
         return round_interruption(decisions, self._names)
 

@@ -7,13 +7,12 @@ size and shape checks every write passes, the operator's load/save access, and t
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
 from prism.errors import AgentLoopStateError, AgentRunStateError
-from prism.loops.contracts import effective_loop_revision
+from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
 from prism.runtime._run_state import (
     CHECKPOINT_POLICIES,
     MAX_DEPTH,
@@ -56,8 +55,9 @@ __all__ = [
 # --------------------------------------------------------------------------- fingerprint
 
 
-def _loop_identity(loop: Any) -> dict[str, str]:
-    """``L`` of DUR-5 for a configured loop (options, mapping, strategy or ``None``)."""
+def _loop_identity(loop: object) -> dict[str, str]:
+    """The loop's ``{"name", "revision"}`` entry of the fingerprint, for a configured loop
+    (options, mapping, strategy or ``None``)."""
     if loop is None:
         return {"name": "single-shot", "revision": "1"}
     if isinstance(loop, Mapping):
@@ -122,12 +122,20 @@ def agent_fingerprint(
         data["tool_filters"] = [
             {"allow": list(f.allow), "deny": list(f.deny)} for f in config.tool_filter
         ]
-    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+    return _sha256_hex(canonical_json(data))
 
 
-def arguments_hash(arguments: Any) -> str:
+def arguments_hash(arguments: object) -> str:
     """``sha256(canonical_json(arguments)).hexdigest()`` — the scope hash of a call."""
-    return hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
+    return _sha256_hex(canonical_json(arguments))
+
+
+def _sha256_hex(text: str) -> str:
+    """Hex SHA-256 of ``text`` as UTF-8; hashlib (an OpenSSL binding) loads with the first
+    durable run, not with ``import prism``."""
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # --------------------------------------------------------------------------- envelope checks
@@ -211,7 +219,7 @@ _REQUIRED_STR: Final = ("agent_id", "definition_revision", "fingerprint", "run_i
 
 
 def _check_envelope(state: Any) -> dict[str, Any]:
-    """Re-check the DUR-4 shape of a loaded envelope; raises AgentRunStateError."""
+    """Re-check the fields and field types of a loaded envelope; raises AgentRunStateError."""
     if not isinstance(state, dict):
         raise AgentRunStateError("malformed run state: not an object")
     bad: str | None = None
@@ -342,7 +350,7 @@ async def save_agent_run_state(
 
     Args:
         checkpoints: The checkpoint store.
-        state: A JSON object with the DUR-4 keys (e.g. an edited ``LoadedRunState.state``).
+        state: A JSON object with the envelope's keys (e.g. an edited ``LoadedRunState.state``).
         expected_version: The stored version being replaced.
         fencing_token: Passed to ``save_checkpoint``.
         ownership: Passed to the store.
@@ -376,7 +384,7 @@ async def save_agent_run_state(
 # --------------------------------------------------------------------------- loop state
 
 
-def loop_state_of(loop: Any) -> dict[str, Any] | None:
+def loop_state_of(loop: AgentLoopStrategy) -> dict[str, Any] | None:
     """Capture ``{"name", "revision", "snapshot"}`` from a strategy with ``snapshot``.
 
     Args:

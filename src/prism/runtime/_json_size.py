@@ -177,7 +177,7 @@ def _custom_size(value: Serializable) -> int:
 
 _REMEMBERED_TYPES: frozenset[type] = frozenset({ModelConfig, ToolCallContent, ToolDefinition})
 """Classes whose sizes are remembered by identity: a tool call is measured as a provider stream
-event and again inside the assistant message of the next request (step 1); the
+event and again inside the assistant message of the next request (where its bytes are charged); the
 model and the tool definitions of an agent are part of every run's first request."""
 _REMEMBER_MAX = 256
 _remembered: dict[int, tuple[Any, int]] = {}
@@ -194,7 +194,7 @@ def _remember(value: Any, size: int) -> None:
 def _dataclass_sizer(cls: type) -> _Sizer:
     """Generate ``size(value)`` for a dataclass using the generic ``to_dict``.
 
-    The code reads every serialised field in sorted order, skips ``None`` (omitted by CON-3) and
+    The code reads every serialised field in sorted order, skips ``None`` (``to_dict`` omits it) and
     adds ``len('"name":')`` plus the member's size; ``n`` members add ``n - 1`` commas and 2 braces.
     Strings are measured inline, dicts and tuples by direct calls, other members through the
     per-type sizers. Classes in :data:`_REMEMBERED_TYPES` look their value up first.

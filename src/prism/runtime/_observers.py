@@ -61,7 +61,7 @@ def _check_overflow(value: object) -> OverflowPolicy:
 class EventSubscription:
     """An async iterator over a session's events with a bounded queue.
 
-    Returned by ``session.subscribe()``. Closing (at the end of every run, EVT-20, or on
+    Returned by ``session.subscribe()``. Closing (at the end of every run, or on
     ``"close"`` overflow) lets already-queued events drain, then iteration ends. ``aclose()``
     unsubscribes at once and discards what is queued.
 

@@ -53,8 +53,8 @@ __all__ = [
 async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> None:
     """Crash recovery: adopt the result rows stored after the recorded leaf.
 
-    A ``running`` envelope written by a dispatch marking (an ``every-turn`` run, or an APR-9
-    replay) records the leaf inside a tool round and the round's open calls. When the process
+    A ``running`` envelope written by a dispatch marking (an ``every-turn`` run, or the replay
+    of decided calls) records the leaf inside a tool round and the round's open calls. When the process
     died after a call's result row was stored but before the next write, that row hangs off the
     recorded leaf: the call's outcome is known, so it is not ambiguous. Starting at the leaf,
     each child entry that is a tool row of this run answering a pending call moves the leaf onto
@@ -106,7 +106,8 @@ def _row_answering(
 
 
 def check_ambiguity(state: Mapping[str, Any]) -> None:
-    """a ``dispatched`` pending call is never replayed silently."""
+    """Raise ``AgentRunStateError`` when a pending call is ``dispatched``: its outcome is
+    unknown, so it is never replayed silently (the operator repairs the envelope)."""
     for entry in state.get("pending_calls", []):
         if entry.get("status") == "dispatched":
             raise AgentRunStateError(AMBIGUOUS)
@@ -145,9 +146,9 @@ DENIED_MESSAGE: Final = "Run denied by the operator: the tool call was not appro
 
 
 async def deny(session: AgentSession, state: Mapping[str, Any], writer: EnvelopeWriter) -> RunResult:
-    """answer the gated calls, save ``denied``, emit ``agent_denied``, close subscribers.
+    """Answer the gated calls, save ``denied``, emit ``agent_denied``, close subscribers.
 
-    Beyond DUR-21 (the spec is silent on the transcript): the gated round's host calls have no
+    Besides saving the ``denied`` envelope: the gated round's host calls have no
     result rows in the session store, and providers reject a transcript in which an
     assistant tool call has no result. A denied run must leave a history a provider accepts on
     the session's next turn, so each call of the round still open on the stored branch gets one
@@ -309,7 +310,8 @@ async def resuspend(
     remaining: list[PendingDecision],
     writer: EnvelopeWriter,
 ) -> RunResult:
-    """some decisions remain; save ``suspended`` again and report it."""
+    """A batch decided only some calls: save ``suspended`` again with the remaining decisions
+    and report it."""
     from prism.events import AgentSuspendedEvent
 
     names = {

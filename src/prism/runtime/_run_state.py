@@ -1,6 +1,6 @@
 """The durable run state: options, limits and value types (the envelope is in ``_envelope``).
 
-Private module behind :mod:`prism.runtime.durable` (05-durable-runs: DUR-1..DUR-6). Public names are re-exported from there.
+Private module behind :mod:`prism.runtime.durable`; public names are re-exported from there.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final, Literal, TypeAlias
 
+from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.errors import AgentLoopStateError, AgentRunStateError, PrismConfigError
 from prism.loops.contracts import is_durable_capable
-from prism.runtime._keys import reject_unknown_keys
 from prism.runtime.checkpoints import CheckpointRecord, CheckpointStore
 from prism.runtime.config import AgentConfig
 from prism.types import (
@@ -120,9 +120,9 @@ class RunStateOptions:
 _OPTION_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunStateOptions)) - {"_"}
 
 
-def coerce_run_state_options(value: Any, *, label: str = "run_state") -> RunStateOptions | None:
+def coerce_run_state_options(value: object, *, label: str = "run_state") -> RunStateOptions | None:
     """Convert a ``run_state`` option to :class:`RunStateOptions`. No checks of
-    the values (those are DUR-2's, in :func:`check_durable_run`).
+    the values (the durable preflight, :func:`check_durable_run`, does those).
 
     Args:
         value: ``None``, :class:`RunStateOptions` or a mapping of its fields.
@@ -150,7 +150,9 @@ def coerce_run_state_options(value: Any, *, label: str = "run_state") -> RunStat
 
 
 def _validate_options(options: RunStateOptions) -> None:
-    """DUR-2 (plus the types of the remaining fields)."""
+    """Check the options of a durable run: a checkpoint store, a non-blank
+    ``definition_revision``, ``max_state_bytes`` in range, a known ``checkpoint_policy`` (plus the
+    types of the remaining fields)."""
     store = options.checkpoints
     if not callable(getattr(store, "save_checkpoint", None)) or not callable(
         getattr(store, "load_checkpoint", None)
@@ -179,10 +181,10 @@ def check_durable_run(
     config: AgentConfig,
     run_value: RunStateOptions | None,
     *,
-    run_loop: Any = None,
-    run_model: Any = None,
-    run_guardrails: Any = None,
-    run_tool_filter: Any = None,
+    run_loop: object = None,
+    run_model: object = None,
+    run_guardrails: object = None,
+    run_tool_filter: object = None,
 ) -> RunStateOptions | None:
     """Durable preflight; no side effects.
 
@@ -396,7 +398,7 @@ class AgentRunState(Serializable):
 class LoadedRunState:
     """A stored envelope and its record.
 
-    ``state`` is the envelope exactly as stored (``record.value``): a JSON object with the DUR-4
+    ``state`` is the envelope exactly as stored (``record.value``): a JSON object with the envelope's
     keys, where an absent field is an absent key. ``record.version`` is what
     ``resume_agent_run(..., expected_version=...)`` expects.
     """

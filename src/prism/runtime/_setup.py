@@ -170,7 +170,7 @@ def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
 
 
 async def auto_compact(ctx: RunContext, options: CompactionOptions) -> list[str]:
-    """compact, append the entry, rebuild the history without the input."""
+    """Compact, append the entry, rebuild the history without the input."""
     ctx.emit(CompactionStartedEvent(session_id=ctx.session_id, run_id=ctx.run_id))
     branch = await read_branch(ctx.state.store, ctx.session_id, ctx.state.leaf_id)
     result = await compute_compaction(

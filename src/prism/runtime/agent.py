@@ -18,12 +18,14 @@ from prism.errors import PrismConfigError
 from prism.guardrails import Guardrails, coerce_guardrails
 from prism.ledger import RunLedger
 from prism.limits import RunLimits, coerce_run_limits, resolve_run_limits
+from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy
 from prism.loops.resolve import resolve_loop
 from prism.middleware import MiddlewareRegistry
 from prism.providers.base import AIProvider
 from prism.providers.defaults import check_model_for_provider, provider_defaults
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions, validate_retry_options
+from prism.runtime._run_state import RunStateOptions
 from prism.runtime.config import AgentConfig as AgentConfig
 from prism.runtime.config import ProviderSource as ProviderSource
 from prism.runtime.config import check_answer_after_tool_rounds, with_max_tokens
@@ -264,8 +266,8 @@ def create_agent(
     limits: RunLimits | Mapping[str, Any] | None = None,
     retry: RetryOptions | Mapping[str, Any] | Literal[False] | None = None,
     compaction: CompactionOptions | Mapping[str, Any] | Literal[False] | None = None,
-    loop: Any = None,
-    run_state: Any = None,
+    loop: AgentLoopOptions | Mapping[str, Any] | AgentLoopStrategy | None = None,
+    run_state: RunStateOptions | Mapping[str, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
     ownership: OwnershipScope | Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
@@ -299,8 +301,8 @@ def create_agent(
         middleware: A ``MiddlewareRegistry``.
         provider_options: ``ProviderRequestOptions`` or a mapping.
         provider_request_policies: Callables applied to every request.
-        limits: ``RunLimits`` or a mapping (LIM-2 checked here).
-        retry: ``RetryOptions``, a mapping, or ``False`` (RETRY-6 checked here).
+        limits: ``RunLimits`` or a mapping; its values are checked here.
+        retry: ``RetryOptions``, a mapping, or ``False``; its values are checked here.
         compaction: ``CompactionOptions``, a mapping, or ``False``.
         loop: Loop options, a mapping with ``"strategy"``, or a strategy instance.
         run_state: Durable run options.

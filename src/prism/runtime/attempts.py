@@ -418,7 +418,8 @@ class ProviderAttempts:
             self._task = None
             self._waiting = False
 
-        # Steps 6-9: usage, output guardrails, flush, provider_turn_finished.
+        # After the stream: usage, output guardrails, flushing held-back events, then
+        # ``provider_turn_finished``.
         st.price_usage()
         result = ProviderTurnResult(
             content=tuple(st.parts),
@@ -460,7 +461,11 @@ class ProviderAttempts:
     async def _stream(
         self, st: AttemptState, next_event: Callable[[], Awaitable[ProviderEvent]], child: AbortSignal
     ) -> None:
-        """Read provider events until ``done``/exhaustion, folding them into ``st`` (RUN-15 4-5)."""
+        """Read provider events until ``done``/exhaustion, folding them into ``st``.
+
+        Each event is checked against the abort signal and charged to ``max_response_bytes``;
+        ``done`` or the end of the stream stops the reading, then complete calls are rebuilt.
+        """
         charge = self.tracker.charge_response_bytes
         sid = self.session_id
         rid = self.run_id

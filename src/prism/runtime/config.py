@@ -18,6 +18,7 @@ from prism.errors import PrismConfigError
 from prism.guardrails import Guardrails
 from prism.ledger import RunLedger
 from prism.limits import RunLimits
+from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy
 from prism.middleware import MiddlewareRegistry
 from prism.providers.base import AIProvider
 from prism.redaction import SecretRedactor
@@ -76,7 +77,7 @@ class AgentConfig:
     tool_filter: tuple[ToolFilter, ...] = ()
     """Agent tool filters; a tool must pass all of them."""
     context: tuple[ContextProvider, ...] = ()
-    """Context providers resolved on every request (RUN-13 b)."""
+    """Context providers resolved on every request; each block becomes one ``system`` message."""
     skills: tuple[Skill, ...] = ()
     """Skills; all active unless a run selects ``active_skills``."""
     store: SessionStore | None = None
@@ -103,9 +104,9 @@ class AgentConfig:
     """Retry options; ``False`` disables retry; ``None`` = ``RetryOptions()``."""
     compaction: CompactionOptions | Literal[False] | None = None
     """Compaction options; ``None``/``False``: no compaction."""
-    loop: Any = None
+    loop: AgentLoopOptions | Mapping[str, Any] | AgentLoopStrategy | None = None
     """Default loop: loop options, a mapping of them, or a strategy instance."""
-    run_state: Any = None
+    run_state: object = None
     """Durable run options."""
     metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     """Agent metadata, merged under session and run metadata."""

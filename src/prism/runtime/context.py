@@ -30,7 +30,7 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from prism.abort import AbortController, AbortSignal
 from prism.assembly import RequestAssembler
@@ -43,7 +43,7 @@ from prism.events import (
     RunLimitExceededEvent,
     SteerRejectedEvent,
 )
-from prism.guardrails import GuardrailContext, run_guardrails
+from prism.guardrails import GuardrailContext, GuardrailStage, run_guardrails
 from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
@@ -75,6 +75,8 @@ from prism.types import (
 from prism.usage import UsageAccumulator
 
 __all__ = ["INTERRUPTED_MESSAGE", "DurableGate", "RunContext"]
+
+T = TypeVar("T")
 
 _log = logging.getLogger("prism")
 
@@ -565,7 +567,7 @@ class RunContext:
             await self.append_message(message)
         return True
 
-    def guardrail_context(self, stage: Any, value: Any) -> GuardrailContext[Any]:
+    def guardrail_context(self, stage: GuardrailStage, value: T) -> GuardrailContext[T]:
         """The guardrail context of this run for ``stage``."""
         return GuardrailContext(
             stage=stage,

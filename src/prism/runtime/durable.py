@@ -156,8 +156,7 @@ async def resume_agent_run(
     * ``suspended`` + decisions covering only some → re-suspend (``status="suspended"``);
     * ``suspended`` + ``"deny"`` → ``status="denied"``; no tool and no provider call; the gated
       calls still open on the stored branch are answered with ``approval_rejected`` rows first,
-      so the session's next turn sends a transcript providers accept (beyond DUR-21, see
-      :func:`deny`);
+      so the session's next turn sends a transcript providers accept (see :func:`deny`);
     * ``running`` (crash recovery) or a ``host_policy`` stop + ``"continue"`` → claim and resume;
       for a ``running`` envelope recorded inside a tool round, result rows stored after
       its leaf are adopted first, and a ``dispatched`` call left without one is ambiguous.
@@ -203,7 +202,7 @@ async def resume_agent_run(
         AgentRunError: the resumed leg failed (as ``session.run`` raises it).
     """
     invalid = "ERR_PRISM_DECISION_INVALID"
-    # -- 1. input shape
+    # The arguments, checked before anything is read.
     if decision not in DECISIONS:
         raise decision_error(invalid, f"unknown decision: {decision!r}")
     batch: list[RunDecision] | None = None
@@ -274,21 +273,21 @@ async def resume_agent_run(
             "resume needs checkpoints and definition_revision (or an agent run_state)"
         )
     owner = None if ownership is None else OwnershipScope.coerce(ownership)
-    # -- 2. load
+    # The stored envelope.
     record, state = await load_state(checkpoints, key, stated_session, owner)
-    # -- 3. identity
+    # The stored run must come from the same agent definition.
     if (
         state["definition_revision"] != definition_revision
         or state["agent_id"] != agent_id_of(config)
         or state["fingerprint"] != agent_fingerprint(config, definition_revision)
     ):
         raise AgentRunStateError("revision or fingerprint mismatch")
-    # -- 4. version
+    # The caller must have seen the stored version.
     if record.version != version:
         raise AgentRunStateError(
             f"stale run state: stored version {record.version}, expected {version}"
         )
-    # -- 5. status
+    # What the stored status allows.
     status = state["status"]
     stop_reason = state.get("stop_reason")
     policy_stop = status == "succeeded" and stop_reason == "host_policy"
@@ -325,7 +324,7 @@ async def resume_agent_run(
         if status == "running":
             await adopt_stored_rows(session, new_state)
         check_ambiguity(new_state)
-    # -- 6. claim and the resumed leg
+    # Claim the run, then start the resumed leg.
     new_state["status"] = "running"
     new_state.pop("interruption", None)
     new_state.pop("stop_reason", None)

@@ -102,9 +102,10 @@ async def resume_leg(
 ) -> RunResult:
     """Run a resumed leg of a durable run.
 
-    The session is marked busy, then ``claim()`` (the compare-and-set claim of the stored run) is awaited before any event; its failure frees the session and is raised as is. The
-    leg has the stored ``run_id``, the stored input or none, restored limit counters, and starts
-    from the stored leaf.
+    The session is marked busy, then ``claim()`` (the compare-and-set claim of the stored run) is
+    awaited before any event; its failure frees the session and is raised as is. The leg has the
+    stored ``run_id``, the stored input or none, restored limit counters, and starts from the stored
+    leaf.
 
     Raises:
         AgentSessionBusyError: ``ERR_PRISM_SESSION_BUSY`` — a run is active.

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypedDict
 
+from prism._keys import reject_unknown_keys
 from prism.abort import AbortSignal
 from prism.assembly import Skill, SystemPromptContribution
 from prism.errors import PrismConfigError
@@ -22,7 +23,6 @@ from prism.limits import RunLimits
 from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions
-from prism.runtime._keys import reject_unknown_keys
 from prism.runtime._run_state import RunStateOptions
 from prism.runtime.config import ProviderSource
 from prism.runtime.policies import ProviderRequestPolicy

@@ -1,9 +1,10 @@
 """Sessions: the entry of a run, and steering, observers, compaction and branches of a session.
 
 An :class:`AgentSession` is one conversation of an agent over a ``SessionStore``. ``await
-session.run(input, ...)`` is where a run starts: the options are resolved into a
-plan (:func:`prism.runtime.plan.plan_run`, which fails on an invalid option before any side effect), then one run leg executes it (:func:`prism.runtime.leg.start_leg`). Only one run per
-session is active at a time.
+session.run(input, ...)`` is where a run starts: the options are resolved into a plan
+(:func:`prism.runtime.plan.plan_run`, which fails on an invalid option before any side effect), then
+one run leg executes it (:func:`prism.runtime.leg.start_leg`). Only one run per session is active at
+a time.
 
 The state a run changes (leaf, busy flag, steer queue, observers) is the session's
 :class:`~prism.runtime.state.SessionState`, handed to the leg.
@@ -166,9 +167,10 @@ class AgentSession:
         aborted ``context.signal`` and gets up to the agent's ``tool_abort_grace_ms`` (default
         5000 ms; ``0`` means no wait) to finish — a call finished within the grace keeps its real
         result; one still running is then cancelled (its cleanup awaited) and answered with a
-        ``tool_call_interrupted`` error. A sync tool running inline cannot be interrupted;
-        one in a worker thread cannot be cancelled and is still awaited before ``run()`` returns. ``run()`` then fails with ``AgentRunError`` (status ``aborted``). So ``abort()``
-        returns immediately, but the run may take up to the grace (plus thread time) to end.
+        ``tool_call_interrupted`` error. A sync tool running inline cannot be interrupted; one in a
+        worker thread cannot be cancelled and is still awaited before ``run()`` returns. ``run()``
+        then fails with ``AgentRunError`` (status ``aborted``). So ``abort()`` returns immediately,
+        but the run may take up to the grace (plus thread time) to end.
 
         Args:
             reason: Abort reason; ``None`` means ``AbortError("Agent run aborted")``.
@@ -219,7 +221,7 @@ class AgentSession:
         return await start_leg(state, config, plan)
 
     def _reject_busy(self) -> None:
-        """one ``error`` event to the current observers, then raise."""
+        """Send one ``error`` event to the current observers, then raise ``AgentSessionBusyError``."""
         error = AgentSessionBusyError()
         event = ErrorEvent(
             session_id=self.id,
@@ -232,7 +234,7 @@ class AgentSession:
         raise error
 
     def run_sync(self, input: AgentInput, **options: Unpack[RunOptionKeywords]) -> RunResult:
-        """Blocking ``run()`` for scripts (RUN-4a), via ``asyncio.run``.
+        """Blocking ``run()`` for scripts, via ``asyncio.run``.
 
         Ctrl-C cancels the run through the cancellation path, so the stored history
         stays provider-valid, then ``KeyboardInterrupt`` is re-raised.
@@ -301,7 +303,7 @@ class AgentSession:
             raise AgentSessionBusyError()
         self.state.move_leaf(leaf_id, fork=True)
 
-    async def compact(self, **compaction_options: Any) -> SessionEntry:
+    async def compact(self, **compaction_options: object) -> SessionEntry:
         """Compact the current branch outside a run.
 
         Emits ``compaction_started``/``compaction_finished`` (without ``run_id``) to the current

@@ -33,10 +33,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
+from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.errors import PrismConfigError, TurnPolicyError
 from prism.redaction import SecretRedactor
-from prism.runtime._keys import reject_unknown_keys
 from prism.types import RunStopReason, Usage
 
 __all__ = [
@@ -136,9 +136,11 @@ class TurnPolicy:
 
     max_turns: int | None = None
     """Clean turn cap: at the boundary where ``turns >= max_turns`` the run stops with
-    ``stop_reason="turn_limit"``, ``stop_detail="max_turns"`` (never ``AgentRunLimitError``). ``None``: no cap of its own."""
+    ``stop_reason="turn_limit"``, ``stop_detail="max_turns"`` (never ``AgentRunLimitError``).
+    ``None``: no cap of its own."""
     stop: TurnStopCallback | None = None
-    """Synchronous callback consulted once per boundary when the cap did not stop the run. ``None``: never consulted."""
+    """Synchronous callback consulted once per boundary when the cap did not stop the run. ``None``:
+    never consulted."""
 
 
 def _fmt_limit(value: Any) -> str:
@@ -147,7 +149,7 @@ def _fmt_limit(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def coerce_turn_policy(value: Any) -> TurnPolicy | None:
+def coerce_turn_policy(value: object) -> TurnPolicy | None:
     """Convert a ``turn_policy`` option to :class:`TurnPolicy`. No value checks.
 
     Args:
@@ -170,7 +172,7 @@ def coerce_turn_policy(value: Any) -> TurnPolicy | None:
     return TurnPolicy(max_turns=value.get("max_turns"), stop=value.get("stop"))
 
 
-def resolve_turn_policy(value: Any, *, max_turns_limit: float | None = None) -> TurnPolicy | None:
+def resolve_turn_policy(value: object, *, max_turns_limit: float | None = None) -> TurnPolicy | None:
     """Validate a run's ``turn_policy`` option. No side effects.
 
     Args:

@@ -18,7 +18,8 @@ different machines:
 * ledger rows are single inserts into four append-only tables.
 
 Tables live in one schema (default ``prism``); migrations are applied on open under a
-transaction-scoped advisory lock, so concurrent openers serialise. Values are ``jsonb``; since ``jsonb`` cannot hold a NUL character, a value containing one is stored wrapped as
+transaction-scoped advisory lock, so concurrent openers serialise. Values are ``jsonb``; since
+``jsonb`` cannot hold a NUL character, a value containing one is stored wrapped as
 ``{"$prism_json": "<its JSON text>"}`` and unwrapped on read, so every JSON value round-trips.
 A pool's connections must not cross ``fork()``: open the store in each worker process.
 """

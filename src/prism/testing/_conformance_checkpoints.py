@@ -67,7 +67,7 @@ async def _load(
 
 async def _checkpoint_versions(store: CheckpointStore) -> None:
     key = new_id("run")
-    check(await _load(store, key) is None, "DUR-3: load of an absent key returns None")
+    check(await _load(store, key) is None, "load of an absent key returns None")
     value: JsonValue = {
         "status": "running",
         "nested": {"list": [1, 2.5, "ü ✓", None, True, "nul:\x00"], "empty": {}},
@@ -77,43 +77,43 @@ async def _checkpoint_versions(store: CheckpointStore) -> None:
     check(
         (first.namespace, first.key, first.version, first.fencing_token)
         == (_NAMESPACE, key, 1, None),
-        f"DUR-3: the first save returns its record, got {first!r}",
+        f"the first save returns its record, got {first!r}",
     )
-    check(first.value == value, "DUR-3: the saved record holds the value")
+    check(first.value == value, "the saved record holds the value")
     check(
         first.created_at == first.updated_at and first.created_at >= before[:19],
-        "DUR-3: a first save sets created_at == updated_at to the current time",
+        "a first save sets created_at == updated_at to the current time",
     )
     loaded = await _load(store, key)
-    check(loaded == first, f"DB-8: load returns the saved record, got {loaded!r} != {first!r}")
+    check(loaded == first, f"load returns the saved record, got {loaded!r} != {first!r}")
     exc = await expect(
         CheckpointConflictError,
         _save(store, key, {"x": 1}, 2, 0),
-        "DUR-3: expected_version=0 on an existing key",
+        "expected_version=0 on an existing key",
     )
     check(
         getattr(exc, "code", None) == "ERR_PRISM_CHECKPOINT_CONFLICT",
-        "ERR-1: CheckpointConflictError.code must be ERR_PRISM_CHECKPOINT_CONFLICT",
+        "CheckpointConflictError.code must be ERR_PRISM_CHECKPOINT_CONFLICT",
     )
     await expect(
-        CheckpointConflictError, _save(store, key, {"x": 1}, 5, 4), "DUR-3: stale expected_version"
+        CheckpointConflictError, _save(store, key, {"x": 1}, 5, 4), "stale expected_version"
     )
     await expect(
         CheckpointConflictError,
         _save(store, key, {"x": 1}, 1, 1),
-        "DUR-3: a version that is not greater than the stored one",
+        "a version that is not greater than the stored one",
     )
-    check(await _load(store, key) == first, "DUR-3: refused saves must store nothing")
+    check(await _load(store, key) == first, "refused saves must store nothing")
     second = await _save(store, key, ["replaced"], 2, 1)
     check(
         second.version == 2
         and second.created_at == first.created_at
         and second.updated_at >= first.updated_at,
-        f"DUR-3: an update keeps created_at and advances updated_at, got {second!r}",
+        f"an update keeps created_at and advances updated_at, got {second!r}",
     )
-    check(await _load(store, key) == second, "DUR-3: load returns the latest record")
+    check(await _load(store, key) == second, "load returns the latest record")
     jumped = await _save(store, key, "v10", 10, 2)
-    check(jumped.version == 10, "DUR-3: a version may jump (it only has to be greater)")
+    check(jumped.version == 10, "a version may jump (it only has to be greater)")
     odd_values: list[JsonValue] = [
         {"$prism_json": "[1]"}, "\x00", [{"k": "\x00"}], 0, None, True, -2.5,
     ]
@@ -123,53 +123,53 @@ async def _checkpoint_versions(store: CheckpointStore) -> None:
         got = await _load(store, key_odd)
         check(
             got is not None and got.value == odd and type(got.value) is type(odd),
-            f"DB-8: checkpoint value {odd!r} did not round-trip, got {got!r}",
+            f"checkpoint value {odd!r} did not round-trip, got {got!r}",
         )
     absent = new_id("run")
     await expect(
         CheckpointConflictError,
         _save(store, absent, {}, 2, 1),
-        "DUR-3: expected_version > 0 on an absent key",
+        "expected_version > 0 on an absent key",
     )
-    check(await _load(store, absent) is None, "DUR-3: a refused first save stores nothing")
+    check(await _load(store, absent) is None, "a refused first save stores nothing")
 
 
 async def _checkpoint_fencing(store: CheckpointStore) -> None:
     key = new_id("run")
     await _save(store, key, {"n": 1}, 1, 0)
     fenced = await _save(store, key, {"n": 2}, 2, 1, token=5)
-    check(fenced.fencing_token == 5, "DUR-3: the record keeps the writer's fencing token")
+    check(fenced.fencing_token == 5, "the record keeps the writer's fencing token")
     stored = await _load(store, key)
     check(
-        stored is not None and stored.fencing_token == 5, "DUR-3: the fencing token is stored"
+        stored is not None and stored.fencing_token == 5, "the fencing token is stored"
     )
     await expect(
         CheckpointConflictError,
         _save(store, key, {"n": 3}, 3, 2, token=4),
-        "DUR-3: a smaller fencing token than the stored one",
+        "a smaller fencing token than the stored one",
     )
     await expect(
         CheckpointConflictError,
         _save(store, key, {"n": 3}, 3, 2, token=None),
-        "DUR-3: a save without a token once a token is stored",
+        "a save without a token once a token is stored",
     )
     same = await _save(store, key, {"n": 3}, 3, 2, token=5)
-    check(same.version == 3, "DUR-3: an equal fencing token is accepted")
+    check(same.version == 3, "an equal fencing token is accepted")
     larger = await _save(store, key, {"n": 4}, 4, 3, token=9)
     after = await _load(store, key)
     check(
         larger.fencing_token == 9 and after is not None and after.fencing_token == 9,
-        "DUR-3: a larger fencing token is accepted and stored",
+        "a larger fencing token is accepted and stored",
     )
     await expect(
         CheckpointConflictError,
         _save(store, key, {"n": 5}, 5, 4, token=5),
-        "DUR-3: the stored token only grows (5 after 9 is refused)",
+        "the stored token only grows (5 after 9 is refused)",
     )
     after = await _load(store, key)
     check(
         after is not None and after.value == {"n": 4} and after.version == 4,
-        "DUR-3: refused fenced saves must store nothing",
+        "refused fenced saves must store nothing",
     )
 
 
@@ -184,7 +184,7 @@ async def _checkpoint_copies(store: CheckpointStore) -> None:
     loaded = await _load(store, key)
     check(
         loaded is not None and loaded.value == {"items": [1, 2], "inner": {"a": 1}},
-        "DUR-3: values are copied on save (caller and returned objects are not the store's)",
+        "values are copied on save (caller and returned objects are not the store's)",
     )
     assert loaded is not None
     if isinstance(loaded.value, dict):
@@ -192,7 +192,7 @@ async def _checkpoint_copies(store: CheckpointStore) -> None:
     again = await _load(store, key)
     check(
         again is not None and again.value == {"items": [1, 2], "inner": {"a": 1}},
-        "DUR-3: values are copied on load",
+        "values are copied on load",
     )
 
 
@@ -200,14 +200,14 @@ async def _checkpoint_isolation(store: CheckpointStore) -> None:
     key = new_id("run")
     await _save(store, key, "a", 1, 0)
     other = await _save(store, key, "b", 3, 0, namespace=_NAMESPACE + ".other")
-    check(other.version == 3, "DUR-3: namespaces are independent")
+    check(other.version == 3, "namespaces are independent")
     mine = await _load(store, key)
     check(
         mine is not None and mine.value == "a" and mine.version == 1,
-        "DUR-3: a save in another namespace does not touch this one",
+        "a save in another namespace does not touch this one",
     )
     check(
-        await _load(store, new_id("run")) is None, "DUR-3: keys are independent"
+        await _load(store, new_id("run")) is None, "keys are independent"
     )
 
 
@@ -225,11 +225,11 @@ async def _checkpoint_concurrent_claims(store: CheckpointStore) -> None:
     losses = [o for o in outcomes if isinstance(o, CheckpointConflictError)]
     check(
         len(wins) == 1 and len(losses) == CONCURRENT_WRITERS - 1,
-        f"DB-6/DUR-19: of {CONCURRENT_WRITERS} concurrent claims with one expected version "
+        f"of {CONCURRENT_WRITERS} concurrent claims with one expected version "
         f"exactly one must win, got {outcomes!r}",
     )
     stored = await _load(store, key)
     check(
         stored is not None and stored.version == 2 and stored.value == wins[0].value,
-        "DB-6: the stored value is the winner's",
+        "the stored value is the winner's",
     )

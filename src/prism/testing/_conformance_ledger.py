@@ -57,7 +57,7 @@ async def _read_ledger(
     rows = getattr(ledger, plural, None)
     if not isinstance(rows, builtins.list):
         raise AssertionError(
-            "DB-9: the ledger conformance suite needs list_runs/list_events/list_tool_calls/"
+            "the ledger conformance suite needs list_runs/list_events/list_tool_calls/"
             "list_usage or runs/events/tool_calls/usage lists to read records back"
         )
 
@@ -98,7 +98,7 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
     ]
     for start in starts:
         await put("run", start)
-    for turn in range(1, 4):  # interleave the two runs' rows (REC-4 order per run)
+    for turn in range(1, 4):  # interleave the two runs' rows (each run keeps its own append order)
         for rid in runs:
             event: Any = TurnStartedEvent(session_id=sid, run_id=rid, turn=turn)
             if turn == 1:
@@ -188,12 +188,12 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
         got = await _read_ledger(ledger, kind, sid, None)
         check(
             len(got) == len(rows),
-            f"DB-7: expected {len(rows)} {kind} rows for the session, got {len(got)}",
+            f"expected {len(rows)} {kind} rows for the session, got {len(got)}",
         )
         for i, (g, w) in enumerate(zip(got, rows, strict=True)):
             check(
                 g == w,
-                f"DB-7/DB-8: {kind} row {i} of the session did not round-trip in order: "
+                f"{kind} row {i} of the session did not round-trip in order: "
                 f"{g!r} != {w!r}",
             )
         for rid in runs:
@@ -201,10 +201,10 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
             got_run = await _read_ledger(ledger, kind, sid, rid)
             check(
                 got_run == want,
-                f"REC-4/DB-7: {kind} rows of run {rid} must come back in append order",
+                f"{kind} rows of run {rid} must come back in append order",
             )
     other = await _read_ledger(ledger, "event", new_id("session"), None)
-    check(other == [], "DB-7: rows are scoped to their session")
+    check(other == [], "rows are scoped to their session")
 
 
 run_run_ledger_conformance = run_ledger_conformance

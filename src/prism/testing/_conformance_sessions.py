@@ -111,14 +111,14 @@ async def _session_round_trip(store: SessionStore) -> None:
     listed = builtins.list(await store.list(sid))
     check(
         [e.id for e in listed] == [e.id for e in written],
-        "STORE-2: list() must return entries in append order",
+        "list() must return entries in append order",
     )
     for got, want in zip(listed, written, strict=True):
-        check(got == want, f"DB-8: entry {want.kind} did not round-trip: {got!r} != {want!r}")
-        check(type(got) is SessionEntry, "DB-8: list() must return SessionEntry objects")
+        check(got == want, f"entry {want.kind} did not round-trip: {got!r} != {want!r}")
+        check(type(got) is SessionEntry, "list() must return SessionEntry objects")
     check(
         builtins.list(await store.list(new_id("session"))) == [],
-        "STORE-2: list() of an unknown session must be empty",
+        "list() of an unknown session must be empty",
     )
 
 
@@ -132,7 +132,7 @@ async def _session_copies(store: SessionStore) -> None:
     first = (await store.list(sid))[0]
     check(
         first.data == {"items": [1, 2]},
-        "STORE-3: the store must keep a copy, not the caller's objects",
+        "the store must keep a copy, not the caller's objects",
     )
     got = first.data
     if isinstance(got, dict) and isinstance(got.get("items"), builtins.list):
@@ -140,7 +140,7 @@ async def _session_copies(store: SessionStore) -> None:
     again = (await store.list(sid))[0]
     check(
         again.data == {"items": [1, 2]},
-        "STORE-3: entries returned by list() must be copies of the stored ones",
+        "entries returned by list() must be copies of the stored ones",
     )
 
 
@@ -148,15 +148,15 @@ async def _session_duplicate_ids(store: SessionStore) -> None:
     sid = new_id("session")
     entry = _message_entry(sid, None, "a")
     await store.append(entry)
-    await expect(ValueError, store.append(entry), "STORE-3: duplicate entry id")
+    await expect(ValueError, store.append(entry), "duplicate entry id")
     clash = _message_entry(sid, None, "b", id=entry.id)
-    await expect(ValueError, store.append(clash), "STORE-3: duplicate entry id (other content)")
-    check(await _ids(store, sid) == [entry.id], "STORE-3: a refused append must store nothing")
+    await expect(ValueError, store.append(clash), "duplicate entry id (other content)")
+    check(await _ids(store, sid) == [entry.id], "a refused append must store nothing")
     other = new_id("session")
     await store.append(_message_entry(other, None, "c", id=entry.id))
     check(
         await _ids(store, other) == [entry.id],
-        "DB-5: entry ids are keyed by (session_id, id); another session may reuse an id",
+        "entry ids are keyed by (session_id, id); another session may reuse an id",
     )
 
 
@@ -170,20 +170,20 @@ async def _session_tip_compare_and_set(store: SessionStore) -> None:
     exc = await expect(
         SessionAppendConflictError,
         store.append(second, expected_parent_id=root.id),
-        "STORE-3/DB-9: an append under a parent that already has a child",
+        "an append under a parent that already has a child",
     )
     check(
         getattr(exc, "code", None) == "ERR_PRISM_SESSION_APPEND_CONFLICT",
-        "ERR-1: SessionAppendConflictError.code must be ERR_PRISM_SESSION_APPEND_CONFLICT",
+        "SessionAppendConflictError.code must be ERR_PRISM_SESSION_APPEND_CONFLICT",
     )
     check(
         await _ids(store, sid) == [root.id, first.id],
-        "STORE-3: a conflicting append must store nothing",
+        "a conflicting append must store nothing",
     )
     await store.append(second, expected_parent_id=root.id, fork=True)
     check(
         await _ids(store, sid) == [root.id, first.id, second.id],
-        "STORE-3/DB-9: the same append with fork=True must succeed",
+        "the same append with fork=True must succeed",
     )
     # The new tip accepts a child; the forked-over parent still refuses one without fork.
     grandchild = _message_entry(sid, second, "grandchild")
@@ -191,18 +191,18 @@ async def _session_tip_compare_and_set(store: SessionStore) -> None:
     await expect(
         SessionAppendConflictError,
         store.append(_message_entry(sid, root, "third"), expected_parent_id=root.id),
-        "STORE-3: a parent with children is not a tip",
+        "a parent with children is not a tip",
     )
     await expect(
         ValueError,
         store.append(_message_entry(sid, root, "x"), fork=True),
-        "STORE-3: fork=True without expected_parent_id",
+        "fork=True without expected_parent_id",
     )
-    # Conflict checks come before the duplicate-id check (STORE-3 order).
+    # Conflict checks come before the duplicate-id check.
     await expect(
         SessionAppendConflictError,
         store.append(first, expected_parent_id=root.id),
-        "STORE-3: a tip conflict is reported before a duplicate id",
+        "a tip conflict is reported before a duplicate id",
     )
 
 
@@ -217,27 +217,27 @@ async def _session_missing_parent(store: SessionStore) -> None:
     await expect(
         SessionAppendConflictError,
         store.append(orphan, expected_parent_id="entry_missing"),
-        "STORE-3: an expected parent missing from the session",
+        "an expected parent missing from the session",
     )
     stray = _message_entry(sid, foreign, "stray")
     await expect(
         SessionAppendConflictError,
         store.append(stray, expected_parent_id=foreign.id),
-        "STORE-3: an expected parent that belongs to another session",
+        "an expected parent that belongs to another session",
     )
     await expect(
         SessionAppendConflictError,
         store.append(stray, expected_parent_id=foreign.id, fork=True),
-        "STORE-3: fork=True still needs the parent to exist in the session",
+        "fork=True still needs the parent to exist in the session",
     )
     await expect(
         SessionAppendConflictError,
         store.append(
             _message_entry(sid, None, "dup", id=root.id), expected_parent_id="entry_missing"
         ),
-        "STORE-3: a missing parent is reported before a duplicate id",
+        "a missing parent is reported before a duplicate id",
     )
-    check(await _ids(store, sid) == [root.id], "STORE-3: refused appends must store nothing")
+    check(await _ids(store, sid) == [root.id], "refused appends must store nothing")
 
 
 async def _session_idempotency(store: SessionStore) -> None:
@@ -247,11 +247,11 @@ async def _session_idempotency(store: SessionStore) -> None:
     exc = await expect(
         SessionAppendConflictError,
         store.append(_message_entry(sid, None, "root again"), idempotency_key="k1"),
-        "STORE-3: a repeated (session, idempotency_key, no expected parent) append",
+        "a repeated (session, idempotency_key, no expected parent) append",
     )
     check(
         getattr(exc, "code", None) == "ERR_PRISM_SESSION_APPEND_CONFLICT",
-        "STORE-3: a duplicate idempotent append raises ERR_PRISM_SESSION_APPEND_CONFLICT",
+        "a duplicate idempotent append raises ERR_PRISM_SESSION_APPEND_CONFLICT",
     )
     child = _message_entry(sid, root, "child")
     await store.append(child, expected_parent_id=root.id, idempotency_key="k1")
@@ -263,7 +263,7 @@ async def _session_idempotency(store: SessionStore) -> None:
             idempotency_key="k1",
             fork=True,
         ),
-        "STORE-3: a repeated (session, idempotency_key, expected parent) append, even with fork",
+        "a repeated (session, idempotency_key, expected parent) append, even with fork",
     )
     sibling = _message_entry(sid, root, "sibling")
     await store.append(sibling, expected_parent_id=root.id, idempotency_key="k2", fork=True)
@@ -272,15 +272,15 @@ async def _session_idempotency(store: SessionStore) -> None:
         store.append(
             _message_entry(sid, None, "dup id", id=root.id), idempotency_key="k1"
         ),
-        "STORE-3: a duplicate idempotent append is reported before a duplicate id",
+        "a duplicate idempotent append is reported before a duplicate id",
     )
     check(
         await _ids(store, sid) == [root.id, child.id, sibling.id],
-        "STORE-3: refused idempotent appends must store nothing",
+        "refused idempotent appends must store nothing",
     )
     other = new_id("session")
     await store.append(_message_entry(other, None, "other"), idempotency_key="k1")
-    check(len(await _ids(store, other)) == 1, "STORE-3: idempotency keys are per session")
+    check(len(await _ids(store, other)) == 1, "idempotency keys are per session")
 
 
 async def _session_branches(store: SessionStore) -> None:
@@ -297,45 +297,45 @@ async def _session_branches(store: SessionStore) -> None:
     await store.append(b2, expected_parent_id=b1.id)
     check(
         await _ids(store, sid) == [root.id, a1.id, a2.id, b1.id, b2.id],
-        "STORE-2: list() returns every branch in append order",
+        "list() returns every branch in append order",
     )
     check(
         [e.id for e in await read_branch(store, sid, a2.id)] == [root.id, a1.id, a2.id],
-        "STORE-5: the branch of a2 is root→a1→a2",
+        "the branch of a2 is root→a1→a2",
     )
     check(
         await read_branch(store, sid, b2.id) == [root, b1, b2],
-        "STORE-5/DB-8: the branch of b2 is root→b1→b2 and round-trips",
+        "the branch of b2 is root→b1→b2 and round-trips",
     )
     check(
         [e.id for e in await read_branch(store, sid, root.id)] == [root.id],
-        "STORE-5: the branch of a root is the root",
+        "the branch of a root is the root",
     )
     if not callable(getattr(store, "read_branch", None)):
         return
     reader: Callable[[str, str], Awaitable[Sequence[SessionEntry]]] = store.read_branch  # type: ignore[attr-defined]
     direct = builtins.list(await reader(sid, b2.id))
-    check(direct == [root, b1, b2], "STORE-2: read_branch returns root→leaf")
+    check(direct == [root, b1, b2], "read_branch returns root→leaf")
     exc = await expect(
-        ValueError, reader(sid, "entry_unknown"), "STORE-5: read_branch of an unknown leaf"
+        ValueError, reader(sid, "entry_unknown"), "read_branch of an unknown leaf"
     )
     check(
         "Unknown session leaf" in str(exc),
-        f"STORE-5: message must say 'Unknown session leaf', got {exc}",
+        f"message must say 'Unknown session leaf', got {exc}",
     )
     await expect(
         ValueError,
         reader(new_id("session"), root.id),
-        "STORE-5: read_branch of a leaf of another session",
+        "read_branch of a leaf of another session",
     )
     orphan = _message_entry(sid, "entry_gone", "orphan")
     await store.append(orphan)
     exc = await expect(
-        ValueError, reader(sid, orphan.id), "STORE-5: read_branch over a missing parent"
+        ValueError, reader(sid, orphan.id), "read_branch over a missing parent"
     )
     check(
         "Missing session parent" in str(exc),
-        f"STORE-5: message must say 'Missing session parent', got {exc}",
+        f"message must say 'Missing session parent', got {exc}",
     )
 
 
@@ -352,12 +352,12 @@ async def _session_concurrent_tip(store: SessionStore) -> None:
     losses = [o for o in outcomes if isinstance(o, SessionAppendConflictError)]
     check(
         len(wins) == 1 and len(losses) == CONCURRENT_WRITERS - 1,
-        f"DB-9: of {CONCURRENT_WRITERS} concurrent appends to one tip exactly one must win, "
+        f"of {CONCURRENT_WRITERS} concurrent appends to one tip exactly one must win, "
         f"got {outcomes!r}",
     )
     check(
         len(await _ids(store, sid)) == 2,
-        "DB-9: exactly one child may be stored under a contested tip",
+        "exactly one child may be stored under a contested tip",
     )
 
 
@@ -372,6 +372,6 @@ async def _session_concurrent_idempotent(store: SessionStore) -> None:
     check(
         len(wins) == 1
         and all(isinstance(o, SessionAppendConflictError) for o in outcomes if o is not None),
-        f"STORE-3: of concurrent appends with one idempotency key exactly one must win, "
+        f"of concurrent appends with one idempotency key exactly one must win, "
         f"got {outcomes!r}",
     )

@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["TOOL_THREADS", "ToolThreadPool"]
 
@@ -38,6 +40,9 @@ class ToolThreadPool:
         with self._lock:  # submitted under the lock: no other thread can retire the pool first
             executor = self._executor
             if executor is None or self._busy >= self._size:
+                # imported with the first pool: a run whose tools are all async never needs it
+                from concurrent.futures import ThreadPoolExecutor
+
                 self._size = max(self._busy + 1, 2 * self._size, 8)
                 executor = ThreadPoolExecutor(self._size, thread_name_prefix="prism-tool")
                 if self._executor is not None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, TypeVar
 
 from prism.abort import AbortSignal
 
 __all__ = ["ToolInterrupted", "await_with_grace"]
+
+T = TypeVar("T")
 
 
 class ToolInterrupted(Exception):
@@ -66,8 +68,8 @@ class _Grace:
 
 
 async def await_with_grace(
-    awaitable: Awaitable[Any], signal: AbortSignal | None, grace_ms: float
-) -> Any:
+    awaitable: Awaitable[T], signal: AbortSignal | None, grace_ms: float
+) -> T:
     """Await ``awaitable`` and return its result.
 
     Args:

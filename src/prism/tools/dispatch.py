@@ -23,7 +23,9 @@ from prism.errors import (
     PrismConfigError,
     RunLimitExceeded,
 )
+from prism.events import AgentEvent
 from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
+from prism.ledger import RunLedger
 from prism.limits import RunLimitTracker
 from prism.middleware import MiddlewareRegistry
 from prism.redaction import SecretRedactor, redact_value
@@ -73,15 +75,15 @@ async def dispatch_tool_call(
     permission: PermissionPolicy | None = None,
     guardrails: Guardrails | None = None,
     redactor: SecretRedactor | None = None,
-    ledger: ToolCallLedger | Any = None,
-    emit: Callable[[Any], Any] | None = None,
+    ledger: ToolCallLedger | RunLedger | None = None,
+    emit: Callable[[AgentEvent], object] | None = None,
     limit_tracker: RunLimitTracker | None = None,
     before_execute: BeforeExecute | None = None,
     secrets: Iterable[str] = (),
     ownership: OwnershipScope | None = None,
     tool_abort_grace_ms: float = 5000,
     sync_in_thread: bool | None = None,
-    on_worker_thread: Callable[[asyncio.Future[Any]], Any] | None = None,
+    on_worker_thread: Callable[[asyncio.Future[Any]], object] | None = None,
 ) -> ToolResult:
     """Run one tool call through the guarded pipeline and return its result.
 

@@ -50,8 +50,8 @@ async def run_execute(
     *,
     grace_ms: float,
     threaded: bool,
-    on_worker_thread: Callable[[asyncio.Future[Any]], Any] | None,
-) -> Any:
+    on_worker_thread: Callable[[asyncio.Future[Any]], object] | None,
+) -> object:
     """Run ``tool.execute(arguments, context)`` and return what it returned (awaited).
 
     Args:

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeAlias, cast
 
 from prism._util import new_id, now_iso
 from prism.events import (
+    AgentEvent,
     ToolExecutionBlockedEvent,
     ToolExecutionErrorEvent,
     ToolExecutionFinishedEvent,
@@ -66,12 +67,12 @@ BLOCKED_REASONS: frozenset[str] = frozenset(
 """Every :data:`BlockedReason`."""
 
 
-def ledger_writer(ledger: object) -> Callable[[ToolCallRecord], Any] | None:
+def ledger_writer(ledger: object) -> Callable[[ToolCallRecord], object] | None:
     """The row writer of ``ledger``: its ``append_tool_call`` method, else ``ledger`` itself
     (a callable); ``None`` for no ledger."""
     if ledger is None:
         return None
-    return cast("Callable[[ToolCallRecord], Any]", getattr(ledger, "append_tool_call", ledger))
+    return cast("Callable[[ToolCallRecord], object]", getattr(ledger, "append_tool_call", ledger))
 
 
 class CallReport:
@@ -107,8 +108,8 @@ class CallReport:
         call: ToolCallContent,
         context: ToolExecutionContext,
         *,
-        emit: Callable[[Any], Any] | None,
-        ledger: Callable[[ToolCallRecord], Any] | None,
+        emit: Callable[[AgentEvent], object] | None,
+        ledger: Callable[[ToolCallRecord], object] | None,
         redactor: SecretRedactor | None,
         secrets: tuple[str, ...],
         ownership: OwnershipScope | None,
@@ -132,13 +133,13 @@ class CallReport:
         elapsed = time.monotonic_ns() - self.start_ns
         return ToolExecutionMetadata(duration_ms=(elapsed + 500_000) // 1_000_000, status=status)
 
-    async def send(self, event: Any) -> None:
+    async def send(self, event: AgentEvent) -> None:
         """Emit ``event`` (awaiting an awaitable answer); nothing without ``emit``."""
         pending = self._hand_over(event)
         if pending is not None:
             await pending
 
-    def _hand_over(self, event: Any) -> Awaitable[Any] | None:
+    def _hand_over(self, event: AgentEvent) -> Awaitable[object] | None:
         """Give ``event`` to ``emit`` and return what is left to await, if anything.
 
         ``started`` and ``finished``, which every executed call reports, use this directly
@@ -157,7 +158,7 @@ class CallReport:
         *,
         result: ToolResult | None = None,
         reason: str | None = None,
-        progress: Any = None,
+        progress: JsonValue = None,
         progress_metadata: Mapping[str, Any] | None = None,
         progress_at: str | None = None,
     ) -> None:

@@ -9,9 +9,9 @@ model: :class:`NotJsonError` names its type, and the dispatcher answers the call
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
-from prism.types import ToolCallContent, ToolResult, is_json_value
+from prism.types import JsonValue, ToolCallContent, ToolResult, is_json_value
 
 __all__ = ["NotJsonError", "normalise_result", "to_json_value"]
 
@@ -44,14 +44,14 @@ def _is_flat_json_object(value: dict[Any, Any]) -> bool:
     return True
 
 
-def to_json_value(value: Any) -> Any:
+def to_json_value(value: object) -> JsonValue:
     """Convert a tool's return value to JSON data.
 
     Raises:
         NotJsonError: the value (or its converted form) is not JSON-compatible.
     """
     if value is None or type(value) in (str, int, bool):
-        return value
+        return cast("JsonValue", value)
     if type(value) is dict and _is_flat_json_object(value):
         return value
     if is_json_value(value):
@@ -68,7 +68,7 @@ def to_json_value(value: Any) -> Any:
     return converted
 
 
-def normalise_result(raw: Any, call: ToolCallContent) -> ToolResult:
+def normalise_result(raw: object, call: ToolCallContent) -> ToolResult:
     """Wrap what ``execute`` returned as the call's ``ToolResult``.
 
     A returned ``ToolResult`` keeps its fields, with ``tool_call_id`` and ``name`` replaced by the

@@ -67,7 +67,7 @@ def _pointer(path: Iterable[Any]) -> str:
     return out
 
 
-def schema_errors(compiled: Any, instance: Any) -> list[tuple[str, str]]:
+def schema_errors(compiled: Any, instance: object) -> list[tuple[str, str]]:
     """Return ``(pointer, message)`` for every error of ``instance``, sorted.
 
     ``pointer`` is the RFC 6901 pointer of the failing value (``""`` at the root) and ``message``

@@ -42,7 +42,8 @@ class Message(Serializable):
     content: tuple[ContentBlock, ...]
     """Content parts in order."""
     id: str | None = None
-    """Message id; the runtime assigns one only where the spec says so."""
+    """Message id; the runtime assigns one only to the repair messages of an artifact loop, and
+    every other message keeps the id it was given (``None`` included)."""
     metadata: Mapping[str, JsonValue] | None = None
     """Host metadata (kept as given)."""
 

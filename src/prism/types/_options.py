@@ -1,4 +1,4 @@
-"""The base class of option records: unknown keys raise ``PrismConfigError`` and mappings coerce.
+"""The base class of option records: mappings coerce, and every failure is ``PrismConfigError``.
 
 Model, provider, ownership, limit, retry and store options subclass :class:`_Options`, so a host
 may pass either the record or a snake_case mapping of its fields.
@@ -6,8 +6,7 @@ may pass either the record or a snake_case mapping of its fields.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from prism._serde import Serializable
@@ -19,34 +18,10 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 
-def _snake(name: str) -> str:
-    out = []
-    for ch in name:
-        if ch.isupper():
-            out.append("_")
-            out.append(ch.lower())
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _unknown_keys_message(cls: type, keys: Sequence[str]) -> str:
-    names = {f.name for f in fields(cls)}
-    parts = []
-    for key in sorted(str(k) for k in keys):
-        snake = _snake(key)
-        parts.append(f"{key} (use {snake})" if snake != key and snake in names else key)
-    return f"{cls.__name__}: unknown keys: {', '.join(parts)}"
-
-
 class _Options(Serializable):
-    """Options objects: unknown keys raise ``PrismConfigError`` and mappings coerce."""
+    """Options objects: ``coerce`` accepts the record or a snake_case mapping of its fields."""
 
     __slots__ = ()
-
-    @classmethod
-    def _unknown_keys_error(cls, keys: Sequence[str]) -> Exception:
-        return PrismConfigError(_unknown_keys_message(cls, keys))
 
     @classmethod
     def coerce(cls, value: Self | Mapping[str, Any]) -> Self:

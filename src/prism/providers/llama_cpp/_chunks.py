@@ -33,7 +33,8 @@ _STOP_REASONS: Final[Mapping[str, ProviderStopReason]] = {
 
 
 class ChunkMapper:
-    """Turns llama-cpp-python chat chunks/responses into provider events (OAI-5/6).
+    """Turns llama-cpp-python chat chunks/responses into provider events, as the Chat
+    Completions stream is mapped.
 
     One mapper serves one request. Streamed tool-call fragments become ``tool_call_delta`` events
     keyed by index; at the end every accumulated call is also emitted as a final ``tool_call``
