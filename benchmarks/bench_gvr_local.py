@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -118,6 +119,12 @@ def run_mode(mode: str, runs: int) -> Tally:
         tally.drafts += len(provider.stop_reasons)
         tally.cut += provider.stop_reasons.count("max_tokens")
         provider.inner.close()
+        print(
+            f"{mode} run {i + 1}: stop reasons {provider.stop_reasons}, "
+            f"{tally.seconds[-1]:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     return tally
 
 

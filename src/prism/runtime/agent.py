@@ -382,6 +382,7 @@ def create_agent(
         ownership=None if ownership is None else OwnershipScope.coerce(ownership),
         idempotency_key=idempotency_key,
         tool_abort_grace_ms=_check_grace(tool_abort_grace_ms),
+        max_tokens=max_tokens,
         answer_after_tool_rounds=check_answer_after_tool_rounds(answer_after_tool_rounds),
     )
     return Agent(config)

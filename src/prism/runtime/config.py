@@ -116,21 +116,25 @@ class AgentConfig:
     """Idempotency key passed to every store append."""
     tool_abort_grace_ms: float = 5000
     """Milliseconds a running tool may continue after an abort."""
+    max_tokens: int | None = None
+    """Cap on the tokens generated per provider request, as given (already merged into
+    ``provider_options.max_tokens``)."""
     answer_after_tool_rounds: int | Literal[False] | None = None
     """Tool rounds before the model must answer in text; ``None``: the provider's default,
     ``False``: never forced (a run's value wins)."""
 
 
 
-def check_answer_after_tool_rounds(value: Any) -> int | Literal[False] | None:
+def check_answer_after_tool_rounds(value: object) -> int | Literal[False] | None:
     """Check an ``answer_after_tool_rounds`` option: ``None``, ``False`` or an int ≥ 0.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — any other value.
     """
-    if value is None or value is False or (type(value) is int and value >= 0):
-        result: int | Literal[False] | None = value
-        return result
+    if value is None or value is False:
+        return value
+    if type(value) is int and value >= 0:
+        return value
     raise PrismConfigError(
         "answer_after_tool_rounds must be None (inherit), False (never force an answer) or an "
         f"int >= 0, got {value!r}"
@@ -138,7 +142,7 @@ def check_answer_after_tool_rounds(value: Any) -> int | Literal[False] | None:
 
 
 def with_max_tokens(
-    options: ProviderRequestOptions | Mapping[str, Any] | None, max_tokens: Any
+    options: ProviderRequestOptions | Mapping[str, Any] | None, max_tokens: object
 ) -> ProviderRequestOptions | None:
     """``options`` (a mapping is converted) with ``max_tokens`` set when it is not ``None``.
 
@@ -149,7 +153,8 @@ def with_max_tokens(
     coerced = None if options is None else ProviderRequestOptions.coerce(options)
     if max_tokens is None:
         return coerced
-    return merge_provider_options(coerced, ProviderRequestOptions(max_tokens=max_tokens))
+    cap: Any = max_tokens  # checked by ProviderRequestOptions
+    return merge_provider_options(coerced, ProviderRequestOptions(max_tokens=cap))
 
 
 class ConfiguredAgent(Protocol):
