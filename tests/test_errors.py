@@ -19,6 +19,7 @@ from prism.errors import (
     AgentSessionBusyError,
     ArtifactFailedError,
     CheckpointConflictError,
+    EngineVersionError,
     GuardrailError,
     PrismConfigError,
     PrismError,
@@ -26,6 +27,7 @@ from prism.errors import (
     ProviderTransportError,
     ProviderTurnError,
     RedactedError,
+    RunAmbiguousError,
     RunLedgerError,
     RunLimitExceeded,
     SessionAppendConflictError,
@@ -47,6 +49,8 @@ SINGLE_CODE = {
     SessionAppendConflictError: "ERR_PRISM_SESSION_APPEND_CONFLICT",
     RunLedgerError: "ERR_PRISM_LEDGER",
     StoreSchemaError: "ERR_PRISM_STORE_SCHEMA",
+    EngineVersionError: "ERR_PRISM_ENGINE_VERSION",
+    RunAmbiguousError: "ERR_PRISM_RUN_AMBIGUOUS",
 }
 
 
@@ -61,7 +65,7 @@ def test_err1_every_class_derives_from_prism_error() -> None:
         for name, obj in vars(errors_module).items()
         if inspect.isclass(obj) and issubclass(obj, BaseException) and not name.startswith("_")
     ]
-    assert len(classes) == 24
+    assert len(classes) == 26
     for cls in classes:
         assert issubclass(cls, PrismError)
         assert isinstance(cls.code, str) and cls.code
@@ -171,6 +175,18 @@ def test_err3_artifact_failure_code_is_reason() -> None:
     )
     aborted = AgentRunError(result=_result("aborted", info))
     assert aborted.code == "ERR_PRISM_RUN_ABORTED"
+
+
+@pytest.mark.parametrize(
+    "code", ["ERR_PRISM_LOOP_NOT_DURABLE", "ERR_PRISM_LOOP_SNAPSHOT", "ERR_PRISM_LOOP_REVISION"]
+)
+def test_err3_loop_state_failure_code_is_the_top_level_code(code: str) -> None:
+    """ERR-3: a run failed by a loop-state error carries that code itself, not RUN_FAILED."""
+    info = ErrorInfo(AgentLoopStateError(code).message, name="AgentLoopStateError", code=code)
+    assert AgentRunError(result=_result("failed", info)).code == code
+    assert AgentRunError(result=_result("aborted", info)).code == "ERR_PRISM_RUN_ABORTED"
+    host = ErrorInfo("tool broke", name="ValueError", code="ERR_PRISM_LOOP_TYPO")
+    assert AgentRunError(result=_result("failed", host)).code == "ERR_PRISM_RUN_FAILED"
 
 
 def test_err3_agent_run_limit_error() -> None:

@@ -298,8 +298,8 @@ def test_evt26_clean_host_exception_chained_unchanged() -> None:
 
 
 def test_evt26_secret_cause_replaced_by_redacted_error() -> None:
-    """EVT-26: a secret-bearing cause becomes RedactedError(original_type, message, traceback);
-    the host exception is not edited and no secret appears in the formatted traceback."""
+    """EVT-26: a secret-bearing cause becomes RedactedError(original_type, message, traceback
+    text); the host exception is not edited and no secret appears in the formatted traceback."""
     redactor = create_secret_redactor([SECRET])
     inner = ValueError(f"token={SECRET}")
     try:
@@ -309,7 +309,13 @@ def test_evt26_secret_cause_replaced_by_redacted_error() -> None:
     stand_in = redacted_cause(inner, redactor)
     assert isinstance(stand_in, RedactedError)
     assert stand_in.original_type == "ValueError" and str(stand_in) == "token=[REDACTED]"
-    assert stand_in.__traceback__ is inner.__traceback__
+    # The traceback is kept as redacted text (and a note), not as the object whose frames hold
+    # the raw values.
+    assert stand_in.__traceback__ is None
+    assert "raise inner" in stand_in.traceback_text and SECRET not in stand_in.traceback_text
+    assert stand_in.__notes__ == [
+        f"Original ValueError traceback (redacted):\n{stand_in.traceback_text}"
+    ]
     assert str(inner) == f"token={SECRET}"
 
     chain = _raise_chain()
@@ -326,6 +332,25 @@ def test_evt26_secret_cause_replaced_by_redacted_error() -> None:
     except HostRunError as outer:
         text = "".join(traceback.format_exception(outer))
     assert SECRET not in text and "[REDACTED]" in text
+    assert "Original ValueError traceback (redacted)" in text
+
+
+def test_evt26_secret_in_an_attribute_or_extra_secret_is_detected() -> None:
+    """EVT-26: a secret only in an attribute (``vars()``), or one of the extra secrets, makes
+    the cause a stand-in too."""
+
+    class SdkError(Exception):
+        def __init__(self, message: str, body: Any) -> None:
+            super().__init__(message)
+            self.body = body
+
+    inner = SdkError("bad request", {"api_key": SECRET})
+    stand_in = redacted_cause(inner, create_secret_redactor([SECRET]))
+    assert isinstance(stand_in, RedactedError) and stand_in.original_type == "SdkError"
+    assert SECRET not in repr(vars(stand_in))
+    extra = ValueError("token sk-extra")
+    assert redacted_cause(extra, None) is extra
+    assert str(redacted_cause(extra, None, ("sk-extra",))) == "token [REDACTED]"
 
 
 def test_evt26_frozen_dataclass_with_post_init_fallback() -> None:

@@ -15,6 +15,14 @@ decides whether each is worth keeping:
   (``_REBUILDERS``), which skips ``__init__``/``__post_init__`` and ``dataclasses.replace``.
 
 The plain equivalent is ``copy.deepcopy(entry)``; every result here is equal to it.
+
+Measured worth (interleaved A/B, N=1000 turns, median of 11 rounds, per-turn / realistic
+scenario): the structural sharing with its per-type caches, against one plain recursive function
+(``dataclasses.fields`` and ``copy.copy`` per dataclass), saves 39 / 69 µs per turn, and
+``copy.deepcopy`` of whole entries was slower than that plain function in a quick check.
+The generated rebuilders, against a loop over the cached field names, save 3 / 11 µs per turn.
+Copying cannot be skipped: the store must not share the caller's dicts (tool arguments,
+results, metadata), so only the frozen parts are shared.
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ A frozen dataclass that subclasses :class:`Serializable` gets:
   the package's one unknown-key check (:func:`prism._keys.reject_unknown_keys`).
 
 The conversion plans are computed once per class and cached, so repeated calls cost only the
-walk over the value itself.
+walk over the value itself. Measured worth (interleaved A/B against computing them on every
+call): nothing measurable with the memory store, 60 µs per turn on the realistic scenario with
+the SQLite store (N=200, median of 7 rounds), which converts every entry it writes and reads.
 """
 
 from __future__ import annotations

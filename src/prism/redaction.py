@@ -10,7 +10,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+import traceback
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from prism._serde import Serializable
@@ -133,7 +134,6 @@ def redact_value(value: _T, secrets: Iterable[str]) -> _T:
 _ATOMS: frozenset[type] = frozenset(
     (int, float, bool, type(None), bytes, bytearray, complex)
 )
-_DC_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
 def _redact_str(text: str, secrets: tuple[str, ...]) -> str:
@@ -142,14 +142,6 @@ def _redact_str(text: str, secrets: tuple[str, ...]) -> str:
         if secret in out:
             out = out.replace(secret, REDACTED)
     return text if out == text else out
-
-
-def _dc_fields(cls: type) -> tuple[tuple[str, bool], ...]:
-    spec = _DC_FIELDS.get(cls)
-    if spec is None:
-        spec = tuple((f.name, f.init) for f in dataclasses.fields(cls))
-        _DC_FIELDS[cls] = spec
-    return spec
 
 
 def _walk(value: Any, secrets: tuple[str, ...], depth: int, active: set[int]) -> Any:
@@ -226,7 +218,7 @@ def _walk_mapping(
 
 def _walk_dataclass(value: Any, secrets: tuple[str, ...], depth: int, active: set[int]) -> Any:
     changes: dict[str, Any] | None = None
-    spec = _dc_fields(type(value))
+    spec = [(f.name, f.init) for f in dataclasses.fields(value)]
     for name, _init in spec:
         try:
             current = getattr(value, name)
@@ -353,47 +345,78 @@ def _links(exc: BaseException) -> list[BaseException]:
     return links
 
 
-def _has_secret(exc: BaseException, redactor: SecretRedactor, seen: set[int]) -> bool:
+_Clean = Callable[[Any], Any]
+
+
+def _cleaner(redactor: SecretRedactor | None, extra: tuple[str, ...]) -> _Clean | None:
+    """One function applying ``redactor`` then the ``extra`` secrets; ``None`` when neither."""
+    if redactor is None:
+        if not extra:
+            return None
+        return lambda value: _walk(value, extra, 0, set())
+    if not extra:
+        return redactor.redact
+    return lambda value: _walk(redactor.redact(value), extra, 0, set())
+
+
+def _differs(value: Any, clean: _Clean) -> bool:
+    out = clean(value)
+    if out is value:
+        return False
+    try:
+        return bool(out != value)
+    except Exception:  # an attribute whose comparison fails: assume it held a secret
+        return True
+
+
+def _has_secret(exc: BaseException, clean: _Clean, seen: set[int]) -> bool:
+    """Whether the text, ``args`` or an attribute of ``exc`` or of a link below it holds a
+    secret."""
     if id(exc) in seen:
         return False
     seen.add(id(exc))
-    text = _safe_str(exc)
-    if redactor.redact(text) != text:
+    if _differs(_safe_str(exc), clean) or _differs(exc.args, clean):
         return True
-    for arg in exc.args:
-        if isinstance(arg, str) and redactor.redact(arg) != arg:
-            return True
-    return any(_has_secret(link, redactor, seen) for link in _links(exc))
+    attributes = getattr(exc, "__dict__", None)
+    if attributes and _differs(dict(attributes), clean):
+        return True
+    return any(_has_secret(link, clean, seen) for link in _links(exc))
 
 
-def redacted_cause(exc: BaseException, redactor: SecretRedactor | None) -> BaseException:
+def redacted_cause(
+    exc: BaseException, redactor: SecretRedactor | None, extra_secrets: Iterable[str] = ()
+) -> BaseException:
     """Return what to chain as ``__cause__`` for a host exception.
 
-    ``exc`` itself when no text in it or its cause/context chain holds a secret; otherwise a
+    ``exc`` itself when no text, ``args`` item or attribute (``vars()``) of it or of its
+    cause/context chain holds a secret of ``redactor`` or ``extra_secrets``; otherwise a
     :class:`~prism.errors.RedactedError` with ``original_type = type(exc).__name__``, the
-    redacted message and ``exc``'s traceback, whose own cause is derived the same way from
-    ``exc``'s cause (or context). The host exception object is never modified.
+    redacted message and the redacted text of ``exc``'s traceback (``traceback_text``; the
+    traceback object is not kept: its frames hold the raw values), whose own cause is derived
+    the same way from ``exc``'s cause (or context). The host exception object is never modified.
+
+    Raises:
+        TypeError: ``extra_secrets`` is a bare ``str``.
     """
-    if redactor is None or not _has_secret(exc, redactor, set()):
+    clean = _cleaner(redactor, _check_secrets(extra_secrets))
+    if clean is None or not _has_secret(exc, clean, set()):
         return exc
-    return _to_redacted(exc, redactor, set())
+    return _to_redacted(exc, clean, set())
 
 
-def _to_redacted(
-    exc: BaseException, redactor: SecretRedactor, seen: set[int]
-) -> BaseException:
+def _to_redacted(exc: BaseException, clean: _Clean, seen: set[int]) -> BaseException:
     seen.add(id(exc))
     standin = RedactedError(
-        redactor.redact(_safe_str(exc)),
+        clean(_safe_str(exc)),
         original_type=type(exc).__name__,
-        traceback=exc.__traceback__,
+        traceback_text=clean("".join(traceback.format_tb(exc.__traceback__))),
     )
     nxt = exc.__cause__
     if nxt is None and not exc.__suppress_context__:
         nxt = exc.__context__
     if nxt is not None and id(nxt) not in seen:
         standin.__cause__ = (
-            _to_redacted(nxt, redactor, seen) if _has_secret(nxt, redactor, set()) else nxt
+            _to_redacted(nxt, clean, seen) if _has_secret(nxt, clean, set()) else nxt
         )
     else:
         standin.__suppress_context__ = True

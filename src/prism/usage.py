@@ -6,6 +6,15 @@ from prism.types import Usage
 
 __all__ = ["UsageAccumulator"]
 
+_SUMMED = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+"""The token counts summed as they are (``total_tokens`` has its own rule)."""
+
 
 class UsageAccumulator:
     """Aggregate ``Usage`` values.
@@ -47,33 +56,13 @@ class UsageAccumulator:
         """Add one usage (``None`` is ignored). O(1)."""
         if usage is None:
             return
-        # explicit fields (not a loop over names): this runs once per provider attempt
         summed = False
-        value = usage.input_tokens
-        if value is not None:
-            current = self._input_tokens
-            self._input_tokens = value if current is None else current + value
-            summed = True
-        value = usage.output_tokens
-        if value is not None:
-            current = self._output_tokens
-            self._output_tokens = value if current is None else current + value
-            summed = True
-        value = usage.cache_read_tokens
-        if value is not None:
-            current = self._cache_read_tokens
-            self._cache_read_tokens = value if current is None else current + value
-            summed = True
-        value = usage.cache_write_tokens
-        if value is not None:
-            current = self._cache_write_tokens
-            self._cache_write_tokens = value if current is None else current + value
-            summed = True
-        value = usage.reasoning_tokens
-        if value is not None:
-            current = self._reasoning_tokens
-            self._reasoning_tokens = value if current is None else current + value
-            summed = True
+        for name in _SUMMED:
+            value = getattr(usage, name)
+            if value is not None:
+                current = getattr(self, f"_{name}")
+                setattr(self, f"_{name}", value if current is None else current + value)
+                summed = True
         if usage.total_tokens is not None:
             total: int | None = usage.total_tokens
         elif usage.input_tokens is not None or usage.output_tokens is not None:

@@ -13,8 +13,6 @@ from prism.providers.base import (
     EMPTY_TOOL_RESULT_TEXT,
     MAX_TOOL_ARGUMENTS_BYTES,
     AIProvider,
-    _retry_after_ms,
-    _tool_result_payload_text,
     fold_provider_events,
     provider_content_delta,
     provider_done,
@@ -30,6 +28,7 @@ from prism.providers.base import (
     tool_call_from_arguments_text,
 )
 from prism.providers.mock import create_mock_provider
+from prism.providers.wire import retry_after_ms, tool_result_payload_text
 from prism.types import (
     ErrorInfo,
     ImageContent,
@@ -147,6 +146,27 @@ def test_invalid_arguments_never_raise_and_carry_arguments_error(text: str, deta
     assert error.code == "invalid_json_arguments"
     assert error.message.startswith("Invalid JSON arguments for tool lookup: ")
     assert detail in error.message
+
+
+def test_invalid_arguments_error_shows_the_text_the_model_sent() -> None:
+    """PROV-6: the error quotes the argument text (the parser's position points into it), cut
+    to its first 512 UTF-8 bytes on a character boundary, saying so."""
+    call = tool_call_from_arguments_text("c1", "lookup", '{"q": tru')
+    assert call.arguments_error is not None
+    message = call.arguments_error.message
+    assert message.startswith("Invalid JSON arguments for tool lookup: Expecting value")
+    assert message.endswith('; arguments text: {"q": tru')
+    long_text = '{"q": "' + "é" * 400 + '"'  # 808 bytes, unterminated object
+    error = tool_call_from_arguments_text("c1", "lookup", long_text).arguments_error
+    assert error is not None
+    head, _, shown = error.message.partition(
+        f"; arguments text (first 512 of {len(long_text.encode())} bytes): "
+    )
+    assert head.startswith("Invalid JSON arguments for tool lookup: ") and shown
+    assert long_text.startswith(shown) and len(shown.encode()) in (511, 512)
+    assert "arguments text: [1, 2]" in (
+        tool_call_from_arguments_text("c", "f", "[1, 2]").arguments_error.message  # type: ignore[union-attr]
+    )
 
 
 def test_arguments_above_the_byte_limit_are_rejected_by_utf8_size() -> None:
@@ -378,28 +398,28 @@ def test_tool_result_payload_text_rules() -> None:
     error = ToolResultContent(
         tool_call_id="c", name="f", error=ErrorInfo(message="nope", code="tool_denied")
     )
-    assert _tool_result_payload_text(_tool_message(error)) == json.dumps(
+    assert tool_result_payload_text(_tool_message(error)) == json.dumps(
         {"error": {"message": "nope", "code": "tool_denied"}}
     )
     no_code = ToolResultContent(tool_call_id="c", name="f", error=ErrorInfo(message="nope"))
-    assert _tool_result_payload_text(_tool_message(no_code)) == '{"error": {"message": "nope"}}'
+    assert tool_result_payload_text(_tool_message(no_code)) == '{"error": {"message": "nope"}}'
     text = ToolResultContent(tool_call_id="c", name="f", result="plain")
-    assert _tool_result_payload_text(_tool_message(text)) == "plain"
+    assert tool_result_payload_text(_tool_message(text)) == "plain"
     value = ToolResultContent(tool_call_id="c", name="f", result={"é": [1, 2]})
-    assert _tool_result_payload_text(_tool_message(value)) == '{"é":[1,2]}'
+    assert tool_result_payload_text(_tool_message(value)) == '{"é":[1,2]}'
     extra = ToolResultContent(tool_call_id="c", name="f")
     assert (
-        _tool_result_payload_text(
+        tool_result_payload_text(
             _tool_message(extra, TextContent(text="a"), TextContent(text="b"))
         )
         == "a\nb"
     )
-    assert _tool_result_payload_text(_tool_message(extra)) == EMPTY_TOOL_RESULT_TEXT
+    assert tool_result_payload_text(_tool_message(extra)) == EMPTY_TOOL_RESULT_TEXT
     assert EMPTY_TOOL_RESULT_TEXT == "(tool completed with no output)"
     empty = ToolResultContent(tool_call_id="c", name="f", result="")
-    assert _tool_result_payload_text(_tool_message(empty)) == EMPTY_TOOL_RESULT_TEXT
+    assert tool_result_payload_text(_tool_message(empty)) == EMPTY_TOOL_RESULT_TEXT
     falsy = ToolResultContent(tool_call_id="c", name="f", result=0)
-    assert _tool_result_payload_text(_tool_message(falsy)) == "0"
+    assert tool_result_payload_text(_tool_message(falsy)) == "0"
 
 
 # --------------------------------------------------------------------------- PROV-11
@@ -407,14 +427,14 @@ def test_tool_result_payload_text_rules() -> None:
 
 def test_retry_after_header_parsing() -> None:
     """PROV-11: delay seconds or an HTTP date, in ms from now, never negative."""
-    assert _retry_after_ms("2") == 2000.0
-    assert _retry_after_ms(" 1.5 ") == 1500.0
-    assert _retry_after_ms("-3") == 0.0
-    assert _retry_after_ms(None) is None
-    assert _retry_after_ms("") is None
-    assert _retry_after_ms("soon") is None
+    assert retry_after_ms("2") == 2000.0
+    assert retry_after_ms(" 1.5 ") == 1500.0
+    assert retry_after_ms("-3") == 0.0
+    assert retry_after_ms(None) is None
+    assert retry_after_ms("") is None
+    assert retry_after_ms("soon") is None
     now = 1_700_000_000.0
     later = email.utils.formatdate(now + 30, usegmt=True)
-    assert _retry_after_ms(later, now=now) == 30_000.0
+    assert retry_after_ms(later, now=now) == 30_000.0
     earlier = email.utils.formatdate(now - 30, usegmt=True)
-    assert _retry_after_ms(earlier, now=now) == 0.0
+    assert retry_after_ms(earlier, now=now) == 0.0

@@ -785,6 +785,8 @@ async def test_dur10_non_json_snapshot_fails_the_run() -> None:
     assert info.value.result.status == "failed"
     assert info.value.result.error is not None
     assert info.value.result.error.code == "ERR_PRISM_LOOP_SNAPSHOT"
+    assert info.value.code == "ERR_PRISM_LOOP_SNAPSHOT"  # the top-level code, not RUN_FAILED
+    assert isinstance(info.value.__cause__, AgentLoopStateError)
 
 
 async def test_dur13_restore_once_and_restored_loop_state() -> None:
@@ -822,6 +824,7 @@ async def test_dur13_edited_loop_revision_fails_closed_before_any_call() -> None
         await resume_agent_run(session, stopped.run_id, expected_version=saved.record.version)
     assert info.value.result.error is not None
     assert info.value.result.error.code == "ERR_PRISM_LOOP_REVISION"
+    assert info.value.code == "ERR_PRISM_LOOP_REVISION"
     assert loop.restored == [] and w.provider_calls == 1
 
 

@@ -164,15 +164,12 @@ def test_sizes_stay_exact_after_a_rejected_value_arch_15() -> None:
     assert canonical_size(nested) == len(canonical_json(nested).encode())
 
 
-def test_tool_call_sizes_are_remembered_exactly_and_boundedly_arch_15() -> None:
+def test_tool_call_sizes_are_exact_alone_and_inside_a_message_arch_15() -> None:
     """A call is measured as a stream event and again inside the assistant message."""
-    from prism.runtime import _json_size
-
     calls = [ToolCallContent(id=f"c{i}", name="n", arguments={"i": i, "s": "é" * i}) for i in range(300)]
     for call in calls:
         assert canonical_size(call) == len(canonical_json(to_json_value(call)).encode())
         message = Message("assistant", (TextContent("x"), call))
         assert canonical_size(message) == len(canonical_json(to_json_value(message)).encode())
-    assert len(_json_size._remembered) <= _json_size._REMEMBER_MAX
     twin = ToolCallContent(id="c1", name="n", arguments={"i": 1, "s": "é"})
     assert canonical_size(twin) == canonical_size(calls[1])

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from runtime_support import echo_tool, make_session, run_collect, types_of
 
-from prism.errors import AgentRunError
+from prism.errors import AgentRunError, AgentRunLimitError
 from prism.guardrails import Guardrail, GuardrailDecision, Guardrails
 from prism.providers.base import (
     provider_content_delta,
@@ -20,7 +20,6 @@ from prism.providers.base import (
     provider_tool_call_delta,
     provider_usage,
 )
-from prism.runtime._fast import event_bytes
 from prism.types import (
     ErrorInfo,
     ImageContent,
@@ -215,8 +214,12 @@ async def test_finite_output_budgets_turn_buffering_on_run_16() -> None:
         ProviderErrorEvent(error=ErrorInfo(message="boom", code=500)),
     ],
 )
-def test_event_bytes_equal_the_canonical_size_run_15(event: Any) -> None:
-    assert event_bytes(event) == len(canonical_json(event.to_dict()).encode())
+async def test_each_event_is_charged_its_canonical_size_run_15(event: Any) -> None:
+    session, _ = make_session([[event, provider_done()]], limits={"max_response_bytes": 1})
+    result, _ = await run_collect(session)
+    assert isinstance(result, AgentRunLimitError)
+    assert result.breach is not None and result.breach.limit == "max_response_bytes"
+    assert result.breach.observed == len(canonical_json(event.to_dict()).encode())
 
 
 class _RawProvider:
@@ -291,3 +294,48 @@ async def test_non_json_tool_arguments_become_an_arguments_error_prov_6(bad: Any
     answer = result.messages[2].content[0]
     assert answer.error is not None  # type: ignore[union-attr]
     assert provider.call_count == 2
+
+
+SECRET = "sk-live-0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    ("prefix_len", "whole"),
+    [(10, True), (503, False)],  # the secret inside the excerpt / cut by the 512-byte cap
+)
+async def test_invalid_streamed_arguments_show_the_redacted_text_to_the_model_prov_6(
+    prefix_len: int, whole: bool
+) -> None:
+    """PROV-6: the tool error the model gets quotes the malformed argument text — redacted, at
+    most 512 bytes, and never a piece of a secret the cap cut in two."""
+    from prism.redaction import create_secret_redactor
+
+    text = '{"q": "' + "x" * (prefix_len - 7) + SECRET + '", "n": tru'
+    assert text.index(SECRET) == prefix_len
+    session, provider = make_session(
+        [[
+            provider_tool_call_delta(0, id="c1", name="lookup", arguments_text=text[:300]),
+            provider_tool_call_delta(0, arguments_text=text[300:]),
+            provider_done(),
+        ], TEXT],
+        tools=[echo_tool()],
+        redactor=create_secret_redactor([SECRET]),
+    )
+    result, events = await run_collect(session)
+    assert isinstance(result, RunResult), result
+    answer = result.messages[2].content[0]
+    error = answer.error  # type: ignore[union-attr]
+    assert error is not None and error.code == "invalid_json_arguments"
+    assert "Expecting value" in error.message and '{"q": "xxx' in error.message
+    if whole:
+        assert error.message.endswith('[REDACTED]", "n": tru')
+    else:
+        assert "(first 512 of" in error.message
+        assert error.message.endswith("x")  # the cut piece of the secret is gone
+    request = provider.requests[1]
+    sent = canonical_json(request.to_dict())
+    for n in range(4, len(SECRET) + 1):
+        piece = SECRET[:n]
+        assert piece not in sent
+        assert piece not in canonical_json([e.to_dict() for e in events])
+        assert piece not in canonical_json([m.to_dict() for m in result.messages])

@@ -211,3 +211,34 @@ async def test_tool14_generated_schema_forbids_extra_keys() -> None:
         count.execute({"a": 1, "extra": 2}, make_context())
     ok = await dispatch(make_call("count", {"a": 1}), [count])
     assert ok.error is None and seen == [1]
+
+
+async def test_a_decorated_tools_plain_result_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain JSON result of a decorated tool is walked once, by the dispatcher, not also by the
+    decorator's conversion; models and dataclasses are still converted by ``execute`` itself."""
+    pytest.importorskip("pydantic")
+    from prism.tools import results
+
+    walked: list[Any] = []
+    real = results.is_json_value
+
+    def counting(value: Any, **kw: Any) -> bool:
+        walked.append(value)
+        return real(value, **kw)
+
+    monkeypatch.setattr(results, "is_json_value", counting)
+
+    @tool
+    def rows(n: int) -> dict[str, Any]:
+        return {"rows": [{"i": i, "x": 0.5} for i in range(n)]}
+
+    outcome = await dispatch(make_call("rows", {"n": 3}), [rows])
+    assert outcome.value == {"rows": [{"i": i, "x": 0.5} for i in range(3)]}
+    assert len(walked) == 1
+    assert rows.execute({"n": 1}, make_context()) == {"rows": [{"i": 0, "x": 0.5}]}
+
+    @tool
+    def point() -> Point:
+        return Point(1, 2)
+
+    assert point.execute({}, make_context()) == {"x": 1, "y": 2}

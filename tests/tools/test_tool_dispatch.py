@@ -516,3 +516,22 @@ async def test_evt12_tool_event_order() -> None:
     decisions = [e for e in rec.events if isinstance(e, GuardrailDecisionEvent)]
     assert [d.record.stage for d in decisions] == ["tool_input", "tool_output"]
     assert all(d.tool_call_id == "c1" and d.tool_name == "echo" for d in decisions)
+
+
+async def test_unobserved_calls_build_no_started_or_finished_events() -> None:
+    """While ``observed`` answers False the common events are not built; each is decided when
+    it would be sent, so an observer that arrives during the call gets the ``finished`` event."""
+    watching = [False]
+
+    async def execute(args: Any, ctx: ToolExecutionContext) -> int:
+        watching[0] = True
+        return 1
+
+    rec = Recorder()
+    await dispatch(make_call(), [echo_tool()], rec, observed=lambda: False)
+    assert rec.types == [] and [r.status for r in rec.rows] == ["started", "finished"]
+    rec = Recorder()
+    await dispatch(
+        make_call(), [ToolDefinition(name="echo", execute=execute)], rec, observed=lambda: watching[0]
+    )
+    assert rec.types == ["tool_execution_finished"]

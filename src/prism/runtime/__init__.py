@@ -7,7 +7,8 @@ configuration and the provider request policies, which ``prism`` does not.
 The modules, in layers (each imports only the ones above it in this list):
 
 * leaves: ``_json_size``, ``checkpoints``, ``turn_policy``, ``_observers``, ``_request_codec``,
-  ``_fast`` (speed tricks of the run path), ``policies``;
+  ``_shield`` (steps that finish under cancellation), ``policies``, ``_stream_redaction``
+  (streamed text held back where a secret could be split);
 * ``config`` (``AgentConfig``), ``_run_state`` and ``_approvals`` (durable envelope and
   approvals), ``_attempt`` and ``attempts`` (the provider attempts of one request);
 * ``options`` (``RunOptions``) → ``plan`` (``plan_run``) → ``state`` (``SessionState``),

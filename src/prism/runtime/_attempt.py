@@ -1,9 +1,13 @@
-"""One provider attempt's state: the folded draft, its events, usage, and the stream checks.
+"""One provider attempt's state: the fold of its events, its message events, usage, and the
+stream checks.
 
 :class:`AttemptState` is created by :class:`~prism.runtime.attempts.ProviderAttempts` for each
-attempt. It holds the draft being folded (text and thinking deltas coalesced, tool calls in
-arrival order), emits or buffers the message events, records usage exactly once and
-emits ``provider_turn_finished``. The helpers below check the items a provider stream yields.
+attempt. It holds the attempt's :class:`~prism.providers.stream_fold.StreamFold` (the one fold of
+provider events, shared with ``fold_provider_events``), emits or buffers the message events
+(with a redactor's secrets, deltas pass the held channels of
+:mod:`prism.runtime._stream_redaction`), records usage exactly once and emits
+``provider_turn_finished``. The helpers below check the
+items a provider stream yields.
 """
 
 from __future__ import annotations
@@ -16,23 +20,26 @@ from typing import Any, Final, Protocol, get_args
 from prism.errors import RunLimitExceeded
 from prism.events import (
     AgentEvent,
+    MessageDeltaEvent,
     MessageStartedEvent,
     ProviderTurnFinishedEvent,
     ProviderTurnMetadata,
 )
 from prism.limits import RunLimitTracker
+from prism.providers.stream_fold import StreamFold
+from prism.runtime._stream_redaction import StreamRedaction, held_length
 from prism.types import (
-    ContentBlock,
     ErrorInfo,
     Message,
     ModelConfig,
+    ProviderContentDelta,
     ProviderEvent,
-    ProviderStopReason,
+    ProviderMessageStart,
     ProviderToolCall,
+    ProviderToolCallDelta,
     ProviderTurnResult,
-    TextContent,
-    ThinkingContent,
     ToolCallContent,
+    ToolCallDeltaContent,
     Usage,
     is_json_value,
 )
@@ -40,12 +47,15 @@ from prism.usage import UsageAccumulator
 
 __all__ = [
     "EMPTY_TURN_RESULT",
+    "EVENT_KINDS",
+    "MESSAGE_KINDS",
     "AttemptFailed",
     "AttemptSinks",
     "AttemptState",
     "SoftInterrupt",
     "as_event",
     "checked_call",
+    "without_split_secret",
 ]
 
 EMPTY_TURN_RESULT: Final = ProviderTurnResult(
@@ -89,6 +99,10 @@ class AttemptFailed(Exception):
 
 EVENT_TYPES: Final[tuple[type[Any], ...]] = get_args(ProviderEvent)
 EVENT_KINDS: Final = frozenset(EVENT_TYPES)
+MESSAGE_KINDS: Final = frozenset(
+    (ProviderMessageStart, ProviderContentDelta, ProviderToolCall, ProviderToolCallDelta)
+)
+"""The provider events that start the message or add to it (announced as message events)."""
 
 
 def as_event(event: object, started: bool) -> Any:
@@ -121,33 +135,62 @@ def as_event(event: object, started: bool) -> Any:
     )
 
 
-def checked_call(event: ProviderToolCall) -> ProviderToolCall:
+def checked_call(event: ProviderToolCall, secrets: tuple[str, ...] = ()) -> ProviderToolCall:
     """A provider's tool call whose ``arguments`` are not a JSON object of JSON values (NaN,
     Infinity, a set, a host object…) becomes a call with ``arguments={}`` and an
-    ``invalid_json_arguments`` error, like malformed argument text: dispatch blocks it
-    with a tool error the model can see, and the run goes on."""
+    ``invalid_json_arguments`` error showing the first 512 bytes of their ``repr``, like
+    malformed argument text: dispatch blocks it with a tool error the model can see, and the run
+    goes on. An ``arguments_error`` message loses a tail that starts one of ``secrets``
+    (:func:`without_split_secret`)."""
     call = event.call
     arguments: Any = call.arguments
     if type(arguments) is dict:
-        if not arguments or call.arguments_error is not None or is_json_value(arguments):
+        if call.arguments_error is not None:
+            checked = without_split_secret(call, secrets)
+            return event if checked is call else ProviderToolCall(call=checked)
+        if not arguments or is_json_value(arguments):
             return event
         detail = "arguments hold a value that is not JSON (e.g. NaN, Infinity or a host object)"
     elif isinstance(arguments, Mapping):
         return event  # sized and checked the full way
     else:
         detail = f"arguments are a {type(arguments).__name__}, not a JSON object"
-    return ProviderToolCall(
-        call=ToolCallContent(
-            id=call.id,
-            name=call.name,
-            arguments={},
-            arguments_error=ErrorInfo(
-                name="ProviderTransportError",
-                code="invalid_json_arguments",
-                message=f"Invalid JSON arguments for tool {call.name}: {detail}",
-            ),
-            authority=call.authority,
-        )
+    shown = repr(arguments).encode("utf-8")
+    excerpt = shown[:512].decode("utf-8", "ignore")
+    if len(shown) > 512:
+        excerpt = f"(first 512 of {len(shown)} bytes) {excerpt}"
+    checked = ToolCallContent(
+        id=call.id,
+        name=call.name,
+        arguments={},
+        arguments_error=ErrorInfo(
+            name="ProviderTransportError",
+            code="invalid_json_arguments",
+            message=f"Invalid JSON arguments for tool {call.name}: {detail}; arguments: {excerpt}",
+        ),
+        authority=call.authority,
+    )
+    return ProviderToolCall(call=without_split_secret(checked, secrets))
+
+
+def without_split_secret(call: ToolCallContent, secrets: tuple[str, ...]) -> ToolCallContent:
+    """``call``, or a copy whose ``arguments_error`` message loses a tail that starts a secret.
+
+    The message of invalid argument text ends with the first 512 bytes of that text; a cut
+    inside a secret would leave a piece that redaction cannot recognise, so that piece goes.
+    """
+    error = call.arguments_error
+    if error is None or not secrets:
+        return call
+    keep = held_length(error.message, secrets)
+    if not keep:
+        return call
+    return ToolCallContent(
+        id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        arguments_error=dataclasses.replace(error, message=error.message[:-keep]),
+        authority=call.authority,
     )
 
 
@@ -174,28 +217,20 @@ class AttemptSinks(Protocol):
     on_usage: Callable[[int, int, Usage], None] | None
     emit: Callable[[AgentEvent], None]
     observed: Callable[[], bool]
+    held_secrets: tuple[str, ...]
 
 
 class AttemptState:
-    """Mutable state of one provider attempt: the folded draft and bookkeeping."""
+    """Mutable state of one provider attempt: the fold of its events and bookkeeping."""
 
     __slots__ = (
         "attempt",
-        "buf",
         "buffered",
-        "call_events",
-        "calls",
-        "has_deltas",
-        "message_emitted",
-        "message_id",
-        "open_kind",
-        "parts",
+        "fold",
+        "held",
         "runner",
-        "started",
         "started_at",
-        "stop_reason",
         "turn",
-        "usage",
         "usage_recorded",
     )
 
@@ -205,18 +240,10 @@ class AttemptState:
         self.attempt = attempt
         self.started_at = 0.0
         self.buffered: list[AgentEvent] | None = [] if runner.buffer_output else None
-        self.usage: Usage | None = None
         self.usage_recorded = False
-        self.started = False
-        self.message_emitted = False
-        self.message_id: str | None = None
-        self.stop_reason: ProviderStopReason | None = None
-        self.parts: list[ContentBlock] = []
-        self.calls: list[ToolCallContent] = []
-        self.buf: list[str] = []
-        self.open_kind = 0  # 0: none, 1: text, 2: thinking
-        self.call_events: list[ProviderEvent] = []
-        self.has_deltas = False
+        self.fold = StreamFold()
+        secrets = runner.held_secrets
+        self.held = StreamRedaction(secrets) if secrets else None
 
     def out(self, event: AgentEvent) -> None:
         """Emit a message event now, or hold it back while buffering."""
@@ -226,59 +253,82 @@ class AttemptState:
         else:
             buffered.append(event)
 
-    def start(self) -> None:
-        """Mark the draft started; emit ``message_started`` once per attempt."""
-        self.started = True
-        if not self.message_emitted:
-            self.message_emitted = True
-            runner = self.runner
-            if runner.observed():
+    def delta(self, content: Any) -> None:
+        """Emit the ``message_delta`` of streamed ``content`` — through the held channels when
+        the redactor has secrets, so a secret split across chunks is never emitted in pieces."""
+        runner = self.runner
+        held = self.held
+        for piece in (content,) if held is None else held.deltas(content):
+            self.out(
+                MessageDeltaEvent(session_id=runner.session_id, run_id=runner.run_id, content=piece)
+            )
+
+    def flush_held(self) -> None:
+        """Emit the ``message_delta`` events of the text the channels still hold."""
+        held = self.held
+        runner = self.runner
+        if held is not None and runner.observed():
+            for piece in held.flush():
                 self.out(
-                    MessageStartedEvent(
-                        session_id=runner.session_id,
-                        run_id=runner.run_id,
-                        message=(
-                            _EMPTY_DRAFT
-                            if self.message_id is None
-                            else Message("assistant", (), id=self.message_id)
-                        ),
+                    MessageDeltaEvent(
+                        session_id=runner.session_id, run_id=runner.run_id, content=piece
                     )
                 )
 
-    def close_open(self) -> None:
-        """Close the open coalesced text/thinking part."""
-        kind = self.open_kind
-        if kind:
-            buf = self.buf
-            if kind == 1:
-                self.parts.append(TextContent("".join(buf)))
-            else:
-                self.parts.append(ThinkingContent("".join(buf)))
-            buf.clear()
-            self.open_kind = 0
-
-    def thinking(self, content: ThinkingContent) -> None:
-        """Fold one thinking delta: coalesce until a signature closes the part; a
-        ``redacted_data`` delta is a part of its own."""
-        if content.redacted_data is not None:
-            self.close_open()
-            self.parts.append(content)
+    def announce(self, event: ProviderEvent) -> None:
+        """Emit the message events of a message start, a content delta or a tool call (final or
+        fragment), before it is folded: ``message_started`` ahead of the attempt's first one,
+        then the ``message_delta`` of the fragment itself (through :meth:`delta`)."""
+        runner = self.runner
+        if not runner.observed():
             return
-        if self.open_kind != 2:
-            self.close_open()
-            self.open_kind = 2
-        self.buf.append(content.text)
-        if content.signature is not None:
-            self.parts.append(ThinkingContent("".join(self.buf), signature=content.signature))
-            self.buf.clear()
-            self.open_kind = 0
+        kind = type(event)
+        sid = runner.session_id
+        rid = runner.run_id
+        if not self.fold.started:
+            message_id = None
+            if kind is ProviderMessageStart:
+                message_id = event.message_id  # type: ignore[union-attr]
+            self.out(
+                MessageStartedEvent(
+                    session_id=sid,
+                    run_id=rid,
+                    message=(
+                        _EMPTY_DRAFT
+                        if message_id is None
+                        else Message("assistant", (), id=message_id)
+                    ),
+                )
+            )
+        if kind is ProviderMessageStart:
+            return
+        content: Any
+        if kind is ProviderContentDelta:
+            content = event.content  # type: ignore[union-attr]
+        elif kind is ProviderToolCall:
+            content = event.call  # type: ignore[union-attr]
+        else:
+            content = ToolCallDeltaContent(
+                index=event.index,  # type: ignore[union-attr]
+                id=event.id,  # type: ignore[union-attr]
+                name=event.name,  # type: ignore[union-attr]
+                arguments_text=event.arguments_text,  # type: ignore[union-attr]
+                authority=event.authority,  # type: ignore[union-attr]
+            )
+        self.delta(content)
+
+    def announce_call(self, call: ToolCallContent) -> None:
+        """Emit the ``message_delta`` of a call rebuilt from fragments after the stream."""
+        if self.runner.observed():
+            self.delta(call)
 
     def price_usage(self) -> None:
         """Cost a usage reported without one at ``model.pricing`` (idempotent)."""
-        usage = self.usage
+        fold = self.fold
+        usage = fold.usage
         pricing = self.runner.model.pricing
         if usage is not None and usage.cost is None and pricing is not None:
-            self.usage = dataclasses.replace(
+            fold.usage = dataclasses.replace(
                 usage, cost=pricing.cost(usage), currency=pricing.currency
             )
 
@@ -290,7 +340,7 @@ class AttemptState:
         self.usage_recorded = True
         self.price_usage()
         runner = self.runner
-        usage = self.usage
+        usage = self.fold.usage
         if usage is not None:
             runner.accumulator.add(usage)
             sink = runner.on_usage
@@ -306,7 +356,8 @@ class AttemptState:
             pass
 
     def finished(self, error: ErrorInfo | None) -> None:
-        """Emit ``provider_turn_finished``."""
+        """Emit what the held channels still hold, then ``provider_turn_finished``."""
+        self.flush_held()
         runner = self.runner
         if not runner.observed():
             return
@@ -323,7 +374,7 @@ class AttemptState:
                     latency_ms=latency,
                     http_status=None if error is None else _http_status(error.code),
                 ),
-                usage=self.usage,
+                usage=self.fold.usage,
                 error=error,
             )
         )

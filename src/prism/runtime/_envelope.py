@@ -83,7 +83,9 @@ def agent_fingerprint(
     ``sha256(canonical_json(F)).hexdigest()`` where ``F`` holds the agent id, the revision, the
     model, instructions, system prompt contributions, skills, tools (name, parameters,
     exclusive), guardrails (name, stage, revision), the loop identity, and — only when the agent
-    sets ``tool_filter`` — the tool filters. Two agents built from equal configuration give equal
+    has them — the identities of its tool sources (``source_identity()``: which server, with
+    which prefix and filters; not the tools they offer, which a resume checks one by one) and
+    the tool filters. Two agents built from equal configuration give equal
     fingerprints; a changed loop revision or a removed loop gives a different one.
 
     Args:
@@ -118,6 +120,8 @@ def agent_fingerprint(
         "guardrails": guards,
         "loop": _loop_identity(config.loop),
     }
+    if config.tool_sources:
+        data["tool_sources"] = [source.source_identity() for source in config.tool_sources]
     if config.tool_filter:
         data["tool_filters"] = [
             {"allow": list(f.allow), "deny": list(f.deny)} for f in config.tool_filter
@@ -247,6 +251,8 @@ def _check_envelope(state: Any) -> dict[str, Any]:
         bad = "stop_reason"
     elif state.get("input") is not None and not isinstance(state.get("input"), list):
         bad = "input"
+    elif not _is_release(state.get("release")):
+        bad = "release"
     else:
         loop_state = state.get("loop_state")
         if loop_state is not None and not (
@@ -280,6 +286,16 @@ def _check_envelope(state: Any) -> dict[str, Any]:
     except Exception as exc:
         raise AgentRunStateError(f"malformed run state: {exc}") from exc
     return state
+
+
+def _is_release(value: object) -> bool:
+    """``release`` is optional: absent, or ``{"by", "reason", "at"}`` strings (see
+    :data:`~prism.runtime._run_state.RELEASE_KEY`)."""
+    if value is None:
+        return True
+    return isinstance(value, dict) and all(
+        isinstance(value.get(k), str) for k in ("by", "reason", "at")
+    )
 
 
 def run_key(run_state: Any) -> str:

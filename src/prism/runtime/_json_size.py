@@ -16,6 +16,13 @@ its size is the sum of the sizes of its parts.
   the encoder rejects — takes the full computation.
 
 The result is therefore always exactly the full computation's, or raises the same way it would.
+
+Measured worth (interleaved A/B, N=1000 turns, median of 11 rounds, per-turn and realistic
+scenarios): against ``len(canonical_json(to_json_value(value)).encode())`` this module saves 17
+and 91 µs per turn; its generated sizers, against one generic loop over the same sorted fields,
+save 23 µs per turn on the realistic scenario (within noise on the per-turn one). A cache of
+sizes by object identity, measured together with three other small devices at under 5 µs, was
+removed.
 """
 
 from __future__ import annotations
@@ -28,7 +35,6 @@ from types import MappingProxyType
 from typing import Any
 
 from prism._serde import Serializable, to_json_value
-from prism.types import ModelConfig, ToolCallContent, ToolDefinition
 
 __all__ = ["canonical_size"]
 
@@ -175,40 +181,16 @@ def _custom_size(value: Serializable) -> int:
     return len(_encode(value.to_dict()).encode())
 
 
-_REMEMBERED_TYPES: frozenset[type] = frozenset({ModelConfig, ToolCallContent, ToolDefinition})
-"""Classes whose sizes are remembered by identity: a tool call is measured as a provider stream
-event and again inside the assistant message of the next request (where its bytes are charged); the
-model and the tool definitions of an agent are part of every run's first request."""
-_REMEMBER_MAX = 256
-_remembered: dict[int, tuple[Any, int]] = {}
-"""``id(value) -> (value, size)``; holding ``value`` keeps its id from being reused, and a hit
-is checked by identity, so the cache is exact. Cleared when it outgrows :data:`_REMEMBER_MAX`."""
-
-
-def _remember(value: Any, size: int) -> None:
-    if len(_remembered) >= _REMEMBER_MAX:
-        _remembered.clear()
-    _remembered[id(value)] = (value, size)
-
-
 def _dataclass_sizer(cls: type) -> _Sizer:
     """Generate ``size(value)`` for a dataclass using the generic ``to_dict``.
 
     The code reads every serialised field in sorted order, skips ``None`` (``to_dict`` omits it) and
     adds ``len('"name":')`` plus the member's size; ``n`` members add ``n - 1`` commas and 2 braces.
     Strings are measured inline, dicts and tuples by direct calls, other members through the
-    per-type sizers. Classes in :data:`_REMEMBERED_TYPES` look their value up first.
+    per-type sizers.
     """
     names = sorted(f.name for f in dataclasses.fields(cls) if f.metadata.get("serialize", True))
-    remember = cls in _REMEMBERED_TYPES
-    lines = ["def size(v):"]
-    if remember:
-        lines += [
-            "    hit = _known(id(v))",
-            "    if hit is not None and hit[0] is v:",
-            "        return hit[1]",
-        ]
-    lines += ["    n = 0", "    t = 0"]
+    lines = ["def size(v):", "    n = 0", "    t = 0"]
     for name in names:
         key_size = len(_encode_str(name).encode()) + 1
         lines += [
@@ -227,18 +209,13 @@ def _dataclass_sizer(cls: type) -> _Sizer:
             "            f = _get(k)",
             f"            t += {key_size} + (f(x) if f is not None else _size(x))",
         ]
-    lines.append("    t = t + n + 1 if n else 2")
-    if remember:
-        lines.append("    _remember(v, t)")
-    lines.append("    return t")
+    lines += ["    t = t + n + 1 if n else 2", "    return t"]
     namespace: dict[str, Any] = {
         "_esc": _encode_str,
         "_get": _SIZERS.get,
         "_size": canonical_size,
         "_dict": _dict_size,
         "_seq": _seq_size,
-        "_known": _remembered.get,
-        "_remember": _remember,
     }
     exec("\n".join(lines), namespace)  # generated from the class's own field names
     sizer: _Sizer = namespace["size"]

@@ -17,13 +17,16 @@ embedded provider declares N = 1.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from prism.limits import LimitValue
+from prism.limits import LimitValue, RunLimitTracker
 from prism.providers.defaults import provider_defaults
 from prism.types import ProviderRequest, ProviderRequestOptions, merge_provider_options
 
-__all__ = ["force_text_answer", "resolve_answer_after", "round_budget"]
+if TYPE_CHECKING:
+    from prism.runtime.plan import RunPlan
+
+__all__ = ["force_text_answer", "resolve_answer_after", "round_budget", "tool_rounds"]
 
 _NO_TOOLS = ProviderRequestOptions(tool_choice="none")
 
@@ -46,6 +49,16 @@ def round_budget(leg_budget: LimitValue, answer_after: int | None, rounds_done: 
     if answer_after is None:
         return leg_budget
     return min(leg_budget, max(0, answer_after - rounds_done))
+
+
+def tool_rounds(
+    plan: RunPlan, provider: object, tracker: RunLimitTracker
+) -> tuple[int | None, LimitValue]:
+    """The leg's ``(answer_after_tool_rounds, max_tool_rounds)``: the policy's N
+    (:func:`resolve_answer_after`) and the loop's round budget (:func:`round_budget`)."""
+    answer_after = resolve_answer_after(plan.answer_after_tool_rounds, provider)
+    budget = round_budget(tracker.leg_max_tool_rounds, answer_after, tracker.tool_rounds)
+    return answer_after, budget
 
 
 def force_text_answer(request: ProviderRequest) -> ProviderRequest:

@@ -30,6 +30,7 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import AsyncExitStack
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 from prism.abort import AbortController, AbortSignal
@@ -48,7 +49,6 @@ from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
-from prism.runtime._fast import message_entry
 from prism.runtime._request_codec import LiveHistory, RequestCodec
 from prism.runtime._tool_rounds import force_text_answer
 from prism.runtime.attempts import ProviderAttempts
@@ -56,6 +56,7 @@ from prism.runtime.config import AgentConfig
 from prism.runtime.plan import RunPlan
 from prism.runtime.policies import ProviderRequestPolicy, apply_request_policies
 from prism.runtime.state import SessionState
+from prism.session_entry import new_session_entry
 from prism.store import SessionEntry
 from prism.tools import ToolValidator, dispatch_tool_call
 from prism.types import (
@@ -99,6 +100,10 @@ class DurableGate(Protocol):
         self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
     ) -> None:
         """Runs right before a host tool executes; may suspend the run."""
+        ...
+
+    def record_source_tools(self, digests: Mapping[str, str]) -> None:
+        """Store the schema digests of the leg's tool-source tools with the run."""
         ...
 
 
@@ -168,6 +173,7 @@ class RunContext:
         "terminal_emitted",
         "tool_calls",
         "tool_concurrency",
+        "tool_scope",
         "tool_validator",
         "tracker",
         "turn",
@@ -221,6 +227,9 @@ class RunContext:
         self.boundary = TurnBoundary(self.tracker)
         self.codec = RequestCodec(self.redactor, self.history)
         self.registry = config.tools
+        """The leg's tools: the agent's, plus its tool sources' once the leg opened them."""
+        self.tool_scope: AsyncExitStack | None = None
+        """Holds the leg's open tool sources (closed by the leg's cleanup)."""
         self.middleware = config.middleware
         self.messages: list[Message] = []
         """The messages this leg stored, in order (``RunResult.messages``)."""
@@ -310,8 +319,12 @@ class RunContext:
         stored entry is kept in :attr:`last_entry`.
         """
         state = self.state
-        entry = message_entry(
-            message, session_id=self.session_id, run_id=self.run_id, parent_id=state.leaf_id
+        entry = new_session_entry(
+            "message",
+            session_id=self.session_id,
+            parent_id=state.leaf_id,
+            run_id=self.run_id,
+            message=message,
         )
         redactor = self.redactor
         stored = redactor.redact(entry) if redactor is not None else entry
@@ -497,6 +510,7 @@ class RunContext:
             redactor=redactor,
             ledger=writer if writer.enabled else None,
             emit=self.emit,
+            observed=self.observed,
             limit_tracker=self.tracker,
             secrets=redactor.secrets if redactor is not None else (),
             ownership=plan.ownership,

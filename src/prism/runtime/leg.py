@@ -55,9 +55,16 @@ from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
 from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
-from prism.runtime._fast import shielded
-from prism.runtime._setup import auto_compact, resolve_provider, setup_assembly, setup_attempts
-from prism.runtime._tool_rounds import resolve_answer_after, round_budget
+from prism.runtime._setup import (
+    auto_compact,
+    close_tool_sources,
+    open_tool_sources,
+    resolve_provider,
+    setup_assembly,
+    setup_attempts,
+)
+from prism.runtime._shield import shielded
+from prism.runtime._tool_rounds import tool_rounds
 from prism.runtime.config import AgentConfig
 from prism.runtime.context import RunContext
 from prism.runtime.plan import RunPlan
@@ -83,13 +90,18 @@ __all__ = ["RunLeg", "resume_leg", "start_leg"]
 
 _log = logging.getLogger("prism")
 
-async def start_leg(state: SessionState, config: AgentConfig, plan: RunPlan) -> RunResult:
+async def start_leg(
+    state: SessionState, config: AgentConfig, plan: RunPlan, *, run_id: str | None = None
+) -> RunResult:
     """Run a fresh leg of a new run on the session ``state`` (the caller checked it is free).
+
+    ``run_id`` names the run (a new ``run_…`` id when ``None``); an engine that schedules runs
+    passes the id it scheduled the run under, so the run and its checkpoint share it.
 
     Raises:
         AgentRunError: as :meth:`RunLeg.execute`.
     """
-    leg = RunLeg(state, config, plan, new_id("run"))
+    leg = RunLeg(state, config, plan, run_id if run_id is not None else new_id("run"))
     state.begin(leg)
     return await leg.execute()
 
@@ -252,10 +264,9 @@ class RunLeg:
             except Exception as exc:
                 outcome = exc
                 error = await shielded(self._failure(exc))
-                cause = self._failure_cause
-                raise error from (
-                    cause if cause is not None else redacted_cause(exc, self.ctx.redactor)
-                )
+                cause = redacted_cause(self._failure_cause or exc, self.ctx.redactor)
+            # Raised outside the handler, so the raw failure is not its ``__context__``.
+            raise error from cause
         finally:
             await shielded(self._cleanup(outcome))
 
@@ -266,6 +277,7 @@ class RunLeg:
         ctx = self.ctx
         state = ctx.state
         provider = await resolve_provider(ctx)
+        await open_tool_sources(ctx)
         ctx.signal.throw_if_aborted()
         ctx.tracker.start()
         ctx.emit(AgentStartedEvent(session_id=ctx.session_id, run_id=self.run_id))
@@ -328,10 +340,7 @@ class RunLeg:
         self.loop = loop
         needs = loop_needs(loop)
         ctx.tool_concurrency = resolve_tool_concurrency(plan.loop, config.loop)
-        ctx.answer_after_tool_rounds = resolve_answer_after(plan.answer_after_tool_rounds, provider)
-        ctx.max_tool_rounds = round_budget(
-            ctx.tracker.leg_max_tool_rounds, ctx.answer_after_tool_rounds, ctx.tracker.tool_rounds
-        )
+        ctx.answer_after_tool_rounds, ctx.max_tool_rounds = tool_rounds(plan, provider, ctx.tracker)
         options = resolve_structured_output(
             config.provider_options,
             plan.provider_options,
@@ -468,8 +477,7 @@ class RunLeg:
             messages=tuple(ctx.messages),
             run_state=state,
             interruption=interruption,
-            leaf_id=ctx.state.leaf_id,
-            provider_stop_reason=ctx.provider_stop_reason,
+            leaf_id=ctx.state.leaf_id, provider_stop_reason=ctx.provider_stop_reason,
         )
 
     def _error_info(self, exc: BaseException) -> ErrorInfo:
@@ -524,8 +532,7 @@ class RunLeg:
             leaf_id=ctx.state.leaf_id,
             limit=breach,
             abort_reason=abort_reason,
-            run_state=run_state,
-            provider_stop_reason=ctx.provider_stop_reason,
+            run_state=run_state, provider_stop_reason=ctx.provider_stop_reason,
         )
         if breach is not None:
             return AgentRunLimitError(result=result, breach=breach)
@@ -540,6 +547,7 @@ class RunLeg:
                 await fut
             except BaseException:
                 pass
+        await close_tool_sources(ctx)
         state = ctx.state
         state.clear_steers()
         if self.durable is not None:

@@ -205,8 +205,9 @@ class AgentSession:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — invalid options, found in preflight before
                 any side effect.
             AgentSessionBusyError: ``ERR_PRISM_SESSION_BUSY`` — another run is active.
-            AgentRunError: the run failed (``ERR_PRISM_RUN_FAILED``, or the artifact reason) or
-                was aborted (``ERR_PRISM_RUN_ABORTED``); ``.result`` holds status, error, usage.
+            AgentRunError: the run failed (``ERR_PRISM_RUN_FAILED``, the artifact reason, or
+                the ``ERR_PRISM_LOOP_*`` code of a loop-state failure) or was aborted
+                (``ERR_PRISM_RUN_ABORTED``); ``.result`` holds status, error, usage.
             AgentRunLimitError: ``ERR_PRISM_RUN_LIMIT`` — a limit breached (``.breach``).
             RunLedgerError: ``ERR_PRISM_LEDGER`` — a ledger write failed.
             asyncio.CancelledError: the awaiting task was cancelled; the run was aborted and

@@ -36,7 +36,7 @@ from typing import Any, Final, Literal, TypeAlias
 from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.errors import PrismConfigError, TurnPolicyError
-from prism.redaction import SecretRedactor
+from prism.redaction import SecretRedactor, redacted_cause
 from prism.types import RunStopReason, Usage
 
 __all__ = [
@@ -268,12 +268,15 @@ def evaluate_turn_policy(
     stop = policy.stop
     if stop is None:
         return None
+    failure: Exception | None = None
     try:
         decision = stop(context)
     except Exception as exc:
+        failure = exc
+    if failure is not None:  # raised outside the handler: no raw ``__context__``
         raise TurnPolicyError(
-            f"turn policy stop callback raised {type(exc).__name__}"
-        ) from exc
+            f"turn policy stop callback raised {type(failure).__name__}"
+        ) from redacted_cause(failure, redactor)
     if inspect.isawaitable(decision):
         close = getattr(decision, "close", None)
         if inspect.iscoroutine(decision) and callable(close):

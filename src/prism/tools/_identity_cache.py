@@ -6,6 +6,10 @@ of ``prism.tools._fast_schema``) once per schema *object* instead of once per ca
 argument validation cheap on every tool call. The cache keeps a reference to each key object, so
 an ``id`` cannot be reused by another object while its entry exists. A schema mutated in place
 after its first use keeps its first compilation.
+
+Measured worth (interleaved A/B against building on every call, N=1000 turns): 14 µs per turn
+with the built-in validator on a one-integer schema (the fast checker rebuilt per call), and far
+more on the realistic scenario, where every call would compile a jsonschema validator again.
 """
 
 from __future__ import annotations

@@ -280,9 +280,17 @@ def _is_context_annotation(annotation: Any) -> bool:
     return False
 
 
+_PLAIN_RESULTS = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
 def _convert_result(value: Any) -> Any:
-    """JSON conversion for decorated tools; non-JSON values are left for the dispatcher, which
-    answers them as ``invalid_tool_result``."""
+    """JSON conversion for decorated tools (pydantic models, dataclasses).
+
+    A plain ``dict``/``list``/scalar is returned as it is, unchecked: the dispatcher checks every
+    result once, and answers a value that is not JSON as ``invalid_tool_result``; so do other
+    values that cannot be converted."""
+    if type(value) in _PLAIN_RESULTS:
+        return value
     try:
         return to_json_value(value)
     except NotJsonError:

@@ -29,7 +29,7 @@ from prism.ledger import RunLedger
 from prism.limits import RunLimitTracker
 from prism.middleware import MiddlewareRegistry
 from prism.redaction import SecretRedactor, redact_value
-from prism.tools.abort_grace import ToolInterrupted, await_with_grace
+from prism.tools.abort_grace import ToolInterrupted
 from prism.tools.execution import PARALLEL_ROUND, run_execute
 from prism.tools.failure_log import log_tool_exception
 from prism.tools.filters import ToolFilter, is_tool_allowed
@@ -77,6 +77,7 @@ async def dispatch_tool_call(
     redactor: SecretRedactor | None = None,
     ledger: ToolCallLedger | RunLedger | None = None,
     emit: Callable[[AgentEvent], object] | None = None,
+    observed: Callable[[], bool] | None = None,
     limit_tracker: RunLimitTracker | None = None,
     before_execute: BeforeExecute | None = None,
     secrets: Iterable[str] = (),
@@ -122,6 +123,9 @@ async def dispatch_tool_call(
         ledger: Receives ``ToolCallRecord`` rows (a callable or an object with
             ``append_tool_call``; sync or async). ``None``: no rows.
         emit: Receives the tool and guardrail events (sync; an awaitable result is awaited).
+        observed: Whether anything observes ``emit`` right now; while it returns ``False`` the
+            ``tool_execution_started`` and ``tool_execution_finished`` events are not built.
+            ``None`` (default): always observed.
         limit_tracker: Charged once per dispatch via ``charge_tool_call()``.
         before_execute: Pre-execution hook; a suspension signal propagates, any other exception
             blocks the call ``execution_denied``.
@@ -158,6 +162,7 @@ async def dispatch_tool_call(
         call,
         context,
         emit=emit,
+        observed=observed,
         ledger=ledger_writer(ledger),
         redactor=redactor,
         secrets=secrets if isinstance(secrets, tuple) else tuple(secrets),
@@ -388,20 +393,14 @@ async def _execute(
         NotJsonError: ``execute`` returned a value that is not JSON-compatible.
         BaseException: whatever ``execute`` or the hook raise.
     """
-    if threaded:
-        raw = await run_execute(
-            tool,
-            arguments,
-            context,
-            grace_ms=grace_ms,
-            threaded=True,
-            on_worker_thread=on_worker_thread,
-        )
-    else:
-        # the inline case of ``run_execute``, written out here to save one coroutine per call
-        raw = tool.execute(arguments, context)
-        if inspect.isawaitable(raw):
-            raw = await await_with_grace(raw, context.signal, grace_ms)
+    raw = await run_execute(
+        tool,
+        arguments,
+        context,
+        grace_ms=grace_ms,
+        threaded=threaded,
+        on_worker_thread=on_worker_thread,
+    )
     result = normalise_result(raw, call)
     if middleware is not None and middleware.has("tool_result"):
         replaced = await middleware.run("tool_result", result)

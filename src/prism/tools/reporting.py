@@ -82,6 +82,9 @@ class CallReport:
         call: The call (after the ``tool_call`` middleware hook).
         context: The dispatch's execution context (session and run ids).
         emit: Receives the events; an awaitable result is awaited. ``None``: no events.
+        observed: Whether anything observes the events right now; while it returns ``False``
+            the ``started`` and ``finished`` events of a call are not built at all. ``None``:
+            always observed.
         ledger: Row writer (see :func:`ledger_writer`); ``None``: no rows.
         redactor: Redacts error results and rows; ``None``: nothing is redacted.
         secrets: Extra strings removed from error messages.
@@ -96,6 +99,7 @@ class CallReport:
         "done",
         "emit",
         "ledger",
+        "observed",
         "ownership",
         "redactor",
         "secrets",
@@ -109,6 +113,7 @@ class CallReport:
         context: ToolExecutionContext,
         *,
         emit: Callable[[AgentEvent], object] | None,
+        observed: Callable[[], bool] | None = None,
         ledger: Callable[[ToolCallRecord], object] | None,
         redactor: SecretRedactor | None,
         secrets: tuple[str, ...],
@@ -118,6 +123,7 @@ class CallReport:
         self.call = call
         self.context = context
         self.emit = emit
+        self.observed = observed
         self.ledger = ledger
         self.redactor = redactor
         self.secrets = secrets
@@ -135,22 +141,11 @@ class CallReport:
 
     async def send(self, event: AgentEvent) -> None:
         """Emit ``event`` (awaiting an awaitable answer); nothing without ``emit``."""
-        pending = self._hand_over(event)
-        if pending is not None:
-            await pending
-
-    def _hand_over(self, event: AgentEvent) -> Awaitable[object] | None:
-        """Give ``event`` to ``emit`` and return what is left to await, if anything.
-
-        ``started`` and ``finished``, which every executed call reports, use this directly
-        rather than :meth:`send`, so the common path creates no extra coroutine per event.
-        """
         if self.emit is None:
-            return None
+            return
         out = self.emit(event)
         if out is not None and inspect.isawaitable(out):
-            return out
-        return None
+            await out
 
     async def row(
         self,
@@ -231,22 +226,20 @@ class CallReport:
     async def started(self) -> None:
         """Report that ``execute`` is about to run: ``tool_execution_started`` and a ``started``
         row."""
-        if self.emit is not None:
+        if self.emit is not None and (self.observed is None or self.observed()):
             ctx = self.context
-            pending = self._hand_over(
+            await self.send(
                 ToolExecutionStartedEvent(session_id=ctx.session_id, run_id=ctx.run_id, call=self.call)
             )
-            if pending is not None:
-                await pending
         if self.ledger is not None:
             await self.row("started")
 
     async def finished(self, result: ToolResult) -> None:
         """Report the call's result: ``tool_execution_finished`` and a ``finished`` row."""
         self.done = True
-        if self.emit is not None:
+        if self.emit is not None and (self.observed is None or self.observed()):
             ctx = self.context
-            pending = self._hand_over(
+            await self.send(
                 ToolExecutionFinishedEvent(
                     session_id=ctx.session_id,
                     run_id=ctx.run_id,
@@ -254,8 +247,6 @@ class CallReport:
                     metadata=self.metadata("finished"),
                 )
             )
-            if pending is not None:
-                await pending
         if self.ledger is not None:
             await self.row("finished", result=result)
 

@@ -9,7 +9,7 @@ model: :class:`NotJsonError` names its type, and the dispatcher answers the call
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, cast
+from typing import cast
 
 from prism.types import JsonValue, ToolCallContent, ToolResult, is_json_value
 
@@ -28,22 +28,6 @@ class NotJsonError(Exception):
         self.type_name = type_name
 
 
-_FLAT_JSON = frozenset({str, int, bool, type(None)})
-
-
-def _is_flat_json_object(value: dict[Any, Any]) -> bool:
-    """Whether ``value`` maps strings to JSON scalars other than floats (a speed measure).
-
-    This is the most common tool result; one flat loop answers it without the general recursive
-    ``is_json_value`` walk. Floats are left to that walk because it rejects NaN and infinities.
-    """
-    flat = _FLAT_JSON
-    for key, item in value.items():
-        if type(key) is not str or type(item) not in flat:
-            return False
-    return True
-
-
 def to_json_value(value: object) -> JsonValue:
     """Convert a tool's return value to JSON data.
 
@@ -52,8 +36,6 @@ def to_json_value(value: object) -> JsonValue:
     """
     if value is None or type(value) in (str, int, bool):
         return cast("JsonValue", value)
-    if type(value) is dict and _is_flat_json_object(value):
-        return value
     if is_json_value(value):
         return value
     dump = getattr(value, "model_dump", None)
