@@ -5,8 +5,9 @@ A fence's info string says how its example is checked:
 * ```` ```python ```` — run here, and type-checked;
 * ```` ```python local-model ```` — needs the embedded model: run by the ``local_model`` test (CI
   runs it; elsewhere it skips without the ``local`` extra), and type-checked;
-* ```` ```python typecheck ```` — needs a key or a server (OpenAI, Anthropic, vLLM, Ollama):
-  type-checked only (``mypy --strict`` as a host program).
+* ```` ```python typecheck ```` — needs a key or a server (OpenAI, Anthropic, vLLM, Ollama,
+  PostgreSQL workers): type-checked only (``mypy --strict`` as a host program); a block that opens
+  with ``# NAME.py`` is that module, which other blocks may import.
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ def test_documented_examples_type_check_strictly(tmp_path: Path) -> None:
     """A host program written like the docs passes ``mypy --strict`` (the package ships py.typed)."""
     paths = []
     for i, (_, code) in enumerate(_examples()):
-        path = tmp_path / f"example_{i}.py"
+        # a block that opens with ``# NAME.py`` is a module other blocks import by that name
+        named = re.match(r"# (\w+)\.py\n", code)
+        path = tmp_path / (f"{named.group(1)}.py" if named else f"example_{i}.py")
         path.write_text(code, encoding="utf-8")
         paths.append(str(path))
     proc = subprocess.run(
