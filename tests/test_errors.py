@@ -65,7 +65,7 @@ def test_err1_every_class_derives_from_prism_error() -> None:
         for name, obj in vars(errors_module).items()
         if inspect.isclass(obj) and issubclass(obj, BaseException) and not name.startswith("_")
     ]
-    assert len(classes) == 26
+    assert len(classes) == 27
     for cls in classes:
         assert issubclass(cls, PrismError)
         assert isinstance(cls.code, str) and cls.code

@@ -91,6 +91,7 @@ from .errors import RunLedgerError as RunLedgerError
 from .errors import RunLimitExceeded as RunLimitExceeded
 from .errors import SessionAppendConflictError as SessionAppendConflictError
 from .errors import SteerError as SteerError
+from .errors import StoreError as StoreError
 from .errors import StoreSchemaError as StoreSchemaError
 from .errors import StructuredOutputError as StructuredOutputError
 from .errors import TurnPolicyError as TurnPolicyError
@@ -124,6 +125,7 @@ from .runtime.durable import LoadedRunState as LoadedRunState
 from .runtime.durable import PendingDecision as PendingDecision
 from .runtime.durable import RunDecision as RunDecision
 from .runtime.durable import RunStateOptions as RunStateOptions
+from .runtime.durable import list_agent_runs as list_agent_runs
 from .runtime.durable import load_agent_run_state as load_agent_run_state
 from .runtime.durable import resume_agent_run as resume_agent_run
 from .runtime.durable import save_agent_run_state as save_agent_run_state
@@ -167,7 +169,7 @@ __all__ = [
     "PrismConfigError", "PrismError", "ProviderResolutionError", "ProviderTransportError",
     "ProviderTurnError", "RedactedError", "RunAmbiguousError", "RunLedgerError",
     "RunLimitExceeded", "SessionAppendConflictError",
-    "SteerError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
+    "SteerError", "StoreError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
     # Cancellation, limits, retry and redaction
     "AbortController", "AbortSignal", "UNLIMITED", "RunLimits", "SecretRedactor",
     "create_secret_redactor", "RetryContext", "RetryDecision", "RetryOptions", "RetryPolicy",
@@ -178,7 +180,7 @@ __all__ = [
     "CheckpointStore", "SessionStore",
     # Durable runs
     "AgentRunState", "LoadedRunState", "PendingDecision", "RunDecision", "RunStateOptions",
-    "load_agent_run_state", "resume_agent_run", "save_agent_run_state",
+    "list_agent_runs", "load_agent_run_state", "resume_agent_run", "save_agent_run_state",
     # Turn policy
     "Continue", "Stop", "TurnBoundaryContext", "TurnDecision", "TurnPolicy",
     # Loops

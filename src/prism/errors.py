@@ -25,7 +25,8 @@ Hierarchy::
     ├── SessionAppendConflictError              ERR_PRISM_SESSION_APPEND_CONFLICT
     ├── StructuredOutputError                   ERR_PRISM_STRUCTURED_OUTPUT (.reason)
     ├── RunLedgerError                          ERR_PRISM_LEDGER
-    ├── StoreSchemaError                        ERR_PRISM_STORE_SCHEMA
+    ├── StoreError                              ERR_PRISM_STORE_{CORRUPT,UNDECODABLE}
+    │   └── StoreSchemaError                    ERR_PRISM_STORE_SCHEMA
     ├── RedactedError                           ERR_PRISM_REDACTED (.original_type)
     ├── EngineVersionError                      ERR_PRISM_ENGINE_VERSION
     └── RunAmbiguousError                       ERR_PRISM_RUN_AMBIGUOUS (.calls)
@@ -65,7 +66,8 @@ __all__ = [
     "ERR_PRISM_PROVIDER_UNKNOWN", "ERR_PRISM_REDACTED", "ERR_PRISM_RUN_ABORTED",
     "ERR_PRISM_RUN_AMBIGUOUS", "ERR_PRISM_RUN_FAILED", "ERR_PRISM_RUN_LIMIT", "ERR_PRISM_SESSION_APPEND_CONFLICT",
     "ERR_PRISM_SESSION_BUSY", "ERR_PRISM_STEER_EMPTY", "ERR_PRISM_STEER_LIMIT",
-    "ERR_PRISM_STEER_NO_RUN", "ERR_PRISM_STORE_SCHEMA", "ERR_PRISM_STRUCTURED_OUTPUT",
+    "ERR_PRISM_STEER_NO_RUN", "ERR_PRISM_STORE_CORRUPT", "ERR_PRISM_STORE_SCHEMA",
+    "ERR_PRISM_STORE_UNDECODABLE", "ERR_PRISM_STRUCTURED_OUTPUT",
     "ERR_PRISM_TURN_POLICY",
     "AbortError", "AgentDecisionError", "AgentLoopStateError", "AgentRunError",
     "AgentRunLimitError", "AgentRunStateError", "AgentRunSuspended", "AgentSessionBusyError",
@@ -73,7 +75,7 @@ __all__ = [
     "PrismConfigError", "PrismError", "ProviderResolutionError", "ProviderTransportError",
     "ProviderTurnError", "RedactedError", "RunAmbiguousError", "RunLedgerError",
     "RunLimitExceeded", "SessionAppendConflictError",
-    "SteerError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
+    "SteerError", "StoreError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
 ]
 
 # --------------------------------------------------------------------------- codes
@@ -105,6 +107,8 @@ ERR_PRISM_SESSION_APPEND_CONFLICT = "ERR_PRISM_SESSION_APPEND_CONFLICT"
 ERR_PRISM_STRUCTURED_OUTPUT = "ERR_PRISM_STRUCTURED_OUTPUT"
 ERR_PRISM_LEDGER = "ERR_PRISM_LEDGER"
 ERR_PRISM_STORE_SCHEMA = "ERR_PRISM_STORE_SCHEMA"
+ERR_PRISM_STORE_CORRUPT = "ERR_PRISM_STORE_CORRUPT"
+ERR_PRISM_STORE_UNDECODABLE = "ERR_PRISM_STORE_UNDECODABLE"
 ERR_PRISM_REDACTED = "ERR_PRISM_REDACTED"
 ERR_PRISM_ENGINE_VERSION = "ERR_PRISM_ENGINE_VERSION"
 ERR_PRISM_RUN_AMBIGUOUS = "ERR_PRISM_RUN_AMBIGUOUS"
@@ -391,10 +395,7 @@ class GuardrailError(PrismError):
 
 
 class TurnPolicyError(PrismError):
-    """The turn-policy stop callback failed or decided something unusable.
-
-    Code ``ERR_PRISM_TURN_POLICY``.
-    """
+    """The turn-policy stop callback failed or decided something unusable (``ERR_PRISM_TURN_POLICY``)."""
 
     code = ERR_PRISM_TURN_POLICY
     default_message = "Turn policy failed"
@@ -404,20 +405,18 @@ class TurnPolicyError(PrismError):
 
 
 class AgentRunStateError(PrismError):
-    """Durable preflight, envelope or resume failure.
+    """Durable preflight, envelope or resume failure. Code ``ERR_PRISM_AGENT_RUN_STATE``.
 
-    Code ``ERR_PRISM_AGENT_RUN_STATE``.
-    """
+    ``calls``: an ambiguity report's ``(tool_call_id, tool_name)`` pairs (as
+    :class:`RunAmbiguousError`'s), else ``()``."""
 
     code = ERR_PRISM_AGENT_RUN_STATE
     default_message = "Invalid agent run state"
+    calls: tuple[tuple[str, str], ...] = ()
 
 
 class AgentLoopStateError(_MultiCodeError):
-    """Loop durability failure.
-
-    Construct with the code first: ``AgentLoopStateError("ERR_PRISM_LOOP_NOT_DURABLE")``.
-    """
+    """Loop durability failure; code first: ``AgentLoopStateError("ERR_PRISM_LOOP_NOT_DURABLE")``."""
 
     code = ERR_PRISM_LOOP_NOT_DURABLE
     codes = {
@@ -450,10 +449,8 @@ class AgentRunSuspended(PrismError):
 
 
 class AgentDecisionError(_MultiCodeError):
-    """Malformed, duplicate, unknown or over-limit resume decisions.
-
-    Construct with the code first: ``AgentDecisionError("ERR_PRISM_DECISION_UNKNOWN")``.
-    """
+    """Malformed, duplicate, unknown or over-limit resume decisions; code first:
+    ``AgentDecisionError("ERR_PRISM_DECISION_UNKNOWN")``."""
 
     code = ERR_PRISM_DECISION_INVALID
     codes = {
@@ -465,10 +462,8 @@ class AgentDecisionError(_MultiCodeError):
 
 
 class CheckpointConflictError(PrismError):
-    """CAS version or fencing-token mismatch on ``save_checkpoint``.
-
-    Code ``ERR_PRISM_CHECKPOINT_CONFLICT``.
-    """
+    """Version or fencing-token mismatch on ``save_checkpoint``, or a resume that lost to
+    another resumer (at load or at its claim). Code ``ERR_PRISM_CHECKPOINT_CONFLICT``."""
 
     code = ERR_PRISM_CHECKPOINT_CONFLICT
     default_message = "Checkpoint version conflict"
@@ -478,10 +473,7 @@ class CheckpointConflictError(PrismError):
 
 
 class SessionAppendConflictError(PrismError):
-    """Store append parent conflict or duplicate idempotent append.
-
-    Code ``ERR_PRISM_SESSION_APPEND_CONFLICT``.
-    """
+    """Append parent conflict or duplicate idempotent append (``ERR_PRISM_SESSION_APPEND_CONFLICT``)."""
 
     code = ERR_PRISM_SESSION_APPEND_CONFLICT
     default_message = "Session append conflict"
@@ -521,14 +513,28 @@ class RunLedgerError(PrismError):
     default_message = "Run ledger write failed"
 
 
-class StoreSchemaError(PrismError):
-    """A database migration record is unknown, newer than the package or altered.
+class StoreError(PrismError):
+    """A store's database or a stored row cannot be used; the code (given first) says how:
+    ``ERR_PRISM_STORE_CORRUPT`` (a file that is not a database, or damaged),
+    ``ERR_PRISM_STORE_UNDECODABLE`` (a stored value that is not valid JSON or not the record it
+    should hold), ``ERR_PRISM_STORE_SCHEMA`` (:class:`StoreSchemaError`)."""
 
-    Code ``ERR_PRISM_STORE_SCHEMA``.
-    """
+    code = ERR_PRISM_STORE_CORRUPT
+    default_message = "Store cannot be used"
+
+    def __init__(self, code: str, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class StoreSchemaError(StoreError):
+    """A migration record is unknown, newer than the package or altered (``ERR_PRISM_STORE_SCHEMA``)."""
 
     code = ERR_PRISM_STORE_SCHEMA
     default_message = "Unsupported store schema"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(ERR_PRISM_STORE_SCHEMA, message)
 
 
 class RedactedError(PrismError):
@@ -547,11 +553,7 @@ class RedactedError(PrismError):
     default_message = "[REDACTED]"
 
     def __init__(
-        self,
-        message: str | None = None,
-        *,
-        original_type: str,
-        traceback_text: str = "",
+        self, message: str | None = None, *, original_type: str, traceback_text: str = ""
     ) -> None:
         super().__init__(message)
         self.original_type = original_type

@@ -12,11 +12,18 @@ Optional loop-context members that only some loops use are protocols of their ow
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from prism.types import StructuredOutputOptions
 
-__all__ = ["DEFAULT_LOOP_NEEDS", "ArtifactReporting", "LoopNeeds", "loop_needs"]
+__all__ = [
+    "DEFAULT_LOOP_NEEDS",
+    "AgentSwitch",
+    "ArtifactReporting",
+    "HandingOff",
+    "LoopNeeds",
+    "loop_needs",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,6 +48,9 @@ class LoopNeeds:
         dispatches_tools: ``False`` when the loop answers every host tool call with a "not
             dispatched" row; the runtime then reports a run that offers tools (a warning on the
             ``prism`` logger).
+        handoffs: Agents (``Agent`` objects) the loop may hand the run over to; they join the
+            agent's durable fingerprint, and the runtime offers the switch as ``ctx.handoff``
+            (:class:`HandingOff`).
     """
 
     structured_output: StructuredOutputOptions | None = None
@@ -48,6 +58,7 @@ class LoopNeeds:
     shown_schema: StructuredOutputOptions | None = None
     shown_schema_native: bool = True
     dispatches_tools: bool = True
+    handoffs: tuple[Any, ...] = ()
 
 
 DEFAULT_LOOP_NEEDS: Final = LoopNeeds()
@@ -71,4 +82,34 @@ class ArtifactReporting(Protocol):
 
     def report_artifact(self, event: object, /) -> None:
         """Record and emit an artifact outcome event."""
+        ...
+
+
+class AgentSwitch(Protocol):
+    """The runtime's agent switch of a run whose loop declares ``needs.handoffs``."""
+
+    @property
+    def agent_name(self) -> str | None:
+        """Name of the agent answering the run's turns now."""
+        ...
+
+    async def switch(self, name: str, /) -> None:
+        """Hand the rest of the run to the handoff target named ``name``: later turns use its
+        instructions, tools, model and provider (the history is kept).
+
+        Raises:
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — no handoff target has that name.
+        """
+        ...
+
+
+@runtime_checkable
+class HandingOff(Protocol):
+    """Optional loop-context member of loops that hand the conversation over to other agents
+    (``needs.handoffs``): ``ctx.handoff`` is the :class:`AgentSwitch`, ``None`` when the loop
+    declares no handoff targets."""
+
+    @property
+    def handoff(self) -> AgentSwitch | None:
+        """The run's agent switch."""
         ...

@@ -13,6 +13,7 @@ from prism.ledger import MemoryRunLedger, project_execution_timeline
 from prism.loops.contracts import SingleShotLoopOptions
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
+from prism.redaction import create_secret_redactor
 from prism.runtime import _approvals as d
 from prism.runtime.agent import create_agent
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, MemoryCheckpointStore
@@ -361,14 +362,26 @@ def text_turn(text: str) -> list[Any]:
     return [provider_text_delta(text), provider_done()]
 
 
-async def test_apr6_interruption_never_contains_raw_arguments() -> None:
-    """APR-6: the interruption (and the public state) carry hashes, never arguments."""
+async def test_the_interruption_shows_the_arguments_redacted_and_capped() -> None:
+    """Each pending decision carries the call id, the tool name and the arguments an approver
+    reads — registered secrets redacted, at most 4 KB — while the approval binds to the full
+    arguments' hash."""
     desk = Desk()
-    session = desk.agent([calls_turn(("c1", "refund", {"card": "4111-1111"}))]).create_session()
-    result = await session.run("go")
+    args = {"card": "4111-1111", "token": "sk-1", "note": "é" * 3000}
+    agent = desk.agent([calls_turn(("c1", "refund", args))],
+                       redactor=create_secret_redactor(["sk-1"]))
+    result = await agent.create_session().run("go")
     assert result.status == "suspended"
-    assert "4111" not in json.dumps(result.interruption.to_dict())
-    assert "4111" not in json.dumps(result.run_state.to_dict())
+    (pending,) = result.interruption.pending_decisions
+    assert (pending.tool_call_id, pending.tool_name) == ("c1", "refund")
+    assert pending.arguments is not None and pending.arguments.startswith('{"card": "4111-1111"')
+    assert "sk-1" not in pending.arguments and '"token": "[REDACTED]"' in pending.arguments
+    assert len(pending.arguments.encode()) <= 4096 and pending.arguments_truncated
+    assert pending.arguments.endswith("…")
+    assert pending.scope.arguments_hash == arguments_hash(args)  # the full arguments
+    assert "sk-1" not in json.dumps(result.run_state.to_dict())
+    stored = json.dumps((await load_agent_run_state(desk.checkpoints, run_id=result.run_id)).state)
+    assert "sk-1" not in stored
     # DUR-3: namespace and key
     assert list(desk.checkpoints._records) == [(AGENT_RUN_NAMESPACE, result.run_id)]
 

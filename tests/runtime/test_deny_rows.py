@@ -200,7 +200,7 @@ async def test_a_failed_envelope_write_keeps_the_run_resumable_and_a_retry_adds_
     assert [m.content[0].tool_call_id for m in result.messages] == ["c1", "c2"]
     await session.run("next")
     assert_every_call_answered_once(provider.requests[-1])
-    with pytest.raises(AgentRunStateError, match="non-resumable"):
+    with pytest.raises(AgentRunStateError, match="is denied and cannot be resumed"):
         await resume_agent_run(session, result.run_state, decision="deny")
 
 

@@ -225,8 +225,8 @@ async def test_dur16_resume_with_an_agent_creates_the_session() -> None:
     assert result.status == "succeeded" and result.session_id == session.id
     fresh_view = agent.create_session(session.id)
     assert roles(await stored(w, fresh_view)) == ["user", "assistant", "tool", "assistant"]
-    with pytest.raises(AgentRunStateError, match="non-resumable"):
-        await resume_agent_run(agent, AgentRunRef(first.run_id, session.id), expected_version=4)
+    with pytest.raises(CheckpointConflictError, match="already finished .succeeded.; nothing to"):
+        await resume_agent_run(agent, AgentRunRef(first.run_id, session.id), expected_version=1)
 
 
 async def test_apr8_partial_decisions_resuspend_then_complete() -> None:
@@ -341,7 +341,7 @@ async def test_dur21_deny_writes_denied_and_calls_nothing() -> None:
     assert loaded.state["pending_calls"] == [] and loaded.state["sticky_decisions"] == []
     assert "loop_state" not in loaded.state
     # DUR-15: denied is final
-    with pytest.raises(AgentRunStateError, match="non-resumable"):
+    with pytest.raises(AgentRunStateError, match="is denied and cannot be resumed"):
         await resume_agent_run(session, result.run_state, decision="approve")
 
 
@@ -392,7 +392,7 @@ async def test_dur18_finished_runs_are_not_resumable() -> None:
     w = World()
     session, first = await _suspended(w)
     done = await resume_agent_run(session, first.run_state, decision="approve")
-    with pytest.raises(AgentRunStateError, match="stale or non-resumable"):
+    with pytest.raises(AgentRunStateError, match="already finished .succeeded.; nothing to resume"):
         await resume_agent_run(session, done.run_state)
 
 
@@ -411,8 +411,6 @@ async def test_dur16_input_validation_happens_before_any_read() -> None:
         with pytest.raises(AgentDecisionError) as info:
             await resume_agent_run(session, first.run_state, **kwargs)
         assert info.value.code == "ERR_PRISM_DECISION_INVALID", kwargs
-    with pytest.raises(AgentDecisionError):
-        await resume_agent_run(session, first.run_id)  # no version to default to
     assert (await load_agent_run_state(w.checkpoints, run_id=first.run_id)).record.version == 1
 
 
@@ -447,7 +445,7 @@ async def test_dur17_revision_fingerprint_and_version_checks() -> None:
                           run_state=RunStateOptions(w.checkpoints, "v2"))
     with pytest.raises(AgentRunStateError, match="revision or fingerprint mismatch"):
         await resume_agent_run(bumped, first.run_state, decision="approve")
-    with pytest.raises(AgentRunStateError, match="stale"):
+    with pytest.raises(CheckpointConflictError, match="stored version 1, expected 2"):
         await resume_agent_run(session, first.run_state, decision="approve", expected_version=2)
     assert w.executed == []
 
@@ -608,7 +606,7 @@ async def test_dur15_failed_and_aborted_runs_finalise_an_existing_envelope() -> 
     loaded = await load_agent_run_state(w.checkpoints, run_id=result.run_id)
     assert loaded.state["status"] == "failed"
     assert result.run_state is not None and result.run_state.status == "failed"
-    with pytest.raises(AgentRunStateError, match="non-resumable"):
+    with pytest.raises(AgentRunStateError, match="cannot be resumed"):
         await resume_agent_run(session, result.run_state)
 
 
@@ -1051,16 +1049,17 @@ def test_docs_examples_run(doc: str) -> None:
         assert done.returncode == 0, done.stderr
 
 
-async def test_dur16_a_run_id_without_a_version_gets_an_error_that_says_what_to_pass() -> None:
-    """DUR-16/DUR-24: a run id carries no version — the decision error says what to pass instead
-    (not just "expected_version must be a positive int"); a LoadedRunState is accepted as is, and
-    an unsupported value names the accepted types."""
+async def test_a_run_id_alone_resumes_the_stored_version() -> None:
+    """A run id (no ``expected_version``) resumes an approval-waiting run at its stored version;
+    the claim is still a compare-and-set. A LoadedRunState is accepted as is, and an
+    unsupported value names the accepted types."""
     w = World()
     session, first = await _suspended(w)
-    with pytest.raises(AgentDecisionError, match="carries no version") as info:
+    by_id = await resume_agent_run(session, first.run_id, decision="approve")
+    assert by_id.status == "succeeded"
+    with pytest.raises(AgentRunStateError, match="already finished .succeeded.; nothing to resume"):
         await resume_agent_run(session, first.run_id, decision="approve")
-    assert info.value.code == "ERR_PRISM_DECISION_INVALID"
-    assert "load_agent_run_state" in str(info.value) and "RunResult.run_state" in str(info.value)
+    session, first = await _suspended(w)
     with pytest.raises(AgentRunStateError, match="AgentRunState .*LoadedRunState"):
         await resume_agent_run(session, 42, decision="approve")  # type: ignore[arg-type]
     loaded = await load_agent_run_state(w.checkpoints, run_id=first.run_id)

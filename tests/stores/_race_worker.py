@@ -40,7 +40,7 @@ async def _run(store: Any, command: dict[str, Any]) -> dict[str, Any]:
     if op == "claim":
         record = _loaded.pop(command["key"], None)
         if record is None or record.version != command["expected"]:
-            return {"ok": False, "code": "ERR_PRISM_AGENT_RUN_STATE"}  # stale (DUR-17 step 4)
+            return {"ok": False, "code": "ERR_PRISM_CHECKPOINT_CONFLICT"}  # stale: lost at load
         await store.save_checkpoint(
             namespace=AGENT_RUN_NAMESPACE,
             key=command["key"],

@@ -59,3 +59,37 @@ async def pg_store(pg_url: str, pg_schema: str) -> AsyncIterator[PostgresStore]:
         yield store
     finally:
         await store.aclose()
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+async def durable_stores(
+    request: pytest.FixtureRequest, tmp_path: object
+) -> AsyncIterator[tuple[object, object]]:
+    """``(session store, checkpoint store)`` of each kind: the memory pair, one SQLite database,
+    one PostgreSQL schema (skipped without ``PRISM_TEST_POSTGRES_URL``)."""
+    from pathlib import Path
+
+    from prism.runtime.checkpoints import MemoryCheckpointStore
+    from prism.store import MemorySessionStore
+    from prism.stores.sqlite import SqliteStore
+
+    kind = request.param
+    if kind == "memory":
+        yield MemorySessionStore(), MemoryCheckpointStore()
+        return
+    if kind == "sqlite":
+        assert isinstance(tmp_path, Path)
+        sqlite = await SqliteStore(tmp_path / "store.db").open()
+        try:
+            yield sqlite, sqlite
+        finally:
+            await sqlite.aclose()
+        return
+    url = postgres_url_or_skip()
+    schema = new_schema_name()
+    pg = await PostgresStore.connect(url, schema=schema, max_size=4)
+    try:
+        yield pg, pg
+    finally:
+        await pg.aclose()
+        await drop_schema(url, schema)

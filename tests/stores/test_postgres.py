@@ -16,6 +16,7 @@ from prism.ledger import RunLedger
 from prism.runtime.checkpoints import CheckpointStore
 from prism.store import BranchReadingSessionStore, SessionStore, new_session_entry
 from prism.stores import open_store
+from prism.stores._migrations import load_migrations
 from prism.stores.postgres import PostgresStore
 from prism.testing._conformance import (
     run_checkpoint_store_conformance,
@@ -79,7 +80,7 @@ async def test_db1_host_pool_without_autocommit(pg_url: str, pg_schema: str) -> 
             cur = await conn.execute(
                 f'SELECT count(*) FROM "{pg_schema}".prism_schema_migrations'
             )
-            assert (await cur.fetchone()) == (1,)
+            assert (await cur.fetchone()) == (len(load_migrations("postgres")),)
     finally:
         await pool.close()
 

@@ -1,24 +1,39 @@
 """Approval questions on the terminal: one ``allow …? [y]es / [n]o / [a]lways`` per waiting call.
 
-A run waiting for approvals carries only the calls' ids and tool names; the
-arguments shown in the question are read from the session's stored assistant messages.
+Each pending decision of a waiting run carries the call's id, tool name and arguments (redacted,
+capped at 4 KB); for a run stored before decisions carried arguments they are read from the
+session's stored assistant messages. :func:`waiting_lines` lists the waiting calls the same way
+for ``prism resume RUN_ID`` without a decision.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO, TYPE_CHECKING, Final
 
 from prism.cli._interrupt import Interrupts
 from prism.cli._render import Renderer
-from prism.runtime.durable import AgentRunInterruption, DecisionOutcome, RunDecision
+from prism.runtime.durable import (
+    AgentRunInterruption,
+    DecisionOutcome,
+    PendingDecision,
+    RunDecision,
+)
+from prism.store import SessionEntry
 from prism.types import ToolCallContent
 
 if TYPE_CHECKING:
     from prism import AgentSession
 
-__all__ = ["ApprovalPrompt", "call_text", "stored_calls"]
+__all__ = [
+    "ApprovalPrompt",
+    "call_text",
+    "calls_in",
+    "pending_text",
+    "stored_calls",
+    "waiting_lines",
+]
 
 _PREVIEW_CHARS = 200
 
@@ -78,8 +93,7 @@ class ApprovalPrompt:
         renderer.pause()
         try:
             for item in pending:
-                call = calls.get(item.tool_call_id)
-                shown = call_text(call) if call is not None else str(item.scope.tool_name)
+                shown = pending_text(item, calls)
                 while True:
                     self.err.write(f"allow {self.redact(shown)}? [y]es / [n]o / [a]lways: ")
                     self.err.flush()
@@ -100,17 +114,43 @@ class ApprovalPrompt:
 
 def call_text(call: ToolCallContent) -> str:
     """``name({...arguments})`` on one line, at most 200 characters of arguments."""
-    text = json.dumps(call.arguments, ensure_ascii=False)
-    text = " ".join(text.split())
+    return _shown(call.name, json.dumps(call.arguments, ensure_ascii=False))
+
+
+def _shown(name: str, arguments: str) -> str:
+    text = " ".join(arguments.split())
     if len(text) > _PREVIEW_CHARS:
         text = text[: _PREVIEW_CHARS - 1] + "…"
-    return f"{call.name}({text})"
+    return f"{name}({text})"
+
+
+def pending_text(item: PendingDecision, calls: dict[str, ToolCallContent]) -> str:
+    """``name({...arguments})`` of a pending decision: its own (redacted) arguments, else the
+    stored call's, else the tool name alone."""
+    name = item.tool_name or item.scope.tool_name or "tool"
+    if item.arguments is not None:
+        return _shown(name, item.arguments)
+    call = calls.get(item.tool_call_id)
+    return call_text(call) if call is not None else name
+
+
+def waiting_lines(interruption: object, calls: dict[str, ToolCallContent]) -> list[str]:
+    """One ``⏸ name({...arguments})  call <id>`` line per call a run waits for."""
+    if not isinstance(interruption, dict):
+        return []
+    pending = AgentRunInterruption.from_dict(interruption).pending_decisions
+    return [f"⏸ {pending_text(item, calls)}  call {item.tool_call_id}" for item in pending]
 
 
 async def stored_calls(session: AgentSession) -> dict[str, ToolCallContent]:
-    """Tool calls on the session's branch by id (interruptions never carry arguments)."""
+    """Tool calls on the session's branch by id (for decisions stored without arguments)."""
+    return calls_in(await session.entries())
+
+
+def calls_in(entries: Iterable[SessionEntry]) -> dict[str, ToolCallContent]:
+    """The tool calls of ``entries``' assistant messages, by id."""
     calls: dict[str, ToolCallContent] = {}
-    for entry in await session.entries():
+    for entry in entries:
         message = entry.message
         if message is None or message.role != "assistant":
             continue

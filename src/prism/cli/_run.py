@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable
 from typing import IO, TYPE_CHECKING, Literal, cast
 
 from prism.abort import AbortController
-from prism.cli._approval_prompt import ApprovalPrompt
+from prism.cli._approval_prompt import ApprovalPrompt, calls_in, waiting_lines
 from prism.cli._exit_codes import CONNECTION_ERROR_CODES as CONNECTION_ERROR_CODES
 from prism.cli._exit_codes import EXIT_BROKEN_PIPE as EXIT_BROKEN_PIPE
 from prism.cli._exit_codes import EXIT_DENIED as EXIT_DENIED
@@ -88,7 +88,7 @@ from prism.cli._store import (
 )
 from prism.errors import AgentRunError, CheckpointConflictError, PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
-from prism.runtime.durable import RunDecision, resume_agent_run
+from prism.runtime.durable import RunDecision, not_resumable_message, resume_agent_run
 from prism.stores import DatabaseStore
 from prism.types import RunResult
 from prism.usage import UsageAccumulator
@@ -400,8 +400,11 @@ class RunCommand:
         )
         if status == "suspended":
             if choice is None and not self.interactive:
+                calls = calls_in(await store.list(session_id))
+                lines = waiting_lines(state.get("interruption"), calls)
                 raise UsageError(
                     f"run {run_id} is waiting for an approval; pass --approve or --deny"
+                    + "".join(f"\n  {self._redact(line)}" for line in lines)
                 )
         elif status == "running" or policy_stop:
             if choice is not None:
@@ -489,9 +492,4 @@ def _not_resumable(run_id: str, session_id: str, status: str) -> str:
     after = (
         f"continue the conversation with: prism run --session {session_id} PROMPT"
     )
-    if status == "succeeded":
-        return f"run {run_id} already finished (succeeded); nothing to resume — {after}"
-    return (
-        f"run {run_id} is {status} and cannot be resumed (only a run stopped at a turn "
-        f"boundary, waiting for an approval or cut off mid-run can be) — {after}"
-    )
+    return f"{not_resumable_message(run_id, status)} — {after}"

@@ -3,7 +3,8 @@
 ``list`` prints one line per session, most recently used first: id, last use, entry count and the
 first user message. ``show`` prints the session's current branch (the conversation a
 ``prism run --session ID`` continues) and its runs with their state (a failed run with its
-redacted error), and how to continue a run that can be resumed. ``--json`` prints JSON lines
+redacted error; a run whose process ended before its prompt was stored too), and how to continue
+a run that can be resumed. ``--json`` prints JSON lines
 instead (``SessionInfo`` objects for ``list``; the branch's ``SessionEntry`` objects followed by
 one ``{"type": "run", "run_id", "status", "stop_reason"?, "stop_detail"?, "error"?, "version"}``
 object per run for ``show``).
@@ -21,6 +22,7 @@ import os
 from typing import IO, Any
 
 from prism.cli._render import guard
+from prism.cli._runs import resume_hint
 from prism.cli._store import (
     StoreError,
     StoreMissingError,
@@ -139,11 +141,11 @@ class SessionsCommand:
     async def _show(self, store: Any) -> int:
         session_id = self.args.session_id
         entries = await store.list(session_id)
-        if not entries:
+        runs = await session_runs(store, session_id)
+        if not entries and not runs:
             self._problem(f"no session {session_id} in {display_url(self.url)}")
             return 2
-        branch = await store.read_branch(session_id, entries[-1].id)
-        runs = await session_runs(store, session_id)
+        branch = await store.read_branch(session_id, entries[-1].id) if entries else []
         redact = (await self._redactor(store, session_id)).redact
         write = self.out.write
         if self.args.json:
@@ -171,12 +173,7 @@ class SessionsCommand:
             for line in _message_lines(message):
                 write(redact(f"  {line}\n"))
         for run in runs:
-            hint = ""
-            if run.status == "suspended":
-                hint = f" — prism resume {run.run_id} --approve (or --deny)"
-            elif run.continuable:
-                hint = f" — prism resume {run.run_id}"
-            write(redact(f"run {run.run_id}: {run.describe()}{hint}\n"))
+            write(redact(f"run {run.run_id}: {run.describe()}{resume_hint(run)}\n"))
         return 0
 
 

@@ -9,8 +9,9 @@ the sessions, the run-state envelopes and the command's own per-session settings
 * the settings a session's agent was built from (model spec, tools, loop, …; never API keys) are a
   checkpoint under ``namespace="prism.cli.session"``, ``key=session_id``, so ``prism resume`` and
   ``prism run --session`` rebuild the same agent (its fingerprint must match);
-* a session's runs are the distinct ``run_id`` values of its entries, their state is their
-  envelope (``namespace="prism.agent-run"``); what the envelope does not hold (a failed run's
+* a session's runs are the distinct ``run_id`` values of its entries plus the runs the store's run
+  index lists for it (a run that ended before its prompt was stored names no entry), their state
+  is their envelope (``namespace="prism.agent-run"``); what the envelope does not hold (a failed run's
   redacted error, why a run stopped) is a note under ``namespace="prism.cli.run"``,
   ``key=run_id``.
 
@@ -384,11 +385,16 @@ async def load_run(store: DatabaseStore, run_id: str) -> RunInfo:
 
 
 async def session_runs(store: DatabaseStore, session_id: str) -> list[RunInfo]:
-    """Every run of a session, oldest first. Cost O(entries of the session)."""
+    """Every run of a session, oldest first: the runs its entries name, then those only its
+    run index knows (a run whose process ended before its prompt was stored). Cost
+    O(entries of the session + its runs)."""
     seen: dict[str, None] = {}
     for entry in await store.list(session_id):
         if entry.run_id is not None:
             seen.setdefault(entry.run_id, None)
+    indexed = await store.list_run_checkpoints(session_id=session_id, limit=10_000)
+    for record in reversed(indexed):
+        seen.setdefault(record.key, None)
     return [await load_run(store, run_id) for run_id in seen]
 
 
@@ -411,4 +417,4 @@ async def check_run(store: DatabaseStore, run_id: str) -> Any:
     try:
         return await load_agent_run_state(store, run_id=run_id)
     except AgentRunStateError as exc:
-        raise StoreError(f"no run {run_id} in this store ({exc})") from None
+        raise StoreError(str(exc)) from None

@@ -6,12 +6,13 @@ and writes envelopes is :class:`~prism.runtime._durable_run.DurableRun`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prism._util import now_iso
-from prism.errors import AgentDecisionError
+from prism.errors import AgentDecisionError, AgentRunStateError
 from prism.runtime._envelope import (
     arguments_hash,
 )
@@ -21,6 +22,7 @@ from prism.runtime._run_state import (
     MAX_DECISIONS,
     MAX_MODIFIED_BYTES,
     MAX_REASON_BYTES,
+    MAX_SHOWN_ARGUMENTS_BYTES,
     MAX_STICKY,
     OUTCOMES,
     AgentRunInterruption,
@@ -38,12 +40,15 @@ from prism.types import (
 )
 
 if TYPE_CHECKING:
+    from prism.redaction import SecretRedactor
     from prism.tools import ToolRegistry
 
 __all__ = [
     "apply_decisions",
+    "check_bound_arguments",
     "coerce_decisions",
     "decision_error",
+    "pending_decision",
     "rejection_result",
     "round_interruption",
     "sticky_match",
@@ -233,16 +238,82 @@ def apply_decisions(
     return _Applied(entries, sticky, remaining)
 
 
+def check_bound_arguments(state: Mapping[str, Any]) -> None:
+    """An approval binds to the arguments it was asked for.
+
+    Every ``ready`` call an allowing decision covers must still carry arguments whose hash is
+    the one recorded when its approval was asked (the entry's ``arguments_hash``, or for an
+    envelope written before it had one, the pending decision's scope hash). Arguments edited in
+    the stored row — or not stored as given, because redaction replaced a secret in them — are
+    refused: the tool never runs with arguments nobody approved. An operator who wants other
+    arguments decides with ``modified_arguments``. O(pending calls).
+
+    Raises:
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — names the call and its tool;
+            nothing is written.
+    """
+    scopes: dict[str, str | None] = {}
+    raw_interruption = state.get("interruption")
+    if raw_interruption is not None:
+        for pending in AgentRunInterruption.from_dict(raw_interruption).pending_decisions:
+            scopes[pending.approval_id] = pending.scope.arguments_hash
+    for entry in state.get("pending_calls", []):
+        decision = entry.get("decision")
+        if entry.get("status") != "ready" or decision is None:
+            continue
+        if decision.get("outcome") not in ALLOWING or decision.get("modified_arguments"):
+            continue
+        bound = entry.get("arguments_hash") or scopes.get(entry["approval_id"])
+        if bound is None:
+            continue
+        call = ToolCallContent.from_dict(entry["call"])
+        try:
+            digest = arguments_hash(call.arguments)
+        except (TypeError, ValueError):
+            digest = ""
+        if digest != bound:
+            raise AgentRunStateError(
+                f"the stored arguments of call {call.id} ({call.name}) are not the ones its "
+                "approval was asked for (edited, or redacted when stored); the call was not "
+                "run — decide with modified_arguments to run it with other arguments"
+            )
+
+
 def _pending_for(entry: Mapping[str, Any]) -> PendingDecision:
     call = ToolCallContent.from_dict(entry["call"])
     try:
         digest: str | None = arguments_hash(call.arguments)
     except (TypeError, ValueError):
         digest = None
+    return pending_decision(
+        entry["approval_id"], call, entry.get("arguments_hash") or digest, None
+    )
+
+
+def pending_decision(
+    approval_id: str,
+    call: ToolCallContent,
+    digest: str | None,
+    redactor: SecretRedactor | None,
+) -> PendingDecision:
+    """The approval an operator is asked for ``call``: its id, tool, arguments hash and the
+    arguments to read (redacted with ``redactor``, cut at 4096 UTF-8 bytes)."""
+    shown = redactor.redact(call.arguments) if redactor is not None else call.arguments
+    try:
+        text = json.dumps(shown, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(shown)
+    data = text.encode("utf-8")
+    truncated = len(data) > MAX_SHOWN_ARGUMENTS_BYTES
+    if truncated:  # "…" is 3 bytes; never split a character
+        text = data[: MAX_SHOWN_ARGUMENTS_BYTES - 3].decode("utf-8", errors="ignore") + "…"
     return PendingDecision(
-        approval_id=entry["approval_id"],
+        approval_id=approval_id,
         tool_call_id=call.id,
         scope=DecisionScope(tool_name=call.name, arguments_hash=digest),
+        tool_name=call.name,
+        arguments=text,
+        arguments_truncated=truncated,
     )
 
 

@@ -40,6 +40,7 @@ from prism.runtime._run_state import (
 )
 from prism.runtime.context import RunContext
 from prism.types import (
+    ErrorInfo,
     GuardrailRecord,
     Message,
     RunStopReason,
@@ -95,9 +96,10 @@ class DurableDriver:
             resume=resume,
         )
         self.terminal_write_failed = False
-        self.marks = options.checkpoint_policy == "every-turn" and not options.interrupt_before_tool
-        """Record each host dispatch before its side effect; ``on-suspend`` runs and
-        gated runs (which mark only their replayed calls) do not."""
+        self.marks = options.checkpoint_policy == "every-turn" and not self.run.approvals
+        """Record each host dispatch before its side effect; ``on-suspend`` runs and runs
+        whose calls may wait for an approval (the agent-wide switch or a tool's
+        ``needs_approval``; they mark only their replayed calls) do not."""
         self._mark_lock: asyncio.Lock | None = None
         self._mark_wanted = 0
         self._mark_written = 0
@@ -133,6 +135,8 @@ class DurableDriver:
         loop_state: dict[str, Any] | None,
         input: tuple[Message, ...] | None = None,
     ) -> AgentRunSuspended:
+        # Steers queued while the round is open wait in the envelope for the round's results.
+        self.run.hold_steers(self.ctx.state.take_steers())
         state = await self.run.write(
             "suspended",
             **self._frame(),
@@ -287,17 +291,29 @@ class DurableDriver:
         ctx.restored_loop_state = snapshot
 
     async def replay(self, ctx: RunContext) -> None:
-        """Answer or dispatch every ``ready`` call, in stored order.
+        """Answer or dispatch every ``ready`` call, in stored order, then append the steers the
+        suspension held (after the round's last result).
 
-        A decided call follows its decision; an undecided one (a call of the tool round an
+        A decided call follows its decision; a call an operator resolved as ``succeeded`` gets
+        its resolution's result row (never run); an undecided one (a call of the tool round an
         ``every-turn`` dispatch marking left open) is dispatched as it is.
         """
         run = self.run
         for entry in run.replay_entries():
             decision = entry.decision
             call = entry.call
+            resolved = entry.resolution
             if decision is not None and decision.outcome in ("reject_once", "reject_for_run"):
                 result = rejection_result(call, decision.reason, "Approval rejected")
+            elif resolved is not None:  # an operator said this ambiguous call ran
+                error = resolved.get("error")
+                result = ToolResult(
+                    tool_call_id=call.id,
+                    name=call.name,
+                    value=resolved.get("result"),
+                    error=None if error is None else ErrorInfo.from_dict(error),
+                    metadata={"operator_resolved": True},
+                )
             else:
                 if decision is not None and decision.modified_arguments is not None:
                     call = ToolCallContent(
@@ -313,6 +329,11 @@ class DurableDriver:
             ctx.history.append(message)
             await ctx.append_message(message)
             run.finish_replay(entry, call)
+        if run.steers:
+            # Steers the suspension held: after the round's last result, never inside it.
+            held = [Message.from_dict(m) for m in run.steers]
+            await ctx.store_steers(held)
+            run.steers = []
 
     async def after_loop(self) -> None:
         """Suspend the run when a gated round is still open as ``loop.run`` returns."""

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from prism._util import new_id
-from prism.errors import AgentRunStateError
+from prism.errors import AgentRunStateError, PrismConfigError
 from prism.redaction import SecretRedactor
 from prism.runtime._approvals import (
     decision_error,
+    pending_decision,
     rejection_result,
     round_interruption,
     sticky_match,
@@ -32,7 +33,6 @@ from prism.runtime._run_state import (
     SCHEMA_VERSION,
     AgentRunInterruption,
     AgentRunState,
-    DecisionScope,
     PendingDecision,
     RunDecision,
     RunStateOptions,
@@ -70,6 +70,11 @@ class _Entry:
     pending: PendingDecision | None = None
     call_json: dict[str, Any] | None = None
     """``call.to_dict()`` once computed (a marked call is written several times)."""
+    arguments_hash: str | None = None
+    """The hash of the arguments an approval is asked for (gated calls): the resume refuses
+    to run the call with stored arguments that hash differently."""
+    resolution: dict[str, Any] | None = None
+    """An operator's ``succeeded`` resolution of an ambiguous call: answered, never run."""
 
     def to_json(self) -> dict[str, Any]:
         call_json = self.call_json
@@ -80,8 +85,12 @@ class _Entry:
             "status": self.status,
             "approval_id": self.approval_id,
         }
+        if self.arguments_hash is not None:
+            out["arguments_hash"] = self.arguments_hash
         if self.decision is not None:
             out["decision"] = self.decision.to_dict()
+        if self.resolution is not None:
+            out["resolution"] = self.resolution
         return out
 
 
@@ -139,9 +148,12 @@ class DurableRun:
         "_base_bytes",
         "_entries",
         "_gated",
+        "_gated_calls",
+        "_gates",
         "_marked",
         "_stray",
         "_model",
+        "approvals",
         "_names",
         "_open",
         "_replaying",
@@ -155,6 +167,7 @@ class DurableRun:
         "run_id",
         "session_id",
         "state",
+        "steers",
         "sticky",
         "stop_reason",
         "version",
@@ -179,7 +192,15 @@ class DurableRun:
         self.ownership = ownership
         self.resume = resume
         self.gating: bool = options.interrupt_before_tool
-        """Approval gating is active."""
+        """Every host call is gated (the agent-wide switch)."""
+        self._gates = {
+            t.name: t.needs_approval for t in config.tools if t.needs_approval is not False
+        }
+        """Per-tool approval: tool name → ``True`` or the callable deciding from the call."""
+        self._gated_calls: dict[str, bool] = {}
+        """What the per-tool decision said, per call id (asked once per call)."""
+        self.approvals: bool = self.gating or bool(self._gates)
+        """Some call may need an approval."""
         revision = options.definition_revision
         base: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
@@ -206,6 +227,9 @@ class DurableRun:
         self.loop_state: dict[str, Any] | None = None
         """The loop state of the last write that kept one (or the stored one on resume)."""
         self.stop_reason: RunStopReason | None = None
+        self.steers: list[dict[str, Any]] = []
+        """Steered messages held for after an open tool round (as stored): kept in every
+        envelope written until the resumed leg appends them."""
         self._open: list[_Entry] = []
         self._gated: dict[str, _Entry] = {}
         self._names: dict[str, str] = {}
@@ -221,6 +245,7 @@ class DurableRun:
             self.state = AgentRunState.from_envelope(envelope, resume.version)
             self.sticky = [StickyDecision.from_dict(s) for s in envelope.get("sticky_decisions", [])]
             self.loop_state = envelope.get("loop_state")
+            self.steers = list(envelope.get("steers") or ())
             # Decided ``ready`` calls, and the undecided ``ready`` calls of a tool round
             # an ``every-turn`` dispatch marking left open: both are replayed.
             for raw in envelope.get("pending_calls", []):
@@ -232,6 +257,8 @@ class DurableRun:
                         call=ToolCallContent.from_dict(raw["call"]),
                         approval_id=raw["approval_id"],
                         decision=None if decision is None else RunDecision.from_dict(decision),
+                        arguments_hash=raw.get("arguments_hash"),
+                        resolution=raw.get("resolution"),
                     )
                 )
 
@@ -284,6 +311,8 @@ class DurableRun:
         parts["pending_calls"] = list(pending_calls)
         parts["sticky_decisions"] = [s.to_dict() for s in self.sticky] if keep_sticky else []
         parts["counters"] = dict(counters)
+        if self.steers:
+            parts["steers"] = list(self.steers)
         if deadline_at is not None:
             parts["deadline_at"] = deadline_at
         if loop_state is not None:
@@ -350,9 +379,11 @@ class DurableRun:
         Raises:
             AgentDecisionError: ``ERR_PRISM_DECISION_LIMIT`` — more than 32 gated calls open.
         """
-        if not self.gating:
+        if not self.approvals:
             return
         for call in calls:
+            if not self._needs_approval(call):
+                continue
             if sticky_match(self.sticky, call) is not None:
                 continue
             if call.id in self._gated:
@@ -365,19 +396,45 @@ class DurableRun:
             self._open.append(entry)
             self._gated[call.id] = entry
 
+    def _needs_approval(self, call: ToolCallContent) -> bool:
+        """The agent-wide switch, else the tool's ``needs_approval`` (a callable is asked once
+        per call).
+
+        Raises:
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — the callable returned something other than
+                a bool (an ``async`` callable is not supported).
+        """
+        if self.gating:
+            return True
+        gate = self._gates.get(call.name)
+        if gate is None:
+            return False
+        if gate is True:
+            return True
+        known = self._gated_calls.get(call.id)
+        if known is not None:
+            return known
+        decided = gate(call)
+        if not isinstance(decided, bool):
+            close = getattr(decided, "close", None)
+            if callable(close):  # a coroutine from an async callable: never awaited
+                close()
+            raise PrismConfigError(
+                f"needs_approval of tool {call.name} must return a bool, got "
+                f"{type(decided).__name__} (an async callable is not supported)"
+            )
+        self._gated_calls[call.id] = decided
+        return decided
+
     def _entry_for(self, call: ToolCallContent) -> _Entry:
         try:
             digest: str | None = arguments_hash(call.arguments)
         except (TypeError, ValueError):
             digest = None
         approval_id = new_id("approval")
-        pending = PendingDecision(
-            approval_id=approval_id,
-            tool_call_id=call.id,
-            scope=DecisionScope(tool_name=call.name, arguments_hash=digest),
-        )
+        pending = pending_decision(approval_id, call, digest, self.redactor)
         self._names[call.id] = call.name
-        return _Entry(call=call, approval_id=approval_id, pending=pending)
+        return _Entry(call=call, approval_id=approval_id, pending=pending, arguments_hash=digest)
 
     def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
         """The result a gated or sticky-rejected call gets without dispatching, else
@@ -396,7 +453,9 @@ class DurableRun:
     def needs_backstop(self, call: ToolCallContent) -> bool:
         """Whether ``call`` reached the pre-execution step without having been gated (the backstop
         then suspends the run on it alone)."""
-        if not self.gating or call.id in self._replaying or call.id in self._gated:
+        if not self.approvals or call.id in self._replaying or call.id in self._gated:
+            return False
+        if not self._needs_approval(call):
             return False
         sticky = sticky_match(self.sticky, call)
         return sticky is None or sticky.outcome != "allow_for_run"
@@ -415,6 +474,11 @@ class DurableRun:
     def open_pending_calls(self) -> list[dict[str, Any]]:
         """The open gated round as ``pending_calls`` entries, in call order."""
         return [e.to_json() for e in self._open]
+
+    def hold_steers(self, messages: Sequence[Message]) -> None:
+        """Keep steered ``messages`` (queued while a tool round is open) for the next
+        envelope writes, after any already held."""
+        self.steers.extend(m.to_dict() for m in messages)
 
     def close_round(self) -> None:
         """Forget the open gated round (cleanup)."""

@@ -12,12 +12,14 @@ from collections.abc import Mapping
 from typing import Any, Final, cast
 
 from prism.errors import AgentLoopStateError, AgentRunStateError
+from prism.loop_needs import loop_needs
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
 from prism.runtime._run_state import (
     CHECKPOINT_POLICIES,
     MAX_DEPTH,
     MAX_KEYS,
     MAX_LOADED_STATE_BYTES,
+    OLDEST_SCHEMA_VERSION,
     SCHEMA_VERSION,
     STATUSES,
     AgentRunInterruption,
@@ -30,10 +32,13 @@ from prism.runtime._run_state import (
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, CheckpointStore
 from prism.runtime.config import AgentConfig, ConfiguredAgent
 from prism.types import (
+    ErrorInfo,
     JsonValue,
+    Message,
     ModelConfig,
     OwnershipScope,
     ToolCallContent,
+    ToolDefinition,
     canonical_json,
     is_json_value,
 )
@@ -43,6 +48,7 @@ __all__ = [
     "agent_id_of",
     "arguments_hash",
     "check_shape",
+    "checked_envelope",
     "encode_state",
     "load_agent_run_state",
     "load_state",
@@ -50,6 +56,7 @@ __all__ = [
     "members_size",
     "run_key",
     "save_agent_run_state",
+    "upgrade_envelope",
 ]
 
 # --------------------------------------------------------------------------- fingerprint
@@ -68,6 +75,32 @@ def _loop_identity(loop: object) -> dict[str, str]:
     return {"name": str(getattr(loop, "name", "")), "revision": effective_loop_revision(loop)}
 
 
+def _definition(config: AgentConfig) -> dict[str, Any]:
+    """What an agent's definition contributes to a fingerprint (its loop excepted)."""
+    guardrails = config.guardrails
+    guards: list[dict[str, Any]] = []
+    if guardrails is not None:
+        for stage in ("input", "output", "tool_input", "tool_output"):
+            for guard in getattr(guardrails, stage):
+                guards.append({"name": guard.name, "stage": stage, "revision": guard.revision})
+    data: dict[str, Any] = {
+        "id": config.id or config.name,
+        "model": config.model.to_dict(),
+        "instructions": config.instructions or None,
+        "system_prompt": [{"id": c.id, "text": c.text} for c in config.system_prompt] or None,
+        "skills": [{"name": s.name, "instructions": s.instructions} for s in config.skills],
+        "tools": [_tool_identity(t) for t in config.tools],
+        "guardrails": guards,
+    }
+    if config.tool_sources:
+        data["tool_sources"] = [source.source_identity() for source in config.tool_sources]
+    if config.tool_filter:
+        data["tool_filters"] = [
+            {"allow": list(f.allow), "deny": list(f.deny)} for f in config.tool_filter
+        ]
+    return data
+
+
 def agent_id_of(config: AgentConfig) -> str:
     agent_id = config.id or config.name
     if not agent_id:
@@ -82,11 +115,13 @@ def agent_fingerprint(
 
     ``sha256(canonical_json(F)).hexdigest()`` where ``F`` holds the agent id, the revision, the
     model, instructions, system prompt contributions, skills, tools (name, parameters,
-    exclusive), guardrails (name, stage, revision), the loop identity, and — only when the agent
-    has them — the identities of its tool sources (``source_identity()``: which server, with
-    which prefix and filters; not the tools they offer, which a resume checks one by one) and
-    the tool filters. Two agents built from equal configuration give equal
-    fingerprints; a changed loop revision or a removed loop gives a different one.
+    exclusive, and ``needs_approval`` when set), guardrails (name, stage, revision), the loop
+    identity, and — only when the agent has them — the identities of its tool sources
+    (``source_identity()``: which server, with which prefix and filters; not the tools they
+    offer, which a resume checks one by one), the tool filters and, when the loop declares
+    handoff targets (``needs.handoffs``), the same definition of each target, its loop excepted.
+    Two agents built from equal configuration give equal fingerprints; a changed loop revision or
+    a removed loop gives a different one.
 
     Args:
         agent: An ``Agent`` or its ``AgentConfig``.
@@ -100,33 +135,29 @@ def agent_fingerprint(
             ``name``.
     """
     config: AgentConfig = agent if isinstance(agent, AgentConfig) else agent.config
-    guardrails = config.guardrails
-    guards: list[dict[str, Any]] = []
-    if guardrails is not None:
-        for stage in ("input", "output", "tool_input", "tool_output"):
-            for guard in getattr(guardrails, stage):
-                guards.append({"name": guard.name, "stage": stage, "revision": guard.revision})
-    data: dict[str, Any] = {
-        "id": agent_id_of(config),
-        "revision": definition_revision,
-        "model": config.model.to_dict(),
-        "instructions": config.instructions or None,
-        "system_prompt": [{"id": c.id, "text": c.text} for c in config.system_prompt] or None,
-        "skills": [{"name": s.name, "instructions": s.instructions} for s in config.skills],
-        "tools": [
-            {"name": t.name, "parameters": t.parameters, "exclusive": t.exclusive}
-            for t in config.tools
-        ],
-        "guardrails": guards,
-        "loop": _loop_identity(config.loop),
-    }
-    if config.tool_sources:
-        data["tool_sources"] = [source.source_identity() for source in config.tool_sources]
-    if config.tool_filter:
-        data["tool_filters"] = [
-            {"allow": list(f.allow), "deny": list(f.deny)} for f in config.tool_filter
-        ]
+    data = _definition(config)
+    data["id"] = agent_id_of(config)
+    data["revision"] = definition_revision
+    data["loop"] = _loop_identity(config.loop)
+    targets = loop_needs(config.loop).handoffs
+    if targets:
+        data["handoffs"] = [_definition(target.config) for target in targets]
     return _sha256_hex(canonical_json(data))
+
+
+def _tool_identity(tool: ToolDefinition) -> dict[str, Any]:
+    """A tool's part of the fingerprint; ``needs_approval`` only when set (``True``, or the
+    callable's qualified name), so the fingerprints of tools without it are unchanged."""
+    out: dict[str, Any] = {
+        "name": tool.name, "parameters": tool.parameters, "exclusive": tool.exclusive
+    }
+    gate = tool.needs_approval
+    if gate is True:
+        out["needs_approval"] = True
+    elif gate is not False:
+        module = getattr(gate, "__module__", None) or ""
+        out["needs_approval"] = f"{module}.{getattr(gate, '__qualname__', type(gate).__name__)}"
+    return out
 
 
 def arguments_hash(arguments: object) -> str:
@@ -222,6 +253,19 @@ def members_size(obj: Mapping[str, Any]) -> int:
 _REQUIRED_STR: Final = ("agent_id", "definition_revision", "fingerprint", "run_id", "session_id")
 
 
+def upgrade_envelope(state: Any) -> Any:
+    """A stored envelope in the current schema: a version 1 envelope is the same object with
+    ``schema_version`` 2 (version 2 only adds optional keys); anything else is returned
+    unchanged for :func:`_check_envelope` to judge. Never mutates ``state``."""
+    if (
+        isinstance(state, dict)
+        and is_int(state.get("schema_version"))
+        and OLDEST_SCHEMA_VERSION <= state["schema_version"] < SCHEMA_VERSION
+    ):
+        return {**state, "schema_version": SCHEMA_VERSION}
+    return state
+
+
 def _check_envelope(state: Any) -> dict[str, Any]:
     """Re-check the fields and field types of a loaded envelope; raises AgentRunStateError."""
     if not isinstance(state, dict):
@@ -251,6 +295,8 @@ def _check_envelope(state: Any) -> dict[str, Any]:
         bad = "stop_reason"
     elif state.get("input") is not None and not isinstance(state.get("input"), list):
         bad = "input"
+    elif state.get("steers") is not None and not isinstance(state.get("steers"), list):
+        bad = "steers"
     elif not _is_release(state.get("release")):
         bad = "release"
     else:
@@ -283,11 +329,32 @@ def _check_envelope(state: Any) -> dict[str, Any]:
             ToolCallContent.from_dict(entry["call"])
             if entry.get("decision") is not None:
                 RunDecision.from_dict(entry["decision"])
+            resolution = entry.get("resolution")
+            if resolution is not None:
+                if not (
+                    isinstance(resolution, dict)
+                    and resolution.get("outcome") == "succeeded"
+                    and is_json_value(resolution.get("result"))
+                ):
+                    raise ValueError("invalid pending call resolution")
+                if resolution.get("error") is not None:
+                    ErrorInfo.from_dict(resolution["error"])
+            if entry.get("arguments_hash") is not None and not isinstance(
+                entry["arguments_hash"], str
+            ):
+                raise ValueError("invalid pending call arguments_hash")
+        for message in state.get("steers") or ():
+            Message.from_dict(message)
     except Exception as exc:
         raise AgentRunStateError(f"malformed run state: {exc}") from exc
     return state
 
 
+def checked_envelope(value: Any) -> dict[str, Any]:
+    """A stored value as a current-schema envelope: upgraded, then shape-checked (size
+    included). Raises AgentRunStateError."""
+    encode_state(value, MAX_LOADED_STATE_BYTES)
+    return _check_envelope(upgrade_envelope(value))
 def _is_release(value: object) -> bool:
     """``release`` is optional: absent, or ``{"by", "reason", "at"}`` strings (see
     :data:`~prism.runtime._run_state.RELEASE_KEY`)."""
@@ -314,9 +381,8 @@ async def load_state(
         namespace=AGENT_RUN_NAMESPACE, key=run_id, ownership=ownership
     )
     if record is None:
-        raise AgentRunStateError(f"no run state stored for run {run_id}")
-    encode_state(record.value, MAX_LOADED_STATE_BYTES)
-    state = _check_envelope(record.value)
+        raise AgentRunStateError(f"no run {run_id} in this store (no run state is stored for it)")
+    state = checked_envelope(record.value)
     if state["run_id"] != run_id:
         raise AgentRunStateError("malformed run state: run_id differs from its key")
     if session_id is not None and state["session_id"] != session_id:
@@ -382,7 +448,7 @@ async def save_agent_run_state(
     """
     if not is_int(expected_version) or expected_version < 0:
         raise AgentRunStateError("expected_version must be an int >= 0")
-    value = dict(state) if isinstance(state, Mapping) else state
+    value = upgrade_envelope(dict(state)) if isinstance(state, Mapping) else state
     encode_state(value, MAX_LOADED_STATE_BYTES)
     envelope = _check_envelope(value)
     record = await checkpoints.save_checkpoint(

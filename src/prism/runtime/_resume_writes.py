@@ -43,14 +43,16 @@ __all__ = [
     "DENIED_MESSAGE",
     "EnvelopeWriter",
     "adopt_stored_rows",
+    "ambiguity_error",
     "check_ambiguity",
+    "check_leaf",
     "open_round_calls",
     "deny",
     "resuspend",
 ]
 
 
-async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> None:
+async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> bool:
     """Crash recovery: adopt the result rows stored after the recorded leaf.
 
     A ``running`` envelope written by a dispatch marking (an ``every-turn`` run, or the replay
@@ -61,15 +63,19 @@ async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> Non
     it and drops the call from ``pending_calls`` (on ``state``, which the claim then saves). A
     ``dispatched`` call left without a row stays ambiguous. Nothing is read unless a
     ``dispatched`` entry exists; the read is O(session), on the resume path only.
+
+    Returns:
+        Whether a row was adopted (``state`` changed): a resume that then stops on an
+        ambiguous call saves what it learned first.
     """
     pending: list[dict[str, Any]] = list(state.get("pending_calls") or ())
     leaf: str | None = state.get("leaf_id")
     if leaf is None or not any(e.get("status") == "dispatched" for e in pending):
-        return
+        return False
     try:
         entries = await session.store.list(session.id)
     except Exception:
-        return  # the ambiguity check reports the calls; the operator decides
+        return False  # the ambiguity check reports the calls; the operator decides
     children: dict[str | None, list[SessionEntry]] = {}
     for entry in entries:
         children.setdefault(entry.parent_id, []).append(entry)
@@ -86,6 +92,7 @@ async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> Non
     if moved:
         state["leaf_id"] = leaf
         state["pending_calls"] = [e for e in pending if e["call"]["id"] in open_ids]
+    return moved
 
 
 def _row_answering(
@@ -105,12 +112,59 @@ def _row_answering(
     return None
 
 
+async def check_leaf(session: AgentSession, state: Mapping[str, Any]) -> None:
+    """The stored leaf must be an entry of the run's session in the session's store.
+
+    Checked before a resume writes anything, so a run whose transcript this store does not hold
+    (another store, a deleted session, an edited ``leaf_id`` or ``session_id``) is reported
+    and stays as stored instead of being claimed and then failed. O(branch).
+
+    Raises:
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — the leaf is not in the session.
+    """
+    leaf: str | None = state.get("leaf_id")
+    if leaf is None:
+        return
+    try:
+        await read_branch(session.store, session.id, leaf)
+    except ValueError as exc:
+        raise AgentRunStateError(
+            f"run {state['run_id']} cannot be resumed: its leaf {leaf} is not in session "
+            f"{session.id} of this session store ({exc}); nothing was written"
+        ) from exc
+
+
+def ambiguity_error(state: Mapping[str, Any]) -> AgentRunStateError | None:
+    """The report of the ``dispatched`` pending calls (never replayed silently), else ``None``.
+
+    The message starts with ``"Ambiguous dispatched tool requires operator resolution"`` and
+    names each call with its tool and the repair; ``calls`` lists ``(tool_call_id, tool_name)``.
+    """
+    calls = tuple(
+        (str(entry["call"]["id"]), str(entry["call"]["name"]))
+        for entry in state.get("pending_calls", [])
+        if entry.get("status") == "dispatched"
+    )
+    if not calls:
+        return None
+    run_id = state.get("run_id", "RUN_ID")
+    named = ", ".join(f"{call_id} ({name})" for call_id, name in calls)
+    error = AgentRunStateError(
+        f"{AMBIGUOUS}: {named} of run {run_id} started and stored no result, so whether its "
+        "side effect happened is unknown; check the tool's own records, then resolve each "
+        f"call (prism runs resolve {run_id} CALL_ID --rejected|--succeeded, or "
+        "resolve_ambiguous_call(...)) and resume again"
+    )
+    error.calls = calls
+    return error
+
+
 def check_ambiguity(state: Mapping[str, Any]) -> None:
     """Raise ``AgentRunStateError`` when a pending call is ``dispatched``: its outcome is
-    unknown, so it is never replayed silently (the operator repairs the envelope)."""
-    for entry in state.get("pending_calls", []):
-        if entry.get("status") == "dispatched":
-            raise AgentRunStateError(AMBIGUOUS)
+    unknown, so it is never replayed silently (see :func:`ambiguity_error`)."""
+    error = ambiguity_error(state)
+    if error is not None:
+        raise error
 
 
 @dataclass(slots=True)

@@ -25,6 +25,7 @@ from prism.types import (
 __all__ = [
     "MAX_LOADED_STATE_BYTES",
     "MAX_STATE_BYTES_LIMIT",
+    "OLDEST_SCHEMA_VERSION",
     "RELEASE_KEY",
     "SCHEMA_VERSION",
     "AgentRunInterruption",
@@ -45,8 +46,16 @@ __all__ = [
 
 # --------------------------------------------------------------------------- constants
 
-SCHEMA_VERSION: Final = 1
-"""``schema_version`` of every envelope this version writes."""
+SCHEMA_VERSION: Final = 2
+"""``schema_version`` of every envelope this version writes.
+
+Version 2 adds, all optional: ``steers`` (steered messages held for after an open tool round),
+per pending call ``arguments_hash`` (what an approval binds to) and ``resolution`` (an
+operator's repair of an ambiguous call), and per pending decision ``tool_name`` and
+``arguments`` (the redacted arguments an approver reads). A version 1 envelope is upgraded on
+load (it has none of them)."""
+OLDEST_SCHEMA_VERSION: Final = 1
+"""The oldest ``schema_version`` still loaded (and upgraded)."""
 MAX_STATE_BYTES_LIMIT: Final = 1_048_576
 """Largest allowed ``max_state_bytes``."""
 MAX_LOADED_STATE_BYTES: Final = 1_048_576
@@ -59,6 +68,8 @@ MAX_DECISIONS: Final = 128
 MAX_APPROVAL_ID: Final = 128
 MAX_REASON_BYTES: Final = 2048
 MAX_MODIFIED_BYTES: Final = 16 * 1024
+MAX_SHOWN_ARGUMENTS_BYTES: Final = 4096
+"""Most UTF-8 bytes of ``PendingDecision.arguments``."""
 APPROVAL_REASON: Final = "Tool side effect requires approval"
 NOT_CONTINUABLE: Final = "Run is suspended and not continuable; approve or deny it"
 AMBIGUOUS: Final = "Ambiguous dispatched tool requires operator resolution"
@@ -91,6 +102,33 @@ DECISIONS: Final = frozenset(("continue", "approve", "deny"))
 
 def is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def not_resumable_message(run_id: str, status: str) -> str:
+    """Why a stored run in a final ``status`` cannot be resumed (the ``prism resume`` wording)."""
+    if status == "succeeded":
+        return f"run {run_id} already finished (succeeded); nothing to resume"
+    return (
+        f"run {run_id} is {status} and cannot be resumed (only a run stopped at a turn "
+        "boundary, waiting for an approval or cut off mid-run can be)"
+    )
+
+
+def stale_message(
+    run_id: str, stored: int, expected: int, status: str, stop_reason: str | None
+) -> str:
+    """The message of a resume whose expected version is not the stored one: another resumer
+    (or writer) moved the run on; a run that has finished since says so."""
+    head = (
+        f"run {run_id} was resumed or changed by another writer "
+        f"(stored version {stored}, expected {expected})"
+    )
+    continuable = status in ("running", "suspended") or (
+        status == "succeeded" and stop_reason == "host_policy"
+    )
+    if continuable:
+        return f"{head}; load it again to resume its current version"
+    return f"{head}: {not_resumable_message(run_id, status)}"
 
 
 # --------------------------------------------------------------------------- options
@@ -213,12 +251,20 @@ def check_durable_run(
         The effective options, or ``None`` when the run is not durable.
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — the agent's ``run_state`` mapping is malformed.
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — the agent's ``run_state`` mapping is malformed;
+            a tool with ``needs_approval`` on a run that is not durable.
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — checks 1, 2, 3 and 5.
         AgentLoopStateError: ``ERR_PRISM_LOOP_NOT_DURABLE`` — check 4.
     """
     agent_value = coerce_run_state_options(config.run_state, label="agent run_state")
     if run_value is None and agent_value is None:
+        gated = [t.name for t in config.tools if t.needs_approval is not False]
+        if gated:
+            raise PrismConfigError(
+                f"tool {gated[0]} needs approval (needs_approval), and an approval needs "
+                "durable run state to wait in: set run_state=RunStateOptions(checkpoints, "
+                "definition_revision) on the agent or the run"
+            )
         return None
     if run_value is not None and agent_value is not None and run_value != agent_value:
         raise AgentRunStateError("run_state differs from the agent's run_state")
@@ -281,7 +327,15 @@ class PendingDecision(Serializable):
     tool_call_id: str
     """The gated call's id."""
     scope: DecisionScope
-    """The call's tool name and arguments hash (never the raw arguments)."""
+    """The call's tool name and arguments hash: what the approval binds to."""
+    tool_name: str | None = None
+    """The gated call's tool."""
+    arguments: str | None = None
+    """The call's arguments for the approver to read: JSON text with the registered secrets
+    redacted, at most 4096 UTF-8 bytes (a longer text is cut and ends with ``…``; see
+    ``arguments_truncated``). The approval still binds to the full arguments' hash."""
+    arguments_truncated: bool = False
+    """``arguments`` was cut at 4096 bytes."""
     reason: str = APPROVAL_REASON
     """Why approval is needed."""
     kind: Literal["tool_approval"] = "tool_approval"
@@ -290,7 +344,8 @@ class PendingDecision(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentRunInterruption(Serializable):
-    """Why a durable run is suspended. Never contains raw tool arguments.
+    """Why a durable run is suspended. Tool arguments appear only as each pending decision's
+    redacted, capped ``arguments`` text.
 
     For a single pending decision ``reason``, ``tool_call_id`` and ``tool_name`` come from it; for
     several, ``reason`` is ``"<n> tool side effects require approval"`` and the call fields are
@@ -357,7 +412,7 @@ class AgentRunState(Serializable):
     """
 
     schema_version: int
-    """Envelope schema version (``1``)."""
+    """Envelope schema version (``2``; an older stored envelope is shown upgraded)."""
     agent_id: str
     """``config.id or config.name`` of the agent that wrote it."""
     definition_revision: str
@@ -407,8 +462,9 @@ class AgentRunState(Serializable):
 class LoadedRunState:
     """A stored envelope and its record.
 
-    ``state`` is the envelope exactly as stored (``record.value``): a JSON object with the envelope's
-    keys, where an absent field is an absent key. ``record.version`` is what
+    ``state`` is the envelope as stored (``record.value``), upgraded to the current
+    ``schema_version`` when an older version wrote it: a JSON object with the envelope's keys,
+    where an absent field is an absent key. ``record.version`` is what
     ``resume_agent_run(..., expected_version=...)`` expects.
     """
 

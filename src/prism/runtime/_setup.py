@@ -19,6 +19,7 @@ from prism.limits import sets_finite_output_budget
 from prism.loop_needs import loop_needs
 from prism.providers.base import AIProvider
 from prism.retry import RetryPayload
+from prism.runtime._tool_rounds import tool_rounds
 from prism.runtime._tool_sources import open_leg_tools
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.context import RunContext
@@ -103,9 +104,11 @@ def setup_assembly(
     skills: tuple[Skill, ...],
     summaries: Sequence[str],
     loop: object = None,
+    provider: object = None,
 ) -> None:
     """The request assembler (system prompt, context providers, skills, tools, options,
-    ``input_assembly`` hook), the request policies and the tool validator.
+    ``input_assembly`` hook), the request policies, the tool-round policy (with ``provider``'s
+    default; :mod:`prism.runtime._tool_rounds`) and the tool validator.
 
     The loop's needs add to it: its shown schema, natively or as a system-prompt contribution
     (``artifact-schema``, after the others; :func:`~prism.structured_output.deliver_shown_schema`),
@@ -161,6 +164,7 @@ def setup_assembly(
         assembler.set_summaries(summaries)
     ctx.assembler = assembler
     ctx.policies = config.provider_request_policies + plan.provider_request_policies
+    ctx.answer_after_tool_rounds, ctx.max_tool_rounds = tool_rounds(plan, provider, ctx.tracker)
     validator = plan.tool_validator
     ctx.tool_validator = validator if validator is not None else config.tool_validator
 

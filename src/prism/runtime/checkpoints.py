@@ -9,13 +9,17 @@ to claim or advance the same run at most one succeeds.
 * :class:`CheckpointStore` — the protocol (``save_checkpoint`` / ``load_checkpoint``);
 * :class:`MemoryCheckpointStore` — the in-memory reference implementation whose semantics the
   SQLite and PostgreSQL stores (``prism.stores``) repeat exactly;
-* :func:`check_checkpoint_write` — the argument checks every implementation shares.
+* :func:`check_checkpoint_write` — the argument checks every implementation shares;
+* :class:`AgentRunIndex` — the optional capability of listing the stored runs (what a worker or an
+  operator resumes), which the memory, SQLite and PostgreSQL stores implement.
 """
 
 from __future__ import annotations
 
+import builtins
 import copy
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -26,11 +30,15 @@ from prism.types import JsonValue, OwnershipScope
 
 __all__ = [
     "AGENT_RUN_NAMESPACE",
+    "RESUMABLE",
+    "AgentRunIndex",
     "CheckpointRecord",
     "CheckpointStore",
     "MemoryCheckpointStore",
     "check_checkpoint_write",
+    "check_run_listing",
     "clone_json",
+    "is_resumable",
 ]
 
 AGENT_RUN_NAMESPACE: Final = "prism.agent-run"
@@ -103,6 +111,74 @@ class CheckpointStore(Protocol):
     ) -> CheckpointRecord | None:
         """The stored record of ``(namespace, key)``, or ``None`` when absent."""
         ...
+
+
+RESUMABLE: Final = "resumable"
+"""The pseudo-status of a listing: ``running``, ``suspended``, or ``succeeded`` with
+``stop_reason="host_policy"`` (a turn-policy stop) — the runs a resume can continue."""
+
+
+@runtime_checkable
+class AgentRunIndex(Protocol):
+    """Optional capability of a checkpoint store: list the stored run-state envelopes.
+
+    What ``prism.list_agent_runs`` needs. Semantics every implementation MUST follow (checked by
+    ``prism.testing.run_checkpoint_store_conformance`` when the store has this method):
+
+    * only records of ``namespace="prism.agent-run"`` whose value is a JSON object are listed;
+    * ``session_id`` keeps those whose value's ``session_id`` equals it; ``statuses`` those whose
+      ``status`` is one of them; ``resumable`` those :func:`is_resumable` accepts;
+    * most recently updated first (``updated_at`` descending, then ``key`` descending), at most
+      ``limit``; values are copies.
+    """
+
+    async def list_run_checkpoints(
+        self,
+        *,
+        session_id: str | None = None,
+        statuses: Collection[str] | None = None,
+        resumable: bool = False,
+        limit: int = 100,
+    ) -> list[CheckpointRecord]:
+        """The matching run-state records, newest first.
+
+        Raises:
+            ValueError: ``limit`` smaller than 1.
+        """
+        ...
+
+
+def is_resumable(value: object) -> bool:
+    """A run-state envelope a resume can continue: ``running``, ``suspended``, or a
+    ``succeeded`` one with ``stop_reason="host_policy"``."""
+    if not isinstance(value, dict):
+        return False
+    status = value.get("status")
+    return status in ("running", "suspended") or (
+        status == "succeeded" and value.get("stop_reason") == "host_policy"
+    )
+
+
+def check_run_listing(limit: object, statuses: object) -> tuple[str, ...] | None:
+    """The argument checks of ``list_run_checkpoints``; returns ``statuses`` as a tuple.
+
+    Raises:
+        TypeError: ``limit`` not an int, ``statuses`` a string or not strings.
+        ValueError: ``limit`` smaller than 1.
+    """
+    if not _is_int(limit):
+        raise TypeError("list_run_checkpoints: limit must be an int")
+    assert isinstance(limit, int)
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    if statuses is None:
+        return None
+    if isinstance(statuses, str) or not isinstance(statuses, Collection):
+        raise TypeError("list_run_checkpoints: statuses must be a collection of str")
+    out = tuple(statuses)
+    if not all(isinstance(s, str) for s in out):
+        raise TypeError("list_run_checkpoints: statuses must be a collection of str")
+    return out
 
 
 # --------------------------------------------------------------------------- shared checks
@@ -270,6 +346,37 @@ class MemoryCheckpointStore:
         with self._lock:
             record = self._records.get((namespace, key))
         return _copy_record(record) if record is not None else None
+
+
+    async def list_run_checkpoints(
+        self,
+        *,
+        session_id: str | None = None,
+        statuses: Collection[str] | None = None,
+        resumable: bool = False,
+        limit: int = 100,
+    ) -> builtins.list[CheckpointRecord]:
+        """The stored run-state records, newest first (see :class:`AgentRunIndex`).
+        O(records)."""
+        wanted = check_run_listing(limit, statuses)
+        with self._lock:
+            records = [
+                r for (namespace, _), r in self._records.items()
+                if namespace == AGENT_RUN_NAMESPACE and isinstance(r.value, dict)
+            ]
+        out = []
+        for record in records:
+            value = record.value
+            assert isinstance(value, dict)
+            if session_id is not None and value.get("session_id") != session_id:
+                continue
+            if wanted is not None and value.get("status") not in wanted:
+                continue
+            if resumable and not is_resumable(value):
+                continue
+            out.append(record)
+        out.sort(key=lambda r: (r.updated_at, r.key), reverse=True)
+        return [_copy_record(r) for r in out[:limit]]
 
 
 def _copy_record(record: CheckpointRecord) -> CheckpointRecord:

@@ -26,12 +26,11 @@ The run path, top to bottom: :mod:`prism.runtime.session` → :mod:`prism.runtim
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Final, Literal, Protocol, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from prism.abort import AbortController, AbortSignal
 from prism.assembly import RequestAssembler
@@ -49,6 +48,9 @@ from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
+from prism.runtime._delegation import RunDelegation, child_forward, parent_run
+from prism.runtime._durable_gate import DurableGate
+from prism.runtime._observers import stamp_ids
 from prism.runtime._request_codec import LiveHistory, RequestCodec
 from prism.runtime._tool_rounds import force_text_answer
 from prism.runtime.attempts import ProviderAttempts
@@ -67,7 +69,6 @@ from prism.types import (
     ProviderStopReason,
     ProviderTurnResult,
     ToolCallContent,
-    ToolDefinition,
     ToolExecutionContext,
     ToolResult,
     ToolResultContent,
@@ -85,42 +86,6 @@ INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its re
 """Message of the rows that answer calls left open by a failed run."""
 
 
-class DurableGate(Protocol):
-    """The durable run's part in tool dispatch; see ``DurableDriver``."""
-
-    def gate_round(self, calls: tuple[ToolCallContent, ...]) -> None:
-        """Record a tool round's calls in the open gated round."""
-        ...
-
-    def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
-        """The answer of a gated or sticky-rejected call, without dispatching."""
-        ...
-
-    async def before_execute(
-        self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
-    ) -> None:
-        """Runs right before a host tool executes; may suspend the run."""
-        ...
-
-    def record_source_tools(self, digests: Mapping[str, str]) -> None:
-        """Store the schema digests of the leg's tool-source tools with the run."""
-        ...
-
-
-def _stamp(event: Any, session_id: str, run_id: str) -> Any:
-    """``event`` with empty ``session_id``/``run_id`` fields filled in."""
-    sid = getattr(event, "session_id", session_id)
-    rid = getattr(event, "run_id", run_id)
-    if sid and rid:
-        return event
-    changes: dict[str, str] = {}
-    if not sid and hasattr(event, "session_id"):
-        changes["session_id"] = session_id
-    if not rid and hasattr(event, "run_id"):
-        changes["run_id"] = run_id
-    return dataclasses.replace(event, **changes) if changes else event
-
-
 class RunContext:
     """The ``LoopContext`` of one run leg, with the leg's live state.
 
@@ -133,7 +98,6 @@ class RunContext:
     """
 
     __slots__ = (
-        "_dispatch",
         "_layout",
         "_layout_version",
         "accumulator",
@@ -143,11 +107,14 @@ class RunContext:
         "assembler",
         "attempts",
         "boundary",
+        "bound_dispatch",
         "codec",
         "config",
         "controller",
         "durable",
         "finish_reason",
+        "forward",
+        "handoff",
         "history",
         "input",
         "input_messages",
@@ -214,7 +181,11 @@ class RunContext:
         self.plan = plan
         self.redactor = plan.redactor
         self.observers = state.observers
-        self.tracker = RunLimitTracker(plan.limits, on_breach=self._on_breach, counters=counters)
+        self.tracker = RunLimitTracker(
+            plan.limits, on_breach=self._on_breach, counters=counters, parent=parent_run(plan)
+        )
+        self.forward = child_forward(plan.parent, config.name, self.session_id, run_id)
+        """Receives each emitted event when this is a child run (the parent's ``SubagentEvent``)."""
         self.accumulator = UsageAccumulator()
         self.writer = LedgerWriter(
             plan.run_ledger,
@@ -253,7 +224,10 @@ class RunContext:
         self.tool_validator: ToolValidator | Literal[False] | None = None
         self._layout: Any = None
         self._layout_version = 0
-        self._dispatch: Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]] | None = None
+        self.bound_dispatch: Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]] | None = None
+        """The bound tool dispatch (``None``: bind on the next call, e.g. after an agent switch)."""
+        self.handoff: Any = None
+        """The agent switch of a loop with handoff targets (``HandingOff``), else ``None``."""
         self.observers.set_redactor(self.redactor)
 
     def __repr__(self) -> str:
@@ -263,7 +237,9 @@ class RunContext:
 
     def observed(self) -> bool:
         """Whether anything observes this run's events (subscribers, ``on_event``, a ledger)."""
-        return not self.terminal_emitted and (self.observers.active or self.ledger_on)
+        return not self.terminal_emitted and (
+            self.observers.active or self.ledger_on or self.forward is not None
+        )
 
     def emit(self, event: AgentEvent, /) -> None:
         """Emit one event to observers and the ledger.
@@ -275,15 +251,18 @@ class RunContext:
             return
         observers = self.observers
         ledger_on = self.ledger_on
-        if not observers.active and not ledger_on:
+        forward = self.forward
+        if not observers.active and not ledger_on and forward is None:
             return
-        event = _stamp(event, self.session_id, self.run_id)
+        event = stamp_ids(event, self.session_id, self.run_id)
         redactor = self.redactor
         if redactor is not None:
             event = redact_agent_event(event, redactor)
         observers.deliver(event)
         if ledger_on:
             self.writer.record_event(event)
+        if forward is not None:
+            forward(event)
 
     def emit_terminal(self, event: AgentEvent) -> None:
         """Emit the leg's last event; later :meth:`emit` calls are dropped."""
@@ -476,9 +455,9 @@ class RunContext:
             if answer is not None:
                 return answer
         self.tool_calls += 1
-        dispatch = self._dispatch
+        dispatch = self.bound_dispatch
         if dispatch is None:
-            dispatch = self._dispatch = self._bind_dispatch()
+            dispatch = self.bound_dispatch = self._bind_dispatch()
         return await dispatch(call)
 
     def _bind_dispatch(self) -> Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]]:
@@ -501,6 +480,7 @@ class RunContext:
                 tool_call_id="",
                 signal=self.signal,
                 metadata=self.metadata,
+                run=RunDelegation(redactor, self.state.store, self.tracker, self.accumulator, self.emit),
             ),
             filter=plan.tool_filters or None,
             middleware=self.middleware,
@@ -537,8 +517,13 @@ class RunContext:
     async def apply_pending_steers(self) -> bool:
         """Move the queued steered messages into history and store.
 
-        Only after the leg's first ``generate`` returned; each message passes the input
-        guardrails first (a blocked one is reported with ``steer_rejected``).
+        Only after the leg's first ``generate`` returned, and never inside an open tool round:
+        while a stored assistant tool call has no stored result (a round waiting for an
+        approval, or a custom loop draining between a call and its result) the queue is kept,
+        because providers reject a user message between a tool call and its result. A
+        suspension stores the kept messages in the run-state envelope and the resumed leg
+        appends them after the round's last result. Each message passes the input guardrails
+        first (a blocked one is reported with ``steer_rejected``).
 
         Returns:
             Whether messages were drained.
@@ -547,9 +532,21 @@ class RunContext:
         attempts = self.attempts
         if not state.steer_queue or attempts is None or not attempts.generated:
             return False
+        if self.open_calls:
+            return False
         messages = state.take_steers()
         attempts.clear_soft_interrupt()
         self.emit(QueueUpdatedEvent(session_id=self.session_id, run_id=self.run_id, size=0))
+        await self.store_steers(messages)
+        return True
+
+    async def store_steers(self, messages: Sequence[Message]) -> None:
+        """Append steered ``messages`` to history and store, each after the input guardrails
+        (a blocked one is reported with ``steer_rejected``; an ``interrupt`` fails the run).
+
+        Used by :meth:`apply_pending_steers` and by a resumed leg for the steers its
+        suspension stored.
+        """
         guardrails = self.plan.guardrails
         has_input_guards = guardrails is not None and bool(guardrails.input)
         for message in messages:
@@ -579,7 +576,6 @@ class RunContext:
                     continue
             self.history.append(message)
             await self.append_message(message)
-        return True
 
     def guardrail_context(self, stage: GuardrailStage, value: T) -> GuardrailContext[T]:
         """The guardrail context of this run for ``stage``."""

@@ -15,7 +15,10 @@ Public surface (re-exported from ``prism``):
 * :func:`resume_agent_run` — continue, approve or deny a stored run;
 * :func:`agent_fingerprint` — the configuration fingerprint;
 * :func:`load_agent_run_state` / :func:`save_agent_run_state` / :class:`LoadedRunState` — operator
-  access to the stored envelope.
+  access to the stored envelope;
+* :func:`resolve_ambiguous_call` — the operator's repair of a call a crash left ambiguous;
+* :func:`list_agent_runs` — the stored runs (by default the resumable ones), for a worker or an
+  operator to resume.
 
 The per-leg machinery the runtime drives (gating, checkpoint writes, suspension, replay) is
 :class:`DurableRun`; :func:`check_durable_run` is the durable preflight.
@@ -37,9 +40,10 @@ from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal
 
-from prism.errors import AgentRunStateError, AgentSessionBusyError
+from prism.errors import AgentRunStateError, AgentSessionBusyError, CheckpointConflictError
 from prism.runtime._approvals import (
     apply_decisions,
+    check_bound_arguments,
     coerce_decisions,
     decision_error,
 )
@@ -56,19 +60,24 @@ from prism.runtime._envelope import arguments_hash as arguments_hash
 from prism.runtime._envelope import load_agent_run_state as load_agent_run_state
 from prism.runtime._envelope import loop_state_of as loop_state_of
 from prism.runtime._envelope import save_agent_run_state as save_agent_run_state
+from prism.runtime._repair import resolve_ambiguous_call as resolve_ambiguous_call
 from prism.runtime._resume_writes import DENIED_MESSAGE as DENIED_MESSAGE
 from prism.runtime._resume_writes import (
     EnvelopeWriter,
     adopt_stored_rows,
+    ambiguity_error,
     check_ambiguity,
+    check_leaf,
     deny,
     resuspend,
 )
+from prism.runtime._run_listing import list_agent_runs as list_agent_runs
 from prism.runtime._run_state import (
     DECISIONS,
     MAX_LOADED_STATE_BYTES,
     NOT_CONTINUABLE,
     is_int,
+    stale_message,
 )
 from prism.runtime._run_state import RELEASE_KEY as RELEASE_KEY
 from prism.runtime._run_state import AgentRunInterruption as AgentRunInterruption
@@ -85,6 +94,7 @@ from prism.runtime._run_state import RunStateStatus as RunStateStatus
 from prism.runtime._run_state import StickyDecision as StickyDecision
 from prism.runtime._run_state import check_durable_run as check_durable_run
 from prism.runtime._run_state import coerce_run_state_options as coerce_run_state_options
+from prism.runtime._run_state import not_resumable_message as not_resumable_message
 from prism.runtime._tool_sources import check_source_tools, open_leg_tools
 from prism.runtime.checkpoints import CheckpointStore
 from prism.runtime.leg import resume_leg
@@ -125,9 +135,11 @@ __all__ = [
     "arguments_hash",
     "check_durable_run",
     "coerce_run_state_options",
+    "list_agent_runs",
     "load_agent_run_state",
     "loop_state_of",
     "rejection_result",
+    "resolve_ambiguous_call",
     "resume_agent_run",
     "save_agent_run_state",
 ]
@@ -179,16 +191,15 @@ async def resume_agent_run(
         run_state: What identifies the stored run: an :class:`AgentRunState` (as returned by
             ``RunResult.run_state``), a :class:`LoadedRunState` (as returned by
             :func:`load_agent_run_state`), an ``AgentRunRef`` or a run id string. A run id or
-            ``AgentRunRef`` carries no version, so it needs ``expected_version`` (the
-            version is checked before anything is read; pass ``record.version`` of
-            ``load_agent_run_state(...)``, or that ``LoadedRunState`` itself). Anything else
-            raises ``AgentRunStateError`` naming the accepted types.
+            ``AgentRunRef`` carries no version: without ``expected_version`` the stored version
+            is resumed (the claim is still a compare-and-set on it, so of two resumers one
+            wins). Anything else raises ``AgentRunStateError`` naming the accepted types.
         decision: ``"continue"``, ``"approve"`` or ``"deny"``.
         decisions: A non-empty sequence of :class:`RunDecision` (or mappings), at most 128; only
             with the default ``decision``.
         expected_version: The stored version; defaults to ``run_state.version``
-            (``record.version`` of a ``LoadedRunState``); required with a run id or an
-            ``AgentRunRef``. It must be a positive int.
+            (``record.version`` of a ``LoadedRunState``), or to the version loaded for a run
+            id or an ``AgentRunRef``. It must be a positive int.
         checkpoints: Defaults to the agent's ``run_state.checkpoints``.
         definition_revision: Defaults to the agent's ``run_state.definition_revision``.
         signal: Abort signal bridged into the resumed leg.
@@ -205,12 +216,17 @@ async def resume_agent_run(
     Raises:
         AgentDecisionError: ``ERR_PRISM_DECISION_INVALID`` / ``_DUPLICATE`` / ``_UNKNOWN`` /
             ``_LIMIT``; nothing is written.
-        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — missing or malformed state, another
-            session's, revision or fingerprint mismatch, stale version, non-resumable status,
-            ambiguous dispatched call, configuration mismatch, a tool-source tool that is gone
-            or whose parameter schema changed since the run was stored (named).
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — missing or malformed state
+            (``"no run <id> in this store …"``), another session's, revision or fingerprint
+            mismatch, a final status (``"run <id> already finished (succeeded); nothing to
+            resume"``, ``"run <id> is failed and cannot be resumed …"``), ambiguous dispatched
+            calls (``calls`` lists them), a leaf the session store does not hold,
+            configuration mismatch, a tool-source tool that is gone or whose parameter schema
+            changed since the run was stored (named). Nothing is written.
         AgentSessionBusyError: ``ERR_PRISM_SESSION_BUSY`` — the session is running.
-        CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — another resumer claimed it.
+        CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — another resumer or writer
+            moved the run on: the stored version is not the expected one (at load; the message
+            says when the run has finished since), or the claim's compare-and-set lost.
         AgentRunError: the resumed leg failed (as ``session.run`` raises it).
     """
     invalid = "ERR_PRISM_DECISION_INVALID"
@@ -246,15 +262,7 @@ async def resume_agent_run(
             + (repr(run_state) if isinstance(run_state, str) else type(run_state).__name__)
         )
     version = expected_version if expected_version is not None else default_version
-    if version is None:  # checked before any read; a run id carries no version
-        raise decision_error(
-            invalid,
-            f"run_state {key!r} is a run id (or AgentRunRef), which carries no version: pass "
-            "expected_version=<stored version> (LoadedRunState.record.version from "
-            "load_agent_run_state(...)), or pass the AgentRunState from RunResult.run_state "
-            "or the LoadedRunState itself",
-        )
-    if not is_int(version) or version < 1:
+    if version is not None and (not is_int(version) or version < 1):
         raise decision_error(
             invalid, f"expected_version must be a positive int, got {version!r}"
         )
@@ -294,14 +302,13 @@ async def resume_agent_run(
         or state["fingerprint"] != agent_fingerprint(config, definition_revision)
     ):
         raise AgentRunStateError("revision or fingerprint mismatch")
-    # The caller must have seen the stored version.
-    if record.version != version:
-        raise AgentRunStateError(
-            f"stale run state: stored version {record.version}, expected {version}"
-        )
-    # What the stored status allows.
+    # A run id alone resumes the stored version (the claim still compares it); an expected
+    # version another writer moved on from is a conflict.
     status = state["status"]
     stop_reason = state.get("stop_reason")
+    if version is not None and record.version != version:
+        raise CheckpointConflictError(stale_message(key, record.version, version, status, stop_reason))
+    # What the stored status allows.
     policy_stop = status == "succeeded" and stop_reason == "host_policy"
     if status == "suspended":
         if decision == "continue" and batch is None:
@@ -310,7 +317,7 @@ async def resume_agent_run(
         if decision != "continue" or batch is not None:
             raise decision_error(invalid, f"a {status} run takes decision='continue' only")
     else:
-        raise AgentRunStateError("stale or non-resumable run")
+        raise AgentRunStateError(not_resumable_message(key, status))
     if session is None:
         assert not isinstance(agent_or_session, AgentSession)
         session = agent_or_session.create_session(state["session_id"])
@@ -324,6 +331,7 @@ async def resume_agent_run(
     writer = EnvelopeWriter(options, record.version, owner, config.redactor)
     if status == "suspended" and decision == "deny":
         return await deny(session, state, writer)
+    await check_leaf(session, state)  # before anything is written
     # The tools the resumed leg will have: a source tool whose schema changed since the run
     # was stored fails the resume here, before anything is written (the sources stay open for
     # the leg, which reuses their connections).
@@ -335,13 +343,18 @@ async def resume_agent_run(
             applied = apply_decisions(state, batch, tools.registry)
             new_state["pending_calls"] = applied.pending_calls
             new_state["sticky_decisions"] = applied.sticky
+            check_bound_arguments(new_state)
             check_ambiguity(new_state)
             if applied.remaining:
                 return await resuspend(session, new_state, applied.remaining, writer)
         else:
-            if status == "running":
-                await adopt_stored_rows(session, new_state)
-            check_ambiguity(new_state)
+            learned = status == "running" and await adopt_stored_rows(session, new_state)
+            check_bound_arguments(new_state)
+            ambiguous = ambiguity_error(new_state)
+            if ambiguous is not None:
+                if learned:  # the rows matched to their calls are kept (compare-and-set)
+                    await writer.save(new_state)
+                raise ambiguous
         # Claim the run, then start the resumed leg.
         new_state["status"] = "running"
         new_state.pop("interruption", None)

@@ -55,6 +55,7 @@ from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
 from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
+from prism.runtime._handoff import RunHandoff
 from prism.runtime._setup import (
     auto_compact,
     close_tool_sources,
@@ -64,7 +65,6 @@ from prism.runtime._setup import (
     setup_attempts,
 )
 from prism.runtime._shield import shielded
-from prism.runtime._tool_rounds import tool_rounds
 from prism.runtime.config import AgentConfig
 from prism.runtime.context import RunContext
 from prism.runtime.plan import RunPlan
@@ -340,7 +340,6 @@ class RunLeg:
         self.loop = loop
         needs = loop_needs(loop)
         ctx.tool_concurrency = resolve_tool_concurrency(plan.loop, config.loop)
-        ctx.answer_after_tool_rounds, ctx.max_tool_rounds = tool_rounds(plan, provider, ctx.tracker)
         options = resolve_structured_output(
             config.provider_options,
             plan.provider_options,
@@ -348,8 +347,10 @@ class RunLeg:
             loop=loop,
             model=plan.model,
         )
-        setup_assembly(ctx, options, active_skills, summaries, loop)
+        setup_assembly(ctx, options, active_skills, summaries, loop, provider)
         setup_attempts(ctx, provider)
+        if needs.handoffs:
+            ctx.handoff = RunHandoff(ctx, loop, needs.handoffs)
         if durable is not None:
             # A resumed leg restores the loop, then replays the decided calls.
             durable.loop = loop
@@ -433,8 +434,7 @@ class RunLeg:
                 run_id=self.run_id,
                 usage=usage,
                 finish_reason=finish_reason,
-                stop_detail=stop_detail,
-                provider_stop_reason=ctx.provider_stop_reason,
+                stop_detail=stop_detail, provider_stop_reason=ctx.provider_stop_reason,
             )
         )
         self._status = "succeeded"

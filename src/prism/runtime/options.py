@@ -34,6 +34,7 @@ from prism.types import (
     OwnershipScope,
     ProviderRequestOptions,
     StructuredOutputOptions,
+    ToolExecutionContext,
 )
 
 __all__ = ["RUN_OPTION_NAMES", "RunOptionKeywords", "RunOptions"]
@@ -105,6 +106,11 @@ class RunOptions:
     answer_after_tool_rounds: int | Literal[False] | None = None
     """Tool rounds before the model must answer in text (int ≥ 0); ``False`` never forces an
     answer; ``None`` takes the agent's, else the provider's default (see ``create_agent``)."""
+    parent: ToolExecutionContext | None = None
+    """The tool call that runs this run as a child agent run (its ``context``; agent tools
+    pass it): the run then redacts with the parent run's secrets too, charges the parent's limit
+    budget and usage, emits its events on the parent wrapped in ``SubagentEvent``, aborts with
+    the parent and records the link in its metadata (``parent_run``)."""
 
     @classmethod
     def coerce(cls, value: RunOptions | Mapping[str, Any] | None) -> RunOptions:
@@ -174,3 +180,4 @@ class RunOptionKeywords(TypedDict, total=False):
     tool_validator: ToolValidator | Literal[False] | None
     max_tokens: int | None
     answer_after_tool_rounds: int | Literal[False] | None
+    parent: ToolExecutionContext | None

@@ -30,6 +30,7 @@ from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy, coerce_lo
 from prism.providers.defaults import check_model_for_provider
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions, resolve_retry_options
+from prism.runtime._delegation import PARENT_RUN_KEY, child_redactor, parent_link
 from prism.runtime._run_state import RunStateOptions, check_durable_run, coerce_run_state_options
 from prism.runtime.config import (
     AgentConfig,
@@ -48,6 +49,7 @@ from prism.types import (
     OwnershipScope,
     ProviderRequestOptions,
     StructuredOutputOptions,
+    ToolExecutionContext,
 )
 
 __all__ = ["RunPlan", "plan_run"]
@@ -87,6 +89,7 @@ class RunPlan:
     answer_after_tool_rounds: int | Literal[False] | None = None
     """The run's tool-round policy, else the agent's; ``None``: the provider's default applies
     (resolved by the leg, which knows the provider)."""
+    parent: ToolExecutionContext | None = None
 
 
 def plan_run(
@@ -135,7 +138,15 @@ def plan_run(
     model = config.model if opts.model is None else ModelConfig.coerce(opts.model)
     if opts.model is not None and config.provider is not None:
         check_model_for_provider(model, config.provider)
-    metadata = MappingProxyType({**config.metadata, **session_metadata, **(opts.metadata or {})})
+    parent = opts.parent
+    if parent is not None and not isinstance(parent, ToolExecutionContext):
+        raise PrismConfigError(
+            f"parent must be the calling tool's ToolExecutionContext, got {type(parent).__name__}"
+        )
+    link = {} if parent is None else {PARENT_RUN_KEY: parent_link(parent)}
+    metadata = MappingProxyType(
+        {**config.metadata, **session_metadata, **(opts.metadata or {}), **link}
+    )
     system_prompt = opts.system_prompt
     drop_agent_prompt = system_prompt is False
     contributions: tuple[SystemPromptContribution, ...] = ()
@@ -172,10 +183,12 @@ def plan_run(
         retry=retry,
         compaction=compaction,
         loop=opts.loop,
-        signal=opts.signal,
+        signal=opts.signal if opts.signal is not None or parent is None else parent.signal,
         metadata=metadata,
         structured_output=opts.structured_output,
-        redactor=opts.redactor if opts.redactor is not None else config.redactor,
+        redactor=child_redactor(
+            opts.redactor if opts.redactor is not None else config.redactor, parent
+        ),
         active_skills=active,
         model=model,
         provider_source=opts.provider_source,
@@ -200,4 +213,5 @@ def plan_run(
         turn_policy=turn_policy,
         durable=durable,
         answer_after_tool_rounds=answer_after,
+        parent=parent,
     )

@@ -10,12 +10,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from prism._serde import Serializable
-from prism.errors import CheckpointConflictError, SessionAppendConflictError
+from prism.errors import (
+    ERR_PRISM_STORE_UNDECODABLE,
+    CheckpointConflictError,
+    SessionAppendConflictError,
+    StoreError,
+)
 from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
-from prism.runtime.checkpoints import CheckpointRecord
+from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, is_resumable
 from prism.store import SessionEntry
 from prism.types import OwnershipScope
 
@@ -27,10 +32,13 @@ __all__ = [
     "check_limit",
     "checkpoint_conflict",
     "checkpoint_record",
+    "decoded",
     "dumps",
     "event_row",
     "ledger_where",
     "owner_columns",
+    "run_index_columns",
+    "run_listing",
     "run_row",
     "session_infos",
     "tool_call_row",
@@ -54,6 +62,30 @@ def dumps(value: Any) -> str:
         ValueError: ``NaN`` or an infinity.
     """
     return _ENCODER.encode(value)
+
+
+_T = TypeVar("_T")
+
+
+def decoded(decode: Callable[[Any], _T], raw: Any, what: str) -> _T:
+    """``decode(raw)`` for a stored value; a value that does not decode is a typed error.
+
+    Args:
+        decode: Turns the stored column into the value (``json.loads``, ``from_dict``, …).
+        raw: The stored column.
+        what: The row, for the message (e.g. ``"checkpoint prism.agent-run/run_1"``).
+
+    Raises:
+        StoreError: ``ERR_PRISM_STORE_UNDECODABLE`` — not valid JSON, or not the record the row
+            should hold (the decoding error is its ``__cause__``).
+    """
+    try:
+        return decode(raw)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise StoreError(
+            ERR_PRISM_STORE_UNDECODABLE,
+            f"{what}: the stored value cannot be decoded ({type(exc).__name__}: {exc})",
+        ) from exc
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,17 +234,86 @@ def checkpoint_record(
         key: The checkpoint key.
         row: The stored columns, in that order.
         decode: Turns the stored ``value`` column into the JSON value.
+
+    Raises:
+        StoreError: ``ERR_PRISM_STORE_UNDECODABLE`` — the value is not valid JSON.
     """
     version, value, created_at, updated_at, token = row
     return CheckpointRecord(
         namespace=namespace,
         key=key,
         version=int(version),
-        value=decode(value),
+        value=decoded(decode, value, f"checkpoint {namespace}/{key}"),
         created_at=created_at,
         updated_at=updated_at,
         fencing_token=token,
     )
+
+
+def run_index_columns(namespace: str, value: Any) -> tuple[str | None, str | None, int | None]:
+    """``(run_session_id, run_status, run_resumable)`` of a checkpoint row: the run-index
+    columns a run-state envelope fills (all ``None`` for other rows). O(1)."""
+    if namespace != AGENT_RUN_NAMESPACE or type(value) is not dict:
+        return (None, None, None)
+    session_id = value.get("session_id")
+    status = value.get("status")
+    return (
+        session_id if isinstance(session_id, str) else None,
+        status if isinstance(status, str) else None,
+        int(is_resumable(value)),
+    )
+
+
+def run_listing(
+    table: str,
+    placeholder: str,
+    *,
+    session_id: str | None,
+    statuses: tuple[str, ...] | None,
+    resumable: bool,
+    limit: int,
+    resumable_test: str,
+    index_hints: bool = False,
+) -> tuple[str, tuple[Any, ...]]:
+    """The query of ``list_run_checkpoints`` over the run-index columns of migration 2.
+
+    Args:
+        table: The (qualified) checkpoint table.
+        placeholder: The driver's parameter marker (``?`` or ``%s``).
+        session_id: Filter on ``run_session_id``, or ``None``.
+        statuses: Filter on ``run_status`` (non-empty), or ``None``.
+        resumable: Keep only resumable runs.
+        limit: Most rows.
+        resumable_test: The dialect's condition on ``run_resumable``.
+        index_hints: Name the run index to search (SQLite's ``INDEXED BY``): without
+            statistics its planner would rather scan the namespace in ``updated_at`` order.
+
+    Returns:
+        The statement, selecting ``(key, version, value, created_at, updated_at,
+        fencing_token)`` newest first, and its parameters.
+    """
+    clauses = [f"namespace = {placeholder}"]
+    params: list[Any] = [AGENT_RUN_NAMESPACE]
+    if session_id is not None:
+        clauses.append(f"run_session_id = {placeholder}")
+        params.append(session_id)
+    if statuses is not None:
+        clauses.append(f"run_status IN ({', '.join([placeholder] * len(statuses))})")
+        params.extend(statuses)
+    if resumable:
+        clauses.append(resumable_test)
+    params.append(limit)
+    hint = ""
+    if index_hints and session_id is not None:
+        hint = " INDEXED BY prism_checkpoints_run_session"
+    elif index_hints and resumable:
+        hint = " INDEXED BY prism_checkpoints_run_resumable"
+    sql = (
+        "SELECT key, version, value, created_at, updated_at, fencing_token "
+        f"FROM {table}{hint} WHERE {' AND '.join(clauses)} "
+        f"ORDER BY updated_at DESC, key DESC LIMIT {placeholder}"
+    )
+    return sql, tuple(params)
 
 
 def checkpoint_conflict(

@@ -2,7 +2,8 @@
 
 Every write is one statement and therefore one transaction: an append's tip check, idempotency
 check and insert are the single ``INSERT ... SELECT ... WHERE`` of :data:`APPEND`; a checkpoint
-save is one conditional ``UPDATE`` (:data:`CP_UPDATE`) or ``INSERT OR IGNORE`` (:data:`CP_INSERT`).
+save is one conditional ``UPDATE`` (:data:`CP_UPDATE`) or ``INSERT OR IGNORE`` (:data:`CP_INSERT`),
+which also writes the run-index columns (:func:`~prism.stores._common.run_index_columns`).
 :func:`migrate` checks the recorded migrations and applies the missing ones.
 """
 
@@ -88,14 +89,15 @@ SELECT s.session_id, s.n, s.first_ts, s.last_ts, e.id
 CP_INSERT: Final = """
 INSERT OR IGNORE INTO prism_checkpoints (
     namespace, key, version, value, created_at, updated_at, fencing_token,
-    tenant_id, account_id, user_id
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    tenant_id, account_id, user_id, run_session_id, run_status, run_resumable
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 CP_UPDATE: Final = """
 UPDATE prism_checkpoints
    SET version = ?1, value = ?2, updated_at = ?3, fencing_token = ?4,
-       tenant_id = ?5, account_id = ?6, user_id = ?7
+       tenant_id = ?5, account_id = ?6, user_id = ?7,
+       run_session_id = ?11, run_status = ?12, run_resumable = ?13
  WHERE namespace = ?8 AND key = ?9 AND version = ?10
    AND (fencing_token IS NULL OR fencing_token <= ?4)
 """

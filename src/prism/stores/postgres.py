@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -37,9 +37,12 @@ from prism._util import now_iso
 from prism.errors import StoreSchemaError
 from prism.ledger import AgentEventRecord, RunLedger, RunRecord, ToolCallRecord, UsageRecord
 from prism.runtime.checkpoints import (
+    AGENT_RUN_NAMESPACE,
+    AgentRunIndex,
     CheckpointRecord,
     CheckpointStore,
     check_checkpoint_write,
+    check_run_listing,
     clone_json,
 )
 from prism.store import BranchReadingSessionStore, SessionEntry
@@ -50,9 +53,11 @@ from prism.stores._common import (
     check_limit,
     checkpoint_conflict,
     checkpoint_record,
+    decoded,
     event_row,
     ledger_where,
     owner_columns,
+    run_listing,
     run_row,
     session_infos,
     tool_call_row,
@@ -434,6 +439,34 @@ class PostgresStore:
             return None
         return checkpoint_record(namespace, key, rows[0], unwrap)
 
+    async def list_run_checkpoints(
+        self,
+        *,
+        session_id: str | None = None,
+        statuses: Collection[str] | None = None,
+        resumable: bool = False,
+        limit: int = 100,
+    ) -> builtins.list[CheckpointRecord]:
+        """The stored run-state records, newest first (see
+        :class:`~prism.runtime.checkpoints.AgentRunIndex`): one indexed query over the run
+        index (schema migration 2).
+
+        Raises:
+            ValueError: ``limit`` smaller than 1.
+            StoreError: ``ERR_PRISM_STORE_UNDECODABLE`` — a listed value does not decode.
+        """
+        wanted = check_run_listing(limit, statuses)
+        if wanted == ():
+            return []
+        query, params = run_listing(
+            f"{self._sql.schema}.prism_checkpoints", "%s", session_id=session_id,
+            statuses=wanted, resumable=resumable, limit=limit, resumable_test="run_resumable",
+        )
+        return [
+            checkpoint_record(AGENT_RUN_NAMESPACE, row[0], row[1:], unwrap)
+            for row in await self._fetch(query, params)
+        ]
+
     # ----------------------------------------------------------------- RunLedger
 
     async def append_run(self, record: RunRecord, /) -> None:
@@ -496,16 +529,19 @@ class PostgresStore:
     ) -> builtins.list[_T]:
         where, params = ledger_where(run_column, session_id, run_id, "%s")
         sql = f"SELECT body FROM {self._sql.schema}.{table} WHERE {where} ORDER BY seq"
-        return [decode(unwrap(body)) for (body,) in await self._fetch(sql, params)]
+        return [
+            decoded(lambda b: decode(unwrap(b)), body, "ledger row")
+            for (body,) in await self._fetch(sql, params)
+        ]
 
 
 if TYPE_CHECKING:  # static proof that one object implements the three protocols
 
     def _implements(
         s: PostgresStore,
-    ) -> tuple[BranchReadingSessionStore, CheckpointStore, RunLedger]:
-        return (s, s, s)
+    ) -> tuple[BranchReadingSessionStore, CheckpointStore, AgentRunIndex, RunLedger]:
+        return (s, s, s, s)
 
 
 def _entry(body: Any) -> SessionEntry:
-    return SessionEntry.from_dict(unwrap(body))
+    return decoded(lambda b: SessionEntry.from_dict(unwrap(b)), body, "session entry")

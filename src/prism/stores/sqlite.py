@@ -25,16 +25,20 @@ import math
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from prism._util import now_iso
+from prism.errors import ERR_PRISM_STORE_CORRUPT, StoreError
 from prism.ledger import AgentEventRecord, RunLedger, RunRecord, ToolCallRecord, UsageRecord
 from prism.runtime.checkpoints import (
+    AGENT_RUN_NAMESPACE,
+    AgentRunIndex,
     CheckpointRecord,
     CheckpointStore,
     check_checkpoint_write,
+    check_run_listing,
     clone_json,
 )
 from prism.store import BranchReadingSessionStore, SessionEntry
@@ -46,10 +50,13 @@ from prism.stores._common import (
     check_limit,
     checkpoint_conflict,
     checkpoint_record,
+    decoded,
     dumps,
     event_row,
     ledger_where,
     owner_columns,
+    run_index_columns,
+    run_listing,
     run_row,
     session_infos,
     tool_call_row,
@@ -128,6 +135,8 @@ class SqliteStore:
         Raises:
             StoreSchemaError: ``ERR_PRISM_STORE_SCHEMA`` — the database records a migration
                 that is unknown, newer than this package, or altered.
+            StoreError: ``ERR_PRISM_STORE_CORRUPT`` — the file is not a SQLite database or is
+                damaged (also from any later call that meets the damage).
             sqlite3.Error: the file cannot be opened.
         """
         await self._call(_noop)
@@ -195,7 +204,13 @@ class SqliteStore:
                 worker = self._worker = Worker(self._connect, name=f"prism-sqlite:{self._target}")
                 worker.start()
             worker.jobs.put((fn, fut, loop))
-        return await fut
+        try:
+            return await fut
+        except sqlite3.DatabaseError as exc:
+            corrupt = _corrupt(exc, self._target)
+            if corrupt is None:
+                raise
+            raise corrupt from exc
 
     # ----------------------------------------------------------------- SessionStore
 
@@ -327,19 +342,23 @@ class SqliteStore:
         text = dumps(value)
         now = now_iso()
         owner = owner_columns(ownership)
+        index = run_index_columns(namespace, value)
 
         def job(conn: sqlite3.Connection) -> tuple[str | None, tuple[int, int | None] | None]:
             if expected_version == 0:
                 cur = conn.execute(
                     sql.CP_INSERT,
-                    (namespace, key, version, text, now, now, fencing_token, *owner),
+                    (namespace, key, version, text, now, now, fencing_token, *owner, *index),
                 )
                 if cur.rowcount == 1:
                     return now, None
             else:
                 cur = conn.execute(
                     sql.CP_UPDATE,
-                    (version, text, now, fencing_token, *owner, namespace, key, expected_version),
+                    (
+                        version, text, now, fencing_token, *owner, namespace, key,
+                        expected_version, *index,
+                    ),
                 )
                 if cur.rowcount == 1:
                     row = conn.execute(sql.CP_LOAD, (namespace, key)).fetchone()
@@ -370,6 +389,39 @@ class SqliteStore:
             if row is None:
                 return None
             return checkpoint_record(namespace, key, row, json.loads)
+
+        return await self._call(job)
+
+    async def list_run_checkpoints(
+        self,
+        *,
+        session_id: str | None = None,
+        statuses: Collection[str] | None = None,
+        resumable: bool = False,
+        limit: int = 100,
+    ) -> builtins.list[CheckpointRecord]:
+        """The stored run-state records, newest first (see
+        :class:`~prism.runtime.checkpoints.AgentRunIndex`): one indexed query over the run
+        index columns (schema migration 2) that every save fills.
+
+        Raises:
+            ValueError: ``limit`` smaller than 1.
+            StoreError: ``ERR_PRISM_STORE_UNDECODABLE`` — a listed value does not decode.
+        """
+        wanted = check_run_listing(limit, statuses)
+        if wanted == ():
+            return []
+        query, params = run_listing(
+            "prism_checkpoints", "?", session_id=session_id, statuses=wanted,
+            resumable=resumable, limit=limit, resumable_test="run_resumable = 1",
+            index_hints=True,
+        )
+
+        def job(conn: sqlite3.Connection) -> builtins.list[CheckpointRecord]:
+            return [
+                checkpoint_record(AGENT_RUN_NAMESPACE, row[0], row[1:], json.loads)
+                for row in conn.execute(query, params)
+            ]
 
         return await self._call(job)
 
@@ -436,8 +488,8 @@ if TYPE_CHECKING:  # static proof that one object implements the three protocols
 
     def _implements(
         s: SqliteStore,
-    ) -> tuple[BranchReadingSessionStore, CheckpointStore, RunLedger]:
-        return (s, s, s)
+    ) -> tuple[BranchReadingSessionStore, CheckpointStore, AgentRunIndex, RunLedger]:
+        return (s, s, s, s)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -448,7 +500,29 @@ def _noop(conn: sqlite3.Connection) -> None:
 
 
 def _entry(body: str) -> SessionEntry:
+    return decoded(_decode_entry, body, "session entry")
+
+
+def _decode_entry(body: str) -> SessionEntry:
     return SessionEntry.from_dict(json.loads(body))
+
+
+_CORRUPT_CODES: Final = frozenset((11, 26))
+"""SQLite's primary result codes ``SQLITE_CORRUPT`` and ``SQLITE_NOTADB``."""
+
+
+def _corrupt(exc: sqlite3.DatabaseError, target: str) -> StoreError | None:
+    """The typed error of a damaged database or a file that is not one, else ``None``."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    text = str(exc)
+    if (isinstance(code, int) and code & 0xFF in _CORRUPT_CODES) or (
+        code is None and ("not a database" in text or "malformed" in text)
+    ):
+        return StoreError(
+            ERR_PRISM_STORE_CORRUPT,
+            f"SQLite store {target} is damaged or not a database ({text})",
+        )
+    return None
 
 
 def _ledger_query(
@@ -464,4 +538,7 @@ def _decode_rows(
     params: tuple[str, ...],
     decode: Callable[[Any], _T],
 ) -> builtins.list[_T]:
-    return [decode(json.loads(body)) for (body,) in conn.execute(sql, params)]
+    return [
+        decoded(lambda b: decode(json.loads(b)), body, "ledger row")
+        for (body,) in conn.execute(sql, params)
+    ]

@@ -1,7 +1,9 @@
 """Checkpoint store conformance suite: one behaviour for every CheckpointStore.
 
 :func:`run_checkpoint_store_conformance` checks versions, fencing tokens, copies, timestamps,
-isolation between keys and concurrent claims with one expected version (exactly one wins). It
+isolation between keys, concurrent claims with one expected version (exactly one wins) and, for a
+store with the optional run index, its listing
+(:mod:`~prism.testing._conformance_run_index`). It
 uses its own keys in its own namespace, so it can run against a shared, non-empty database.
 """
 
@@ -12,8 +14,9 @@ from typing import Any, Final
 
 from prism._util import new_id, now_iso
 from prism.errors import CheckpointConflictError
-from prism.runtime.checkpoints import CheckpointRecord, CheckpointStore
+from prism.runtime.checkpoints import AgentRunIndex, CheckpointRecord, CheckpointStore
 from prism.testing._conformance_checks import CONCURRENT_WRITERS, check, expect
+from prism.testing._conformance_run_index import check_run_index
 from prism.types import (
     JsonValue,
 )
@@ -38,6 +41,8 @@ async def run_checkpoint_store_conformance(store: CheckpointStore) -> None:
     await _checkpoint_copies(store)
     await _checkpoint_isolation(store)
     await _checkpoint_concurrent_claims(store)
+    if isinstance(store, AgentRunIndex):  # the optional run index
+        await check_run_index(store)
 
 
 async def _save(

@@ -21,7 +21,7 @@ from prism.errors import PrismConfigError
 from prism.tools._docstrings import split_docstring
 from prism.tools.function_tool import FunctionTool
 from prism.tools.results import NotJsonError, to_json_value
-from prism.types import ToolExecutionContext
+from prism.types import ToolCallContent, ToolExecutionContext
 
 __all__ = ["tool"]
 
@@ -45,6 +45,7 @@ def tool(
     description: str | None = None,
     exclusive: bool = False,
     metadata: Mapping[str, Any] | None = None,
+    needs_approval: bool | Callable[[ToolCallContent], bool] = False,
 ) -> Callable[[Callable[_P, _R]], FunctionTool[_P, _R]]: ...
 
 
@@ -56,6 +57,7 @@ def tool(
     description: str | None = None,
     exclusive: bool = False,
     metadata: Mapping[str, Any] | None = None,
+    needs_approval: bool | Callable[[ToolCallContent], bool] = False,
 ) -> FunctionTool[..., Any] | Callable[[Callable[..., Any]], FunctionTool[..., Any]]:
     """Turn a typed function into a :class:`~prism.types.ToolDefinition` that stays callable.
 
@@ -78,6 +80,8 @@ def tool(
             (``None`` when empty).
         exclusive: Forces sequential dispatch of rounds containing this tool.
         metadata: Host metadata.
+        needs_approval: Ask an operator before each call runs: ``True``, or a callable deciding
+            from the call (``ToolDefinition.needs_approval``; needs durable run state).
 
     Raises:
         PrismConfigError: ``*args``/``**kwargs``, a positional-only or unannotated parameter, or
@@ -88,10 +92,14 @@ def tool(
     # ``from __future__ import annotations``) may name locals of the defining scope, so both
     # paths read the locals of the frame that applies the decorator.
     if fn is not None:
-        return _build_tool(fn, name, description, exclusive, metadata, _caller_locals())
+        return _build_tool(
+            fn, name, description, exclusive, metadata, needs_approval, _caller_locals()
+        )
 
     def decorate(func: Callable[..., Any]) -> FunctionTool[..., Any]:
-        return _build_tool(func, name, description, exclusive, metadata, _caller_locals())
+        return _build_tool(
+            func, name, description, exclusive, metadata, needs_approval, _caller_locals()
+        )
 
     return decorate
 
@@ -127,6 +135,7 @@ def _build_tool(
     description: str | None,
     exclusive: bool,
     metadata: Mapping[str, Any] | None,
+    needs_approval: bool | Callable[[ToolCallContent], bool],
     localns: Mapping[str, Any] | None,
 ) -> FunctionTool[..., Any]:
     pydantic = _import_pydantic()
@@ -143,6 +152,7 @@ def _build_tool(
         parameters=schema,
         exclusive=exclusive,
         metadata=metadata,
+        needs_approval=needs_approval,
         function=fn,
     )
 

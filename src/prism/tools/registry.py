@@ -7,6 +7,7 @@ exist"; filters (``prism.tools.filters``) narrow it per run without copying it.
 from __future__ import annotations
 
 import builtins
+import inspect
 from collections.abc import Iterable, Iterator
 from typing import Literal
 
@@ -26,8 +27,9 @@ class ToolRegistry:
 
     Raises:
         PrismConfigError: ``duplicate`` is not ``"error"``/``"replace"``; a tool is not a
-            ``ToolDefinition`` or has an empty name; a duplicate name under ``"error"``
-            (message ``Duplicate tool: <name>``). Code ``ERR_PRISM_CONFIG``.
+            ``ToolDefinition``, has an empty name or a ``needs_approval`` that is neither a bool
+            nor callable; a duplicate name under ``"error"`` (message ``Duplicate tool:
+            <name>``). Code ``ERR_PRISM_CONFIG``.
     """
 
     __slots__ = ("_cache", "_duplicate", "_tools")
@@ -52,8 +54,8 @@ class ToolRegistry:
         """Add ``tool`` (see the class docstring for duplicates).
 
         Raises:
-            PrismConfigError: not a ``ToolDefinition``, empty name, or a duplicate under
-                ``duplicate="error"``.
+            PrismConfigError: not a ``ToolDefinition``, empty name, a ``needs_approval`` that
+                is neither a bool nor callable, or a duplicate under ``duplicate="error"``.
         """
         if not isinstance(tool, ToolDefinition):
             raise PrismConfigError(
@@ -62,6 +64,14 @@ class ToolRegistry:
         name = tool.name
         if not isinstance(name, str) or not name:
             raise PrismConfigError("tool name must be a non-empty string")
+        needs_approval = tool.needs_approval
+        if not isinstance(needs_approval, bool) and (
+            not callable(needs_approval) or inspect.iscoroutinefunction(needs_approval)
+        ):
+            raise PrismConfigError(
+                f"tool {name}: needs_approval must be a bool or a sync callable taking the "
+                f"call and returning a bool, got {type(needs_approval).__name__}"
+            )
         if name in self._tools and self._duplicate == "error":
             raise PrismConfigError(f"Duplicate tool: {name}")
         self._tools[name] = tool  # a replaced key keeps its first position

@@ -1,0 +1,36 @@
+"""What a run's tool dispatch asks of the durable run: :class:`DurableGate`.
+
+The loop context (:mod:`prism.runtime.context`) calls it around every tool round and call; the
+durable leg's driver (``DurableDriver``) implements it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from prism.types import ToolCallContent, ToolDefinition, ToolExecutionContext, ToolResult
+
+__all__ = ["DurableGate"]
+
+
+class DurableGate(Protocol):
+    """The durable run's part in tool dispatch; see ``DurableDriver``."""
+
+    def gate_round(self, calls: tuple[ToolCallContent, ...]) -> None:
+        """Record a tool round's calls in the open gated round."""
+        ...
+
+    def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
+        """The answer of a gated or sticky-rejected call, without dispatching."""
+        ...
+
+    async def before_execute(
+        self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
+    ) -> None:
+        """Runs right before a host tool executes; may suspend the run."""
+        ...
+
+    def record_source_tools(self, digests: Mapping[str, str]) -> None:
+        """Store the schema digests of the leg's tool-source tools with the run."""
+        ...
