@@ -9,7 +9,8 @@ The modules, in layers (each imports only the ones above it in this list):
 * leaves: ``_json_size``, ``checkpoints``, ``turn_policy``, ``_observers``, ``_request_codec``,
   ``_shield`` (steps that finish under cancellation), ``policies``, ``_stream_redaction``
   (streamed text held back where a secret could be split), ``_delegation`` (what a run lends
-  the child agent runs of its tools: redactor, limit budget, usage, events);
+  the child agent runs of its tools: redactor, limit budget, usage, events), ``_durable_gate``
+  (the durable run's hooks around tool dispatch);
 * ``config`` (``AgentConfig``), ``_run_state`` and ``_approvals`` (durable envelope and
   approvals), ``_repair`` (the operator's repair of an ambiguous call) and ``_run_listing``
   (``list_agent_runs``), ``_attempt`` and ``attempts`` (the provider attempts of one request);

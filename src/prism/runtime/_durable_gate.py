@@ -1,7 +1,7 @@
-"""What a run's tool dispatch asks of the durable run: :class:`DurableGate`.
+"""The durable run's part in tool dispatch, as the loop context sees it.
 
-The loop context (:mod:`prism.runtime.context`) calls it around every tool round and call; the
-durable leg's driver (``DurableDriver``) implements it.
+:class:`~prism.runtime.context.RunContext` calls these hooks around every tool round and host
+call of a durable run; ``DurableDriver`` (in ``prism.runtime._durable_leg``) implements them.
 """
 
 from __future__ import annotations

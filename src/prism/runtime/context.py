@@ -76,7 +76,7 @@ from prism.types import (
 )
 from prism.usage import UsageAccumulator
 
-__all__ = ["INTERRUPTED_MESSAGE", "DurableGate", "RunContext"]
+__all__ = ["INTERRUPTED_MESSAGE", "RunContext"]
 
 T = TypeVar("T")
 
