@@ -97,11 +97,16 @@ def test_every_error_class_is_importable_from_prism_and_errors() -> None:
 def test_provider_namespace_names_the_same_objects_as_their_modules() -> None:
     import prism.providers
     import prism.providers.base
+    import prism.providers.defaults
     import prism.testing
     import prism.types
 
     for name in prism.providers.__all__:
-        home = prism.providers.base if hasattr(prism.providers.base, name) else prism.types
+        home = next(
+            module
+            for module in (prism.providers.base, prism.providers.defaults, prism.types)
+            if hasattr(module, name)
+        )
         assert getattr(prism.providers, name) is getattr(home, name)
         if hasattr(prism.testing, name):
             assert getattr(prism.testing, name) is getattr(prism.providers, name)
