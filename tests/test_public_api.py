@@ -98,10 +98,11 @@ def test_provider_namespace_names_the_same_objects_as_their_modules() -> None:
     import prism.providers
     import prism.providers.base
     import prism.providers.chain
+    import prism.providers.defaults
     import prism.testing
     import prism.types
 
-    homes = (prism.providers.base, prism.providers.chain, prism.types)
+    homes = (prism.providers.base, prism.providers.chain, prism.providers.defaults, prism.types)
     for name in prism.providers.__all__:
         home = next(module for module in homes if hasattr(module, name))
         assert getattr(prism.providers, name) is getattr(home, name)

@@ -6,10 +6,14 @@ be unpacked straight into the loop::
     loop = GenerateValidateReviseLoopOptions(**json_schema_artifact(schema), max_revisions=2)
     loop = generate_validate_revise_loop(**pydantic_artifact(ReleaseNote))
 
-By default only ``parser`` and ``validator`` are returned: the schema is enforced by
-parse/validate/repair turns and works with every model. Pass ``structured_output_name=`` to also
-get a ``structured_output`` key, which asks the provider to constrain its output natively;
-the run then fails up front on models without structured-output support.
+By default only ``parser`` and ``validator`` are returned, and both carry the schema as their
+``artifact_schema`` attribute (a ``StructuredOutputOptions``). The loop shows that schema to the
+model by default: natively where the model declares structured-output support (the embedded
+model constrains decoding with a grammar built from it; OpenAI's JSON-Schema response format),
+else in the system prompt as instructions — a schema that only comes this way never fails a run
+for an unsupported model. ``structured_output_mode="artifact-loop"`` keeps it to the
+instructions. Pass ``structured_output_name=`` to also get a ``structured_output`` key, which
+requires native structured output: the run then fails up front on models without it.
 
 Validation errors become :class:`~prism.loops.contracts.ArtifactError` values whose ``path`` is an
 RFC 6901 JSON pointer (``"/items/0/name"``), or ``None`` for an error at the root; errors are sorted
@@ -119,6 +123,20 @@ def _native(name: str | None, schema: Mapping[str, Any]) -> StructuredOutputOpti
     return coerce_structured_output({"name": name, "schema": dict(schema)})
 
 
+def _carry_schema(
+    callbacks: ArtifactCallbacks[Any], name: str, schema: Mapping[str, Any]
+) -> None:
+    """Attach the schema to the parser and validator as ``artifact_schema`` (the loop reads it
+    to show the model its target). A schema that is not valid structured-output options (too
+    large, not JSON) is left off: the loop then only parses and validates."""
+    try:
+        shown = coerce_structured_output({"name": name, "schema": dict(schema)})
+    except Exception:
+        return
+    for key in ("parser", "validator"):
+        setattr(callbacks[key], "artifact_schema", shown)  # noqa: B010
+
+
 # --------------------------------------------------------------------------------------------
 # JSON Schema
 # --------------------------------------------------------------------------------------------
@@ -157,11 +175,21 @@ def json_schema_artifact(
         raise PrismConfigError(f"artifact schema must be a mapping, got {type(schema).__name__}")
     schema_dict = dict(schema)
     validator = json_schema_artifact_validator(schema_dict)
-    callbacks: ArtifactCallbacks[Any] = {"parser": _parse_json, "validator": validator}
+
+    def parser(text: str, ctx: ArtifactContext) -> ArtifactParseResult[Any]:
+        return _parse_json(text, ctx)
+
+    callbacks: ArtifactCallbacks[Any] = {"parser": parser, "validator": validator}
     native = _native(structured_output_name, schema_dict)
     if native is not None:
         callbacks["structured_output"] = native
+    _carry_schema(callbacks, structured_output_name or _title(schema_dict), schema_dict)
     return callbacks
+
+
+def _title(schema: Mapping[str, Any]) -> str:
+    title = schema.get("title")
+    return title if isinstance(title, str) and title.strip() else "artifact"
 
 
 # --------------------------------------------------------------------------------------------
@@ -240,8 +268,10 @@ def pydantic_artifact(
         return ArtifactValidation(ok=True)
 
     callbacks: ArtifactCallbacks[M | Any] = {"parser": parser, "validator": validator}
+    schema = model.model_json_schema()
     if structured_output_name is not None:
-        native = _native(structured_output_name, model.model_json_schema())
+        native = _native(structured_output_name, schema)
         if native is not None:
             callbacks["structured_output"] = native
+    _carry_schema(callbacks, structured_output_name or model.__name__, schema)
     return callbacks

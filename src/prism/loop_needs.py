@@ -32,11 +32,22 @@ class LoopNeeds:
 
     Attributes:
         structured_output: A native schema the runtime merges into the run's provider options
-            (so every request carries it unless the loop removes it); ``None``: none.
+            (so every request carries it unless the loop removes it); ``None``: none. A model
+            without native structured output fails the run (``unsupported_model``).
         artifact: The run succeeds only when the loop reported a validated artifact through
             :meth:`ArtifactReporting.report_artifact` (an ``artifact_finished`` event); otherwise
             it fails with ``ArtifactFailedError`` built from the last reported
             ``artifact_failed`` event.
+        shown_schema: A schema the model should see without the loop requiring it natively
+            (the artifact factories' schema): when ``structured_output`` is ``None``,
+            ``shown_schema_native`` is true and the model supports native structured output,
+            the runtime sends it natively; otherwise it goes into the system prompt as
+            instructions. Never fails a run for an unsupported model.
+        shown_schema_native: Whether ``shown_schema`` may go natively (``False``: instructions
+            only).
+        dispatches_tools: ``False`` when the loop answers every host tool call with a "not
+            dispatched" row; the runtime then reports a run that offers tools (a warning on the
+            ``prism`` logger).
         handoffs: Agents (``Agent`` objects) the loop may hand the run over to; they join the
             agent's durable fingerprint, and the runtime offers the switch as ``ctx.handoff``
             (:class:`HandingOff`).
@@ -44,6 +55,9 @@ class LoopNeeds:
 
     structured_output: StructuredOutputOptions | None = None
     artifact: bool = False
+    shown_schema: StructuredOutputOptions | None = None
+    shown_schema_native: bool = True
+    dispatches_tools: bool = True
     handoffs: tuple[Any, ...] = ()
 
 

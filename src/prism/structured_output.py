@@ -3,6 +3,8 @@
 - :func:`validate_structured_output` checks options;
 - :func:`resolve_structured_output` merges the provider-option layers and a loop's schema
   and checks model support — the runtime calls it once per run leg, while setting the leg up;
+- :func:`deliver_shown_schema` shows a loop's default schema (``needs.shown_schema``, the
+  artifact factories' schema) natively where the model supports it, else as instructions;
 - :func:`without_structured_output` / :func:`artifact_request` derive requests for
   ``final-turn-only`` timing;
 - :func:`json_artifact_parser` / :func:`json_schema_artifact_validator` are ready-made artifact
@@ -42,12 +44,15 @@ from prism.types import (
 __all__ = [
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_NAME_CHARS",
+    "SCHEMA_INSTRUCTIONS",
     "artifact_request",
     "check_structured_output_support",
+    "deliver_shown_schema",
     "json_artifact_parser",
     "json_schema_artifact_validator",
     "loop_structured_output",
     "resolve_structured_output",
+    "shown_schema_of",
     "validate_structured_output",
     "without_structured_output",
 ]
@@ -230,6 +235,52 @@ def _options(
     raise PrismConfigError(
         f"provider_options must be ProviderRequestOptions or a mapping, got {type(value).__name__}"
     )
+
+
+SCHEMA_INSTRUCTIONS = (
+    "Answer with only a JSON value (no prose, no code fence) that validates against this "
+    "JSON Schema:\n{schema}"
+)
+"""The system-prompt text that shows a schema to a model without native structured output
+(``{schema}`` is the compact JSON of the schema)."""
+
+
+def deliver_shown_schema(
+    loop: object, options: ProviderRequestOptions | None, model: ModelConfig
+) -> tuple[ProviderRequestOptions | None, str | None]:
+    """Decide how a loop's ``needs.shown_schema`` reaches the model.
+
+    Natively — merged into ``options`` as ``structured_output`` — when the loop allows it
+    (``shown_schema_native``), no native schema is set yet and ``model.capabilities`` declare
+    structured output (``True`` or ``"json_schema"``); otherwise as instructions: the
+    :data:`SCHEMA_INSTRUCTIONS` text the runtime adds to the system prompt. A native schema the
+    options already carry (the loop's own, or the run's) is shown as it is, with no text.
+
+    Returns:
+        ``(options, instructions)``: the options to use and the system-prompt text, or ``None``.
+        Never raises for an unsupported model.
+    """
+    needs = loop_needs(loop)
+    schema = needs.shown_schema
+    if schema is None or (options is not None and options.structured_output is not None):
+        return options, None
+    capabilities = model.capabilities
+    support = capabilities.structured_output if capabilities is not None else False
+    if needs.shown_schema_native and (support is True or support == "json_schema"):
+        native = ProviderRequestOptions(structured_output=schema)
+        return merge_provider_options(options, native), None
+    text = json.dumps(schema.schema, ensure_ascii=False, separators=(",", ":"))
+    return options, SCHEMA_INSTRUCTIONS.format(schema=text)
+
+
+def shown_schema_of(*callbacks: object) -> StructuredOutputOptions | None:
+    """The ``artifact_schema`` the first of ``callbacks`` carries (the artifact factories set it
+    on the parser and the validator they return), else ``None``."""
+    for callback in callbacks:
+        schema = getattr(callback, "artifact_schema", None)
+        if isinstance(schema, StructuredOutputOptions):
+            return schema
+    return None
 
 
 # =========================================================================== artifact helpers

@@ -95,6 +95,9 @@ def test_json_prints_every_event_as_one_json_line(tmp_path: Path) -> None:
     assert events[-1].usage == Usage(input_tokens=30, output_tokens=4, total_tokens=34)
     summary = json.loads(lines[-1])
     assert summary["type"] == "run_result" and summary["status"] == "succeeded"
+    # the final provider turn's stop reason, beside the run-level one
+    assert events[-1].provider_stop_reason == "end_turn"
+    assert (summary["stop_reason"], summary["provider_stop_reason"]) == (None, "end_turn")
 
 
 def test_plain_output_streams_text_to_stdout_and_notes_to_stderr(tmp_path: Path) -> None:
@@ -250,25 +253,39 @@ def _policy_request(messages: Sequence[Message]) -> Any:
     return PolicyContext(request=request, session_id="s", run_id="r", metadata={})
 
 
-def test_tool_choice_policy_forces_a_text_answer_after_the_allowed_rounds() -> None:
-    """RUN-14 step 2: the policy returns tool_choice per turn; ``none`` after N tool rounds."""
-    policy = tool_choice_policy("local", first="required", rounds_before_answer=1)
+def test_tool_choice_policy_sets_the_first_turns_choice_only() -> None:
+    """RUN-14 step 2: ``--tool-choice`` applies to the turn answering the user; later turns keep
+    the request's choice (the answer after the allowed rounds is the runtime's option)."""
+    policy = tool_choice_policy("local", first="required")
     call = Message("assistant", (ToolCallContent("c1", "calculator", {}),))
     first = policy(_policy_request([user_message("q")]))
     after = policy(_policy_request([user_message("q"), call, Message("tool", "r")]))
     assert first.options.extra == {
         "tool_choice": {"type": "function", "function": {"name": "calculator"}}
     }
-    assert after.options.extra == {"tool_choice": "none"}
-    anthropic = tool_choice_policy("anthropic", first="required", rounds_before_answer=None)
+    assert after is None
+    anthropic = tool_choice_policy("anthropic", first="required")
     assert anthropic(_policy_request([user_message("q")])).options.extra == {
         "tool_choice": {"type": "tool", "name": "calculator"}
     }
-    assert anthropic(_policy_request([user_message("q"), call])).options.extra == {
-        "tool_choice": {"type": "auto"}
-    }
-    auto = tool_choice_policy("openai", first="auto", rounds_before_answer=None)
-    assert auto(_policy_request([user_message("q"), call])) is None
+    assert anthropic(_policy_request([user_message("q"), call])) is None
+    auto = tool_choice_policy("openai", first="auto")
+    assert auto(_policy_request([user_message("q")])) is None
+
+
+def test_tool_rounds_become_the_public_answer_after_option(tmp_path: Path) -> None:
+    """``--tool-rounds N`` is ``answer_after_tool_rounds=N`` (0: ``False``); unset, the
+    provider's default applies."""
+    from prism.cli._settings import RunSettings, build_agent
+    from prism.stores import SqliteStore
+
+    store = SqliteStore(tmp_path / "s.db")
+    for rounds, expected in ((None, None), (0, False), (2, 2)):
+        settings = RunSettings(model=_script(tmp_path, [[provider_done()]]), tools=("calculator",),
+                               tool_rounds=rounds)
+        built = build_agent(settings, store, environ={})
+        assert built.agent.config.answer_after_tool_rounds == expected
+        assert built.agent.config.provider_request_policies == ()
 
 
 # --------------------------------------------------------------------------- model specs

@@ -95,7 +95,10 @@ class Fleet:
             [
                 sys.executable, "-m", "prism", "worker", "--engine", "dbos",
                 "--store", self.url, "--agents", "dbos_agents:REGISTRY",
-                "--concurrency", str(concurrency), "--lease", "2", "--heartbeat", "0.4",
+                "--concurrency", str(concurrency),
+                # A lease long enough that a heartbeat thread starved on a loaded test machine
+                # is not mistaken for a dead worker; short enough to keep recovery quick.
+                "--lease", "6", "--heartbeat", "0.5",
                 "--poll", "0.1", "--decision-wait", "1", "--drain-timeout", "30",
             ],
             cwd=ENGINE_DIR,

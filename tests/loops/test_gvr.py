@@ -730,7 +730,7 @@ async def test_gvr4_tool_round_limit_fails_without_raising() -> None:
     assert returned is None
     assert len(ctx.requests) == 2
     assert ctx.dispatched == ["c1"]
-    assert ctx.finish_reason == "turn_limit"
+    assert ctx.finish_reason == "tool_round_limit"
     assert ctx.summary()[-2:] == ["turn_finished(2)", "artifact_failed(2,1)"]
     failed = ctx.events[-1]
     assert failed.result == ArtifactValidation(

@@ -154,10 +154,10 @@ async def test_provider_hosted_calls_are_never_dispatched_nor_answered_ssl_4() -
     assert [m.role for m in ctx.stored] == ["assistant"]
 
 
-async def test_round_ceiling_answers_calls_and_sets_turn_limit_ssl_2_pool_9() -> None:
+async def test_round_ceiling_answers_calls_and_sets_tool_round_limit_ssl_2_pool_9() -> None:
     ctx = Stub([calls_result("a"), calls_result("b", "c")], max_tool_rounds=1)
     await single_shot_loop.run(ctx)  # type: ignore[arg-type]
-    assert ctx.finish_reason == "turn_limit"
+    assert ctx.finish_reason == "tool_round_limit"
     assert ctx.generated == 2  # at most max_tool_rounds + 1 provider calls
     rows = [m.content[0] for m in ctx.stored if m.role == "tool"]
     assert [r.tool_call_id for r in rows if isinstance(r, ToolResultContent)] == ["id_a", "id_b", "id_c"]
@@ -170,7 +170,7 @@ async def test_round_ceiling_answers_calls_and_sets_turn_limit_ssl_2_pool_9() ->
 async def test_zero_round_budget_calls_the_provider_once_ssl_4() -> None:
     ctx = Stub([calls_result("a")], max_tool_rounds=0)
     await single_shot_loop.run(ctx)  # type: ignore[arg-type]
-    assert ctx.generated == 1 and ctx.finish_reason == "turn_limit"
+    assert ctx.generated == 1 and ctx.finish_reason == "tool_round_limit"
 
 
 async def test_unlimited_rounds_never_hit_the_ceiling_lim_8() -> None:

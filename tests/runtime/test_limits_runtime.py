@@ -71,7 +71,7 @@ async def test_the_default_round_cap_stops_after_eight_rounds_lim_1_ssl_2() -> N
     session, provider = make_session(calls(9) + [TEXT], tools=[echo_tool()])
     result = await session.run("x")
     assert result.status == "succeeded"
-    assert result.stop_reason == "turn_limit"
+    assert result.stop_reason == "tool_round_limit"
     assert provider.call_count == 9
     assert_provider_valid(result.messages)
 
@@ -155,7 +155,7 @@ async def test_a_breach_recorded_by_a_tool_is_status_failed_not_aborted_err_4() 
     session, _ = make_session(calls(2) + [TEXT], tools=[echo_tool()], limits={"max_tool_rounds": 1})
     # The round ceiling is a clean stop for single-shot (SSL-2), not a breach.
     result = await session.run("x")
-    assert result.status == "succeeded" and result.stop_reason == "turn_limit"
+    assert result.status == "succeeded" and result.stop_reason == "tool_round_limit"
     with pytest.raises(AgentRunError):
         s2, _ = make_session(calls(3) + [TEXT], tools=[echo_tool()], limits={"max_turns": 1})
         await s2.run("x")

@@ -36,4 +36,6 @@ def test_loops_declare_their_needs() -> None:
     assert loop_needs(single_shot_loop) is DEFAULT_LOOP_NEEDS
     assert loop_needs(object()) is DEFAULT_LOOP_NEEDS
     gvr = generate_validate_revise_loop(validator=lambda value, ctx: {"ok": True})
-    assert loop_needs(gvr) == LoopNeeds(structured_output=None, artifact=True)
+    assert loop_needs(gvr) == LoopNeeds(
+        structured_output=None, artifact=True, dispatches_tools=False
+    )

@@ -345,13 +345,13 @@ async def test_active_skills_add_their_instructions_run_13() -> None:
     assert system == [TextContent("Skill poet:\nRhyme.")]
 
 
-async def test_unknown_loop_strategy_fails_after_input_append_and_before_turns_loop_2() -> None:
+async def test_unknown_loop_strategy_is_a_config_error_before_the_run_starts_loop_2() -> None:
+    """A loop mapping with an unknown strategy is rejected by the run's preflight: nothing is
+    stored and no provider is called (it used to fail the run after the input was stored)."""
     session, provider = make_session([TEXT])
-    result, events = await run_collect(session, loop={"strategy": "nope"})
-    assert isinstance(result, AgentRunError)
-    assert result.result.error is not None and result.result.error.code == "ERR_PRISM_CONFIG"
-    assert "turn_started" not in types_of(events)
-    assert [m.role for m in await stored_messages(session)] == ["user"]
+    with pytest.raises(PrismConfigError, match="unknown agent loop strategy: nope"):
+        await run_collect(session, loop={"strategy": "nope"})
+    assert await stored_messages(session) == []
     assert provider.call_count == 0
 
 

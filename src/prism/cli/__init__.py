@@ -30,7 +30,8 @@
 status line (turn, tokens, elapsed time) on terminals, and a usage summary at the end (completed
 provider turns and the usage of every leg shown, approval rounds included). ``--json`` prints every
 event as one JSON line (``event.to_dict()``) instead, then one summary line
-``{"type": "run_result", "status", "run_id", "session_id", "usage", "stop_reason", "turns",
+``{"type": "run_result", "status", "run_id", "session_id", "usage", "stop_reason",
+"provider_stop_reason", "turns",
 "exit_code"}`` (plus ``stop_detail`` and ``error`` when set) — ``agent_finished`` carries no status
 by design. On pipes and files the output is plain: the answer on stdout, notes on stderr.
 When the reader of the output goes away (``prism run … | head -1``) the run is aborted quietly and
@@ -103,7 +104,8 @@ exit codes:
   141  the output was closed (e.g. | head): the run was aborted, nothing more printed
 
 With --json the last line is {"type": "run_result", "status": ..., "run_id": ...,
-"session_id": ..., "usage": ..., "stop_reason": ..., "turns": ..., "exit_code": ...}.
+"session_id": ..., "usage": ..., "stop_reason": ...,
+"provider_stop_reason": ..., "turns": ..., "exit_code": ...}.
 """
 """The exit code table (``prism --help`` epilog)."""
 

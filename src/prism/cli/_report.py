@@ -126,6 +126,7 @@ class RunReport:
             "session_id": session_id,
             "usage": None if usage is None else usage.to_dict(),
             "stop_reason": None if result is None else result.stop_reason,
+            "provider_stop_reason": None if result is None else result.provider_stop_reason,
         }
         if result is not None and result.stop_detail is not None:
             summary["stop_detail"] = result.stop_detail

@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from prism.cli._host_tools import HostToolError, is_host_tool_spec, load_host_tool
 from prism.cli._mcp import check_mcp_command, mcp_servers
@@ -47,11 +47,6 @@ __all__ = [
 ]
 
 _DEFAULT_TOOL_SYSTEM = "You are a helpful assistant. Use the tools when they help."
-
-_GVR_INSTRUCTIONS = (
-    "Answer with only a JSON value (no prose, no code fence) that validates against this "
-    "JSON Schema:\n{schema}"
-)
 
 _SETTINGS_VERSION = 1
 
@@ -315,46 +310,35 @@ def _tool_choice_value(provider: str, choice: str, tool_names: list[str]) -> Any
     return choice
 
 
-def tool_choice_policy(
-    provider: str, *, first: str, rounds_before_answer: int | None
-) -> ProviderRequestPolicy:
-    """Provider-request policy that sets ``tool_choice`` per turn.
+def tool_choice_policy(provider: str, *, first: str) -> ProviderRequestPolicy:
+    """Provider-request policy that sets ``tool_choice`` on the turns that answer the user.
 
     The runtime calls it before each provider request, after the request is built; the
     options it returns are merged into the request.
 
-    Turns that answer the user's latest message directly get ``first``; once
-    ``rounds_before_answer`` tool rounds have been answered since that message, later turns get
-    ``none``, so the model has to answer in text. ``None`` never forces the answer.
+    Turns that answer the user's latest message directly get ``first``; later turns (after a tool
+    round) keep the request's own choice — ``auto``, or ``none`` once the run's
+    ``answer_after_tool_rounds`` policy forces the text answer.
 
     Args:
         provider: ``ModelConfig.provider`` (the wire form differs for Anthropic).
         first: ``auto``, ``required`` or ``none``.
-        rounds_before_answer: Tool rounds allowed before the text answer, or ``None``.
     """
     from prism.runtime.provider_turn import ProviderRequestPolicyResult
     from prism.types import ProviderRequestOptions
 
     def policy(ctx: PolicyContext) -> ProviderRequestPolicyResult | None:
         request = ctx.request
-        if not request.tools:
+        if not request.tools or first == "auto":
             return None
-        rounds = 0
         for message in reversed(request.messages):
             if message.role == "user":
                 break
             if message.role == "assistant" and any(
                 part.type == "tool_call" for part in message.content
             ):
-                rounds += 1
-        choice = first
-        if rounds and rounds_before_answer is not None and rounds >= rounds_before_answer:
-            choice = "none"
-        elif rounds:
-            choice = "auto"
-        if choice == "auto" and first == "auto":
-            return None
-        value = _tool_choice_value(provider, choice, [tool.name for tool in request.tools])
+                return None
+        value = _tool_choice_value(provider, first, [tool.name for tool in request.tools])
         return ProviderRequestPolicyResult(
             options=ProviderRequestOptions(extra={"tool_choice": value})
         )
@@ -400,12 +384,12 @@ def build_agent(
             raise UsageError(str(exc)) from None
         tools.extend(servers)
     redactor = create_secret_redactor([*choice.secrets, *secrets])
-    loop, loop_instructions = _loop(settings, choice)
+    loop = _loop(settings)
     system = settings.system
     if system is None and tools:
         # chat formats of small local models describe tools inside the system message only
         system = _DEFAULT_TOOL_SYSTEM
-    instructions = "\n\n".join(text for text in (system, loop_instructions) if text) or None
+    instructions = system
     if provider_override is not None:
         provider = provider_override()
     else:
@@ -413,18 +397,15 @@ def build_agent(
             provider = choice.make_provider()
         except (ImportError, PrismError) as exc:
             raise UsageError(redactor.redact(str(exc))) from None
+    # --tool-rounds is the public answer_after_tool_rounds option (0: never force the answer);
+    # unset, the provider's default applies (the embedded model: one round, then the answer)
     rounds = settings.tool_rounds
-    if rounds is None and choice.model.provider == "local":
-        rounds = 1  # a 135M-parameter model cannot tell when to stop calling tools
+    answer_after: int | Literal[False] | None = (
+        None if rounds is None else (rounds if rounds > 0 else False)
+    )
     policies = []
-    if tools and (rounds is not None or settings.tool_choice != "auto"):
-        policies.append(
-            tool_choice_policy(
-                choice.model.provider,
-                first=settings.tool_choice,
-                rounds_before_answer=rounds if rounds and rounds > 0 else None,
-            )
-        )
+    if tools and settings.tool_choice != "auto":
+        policies.append(tool_choice_policy(choice.model.provider, first=settings.tool_choice))
     limits = None
     if settings.max_tool_rounds is not None:
         from prism.limits import RunLimits
@@ -444,6 +425,7 @@ def build_agent(
             loop=loop,
             limits=limits,
             provider_request_policies=policies or None,
+            answer_after_tool_rounds=answer_after,
             store=store,
             run_state=RunStateOptions(
                 store,
@@ -457,19 +439,16 @@ def build_agent(
     return BuiltAgent(agent, redactor, choice)
 
 
-def _loop(settings: RunSettings, choice: ModelChoice) -> tuple[Any, str | None]:
+def _loop(settings: RunSettings) -> Any:
+    """The ``--loop gvr`` strategy: the runtime shows the model the schema (natively where the
+    model supports it — a grammar on the embedded model — else in the instructions)."""
     if settings.loop != "gvr":
-        return None, None
+        return None
     from prism.artifacts import json_schema_artifact
     from prism.loops.gvr import generate_validate_revise_loop
 
-    schema = settings.schema
     try:
-        callbacks = json_schema_artifact(
-            schema,
-            structured_output_name="artifact" if choice.native_structured_output else None,
-        )
-        loop = generate_validate_revise_loop(**callbacks, max_revisions=settings.max_revisions)
+        callbacks = json_schema_artifact(settings.schema)
+        return generate_validate_revise_loop(**callbacks, max_revisions=settings.max_revisions)
     except PrismError as exc:
         raise UsageError(str(exc)) from None
-    return loop, _GVR_INSTRUCTIONS.format(schema=json.dumps(schema, ensure_ascii=False))

@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from prism._serde import Serializable
-from prism.types import ErrorInfo, GuardrailRecord, Message, RunLimitBreach, RunStopReason, Usage
+from prism.types import (
+    ErrorInfo,
+    GuardrailRecord,
+    Message,
+    ProviderStopReason,
+    RunLimitBreach,
+    RunStopReason,
+    Usage,
+)
 
 __all__ = [
     "AgentDeniedEvent",
@@ -67,6 +75,8 @@ class AgentFinishedEvent(Serializable):
     """Why the run stopped early, if it did."""
     stop_detail: str | None = None
     """Detail of a turn-policy stop."""
+    provider_stop_reason: ProviderStopReason | None = None
+    """Why the leg's last provider turn stopped (``RunResult.provider_stop_reason``)."""
     type: Literal["agent_finished"] = field(default="agent_finished", init=False)
 
 

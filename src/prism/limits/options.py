@@ -96,7 +96,10 @@ class RunLimits(_Options):
     max_input_tokens: LimitValue | None = None
     """Summed input tokens of the run's attempts. Default UNLIMITED."""
     max_output_tokens: LimitValue | None = None
-    """Summed output tokens of the run's attempts. Default UNLIMITED."""
+    """Summed output tokens of the run's attempts. Default UNLIMITED. A budget checked on the
+    usage each turn reports, after the turn: it never stops a generation, and a turn that crosses
+    it fails the run. To cap the tokens of each reply, use ``max_tokens=`` (agent or run), which
+    the provider enforces while generating."""
     max_total_tokens: LimitValue | None = None
     """Summed total tokens (reported total, else input + output). Default UNLIMITED."""
     max_cost: RunCost | None = None

@@ -260,6 +260,11 @@ class RunLimitTracker:
         return self._deadline_at
 
     @property
+    def tool_rounds(self) -> int:
+        """Tool rounds charged so far in the whole run (earlier legs included)."""
+        return self._tool_rounds
+
+    @property
     def leg_max_tool_rounds(self) -> LimitValue:
         """Tool rounds left for this leg: ``max_tool_rounds`` minus the rounds restored from
         earlier legs, never below 0; :data:`UNLIMITED` when the axis is disabled (the

@@ -15,9 +15,10 @@ The contracts are host-domain free: no field or member name contains ``workflow`
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
@@ -144,8 +145,11 @@ ToolCallsMode: TypeAlias = Literal["disabled", "bounded"]
 """Artifact-loop tool handling: ``"disabled"`` (default) or ``"bounded"`` (see ``GenerateValidateReviseLoopOptions.tool_calls``)."""
 
 StructuredOutputMode: TypeAlias = Literal["native", "artifact-loop"]
-"""``"native"`` sends the schema to the provider; ``"artifact-loop"`` enforces it only by
-parse/validate/repair turns."""
+"""``"native"`` requires the provider to constrain output to the schema (a model without
+structured-output support fails the run); ``"artifact-loop"`` never sends it natively: the schema
+goes into the instructions and is enforced by parse/validate/repair turns. Unset (``None``), an
+explicit ``structured_output`` is native and the artifact factories' schema goes natively where
+the model supports it, else into the instructions."""
 
 StructuredOutputTiming: TypeAlias = Literal["every-turn", "final-turn-only"]
 """When the schema is attached with bounded tools."""
@@ -223,14 +227,18 @@ class GenerateValidateReviseLoopOptions(Serializable):
     ``1 + max_revisions`` candidates. ``0`` disables revisions."""
 
     tool_calls: ToolCallsMode = "disabled"
-    """``"disabled"`` answers host tool calls with ``tool_call_not_dispatched`` rows;
-    ``"bounded"`` dispatches them sequentially within ``limits.max_tool_rounds``."""
+    """``"disabled"`` answers host tool calls with ``tool_call_not_dispatched`` rows (a run that
+    offers tools logs a warning on the ``prism`` logger); ``"bounded"`` dispatches them one at a
+    time, for at most ``limits.max_tool_rounds`` rounds (and the run's
+    ``answer_after_tool_rounds``), before the model commits to a candidate; a tool request beyond
+    the rounds fails the artifact with reason ``tool_round_limit``."""
 
     structured_output: StructuredOutputOptions | None = None
     """Native JSON schema for the provider; a mapping with the same keys is accepted."""
 
     structured_output_mode: StructuredOutputMode | None = None
-    """``"artifact-loop"`` keeps the schema away from the provider; ``None`` = native."""
+    """How the schema reaches the model (:data:`StructuredOutputMode`); ``None``: natively where
+    possible, else in the instructions."""
 
     structured_output_timing: StructuredOutputTiming = "every-turn"
     """``"final-turn-only"`` omits the schema while bounded tools may run."""
@@ -291,6 +299,11 @@ def _validate_gvr_options(
         raise PrismConfigError("generate-validate-revise 'parser' must be callable or None")
     if repairer is not None and not callable(repairer):
         raise PrismConfigError("generate-validate-revise 'repairer' must be callable or None")
+    _check_callback_shape("validator", validator, "(value, ctx)")
+    if parser is not None:
+        _check_callback_shape("parser", parser, "(text, ctx)")
+    if repairer is not None:
+        _check_callback_shape("repairer", repairer, "(value, failure, ctx)")
     if isinstance(max_revisions, bool) or not isinstance(max_revisions, int) or max_revisions < 0:
         raise PrismConfigError(
             f"generate-validate-revise 'max_revisions' must be an int >= 0, got {max_revisions!r}"
@@ -310,6 +323,35 @@ def _validate_gvr_options(
             "generate-validate-revise 'structured_output_timing' must be 'every-turn' or "
             f"'final-turn-only', got {structured_output_timing!r}"
         )
+
+
+def _check_callback_shape(role: str, callback: object, expected: str) -> None:
+    """Reject a callback that cannot be called with the loop's positional arguments.
+
+    The loop calls ``validator(value, ctx)``, ``parser(text, ctx)`` and
+    ``repairer(value, failure, ctx)``; a callable whose signature cannot take them (a
+    one-parameter lambda, a required keyword-only parameter) is a configuration error now rather
+    than a ``TypeError`` in the middle of a run. A callable without an inspectable signature is
+    accepted.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` naming the role, the expected signature and the
+            callable's own.
+    """
+    try:
+        signature = inspect.signature(callback)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return
+    count = expected.count(",") + 1
+    try:
+        signature.bind(*([None] * count))
+    except TypeError:
+        name = getattr(callback, "__qualname__", type(callback).__name__)
+        raise PrismConfigError(
+            f"generate-validate-revise '{role}' must accept {expected}: "
+            f"{name}{signature} does not (the loop calls it with {count} positional "
+            "arguments, sync or async)"
+        ) from None
 
 
 def coerce_structured_output(
@@ -345,21 +387,29 @@ def coerce_loop_options(value: AgentLoopOptions | Mapping[str, Any]) -> AgentLoo
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` for a missing or unknown strategy (message
-            ``unknown agent loop strategy: <value>``), an unknown key or an invalid
-            option value.
+            ``unknown agent loop strategy: <value>`` and the list of strategies), an unknown key
+            or an invalid option value.
     """
     if isinstance(value, (SingleShotLoopOptions, GenerateValidateReviseLoopOptions)):
         return value
     if not isinstance(value, Mapping):
         raise PrismConfigError(f"loop options must be a mapping, got {type(value).__name__}")
     if "strategy" not in value:
-        raise PrismConfigError("loop options mapping requires a 'strategy' key")
+        raise PrismConfigError(
+            f"loop options mapping requires a 'strategy' key, one of {_STRATEGY_LIST}"
+        )
     strategy = value["strategy"]
     if strategy == "single-shot":
         return SingleShotLoopOptions.from_mapping(value)
     if strategy == "generate-validate-revise":
         return GenerateValidateReviseLoopOptions.from_mapping(value)
-    raise PrismConfigError(f"unknown agent loop strategy: {strategy}")
+    raise PrismConfigError(
+        f"unknown agent loop strategy: {strategy} (the strategies are {_STRATEGY_LIST})"
+    )
+
+
+_STRATEGY_LIST: Final = "'single-shot', 'generate-validate-revise'"
+"""The strategy names a loop-options mapping accepts, as error messages list them."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -416,7 +466,8 @@ class LoopContext(Protocol):
 
     @property
     def max_tool_rounds(self) -> float:
-        """Tool rounds left for the whole run (an ``int``), or ``prism.UNLIMITED`` (``math.inf``)."""
+        """Tool rounds left for the whole run (an ``int``), or ``prism.UNLIMITED`` (``math.inf``):
+        ``limits.max_tool_rounds`` capped by the run's ``answer_after_tool_rounds`` policy."""
         ...
 
     @property
@@ -430,8 +481,9 @@ class LoopContext(Protocol):
         ...
 
     finish_reason: str | None
-    """Writable. Set to ``"turn_limit"`` when a ceiling ended the run cleanly (``"token_limit"``
-    and ``"refusal"`` are reserved for custom loops); copied to the result."""
+    """Writable. Set to ``"tool_round_limit"`` when the tool-round budget ended the run without a
+    text answer, ``"turn_limit"`` when another ceiling ended it cleanly (``"token_limit"`` and
+    ``"refusal"`` are reserved for custom loops); copied to the result."""
 
     artifact: Any
     """Writable. The accepted artifact value; copied to ``RunResult.artifact`` on success."""

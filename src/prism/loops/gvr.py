@@ -51,7 +51,11 @@ from prism.loops.dispatch import (
     dispatch_tool_calls_in_order,
     dispatchable_tool_calls,
 )
-from prism.structured_output import artifact_request, without_structured_output
+from prism.structured_output import (
+    artifact_request,
+    shown_schema_of,
+    without_structured_output,
+)
 from prism.types import (
     AgentInput,
     JsonValue,
@@ -107,6 +111,8 @@ class GenerateValidateReviseLoop:
         "_restored",
         "_saved_schema",
         "_scope",
+        "_shown_native",
+        "_shown_schema",
         "_structured_output",
         "_tool_calls",
         "_validator",
@@ -135,9 +141,18 @@ class GenerateValidateReviseLoop:
         self._repairer: ArtifactRepairer[Any] = repairer or _default_repairer
         self._max_revisions = max_revisions
         self._tool_calls = tool_calls
-        self._structured_output = (
-            None if structured_output_mode == "artifact-loop" else structured_output
-        )
+        # The schema the model sees: the explicit one, else the artifact factories' (carried by
+        # the callbacks). Explicit and "native" schemas are required natively; the factories'
+        # schema goes natively only where the model supports it, else into the instructions;
+        # "artifact-loop" mode shows either in the instructions only.
+        shown = structured_output or shown_schema_of(validator, parser)
+        if structured_output_mode == "artifact-loop":
+            structured_output = None
+        elif structured_output_mode == "native" and structured_output is None:
+            structured_output = shown
+        self._structured_output = structured_output
+        self._shown_schema = shown
+        self._shown_native = structured_output_mode is None
         self._final_only = structured_output_timing == "final-turn-only" and tool_calls == "bounded"
         self._attempts = 0
         self._artifact_phase = not self._final_only
@@ -152,7 +167,19 @@ class GenerateValidateReviseLoop:
     def needs(self) -> LoopNeeds:
         """What this loop asks of the runtime: its native schema on the provider options, and a
         validated artifact for the run to succeed."""
-        return LoopNeeds(structured_output=self._structured_output, artifact=True)
+        return LoopNeeds(
+            structured_output=self._structured_output,
+            artifact=True,
+            shown_schema=self._shown_schema,
+            shown_schema_native=self._shown_native,
+            dispatches_tools=self._tool_calls == "bounded",
+        )
+
+    @property
+    def shown_schema(self) -> StructuredOutputOptions | None:
+        """The schema shown to the model: ``structured_output=``, else the one the artifact
+        factories attach to the ``validator``/``parser`` (``artifact_schema``), else ``None``."""
+        return self._shown_schema
 
     @property
     def structured_output(self) -> StructuredOutputOptions | None:
@@ -355,7 +382,7 @@ class GenerateValidateReviseLoop:
                         turn += 1
                         continue
                     if tool_rounds >= ctx.max_tool_rounds:
-                        ctx.finish_reason = "turn_limit"
+                        ctx.finish_reason = "tool_round_limit"
                         await append_unanswered_rows(ctx, host_calls, _ROUND_LIMIT_MESSAGE)
                         report_artifact(
                             ArtifactFailedEvent(
@@ -504,10 +531,16 @@ def generate_validate_revise_loop(
             the ``"\\n"``-joined error messages.
         max_revisions: Revisions after the first failed candidate (``int`` ≥ 0; default 3); the run
             makes at most ``1 + max_revisions`` candidates.
-        tool_calls: ``"disabled"`` (host calls answered with ``tool_call_not_dispatched`` rows) or
-            ``"bounded"`` (dispatched sequentially, at most ``limits.max_tool_rounds`` rounds).
-        structured_output: Native schema for the provider; a mapping is converted.
-        structured_output_mode: ``"artifact-loop"`` keeps the schema away from the provider.
+        tool_calls: ``"disabled"`` (host calls answered with ``tool_call_not_dispatched`` rows; a
+            run that offers tools logs a warning on the ``prism`` logger) or ``"bounded"``
+            (dispatched one at a time for at most ``limits.max_tool_rounds`` rounds, so the model
+            can look things up before it commits to a candidate).
+        structured_output: Native schema for the provider; a mapping is converted. Without it,
+            the schema the artifact factories attach to ``validator``/``parser``
+            (``artifact_schema``) is shown to the model: natively where the model supports
+            structured output, else in the instructions.
+        structured_output_mode: ``"native"`` requires native structured output;
+            ``"artifact-loop"`` shows the schema in the instructions only.
         structured_output_timing: ``"final-turn-only"`` sends tool-eligible turns without the
             schema (only with ``tool_calls="bounded"``).
 

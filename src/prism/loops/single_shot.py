@@ -3,7 +3,9 @@
 Each iteration drains pending steers, emits ``turn_started``, assembles and generates one provider
 turn, appends the assistant draft, emits ``message_finished``/``turn_finished`` and dispatches the
 host tool calls of the draft as one round. The run ends after a turn without host calls (unless
-steers arrived meanwhile) or when the tool-round budget is spent.
+steers arrived meanwhile) or when the tool-round budget is spent: calls beyond it are answered with
+"not dispatched" rows and the run stops with ``stop_reason="tool_round_limit"``, as it does when
+the turn after the last allowed round answers with no text.
 
 The loop touches nothing but its :class:`~prism.loops.contracts.LoopContext` and keeps
 its state in local variables, so the module-level object is safe to share between runs.
@@ -99,8 +101,11 @@ class SingleShotLoop:
             calls = dispatchable_tool_calls(result.calls) if result.calls else []
             if not calls or tool_rounds >= ctx.max_tool_rounds:
                 if calls:
-                    ctx.finish_reason = "turn_limit"
+                    ctx.finish_reason = "tool_round_limit"
                     await append_unanswered_rows(ctx, calls, ROUND_LIMIT_MESSAGE)
+                elif tool_rounds and tool_rounds >= ctx.max_tool_rounds and not result.text.strip():
+                    # the answer the spent round budget asked for is empty
+                    ctx.finish_reason = "tool_round_limit"
                 if apply_steers is not None and await apply_steers():
                     next_input = []
                     turn += 1

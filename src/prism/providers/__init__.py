@@ -8,15 +8,26 @@ provider in ``prism.testing`` uses them too); :func:`fold_provider_events` folds
 
 The adapters are submodules, imported only when used, each needing its extra:
 ``prism.providers.openai`` (``openai``), ``prism.providers.anthropic`` (``anthropic``) and
-``prism.providers.llama_cpp`` (``local``). This package imports none of them.
+``prism.providers.llama_cpp`` (``local``). This package imports none of them up front: after
+``import prism``, the attribute ``prism.providers.llama_cpp`` (or ``.openai``, ``.anthropic``)
+imports its submodule on first access.
+
+A provider that knows its models says so with :class:`ProviderDefaults` (its ``defaults``
+attribute, :class:`DescribedProvider`): the model an agent uses when ``create_agent`` gets no
+``model=``, and run defaults such as the tool-round policy of a small model.
 :func:`fallback` (``prism.providers.chain``) chains providers for model fallback.
 """
 
 # Grouped by topic, not sorted as one block.
 # ruff: noqa: I001
 
+import importlib
+from typing import TYPE_CHECKING
+
 # The provider protocol and one request.
 from .base import AIProvider as AIProvider
+from .defaults import DescribedProvider as DescribedProvider
+from .defaults import ProviderDefaults as ProviderDefaults
 from ..types import ProviderRequest as ProviderRequest
 from ..types import ProviderRequestOptions as ProviderRequestOptions
 from ..types import merge_provider_options as merge_provider_options
@@ -60,6 +71,7 @@ from .stream_fold import reconstruct_tool_call_deltas as reconstruct_tool_call_d
 __all__ = [
     # The provider protocol and one request
     "AIProvider", "ProviderRequest", "ProviderRequestOptions", "merge_provider_options",
+    "DescribedProvider", "ProviderDefaults",
     # Provider events
     "ProviderEvent", "ProviderMessageStart", "ProviderContentDelta", "ProviderToolCall",
     "ProviderToolCallDelta", "ProviderUsage", "ProviderDone", "ProviderErrorEvent",
@@ -73,3 +85,21 @@ __all__ = [
     # Folding a stream
     "ProviderTurnResult", "fold_provider_events", "reconstruct_tool_call_deltas",
 ]
+
+if TYPE_CHECKING:
+    from . import anthropic as anthropic
+    from . import llama_cpp as llama_cpp
+    from . import openai as openai
+
+_ADAPTERS = frozenset({"anthropic", "llama_cpp", "openai"})
+
+
+def __getattr__(name: str) -> object:
+    """Import an adapter submodule (``openai``, ``anthropic``, ``llama_cpp``) on first access."""
+    if name in _ADAPTERS:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*__all__, *_ADAPTERS})

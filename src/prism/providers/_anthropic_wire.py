@@ -8,7 +8,7 @@ the ``thinking`` configuration.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from prism.providers.wire import tool_result_payload_text
 from prism.types import (
@@ -26,12 +26,20 @@ from prism.types import (
 __all__ = ["InvalidRequest", "build_body"]
 
 
+_TOOL_CHOICE: Final = {"auto": "auto", "none": "none", "required": "any"}
+"""``ProviderRequestOptions.tool_choice`` as the Messages ``tool_choice.type``."""
+
+
 class InvalidRequest(Exception):
     """The request cannot be expressed on the wire (error code ``invalid_request``)."""
 
 
 def build_body(request: ProviderRequest, *, default_max_tokens: int = 4096) -> dict[str, Any]:
     """Build the Messages request body for ``request``.
+
+    ``max_tokens`` is ``options.max_tokens``, else ``model.parameters["max_tokens"]``, else
+    ``model.limits.max_output_tokens``, else ``default_max_tokens``; ``options.tool_choice`` is
+    sent (``"required"`` as ``any``) when the request has tools; ``options.extra`` goes last.
 
     Raises:
         InvalidRequest: an image the model cannot take, an image without a MIME type, or an
@@ -44,6 +52,9 @@ def build_body(request: ProviderRequest, *, default_max_tokens: int = 4096) -> d
         max_tokens = model.limits.max_output_tokens
     if max_tokens is None:
         max_tokens = default_max_tokens
+    options = request.options
+    if options is not None and options.max_tokens is not None:
+        max_tokens = options.max_tokens
     preserve = _compat(request, "preserve_thinking") is not False
     # Without declared capabilities the model takes text input only.
     images_ok = "image" in (model.capabilities or ModelCapabilities()).input
@@ -65,10 +76,12 @@ def build_body(request: ProviderRequest, *, default_max_tokens: int = 4096) -> d
             spec["input_schema"] = tool.parameters or {"type": "object"}
             tools.append(spec)
         body["tools"] = tools
+        choice = options.tool_choice if options is not None else None
+        if choice is not None:
+            body["tool_choice"] = {"type": _TOOL_CHOICE[choice]}
     for name, value in params.items():
         if name != "max_tokens":
             body[name] = value
-    options = request.options
     if options is not None and options.extra:
         body.update(options.extra)
     thinking = _compat(request, "thinking")

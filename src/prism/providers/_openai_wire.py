@@ -135,11 +135,16 @@ def build_request_body(
     stream: bool = True,
     reasoning_field: str | None = None,
     tool_call_content: str | None = None,
+    max_tokens_field: str = "max_tokens",
 ) -> dict[str, Any]:
     """Build the Chat Completions body for ``request``, before ``transform_body``.
 
     ``tool_call_content`` is the ``content`` of an assistant message that has tool calls and no
     text: ``None`` (JSON ``null``, what OpenAI documents) or a string such as ``""``.
+
+    ``model.parameters`` then ``options.extra`` are copied into the body; ``options.max_tokens``
+    replaces any ``max_tokens``/``max_completion_tokens`` there under ``max_tokens_field``;
+    ``options.tool_choice`` is sent when the request has tools.
 
     Raises:
         InvalidRequest: an image for a model without image input, a tool message without a
@@ -174,6 +179,12 @@ def build_request_body(
     if options is not None:
         if options.extra:
             body.update(options.extra)
+        if options.max_tokens is not None:
+            body.pop("max_tokens", None)
+            body.pop("max_completion_tokens", None)
+            body[max_tokens_field] = options.max_tokens
+        if options.tool_choice is not None and request.tools:
+            body["tool_choice"] = options.tool_choice
         structured = options.structured_output
         if structured is not None:
             schema: dict[str, Any] = {"name": structured.name, "schema": structured.schema}

@@ -41,7 +41,8 @@ from prism.providers._anthropic_errors import REQUEST_FAILED, error_info
 from prism.providers._anthropic_stream import MAX_EVENT_BYTES, StreamMapper, event_overflow
 from prism.providers._anthropic_wire import InvalidRequest, build_body
 from prism.providers.base import provider_error
-from prism.types import ProviderEvent, ProviderRequest
+from prism.providers.defaults import ProviderDefaults
+from prism.types import ModelCapabilities, ModelConfig, ProviderEvent, ProviderRequest
 
 if TYPE_CHECKING:
     import anthropic
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANTHROPIC_DEFAULT_BASE_URL",
+    "DEFAULT_ANTHROPIC_MODEL",
     "AnthropicApiKey",
     "AnthropicProvider",
     "create_anthropic_provider",
@@ -57,6 +59,9 @@ __all__ = [
 
 ANTHROPIC_DEFAULT_BASE_URL: Final = "https://api.anthropic.com/v1"
 """Default ``base_url``; requests go to ``<base_url>/messages``."""
+
+DEFAULT_ANTHROPIC_MODEL: Final = "claude-haiku-4-5"
+"""Model name of ``create_anthropic_provider().defaults.model``."""
 
 AnthropicApiKey: TypeAlias = str | Callable[[], "str | Awaitable[str]"]
 """An API key, or a sync/async callable returning one, resolved on each request."""
@@ -92,6 +97,7 @@ def create_anthropic_provider(
     http_client: Any = None,
     anthropic_version: str = "2023-06-01",
     default_max_tokens: int = 4096,
+    model: str | ModelConfig = DEFAULT_ANTHROPIC_MODEL,
 ) -> AnthropicProvider:
     """Create an Anthropic Messages provider.
 
@@ -121,6 +127,9 @@ def create_anthropic_provider(
         anthropic_version: Value of the provider-owned ``anthropic-version`` header.
         default_max_tokens: ``max_tokens`` when neither ``model.parameters["max_tokens"]`` nor
             ``model.limits.max_output_tokens`` is set (tokens, > 0).
+        model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
+            a model name (text and image input, tools) or a full ``ModelConfig``; default
+            :data:`DEFAULT_ANTHROPIC_MODEL`.
 
     Returns:
         The provider; it satisfies ``AIProvider``.
@@ -191,6 +200,15 @@ def create_anthropic_provider(
         id=id,
         anthropic_version=anthropic_version,
         default_max_tokens=default_max_tokens,
+        default_model=(
+            model
+            if isinstance(model, ModelConfig)
+            else ModelConfig(
+                provider=id,
+                model=model,
+                capabilities=ModelCapabilities(input=("text", "image"), tools=True),
+            )
+        ),
     )
 
 
@@ -211,6 +229,7 @@ class AnthropicProvider:
         "_api_key",
         "_client",
         "_default_max_tokens",
+        "_defaults",
         "_path",
         "_sdk",
         "_stream_cls",
@@ -231,9 +250,11 @@ class AnthropicProvider:
         id: str,
         anthropic_version: str,
         default_max_tokens: int,
+        default_model: ModelConfig | None = None,
     ) -> None:
         """Wrap an SDK client; use :func:`create_anthropic_provider` instead."""
         self.id = id
+        self._defaults = ProviderDefaults(model=default_model)
         self._sdk = sdk
         self._client = client
         self._path = path
@@ -244,6 +265,12 @@ class AnthropicProvider:
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(id={self.id!r})"
+
+    @property
+    def defaults(self) -> ProviderDefaults:
+        """The model of ``create_agent(provider=...)`` without ``model=`` (the factory's
+        ``model``)."""
+        return self._defaults
 
     async def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         """Stream one attempt for ``request``.

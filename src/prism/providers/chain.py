@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from prism.errors import PrismConfigError
 from prism.providers.base import AIProvider
+from prism.providers.defaults import ProviderDefaults, check_model_for_provider, provider_defaults
 from prism.types import ErrorInfo, ModelConfig, ProviderEvent, ProviderRequest
 
 __all__ = [
@@ -92,11 +93,12 @@ class FallbackPolicy:
 class FallbackProvider:
     """A provider that stands for an ordered chain; built by :func:`fallback`.
 
-    Its ``id`` is the primary's. The runtime reads :attr:`primary`, :attr:`fallbacks` and
-    :attr:`policy`; ``generate`` alone (outside a run) streams from the primary.
+    Its ``id`` and ``defaults`` are the primary's (an agent without ``model=`` gets the primary's
+    default model). The runtime reads :attr:`primary`, :attr:`fallbacks` and :attr:`policy`;
+    ``generate`` alone (outside a run) streams from the primary.
     """
 
-    __slots__ = ("fallbacks", "id", "policy", "primary")
+    __slots__ = ("defaults", "fallbacks", "id", "policy", "primary")
 
     def __init__(
         self, primary: AIProvider, fallbacks: tuple[FallbackModel, ...], policy: FallbackPolicy
@@ -105,6 +107,7 @@ class FallbackProvider:
         self.fallbacks = fallbacks
         self.policy = policy
         self.id: str = str(getattr(primary, "id", "") or "")
+        self.defaults: ProviderDefaults = provider_defaults(primary)
 
     def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         """The primary's stream for ``request``."""
@@ -149,8 +152,9 @@ def fallback(
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — no fallback given, something that is not a
-            provider, a fallback chain inside the chain, an invalid model, or a ``policy`` that
-            is not a ``FallbackPolicy``.
+            provider, a fallback chain inside the chain, an invalid model or one that names
+            another provider than its provider's default model does, or a ``policy`` that is
+            not a ``FallbackPolicy``.
     """
     _check_provider(primary, "fallback: the primary")
     if not fallbacks:
@@ -166,6 +170,7 @@ def fallback(
                 f"fallback {index}: expected a (provider, model) pair, got {type(item).__name__}"
             )
         _check_provider(link.provider, f"fallback {index}")
+        check_model_for_provider(link.model, link.provider)
         links.append(link)
     if policy is None:
         policy = FallbackPolicy()

@@ -33,16 +33,14 @@ called, never when this module is imported.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal
 
 from prism._util import maybe_await
-from prism.abort import AbortSignal
 from prism.errors import PrismConfigError, ProviderTransportError
 from prism.providers._openai_errors import MAX_ERROR_BODY_BYTES as MAX_ERROR_BODY_BYTES
 from prism.providers._openai_errors import MAX_STREAM_HEAD_BYTES, exception_info, stream_detail
@@ -52,10 +50,14 @@ from prism.providers._openai_wire import (
     build_request_body,
     map_completion,
 )
+from prism.providers._sdk_abort import cancel_on_abort
 from prism.providers._sse import SSEDecoder
 from prism.providers.base import provider_error
+from prism.providers.defaults import ProviderDefaults
 from prism.providers.wire import redact_error_info
 from prism.types import (
+    ModelCapabilities,
+    ModelConfig,
     ProviderErrorEvent,
     ProviderEvent,
     ProviderRequest,
@@ -64,7 +66,11 @@ from prism.types import (
 if TYPE_CHECKING:
     import openai
 
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+"""Model name of ``create_openai_chat_provider().defaults.model``."""
+
 __all__ = [
+    "DEFAULT_OPENAI_MODEL",
     "MAX_ERROR_BODY_BYTES",
     "MAX_REQUEST_BODY_BYTES",
     "MAX_RESPONSE_BODY_BYTES",
@@ -110,40 +116,6 @@ def _require_openai() -> Any:
     return openai
 
 
-# =========================================================================== abort
-
-
-@contextmanager
-def _cancel_on_abort(signal: AbortSignal | None) -> Iterator[None]:
-    """While active, an abort of ``signal`` cancels the current task's pending await.
-
-    The resulting ``CancelledError`` is turned into the signal's abort error; a cancellation
-    that did not come from the signal propagates unchanged. Never active across a ``yield``.
-    """
-    if signal is None:
-        yield
-        return
-    signal.throw_if_aborted()
-    task = asyncio.current_task()
-    fired = False
-
-    def on_abort(_reason: Any) -> None:
-        nonlocal fired
-        if task is not None and not task.done():
-            fired = True
-            task.cancel()
-
-    remove = signal.add_listener(on_abort)
-    try:
-        yield
-    except asyncio.CancelledError:
-        if fired and task is not None and task.uncancel() == 0:
-            signal.throw_if_aborted()
-        raise
-    finally:
-        remove()
-
-
 # =========================================================================== the provider
 
 
@@ -154,7 +126,9 @@ class OpenAICompatibleProvider:
         "_api_key",
         "_auth_style",
         "_client",
+        "_defaults",
         "_extra_headers",
+        "_max_tokens_field",
         "_omit_openai_headers",
         "_prefix",
         "_reasoning_field",
@@ -181,10 +155,14 @@ class OpenAICompatibleProvider:
         reasoning_field: str | None,
         request_failed_prefix: str,
         omit_openai_headers: bool,
+        default_model: ModelConfig | None = None,
+        max_tokens_field: str = "max_tokens",
         tool_call_content: str | None = None,
     ) -> None:
         """Store the configuration; use the factories instead of calling this directly."""
         self.id = id
+        self._defaults = ProviderDefaults(model=default_model)
+        self._max_tokens_field = max_tokens_field
         self._client = client
         self._api_key = api_key
         self._auth_style = auth_style
@@ -201,6 +179,12 @@ class OpenAICompatibleProvider:
         client_key = getattr(client, "api_key", None)
         if isinstance(client_key, str) and client_key != _PLACEHOLDER_KEY:
             self._remember(client_key)
+
+    @property
+    def defaults(self) -> ProviderDefaults:
+        """The model of ``create_agent(provider=...)`` without ``model=`` (the factory's
+        ``model``; ``None`` when an OpenAI-compatible provider was built without one)."""
+        return self._defaults
 
     def _remember(self, secret: str) -> None:
         if secret and secret not in self._secrets:
@@ -271,6 +255,7 @@ class OpenAICompatibleProvider:
                 request,
                 stream=stream,
                 reasoning_field=self._reasoning_field,
+                max_tokens_field=self._max_tokens_field,
                 tool_call_content=self._tool_call_content,
             )
             if self._transform_body is not None:
@@ -293,7 +278,7 @@ class OpenAICompatibleProvider:
         mapper = ResponseMapper()
         async with AsyncExitStack() as stack:
             try:
-                with _cancel_on_abort(signal):
+                with cancel_on_abort(signal):
                     response = await stack.enter_async_context(
                         self._client.chat.completions.with_streaming_response.create(
                             model=str(body.get("model", "")),
@@ -310,7 +295,7 @@ class OpenAICompatibleProvider:
                     head = bytearray()
                     data_events = 0
                     while not mapper.done_seen:
-                        with _cancel_on_abort(signal):
+                        with cancel_on_abort(signal):
                             chunk = await anext(chunks, None)
                         if chunk is not None and len(head) < MAX_STREAM_HEAD_BYTES:
                             head += chunk[: MAX_STREAM_HEAD_BYTES - len(head)]
@@ -330,7 +315,7 @@ class OpenAICompatibleProvider:
                 else:
                     raw = bytearray()
                     while True:
-                        with _cancel_on_abort(signal):
+                        with cancel_on_abort(signal):
                             chunk = await anext(chunks, None)
                         if chunk is None:
                             break
@@ -419,6 +404,7 @@ def create_openai_compatible_provider(
     strict_completion: bool = True,
     reasoning_field: str | None = None,
     request_failed_prefix: str = "OpenAI-compatible request failed",
+    model: str | ModelConfig | None = None,
     tool_call_content: str | None = "",
 ) -> OpenAICompatibleProvider:
     """Create a provider for a server speaking OpenAI Chat Completions.
@@ -446,6 +432,9 @@ def create_openai_compatible_provider(
         reasoning_field: When set (e.g. ``"reasoning_content"``), assistant thinking text is sent
             back under this key; otherwise thinking parts are dropped.
         request_failed_prefix: Prefix of HTTP error messages.
+        model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
+            a model name served by the server (``ModelConfig(provider=id, model=model)`` with
+            tool support), or a full ``ModelConfig``. ``None``: agents must pass ``model=``.
         tool_call_content: ``content`` of an assistant message with tool calls and no text:
             ``""`` (default; accepted by OpenAI-compatible servers generally and required by
             llama-cpp-python's server) or ``None`` (JSON ``null``, OpenAI's documented form).
@@ -469,6 +458,7 @@ def create_openai_compatible_provider(
         reasoning_field=reasoning_field,
         request_failed_prefix=request_failed_prefix,
         openai_server=False,
+        default_model=_default_model(id, model, ModelCapabilities(tools=True)),
         tool_call_content=tool_call_content,
     )
 
@@ -487,6 +477,7 @@ def _make_provider(
     reasoning_field: str | None,
     request_failed_prefix: str,
     openai_server: bool,
+    default_model: ModelConfig | None,
     tool_call_content: str | None = None,
 ) -> OpenAICompatibleProvider:
     _check_str("base_url", base_url)
@@ -523,6 +514,10 @@ def _make_provider(
         reasoning_field=reasoning_field,
         request_failed_prefix=request_failed_prefix,
         omit_openai_headers=built and not openai_server,
+        default_model=default_model,
+        # OpenAI's newer models accept only ``max_completion_tokens``; other servers know
+        # ``max_tokens``
+        max_tokens_field="max_completion_tokens" if openai_server else "max_tokens",
         tool_call_content=tool_call_content,
     )
 
@@ -534,6 +529,7 @@ def create_openai_chat_provider(
     id: str = "openai",
     client: openai.AsyncOpenAI | None = None,
     http_client: Any = None,
+    model: str | ModelConfig = DEFAULT_OPENAI_MODEL,
 ) -> OpenAICompatibleProvider:
     """Create the OpenAI Chat Completions provider.
 
@@ -547,6 +543,9 @@ def create_openai_chat_provider(
         id: Provider id.
         client: A host-built ``openai.AsyncOpenAI`` (keeps its own timeout and auth).
         http_client: An ``httpx.AsyncClient`` for the SDK client this factory builds.
+        model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
+            a model name (text and image input, tools, native JSON-Schema output) or a full
+            ``ModelConfig``; default :data:`DEFAULT_OPENAI_MODEL`.
 
     Raises:
         PrismConfigError: no ``api_key``, no ``client`` and ``OPENAI_API_KEY`` unset or empty
@@ -573,4 +572,20 @@ def create_openai_chat_provider(
         reasoning_field=None,
         request_failed_prefix="OpenAI request failed",
         openai_server=True,
+        default_model=_default_model(
+            id,
+            model,
+            ModelCapabilities(
+                input=("text", "image"), tools=True, structured_output="json_schema"
+            ),
+        ),
     )
+
+
+def _default_model(
+    id: str, model: str | ModelConfig | None, capabilities: ModelCapabilities
+) -> ModelConfig | None:
+    if model is None or isinstance(model, ModelConfig):
+        return model
+    _check_str("model", model)
+    return ModelConfig(provider=id, model=model, capabilities=capabilities)

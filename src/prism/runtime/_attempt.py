@@ -322,11 +322,23 @@ class AttemptState:
         if self.runner.observed():
             self.delta(call)
 
+    def price_usage(self) -> None:
+        """Cost a usage reported without one at ``model.pricing`` (idempotent)."""
+        fold = self.fold
+        usage = fold.usage
+        pricing = self.runner.model.pricing
+        if usage is not None and usage.cost is None and pricing is not None:
+            fold.usage = dataclasses.replace(
+                usage, cost=pricing.cost(usage), currency=pricing.currency
+            )
+
     def record_usage(self) -> None:
-        """Record the attempt's usage once: accumulate it, write its ledger row, charge the tracker."""
+        """Record the attempt's usage once: price it, accumulate it, write its ledger row, charge
+        the tracker."""
         if self.usage_recorded:
             return
         self.usage_recorded = True
+        self.price_usage()
         runner = self.runner
         usage = self.fold.usage
         if usage is not None:

@@ -9,6 +9,7 @@ awaits those awaitables in emission order, and the runtime drains it before ``ru
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
 import math
@@ -26,6 +27,7 @@ __all__ = [
     "OverflowPolicy",
     "SessionObservers",
     "coerce_max_queued_events",
+    "stamp_ids",
 ]
 
 _log = logging.getLogger("prism")
@@ -308,3 +310,17 @@ class SessionObservers:
             wakeup.set_result(None)
         await task
         self._dispatcher = None
+
+
+def stamp_ids(event: Any, session_id: str, run_id: str) -> Any:
+    """``event`` with empty ``session_id``/``run_id`` fields filled in."""
+    sid = getattr(event, "session_id", session_id)
+    rid = getattr(event, "run_id", run_id)
+    if sid and rid:
+        return event
+    changes: dict[str, str] = {}
+    if not sid and hasattr(event, "session_id"):
+        changes["session_id"] = session_id
+    if not rid and hasattr(event, "run_id"):
+        changes["run_id"] = run_id
+    return dataclasses.replace(event, **changes) if changes else event

@@ -13,14 +13,16 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from prism._util import maybe_await
-from prism.assembly import RequestAssembler, Skill
+from prism.assembly import RequestAssembler, Skill, SystemPromptContribution
 from prism.errors import ProviderResolutionError
 from prism.events import CompactionFinishedEvent, CompactionStartedEvent
 from prism.limits import sets_finite_output_budget
+from prism.loop_needs import loop_needs
 from prism.loops.resolve import loop_name
 from prism.providers.base import AIProvider
 from prism.retry import RetryPayload
 from prism.runtime._durable_run import ResumePoint
+from prism.runtime._tool_rounds import tool_rounds
 from prism.runtime._tool_sources import open_leg_tools
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.context import RunContext
@@ -32,6 +34,7 @@ from prism.store import (
     history_from_branch,
     read_branch,
 )
+from prism.structured_output import deliver_shown_schema
 from prism.tools import filter_tools
 from prism.tracing import TracedRun, resolve_tracer
 from prism.types import Message, ProviderRequestOptions, Usage
@@ -49,6 +52,8 @@ __all__ = [
     "setup_attempts",
     "start_trace",
 ]
+
+_log = logging.getLogger("prism")
 
 
 async def resolve_provider(ctx: RunContext) -> AIProvider:
@@ -160,18 +165,40 @@ def setup_assembly(
     options: ProviderRequestOptions | None,
     skills: tuple[Skill, ...],
     summaries: Sequence[str],
+    loop: object = None,
+    provider: object = None,
 ) -> None:
     """The request assembler (system prompt, context providers, skills, tools, options,
-    ``input_assembly`` hook), the request policies and the tool validator."""
+    ``input_assembly`` hook), the request policies, the tool-round policy (with ``provider``'s
+    default; :mod:`prism.runtime._tool_rounds`) and the tool validator.
+
+    The loop's needs add to it: its shown schema, natively or as a system-prompt contribution
+    (``artifact-schema``, after the others; :func:`~prism.structured_output.deliver_shown_schema`),
+    and a warning on the ``prism`` logger when the loop dispatches no tool calls but the run
+    offers tools.
+    """
     config = ctx.config
     plan = ctx.plan
     contributions = plan.system_prompt
     if not plan.drop_agent_system_prompt:
         contributions = config.system_prompt + contributions
+    options, schema_text = deliver_shown_schema(loop, options, plan.model)
+    if schema_text is not None:
+        contributions = (*contributions, SystemPromptContribution("artifact-schema", schema_text))
     providers = list(config.context)
     for skill in skills:
         providers.extend(skill.context)
     tools = filter_tools(ctx.registry, plan.tool_filters) if len(ctx.registry) else ()
+    if tools and not loop_needs(loop).dispatches_tools:
+        _log.warning(
+            "run %s: the %s loop does not dispatch tool calls (tool_calls='disabled'), but the "
+            "run offers the tools %s; their calls are answered as not dispatched. Pass "
+            "tool_calls='bounded' to let the model use them, or leave them out of the run "
+            "(tool_filter=)",
+            ctx.run_id,
+            getattr(loop, "name", "artifact"),
+            ", ".join(sorted(tool.name for tool in tools)),
+        )
     middleware = ctx.middleware
     hook = None
     if middleware is not None and middleware.has("input_assembly"):
@@ -199,6 +226,7 @@ def setup_assembly(
         assembler.set_summaries(summaries)
     ctx.assembler = assembler
     ctx.policies = config.provider_request_policies + plan.provider_request_policies
+    ctx.answer_after_tool_rounds, ctx.max_tool_rounds = tool_rounds(plan, provider, ctx.tracker)
     validator = plan.tool_validator
     ctx.tool_validator = validator if validator is not None else config.tool_validator
 

@@ -21,11 +21,13 @@ from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy
 from prism.loops.resolve import resolve_loop
 from prism.middleware import MiddlewareRegistry
 from prism.providers.base import AIProvider
+from prism.providers.defaults import check_model_for_provider, provider_defaults
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions, validate_retry_options
 from prism.runtime._run_state import RunStateOptions
 from prism.runtime.config import AgentConfig as AgentConfig
 from prism.runtime.config import ProviderSource as ProviderSource
+from prism.runtime.config import check_answer_after_tool_rounds, with_max_tokens
 from prism.store import CompactionOptions, SessionStore, validate_compaction_options
 from prism.tools import (
     PermissionPolicy,
@@ -100,14 +102,32 @@ def _tools(value: Any) -> tuple[ToolRegistry, tuple[ToolSource, ...]]:
     return registry, sources
 
 
-def _model(value: Any) -> ModelConfig:
-    if isinstance(value, ModelConfig):
-        return value
-    if isinstance(value, Mapping):
-        return ModelConfig.coerce(value)
+def _model(value: Any, provider: AIProvider | None) -> ModelConfig:
+    """The agent's model: ``value``, else the provider's default; checked against the provider."""
     if value is None:
-        raise PrismConfigError("create_agent requires a model (ModelConfig or mapping)")
-    raise PrismConfigError(f"model must be a ModelConfig or a mapping, got {type(value).__name__}")
+        default = provider_defaults(provider).model if provider is not None else None
+        if default is None:
+            raise PrismConfigError(
+                "create_agent requires model= (a ModelConfig or a mapping) unless provider= "
+                "declares a default model"
+                + (
+                    f" ({type(provider).__name__} declares none)"
+                    if provider is not None
+                    else ""
+                )
+            )
+        return default
+    if isinstance(value, ModelConfig):
+        model = value
+    elif isinstance(value, Mapping):
+        model = ModelConfig.coerce(value)
+    else:
+        raise PrismConfigError(
+            f"model must be a ModelConfig or a mapping, got {type(value).__name__}"
+        )
+    if provider is not None:
+        check_model_for_provider(model, provider)
+    return model
 
 
 def _system_prompt(value: Any) -> tuple[SystemPromptContribution, ...]:
@@ -218,12 +238,17 @@ def create_agent(
     ownership: OwnershipScope | Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
     tool_abort_grace_ms: float = 5000,
+    max_tokens: int | None = None,
+    answer_after_tool_rounds: int | Literal[False] | None = None,
     tracing: TracingOption = None,
 ) -> Agent:
     """Validate and freeze an agent's configuration. Performs no I/O.
 
     Args:
-        model: Required: a ``ModelConfig`` or a mapping of its fields.
+        model: A ``ModelConfig`` or a mapping of its fields; may be left out when ``provider``
+            declares a default model (``provider.defaults.model``, e.g. the embedded model of
+            ``create_local_provider()``). With such a provider, ``model.provider`` must name
+            the same provider as that default.
         provider: A fixed provider (wins over every ``provider_source``).
         provider_source: ``model -> AIProvider | None`` resolver (sync or async).
         id: Stable agent id.
@@ -254,6 +279,16 @@ def create_agent(
         ownership: ``OwnershipScope`` or a mapping (copied into records).
         idempotency_key: Key for store appends.
         tool_abort_grace_ms: Grace for running tools after an abort, in ms (finite, ≥ 0).
+        max_tokens: Cap on the tokens the model generates per provider request (int ≥ 1); sets
+            ``provider_options.max_tokens``, which every provider maps to its own request
+            field. Unlike ``limits={"max_output_tokens": N}`` (a run budget checked on reported
+            usage, which fails the run after the fact), it stops generation: the reply is cut
+            and ``RunResult.provider_stop_reason`` is ``"max_tokens"``.
+        answer_after_tool_rounds: Tool rounds a run allows before the model must answer in
+            text: once that many rounds ran, requests carry ``tool_choice="none"`` and calls
+            beyond them are not dispatched (the run then stops with ``stop_reason=
+            "tool_round_limit"``). ``None`` inherits the provider's default
+            (``provider.defaults``; the embedded model: 1); ``False`` never forces an answer.
         tracing: A tracer (e.g. ``prism.otel.OpenTelemetryTracing()``) tracing every run,
             ``False`` for none, or ``None`` for the default tracer set with
             ``prism.tracing.set_default_tracer`` (none unless set).
@@ -262,7 +297,8 @@ def create_agent(
         The :class:`Agent`.
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — ``model`` missing or of another type; invalid
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — ``model`` missing (and no provider default) or
+            of another type, or naming another provider than ``provider``'s default; invalid
             ``limits``, ``retry`` or ``compaction``; a ``loop`` that
             ``resolve_loop(loop, None)`` rejects; duplicate tool or skill names;
             a tool name not matching ``^[a-zA-Z0-9_-]{1,64}$`` or a tool ``parameters`` that is
@@ -271,7 +307,9 @@ def create_agent(
             ``tool_abort_grace_ms`` not a finite number ≥ 0 (``bool`` rejected); a
             ``tracing`` that is not ``None``, ``False`` or an object with ``start_run``.
     """
-    model_config = _model(model)
+    if provider is not None and not callable(getattr(provider, "generate", None)):
+        raise PrismConfigError("provider must have a callable generate(request)")
+    model_config = _model(model, provider)
     registry, sources = _tools(tools)
     agent_limits = coerce_run_limits(limits)
     if agent_limits is not None:
@@ -280,8 +318,6 @@ def create_agent(
         resolve_loop(loop, None)
     _check_callable_or_none(provider_source, "provider_source")
     _check_callable_or_none(permission, "permission")
-    if provider is not None and not callable(getattr(provider, "generate", None)):
-        raise PrismConfigError("provider must have a callable generate(request)")
     if middleware is not None and not isinstance(middleware, MiddlewareRegistry):
         raise PrismConfigError("middleware must be a MiddlewareRegistry")
     if redactor is not None and not callable(getattr(redactor, "redact", None)):
@@ -314,9 +350,7 @@ def create_agent(
         permission=permission,
         tool_validator=_tool_validator(tool_validator),
         middleware=middleware,
-        provider_options=(
-            None if provider_options is None else ProviderRequestOptions.coerce(provider_options)
-        ),
+        provider_options=with_max_tokens(provider_options, max_tokens),
         provider_request_policies=policies,
         limits=agent_limits,
         retry=_retry(retry),
@@ -327,6 +361,8 @@ def create_agent(
         ownership=None if ownership is None else OwnershipScope.coerce(ownership),
         idempotency_key=idempotency_key,
         tool_abort_grace_ms=_check_grace(tool_abort_grace_ms),
+        max_tokens=max_tokens,
+        answer_after_tool_rounds=check_answer_after_tool_rounds(answer_after_tool_rounds),
         tracing=tracing,
     )
     return Agent(config)

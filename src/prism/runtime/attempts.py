@@ -430,7 +430,8 @@ class ProviderAttempts:
             self._task = None
             self._waiting = False
 
-        # Usage, output guardrails, flush, provider_turn_finished.
+        # Usage (priced), output guardrails, flush, provider_turn_finished.
+        st.price_usage()
         result = st.fold.result()
         try:
             st.record_usage()

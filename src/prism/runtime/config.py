@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from prism.assembly import ContextProvider, Skill, SystemPromptContribution
+from prism.errors import PrismConfigError
 from prism.guardrails import Guardrails
 from prism.ledger import RunLedger
 from prism.limits import RunLimits
@@ -25,12 +26,23 @@ from prism.retry import RetryOptions
 from prism.store import CompactionOptions, SessionStore
 from prism.tools import PermissionPolicy, ToolFilter, ToolRegistry, ToolSource, ToolValidator
 from prism.tracing import TracingOption
-from prism.types import ModelConfig, OwnershipScope, ProviderRequestOptions
+from prism.types import (
+    ModelConfig,
+    OwnershipScope,
+    ProviderRequestOptions,
+    merge_provider_options,
+)
 
 if TYPE_CHECKING:
     from prism.runtime.policies import ProviderRequestPolicy
 
-__all__ = ["AgentConfig", "ConfiguredAgent", "ProviderSource"]
+__all__ = [
+    "AgentConfig",
+    "ConfiguredAgent",
+    "ProviderSource",
+    "check_answer_after_tool_rounds",
+    "with_max_tokens",
+]
 
 ProviderSource: TypeAlias = Callable[[ModelConfig], "AIProvider | None | Awaitable[AIProvider | None]"]
 """``provider_source(model) -> AIProvider | None`` (sync or async); ``None`` means it has no
@@ -109,10 +121,48 @@ class AgentConfig:
     """Idempotency key passed to every store append."""
     tool_abort_grace_ms: float = 5000
     """Milliseconds a running tool may continue after an abort."""
+    max_tokens: int | None = None
+    """Cap on the tokens generated per provider request, as given (already merged into
+    ``provider_options.max_tokens``)."""
+    answer_after_tool_rounds: int | Literal[False] | None = None
+    """Tool rounds before the model must answer in text; ``None``: the provider's default,
+    ``False``: never forced (a run's value wins)."""
     tracing: TracingOption = None
     """The tracer of the agent's runs; ``None``: the default tracer (``prism.tracing``), if
     one is set; ``False``: never traced."""
 
+
+
+def check_answer_after_tool_rounds(value: object) -> int | Literal[False] | None:
+    """Check an ``answer_after_tool_rounds`` option: ``None``, ``False`` or an int ≥ 0.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — any other value.
+    """
+    if value is None or value is False:
+        return value
+    if type(value) is int and value >= 0:
+        return value
+    raise PrismConfigError(
+        "answer_after_tool_rounds must be None (inherit), False (never force an answer) or an "
+        f"int >= 0, got {value!r}"
+    )
+
+
+def with_max_tokens(
+    options: ProviderRequestOptions | Mapping[str, Any] | None, max_tokens: object
+) -> ProviderRequestOptions | None:
+    """``options`` (a mapping is converted) with ``max_tokens`` set when it is not ``None``.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — ``max_tokens`` is not an int ≥ 1, or a bad
+            options mapping.
+    """
+    coerced = None if options is None else ProviderRequestOptions.coerce(options)
+    if max_tokens is None:
+        return coerced
+    cap: Any = max_tokens  # checked by ProviderRequestOptions
+    return merge_provider_options(coerced, ProviderRequestOptions(max_tokens=cap))
 
 
 class ConfiguredAgent(Protocol):

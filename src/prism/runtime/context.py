@@ -26,7 +26,6 @@ The run path, top to bottom: :mod:`prism.runtime.session` → :mod:`prism.runtim
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -51,7 +50,9 @@ from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
 from prism.runtime._delegation import RunDelegation, child_forward, parent_run
 from prism.runtime._durable_gate import DurableGate
+from prism.runtime._observers import stamp_ids
 from prism.runtime._request_codec import LiveHistory, RequestCodec
+from prism.runtime._tool_rounds import force_text_answer
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.config import AgentConfig
 from prism.runtime.plan import RunPlan
@@ -66,6 +67,7 @@ from prism.types import (
     ErrorInfo,
     Message,
     ProviderRequest,
+    ProviderStopReason,
     ProviderTurnResult,
     ToolCallContent,
     ToolExecutionContext,
@@ -85,20 +87,6 @@ INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its re
 """Message of the rows that answer calls left open by a failed run."""
 
 
-def _stamp(event: Any, session_id: str, run_id: str) -> Any:
-    """``event`` with empty ``session_id``/``run_id`` fields filled in."""
-    sid = getattr(event, "session_id", session_id)
-    rid = getattr(event, "run_id", run_id)
-    if sid and rid:
-        return event
-    changes: dict[str, str] = {}
-    if not sid and hasattr(event, "session_id"):
-        changes["session_id"] = session_id
-    if not rid and hasattr(event, "run_id"):
-        changes["run_id"] = run_id
-    return dataclasses.replace(event, **changes) if changes else event
-
-
 class RunContext:
     """The ``LoopContext`` of one run leg, with the leg's live state.
 
@@ -114,6 +102,7 @@ class RunContext:
         "_layout",
         "_layout_version",
         "accumulator",
+        "answer_after_tool_rounds",
         "artifact",
         "artifact_finished",
         "assembler",
@@ -141,6 +130,7 @@ class RunContext:
         "open_calls",
         "plan",
         "policies",
+        "provider_stop_reason",
         "redactor",
         "registry",
         "restored_loop_state",
@@ -183,6 +173,10 @@ class RunContext:
         self.restored_loop_state: Any = None
         self.finish_reason: str | None = None
         self.artifact: Any = None
+        self.provider_stop_reason: ProviderStopReason | None = None
+        """The stop reason of the last provider turn (``RunResult.provider_stop_reason``)."""
+        self.answer_after_tool_rounds: int | None = None
+        """The run's tool-round policy (:mod:`prism.runtime._tool_rounds`), set by the leg."""
         # The leg's live state.
         self.state = state
         self.config = config
@@ -263,7 +257,7 @@ class RunContext:
         forward = self.forward
         if not observers.active and not ledger_on and forward is None:
             return
-        event = _stamp(event, self.session_id, self.run_id)
+        event = stamp_ids(event, self.session_id, self.run_id)
         redactor = self.redactor
         if redactor is not None:
             event = redact_agent_event(event, redactor)
@@ -411,6 +405,9 @@ class RunContext:
         boundary = self.boundary
         if boundary.entered != boundary.completed + 1:
             await boundary.enter()
+        answer_after = self.answer_after_tool_rounds
+        if answer_after is not None and self.tracker.tool_rounds >= answer_after:
+            request = force_text_answer(request)
         secrets: tuple[str, ...] = ()
         if self.policies:
             request, secrets = await apply_request_policies(
@@ -439,6 +436,7 @@ class RunContext:
         turn = self.turn or boundary.completed + 1
         result = await attempts.run(red, request_bytes=size, turn=turn, secrets=secrets)
         boundary.completed += 1
+        self.provider_stop_reason = result.stop_reason
         return result
 
     # ----------------------------------------------------------------- tools

@@ -340,7 +340,6 @@ class RunLeg:
         self.loop = loop
         needs = loop_needs(loop)
         ctx.tool_concurrency = resolve_tool_concurrency(plan.loop, config.loop)
-        ctx.max_tool_rounds = ctx.tracker.leg_max_tool_rounds
         options = resolve_structured_output(
             config.provider_options,
             plan.provider_options,
@@ -348,7 +347,7 @@ class RunLeg:
             loop=loop,
             model=plan.model,
         )
-        setup_assembly(ctx, options, active_skills, summaries)
+        setup_assembly(ctx, options, active_skills, summaries, loop, provider)
         setup_attempts(ctx, provider)
         if needs.handoffs:
             ctx.handoff = RunHandoff(ctx, loop, needs.handoffs)
@@ -435,7 +434,7 @@ class RunLeg:
                 run_id=self.run_id,
                 usage=usage,
                 finish_reason=finish_reason,
-                stop_detail=stop_detail,
+                stop_detail=stop_detail, provider_stop_reason=ctx.provider_stop_reason,
             )
         )
         self._status = "succeeded"
@@ -452,6 +451,7 @@ class RunLeg:
             artifact=artifact,
             run_state=run_state,
             leaf_id=ctx.state.leaf_id,
+            provider_stop_reason=ctx.provider_stop_reason,
         )
 
     async def _suspended(self, signal: AgentRunSuspended) -> RunResult:
@@ -477,7 +477,7 @@ class RunLeg:
             messages=tuple(ctx.messages),
             run_state=state,
             interruption=interruption,
-            leaf_id=ctx.state.leaf_id,
+            leaf_id=ctx.state.leaf_id, provider_stop_reason=ctx.provider_stop_reason,
         )
 
     def _error_info(self, exc: BaseException) -> ErrorInfo:
@@ -532,7 +532,7 @@ class RunLeg:
             leaf_id=ctx.state.leaf_id,
             limit=breach,
             abort_reason=abort_reason,
-            run_state=run_state,
+            run_state=run_state, provider_stop_reason=ctx.provider_stop_reason,
         )
         if breach is not None:
             return AgentRunLimitError(result=result, breach=breach)

@@ -100,6 +100,12 @@ class RunOptions:
     """Filters applied after the agent's."""
     tool_validator: ToolValidator | Literal[False] | None = None
     """Argument validator for this run; ``False`` disables validation."""
+    max_tokens: int | None = None
+    """Cap on the tokens generated per provider request (int ≥ 1); wins over the agent's (see
+    ``create_agent``). A cut reply has ``provider_stop_reason="max_tokens"``."""
+    answer_after_tool_rounds: int | Literal[False] | None = None
+    """Tool rounds before the model must answer in text (int ≥ 0); ``False`` never forces an
+    answer; ``None`` takes the agent's, else the provider's default (see ``create_agent``)."""
     parent: ToolExecutionContext | None = None
     """The tool call that runs this run as a child agent run (its ``context``; agent tools
     pass it): the run then redacts with the parent run's secrets too, charges the parent's limit
@@ -172,4 +178,6 @@ class RunOptionKeywords(TypedDict, total=False):
     skills: Sequence[Skill] | None
     tool_filter: ToolFilter | Sequence[ToolFilter] | None
     tool_validator: ToolValidator | Literal[False] | None
+    max_tokens: int | None
+    answer_after_tool_rounds: int | Literal[False] | None
     parent: ToolExecutionContext | None

@@ -26,12 +26,18 @@ from prism.errors import PrismConfigError
 from prism.guardrails import Guardrails, merge_guardrails
 from prism.ledger import RunLedger
 from prism.limits import RunLimits, coerce_run_limits, resolve_run_limits
-from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy
+from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy, coerce_loop_options
+from prism.providers.defaults import check_model_for_provider
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions, resolve_retry_options
 from prism.runtime._delegation import PARENT_RUN_KEY, child_redactor, parent_link
 from prism.runtime._run_state import RunStateOptions, check_durable_run, coerce_run_state_options
-from prism.runtime.config import AgentConfig, ProviderSource
+from prism.runtime.config import (
+    AgentConfig,
+    ProviderSource,
+    check_answer_after_tool_rounds,
+    with_max_tokens,
+)
 from prism.runtime.options import RunOptions
 from prism.runtime.policies import ProviderRequestPolicy
 from prism.runtime.turn_policy import TurnPolicy, coerce_turn_policy, resolve_turn_policy
@@ -80,6 +86,9 @@ class RunPlan:
     tool_validator: ToolValidator | Literal[False] | None
     turn_policy: TurnPolicy | None = None
     durable: RunStateOptions | None = None
+    answer_after_tool_rounds: int | Literal[False] | None = None
+    """The run's tool-round policy, else the agent's; ``None``: the provider's default applies
+    (resolved by the leg, which knows the provider)."""
     parent: ToolExecutionContext | None = None
 
 
@@ -124,7 +133,11 @@ def plan_run(
             run_guardrails=opts.guardrails,
             run_tool_filter=opts.tool_filter,
         )
+    if isinstance(opts.loop, Mapping):
+        coerce_loop_options(opts.loop)  # a bad strategy fails here, before any provider call
     model = config.model if opts.model is None else ModelConfig.coerce(opts.model)
+    if opts.model is not None and config.provider is not None:
+        check_model_for_provider(model, config.provider)
     parent = opts.parent
     if parent is not None and not isinstance(parent, ToolExecutionContext):
         raise PrismConfigError(
@@ -159,6 +172,9 @@ def plan_run(
     if validator is not None and validator is not False and not callable(validator):
         raise PrismConfigError("tool_validator must be None, False or callable")
     ownership = opts.ownership if opts.ownership is not None else config.ownership
+    answer_after = check_answer_after_tool_rounds(opts.answer_after_tool_rounds)
+    if answer_after is None:
+        answer_after = config.answer_after_tool_rounds
     return RunPlan(
         input=input,
         limits=resolved_limits,
@@ -176,7 +192,11 @@ def plan_run(
         active_skills=active,
         model=model,
         provider_source=opts.provider_source,
-        provider_options=opts.provider_options,
+        provider_options=(
+            opts.provider_options
+            if opts.max_tokens is None
+            else with_max_tokens(opts.provider_options, opts.max_tokens)
+        ),
         provider_request_policies=policies,
         system_prompt=contributions,
         drop_agent_system_prompt=drop_agent_prompt,
@@ -192,5 +212,6 @@ def plan_run(
         tool_validator=validator,
         turn_policy=turn_policy,
         durable=durable,
+        answer_after_tool_rounds=answer_after,
         parent=parent,
     )

@@ -42,8 +42,10 @@ from ._messages import user_message as user_message
 from ._models import ModelCapabilities as ModelCapabilities
 from ._models import ModelConfig as ModelConfig
 from ._models import ModelLimits as ModelLimits
+from ._models import ModelPricing as ModelPricing
 from ._models import ProviderRequestOptions as ProviderRequestOptions
 from ._models import StructuredOutputOptions as StructuredOutputOptions
+from ._models import ToolChoice as ToolChoice
 from ._models import merge_provider_options as merge_provider_options
 from ._options import _Options as _Options
 from ._provider_stream import ProviderContentDelta as ProviderContentDelta
@@ -105,7 +107,9 @@ __all__ = [
     "RunResult",
     "RunStatus",
     "RunStopReason",
+    "ModelPricing",
     "StructuredOutputOptions",
+    "ToolChoice",
     "TextContent",
     "ThinkingContent",
     "ToolAuthority",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from prism._json import JsonValue
+from prism.errors import PrismConfigError
 from prism.types._options import _Options
+from prism.types._usage import Usage
 
 _T = TypeVar("_T")
 
@@ -15,8 +17,10 @@ __all__ = [
     "ModelCapabilities",
     "ModelConfig",
     "ModelLimits",
+    "ModelPricing",
     "ProviderRequestOptions",
     "StructuredOutputOptions",
+    "ToolChoice",
     "merge_provider_options",
 ]
 
@@ -68,6 +72,40 @@ class ModelLimits(_Options):
 
 
 @dataclass(frozen=True, slots=True)
+class ModelPricing(_Options):
+    """Per-token prices of a model, for providers that report no cost.
+
+    When a provider reports usage without ``cost``, the runtime prices it:
+    ``input_tokens × input + output_tokens × output`` (+ ``cache_read_tokens × cache_read`` and
+    ``cache_write_tokens × cache_write`` when those prices are set), per million tokens, in
+    ``currency``. Token counts are taken as the provider reports them (OpenAI's input count
+    includes cached tokens, so without a ``cache_read`` price they are charged at the input
+    price: an upper bound). The priced usage is what ``RunResult.usage.cost`` sums and what a
+    ``limits={"max_cost": ...}`` budget in the same currency is checked against.
+    """
+
+    input: float
+    """Price of one million input tokens."""
+    output: float
+    """Price of one million output tokens."""
+    cache_read: float | None = None
+    """Price of one million cache-read tokens; ``None``: not charged separately."""
+    cache_write: float | None = None
+    """Price of one million cache-write tokens; ``None``: not charged separately."""
+    currency: str = "USD"
+    """Currency of the prices."""
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of ``usage`` at these prices, in :attr:`currency` units."""
+        total = (usage.input_tokens or 0) * self.input + (usage.output_tokens or 0) * self.output
+        if self.cache_read is not None:
+            total += (usage.cache_read_tokens or 0) * self.cache_read
+        if self.cache_write is not None:
+            total += (usage.cache_write_tokens or 0) * self.cache_write
+        return total / 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
 class ModelConfig(_Options):
     """Which model to call and how."""
 
@@ -87,6 +125,8 @@ class ModelConfig(_Options):
     """Passed verbatim into request bodies (``temperature``, ``max_tokens``, ...)."""
     metadata: Mapping[str, Any] | None = None
     """Host metadata."""
+    pricing: ModelPricing | None = None
+    """Per-token prices used to cost usage the provider reports without a cost."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +155,31 @@ class ProviderRequestOptions(_Options):
     """Extra request body fields."""
     structured_output: StructuredOutputOptions | None = None
     """Native structured output."""
+    max_tokens: int | None = None
+    """Cap on the tokens the model generates in this request (≥ 1); every provider maps it to
+    its own field (``max_completion_tokens`` for OpenAI, ``max_tokens`` elsewhere) and it wins
+    over ``model.parameters``. A reply cut by it ends with the provider stop reason
+    ``"max_tokens"``."""
+    tool_choice: ToolChoice | None = None
+    """Whether the model may (``"auto"``), must (``"required"``) or must not (``"none"``) call
+    the request's tools; each provider maps it to its own wire form. ``None``: the provider's
+    default (``"auto"``)."""
+
+    def __post_init__(self) -> None:
+        max_tokens = self.max_tokens
+        if max_tokens is not None and (
+            type(max_tokens) is not int or max_tokens < 1
+        ):
+            raise PrismConfigError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
+        choice = self.tool_choice
+        if choice is not None and choice not in ("auto", "none", "required"):
+            raise PrismConfigError(
+                f"tool_choice must be 'auto', 'none' or 'required', got {choice!r}"
+            )
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"]
+"""Provider-neutral tool choice of :attr:`ProviderRequestOptions.tool_choice`."""
 
 
 def _merge_maps(
@@ -149,4 +214,6 @@ def merge_provider_options(
             if patch.structured_output is not None
             else base.structured_output
         ),
+        max_tokens=patch.max_tokens if patch.max_tokens is not None else base.max_tokens,
+        tool_choice=patch.tool_choice if patch.tool_choice is not None else base.tool_choice,
     )

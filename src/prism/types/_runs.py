@@ -11,6 +11,7 @@ from prism._serde import Serializable
 from prism.types._content import _text_of
 from prism.types._messages import Message
 from prism.types._options import _Options
+from prism.types._provider_stream import ProviderStopReason
 from prism.types._usage import Usage
 
 __all__ = [
@@ -46,8 +47,12 @@ class OwnershipScope(_Options):
 
 RunStatus: TypeAlias = Literal["succeeded", "failed", "aborted", "suspended", "denied"]
 """Terminal status of a run leg."""
-RunStopReason: TypeAlias = Literal["turn_limit", "host_policy", "token_limit", "refusal"]
-"""Why a succeeded run stopped early."""
+RunStopReason: TypeAlias = Literal[
+    "turn_limit", "host_policy", "token_limit", "refusal", "tool_round_limit"
+]
+"""Why a succeeded run stopped early. ``"tool_round_limit"``: the tool rounds ran out
+(``limits.max_tool_rounds`` or ``answer_after_tool_rounds``) before the model answered in text —
+undispatched calls were answered with "not dispatched" rows, or the forced answer was empty."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,6 +91,11 @@ class RunResult(Serializable):
     """``str(signal.reason)`` when aborted without a breach."""
     interruption: Any = None
     """``AgentRunInterruption`` of a suspended/denied run, else ``None``."""
+    provider_stop_reason: ProviderStopReason | None = None
+    """Why the leg's last provider turn stopped (``"end_turn"``, ``"tool_use"``,
+    ``"max_tokens"`` …, as the provider reported it), beside the run-level ``stop_reason``:
+    ``"max_tokens"`` means the final reply was cut by the token cap. ``None`` when no provider
+    turn finished or the provider reported none."""
 
     if TYPE_CHECKING:
 
@@ -106,6 +116,7 @@ class RunResult(Serializable):
             limit: RunLimitBreach | None = None,
             abort_reason: str | None = None,
             interruption: Any = None,
+            provider_stop_reason: ProviderStopReason | None = None,
         ) -> None: ...
 
     def __post_init__(self) -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "EXTRA_HINT",
     "bundled_model_path",
     "default_model_config",
+    "file_model_config",
     "import_llama_cpp",
     "require_llama_cpp",
 ]
@@ -82,6 +83,20 @@ def default_model_config(
         capabilities=ModelCapabilities(tools=True, structured_output=True),
         limits=ModelLimits(context_window=8192, max_output_tokens=max_output_tokens),
         parameters=dict(parameters) if parameters is not None else None,
+    )
+
+
+def file_model_config(model_path: str) -> ModelConfig:
+    """Return the ``ModelConfig`` of another GGUF file served in-process.
+
+    ``model`` is the file's base name; capabilities are those of :func:`default_model_config`
+    (tools, grammar-constrained structured output) with a 512-token output cap.
+    """
+    return ModelConfig(
+        provider="local",
+        model=os.path.basename(model_path),
+        capabilities=ModelCapabilities(tools=True, structured_output=True),
+        limits=ModelLimits(max_output_tokens=512),
     )
 
 

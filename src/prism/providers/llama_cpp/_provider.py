@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -23,8 +24,14 @@ from typing import Any, Final, Literal, Protocol
 
 from prism.errors import PrismConfigError
 from prism.providers.base import provider_error
+from prism.providers.defaults import ProviderDefaults
 from prism.providers.llama_cpp._chunks import ChunkMapper
-from prism.providers.llama_cpp._model_files import bundled_model_path, require_llama_cpp
+from prism.providers.llama_cpp._model_files import (
+    bundled_model_path,
+    default_model_config,
+    file_model_config,
+    require_llama_cpp,
+)
 from prism.providers.llama_cpp._wire import InvalidRequest, completion_kwargs
 from prism.providers.llama_cpp._workarounds import TokenMeter, load_llama
 from prism.types import ErrorInfo, ProviderEvent, ProviderRequest
@@ -72,9 +79,17 @@ class LlamaCppProvider:
         verbose: bool,
         llama: LocalChatModel | None,
         llama_kwargs: Mapping[str, Any],
+        bundled: bool = False,
+        answer_after_tool_rounds: int | None = 1,
     ) -> None:
         """Store the configuration; see :func:`create_local_provider` for the arguments."""
         self.id = id
+        model = default_model_config() if bundled else file_model_config(model_path or id)
+        if model.provider != id:
+            model = dataclasses.replace(model, provider=id)
+        self._defaults = ProviderDefaults(
+            model=model, answer_after_tool_rounds=answer_after_tool_rounds
+        )
         self._model_path = model_path
         self._n_ctx = n_ctx
         self._n_threads = n_threads
@@ -87,6 +102,13 @@ class LlamaCppProvider:
         self._llama_kwargs = dict(llama_kwargs)
         self._llama: LocalChatModel | None = llama
         self._lock = threading.Lock()
+
+    @property
+    def defaults(self) -> ProviderDefaults:
+        """The model this provider serves (``default_model_config()`` for the bundled model, else
+        one named after the GGUF file, ``provider`` = this provider's id) and the tool-round
+        policy of a small model: one tool round, then the model must answer in text."""
+        return self._defaults
 
     @property
     def model_path(self) -> str:
@@ -310,6 +332,7 @@ def create_local_provider(
     verbose: bool = False,
     llama: LocalChatModel | None = None,
     llama_kwargs: Mapping[str, Any] | None = None,
+    answer_after_tool_rounds: int | None = 1,
 ) -> LlamaCppProvider:
     """Create the in-process llama.cpp provider (the embedded default model).
 
@@ -335,6 +358,9 @@ def create_local_provider(
         llama: A host-built object with llama-cpp-python's ``create_chat_completion``; replaces
             loading a file (usage then comes from non-streamed responses only).
         llama_kwargs: Extra keyword arguments for ``llama_cpp.Llama`` (e.g. ``{"n_batch": 256}``).
+        answer_after_tool_rounds: The runs' default tool-round policy (``defaults``): tool rounds
+            allowed before the model must answer in text; ``None`` sets no policy. A run or agent
+            ``answer_after_tool_rounds=`` wins.
 
     Returns:
         The provider.
@@ -356,6 +382,14 @@ def create_local_provider(
         or n_threads_batch < 1
     ):
         raise PrismConfigError("create_local_provider: n_threads_batch must be an int >= 1")
+    if answer_after_tool_rounds is not None and (
+        isinstance(answer_after_tool_rounds, bool)
+        or not isinstance(answer_after_tool_rounds, int)
+        or answer_after_tool_rounds < 0
+    ):
+        raise PrismConfigError(
+            "create_local_provider: answer_after_tool_rounds must be None or an int >= 0"
+        )
     path = ""
     if llama is None:
         require_llama_cpp()
@@ -378,5 +412,7 @@ def create_local_provider(
         verbose=verbose,
         llama=llama,
         llama_kwargs=llama_kwargs or {},
+        bundled=llama is None and model_path is None,
+        answer_after_tool_rounds=answer_after_tool_rounds,
     )
 

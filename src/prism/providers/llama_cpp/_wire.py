@@ -18,7 +18,8 @@ llama-cpp-python's chat formats:
   (``temperature``, ``top_p``, ``top_k``, ``min_p``, ``typical_p``, ``max_tokens`` or
   ``max_completion_tokens``, ``stop``, ``seed``, ``repeat_penalty``, ``presence_penalty``,
   ``frequency_penalty``, ``tool_choice``, ``response_format``); any other key fails the attempt with
-  ``invalid_request``. ``options.structured_output`` becomes a JSON-Schema grammar
+  ``invalid_request``. ``options.tool_choice`` and ``options.max_tokens`` are the same settings
+  (``max_tokens`` wins over the other two layers). ``options.structured_output`` becomes a JSON-Schema grammar
   (``response_format={"type": "json_object", "schema": ...}``, which llama-cpp-python turns into a
   ``LlamaGrammar`` that constrains decoding, so the output parses and has the schema's shape) on
   turns whose tool choice is ``"none"`` or that have no tools — in its automatic tool mode the
@@ -99,8 +100,15 @@ def completion_kwargs(
             ``max_tokens`` that is not an int >= 1.
     """
     settings: dict[str, Any] = dict(request.model.parameters or {})
-    if request.options is not None and request.options.extra:
-        settings.update(request.options.extra)
+    options = request.options
+    if options is not None:
+        if options.tool_choice is not None:
+            settings["tool_choice"] = options.tool_choice
+        if options.extra:
+            settings.update(options.extra)
+        if options.max_tokens is not None:
+            settings.pop("max_completion_tokens", None)
+            settings["max_tokens"] = options.max_tokens
     unknown = sorted(set(settings) - _SAMPLING_KEYS - _CONTROL_KEYS)
     if unknown:
         supported = ", ".join(sorted(_SAMPLING_KEYS | _CONTROL_KEYS))

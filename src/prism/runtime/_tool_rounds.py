@@ -1,0 +1,70 @@
+"""The tool-round policy: tools for the first N rounds of a run, then the model must answer.
+
+``answer_after_tool_rounds`` (a run option, an agent option, else the provider's declared
+default, :class:`~prism.providers.defaults.ProviderDefaults`) does two things once N tool rounds
+of the run have been dispatched:
+
+* every later request that offers tools carries ``options.tool_choice = "none"`` (set before the
+  host's request policies, which may still change it), so the model answers in text;
+* the loop's round budget (``ctx.max_tool_rounds``) is at most N, so calls the model makes anyway
+  are answered with "not dispatched" rows and the run stops with
+  ``stop_reason="tool_round_limit"``.
+
+Small models (the embedded 135M one) otherwise call the same tool again and again; the
+embedded provider declares N = 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Literal
+
+from prism.limits import LimitValue, RunLimitTracker
+from prism.providers.defaults import provider_defaults
+from prism.types import ProviderRequest, ProviderRequestOptions, merge_provider_options
+
+if TYPE_CHECKING:
+    from prism.runtime.plan import RunPlan
+
+__all__ = ["force_text_answer", "resolve_answer_after", "round_budget", "tool_rounds"]
+
+_NO_TOOLS = ProviderRequestOptions(tool_choice="none")
+
+
+def resolve_answer_after(
+    planned: int | Literal[False] | None, provider: object
+) -> int | None:
+    """The run's N: the run/agent value (``planned``), else the provider's default; ``False``
+    (never force an answer) is ``None``."""
+    if planned is None:
+        return provider_defaults(provider).answer_after_tool_rounds
+    if planned is False:
+        return None
+    return planned
+
+
+def round_budget(leg_budget: LimitValue, answer_after: int | None, rounds_done: int) -> LimitValue:
+    """The loop's round budget for this leg: the limit's, capped at the rounds the policy has
+    left (N minus the rounds already dispatched in the run)."""
+    if answer_after is None:
+        return leg_budget
+    return min(leg_budget, max(0, answer_after - rounds_done))
+
+
+def tool_rounds(
+    plan: RunPlan, provider: object, tracker: RunLimitTracker
+) -> tuple[int | None, LimitValue]:
+    """The leg's ``(answer_after_tool_rounds, max_tool_rounds)``: the policy's N
+    (:func:`resolve_answer_after`) and the loop's round budget (:func:`round_budget`)."""
+    answer_after = resolve_answer_after(plan.answer_after_tool_rounds, provider)
+    budget = round_budget(tracker.leg_max_tool_rounds, answer_after, tracker.tool_rounds)
+    return answer_after, budget
+
+
+def force_text_answer(request: ProviderRequest) -> ProviderRequest:
+    """``request`` with ``tool_choice="none"`` when it offers tools (else unchanged)."""
+    if not request.tools:
+        return request
+    return dataclasses.replace(
+        request, options=merge_provider_options(request.options, _NO_TOOLS)
+    )
