@@ -2,7 +2,8 @@
 
 Every write is one statement and therefore one transaction: an append's tip check, idempotency
 check and insert are the single ``INSERT ... SELECT ... WHERE`` of :data:`APPEND`; a checkpoint
-save is one conditional ``UPDATE`` (:data:`CP_UPDATE`) or ``INSERT OR IGNORE`` (:data:`CP_INSERT`).
+save is one conditional ``UPDATE ... RETURNING created_at`` (:data:`CP_UPDATE`) or
+``INSERT OR IGNORE`` (:data:`CP_INSERT`).
 :func:`migrate` checks the recorded migrations and applies the missing ones.
 """
 
@@ -98,6 +99,7 @@ UPDATE prism_checkpoints
        tenant_id = ?5, account_id = ?6, user_id = ?7
  WHERE namespace = ?8 AND key = ?9 AND version = ?10
    AND (fencing_token IS NULL OR fencing_token <= ?4)
+RETURNING created_at
 """
 
 CP_LOAD: Final = """

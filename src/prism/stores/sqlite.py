@@ -306,7 +306,8 @@ class SqliteStore:
         """Compare-and-set ``(namespace, key)`` in one statement.
 
         ``expected_version == 0`` is an ``INSERT OR IGNORE`` (fails when the key exists);
-        otherwise an ``UPDATE ... WHERE version = expected_version AND`` the fencing condition.
+        otherwise an ``UPDATE ... WHERE version = expected_version AND`` the fencing condition
+        ``RETURNING created_at`` (a successful save reads nothing else).
         ``ownership`` is recorded in the row's ``tenant_id``/``account_id``/``user_id``.
 
         Returns:
@@ -337,13 +338,13 @@ class SqliteStore:
                 if cur.rowcount == 1:
                     return now, None
             else:
-                cur = conn.execute(
+                # fetchall() steps the statement to its end, so its transaction is complete
+                updated = conn.execute(
                     sql.CP_UPDATE,
                     (version, text, now, fencing_token, *owner, namespace, key, expected_version),
-                )
-                if cur.rowcount == 1:
-                    row = conn.execute(sql.CP_LOAD, (namespace, key)).fetchone()
-                    return (row[2] if row is not None else now), None
+                ).fetchall()
+                if updated:
+                    return updated[0][0], None
             row = conn.execute(sql.CP_LOAD, (namespace, key)).fetchone()
             return None, ((row[0], row[4]) if row is not None else None)
 
