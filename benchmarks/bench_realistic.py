@@ -21,7 +21,8 @@ Store configurations (``--stores``):
 * ``memory-durable`` (optional) — the same durable run over the memory checkpoint store, which
   separates the checkpointing cost from SQLite's;
 * ``postgres`` (optional) — as ``sqlite``, with ``prism.stores.PostgresStore`` on the server of
-  ``$PRISM_TEST_POSTGRES_URL`` (a fresh schema per run, dropped afterwards).
+  ``$PRISM_TEST_POSTGRES_URL`` (a fresh schema per run, dropped afterwards), the server's
+  ``synchronous_commit``; ``postgres-async-commit``: the same with ``synchronous_commit="off"``.
 
 Each sample is one complete ``session.run`` of N turns on a new agent and session (construction,
 opening the database and closing it are not timed), after ``gc.collect()``. The configurations
@@ -67,7 +68,7 @@ P = api(
     "MemoryCheckpointStore",
 )
 
-STORES = ("memory", "sqlite", "memory-durable", "postgres")
+STORES = ("memory", "sqlite", "memory-durable", "postgres", "postgres-async-commit")
 TEXT_CHUNKS = 4
 """Deltas the ~200 bytes of assistant text of a turn are streamed in."""
 FINAL_TEXT = (
@@ -364,9 +365,12 @@ async def _run_once(n: int, store_kind: str) -> tuple[float, float]:
         options["store"] = store
         options["id"] = "bench-realistic"
         options["run_state"] = P.RunStateOptions(store, "bench-1", checkpoint_policy="every-turn")
-    elif store_kind == "postgres":
+    elif store_kind.startswith("postgres"):
         schema = f"bench_{os.getpid()}_{time.monotonic_ns()}"
-        store = await api("PostgresStore").PostgresStore.connect(_postgres_url(), schema=schema)
+        sync = {"synchronous_commit": "off"} if store_kind == "postgres-async-commit" else {}
+        store = await api("PostgresStore").PostgresStore.connect(
+            _postgres_url(), schema=schema, **sync
+        )
         options["store"] = store
         options["id"] = "bench-realistic"
         options["run_state"] = P.RunStateOptions(store, "bench-1", checkpoint_policy="every-turn")
@@ -397,7 +401,7 @@ async def _run_once(n: int, store_kind: str) -> tuple[float, float]:
             await store.aclose()
         if tmp is not None:
             tmp.cleanup()
-        if store_kind == "postgres":
+        if schema:
             await _drop_schema(schema)
     return cpu, wall
 
