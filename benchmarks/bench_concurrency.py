@@ -12,6 +12,9 @@ Two modes, each in a fresh interpreter (so that peak RSS is its own):
 * ``concurrent`` — every session's run started at once with ``asyncio.gather``;
 * ``sequential`` — the same runs awaited one by one.
 
+``--store sqlite`` keeps the sessions in one ``prism.stores.SqliteStore`` on a temporary file
+instead of the memory store (every append a write to the database).
+
 Printed per mode: wall seconds, process CPU seconds, peak RSS (``ru_maxrss``) in MB and CPU µs
 per run; then the concurrent/sequential wall ratio. Sessions are created before the clock
 starts; the agent is built once.
@@ -19,7 +22,7 @@ starts; the agent is built once.
 Usage::
 
     python benchmarks/bench_concurrency.py [--sessions 10000] [--mode concurrent sequential]
-        [--json PATH|-]
+        [--store memory|sqlite] [--json PATH|-]
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -93,12 +97,20 @@ class TwoTurnProvider:
         yield P.provider_done(P.Usage(input_tokens=100, output_tokens=20))
 
 
-async def _measure(mode: str, sessions: int) -> dict[str, Any]:
+async def _measure(mode: str, sessions: int, store_kind: str) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    store: Any = None
+    tmp = tempfile.TemporaryDirectory(prefix="prism-bench-")
+    if store_kind == "sqlite":
+        store = api("SqliteStore").SqliteStore(os.path.join(tmp.name, "bench.db"))
+        await store.open()
+        options["store"] = store
     agent = P.create_agent(
         model={"provider": "bench", "model": "two-turn"},
         provider=TwoTurnProvider(),
         tools=[lookup_order, lookup_customer],
         loop=P.SingleShotLoopOptions(tool_concurrency=2),
+        **options,
     )
     # warm-up: first-use imports and caches
     for _ in range(20):
@@ -116,8 +128,12 @@ async def _measure(mode: str, sessions: int) -> dict[str, Any]:
     if bad or CALLS[0] != 2 * sessions:
         raise RuntimeError(f"{len(bad)} runs failed; {CALLS[0]} tool calls: {bad[:1]!r}")
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if store is not None:
+        await store.aclose()
+    tmp.cleanup()
     return {
         "mode": mode,
+        "store": store_kind,
         "sessions": sessions,
         "wall_s": wall,
         "cpu_s": cpu,
@@ -133,16 +149,20 @@ def main() -> None:
         "--mode", nargs="+", choices=("concurrent", "sequential"),
         default=["concurrent", "sequential"],
     )
+    parser.add_argument("--store", choices=("memory", "sqlite"), default="memory")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", default=None, help="write the results as JSON to PATH (- : stdout)")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(asyncio.run(_measure(args.mode[0], args.sessions))))
+        print(json.dumps(asyncio.run(_measure(args.mode[0], args.sessions, args.store))))
         return
     out: dict[str, Any] = {}
     for mode in args.mode:
         proc = subprocess.run(
-            [sys.executable, __file__, "--child", "--mode", mode, "--sessions", str(args.sessions)],
+            [
+                sys.executable, __file__, "--child", "--mode", mode,
+                "--sessions", str(args.sessions), "--store", args.store,
+            ],
             capture_output=True, text=True, check=True, env=dict(os.environ),
         )
         out[mode] = json.loads(proc.stdout.strip().splitlines()[-1])

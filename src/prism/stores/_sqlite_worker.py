@@ -12,9 +12,10 @@ own savepoint, so that each job is still all or nothing (a failing job is rolled
 gets its own error) and the batch costs one commit — one WAL append of its pages — instead of
 one per job. No job's result is handed back before the commit that holds it has succeeded; when
 the commit fails, every job of the batch that had succeeded gets the commit's error (nothing of
-the batch is stored). A single queued job runs in autocommit as before. Figure: 10,000
-concurrent two-turn runs against one SQLite store (``benchmarks/bench_concurrency.py
---store sqlite``) commit about ten times less often.
+the batch is stored). A single queued job runs in autocommit as before. Measured: 2,000 concurrent two-turn runs
+on one SQLite store (``benchmarks/bench_concurrency.py --store sqlite``) made 12,122 writes in
+2,085 transactions (5.8 per commit), 16 % less CPU per run (875 → 735 µs, together with the
+``RETURNING`` checkpoint save); a run alone awaits each write, so its writes are not batched.
 """
 
 from __future__ import annotations
