@@ -146,20 +146,20 @@ def test_create_agent_rejects_an_invalid_tool_name_run_1(name: str) -> None:
 
 def test_tool_checks_run_once_per_definition_run_1(monkeypatch: pytest.MonkeyPatch) -> None:
     """RUN-1: repeated create_agent calls with the same ToolDefinition objects check them once."""
-    import prism.runtime.agent as agent_module
+    import prism.tools.checks as checks_module
     tool = ToolDefinition(
         name="good-tool_1",
         execute=lambda a, c: None,
         parameters={"type": "object", "properties": {"a": {"type": "integer"}}},
     )
     calls: list[str] = []
-    real = agent_module._check_tool
+    real = checks_module.fast_schema_checker
 
-    def counting(t: ToolDefinition) -> None:
-        calls.append(t.name)
-        real(t)
+    def counting(schema: Any) -> Any:
+        calls.append(tool.name)
+        return real(schema)
 
-    monkeypatch.setattr(agent_module, "_check_tool", counting)
+    monkeypatch.setattr(checks_module, "fast_schema_checker", counting)
     for _ in range(3):
         create_agent(model={"provider": "mock", "model": "m"}, tools=[tool])
     assert calls == ["good-tool_1"]

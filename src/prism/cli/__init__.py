@@ -12,12 +12,15 @@
     prism run --max-turns 2 "Investigate"                       # stop cleanly after 2 turns
     prism run --approve-tools --tool clock "What time is it?"   # ask before each tool call
     prism run --tool mytools:add "What is 2+3?"                 # your own tool (./mytools.py)
+    prism run --mcp "python files_server.py" "List the files"   # an MCP server's tools
+    prism run --mcp-url https://host/mcp --mcp-header Authorization=MCP_TOKEN "Search"
     prism resume RUN_ID [--approve | --deny]                    # continue a stopped run
     prism sessions list
     prism sessions show SESSION_ID
 
 ``--tool`` takes a built-in tool name or ``MODULE:ATTR``, the import path of the host's own tool
-(a ``@prism.tool`` object or a plain function; ``prism.cli._host_tools``).
+(a ``@prism.tool`` object or a plain function; ``prism.cli._host_tools``). ``--mcp COMMAND`` and
+``--mcp-url URL`` add the tools of MCP servers (``prism.cli._mcp``).
 
 ``prism run`` streams the assistant text as it arrives, shows each tool call and its result, a live
 status line (turn, tokens, elapsed time) on terminals, and a usage summary at the end (completed
@@ -64,7 +67,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, cast
 
-from prism.cli import _host_tools, _models, _run, _sessions, _tools
+from prism.cli import _host_tools, _mcp, _models, _run, _sessions, _tools
 from prism.cli._render import PipeGuard, guard
 from prism.cli._run import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
 from prism.cli._store import STORE_ENV
@@ -178,6 +181,26 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"enable a tool (repeatable): a built-in one ({', '.join(sorted(_tools.BUILTIN_TOOLS))}"
         ") or your own as MODULE:ATTR — a @prism.tool object or a plain function, imported "
         "with the current directory on the path (e.g. --tool mytools:add for ./mytools.py)",
+    )
+    run.add_argument(
+        "--mcp",
+        action="append",
+        metavar="COMMAND",
+        help="use the tools of an MCP server started as COMMAND over stdio (repeatable; "
+        "quoted, e.g. --mcp 'python server.py')",
+    )
+    run.add_argument(
+        "--mcp-url",
+        action=_mcp.McpUrlAction,
+        metavar="URL",
+        help="use the tools of a streamable-HTTP MCP server (repeatable)",
+    )
+    run.add_argument(
+        "--mcp-header",
+        action=_mcp.McpHeaderAction,
+        metavar="NAME=ENV_VAR",
+        help="send header NAME, valued from environment variable ENV_VAR, to the --mcp-url "
+        "before it (the value is never stored or printed)",
     )
     run.add_argument(
         "--tool-choice",

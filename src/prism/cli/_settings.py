@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prism.cli._host_tools import HostToolError, is_host_tool_spec, load_host_tool
+from prism.cli._mcp import check_mcp_command, mcp_servers
 from prism.cli._models import ModelChoice, ModelSpecError, parse_model_spec
 from prism.cli._store import AGENT_ID, DEFINITION_REVISION
 from prism.cli._tools import BUILTIN_TOOLS, builtin_tool
@@ -91,11 +92,17 @@ class RunSettings:
     run ends)."""
     approve_tools: bool = False
     """``--approve-tools``: every tool call waits for an approval."""
+    mcp: tuple[str, ...] = ()
+    """``--mcp``: MCP server command lines (stdio)."""
+    mcp_urls: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    """``--mcp-url`` servers: each URL with its ``(header name, environment variable)`` pairs."""
 
     def to_json(self) -> dict[str, Any]:
         """The stored form (with a ``version`` key)."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["tools"] = list(self.tools)
+        data["mcp"] = list(self.mcp)
+        data["mcp_urls"] = [[url, [list(h) for h in headers]] for url, headers in self.mcp_urls]
         return {"version": _SETTINGS_VERSION, **data}
 
     @classmethod
@@ -109,6 +116,10 @@ class RunSettings:
         data = {k: v for k, v in value.items() if k in names}
         if "tools" in data:
             data["tools"] = tuple(data["tools"] or ())
+        if "mcp" in data:
+            data["mcp"] = tuple(data["mcp"] or ())
+        if "mcp_urls" in data:
+            data["mcp_urls"] = _url_specs(data["mcp_urls"])
         try:
             return cls(**data)
         except TypeError as exc:
@@ -158,6 +169,15 @@ class RunSettings:
                 if name not in names:
                     names.append(name)
             changes["tools"] = tuple(names)
+        if getattr(args, "mcp", None):
+            for command in args.mcp:
+                try:
+                    check_mcp_command(command)
+                except ValueError as exc:
+                    raise UsageError(str(exc)) from None
+            changes["mcp"] = tuple(args.mcp)
+        if getattr(args, "mcp_url", None):
+            changes["mcp_urls"] = _url_specs(args.mcp_url)
         schema_path = getattr(args, "schema", None)
         if schema_path is not None:
             try:
@@ -182,7 +202,25 @@ class RunSettings:
             settings = dataclasses.replace(settings, api_key_env=None)
         for name in settings.tools:
             _tool(name)  # a tool that cannot be loaded is reported before anything is stored
+        for _, headers in settings.mcp_urls:
+            for header, variable in headers:
+                if not environ.get(variable):
+                    raise UsageError(
+                        f"--mcp-header {header}={variable}: environment variable {variable} "
+                        "is not set"
+                    )
         return settings
+
+
+def _url_specs(value: Any) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """``--mcp-url`` specs as tuples (from the parsed options or the stored JSON)."""
+    try:
+        return tuple(
+            (str(url), tuple((str(name), str(var)) for name, var in headers))
+            for url, headers in value or ()
+        )
+    except (TypeError, ValueError):
+        raise UsageError(f"unreadable MCP server settings: {value!r}") from None
 
 
 def _tool(name: str) -> ToolDefinition:
@@ -353,8 +391,15 @@ def build_agent(
             runtime refuses (``PrismConfigError``).
     """
     choice = check_model(settings, environ)
-    redactor = create_secret_redactor(choice.secrets)
-    tools = [_tool(name) for name in settings.tools]
+    tools: list[Any] = [_tool(name) for name in settings.tools]
+    secrets: list[str] = []
+    if settings.mcp or settings.mcp_urls:
+        try:
+            servers, secrets = mcp_servers(settings.mcp, settings.mcp_urls, environ)
+        except (ValueError, PrismError) as exc:
+            raise UsageError(str(exc)) from None
+        tools.extend(servers)
+    redactor = create_secret_redactor([*choice.secrets, *secrets])
     loop, loop_instructions = _loop(settings, choice)
     system = settings.system
     if system is None and tools:

@@ -23,6 +23,7 @@ Every write costs O(envelope), never O(history).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from prism.errors import AgentLoopStateError, AgentRunSuspended
@@ -107,6 +108,10 @@ class DurableDriver:
     def state(self) -> AgentRunState | None:
         """The view of the last envelope written or claimed."""
         return self.run.state
+
+    def record_source_tools(self, digests: Mapping[str, str]) -> None:
+        """The leg's tool-source schema digests join every envelope it writes."""
+        self.run.record_source_tools(digests)
 
     def _frame(self) -> dict[str, Any]:
         tracker = self.ctx.tracker

@@ -235,6 +235,15 @@ class DurableRun:
                     )
                 )
 
+    def record_source_tools(self, digests: Mapping[str, str]) -> None:
+        """Keep the leg's tool-source schema digests (tool name → digest) in every envelope
+        written from now on (``source_tools``; a resume compares them, see
+        ``prism.runtime._tool_sources``)."""
+        base = dict(self._base)
+        base["source_tools"] = dict(digests)
+        self._base = base
+        self._base_bytes = members_size(base)
+
     # ----------------------------------------------------------------- writes
 
     async def write(

@@ -83,7 +83,9 @@ def agent_fingerprint(
     ``sha256(canonical_json(F)).hexdigest()`` where ``F`` holds the agent id, the revision, the
     model, instructions, system prompt contributions, skills, tools (name, parameters,
     exclusive), guardrails (name, stage, revision), the loop identity, and — only when the agent
-    sets ``tool_filter`` — the tool filters. Two agents built from equal configuration give equal
+    has them — the identities of its tool sources (``source_identity()``: which server, with
+    which prefix and filters; not the tools they offer, which a resume checks one by one) and
+    the tool filters. Two agents built from equal configuration give equal
     fingerprints; a changed loop revision or a removed loop gives a different one.
 
     Args:
@@ -118,6 +120,8 @@ def agent_fingerprint(
         "guardrails": guards,
         "loop": _loop_identity(config.loop),
     }
+    if config.tool_sources:
+        data["tool_sources"] = [source.source_identity() for source in config.tool_sources]
     if config.tool_filter:
         data["tool_filters"] = [
             {"allow": list(f.allow), "deny": list(f.deny)} for f in config.tool_filter

@@ -6,7 +6,9 @@ fills in part of the :class:`~prism.runtime.context.RunContext` the loop will re
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from typing import Any
 
 from prism._util import maybe_await
@@ -16,6 +18,7 @@ from prism.events import CompactionFinishedEvent, CompactionStartedEvent
 from prism.limits import sets_finite_output_budget
 from prism.providers.base import AIProvider
 from prism.retry import RetryPayload
+from prism.runtime._tool_sources import open_leg_tools
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.context import RunContext
 from prism.store import (
@@ -29,7 +32,16 @@ from prism.store import (
 from prism.tools import filter_tools
 from prism.types import Message, ProviderRequestOptions, Usage
 
-__all__ = ["auto_compact", "resolve_provider", "setup_assembly", "setup_attempts"]
+_log = logging.getLogger("prism")
+
+__all__ = [
+    "auto_compact",
+    "close_tool_sources",
+    "open_tool_sources",
+    "resolve_provider",
+    "setup_assembly",
+    "setup_attempts",
+]
 
 
 async def resolve_provider(ctx: RunContext) -> AIProvider:
@@ -50,6 +62,35 @@ async def resolve_provider(ctx: RunContext) -> AIProvider:
             result: AIProvider = provider
             return result
     raise ProviderResolutionError(f"Unknown provider: {model.provider}")
+
+
+async def open_tool_sources(ctx: RunContext) -> None:
+    """Open the agent's tool sources for this leg: ``ctx.registry`` becomes the merged tools,
+    fixed for the leg, and a durable leg records their schema digests in its envelope.
+
+    Raises:
+        PrismConfigError: a source's tool is invalid or its name collides.
+        Exception: whatever opening a source raises.
+    """
+    if not ctx.config.tool_sources:
+        return
+    scope = ctx.tool_scope = AsyncExitStack()
+    tools = await open_leg_tools(ctx.config, scope)
+    ctx.registry = tools.registry
+    if ctx.durable is not None:
+        ctx.durable.record_source_tools(tools.digests)
+
+
+async def close_tool_sources(ctx: RunContext) -> None:
+    """Close what :func:`open_tool_sources` opened (errors while closing are logged, not
+    raised: the leg's outcome is already decided)."""
+    scope, ctx.tool_scope = ctx.tool_scope, None
+    if scope is None:
+        return
+    try:
+        await scope.aclose()
+    except Exception:
+        _log.warning("closing a tool source failed", exc_info=True)
 
 
 def setup_assembly(

@@ -8,10 +8,9 @@ starts only when a session's ``run()`` is awaited.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from prism.assembly import ContextProvider, Skill, SystemPromptContribution
 from prism.errors import PrismConfigError
@@ -32,8 +31,11 @@ from prism.tools import (
     PermissionPolicy,
     ToolFilter,
     ToolRegistry,
+    ToolSource,
     ToolValidator,
+    check_tool,
     create_tool_registry,
+    is_tool_source,
     normalize_tool_filters,
 )
 from prism.types import ModelConfig, OwnershipScope, ProviderRequestOptions, ToolDefinition
@@ -73,65 +75,28 @@ def _check_grace(value: Any) -> float:
     return float(value) if isinstance(value, float) else value
 
 
-def _tools(value: Any) -> ToolRegistry:
+def _tools(value: Any) -> tuple[ToolRegistry, tuple[ToolSource, ...]]:
+    """The agent's tool registry and its tool sources (the items of ``tools`` that are
+    :class:`~prism.tools.ToolSource` objects, e.g. MCP servers, in order)."""
     if value is None:
-        return ToolRegistry()
-    if isinstance(value, ToolDefinition):
-        raise PrismConfigError("tools must be a sequence of ToolDefinition or a ToolRegistry")
-    registry = value if isinstance(value, ToolRegistry) else create_tool_registry(
-        _tuple(value, "tools")
-    )
-    for tool in registry:
-        if _CHECKED_TOOLS.get(id(tool)) is not tool:
-            _check_tool(tool)
-    return registry
-
-
-_TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-_CHECKED_TOOLS_MAX: Final = 1024
-_CHECKED_TOOLS: dict[int, ToolDefinition] = {}
-"""Tool definitions already checked by :func:`_check_tool` (identity; bounded, oldest first out)."""
-
-
-def _check_tool(tool: ToolDefinition) -> None:
-    """Check a tool's name and its ``parameters`` JSON Schema once per definition.
-
-    The name must match ``^[a-zA-Z0-9_-]{1,64}$`` (what providers accept). A schema made only of
-    the keywords the fast argument checker knows is valid without ``jsonschema``; any other is
-    checked with ``jsonschema``'s ``check_schema`` (imported here, on first need).
-
-    Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — the name or the schema is invalid (names the tool).
-    """
-    name = tool.name
-    if not isinstance(name, str) or _TOOL_NAME.fullmatch(name) is None:
+        return ToolRegistry(), ()
+    if isinstance(value, ToolDefinition) or is_tool_source(value):
         raise PrismConfigError(
-            f"invalid tool name {name!r}: tool names must match ^[a-zA-Z0-9_-]{{1,64}}$"
+            "tools must be a sequence of ToolDefinition or ToolSource, or a ToolRegistry"
         )
-    parameters: Any = tool.parameters
-    if parameters is not None:
-        if not isinstance(parameters, Mapping):
-            raise PrismConfigError(
-                f"invalid parameters schema for tool {name}: expected a JSON Schema object, "
-                f"got {type(parameters).__name__}"
-            )
-        from prism.tools import _fast_schema_checker
-
-        if _fast_schema_checker(parameters) is None:
-            import jsonschema.validators
-
-            try:
-                cls = jsonschema.validators.validator_for(parameters)
-                cls.check_schema(dict(parameters))
-            except Exception as exc:
-                detail = getattr(exc, "message", None)
-                raise PrismConfigError(
-                    f"invalid parameters schema for tool {name}: "
-                    f"{detail if isinstance(detail, str) else exc}"
-                ) from exc
-    if len(_CHECKED_TOOLS) >= _CHECKED_TOOLS_MAX:
-        _CHECKED_TOOLS.pop(next(iter(_CHECKED_TOOLS)))
-    _CHECKED_TOOLS[id(tool)] = tool
+    sources: tuple[ToolSource, ...] = ()
+    if isinstance(value, ToolRegistry):
+        registry = value
+    else:
+        items = _tuple(value, "tools")
+        sources = tuple(item for item in items if is_tool_source(item))
+        for source in sources:
+            if sources.count(source) > 1:
+                raise PrismConfigError(f"tool source given twice: {source!r}")
+        registry = create_tool_registry(item for item in items if not is_tool_source(item))
+    for tool in registry:
+        check_tool(tool)
+    return registry, sources
 
 
 def _model(value: Any) -> ModelConfig:
@@ -230,7 +195,7 @@ def create_agent(
     name: str | None = None,
     instructions: str | None = None,
     system_prompt: Sequence[SystemPromptContribution] | None = None,
-    tools: Sequence[ToolDefinition] | ToolRegistry | None = None,
+    tools: Sequence[ToolDefinition | ToolSource] | ToolRegistry | None = None,
     tool_filter: ToolFilter | Sequence[ToolFilter] | None = None,
     context: Sequence[ContextProvider] | None = None,
     skills: Sequence[Skill] | None = None,
@@ -263,7 +228,9 @@ def create_agent(
         name: Agent name.
         instructions: Base system instructions.
         system_prompt: ``SystemPromptContribution`` objects joined after ``instructions``.
-        tools: ``ToolDefinition`` sequence (names must be unique) or a ``ToolRegistry``.
+        tools: ``ToolDefinition`` sequence (names must be unique) or a ``ToolRegistry``; the
+            sequence may also hold tool sources (``prism.tools.ToolSource``, e.g. a
+            ``prism.mcp`` server), whose tools each run leg adds when it starts.
         tool_filter: A ``ToolFilter`` or a sequence of them.
         context: Context providers (``resolve(ctx)``, sync or async).
         skills: ``Skill`` objects (unique names).
@@ -299,6 +266,7 @@ def create_agent(
             ``tool_abort_grace_ms`` not a finite number ≥ 0 (``bool`` rejected).
     """
     model_config = _model(model)
+    registry, sources = _tools(tools)
     agent_limits = coerce_run_limits(limits)
     if agent_limits is not None:
         resolve_run_limits(agent_limits)  # on the agent layer
@@ -324,7 +292,8 @@ def create_agent(
         name=name,
         instructions=instructions,
         system_prompt=_system_prompt(system_prompt),
-        tools=_tools(tools),
+        tools=registry,
+        tool_sources=sources,
         tool_filter=normalize_tool_filters(tool_filter),
         context=_context(context),
         skills=_skills(skills),

@@ -23,7 +23,7 @@ from prism.providers.base import AIProvider
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions
 from prism.store import CompactionOptions, SessionStore
-from prism.tools import PermissionPolicy, ToolFilter, ToolRegistry, ToolValidator
+from prism.tools import PermissionPolicy, ToolFilter, ToolRegistry, ToolSource, ToolValidator
 from prism.types import ModelConfig, OwnershipScope, ProviderRequestOptions
 
 if TYPE_CHECKING:
@@ -61,7 +61,11 @@ class AgentConfig:
     system_prompt: tuple[SystemPromptContribution, ...] = ()
     """System prompt contributions joined after ``instructions``."""
     tools: ToolRegistry = field(default_factory=ToolRegistry)
-    """The agent's tools; each run dispatches against this registry."""
+    """The agent's own tool definitions; each run dispatches against these plus the tools of
+    ``tool_sources``."""
+    tool_sources: tuple[ToolSource, ...] = ()
+    """Tool sources (e.g. MCP servers) given in ``tools``; each run leg opens them and adds their
+    tools, fixed for that leg."""
     tool_filter: tuple[ToolFilter, ...] = ()
     """Agent tool filters; a tool must pass all of them."""
     context: tuple[ContextProvider, ...] = ()

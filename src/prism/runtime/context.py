@@ -30,6 +30,7 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import AsyncExitStack
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 from prism.abort import AbortController, AbortSignal
@@ -99,6 +100,10 @@ class DurableGate(Protocol):
         """Runs right before a host tool executes; may suspend the run."""
         ...
 
+    def record_source_tools(self, digests: Mapping[str, str]) -> None:
+        """Store the schema digests of the leg's tool-source tools with the run."""
+        ...
+
 
 def _stamp(event: Any, session_id: str, run_id: str) -> Any:
     """``event`` with empty ``session_id``/``run_id`` fields filled in."""
@@ -164,6 +169,7 @@ class RunContext:
         "terminal_emitted",
         "tool_calls",
         "tool_concurrency",
+        "tool_scope",
         "tool_validator",
         "tracker",
         "turn",
@@ -213,6 +219,9 @@ class RunContext:
         self.boundary = TurnBoundary(self.tracker)
         self.codec = RequestCodec(self.redactor, self.history)
         self.registry = config.tools
+        """The leg's tools: the agent's, plus its tool sources' once the leg opened them."""
+        self.tool_scope: AsyncExitStack | None = None
+        """Holds the leg's open tool sources (closed by the leg's cleanup)."""
         self.middleware = config.middleware
         self.messages: list[Message] = []
         """The messages this leg stored, in order (``RunResult.messages``)."""

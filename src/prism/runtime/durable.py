@@ -34,6 +34,7 @@ Example (human approval)::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal
 
 from prism.errors import AgentRunStateError, AgentSessionBusyError
@@ -83,6 +84,7 @@ from prism.runtime._run_state import RunStateStatus as RunStateStatus
 from prism.runtime._run_state import StickyDecision as StickyDecision
 from prism.runtime._run_state import check_durable_run as check_durable_run
 from prism.runtime._run_state import coerce_run_state_options as coerce_run_state_options
+from prism.runtime._tool_sources import check_source_tools, open_leg_tools
 from prism.runtime.checkpoints import CheckpointStore
 from prism.runtime.leg import resume_leg
 from prism.runtime.options import RunOptions
@@ -196,7 +198,8 @@ async def resume_agent_run(
             ``_LIMIT``; nothing is written.
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — missing or malformed state, another
             session's, revision or fingerprint mismatch, stale version, non-resumable status,
-            ambiguous dispatched call, configuration mismatch.
+            ambiguous dispatched call, configuration mismatch, a tool-source tool that is gone
+            or whose parameter schema changed since the run was stored (named).
         AgentSessionBusyError: ``ERR_PRISM_SESSION_BUSY`` — the session is running.
         CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — another resumer claimed it.
         AgentRunError: the resumed leg failed (as ``session.run`` raises it).
@@ -312,39 +315,45 @@ async def resume_agent_run(
     writer = EnvelopeWriter(options, record.version, owner, config.redactor)
     if status == "suspended" and decision == "deny":
         return await deny(session, state, writer)
-    new_state = dict(state)
-    if status == "suspended":
-        applied = apply_decisions(state, batch, config.tools)
-        new_state["pending_calls"] = applied.pending_calls
-        new_state["sticky_decisions"] = applied.sticky
-        check_ambiguity(new_state)
-        if applied.remaining:
-            return await resuspend(session, new_state, applied.remaining, writer)
-    else:
-        if status == "running":
-            await adopt_stored_rows(session, new_state)
-        check_ambiguity(new_state)
-    # Claim the run, then start the resumed leg.
-    new_state["status"] = "running"
-    new_state.pop("interruption", None)
-    new_state.pop("stop_reason", None)
-    stored_input = state.get("input")
-    messages = (
-        None if stored_input is None else tuple(Message.from_dict(m) for m in stored_input)
-    )
-    crash = status == "running"
+    # The tools the resumed leg will have: a source tool whose schema changed since the run
+    # was stored fails the resume here, before anything is written (the sources stay open for
+    # the leg, which reuses their connections).
+    async with AsyncExitStack() as scope:
+        tools = await open_leg_tools(config, scope)
+        check_source_tools(state.get("source_tools"), tools.digests)
+        new_state = dict(state)
+        if status == "suspended":
+            applied = apply_decisions(state, batch, tools.registry)
+            new_state["pending_calls"] = applied.pending_calls
+            new_state["sticky_decisions"] = applied.sticky
+            check_ambiguity(new_state)
+            if applied.remaining:
+                return await resuspend(session, new_state, applied.remaining, writer)
+        else:
+            if status == "running":
+                await adopt_stored_rows(session, new_state)
+            check_ambiguity(new_state)
+        # Claim the run, then start the resumed leg.
+        new_state["status"] = "running"
+        new_state.pop("interruption", None)
+        new_state.pop("stop_reason", None)
+        stored_input = state.get("input")
+        messages = (
+            None if stored_input is None else tuple(Message.from_dict(m) for m in stored_input)
+        )
+        crash = status == "running"
 
-    async def claim() -> ResumePoint:
-        claimed = await writer.save(new_state)
-        return ResumePoint(version=claimed, envelope=new_state, input=messages, fork=crash)
+        async def claim() -> ResumePoint:
+            claimed = await writer.save(new_state)
+            return ResumePoint(version=claimed, envelope=new_state, input=messages, fork=crash)
 
-    if session.is_running:
-        raise AgentSessionBusyError()
-    plan = plan_run(
-        config,
-        session.metadata,
-        [],
-        RunOptions(signal=signal, ownership=owner),
-        durable=options,
-    )
-    return await resume_leg(session.state, config, plan, claim)
+        if session.is_running:
+            raise AgentSessionBusyError()
+        plan = plan_run(
+            config,
+            session.metadata,
+            [],
+            RunOptions(signal=signal, ownership=owner),
+            durable=options,
+        )
+        return await resume_leg(session.state, config, plan, claim)

@@ -56,7 +56,14 @@ from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
 from prism.runtime._fast import shielded
-from prism.runtime._setup import auto_compact, resolve_provider, setup_assembly, setup_attempts
+from prism.runtime._setup import (
+    auto_compact,
+    close_tool_sources,
+    open_tool_sources,
+    resolve_provider,
+    setup_assembly,
+    setup_attempts,
+)
 from prism.runtime.config import AgentConfig
 from prism.runtime.context import RunContext
 from prism.runtime.plan import RunPlan
@@ -264,6 +271,7 @@ class RunLeg:
         ctx = self.ctx
         state = ctx.state
         provider = await resolve_provider(ctx)
+        await open_tool_sources(ctx)
         ctx.signal.throw_if_aborted()
         ctx.tracker.start()
         ctx.emit(AgentStartedEvent(session_id=ctx.session_id, run_id=self.run_id))
@@ -531,6 +539,7 @@ class RunLeg:
                 await fut
             except BaseException:
                 pass
+        await close_tool_sources(ctx)
         state = ctx.state
         state.clear_steers()
         if self.durable is not None:

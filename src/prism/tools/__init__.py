@@ -11,6 +11,7 @@ Modules:
     permission: ``PermissionRequest``/``PermissionPolicy``, the host's yes/no per call.
     schema: JSON Schema validation with jsonschema (shared with structured output).
     validation: tool-argument validators and how a run picks one.
+    checks: ``check_tool``, a definition's name and parameter schema checked once.
     dispatch: ``dispatch_tool_call``, the guarded pipeline of one call.
     reporting: the events and ledger rows of one call, and why a call was blocked.
     execution: running ``execute`` inline or in a worker thread (``parallel_tool_round``).
@@ -18,10 +19,12 @@ Modules:
     results: converting what a tool returned into JSON data.
     decorator: ``@tool``, a typed function as a ``ToolDefinition``.
     function_tool: ``FunctionTool``, what ``@tool`` returns: a tool definition that is still the function.
+    source: ``ToolSource``, tools an agent gets at run time (e.g. from an MCP server).
     _fast_schema, _identity_cache, _pool: speed measures (see their docstrings).
 """
 
 from prism.tools import _fast_schema, execution, schema
+from prism.tools.checks import check_tool as check_tool
 from prism.tools.decorator import tool as tool
 from prism.tools.dispatch import BeforeExecute as BeforeExecute
 from prism.tools.dispatch import dispatch_tool_call as dispatch_tool_call
@@ -38,6 +41,8 @@ from prism.tools.registry import create_tool_registry as create_tool_registry
 from prism.tools.reporting import BLOCKED_REASONS as BLOCKED_REASONS
 from prism.tools.reporting import BlockedReason as BlockedReason
 from prism.tools.reporting import ToolCallLedger as ToolCallLedger
+from prism.tools.source import ToolSource as ToolSource
+from prism.tools.source import is_tool_source as is_tool_source
 from prism.tools.validation import ToolValidator as ToolValidator
 from prism.tools.validation import json_schema_tool_validator as json_schema_tool_validator
 from prism.tools.validation import resolve_tool_validator as resolve_tool_validator
@@ -61,11 +66,14 @@ __all__ = [
     "ToolCallLedger",
     "ToolFilter",
     "ToolRegistry",
+    "ToolSource",
     "ToolValidator",
+    "check_tool",
     "create_tool_registry",
     "dispatch_tool_call",
     "filter_tools",
     "is_tool_allowed",
+    "is_tool_source",
     "json_schema_tool_validator",
     "normalize_tool_filters",
     "parallel_tool_round",
