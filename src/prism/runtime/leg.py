@@ -573,6 +573,7 @@ class RunLeg:
         await ctx.observers.drain()
         ctx.observers.close_all()
         state.finish(self)
+        ctx.release()
         if ledger_error is not None and not isinstance(outcome, asyncio.CancelledError):
             raise ledger_error
 
