@@ -19,6 +19,7 @@ from prism.errors import (
     AgentSessionBusyError,
     ArtifactFailedError,
     CheckpointConflictError,
+    EngineVersionError,
     GuardrailError,
     PrismConfigError,
     PrismError,
@@ -26,6 +27,7 @@ from prism.errors import (
     ProviderTransportError,
     ProviderTurnError,
     RedactedError,
+    RunAmbiguousError,
     RunLedgerError,
     RunLimitExceeded,
     SessionAppendConflictError,
@@ -47,6 +49,8 @@ SINGLE_CODE = {
     SessionAppendConflictError: "ERR_PRISM_SESSION_APPEND_CONFLICT",
     RunLedgerError: "ERR_PRISM_LEDGER",
     StoreSchemaError: "ERR_PRISM_STORE_SCHEMA",
+    EngineVersionError: "ERR_PRISM_ENGINE_VERSION",
+    RunAmbiguousError: "ERR_PRISM_RUN_AMBIGUOUS",
 }
 
 
@@ -61,7 +65,7 @@ def test_err1_every_class_derives_from_prism_error() -> None:
         for name, obj in vars(errors_module).items()
         if inspect.isclass(obj) and issubclass(obj, BaseException) and not name.startswith("_")
     ]
-    assert len(classes) == 24
+    assert len(classes) == 26
     for cls in classes:
         assert issubclass(cls, PrismError)
         assert isinstance(cls.code, str) and cls.code

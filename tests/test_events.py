@@ -70,6 +70,8 @@ SPEC_EVENTS = {
     "artifact_revision_started": "ArtifactRevisionStartedEvent",
     "artifact_finished": "ArtifactFinishedEvent",
     "artifact_failed": "ArtifactFailedEvent",
+    # Beyond the spec table: the wrapper of a child agent run's events (sub-agents issue).
+    "subagent_event": "SubagentEvent",
 }
 
 OPTIONAL_RUN_ID = {
@@ -133,6 +135,9 @@ SAMPLE_FIELDS: dict[str, dict[str, Any]] = {
     "artifact_revision_started": {"turn": 1, "attempt": 1, "failure": _VALIDATION},
     "artifact_finished": {"turn": 2, "attempt": 2, "result": ArtifactValidation(ok=True)},
     "artifact_failed": {"turn": 3, "attempt": 3, "result": _VALIDATION},
+    "subagent_event": {"tool_call_id": "c1", "agent": "helper", "child_session_id": "s2",
+                       "child_run_id": "run_2",
+                       "event": TurnStartedEvent(session_id="s2", run_id="run_2", turn=1)},
 }
 
 

@@ -47,21 +47,3 @@ def test_now_iso_matches_the_clock_arch_13() -> None:
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", value)
     parsed = time.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")
     assert abs(time.mktime(parsed) - time.mktime(time.gmtime())) < 5
-
-
-def test_field_replacer_copies_every_other_field_arch_15() -> None:
-    from prism._util import field_replacer
-    from prism.abort import AbortController
-    from prism.types import Message, ModelConfig, ProviderRequest
-
-    request = ProviderRequest(model=ModelConfig(provider="p", model="m"),
-                              messages=(Message("user", "x"),), metadata={"k": 1})
-    signal = AbortController().signal
-    replaced = field_replacer(ProviderRequest, "signal")(request, signal)
-    assert type(replaced) is ProviderRequest and replaced.signal is signal
-    assert replaced == ProviderRequest(
-        model=request.model, messages=request.messages, metadata=request.metadata, signal=signal
-    )
-    assert replaced.messages is request.messages and request.signal is None
-    with pytest.raises(ValueError):
-        field_replacer(ProviderRequest, "nope")

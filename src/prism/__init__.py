@@ -78,6 +78,7 @@ from .errors import AgentRunSuspended as AgentRunSuspended
 from .errors import AgentSessionBusyError as AgentSessionBusyError
 from .errors import ArtifactFailedError as ArtifactFailedError
 from .errors import CheckpointConflictError as CheckpointConflictError
+from .errors import EngineVersionError as EngineVersionError
 from .errors import GuardrailError as GuardrailError
 from .errors import PrismConfigError as PrismConfigError
 from .errors import PrismError as PrismError
@@ -85,6 +86,7 @@ from .errors import ProviderResolutionError as ProviderResolutionError
 from .errors import ProviderTransportError as ProviderTransportError
 from .errors import ProviderTurnError as ProviderTurnError
 from .errors import RedactedError as RedactedError
+from .errors import RunAmbiguousError as RunAmbiguousError
 from .errors import RunLedgerError as RunLedgerError
 from .errors import RunLimitExceeded as RunLimitExceeded
 from .errors import SessionAppendConflictError as SessionAppendConflictError
@@ -161,9 +163,10 @@ __all__ = [
     # Errors
     "AbortError", "AgentDecisionError", "AgentLoopStateError", "AgentRunError",
     "AgentRunLimitError", "AgentRunStateError", "AgentRunSuspended", "AgentSessionBusyError",
-    "ArtifactFailedError", "CheckpointConflictError", "GuardrailError", "PrismConfigError",
-    "PrismError", "ProviderResolutionError", "ProviderTransportError", "ProviderTurnError",
-    "RedactedError", "RunLedgerError", "RunLimitExceeded", "SessionAppendConflictError",
+    "ArtifactFailedError", "CheckpointConflictError", "EngineVersionError", "GuardrailError",
+    "PrismConfigError", "PrismError", "ProviderResolutionError", "ProviderTransportError",
+    "ProviderTurnError", "RedactedError", "RunAmbiguousError", "RunLedgerError",
+    "RunLimitExceeded", "SessionAppendConflictError",
     "SteerError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
     # Cancellation, limits, retry and redaction
     "AbortController", "AbortSignal", "UNLIMITED", "RunLimits", "SecretRedactor",

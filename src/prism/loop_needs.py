@@ -12,11 +12,18 @@ Optional loop-context members that only some loops use are protocols of their ow
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from prism.types import StructuredOutputOptions
 
-__all__ = ["DEFAULT_LOOP_NEEDS", "ArtifactReporting", "LoopNeeds", "loop_needs"]
+__all__ = [
+    "DEFAULT_LOOP_NEEDS",
+    "AgentSwitch",
+    "ArtifactReporting",
+    "HandingOff",
+    "LoopNeeds",
+    "loop_needs",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,10 +37,14 @@ class LoopNeeds:
             :meth:`ArtifactReporting.report_artifact` (an ``artifact_finished`` event); otherwise
             it fails with ``ArtifactFailedError`` built from the last reported
             ``artifact_failed`` event.
+        handoffs: Agents (``Agent`` objects) the loop may hand the run over to; they join the
+            agent's durable fingerprint, and the runtime offers the switch as ``ctx.handoff``
+            (:class:`HandingOff`).
     """
 
     structured_output: StructuredOutputOptions | None = None
     artifact: bool = False
+    handoffs: tuple[Any, ...] = ()
 
 
 DEFAULT_LOOP_NEEDS: Final = LoopNeeds()
@@ -57,4 +68,34 @@ class ArtifactReporting(Protocol):
 
     def report_artifact(self, event: object, /) -> None:
         """Record and emit an artifact outcome event."""
+        ...
+
+
+class AgentSwitch(Protocol):
+    """The runtime's agent switch of a run whose loop declares ``needs.handoffs``."""
+
+    @property
+    def agent_name(self) -> str | None:
+        """Name of the agent answering the run's turns now."""
+        ...
+
+    async def switch(self, name: str, /) -> None:
+        """Hand the rest of the run to the handoff target named ``name``: later turns use its
+        instructions, tools, model and provider (the history is kept).
+
+        Raises:
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — no handoff target has that name.
+        """
+        ...
+
+
+@runtime_checkable
+class HandingOff(Protocol):
+    """Optional loop-context member of loops that hand the conversation over to other agents
+    (``needs.handoffs``): ``ctx.handoff`` is the :class:`AgentSwitch`, ``None`` when the loop
+    declares no handoff targets."""
+
+    @property
+    def handoff(self) -> AgentSwitch | None:
+        """The run's agent switch."""
         ...

@@ -13,8 +13,6 @@ from prism.providers.base import (
     EMPTY_TOOL_RESULT_TEXT,
     MAX_TOOL_ARGUMENTS_BYTES,
     AIProvider,
-    _retry_after_ms,
-    _tool_result_payload_text,
     fold_provider_events,
     provider_content_delta,
     provider_done,
@@ -30,6 +28,7 @@ from prism.providers.base import (
     tool_call_from_arguments_text,
 )
 from prism.providers.mock import create_mock_provider
+from prism.providers.wire import retry_after_ms, tool_result_payload_text
 from prism.types import (
     ErrorInfo,
     ImageContent,
@@ -399,28 +398,28 @@ def test_tool_result_payload_text_rules() -> None:
     error = ToolResultContent(
         tool_call_id="c", name="f", error=ErrorInfo(message="nope", code="tool_denied")
     )
-    assert _tool_result_payload_text(_tool_message(error)) == json.dumps(
+    assert tool_result_payload_text(_tool_message(error)) == json.dumps(
         {"error": {"message": "nope", "code": "tool_denied"}}
     )
     no_code = ToolResultContent(tool_call_id="c", name="f", error=ErrorInfo(message="nope"))
-    assert _tool_result_payload_text(_tool_message(no_code)) == '{"error": {"message": "nope"}}'
+    assert tool_result_payload_text(_tool_message(no_code)) == '{"error": {"message": "nope"}}'
     text = ToolResultContent(tool_call_id="c", name="f", result="plain")
-    assert _tool_result_payload_text(_tool_message(text)) == "plain"
+    assert tool_result_payload_text(_tool_message(text)) == "plain"
     value = ToolResultContent(tool_call_id="c", name="f", result={"é": [1, 2]})
-    assert _tool_result_payload_text(_tool_message(value)) == '{"é":[1,2]}'
+    assert tool_result_payload_text(_tool_message(value)) == '{"é":[1,2]}'
     extra = ToolResultContent(tool_call_id="c", name="f")
     assert (
-        _tool_result_payload_text(
+        tool_result_payload_text(
             _tool_message(extra, TextContent(text="a"), TextContent(text="b"))
         )
         == "a\nb"
     )
-    assert _tool_result_payload_text(_tool_message(extra)) == EMPTY_TOOL_RESULT_TEXT
+    assert tool_result_payload_text(_tool_message(extra)) == EMPTY_TOOL_RESULT_TEXT
     assert EMPTY_TOOL_RESULT_TEXT == "(tool completed with no output)"
     empty = ToolResultContent(tool_call_id="c", name="f", result="")
-    assert _tool_result_payload_text(_tool_message(empty)) == EMPTY_TOOL_RESULT_TEXT
+    assert tool_result_payload_text(_tool_message(empty)) == EMPTY_TOOL_RESULT_TEXT
     falsy = ToolResultContent(tool_call_id="c", name="f", result=0)
-    assert _tool_result_payload_text(_tool_message(falsy)) == "0"
+    assert tool_result_payload_text(_tool_message(falsy)) == "0"
 
 
 # --------------------------------------------------------------------------- PROV-11
@@ -428,14 +427,14 @@ def test_tool_result_payload_text_rules() -> None:
 
 def test_retry_after_header_parsing() -> None:
     """PROV-11: delay seconds or an HTTP date, in ms from now, never negative."""
-    assert _retry_after_ms("2") == 2000.0
-    assert _retry_after_ms(" 1.5 ") == 1500.0
-    assert _retry_after_ms("-3") == 0.0
-    assert _retry_after_ms(None) is None
-    assert _retry_after_ms("") is None
-    assert _retry_after_ms("soon") is None
+    assert retry_after_ms("2") == 2000.0
+    assert retry_after_ms(" 1.5 ") == 1500.0
+    assert retry_after_ms("-3") == 0.0
+    assert retry_after_ms(None) is None
+    assert retry_after_ms("") is None
+    assert retry_after_ms("soon") is None
     now = 1_700_000_000.0
     later = email.utils.formatdate(now + 30, usegmt=True)
-    assert _retry_after_ms(later, now=now) == 30_000.0
+    assert retry_after_ms(later, now=now) == 30_000.0
     earlier = email.utils.formatdate(now - 30, usegmt=True)
-    assert _retry_after_ms(earlier, now=now) == 0.0
+    assert retry_after_ms(earlier, now=now) == 0.0

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from runtime_support import echo_tool, make_session, run_collect, types_of
 
-from prism.errors import AgentRunError
+from prism.errors import AgentRunError, AgentRunLimitError
 from prism.guardrails import Guardrail, GuardrailDecision, Guardrails
 from prism.providers.base import (
     provider_content_delta,
@@ -20,7 +20,6 @@ from prism.providers.base import (
     provider_tool_call_delta,
     provider_usage,
 )
-from prism.runtime._fast import event_bytes
 from prism.types import (
     ErrorInfo,
     ImageContent,
@@ -215,8 +214,12 @@ async def test_finite_output_budgets_turn_buffering_on_run_16() -> None:
         ProviderErrorEvent(error=ErrorInfo(message="boom", code=500)),
     ],
 )
-def test_event_bytes_equal_the_canonical_size_run_15(event: Any) -> None:
-    assert event_bytes(event) == len(canonical_json(event.to_dict()).encode())
+async def test_each_event_is_charged_its_canonical_size_run_15(event: Any) -> None:
+    session, _ = make_session([[event, provider_done()]], limits={"max_response_bytes": 1})
+    result, _ = await run_collect(session)
+    assert isinstance(result, AgentRunLimitError)
+    assert result.breach is not None and result.breach.limit == "max_response_bytes"
+    assert result.breach.observed == len(canonical_json(event.to_dict()).encode())
 
 
 class _RawProvider:

@@ -7,19 +7,7 @@ from typing import Any
 
 import pytest
 
-from prism.runtime._fast import shielded as _shielded
-
-
-async def test_a_step_that_never_suspends_runs_inline_without_a_task_run_10() -> None:
-    tasks_before = len(asyncio.all_tasks())
-    seen: list[int] = []
-
-    async def step() -> str:
-        seen.append(len(asyncio.all_tasks()))
-        return "done"
-
-    assert await _shielded(step()) == "done"
-    assert seen == [tasks_before]
+from prism.runtime._shield import shielded as _shielded
 
 
 async def test_a_synchronous_failure_propagates_run_10() -> None:

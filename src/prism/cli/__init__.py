@@ -17,6 +17,7 @@
     prism resume RUN_ID [--approve | --deny]                    # continue a stopped run
     prism sessions list
     prism sessions show SESSION_ID
+    prism worker --engine dbos --store postgresql://… --agents myagents:REGISTRY --concurrency 8
 
 ``--tool`` takes a built-in tool name or ``MODULE:ATTR``, the import path of the host's own tool
 (a ``@prism.tool`` object or a plain function; ``prism.cli._host_tools``). ``--mcp COMMAND`` and
@@ -67,7 +68,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, cast
 
-from prism.cli import _host_tools, _mcp, _models, _run, _sessions, _tools
+from prism.cli import _host_tools, _mcp, _models, _run, _sessions, _tools, _worker
 from prism.cli._render import PipeGuard, guard
 from prism.cli._run import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
 from prism.cli._store import STORE_ENV
@@ -303,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_store_option(show)
     sessions.set_defaults(handler=_cmd_sessions, sessions_command=None)
+    _worker.add_worker_parser(commands).set_defaults(handler=_cmd_worker)
     return parser
 
 
@@ -365,6 +367,16 @@ async def _cmd_sessions(
         err.write("prism: sessions needs a subcommand: list or show ID\n")
         return _run.EXIT_USAGE
     return await _sessions.SessionsCommand(args, out=out, err=err).run()
+
+
+async def _cmd_worker(
+    args: argparse.Namespace,
+    out: IO[str],
+    err: IO[str],
+    stdin: IO[str] | None,
+    provider_override: Callable[[], AIProvider] | None,
+) -> int:
+    return await _worker.run_worker(args, out, err)
 
 
 def _isatty(stream: IO[str]) -> bool:

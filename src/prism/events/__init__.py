@@ -48,6 +48,7 @@ from prism.events._tools import ToolExecutionStartedEvent as ToolExecutionStarte
 from prism.events._tools import ToolExecutionStatus as ToolExecutionStatus
 from prism.events._union import EVENT_TYPES as EVENT_TYPES
 from prism.events._union import AgentEvent as AgentEvent
+from prism.events._union import SubagentEvent as SubagentEvent
 from prism.events._union import event_from_dict as event_from_dict
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "RetryScheduledEvent",
     "RunLimitExceededEvent",
     "SteerRejectedEvent",
+    "SubagentEvent",
     "ToolExecutionBlockedEvent",
     "ToolExecutionErrorEvent",
     "ToolExecutionFinishedEvent",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TypeAlias, Union
+from typing import Any, Literal, TypeAlias, Union
 
+from prism._serde import Serializable
 from prism.events._artifacts import (
     ArtifactFailedEvent,
     ArtifactFinishedEvent,
@@ -49,8 +51,38 @@ from prism.events._tools import (
 __all__ = [
     "AgentEvent",
     "EVENT_TYPES",
+    "SubagentEvent",
     "event_from_dict",
 ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentEvent(Serializable):
+    """An event of a child agent run, delivered to the observers of the run that started it.
+
+    A run that calls an agent tool (``agent.as_tool``) emits every event of the child run
+    wrapped in one of these, in the child's order (the events of parallel children interleave).
+    ``session_id``/``run_id`` are the calling run's; the child's ids are in
+    ``child_session_id``/``child_run_id`` and in ``event`` itself. A child of a child arrives
+    wrapped twice. The wrapped event has passed the child's redactor, which includes every
+    secret of the calling run.
+    """
+
+    session_id: str = ""
+    """Session id of the calling run (stamped by the runtime when empty)."""
+    run_id: str = ""
+    """Run id of the calling run (stamped by the runtime when empty)."""
+    tool_call_id: str
+    """The calling run's tool call that runs the child."""
+    agent: str | None = None
+    """The child agent's name."""
+    child_session_id: str
+    """The child's session id."""
+    child_run_id: str
+    """The child's run id."""
+    event: AgentEvent
+    """The child's event."""
+    type: Literal["subagent_event"] = field(default="subagent_event", init=False)
 
 
 AgentEvent: TypeAlias = Union[  # noqa: UP007 - runtime union used by from_dict
@@ -85,6 +117,7 @@ AgentEvent: TypeAlias = Union[  # noqa: UP007 - runtime union used by from_dict
     ArtifactRevisionStartedEvent,
     ArtifactFinishedEvent,
     ArtifactFailedEvent,
+    SubagentEvent,
 ]
 """Union of every event class; it may grow, so subscribers must tolerate unknown types."""
 
@@ -121,6 +154,7 @@ EVENT_TYPES: Mapping[str, type[AgentEvent]] = MappingProxyType({
     "artifact_revision_started": ArtifactRevisionStartedEvent,
     "artifact_finished": ArtifactFinishedEvent,
     "artifact_failed": ArtifactFailedEvent,
+    "subagent_event": SubagentEvent,
 })
 
 

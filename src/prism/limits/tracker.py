@@ -23,7 +23,7 @@ from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.errors import RunLimitExceeded
 from prism.limits.options import DEFAULT_RUN_LIMITS, UNLIMITED, LimitValue, RunCost, RunLimits
-from prism.types import JsonValue, RunLimitBreach, Usage
+from prism.types import DelegatingRun, JsonValue, RunLimitBreach, Usage
 
 __all__ = ["BreachCallback", "RunLimitCounters", "RunLimitTracker"]
 
@@ -129,6 +129,9 @@ class RunLimitTracker:
         counters: Restored counters (a :class:`RunLimitCounters` or its ``to_dict()``) for a
             resumed leg; ``None`` starts from zero.
         clock: Monotonic clock in seconds (``time.monotonic``); injectable for tests.
+        parent: The run that delegated this one: every turn, tool call and usage is charged to
+            its budget first (its breach becomes this tracker's first breach, reported through
+            ``on_breach`` and raised), then to this tracker's own limits.
 
     Raises:
         PrismConfigError: ``counters`` has an unknown key (reported as a ``ValueError`` too).
@@ -157,6 +160,7 @@ class RunLimitTracker:
         "_max_wall",
         "_on_breach",
         "_output_tokens",
+        "_parent",
         "_provider_attempts",
         "_request_bytes",
         "_response_bytes",
@@ -176,8 +180,10 @@ class RunLimitTracker:
         on_breach: BreachCallback | None = None,
         counters: RunLimitCounters | Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        parent: DelegatingRun | None = None,
     ) -> None:
         self._limits = limits
+        self._parent = parent
         d = DEFAULT_RUN_LIMITS
 
         def pick(axis: str) -> Any:
@@ -359,12 +365,27 @@ class RunLimitTracker:
             callback(breach)
         return RunLimitExceeded(breach)
 
+    def _parent_breach(self, exc: RunLimitExceeded) -> RunLimitExceeded:
+        """The parent's breach becomes this run's first breach (``on_breach`` called once)."""
+        if self._breach is None:
+            self._breach = exc.breach
+            callback = self._on_breach
+            if callback is not None:
+                callback(exc.breach)
+        return RunLimitExceeded(self._breach)
+
     def charge_turn(self) -> None:
-        """Charge ``max_turns`` by 1 at a turn boundary.
+        """Charge ``max_turns`` by 1 at a turn boundary (the parent's budget first).
 
         Raises:
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — the new count exceeds ``max_turns``.
         """
+        parent = self._parent
+        if parent is not None:
+            try:
+                parent.charge_turn()
+            except RunLimitExceeded as exc:
+                raise self._parent_breach(exc) from None
         self._turns += 1
         if self._turns > self._max_turns:
             raise self._exceeded("max_turns", self._max_turns, self._turns)
@@ -427,6 +448,12 @@ class RunLimitTracker:
         Raises:
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — calls exceed ``max_tool_calls``.
         """
+        parent = self._parent
+        if parent is not None:
+            try:
+                parent.charge_tool_call()
+            except RunLimitExceeded as exc:
+                raise self._parent_breach(exc) from None
         self._tool_calls += 1
         if self._tool_calls > self._max_tool_calls:
             raise self._exceeded("max_tool_calls", self._max_tool_calls, self._tool_calls)
@@ -443,6 +470,12 @@ class RunLimitTracker:
         Raises:
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — a token or cost axis was exceeded.
         """
+        parent = self._parent
+        if parent is not None:
+            try:
+                parent.charge_usage(usage)
+            except RunLimitExceeded as exc:
+                raise self._parent_breach(exc) from None
         if usage is not None:
             inp = usage.input_tokens
             out = usage.output_tokens

@@ -2,7 +2,8 @@
 
 ``prism.loops`` exports the dispatcher helpers that custom loops reuse:
 :func:`dispatch_tool_calls_in_order`, :func:`dispatchable_tool_calls` and
-:func:`append_unanswered_rows`, plus :data:`single_shot_loop`, :func:`resolve_loop` and
+:func:`append_unanswered_rows`, plus :func:`handoff_loop` (the model hands the run over to
+another agent), :data:`single_shot_loop`, :func:`resolve_loop` and
 :func:`resolve_tool_concurrency` (also re-exported from ``prism``).
 
 The names are loaded on first access: ``prism.events`` imports ``prism.loops.contracts``, which
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from prism.loops.dispatch import append_unanswered_rows as append_unanswered_rows
     from prism.loops.dispatch import dispatch_tool_calls_in_order as dispatch_tool_calls_in_order
     from prism.loops.dispatch import dispatchable_tool_calls as dispatchable_tool_calls
+    from prism.loops.handoff import handoff_loop as handoff_loop
     from prism.loops.resolve import resolve_loop as resolve_loop
     from prism.loops.resolve import resolve_tool_concurrency as resolve_tool_concurrency
     from prism.loops.single_shot import single_shot_loop as single_shot_loop
@@ -26,6 +28,7 @@ __all__ = [
     "append_unanswered_rows",
     "dispatch_tool_calls_in_order",
     "dispatchable_tool_calls",
+    "handoff_loop",
     "resolve_loop",
     "resolve_tool_concurrency",
     "single_shot_loop",
@@ -35,6 +38,7 @@ _SOURCES = {
     "append_unanswered_rows": "prism.loops.dispatch",
     "dispatch_tool_calls_in_order": "prism.loops.dispatch",
     "dispatchable_tool_calls": "prism.loops.dispatch",
+    "handoff_loop": "prism.loops.handoff",
     "resolve_loop": "prism.loops.resolve",
     "resolve_tool_concurrency": "prism.loops.resolve",
     "single_shot_loop": "prism.loops.single_shot",

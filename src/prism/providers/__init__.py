@@ -42,12 +42,12 @@ from .base import provider_usage as provider_usage
 from .base import provider_done as provider_done
 from .base import provider_error as provider_error
 from .base import tool_call_content as tool_call_content
-from .base import tool_call_from_arguments_text as tool_call_from_arguments_text
+from .stream_fold import tool_call_from_arguments_text as tool_call_from_arguments_text
 
 # Folding a stream into the turn result.
 from ..types import ProviderTurnResult as ProviderTurnResult
-from .base import fold_provider_events as fold_provider_events
-from .base import reconstruct_tool_call_deltas as reconstruct_tool_call_deltas
+from .stream_fold import fold_provider_events as fold_provider_events
+from .stream_fold import reconstruct_tool_call_deltas as reconstruct_tool_call_deltas
 
 __all__ = [
     # The provider protocol and one request

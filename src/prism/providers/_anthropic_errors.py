@@ -12,7 +12,7 @@ from types import ModuleType
 from typing import Any, Final
 
 from prism.errors import ProviderTransportError
-from prism.providers.base import _retry_after_ms
+from prism.providers.wire import retry_after_ms
 from prism.types import ErrorInfo
 
 __all__ = ["REQUEST_FAILED", "error_info"]
@@ -86,7 +86,7 @@ def _http_error_info(exc: Any, status: int) -> ErrorInfo:
     body = _error_body_text(exc, response)
     retry_after: float | None = None
     if response is not None:
-        retry_after = _retry_after_ms(response.headers.get("retry-after"))
+        retry_after = retry_after_ms(response.headers.get("retry-after"))
     message = f"{REQUEST_FAILED}: {status} {body}".rstrip()
     return ErrorInfo(
         message=message, name=type(exc).__name__, code=status, retry_after_ms=retry_after

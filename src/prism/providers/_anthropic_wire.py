@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from prism.providers.base import _tool_result_payload_text
+from prism.providers.wire import tool_result_payload_text
 from prism.types import (
     ContentBlock,
     ImageContent,
@@ -130,7 +130,7 @@ def _map_messages(
                 block: dict[str, Any] = {
                     "type": "tool_result",
                     "tool_use_id": result.tool_call_id,
-                    "content": _tool_result_payload_text(message),
+                    "content": tool_result_payload_text(message),
                 }
                 if result.error is not None:
                     block["is_error"] = True

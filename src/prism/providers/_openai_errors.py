@@ -12,7 +12,7 @@ from typing import Any
 
 from prism.errors import ProviderTransportError
 from prism.providers._openai_wire import InvalidRequest, StreamFailure
-from prism.providers.base import _retry_after_ms
+from prism.providers.wire import retry_after_ms
 from prism.types import ErrorInfo
 
 __all__ = ["MAX_ERROR_BODY_BYTES", "MAX_STREAM_HEAD_BYTES", "exception_info", "stream_detail"]
@@ -134,7 +134,7 @@ def exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
             name=name,
             code=status,
             message=f"{prefix}: {status} {body}".rstrip(),
-            retry_after_ms=_retry_after_ms(response.headers.get("retry-after")),
+            retry_after_ms=retry_after_ms(response.headers.get("retry-after")),
         )
     cause = exc.__cause__
     cause_text = str(cause) if cause is not None else None

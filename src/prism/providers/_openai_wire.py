@@ -10,7 +10,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from prism.providers.base import _tool_result_payload_text, tool_call_from_arguments_text
+from prism.providers.stream_fold import tool_call_from_arguments_text
+from prism.providers.wire import tool_result_payload_text
 from prism.types import (
     ErrorInfo,
     ImageContent,
@@ -123,7 +124,7 @@ def _map_message(
         return {
             "role": "tool",
             "tool_call_id": result.tool_call_id,
-            "content": _tool_result_payload_text(message),
+            "content": tool_result_payload_text(message),
         }
     raise InvalidRequest(f"unsupported message role {role!r}")
 

@@ -53,10 +53,8 @@ from prism.providers._openai_wire import (
     map_completion,
 )
 from prism.providers._sse import SSEDecoder
-from prism.providers.base import (
-    _redact_error_info,
-    provider_error,
-)
+from prism.providers.base import provider_error
+from prism.providers.wire import redact_error_info
 from prism.types import (
     ProviderErrorEvent,
     ProviderEvent,
@@ -355,7 +353,7 @@ class OpenAICompatibleProvider:
 
     def _error(self, exc: BaseException) -> ProviderErrorEvent:
         info = exception_info(exc, self._prefix)
-        return provider_error(_redact_error_info(info, tuple(self._secrets)))
+        return provider_error(redact_error_info(info, tuple(self._secrets)))
 
 
 def _sdk_body(body: Mapping[str, Any]) -> dict[str, Any]:

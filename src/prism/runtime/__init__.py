@@ -7,16 +7,17 @@ configuration and the provider request policies, which ``prism`` does not.
 The modules, in layers (each imports only the ones above it in this list):
 
 * leaves: ``_json_size``, ``checkpoints``, ``turn_policy``, ``_observers``, ``_request_codec``,
-  ``_fast`` (speed tricks of the run path), ``policies``, ``_stream_redaction`` (streamed text
-  held back where a secret could be split);
+  ``_shield`` (steps that finish under cancellation), ``policies``, ``_stream_redaction``
+  (streamed text held back where a secret could be split), ``_delegation`` (what a run lends
+  the child agent runs of its tools: redactor, limit budget, usage, events);
 * ``config`` (``AgentConfig``), ``_run_state`` and ``_approvals`` (durable envelope and
   approvals), ``_attempt`` and ``attempts`` (the provider attempts of one request);
 * ``options`` (``RunOptions``) → ``plan`` (``plan_run``) → ``state`` (``SessionState``),
   ``_boundary`` → ``context`` (``RunContext``, the loop's ``ctx``) → ``_setup``,
   ``_durable_leg`` → ``leg`` (``RunLeg``, ``start_leg``, ``resume_leg``);
 * ``stream`` → ``session`` (``AgentSession``) → ``_resume_writes`` → ``durable``
-  (``resume_agent_run``) and ``agent`` (``create_agent``); ``provider_turn`` keeps older import
-  paths.
+  (``resume_agent_run``); ``agent_tool`` (``agent.as_tool``: an agent run as a child of the
+  calling run) → ``agent`` (``create_agent``); ``provider_turn`` keeps older import paths.
 
 A run goes one way: ``session`` → ``plan`` → ``leg`` → ``context`` → ``attempts``.
 """

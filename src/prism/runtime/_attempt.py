@@ -1,9 +1,13 @@
-"""One provider attempt's state: the folded draft, its events, usage, and the stream checks.
+"""One provider attempt's state: the fold of its events, its message events, usage, and the
+stream checks.
 
 :class:`AttemptState` is created by :class:`~prism.runtime.attempts.ProviderAttempts` for each
-attempt. It holds the draft being folded (text and thinking deltas coalesced, tool calls in
-arrival order), emits or buffers the message events, records usage exactly once and
-emits ``provider_turn_finished``. The helpers below check the items a provider stream yields.
+attempt. It holds the attempt's :class:`~prism.providers.stream_fold.StreamFold` (the one fold of
+provider events, shared with ``fold_provider_events``), emits or buffers the message events
+(with a redactor's secrets, deltas pass the held channels of
+:mod:`prism.runtime._stream_redaction`), records usage exactly once and emits
+``provider_turn_finished``. The helpers below check the
+items a provider stream yields.
 """
 
 from __future__ import annotations
@@ -22,19 +26,20 @@ from prism.events import (
     ProviderTurnMetadata,
 )
 from prism.limits import RunLimitTracker
+from prism.providers.stream_fold import StreamFold
 from prism.runtime._stream_redaction import StreamRedaction, held_length
 from prism.types import (
-    ContentBlock,
     ErrorInfo,
     Message,
     ModelConfig,
+    ProviderContentDelta,
     ProviderEvent,
-    ProviderStopReason,
+    ProviderMessageStart,
     ProviderToolCall,
+    ProviderToolCallDelta,
     ProviderTurnResult,
-    TextContent,
-    ThinkingContent,
     ToolCallContent,
+    ToolCallDeltaContent,
     Usage,
     is_json_value,
 )
@@ -42,6 +47,8 @@ from prism.usage import UsageAccumulator
 
 __all__ = [
     "EMPTY_TURN_RESULT",
+    "EVENT_KINDS",
+    "MESSAGE_KINDS",
     "AttemptFailed",
     "AttemptSinks",
     "AttemptState",
@@ -92,6 +99,10 @@ class AttemptFailed(Exception):
 
 EVENT_TYPES: Final[tuple[type[Any], ...]] = get_args(ProviderEvent)
 EVENT_KINDS: Final = frozenset(EVENT_TYPES)
+MESSAGE_KINDS: Final = frozenset(
+    (ProviderMessageStart, ProviderContentDelta, ProviderToolCall, ProviderToolCallDelta)
+)
+"""The provider events that start the message or add to it (announced as message events)."""
 
 
 def as_event(event: object, started: bool) -> Any:
@@ -210,26 +221,16 @@ class AttemptSinks(Protocol):
 
 
 class AttemptState:
-    """Mutable state of one provider attempt: the folded draft and bookkeeping."""
+    """Mutable state of one provider attempt: the fold of its events and bookkeeping."""
 
     __slots__ = (
         "attempt",
-        "buf",
         "buffered",
-        "call_events",
-        "calls",
-        "has_deltas",
+        "fold",
         "held",
-        "message_emitted",
-        "message_id",
-        "open_kind",
-        "parts",
         "runner",
-        "started",
         "started_at",
-        "stop_reason",
         "turn",
-        "usage",
         "usage_recorded",
     )
 
@@ -239,18 +240,8 @@ class AttemptState:
         self.attempt = attempt
         self.started_at = 0.0
         self.buffered: list[AgentEvent] | None = [] if runner.buffer_output else None
-        self.usage: Usage | None = None
         self.usage_recorded = False
-        self.started = False
-        self.message_emitted = False
-        self.message_id: str | None = None
-        self.stop_reason: ProviderStopReason | None = None
-        self.parts: list[ContentBlock] = []
-        self.calls: list[ToolCallContent] = []
-        self.buf: list[str] = []
-        self.open_kind = 0  # 0: none, 1: text, 2: thinking
-        self.call_events: list[ProviderEvent] = []
-        self.has_deltas = False
+        self.fold = StreamFold()
         secrets = runner.held_secrets
         self.held = StreamRedaction(secrets) if secrets else None
 
@@ -284,52 +275,52 @@ class AttemptState:
                     )
                 )
 
-    def start(self) -> None:
-        """Mark the draft started; emit ``message_started`` once per attempt."""
-        self.started = True
-        if not self.message_emitted:
-            self.message_emitted = True
-            runner = self.runner
-            if runner.observed():
-                self.out(
-                    MessageStartedEvent(
-                        session_id=runner.session_id,
-                        run_id=runner.run_id,
-                        message=(
-                            _EMPTY_DRAFT
-                            if self.message_id is None
-                            else Message("assistant", (), id=self.message_id)
-                        ),
-                    )
-                )
-
-    def close_open(self) -> None:
-        """Close the open coalesced text/thinking part."""
-        kind = self.open_kind
-        if kind:
-            buf = self.buf
-            if kind == 1:
-                self.parts.append(TextContent("".join(buf)))
-            else:
-                self.parts.append(ThinkingContent("".join(buf)))
-            buf.clear()
-            self.open_kind = 0
-
-    def thinking(self, content: ThinkingContent) -> None:
-        """Fold one thinking delta: coalesce until a signature closes the part; a
-        ``redacted_data`` delta is a part of its own."""
-        if content.redacted_data is not None:
-            self.close_open()
-            self.parts.append(content)
+    def announce(self, event: ProviderEvent) -> None:
+        """Emit the message events of a message start, a content delta or a tool call (final or
+        fragment), before it is folded: ``message_started`` ahead of the attempt's first one,
+        then the ``message_delta`` of the fragment itself (through :meth:`delta`)."""
+        runner = self.runner
+        if not runner.observed():
             return
-        if self.open_kind != 2:
-            self.close_open()
-            self.open_kind = 2
-        self.buf.append(content.text)
-        if content.signature is not None:
-            self.parts.append(ThinkingContent("".join(self.buf), signature=content.signature))
-            self.buf.clear()
-            self.open_kind = 0
+        kind = type(event)
+        sid = runner.session_id
+        rid = runner.run_id
+        if not self.fold.started:
+            message_id = None
+            if kind is ProviderMessageStart:
+                message_id = event.message_id  # type: ignore[union-attr]
+            self.out(
+                MessageStartedEvent(
+                    session_id=sid,
+                    run_id=rid,
+                    message=(
+                        _EMPTY_DRAFT
+                        if message_id is None
+                        else Message("assistant", (), id=message_id)
+                    ),
+                )
+            )
+        if kind is ProviderMessageStart:
+            return
+        content: Any
+        if kind is ProviderContentDelta:
+            content = event.content  # type: ignore[union-attr]
+        elif kind is ProviderToolCall:
+            content = event.call  # type: ignore[union-attr]
+        else:
+            content = ToolCallDeltaContent(
+                index=event.index,  # type: ignore[union-attr]
+                id=event.id,  # type: ignore[union-attr]
+                name=event.name,  # type: ignore[union-attr]
+                arguments_text=event.arguments_text,  # type: ignore[union-attr]
+                authority=event.authority,  # type: ignore[union-attr]
+            )
+        self.delta(content)
+
+    def announce_call(self, call: ToolCallContent) -> None:
+        """Emit the ``message_delta`` of a call rebuilt from fragments after the stream."""
+        if self.runner.observed():
+            self.delta(call)
 
     def record_usage(self) -> None:
         """Record the attempt's usage once: accumulate it, write its ledger row, charge the tracker."""
@@ -337,7 +328,7 @@ class AttemptState:
             return
         self.usage_recorded = True
         runner = self.runner
-        usage = self.usage
+        usage = self.fold.usage
         if usage is not None:
             runner.accumulator.add(usage)
             sink = runner.on_usage
@@ -371,7 +362,7 @@ class AttemptState:
                     latency_ms=latency,
                     http_status=None if error is None else _http_status(error.code),
                 ),
-                usage=self.usage,
+                usage=self.fold.usage,
                 error=error,
             )
         )

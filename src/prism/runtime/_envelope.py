@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Final, cast
 
 from prism.errors import AgentLoopStateError, AgentRunStateError
+from prism.loop_needs import loop_needs
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
 from prism.runtime._run_state import (
     CHECKPOINT_POLICIES,
@@ -68,6 +69,35 @@ def _loop_identity(loop: object) -> dict[str, str]:
     return {"name": str(getattr(loop, "name", "")), "revision": effective_loop_revision(loop)}
 
 
+def _definition(config: AgentConfig) -> dict[str, Any]:
+    """What an agent's definition contributes to a fingerprint (its loop excepted)."""
+    guardrails = config.guardrails
+    guards: list[dict[str, Any]] = []
+    if guardrails is not None:
+        for stage in ("input", "output", "tool_input", "tool_output"):
+            for guard in getattr(guardrails, stage):
+                guards.append({"name": guard.name, "stage": stage, "revision": guard.revision})
+    data: dict[str, Any] = {
+        "id": config.id or config.name,
+        "model": config.model.to_dict(),
+        "instructions": config.instructions or None,
+        "system_prompt": [{"id": c.id, "text": c.text} for c in config.system_prompt] or None,
+        "skills": [{"name": s.name, "instructions": s.instructions} for s in config.skills],
+        "tools": [
+            {"name": t.name, "parameters": t.parameters, "exclusive": t.exclusive}
+            for t in config.tools
+        ],
+        "guardrails": guards,
+    }
+    if config.tool_sources:
+        data["tool_sources"] = [source.source_identity() for source in config.tool_sources]
+    if config.tool_filter:
+        data["tool_filters"] = [
+            {"allow": list(f.allow), "deny": list(f.deny)} for f in config.tool_filter
+        ]
+    return data
+
+
 def agent_id_of(config: AgentConfig) -> str:
     agent_id = config.id or config.name
     if not agent_id:
@@ -84,9 +114,10 @@ def agent_fingerprint(
     model, instructions, system prompt contributions, skills, tools (name, parameters,
     exclusive), guardrails (name, stage, revision), the loop identity, and — only when the agent
     has them — the identities of its tool sources (``source_identity()``: which server, with
-    which prefix and filters; not the tools they offer, which a resume checks one by one) and
-    the tool filters. Two agents built from equal configuration give equal
-    fingerprints; a changed loop revision or a removed loop gives a different one.
+    which prefix and filters; not the tools they offer, which a resume checks one by one), the
+    tool filters and, when the loop declares handoff targets (``needs.handoffs``), the same
+    definition of each target, its loop excepted. Two agents built from equal configuration give
+    equal fingerprints; a changed loop revision or a removed loop gives a different one.
 
     Args:
         agent: An ``Agent`` or its ``AgentConfig``.
@@ -100,32 +131,13 @@ def agent_fingerprint(
             ``name``.
     """
     config: AgentConfig = agent if isinstance(agent, AgentConfig) else agent.config
-    guardrails = config.guardrails
-    guards: list[dict[str, Any]] = []
-    if guardrails is not None:
-        for stage in ("input", "output", "tool_input", "tool_output"):
-            for guard in getattr(guardrails, stage):
-                guards.append({"name": guard.name, "stage": stage, "revision": guard.revision})
-    data: dict[str, Any] = {
-        "id": agent_id_of(config),
-        "revision": definition_revision,
-        "model": config.model.to_dict(),
-        "instructions": config.instructions or None,
-        "system_prompt": [{"id": c.id, "text": c.text} for c in config.system_prompt] or None,
-        "skills": [{"name": s.name, "instructions": s.instructions} for s in config.skills],
-        "tools": [
-            {"name": t.name, "parameters": t.parameters, "exclusive": t.exclusive}
-            for t in config.tools
-        ],
-        "guardrails": guards,
-        "loop": _loop_identity(config.loop),
-    }
-    if config.tool_sources:
-        data["tool_sources"] = [source.source_identity() for source in config.tool_sources]
-    if config.tool_filter:
-        data["tool_filters"] = [
-            {"allow": list(f.allow), "deny": list(f.deny)} for f in config.tool_filter
-        ]
+    data = _definition(config)
+    data["id"] = agent_id_of(config)
+    data["revision"] = definition_revision
+    data["loop"] = _loop_identity(config.loop)
+    targets = loop_needs(config.loop).handoffs
+    if targets:
+        data["handoffs"] = [_definition(target.config) for target in targets]
     return _sha256_hex(canonical_json(data))
 
 
@@ -251,6 +263,8 @@ def _check_envelope(state: Any) -> dict[str, Any]:
         bad = "stop_reason"
     elif state.get("input") is not None and not isinstance(state.get("input"), list):
         bad = "input"
+    elif not _is_release(state.get("release")):
+        bad = "release"
     else:
         loop_state = state.get("loop_state")
         if loop_state is not None and not (
@@ -284,6 +298,16 @@ def _check_envelope(state: Any) -> dict[str, Any]:
     except Exception as exc:
         raise AgentRunStateError(f"malformed run state: {exc}") from exc
     return state
+
+
+def _is_release(value: object) -> bool:
+    """``release`` is optional: absent, or ``{"by", "reason", "at"}`` strings (see
+    :data:`~prism.runtime._run_state.RELEASE_KEY`)."""
+    if value is None:
+        return True
+    return isinstance(value, dict) and all(
+        isinstance(value.get(k), str) for k in ("by", "reason", "at")
+    )
 
 
 def run_key(run_state: Any) -> str:

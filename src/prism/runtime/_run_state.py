@@ -25,6 +25,7 @@ from prism.types import (
 __all__ = [
     "MAX_LOADED_STATE_BYTES",
     "MAX_STATE_BYTES_LIMIT",
+    "RELEASE_KEY",
     "SCHEMA_VERSION",
     "AgentRunInterruption",
     "AgentRunState",
@@ -61,6 +62,14 @@ MAX_MODIFIED_BYTES: Final = 16 * 1024
 APPROVAL_REASON: Final = "Tool side effect requires approval"
 NOT_CONTINUABLE: Final = "Run is suspended and not continuable; approve or deny it"
 AMBIGUOUS: Final = "Ambiguous dispatched tool requires operator resolution"
+
+RELEASE_KEY: Final = "release"
+"""Optional envelope key of a run whose worker let it go at a turn boundary (a worker shutting
+down): ``{"by": <worker id>, "reason": <why>, "at": <ISO-8601 UTC time>}`` on a clean-stop
+envelope (``status="succeeded"``, ``stop_reason="host_policy"``). It tells a scheduler that the
+stop was not the host's answer but a hand-over: the run is to be continued at once, by whoever
+claims it next. Absent on every other envelope; the claim of a resume removes it. Envelopes
+without it load as before."""
 
 CheckpointPolicy: TypeAlias = Literal["on-suspend", "every-turn"]
 """When a durable run writes its envelope besides suspensions and terminal states."""

@@ -351,6 +351,33 @@ class Agent:
         label = self.config.id or self.config.name or self.config.model.model
         return f"<Agent {label!r}>"
 
+    def as_tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input: Mapping[str, Any] | None = None,
+    ) -> ToolDefinition:
+        """This agent as a tool of another agent: each call runs it in a child session linked
+        to the calling run (see :mod:`prism.runtime.agent_tool`).
+
+        Args:
+            name: Tool name (default: the agent's name).
+            description: Description for the model.
+            input: JSON Schema of the arguments (default: one string ``input``).
+
+        Returns:
+            The ``ToolDefinition``.
+
+        Raises:
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — no name, or ``input`` is not a mapping.
+        """
+        from prism.runtime.agent_tool import agent_tool
+
+        tool = agent_tool(self, name=name, description=description, input=input)
+        check_tool(tool)
+        return tool
+
     def create_session(
         self,
         session_id: str | None = None,

@@ -21,12 +21,12 @@ or timer per event: one flag is set around the ``await``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any
 
-from prism._util import field_replacer
 from prism.abort import AbortController, AbortSignal
 from prism.errors import AbortError, GuardrailError, ProviderTurnError, RunLimitExceeded
 from prism.events import (
@@ -37,7 +37,7 @@ from prism.events import (
 )
 from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
 from prism.limits import RunLimitTracker
-from prism.providers.base import AIProvider, reconstruct_tool_call_deltas
+from prism.providers.base import AIProvider
 from prism.redaction import (
     SecretRedactor,
     error_to_error_info,
@@ -53,6 +53,7 @@ from prism.retry import (
 from prism.runtime._attempt import (
     EMPTY_TURN_RESULT,
     EVENT_KINDS,
+    MESSAGE_KINDS,
     AttemptFailed,
     AttemptState,
     SoftInterrupt,
@@ -60,24 +61,16 @@ from prism.runtime._attempt import (
     checked_call,
     without_split_secret,
 )
-from prism.runtime._fast import event_bytes
+from prism.runtime._json_size import canonical_size
 from prism.runtime._retry_wait import RetryHook, decide_retry, wait_retry_delay
 from prism.types import (
     ErrorInfo,
     ModelConfig,
-    ProviderContentDelta,
-    ProviderDone,
     ProviderErrorEvent,
     ProviderEvent,
-    ProviderMessageStart,
     ProviderRequest,
     ProviderToolCall,
-    ProviderToolCallDelta,
     ProviderTurnResult,
-    ProviderUsage,
-    TextContent,
-    ThinkingContent,
-    ToolCallDeltaContent,
     Usage,
 )
 from prism.usage import UsageAccumulator
@@ -86,9 +79,6 @@ _log = logging.getLogger("prism")
 
 __all__ = ["ProviderAttempts"]
 
-_with_signal: Final = field_replacer(ProviderRequest, "signal")
-"""The request with the attempt's child signal; the other fields are the valid request's own
-(``signal`` is neither checked nor converted by ``ProviderRequest.__post_init__``)."""
 
 def _always() -> bool:
     return True
@@ -128,11 +118,11 @@ class ProviderAttempts:
     """
 
     __slots__ = (
-        "accumulator", "buffer_output", "_cancel_pending", "_child", "emit",
-        "_first_attempt_metadata", "_generated", "observed", "_guardrails", "held_secrets",
-        "_metadata", "model", "on_usage", "_policy", "_provider", "provider_id", "_redactor",
-        "_retry", "_retry_hook", "_retry_metadata", "run_id", "session_id", "_signal",
-        "_soft_pending", "_task", "_unlink", "tracker", "_waiting",
+        "accumulator", "buffer_output", "_cancel_pending", "_child", "emit", "_generated",
+        "observed", "_guardrails", "held_secrets", "_metadata", "model", "on_usage", "_policy",
+        "_provider", "provider_id", "_redactor", "_retry", "_retry_hook", "_retry_metadata",
+        "run_id", "session_id", "_signal", "_soft_pending", "_task", "_unlink", "tracker",
+        "_waiting",
     )
 
     def __init__(
@@ -188,7 +178,6 @@ class ProviderAttempts:
         self._task: asyncio.Task[Any] | None = None
         self._waiting = False
         self._cancel_pending = False
-        self._first_attempt_metadata: ProviderTurnMetadata | None = None
         self._unlink = signal.add_listener(self._abort_child)  # the streaming attempt's link
 
     def close(self) -> None:
@@ -358,19 +347,14 @@ class ProviderAttempts:
         st = AttemptState(self, turn, attempt)
         if self.observed():
             st.started_at = time.perf_counter()
-            metadata = self._first_attempt_metadata
-            if attempt != 1 or metadata is None:
-                metadata = ProviderTurnMetadata(
-                    provider_id=self.provider_id, model=self.model, attempt=attempt
-                )
-                if attempt == 1:
-                    self._first_attempt_metadata = metadata  # frozen: shared by every turn
             self.emit(
                 ProviderTurnStartedEvent(
                     session_id=self.session_id,
                     run_id=self.run_id,
                     turn=turn,
-                    metadata=metadata,
+                    metadata=ProviderTurnMetadata(
+                        provider_id=self.provider_id, model=self.model, attempt=attempt
+                    ),
                 )
             )
         controller = AbortController()
@@ -386,7 +370,7 @@ class ProviderAttempts:
         iterator: Any = None
         try:
             try:
-                iterator = self._provider.generate(_with_signal(request, child))
+                iterator = self._provider.generate(dataclasses.replace(request, signal=child))
                 await self._stream(st, iterator.__anext__, child)
             finally:
                 if iterator is not None:  # release the provider's response at once
@@ -422,22 +406,14 @@ class ProviderAttempts:
                 return self._after_stop(st, child, secrets)
             info = self._redact_info(error_to_error_info(exc), secrets)
             st.fail(info)
-            raise AttemptFailed(info, st.started, self._clean_cause(exc, secrets)) from None
+            raise AttemptFailed(info, st.fold.started, self._clean_cause(exc, secrets)) from None
         finally:
             self._child = None
             self._task = None
             self._waiting = False
 
-        # After the stream: usage, output guardrails, flushing held-back events, then
-        # ``provider_turn_finished``.
-        result = ProviderTurnResult(
-            content=tuple(st.parts),
-            calls=tuple(st.calls),
-            message_id=st.message_id,
-            started=st.started,
-            usage=st.usage,
-            stop_reason=st.stop_reason,
-        )
+        # Usage, output guardrails, flush, provider_turn_finished.
+        result = st.fold.result()
         try:
             st.record_usage()
             guardrails = self._guardrails
@@ -470,14 +446,16 @@ class ProviderAttempts:
     async def _stream(
         self, st: AttemptState, next_event: Callable[[], Awaitable[ProviderEvent]], child: AbortSignal
     ) -> None:
-        """Read provider events until ``done``/exhaustion, folding them into ``st``.
-
-        Each event is checked against the abort signal and charged to ``max_response_bytes``;
-        ``done`` or the end of the stream stops the reading, then complete calls are rebuilt.
-        """
+        """Read provider events until ``done`` or exhaustion. Each event is checked, charged to
+        ``max_response_bytes``, announced as message events and added to the attempt's fold. At
+        the end the held channels release what they hold, then the calls rebuilt from fragments
+        (each without a piece of a secret its invalid-arguments excerpt cut) are announced."""
         charge = self.tracker.charge_response_bytes
-        observed = self.observed
+        fold = st.fold
+        add = fold.add
+        announce = st.announce
         event_kinds = EVENT_KINDS
+        message_kinds = MESSAGE_KINDS
         held = self.held_secrets
         while True:
             if child.aborted:
@@ -494,78 +472,21 @@ class ProviderAttempts:
                 child.throw_if_aborted()
             kind = type(event)
             if kind not in event_kinds:
-                event = as_event(event, st.started)
+                event = as_event(event, fold.started)
                 kind = type(event)
             if kind is ProviderToolCall:
                 event = checked_call(event, held)  # type: ignore[arg-type]
-            charge(event_bytes(event))
-            if kind is ProviderContentDelta:
-                content: Any = event.content  # type: ignore[union-attr]
-                if not st.started or not st.message_emitted:
-                    st.start()
-                if observed():
-                    st.delta(content)
-                ckind = type(content)
-                if ckind is TextContent:
-                    if st.open_kind != 1:
-                        st.close_open()
-                        st.open_kind = 1
-                    st.buf.append(content.text)
-                elif ckind is ThinkingContent:
-                    st.thinking(content)
-                else:
-                    st.close_open()
-                    st.parts.append(content)
-            elif kind is ProviderToolCall:
-                call = event.call  # type: ignore[union-attr]
-                if not st.started or not st.message_emitted:
-                    st.start()
-                if observed():
-                    st.delta(call)
-                if st.open_kind:
-                    st.close_open()
-                st.parts.append(call)
-                st.calls.append(call)
-                st.call_events.append(event)
-            elif kind is ProviderDone:
-                usage = event.usage  # type: ignore[union-attr]
-                if usage is not None:
-                    st.usage = usage
-                st.stop_reason = event.stop_reason  # type: ignore[union-attr]
-                break
-            elif kind is ProviderUsage:
-                st.usage = event.usage  # type: ignore[union-attr]
-            elif kind is ProviderToolCallDelta:
-                if not st.started or not st.message_emitted:
-                    st.start()
-                if observed():
-                    st.delta(
-                        ToolCallDeltaContent(
-                            index=event.index,  # type: ignore[union-attr]
-                            id=event.id,  # type: ignore[union-attr]
-                            name=event.name,  # type: ignore[union-attr]
-                            arguments_text=event.arguments_text,  # type: ignore[union-attr]
-                            authority=event.authority,  # type: ignore[union-attr]
-                        )
-                    )
-                st.has_deltas = True
-                st.call_events.append(event)
-            elif kind is ProviderMessageStart:
-                if not st.message_emitted:
-                    st.message_id = event.message_id  # type: ignore[union-attr]
-                st.start()
+            charge(canonical_size(event))
+            if kind in message_kinds:
+                announce(event)
             elif kind is ProviderErrorEvent:
-                raise AttemptFailed(event.error, st.started, None)  # type: ignore[union-attr]
-        if st.open_kind:
-            st.close_open()
+                raise AttemptFailed(event.error, fold.started, None)  # type: ignore[union-attr]
+            if add(event):
+                break
         st.flush_held()
-        if st.has_deltas:
-            for call in reconstruct_tool_call_deltas(st.call_events):
-                call = without_split_secret(call, held)
-                st.parts.append(call)
-                st.calls.append(call)
-                if observed():
-                    st.delta(call)
+        rebuilt = fold.finish(check=(lambda call: without_split_secret(call, held)) if held else None)
+        for call in rebuilt:
+            st.announce_call(call)
 
     def _after_stop(
         self, st: AttemptState, child: AbortSignal, secrets: tuple[str, ...]

@@ -49,13 +49,14 @@ from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
-from prism.runtime._fast import message_entry
+from prism.runtime._delegation import RunDelegation, child_forward, parent_run
 from prism.runtime._request_codec import LiveHistory, RequestCodec
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.config import AgentConfig
 from prism.runtime.plan import RunPlan
 from prism.runtime.policies import ProviderRequestPolicy, apply_request_policies
 from prism.runtime.state import SessionState
+from prism.session_entry import new_session_entry
 from prism.store import SessionEntry
 from prism.tools import ToolValidator, dispatch_tool_call
 from prism.types import (
@@ -131,7 +132,6 @@ class RunContext:
     """
 
     __slots__ = (
-        "_dispatch",
         "_layout",
         "_layout_version",
         "accumulator",
@@ -140,11 +140,14 @@ class RunContext:
         "assembler",
         "attempts",
         "boundary",
+        "bound_dispatch",
         "codec",
         "config",
         "controller",
         "durable",
         "finish_reason",
+        "forward",
+        "handoff",
         "history",
         "input",
         "input_messages",
@@ -206,7 +209,11 @@ class RunContext:
         self.plan = plan
         self.redactor = plan.redactor
         self.observers = state.observers
-        self.tracker = RunLimitTracker(plan.limits, on_breach=self._on_breach, counters=counters)
+        self.tracker = RunLimitTracker(
+            plan.limits, on_breach=self._on_breach, counters=counters, parent=parent_run(plan)
+        )
+        self.forward = child_forward(plan.parent, config.name, self.session_id, run_id)
+        """Receives each emitted event when this is a child run (the parent's ``SubagentEvent``)."""
         self.accumulator = UsageAccumulator()
         self.writer = LedgerWriter(
             plan.run_ledger,
@@ -245,7 +252,10 @@ class RunContext:
         self.tool_validator: ToolValidator | Literal[False] | None = None
         self._layout: Any = None
         self._layout_version = 0
-        self._dispatch: Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]] | None = None
+        self.bound_dispatch: Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]] | None = None
+        """The bound tool dispatch (``None``: bind on the next call, e.g. after an agent switch)."""
+        self.handoff: Any = None
+        """The agent switch of a loop with handoff targets (``HandingOff``), else ``None``."""
         self.observers.set_redactor(self.redactor)
 
     def __repr__(self) -> str:
@@ -255,7 +265,9 @@ class RunContext:
 
     def observed(self) -> bool:
         """Whether anything observes this run's events (subscribers, ``on_event``, a ledger)."""
-        return not self.terminal_emitted and (self.observers.active or self.ledger_on)
+        return not self.terminal_emitted and (
+            self.observers.active or self.ledger_on or self.forward is not None
+        )
 
     def emit(self, event: AgentEvent, /) -> None:
         """Emit one event to observers and the ledger.
@@ -267,7 +279,8 @@ class RunContext:
             return
         observers = self.observers
         ledger_on = self.ledger_on
-        if not observers.active and not ledger_on:
+        forward = self.forward
+        if not observers.active and not ledger_on and forward is None:
             return
         event = _stamp(event, self.session_id, self.run_id)
         redactor = self.redactor
@@ -276,6 +289,8 @@ class RunContext:
         observers.deliver(event)
         if ledger_on:
             self.writer.record_event(event)
+        if forward is not None:
+            forward(event)
 
     def emit_terminal(self, event: AgentEvent) -> None:
         """Emit the leg's last event; later :meth:`emit` calls are dropped."""
@@ -324,8 +339,12 @@ class RunContext:
         stored entry is kept in :attr:`last_entry`.
         """
         state = self.state
-        entry = message_entry(
-            message, session_id=self.session_id, run_id=self.run_id, parent_id=state.leaf_id
+        entry = new_session_entry(
+            "message",
+            session_id=self.session_id,
+            parent_id=state.leaf_id,
+            run_id=self.run_id,
+            message=message,
         )
         redactor = self.redactor
         stored = redactor.redact(entry) if redactor is not None else entry
@@ -473,9 +492,9 @@ class RunContext:
             if answer is not None:
                 return answer
         self.tool_calls += 1
-        dispatch = self._dispatch
+        dispatch = self.bound_dispatch
         if dispatch is None:
-            dispatch = self._dispatch = self._bind_dispatch()
+            dispatch = self.bound_dispatch = self._bind_dispatch()
         return await dispatch(call)
 
     def _bind_dispatch(self) -> Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]]:
@@ -498,6 +517,7 @@ class RunContext:
                 tool_call_id="",
                 signal=self.signal,
                 metadata=self.metadata,
+                run=RunDelegation(redactor, self.state.store, self.tracker, self.accumulator, self.emit),
             ),
             filter=plan.tool_filters or None,
             middleware=self.middleware,

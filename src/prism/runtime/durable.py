@@ -70,6 +70,7 @@ from prism.runtime._run_state import (
     NOT_CONTINUABLE,
     is_int,
 )
+from prism.runtime._run_state import RELEASE_KEY as RELEASE_KEY
 from prism.runtime._run_state import AgentRunInterruption as AgentRunInterruption
 from prism.runtime._run_state import AgentRunState as AgentRunState
 from prism.runtime._run_state import CheckpointPolicy as CheckpointPolicy
@@ -90,6 +91,7 @@ from prism.runtime.leg import resume_leg
 from prism.runtime.options import RunOptions
 from prism.runtime.plan import plan_run
 from prism.runtime.session import AgentSession
+from prism.runtime.turn_policy import TurnPolicy
 from prism.types import (
     AgentRunRef,
     Message,
@@ -104,6 +106,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DENIED_MESSAGE",
     "MAX_LOADED_STATE_BYTES",
+    "RELEASE_KEY",
     "AgentRunInterruption",
     "AgentRunState",
     "CheckpointPolicy",
@@ -144,6 +147,7 @@ async def resume_agent_run(
     signal: AbortSignal | None = None,
     ownership: OwnershipScope | Mapping[str, Any] | None = None,
     fencing_token: int | None = None,
+    turn_policy: TurnPolicy | Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Continue, approve or deny a stored durable run.
 
@@ -164,7 +168,9 @@ async def resume_agent_run(
       its leaf are adopted first, and a ``dispatched`` call left without one is ambiguous.
 
     A resumed leg has the same ``run_id``, restored limit counters (wall time counts active time
-    only), no turn policy, and emits ``agent_started`` then ``agent_resumed(version)``.
+    only), the given ``turn_policy`` or none, and emits ``agent_started`` then
+    ``agent_resumed(version)``. The claim drops the envelope's ``release`` (a released run is
+    claimed like any clean stop).
 
     Args:
         agent_or_session: An ``Agent`` (a session with the stored id is created over
@@ -188,6 +194,9 @@ async def resume_agent_run(
         signal: Abort signal bridged into the resumed leg.
         ownership: Passed to the checkpoint store and the leg's records.
         fencing_token: Used for every write when the agent has no ``run_state``.
+        turn_policy: Clean host stops at the resumed leg's turn boundaries (its turns are
+            counted from the start of the leg); ``None``: the leg runs to its end or its next
+            suspension.
 
     Returns:
         The ``RunResult`` of the resumed leg (``succeeded`` or ``suspended``), or of the
@@ -337,6 +346,7 @@ async def resume_agent_run(
         new_state["status"] = "running"
         new_state.pop("interruption", None)
         new_state.pop("stop_reason", None)
+        new_state.pop(RELEASE_KEY, None)
         stored_input = state.get("input")
         messages = (
             None if stored_input is None else tuple(Message.from_dict(m) for m in stored_input)
@@ -353,7 +363,7 @@ async def resume_agent_run(
             config,
             session.metadata,
             [],
-            RunOptions(signal=signal, ownership=owner),
+            RunOptions(signal=signal, ownership=owner, turn_policy=turn_policy),
             durable=options,
         )
         return await resume_leg(session.state, config, plan, claim)

@@ -55,7 +55,7 @@ from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
 from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
-from prism.runtime._fast import shielded
+from prism.runtime._handoff import RunHandoff
 from prism.runtime._setup import (
     auto_compact,
     close_tool_sources,
@@ -64,6 +64,7 @@ from prism.runtime._setup import (
     setup_assembly,
     setup_attempts,
 )
+from prism.runtime._shield import shielded
 from prism.runtime.config import AgentConfig
 from prism.runtime.context import RunContext
 from prism.runtime.plan import RunPlan
@@ -89,13 +90,18 @@ __all__ = ["RunLeg", "resume_leg", "start_leg"]
 
 _log = logging.getLogger("prism")
 
-async def start_leg(state: SessionState, config: AgentConfig, plan: RunPlan) -> RunResult:
+async def start_leg(
+    state: SessionState, config: AgentConfig, plan: RunPlan, *, run_id: str | None = None
+) -> RunResult:
     """Run a fresh leg of a new run on the session ``state`` (the caller checked it is free).
+
+    ``run_id`` names the run (a new ``run_…`` id when ``None``); an engine that schedules runs
+    passes the id it scheduled the run under, so the run and its checkpoint share it.
 
     Raises:
         AgentRunError: as :meth:`RunLeg.execute`.
     """
-    leg = RunLeg(state, config, plan, new_id("run"))
+    leg = RunLeg(state, config, plan, run_id if run_id is not None else new_id("run"))
     state.begin(leg)
     return await leg.execute()
 
@@ -344,6 +350,8 @@ class RunLeg:
         )
         setup_assembly(ctx, options, active_skills, summaries)
         setup_attempts(ctx, provider)
+        if needs.handoffs:
+            ctx.handoff = RunHandoff(ctx, loop, needs.handoffs)
         if durable is not None:
             # A resumed leg restores the loop, then replays the decided calls.
             durable.loop = loop

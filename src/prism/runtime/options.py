@@ -34,6 +34,7 @@ from prism.types import (
     OwnershipScope,
     ProviderRequestOptions,
     StructuredOutputOptions,
+    ToolExecutionContext,
 )
 
 __all__ = ["RUN_OPTION_NAMES", "RunOptionKeywords", "RunOptions"]
@@ -99,6 +100,11 @@ class RunOptions:
     """Filters applied after the agent's."""
     tool_validator: ToolValidator | Literal[False] | None = None
     """Argument validator for this run; ``False`` disables validation."""
+    parent: ToolExecutionContext | None = None
+    """The tool call that runs this run as a child agent run (its ``context``; agent tools
+    pass it): the run then redacts with the parent run's secrets too, charges the parent's limit
+    budget and usage, emits its events on the parent wrapped in ``SubagentEvent``, aborts with
+    the parent and records the link in its metadata (``parent_run``)."""
 
     @classmethod
     def coerce(cls, value: RunOptions | Mapping[str, Any] | None) -> RunOptions:
@@ -166,3 +172,4 @@ class RunOptionKeywords(TypedDict, total=False):
     skills: Sequence[Skill] | None
     tool_filter: ToolFilter | Sequence[ToolFilter] | None
     tool_validator: ToolValidator | Literal[False] | None
+    parent: ToolExecutionContext | None

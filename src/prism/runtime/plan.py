@@ -29,6 +29,7 @@ from prism.limits import RunLimits, coerce_run_limits, resolve_run_limits
 from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions, resolve_retry_options
+from prism.runtime._delegation import PARENT_RUN_KEY, child_redactor, parent_link
 from prism.runtime._run_state import RunStateOptions, check_durable_run, coerce_run_state_options
 from prism.runtime.config import AgentConfig, ProviderSource
 from prism.runtime.options import RunOptions
@@ -42,6 +43,7 @@ from prism.types import (
     OwnershipScope,
     ProviderRequestOptions,
     StructuredOutputOptions,
+    ToolExecutionContext,
 )
 
 __all__ = ["RunPlan", "plan_run"]
@@ -78,6 +80,7 @@ class RunPlan:
     tool_validator: ToolValidator | Literal[False] | None
     turn_policy: TurnPolicy | None = None
     durable: RunStateOptions | None = None
+    parent: ToolExecutionContext | None = None
 
 
 def plan_run(
@@ -122,7 +125,15 @@ def plan_run(
             run_tool_filter=opts.tool_filter,
         )
     model = config.model if opts.model is None else ModelConfig.coerce(opts.model)
-    metadata = MappingProxyType({**config.metadata, **session_metadata, **(opts.metadata or {})})
+    parent = opts.parent
+    if parent is not None and not isinstance(parent, ToolExecutionContext):
+        raise PrismConfigError(
+            f"parent must be the calling tool's ToolExecutionContext, got {type(parent).__name__}"
+        )
+    link = {} if parent is None else {PARENT_RUN_KEY: parent_link(parent)}
+    metadata = MappingProxyType(
+        {**config.metadata, **session_metadata, **(opts.metadata or {}), **link}
+    )
     system_prompt = opts.system_prompt
     drop_agent_prompt = system_prompt is False
     contributions: tuple[SystemPromptContribution, ...] = ()
@@ -156,10 +167,12 @@ def plan_run(
         retry=retry,
         compaction=compaction,
         loop=opts.loop,
-        signal=opts.signal,
+        signal=opts.signal if opts.signal is not None or parent is None else parent.signal,
         metadata=metadata,
         structured_output=opts.structured_output,
-        redactor=opts.redactor if opts.redactor is not None else config.redactor,
+        redactor=child_redactor(
+            opts.redactor if opts.redactor is not None else config.redactor, parent
+        ),
         active_skills=active,
         model=model,
         provider_source=opts.provider_source,
@@ -179,4 +192,5 @@ def plan_run(
         tool_validator=validator,
         turn_policy=turn_policy,
         durable=durable,
+        parent=parent,
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from prism.runtime._attempt import EMPTY_TURN_RESULT as EMPTY_TURN_RESULT
 from prism.runtime._attempt import SoftInterrupt as SoftInterrupt
-from prism.runtime._fast import event_bytes as event_bytes
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.attempts import ProviderAttempts as ProviderTurnRunner
 from prism.runtime.policies import PolicyContext as PolicyContext
@@ -26,7 +25,6 @@ __all__ = [
     "ProviderRequestPolicyResult",
     "ProviderTurnRunner",
     "SoftInterrupt",
-    "event_bytes",
     "generate_with_retry",
 ]
 

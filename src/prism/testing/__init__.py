@@ -14,7 +14,7 @@ from ..providers.mock import MockProvider as MockProvider
 from ..providers.mock import create_mock_provider as create_mock_provider
 
 # Provider events that script it (also in prism.providers).
-from ..providers.base import fold_provider_events as fold_provider_events
+from ..providers.stream_fold import fold_provider_events as fold_provider_events
 from ..providers.base import provider_content_delta as provider_content_delta
 from ..providers.base import provider_done as provider_done
 from ..providers.base import provider_error as provider_error

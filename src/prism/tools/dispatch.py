@@ -314,6 +314,7 @@ def _execution_context(
             signal=context.signal,
             metadata=context.metadata,
             progress=report.progress,
+            run=context.run,
         )
     if context.tool_call_id != call.id:
         return dataclasses.replace(context, tool_call_id=call.id)

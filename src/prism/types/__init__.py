@@ -64,6 +64,7 @@ from ._runs import OwnershipScope as OwnershipScope
 from ._runs import RunResult as RunResult
 from ._runs import RunStatus as RunStatus
 from ._runs import RunStopReason as RunStopReason
+from ._tools import DelegatingRun as DelegatingRun
 from ._tools import ProgressCallback as ProgressCallback
 from ._tools import ToolDefinition as ToolDefinition
 from ._tools import ToolExecutionContext as ToolExecutionContext
@@ -112,6 +113,7 @@ __all__ = [
     "ToolCallDeltaContent",
     "ToolDefinition",
     "ToolExecutionContext",
+    "DelegatingRun",
     "ToolResult",
     "ToolResultContent",
     "Usage",

@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from prism._failure_records import ErrorInfo
 from prism._json import JsonValue
 from prism._serde import Serializable
 from prism.abort import AbortSignal
 from prism.types._content import ContentBlock
+from prism.types._usage import Usage
 
 __all__ = [
+    "DelegatingRun",
     "ProgressCallback",
     "ToolDefinition",
     "ToolExecutionContext",
@@ -34,6 +36,78 @@ async def _no_progress(value: JsonValue, metadata: Mapping[str, Any] | None = No
 
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+_T = TypeVar("_T")
+
+
+class DelegatingRun(Protocol):
+    """The run that called a tool, as a child agent run started by that tool needs it.
+
+    ``context.run`` of a tool executed by the runtime. An agent tool (``agent.as_tool``) hands it
+    to the child run (the ``parent`` run option), which then shares the calling run's secrets,
+    limit budget, usage and event stream; the abort signal is ``context.signal``. All members
+    are synchronous and return at once, so charges from parallel children are atomic.
+    """
+
+    @property
+    def redacting(self) -> bool:
+        """Whether the calling run has a redactor."""
+        ...
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The calling run's secrets (its redactor's ``secrets``; ``()`` without one)."""
+        ...
+
+    def redact(self, value: _T, /) -> _T:
+        """``value`` redacted with the calling run's redactor (unchanged without one)."""
+        ...
+
+    @property
+    def store(self) -> object:
+        """The calling session's ``SessionStore`` (a child session is stored next to it)."""
+        ...
+
+    def charge_turn(self) -> None:
+        """Charge one turn to the calling run's ``max_turns``.
+
+        Raises:
+            RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — the calling run's budget is spent (the
+                calling run records the breach and aborts).
+        """
+        ...
+
+    def charge_tool_call(self) -> None:
+        """Charge one tool call to the calling run's ``max_tool_calls``.
+
+        Raises:
+            RunLimitExceeded: as :meth:`charge_turn`.
+        """
+        ...
+
+    def charge_usage(self, usage: Usage | None, /) -> None:
+        """Add one provider attempt's usage to the calling run's usage, then charge its token
+        and cost limits.
+
+        Raises:
+            RunLimitExceeded: as :meth:`charge_turn`.
+        """
+        ...
+
+    def forward_event(
+        self,
+        event: object,
+        /,
+        *,
+        tool_call_id: str,
+        agent: str | None,
+        session_id: str,
+        run_id: str,
+    ) -> None:
+        """Emit a child run's (already redacted) ``event`` on the calling run, wrapped in a
+        ``SubagentEvent`` naming the calling tool call and the child's agent, session and
+        run."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +145,8 @@ class ToolExecutionContext(Serializable):
     """Merged run metadata (read-only)."""
     progress: ProgressCallback = field(default=_no_progress, metadata={"serialize": False})
     """``await progress(value, metadata=None)`` emits ``tool_execution_progress``."""
+    run: DelegatingRun | None = field(default=None, metadata={"serialize": False})
+    """The calling run, for a tool that runs a child agent (``None`` outside a run)."""
 
 
 @dataclass(frozen=True, slots=True)

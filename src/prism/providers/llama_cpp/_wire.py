@@ -39,7 +39,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from prism.providers.base import _tool_result_payload_text
+from prism.providers.wire import tool_result_payload_text
 from prism.types import (
     ImageContent,
     Message,
@@ -218,7 +218,7 @@ def _chat_messages_raw(
                 continue
             out.append(entry)
         elif role == "tool":
-            payload = _tool_result_payload_text(message)
+            payload = tool_result_payload_text(message)
             name, call_id = _tool_result_ids(message)
             if tool_results_as_user:
                 out.append({"role": "user", "content": f"Result of {name}: {payload}"})

@@ -1,0 +1,220 @@
+"""The agents a worker serves, the application version they pin, and the run options a
+submitter may send.
+
+A *registry* maps agent names to factory functions, ``{"refunds": build_refund_agent}``; every
+worker and every submitter imports the same one (``--agents module:REGISTRY``). A factory takes
+the worker's :class:`~prism.stores.postgres.PostgresStore` and returns an agent that keeps its
+sessions and its durable runs there, with every-turn checkpoints::
+
+    def build_refund_agent(store: PostgresStore) -> prism.Agent:
+        return prism.create_agent(
+            id="refunds", provider=..., tools=[refund], store=store, run_ledger=store,
+            run_state=prism.RunStateOptions(store, "refunds-7", checkpoint_policy="every-turn"),
+        )
+
+    REGISTRY = {"refunds": build_refund_agent}
+
+The DBOS application version of a fleet is derived from prism's version and each agent's
+``definition_revision`` (:func:`application_version`): DBOS hands a run only to workers of the
+version it was submitted under, and recovers a dead worker's runs only on workers of its version.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias, cast
+
+from prism._json import canonical_json
+from prism.errors import PrismConfigError
+from prism.runtime import Agent
+from prism.runtime.durable import coerce_run_state_options
+from prism.types import JsonValue, is_json_value
+
+__all__ = [
+    "SUBMITTED_OPTION_NAMES",
+    "AgentFactory",
+    "ServedAgent",
+    "application_version",
+    "build_agents",
+    "check_run_options",
+    "load_registry",
+]
+
+AgentFactory: TypeAlias = Callable[[Any], Agent]
+"""``factory(store) -> Agent``: builds one registry agent over the worker's PostgreSQL store."""
+
+SUBMITTED_OPTION_NAMES: Final = frozenset(
+    (
+        "limits",
+        "metadata",
+        "structured_output",
+        "active_skills",
+        "provider_options",
+        "compaction",
+        "retry",
+        "ownership",
+        "idempotency_key",
+    )
+)
+"""The run options a submitted run may carry, as JSON (each a ``RunOptions`` field in its
+mapping form). The others either hold live objects (a provider, a ledger, a signal) or belong
+to the agent on a durable run (``loop``, ``model``, ``guardrails``, ``tool_filter``), and the
+turn policy is the worker's (it stops runs cleanly when the worker shuts down)."""
+
+_DOTTED: Final = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ServedAgent:
+    """One registry agent, built and checked."""
+
+    name: str
+    """Its registry name (what a submitter asks for)."""
+    agent: Agent
+    """The agent."""
+    definition_revision: str
+    """Its ``run_state.definition_revision``."""
+
+
+def load_registry(spec: str) -> Mapping[str, AgentFactory]:
+    """Import the registry ``spec`` names (``MODULE:ATTR``, ``ATTR`` may be dotted).
+
+    The module is imported with the current directory first on ``sys.path``, as ``python -m``
+    does.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — a malformed spec, a module that cannot be
+            imported, a missing attribute, or an object that is not a non-empty mapping of
+            names to callables.
+    """
+    module_name, _, attr_path = spec.partition(":")
+    if not _DOTTED.match(module_name) or not _DOTTED.match(attr_path):
+        raise PrismConfigError(
+            f"--agents {spec}: expected MODULE:ATTR with Python names, e.g. myagents:REGISTRY"
+        )
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        target: Any = importlib.import_module(module_name)
+    except Exception as exc:
+        raise PrismConfigError(
+            f"--agents {spec}: importing {module_name} failed: {type(exc).__name__}: {exc}"
+        ) from None
+    for part in attr_path.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise PrismConfigError(
+                f"--agents {spec}: {module_name} has no attribute {attr_path!r}"
+            ) from None
+    return check_registry(target, label=f"--agents {spec}")
+
+
+def check_registry(value: object, *, label: str = "agents") -> Mapping[str, AgentFactory]:
+    """``value`` as a registry: a non-empty mapping of names to factory callables.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — anything else.
+    """
+    if not isinstance(value, Mapping) or not value:
+        raise PrismConfigError(
+            f"{label}: expected a non-empty mapping of agent names to factory functions, "
+            f"got {type(value).__name__}"
+        )
+    for name, factory in value.items():
+        if not isinstance(name, str) or not name:
+            raise PrismConfigError(f"{label}: agent names must be non-empty strings, got {name!r}")
+        if not callable(factory):
+            raise PrismConfigError(
+                f"{label}: {name!r} maps to {type(factory).__name__}, not a factory function"
+            )
+    return value
+
+
+def build_agents(registry: Mapping[str, AgentFactory], store: object) -> dict[str, ServedAgent]:
+    """Call every factory with ``store`` and check the agent it returns.
+
+    An agent a worker can serve is durable over ``store`` itself — its session store and its
+    ``run_state.checkpoints`` are ``store`` — with ``checkpoint_policy="every-turn"``, so that a
+    run re-executed on another worker continues from its last turn boundary.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — a factory raised, returned something else than
+            an ``Agent``, or an agent breaks one of the rules above (the message names it).
+    """
+    served: dict[str, ServedAgent] = {}
+    for name, factory in check_registry(registry).items():
+        try:
+            agent = factory(store)
+        except PrismConfigError:
+            raise
+        except Exception as exc:
+            raise PrismConfigError(
+                f"agent {name!r}: its factory raised {type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(agent, Agent):
+            raise PrismConfigError(
+                f"agent {name!r}: the factory returned {type(agent).__name__}, not an Agent"
+            )
+        config = agent.config
+        options = coerce_run_state_options(config.run_state, label=f"agent {name!r} run_state")
+        problem: str | None = None
+        if options is None:
+            problem = "has no run_state (an engine runs durable agents only)"
+        elif options.checkpoint_policy != "every-turn":
+            problem = (
+                'needs run_state checkpoint_policy="every-turn" (a run continued on another '
+                "worker resumes from its last turn boundary)"
+            )
+        elif options.checkpoints is not store:
+            problem = "must keep its run_state checkpoints in the worker's store (the factory's argument)"
+        elif config.store is not cast(object, store):
+            problem = "must keep its sessions in the worker's store (store=the factory's argument)"
+        if problem is not None:
+            raise PrismConfigError(f"agent {name!r} {problem}")
+        assert options is not None
+        served[name] = ServedAgent(name, agent, options.definition_revision)
+    return served
+
+
+def application_version(prism_version: str, revisions: Mapping[str, str]) -> str:
+    """The DBOS application version of a fleet serving ``revisions`` (agent name → definition
+    revision) with prism ``prism_version``: ``"prism-<version>-<16 hex>"``, the hex digits
+    being the start of the SHA-256 of the canonical JSON of both. Equal inputs give equal
+    versions on every machine; any changed revision, added or removed agent, or another prism
+    version gives another one."""
+    import hashlib
+
+    text = canonical_json({"prism": prism_version, "agents": dict(sorted(revisions.items()))})
+    return f"prism-{prism_version}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]}"
+
+
+def check_run_options(options: object) -> dict[str, JsonValue]:
+    """The JSON run options of a submitted run, checked.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, a key outside
+            :data:`SUBMITTED_OPTION_NAMES` (the message lists them), or a value that is not
+            JSON.
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise PrismConfigError(f"run options must be a mapping, got {type(options).__name__}")
+    out: dict[str, JsonValue] = {}
+    for key, value in options.items():
+        if key not in SUBMITTED_OPTION_NAMES:
+            raise PrismConfigError(
+                f"run option {key!r} cannot be submitted to a worker; allowed: "
+                + ", ".join(sorted(SUBMITTED_OPTION_NAMES))
+            )
+        if not is_json_value(value):
+            raise PrismConfigError(f"run option {key!r} must be a JSON value")
+        out[str(key)] = value
+    return out
