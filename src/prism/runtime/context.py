@@ -310,19 +310,6 @@ class RunContext:
         self.emit(RunLimitExceededEvent(session_id=self.session_id, run_id=self.run_id, breach=breach))
         self.controller.abort(RunLimitExceeded(breach))
 
-    def release(self) -> None:
-        """The last step of the leg's cleanup: drop the links that point back to this context
-        (the tool dispatch bound to it, the tracker's breach callback, the provider attempts'
-        callbacks and signal link). A finished run then holds no reference cycle, so it is
-        freed by reference counting when its caller lets go of it, instead of staying for
-        the cycle collector — with many concurrent runs, those collections walk every live
-        run and cost more than the runs. Idempotent; nothing of the leg runs afterwards."""
-        self._dispatch = None
-        self.tracker.on_breach = None
-        attempts = self.attempts
-        if attempts is not None:
-            attempts.close()
-
     # ----------------------------------------------------------------- store
 
     async def append_entry(self, entry: SessionEntry) -> SessionEntry:
