@@ -19,7 +19,10 @@ Store configurations (``--stores``):
   the checkpoint store, with a durable run (``RunStateOptions``) checkpointing at every turn
   boundary (``checkpoint_policy="every-turn"``);
 * ``memory-durable`` (optional) — the same durable run over the memory checkpoint store, which
-  separates the checkpointing cost from SQLite's.
+  separates the checkpointing cost from SQLite's;
+* ``postgres`` (optional) — as ``sqlite``, with ``prism.stores.PostgresStore`` on the server of
+  ``$PRISM_TEST_POSTGRES_URL`` (a fresh schema per run, dropped afterwards), the server's
+  ``synchronous_commit``; ``postgres-async-commit``: the same with ``synchronous_commit="off"``.
 
 Each sample is one complete ``session.run`` of N turns on a new agent and session (construction,
 opening the database and closing it are not timed), after ``gc.collect()``. The configurations
@@ -65,7 +68,7 @@ P = api(
     "MemoryCheckpointStore",
 )
 
-STORES = ("memory", "sqlite", "memory-durable")
+STORES = ("memory", "sqlite", "memory-durable", "postgres", "postgres-async-commit")
 TEXT_CHUNKS = 4
 """Deltas the ~200 bytes of assistant text of a turn are streamed in."""
 FINAL_TEXT = (
@@ -353,11 +356,21 @@ async def _run_once(n: int, store_kind: str) -> tuple[float, float]:
     }
     store: Any = None
     tmp: tempfile.TemporaryDirectory[str] | None = None
+    schema = ""
     if store_kind == "sqlite":
         tmp = tempfile.TemporaryDirectory(prefix="prism-bench-")
         sqlite_store = api("SqliteStore").SqliteStore
         store = sqlite_store(os.path.join(tmp.name, "bench.db"))
         await store.open()
+        options["store"] = store
+        options["id"] = "bench-realistic"
+        options["run_state"] = P.RunStateOptions(store, "bench-1", checkpoint_policy="every-turn")
+    elif store_kind.startswith("postgres"):
+        schema = f"bench_{os.getpid()}_{time.monotonic_ns()}"
+        sync = {"synchronous_commit": "off"} if store_kind == "postgres-async-commit" else {}
+        store = await api("PostgresStore").PostgresStore.connect(
+            _postgres_url(), schema=schema, **sync
+        )
         options["store"] = store
         options["id"] = "bench-realistic"
         options["run_state"] = P.RunStateOptions(store, "bench-1", checkpoint_policy="every-turn")
@@ -388,7 +401,23 @@ async def _run_once(n: int, store_kind: str) -> tuple[float, float]:
             await store.aclose()
         if tmp is not None:
             tmp.cleanup()
+        if schema:
+            await _drop_schema(schema)
     return cpu, wall
+
+
+def _postgres_url() -> str:
+    url = os.environ.get("PRISM_TEST_POSTGRES_URL")
+    if not url:
+        raise SystemExit("--stores postgres needs PRISM_TEST_POSTGRES_URL")
+    return url
+
+
+async def _drop_schema(schema: str) -> None:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(_postgres_url(), autocommit=True) as conn:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 async def measure(ns: list[int], runs: int, stores: list[str]) -> dict[str, Any]:

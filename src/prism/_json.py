@@ -35,7 +35,50 @@ def is_json_value(value: object, *, max_depth: int = _JSON_MAX_DEPTH) -> TypeGua
 
 
 def _is_json(value: object, budget: int) -> bool:
-    if value is None or isinstance(value, (str, bool, int)):
+    """One walk over ``value``. The exact types of a decoded JSON document (``str``, ``int``,
+    ``bool``, ``None``, finite ``float`` leaves of a ``dict`` or ``list``) are checked inline,
+    without a call per leaf; containers recurse, and anything else (subclasses, tuples) takes
+    :func:`_is_json_other`."""
+    t = type(value)
+    if t is dict:
+        if budget <= 0:
+            return False
+        inner = budget - 1
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str and not isinstance(key, str):
+                return False
+            ti = type(item)
+            if ti is str or ti is int or ti is bool or item is None:
+                continue
+            if ti is float:
+                if item - item != 0.0:  # inf - inf and nan - nan are NaN
+                    return False
+                continue
+            if not _is_json(item, inner):
+                return False
+        return True
+    if t is list:
+        if budget <= 0:
+            return False
+        inner = budget - 1
+        for item in value:  # type: ignore[attr-defined]
+            ti = type(item)
+            if ti is str or ti is int or ti is bool or item is None:
+                continue
+            if ti is float:
+                if item - item != 0.0:
+                    return False
+                continue
+            if not _is_json(item, inner):
+                return False
+        return True
+    if t is str or t is int or t is bool or value is None:
+        return True
+    return _is_json_other(value, budget)
+
+
+def _is_json_other(value: object, budget: int) -> bool:
+    if isinstance(value, (str, bool, int)):
         return True
     if isinstance(value, float):
         return math.isfinite(value)

@@ -219,10 +219,16 @@ async def test_sigterm_drains_a_worker(fleet: Fleet) -> None:
     assert [o.status for o in outcomes] == ["succeeded"] * 6
     requests = read_log(fleet.requests_log)
     on_first = {label for pid, label, _turn in requests if pid == str(first.pid)}
-    handed_over = [o for o, i in zip(outcomes, range(6), strict=True) if f"drain-{i}" in on_first]
+    started_on_first = [
+        o for o, i in zip(outcomes, range(6), strict=True) if f"drain-{i}" in on_first
+    ]
+    # A run the first worker had started either finished there before the drain reached it, or
+    # was released at a turn boundary and continued on the other worker: in a second leg, or in
+    # a re-run of the released leg's step when the engine had not yet recorded the step's end
+    # (steps are at-least-once); either way from the released checkpoint, as the counts below
+    # show.
+    handed_over = [o for o in started_on_first if o.worker == second.worker_id]
     assert handed_over
-    # released at a turn boundary, continued by a second leg on the other worker
-    assert all(o.worker == second.worker_id and o.leg == 2 for o in handed_over)
     effects = read_log(fleet.effects_log)
     begins = Counter((label, turn) for kind, _pid, label, turn in effects if kind == "begin")
     ends = Counter((label, turn) for kind, _pid, label, turn in effects if kind == "end")

@@ -247,3 +247,22 @@ async def test_db5_postgres_read_branch_walks_the_key_index(
     assert "Index Scan using prism_session_entries_pkey" in plan, plan
     branch = await pg_store.read_branch("session_branch", parent)
     assert [e.id for e in branch] == [f"b{i}" for i in range(20)]
+
+
+async def test_db1_synchronous_commit_is_set_on_the_pool_sessions(
+    pg_url: str, pg_schema: str
+) -> None:
+    """``synchronous_commit="off"`` reaches every pooled session; the store still round-trips."""
+    store = await PostgresStore.connect(pg_url, schema=pg_schema, synchronous_commit="off")
+    try:
+        await store.append(_entry("s", id="a"))
+        assert [e.id for e in await store.list("s")] == ["a"]
+        rows = await store._fetch("SHOW synchronous_commit", (), one=True)
+        assert [tuple(r) for r in rows] == [("off",)]
+    finally:
+        await store.aclose()
+
+
+async def test_db1_synchronous_commit_must_be_a_setting_value(pg_url: str) -> None:
+    with pytest.raises(ValueError, match="synchronous_commit"):
+        await PostgresStore.connect(pg_url, synchronous_commit="sometimes")  # type: ignore[arg-type]

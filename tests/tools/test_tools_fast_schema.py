@@ -44,12 +44,24 @@ SCHEMAS: list[Any] = [
     {"type": "object", "properties": {"p": {"type": "string", "pattern": "^a"}}},
     {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
      "properties": {"i": {"type": "integer"}}},
-    {"type": "object", "properties": {"r": {"$ref": "#/$defs/R"}}, "$defs": {"R": {"type": "integer"}}},
+    {"type": "object", "properties": {"r": {"$ref": "#/$defs/R"}},
+     "$defs": {"R": {"type": "object", "properties": {"r": {"$ref": "#/$defs/R"}}}}},
+    {"type": "object", "properties": {"r": {"$ref": "#/$defs/R"}},
+     "$defs": {"R": {"type": "integer"}, "U": {"type": "string", "pattern": "^a"}}},
+    # in the subset: pydantic's shapes of a nested model and of a ``Literal`` field
+    {"type": "object", "properties": {"r": {"$ref": "#/$defs/R", "description": "R."}},
+     "$defs": {"R": {"type": "integer"}}, "required": ["r"], "additionalProperties": False},
+    {"type": "object", "properties": {"r": {"$ref": "#/$defs/R"}}, "$defs": {"R": {
+        "type": "object", "title": "R", "required": ["s"], "properties": {
+            "s": {"enum": ["a", "ab"], "title": "S", "type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}}}}}},
 ]
+SUBSET = [0, 1, 2, 3, 4, 5, 6, 7, 8, 14, 15]
 
 VALUES: list[Any] = [
     None, True, False, 0, 1, 3, -1, 2.0, 2.5, 10, 10.0, float("inf"), "", "a", "ab", "abcde",
-    [], ["x"], ["x", "y", "z"], [1], (1,), {}, {"flag": True}, {"flag": 1},
+    [], ["x"], ["x", "y", "z"], [1], (1,), {}, {"flag": True}, {"flag": 1}, {"s": "a"},
+    {"s": "b", "tags": ["x"]}, {"s": "ab", "tags": [1]}, {"s": 1}, {"r": 1},
 ]
 KEYS = ["i", "a", "b", "q", "n", "tags", "x", "inner", "when", "e", "p", "r", "extra"]
 
@@ -83,12 +95,43 @@ def test_fast_path_never_accepts_what_jsonschema_rejects(schema: Any) -> None:
         assert [m for _, m in got] == [m for _, m in expected], (schema, instance)
 
 
-@pytest.mark.parametrize("index", [0, 1, 2, 3, 4, 5, 6, 7, 8])
+@pytest.mark.parametrize("index", SUBSET)
 def test_common_schemas_take_the_fast_path(index: int) -> None:
     """ARCH-15: the schemas ``@prism.tool`` produces are checked without jsonschema."""
     assert fast_checker(compile_schema(SCHEMAS[index])) is not None
     if "$schema" not in SCHEMAS[index]:
         assert fast_schema_checker(SCHEMAS[index]) is not None
+
+
+def test_pydantic_model_arguments_are_proved_valid_without_jsonschema() -> None:
+    """ARCH-15: a nested pydantic model with a ``Literal`` field (``$defs``/``$ref``/``enum``)
+    is proved valid by the fast checker; a wrong literal or a missing field is not."""
+    from typing import Literal
+
+    from pydantic import BaseModel
+
+    import prism
+
+    class Query(BaseModel):
+        status: Literal["open", "shipped"]
+        tags: list[str]
+        limit: int
+
+    @prism.tool
+    async def search(query: Query) -> str:
+        """Search.
+
+        Args:
+            query: What to find.
+        """
+        return "ok"
+
+    fast = fast_schema_checker(search.parameters)
+    assert fast is not None
+    assert fast({"query": {"status": "open", "tags": ["a"], "limit": 3}})
+    assert not fast({"query": {"status": "closed", "tags": [], "limit": 3}})
+    assert not fast({"query": {"status": "open", "tags": []}})
+    assert not fast({"query": {"status": "open", "tags": [], "limit": 3}, "extra": 1})
 
 
 MALFORMED: list[Any] = [
@@ -160,7 +203,7 @@ def test_valid_arguments_need_no_jsonschema_import() -> None:
     assert out.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("index", [9, 10, 11, 12])
+@pytest.mark.parametrize("index", [9, 10, 11, 12, 13])
 def test_other_schemas_use_jsonschema_only(index: int) -> None:
     assert fast_checker(compile_schema(SCHEMAS[index])) is None
     assert fast_schema_checker(SCHEMAS[index]) is None

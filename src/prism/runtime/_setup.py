@@ -47,6 +47,7 @@ __all__ = [
     "open_leg_resources",
     "close_tool_sources",
     "open_tool_sources",
+    "release_context",
     "resolve_provider",
     "setup_assembly",
     "setup_attempts",
@@ -130,6 +131,18 @@ async def open_tool_sources(ctx: RunContext) -> None:
     ctx.registry = tools.registry
     if ctx.durable is not None:
         ctx.durable.record_source_tools(tools.digests)
+
+
+def release_context(ctx: RunContext) -> None:
+    """The last step of a leg's cleanup: drop the links that point back to ``ctx`` (the tool
+    dispatch bound to it, the tracker's breach callback, the provider attempts' callbacks and
+    signal link). A finished run then holds no reference cycle, so it is freed by reference
+    counting when its caller lets go of it instead of staying for the cycle collector, whose
+    passes walk every live run. Idempotent; nothing of the leg runs afterwards."""
+    ctx.bound_dispatch = None
+    ctx.tracker.on_breach = None
+    if ctx.attempts is not None:
+        ctx.attempts.close()
 
 
 async def close_tool_sources(ctx: RunContext) -> None:

@@ -85,6 +85,10 @@ def _always() -> bool:
     return True
 
 
+def _drop(event: AgentEvent) -> None:
+    return None
+
+
 Emit = Callable[[AgentEvent], None]
 UsageSink = Callable[[int, int, Usage], None]
 
@@ -115,32 +119,10 @@ class ProviderAttempts:
     """
 
     __slots__ = (
-        "accumulator",
-        "buffer_output",
-        "_cancel_pending",
-        "_chain",
-        "_child",
-        "emit",
-        "_generated",
-        "observed",
-        "_guardrails",
-        "held_secrets",
-        "_metadata",
-        "model",
-        "on_usage",
-        "_policy",
-        "_provider",
-        "provider_id",
-        "_redactor",
-        "_retry",
-        "_retry_hook",
-        "_retry_metadata",
-        "run_id",
-        "session_id",
-        "_signal",
-        "_soft_pending",
-        "_task",
-        "tracker",
+        "accumulator", "buffer_output", "_cancel_pending", "_chain", "_child", "emit", "_generated",
+        "observed", "_guardrails", "held_secrets", "_metadata", "model", "on_usage", "_policy",
+        "_provider", "provider_id", "_redactor", "_retry", "_retry_hook", "_retry_metadata",
+        "run_id", "session_id", "_signal", "_soft_pending", "_task", "_unlink", "tracker",
         "_waiting",
     )
 
@@ -198,7 +180,14 @@ class ProviderAttempts:
         self._task: asyncio.Task[Any] | None = None
         self._waiting = False
         self._cancel_pending = False
-        signal.add_listener(self._abort_child)  # the streaming attempt's link
+        self._unlink = signal.add_listener(self._abort_child)  # the streaming attempt's link
+
+    def close(self) -> None:
+        """The leg is over: unlink from the run's signal and drop the callbacks into the run's
+        context (later events are dropped), so the finished run holds no reference cycle
+        through this object and is freed by reference counting. Idempotent."""
+        self._unlink()
+        self.emit, self.observed = _drop, _always
 
     # ----------------------------------------------------------------- soft interrupts
 

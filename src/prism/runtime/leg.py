@@ -60,6 +60,7 @@ from prism.runtime._setup import (
     auto_compact,
     close_leg_resources,
     open_leg_resources,
+    release_context,
     resolve_provider,
     setup_assembly,
     setup_attempts,
@@ -407,10 +408,8 @@ class RunLeg:
     # ----------------------------------------------------------------- outcomes
 
     async def _success(self, fallback: Any, stop: TurnPolicyStop | None) -> RunResult:
-        """Usage, the ``run_total`` row, ledger drain, ``agent_finished``, the result.
-
-        A turn-policy stop overrides ``ctx.finish_reason`` and leaves ``artifact`` unset.
-        """
+        """Usage, the ``run_total`` row, ledger drain, ``agent_finished``, the result. A
+        turn-policy stop overrides ``ctx.finish_reason`` and leaves ``artifact`` unset."""
         ctx = self.ctx
         usage = ctx.accumulator.value()
         if usage is None and isinstance(fallback, Usage):
@@ -539,8 +538,7 @@ class RunLeg:
         return AgentRunError(result=result)
 
     async def _cleanup(self, outcome: BaseException | None) -> None:
-        """Worker threads, steer state, ledger drain and finish record, timers, observers, and
-        the session freed."""
+        """Worker threads, steer state, ledger, timers, observers; the session and ctx freed."""
         ctx = self.ctx
         for fut in ctx.worker_threads:
             try:
@@ -581,6 +579,7 @@ class RunLeg:
         await ctx.observers.drain()
         ctx.observers.close_all()
         state.finish(self)
+        release_context(ctx)
         if ledger_error is not None and not isinstance(outcome, asyncio.CancelledError):
             raise ledger_error
 

@@ -2,8 +2,9 @@
 
 Every write is one statement and therefore one transaction: an append's tip check, idempotency
 check and insert are the single ``INSERT ... SELECT ... WHERE`` of :data:`APPEND`; a checkpoint
-save is one conditional ``UPDATE`` (:data:`CP_UPDATE`) or ``INSERT OR IGNORE`` (:data:`CP_INSERT`),
-which also writes the run-index columns (:func:`~prism.stores._common.run_index_columns`).
+save is one conditional ``UPDATE ... RETURNING created_at`` (:data:`CP_UPDATE`) or
+``INSERT OR IGNORE`` (:data:`CP_INSERT`), which also writes the run-index columns
+(:func:`~prism.stores._common.run_index_columns`).
 :func:`migrate` checks the recorded migrations and applies the missing ones.
 """
 
@@ -100,6 +101,7 @@ UPDATE prism_checkpoints
        run_session_id = ?11, run_status = ?12, run_resumable = ?13
  WHERE namespace = ?8 AND key = ?9 AND version = ?10
    AND (fencing_token IS NULL OR fencing_token <= ?4)
+RETURNING created_at
 """
 
 CP_LOAD: Final = """

@@ -31,7 +31,7 @@ import builtins
 import re
 from collections.abc import Callable, Collection, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, get_args
 
 from prism._util import now_iso
 from prism.errors import StoreSchemaError
@@ -80,6 +80,11 @@ _EXTRA_HINT: Final = (
     "PostgresStore needs psycopg 3 and psycopg_pool: pip install 'prism-runtime[postgres]'"
 )
 _SCHEMA_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+SynchronousCommit: TypeAlias = Literal["on", "off", "local", "remote_write", "remote_apply"]
+"""The values of PostgreSQL's ``synchronous_commit`` setting."""
+_SYNCHRONOUS_COMMIT: Final = frozenset(get_args(SynchronousCommit))
 
 
 def _require_psycopg() -> None:
@@ -143,6 +148,7 @@ class PostgresStore:
         min_size: int = 1,
         max_size: int = 10,
         schema: str = "prism",
+        synchronous_commit: SynchronousCommit | None = None,
     ) -> PostgresStore:
         """Open a pool on ``conninfo``, migrate the schema and return the store.
 
@@ -151,21 +157,40 @@ class PostgresStore:
             min_size: Connections kept open.
             max_size: Most connections open at once.
             schema: Schema holding the tables.
+            synchronous_commit: PostgreSQL's ``synchronous_commit`` for the pool's sessions;
+                ``None`` keeps the server's setting (``"on"`` by default: a write returns once
+                its commit is flushed to disk — it survives a server crash or a power loss,
+                and every write waits for one disk flush). ``"off"``: a write returns before
+                the flush, so a server crash or power loss can lose the last writes (up to
+                about three times ``wal_writer_delay``, 0.6 s by default) — whole transactions
+                only, never a part of one, and a crash of the application process loses
+                nothing that returned; an every-turn durable run then resumes from an earlier
+                turn boundary. ``"local"``/``"remote_write"``/``"remote_apply"`` are the
+                replication levels of the same setting.
 
         Raises:
+            ValueError: ``synchronous_commit`` is not one of the values above.
             ImportError: the ``postgres`` extra is missing.
             StoreSchemaError: ``ERR_PRISM_STORE_SCHEMA`` — unknown, newer or altered schema.
             psycopg.OperationalError: the server cannot be reached.
         """
+        if synchronous_commit is not None and synchronous_commit not in _SYNCHRONOUS_COMMIT:
+            raise ValueError(
+                f"synchronous_commit must be one of {sorted(_SYNCHRONOUS_COMMIT)} or None, "
+                f"got {synchronous_commit!r}"
+            )
         _require_psycopg()
         from psycopg_pool import AsyncConnectionPool
 
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if synchronous_commit is not None:
+            kwargs["options"] = f"-c synchronous_commit={synchronous_commit}"
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             conninfo,
             min_size=min_size,
             max_size=max_size,
             open=False,
-            kwargs={"autocommit": True},
+            kwargs=kwargs,
             name=f"prism-store-{schema}",
         )
         await pool.open(wait=True)
