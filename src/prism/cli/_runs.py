@@ -35,7 +35,7 @@ from prism.cli._store import (
 from prism.errors import PrismError
 from prism.runtime.durable import list_agent_runs, resolve_ambiguous_call
 
-__all__ = ["RunsCommand", "add_runs_parser"]
+__all__ = ["RunsCommand", "StoreCommand", "add_runs_parser", "resume_hint"]
 
 _EXIT_USAGE = 2
 _EXIT_BROKEN_PIPE = 141
@@ -90,13 +90,13 @@ def add_runs_parser(
     return runs
 
 
-class RunsCommand:
-    """One ``prism runs`` / ``prism runs resolve`` invocation.
+class StoreCommand:
+    """A ``prism`` subcommand that reads the store named by ``--store`` / ``PRISM_STORE``.
 
     Args:
         args: Parsed arguments.
         out: Standard output (the listing).
-        err: Standard error (problems, the outcome of a resolve).
+        err: Standard error (problems).
         environ: Environment for ``PRISM_STORE`` and the data dir.
     """
 
@@ -114,9 +114,24 @@ class RunsCommand:
         self.environ = dict(os.environ if environ is None else environ)
         self.url = store_url(self.args.store, self.environ)
 
-    def _problem(self, message: str) -> int:
+    def report(self, message: str) -> None:
+        """Write ``prism: <message>`` to standard error, the store URL's secrets redacted."""
         self.err.write(f"prism: {redact_store_text(message, self.url)}\n")
         self.err.flush()
+
+
+class RunsCommand(StoreCommand):
+    """One ``prism runs`` / ``prism runs resolve`` invocation.
+
+    Args:
+        args: Parsed arguments.
+        out: Standard output (the listing).
+        err: Standard error (problems, the outcome of a resolve).
+        environ: Environment for ``PRISM_STORE`` and the data dir.
+    """
+
+    def _problem(self, message: str) -> int:
+        self.report(message)
         return _EXIT_USAGE
 
     async def run(self) -> int:

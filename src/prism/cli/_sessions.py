@@ -16,22 +16,17 @@ the listing quietly with exit code 141.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-from typing import IO, Any
+from typing import Any
 
-from prism.cli._render import guard
-from prism.cli._runs import resume_hint
+from prism.cli._runs import StoreCommand, resume_hint
 from prism.cli._store import (
     StoreError,
     StoreMissingError,
     display_url,
     load_settings,
     open_cli_store,
-    redact_store_text,
     session_runs,
-    store_url,
 )
 from prism.redaction import SecretRedactor, create_secret_redactor
 from prism.types import Message, TextContent, ToolCallContent, ToolResultContent
@@ -53,7 +48,7 @@ def _text_of(message: Message) -> str:
     return "".join(p.text for p in message.content if isinstance(p, TextContent))
 
 
-class SessionsCommand:
+class SessionsCommand(StoreCommand):
     """One ``prism sessions list|show`` invocation.
 
     Args:
@@ -63,43 +58,25 @@ class SessionsCommand:
         environ: Environment for ``PRISM_STORE`` and the data dir.
     """
 
-    def __init__(
-        self,
-        args: argparse.Namespace,
-        *,
-        out: IO[str],
-        err: IO[str],
-        environ: dict[str, str] | None = None,
-    ) -> None:
-        self.args = args
-        self.out = guard(out)
-        self.err = guard(err)
-        self.environ = dict(os.environ if environ is None else environ)
-        self.url = store_url(self.args.store, self.environ)
-
-    def _problem(self, message: str) -> None:
-        self.err.write(f"prism: {redact_store_text(message, self.url)}\n")
-        self.err.flush()
-
     async def run(self) -> int:
         """Run the subcommand; returns 0, 2 for an unusable store or an unknown session, 141
         when the output was closed."""
         show = self.args.sessions_command == "show"
         if not show and self.args.limit < 1:
-            self._problem("--limit must be at least 1")
+            self.report("--limit must be at least 1")
             return 2
         try:
             store = await open_cli_store(self.url, create=False)
         except StoreMissingError:
             where = display_url(self.url)
             if show:
-                self._problem(f"no session {self.args.session_id} in {where} (no such file)")
+                self.report(f"no session {self.args.session_id} in {where} (no such file)")
                 return 2
             if not self.args.json:
-                self._problem(f"no sessions yet in {where} (no such file)")
+                self.report(f"no sessions yet in {where} (no such file)")
             return 0
         except StoreError as exc:
-            self._problem(str(exc))
+            self.report(str(exc))
             return 2
         try:
             code = await (self._show(store) if show else self._list(store))
@@ -122,7 +99,7 @@ class SessionsCommand:
                     f"{_one_line(title, _TITLE_CHARS)}\n"
                 )
         if not sessions and not self.args.json:
-            self._problem(
+            self.report(
                 f"no sessions yet in {display_url(self.url)} "
                 "(prism run stores one per conversation)"
             )
@@ -143,7 +120,7 @@ class SessionsCommand:
         entries = await store.list(session_id)
         runs = await session_runs(store, session_id)
         if not entries and not runs:
-            self._problem(f"no session {session_id} in {display_url(self.url)}")
+            self.report(f"no session {session_id} in {display_url(self.url)}")
             return 2
         branch = await store.read_branch(session_id, entries[-1].id) if entries else []
         redact = (await self._redactor(store, session_id)).redact
