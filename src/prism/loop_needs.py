@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
-from prism.types import StructuredOutputOptions
+from prism.types import StructuredOutputOptions, ToolDefinition
 
 __all__ = [
     "DEFAULT_LOOP_NEEDS",
@@ -72,10 +72,10 @@ def loop_needs(loop: object) -> LoopNeeds:
     return needs if isinstance(needs, LoopNeeds) else DEFAULT_LOOP_NEEDS
 
 
-def handoff_tools(loop: object) -> tuple[Any, ...]:
-    """The tools (``ToolDefinition`` objects) of every handoff target ``loop`` declares, in
-    target order: a run of the loop may call them after a switch, so what is checked of a run's
-    tools before it starts (approval gates) covers them too."""
+def handoff_tools(loop: object) -> tuple[ToolDefinition, ...]:
+    """The tools of every handoff target ``loop`` declares, in target order: a run of the loop
+    may call them after a switch, so what is checked of a run's tools before it starts (approval
+    gates) covers them too."""
     return tuple(
         tool for target in loop_needs(loop).handoffs for tool in target.config.tools
     )
