@@ -219,6 +219,7 @@ async def check_inventory(request: InventoryCheck) -> dict[str, Any]:
 
 
 TOOLS = [search_orders, get_customer, update_ticket, check_inventory]
+TOOL_NAMES = [t.name for t in TOOLS]
 
 
 def _arguments(tool: int, turn: int, call: int) -> dict[str, Any]:
@@ -281,28 +282,37 @@ def _chunks(text: str, parts: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def build_script(n: int) -> list[list[Any]]:
-    """N-1 turns of text + two tool calls, then a final text turn."""
-    script: list[list[Any]] = []
+ScriptedCall = tuple[str, str, dict[str, Any]]
+"""One scripted tool call: (call id, tool name, JSON arguments)."""
+ScriptedTurn = tuple[str, tuple[ScriptedCall, ...], int, int]
+"""One scripted model turn: (assistant text, tool calls, input tokens, output tokens)."""
+
+
+def plain_script(n: int) -> list[ScriptedTurn]:
+    """The scenario as plain data (for other frameworks' fake models; :func:`build_script` is
+    the same turns as prism provider events): N-1 turns of text + two tool calls, then the final
+    text. The tool names are :data:`TOOL_NAMES`; arguments are fresh objects on every call."""
+    script: list[ScriptedTurn] = []
     for turn in range(n - 1):
         first, second = turn % 4, (turn + 1) % 4
-        events: list[Any] = [
-            P.provider_text_delta(c) for c in _chunks(_assistant_text(turn), TEXT_CHUNKS)
-        ]
-        events.append(
-            P.provider_tool_call(f"call_{turn}_a", TOOLS[first].name, _arguments(first, turn, 0))
+        calls = (
+            (f"call_{turn}_a", TOOL_NAMES[first], _arguments(first, turn, 0)),
+            (f"call_{turn}_b", TOOL_NAMES[second], _arguments(second, turn, 1)),
         )
-        events.append(
-            P.provider_tool_call(f"call_{turn}_b", TOOLS[second].name, _arguments(second, turn, 1))
-        )
-        events.append(P.provider_done(P.Usage(input_tokens=1200 + 700 * turn, output_tokens=90)))
+        script.append((_assistant_text(turn), calls, 1200 + 700 * turn, 90))
+    script.append((FINAL_TEXT, (), 1200 + 700 * n, 40))
+    return script
+
+
+def build_script(n: int) -> list[list[Any]]:
+    """N-1 turns of text + two tool calls, then a final text turn (prism provider events)."""
+    script: list[list[Any]] = []
+    for text, calls, input_tokens, output_tokens in plain_script(n):
+        events: list[Any] = [P.provider_text_delta(c) for c in _chunks(text, TEXT_CHUNKS)]
+        events.extend(P.provider_tool_call(*call) for call in calls)
+        usage = P.Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+        events.append(P.provider_done(usage))
         script.append(events)
-    script.append(
-        [
-            *(P.provider_text_delta(c) for c in _chunks(FINAL_TEXT, TEXT_CHUNKS)),
-            P.provider_done(P.Usage(input_tokens=1200 + 700 * n, output_tokens=40)),
-        ]
-    )
     return script
 
 
