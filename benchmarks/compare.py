@@ -456,7 +456,7 @@ def render(results: dict[str, Any], checks: list[dict[str, Any]]) -> None:
     for title, head, rows, note in blocks:
         table = Table(title=title, caption=note)
         for i, h in enumerate(head):
-            table.add_column(h, justify="left" if i == 0 else "right")
+            table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i < 2)
         for row in rows:
             table.add_row(*row)
         console.print(table)

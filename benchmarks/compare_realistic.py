@@ -74,13 +74,13 @@ CONFIGS = (
     "openai-agents+sqlite",
 )
 PERSISTENCE = {
-    "prism": "none (memory store)",
-    "prism+sqlite": "SqliteStore, every-turn checkpoints",
-    "langgraph": "none (no checkpointer)",
+    "prism": "memory store",
+    "prism+sqlite": "SqliteStore, every turn",
+    "langgraph": "none",
     "langgraph+sqlite": "AsyncSqliteSaver",
     "pydantic-ai": "none",
-    "pydantic-ai+sqlite": "n/a (no persistence of its own)",
-    "openai-agents": "none (no session)",
+    "pydantic-ai+sqlite": "n/a (none of its own)",
+    "openai-agents": "none",
     "openai-agents+sqlite": "SQLiteSession",
 }
 _MODULES = {"langgraph": "langgraph", "pydantic-ai": "pydantic_ai", "openai-agents": "agents"}
