@@ -271,6 +271,10 @@ def _ordered(names: Any) -> list[str]:
     return known + sorted(n for n in names if n not in _ORDER)
 
 
+_TEXT = ("persistence",)
+"""Table columns of words (left-aligned, not wrapped), besides the first."""
+
+
 def _fmt(v: Any, spec: str = ".1f", suffix: str = "") -> str:
     if v is None:
         return "—"
@@ -421,7 +425,10 @@ def markdown(results: dict[str, Any], checks: list[dict[str, Any]]) -> str:
     for title, head, rows, note in tables(results):
         out.append(f"**{title}** — {note}\n")
         out.append("| " + " | ".join(head) + " |")
-        out.append("| " + " | ".join(["---"] + ["---:"] * (len(head) - 1)) + " |")
+        out.append(
+            "| " + " | ".join("---" if i == 0 or h in _TEXT else "---:" for i, h in enumerate(head))
+            + " |"
+        )
         for row in rows:
             out.append("| " + " | ".join(str(c) for c in row) + " |")
         out.append("")
@@ -456,7 +463,8 @@ def render(results: dict[str, Any], checks: list[dict[str, Any]]) -> None:
     for title, head, rows, note in blocks:
         table = Table(title=title, caption=note)
         for i, h in enumerate(head):
-            table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i < 2)
+            table.add_column(h, justify="left" if i == 0 or h in _TEXT else "right",
+                             no_wrap=i == 0 or h in _TEXT)
         for row in rows:
             table.add_row(*row)
         console.print(table)
