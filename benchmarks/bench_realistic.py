@@ -156,7 +156,7 @@ CALLS = [0]
 """Tool executions so far (checked after every run: a rejected call would not count)."""
 
 
-def _result(kind: str, key: str, rows: int) -> dict[str, Any]:
+def tool_result(kind: str, key: str, rows: int) -> dict[str, Any]:
     """A fresh ~1 KB JSON-able result (new objects on every call, as a real tool returns)."""
     CALLS[0] += 1
     return {
@@ -185,7 +185,7 @@ async def search_orders(query: OrderQuery) -> dict[str, Any]:
     Args:
         query: Customer, status, date range and SKU prefix to match.
     """
-    return _result("orders", query.customer_id, 5)
+    return tool_result("orders", query.customer_id, 5)
 
 
 @P.tool
@@ -195,7 +195,7 @@ async def get_customer(request: CustomerLookup) -> dict[str, Any]:
     Args:
         request: Which customer and which fields.
     """
-    return _result("customer", request.customer_id, 5)
+    return tool_result("customer", request.customer_id, 5)
 
 
 @P.tool
@@ -205,7 +205,7 @@ async def update_ticket(update: TicketUpdate) -> dict[str, Any]:
     Args:
         update: Ticket id, new status, note and tags.
     """
-    return _result("ticket", update.ticket_id, 5)
+    return tool_result("ticket", update.ticket_id, 5)
 
 
 @P.tool
@@ -215,7 +215,7 @@ async def check_inventory(request: InventoryCheck) -> dict[str, Any]:
     Args:
         request: SKU, warehouses, quantity and whether to reserve.
     """
-    return _result("inventory", request.sku, 5)
+    return tool_result("inventory", request.sku, 5)
 
 
 TOOLS = [search_orders, get_customer, update_ticket, check_inventory]
@@ -323,7 +323,7 @@ def payload_sizes() -> dict[str, Any]:
         return len(json.dumps(value).encode())
 
     args = [size(_arguments(t, 500, c)) for t in range(4) for c in range(2)]
-    results = [size(_result(k, "CUST-100500", 5)) for k in ("orders", "customer", "ticket")]
+    results = [size(tool_result(k, "CUST-100500", 5)) for k in ("orders", "customer", "ticket")]
     CALLS[0] -= len(results)
     return {
         "system_prompt_bytes": len(SYSTEM_PROMPT.encode()),
@@ -345,7 +345,7 @@ def payload_sizes() -> dict[str, Any]:
 # --------------------------------------------------------------------------- one run
 
 
-async def _run_once(n: int, store_kind: str) -> tuple[float, float]:
+async def run_once(n: int, store_kind: str) -> tuple[float, float]:
     """One timed run of N turns; returns (CPU seconds, wall seconds)."""
     provider = P.create_mock_provider(turns=build_script(n))
     unlimited = P.UNLIMITED
@@ -433,13 +433,13 @@ async def _drop_schema(schema: str) -> None:
 async def measure(ns: list[int], runs: int, stores: list[str]) -> dict[str, Any]:
     """Median µs/turn per (store, N): interleaved over the stores, ``runs`` samples each."""
     for store_kind in stores:
-        await _run_once(20, store_kind)  # warm-up: first-use caches, imports, the database code
+        await run_once(20, store_kind)  # warm-up: first-use caches, imports, the database code
     out: dict[str, Any] = {}
     for n in ns:
         samples: dict[str, list[tuple[float, float]]] = {s: [] for s in stores}
         for _ in range(runs):
             for store_kind in stores:
-                samples[store_kind].append(await _run_once(n, store_kind))
+                samples[store_kind].append(await run_once(n, store_kind))
         for store_kind in stores:
             cpu = [c / n * 1e6 for c, _ in samples[store_kind]]
             wall = [w / n * 1e6 for _, w in samples[store_kind]]

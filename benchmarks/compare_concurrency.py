@@ -226,7 +226,7 @@ async def _child(framework: str, mode: str, sessions: int) -> dict[str, Any]:
     if framework == "prism":
         import bench_concurrency
 
-        return await bench_concurrency._measure(mode, sessions, "memory")
+        return await bench_concurrency.measure_mode(mode, sessions, "memory")
     return await _measure_other(framework, mode, sessions)
 
 

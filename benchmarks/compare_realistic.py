@@ -101,7 +101,7 @@ async def search_orders(query: OrderQuery) -> dict[str, Any]:
     Args:
         query: Customer, status, date range and SKU prefix to match.
     """
-    return scenario._result("orders", query.customer_id, 5)
+    return scenario.tool_result("orders", query.customer_id, 5)
 
 
 async def get_customer(request: CustomerLookup) -> dict[str, Any]:
@@ -110,7 +110,7 @@ async def get_customer(request: CustomerLookup) -> dict[str, Any]:
     Args:
         request: Which customer and which fields.
     """
-    return scenario._result("customer", request.customer_id, 5)
+    return scenario.tool_result("customer", request.customer_id, 5)
 
 
 async def update_ticket(update: TicketUpdate) -> dict[str, Any]:
@@ -119,7 +119,7 @@ async def update_ticket(update: TicketUpdate) -> dict[str, Any]:
     Args:
         update: Ticket id, new status, note and tags.
     """
-    return scenario._result("ticket", update.ticket_id, 5)
+    return scenario.tool_result("ticket", update.ticket_id, 5)
 
 
 async def check_inventory(request: InventoryCheck) -> dict[str, Any]:
@@ -128,7 +128,7 @@ async def check_inventory(request: InventoryCheck) -> dict[str, Any]:
     Args:
         request: SKU, warehouses, quantity and whether to reserve.
     """
-    return scenario._result("inventory", request.sku, 5)
+    return scenario.tool_result("inventory", request.sku, 5)
 
 
 PLAIN_TOOLS = [search_orders, get_customer, update_ticket, check_inventory]
@@ -345,7 +345,7 @@ BUILDERS: dict[str, Callable[[int, contextlib.AsyncExitStack, bool], Awaitable[B
 async def run_once(config: str, n: int) -> tuple[float, float]:
     """One timed run of N turns in ``config``; returns (CPU seconds, wall seconds)."""
     if config.startswith("prism"):
-        return await scenario._run_once(n, "sqlite" if config.endswith("+sqlite") else "memory")
+        return await scenario.run_once(n, "sqlite" if config.endswith("+sqlite") else "memory")
     framework, _, store = config.partition("+")
     async with contextlib.AsyncExitStack() as stack:
         built = await BUILDERS[framework](n, stack, store == "sqlite")
