@@ -97,7 +97,7 @@ class TwoTurnProvider:
         yield P.provider_done(P.Usage(input_tokens=100, output_tokens=20))
 
 
-async def _measure(mode: str, sessions: int, store_kind: str) -> dict[str, Any]:
+async def measure_mode(mode: str, sessions: int, store_kind: str) -> dict[str, Any]:
     options: dict[str, Any] = {}
     store: Any = None
     tmp = tempfile.TemporaryDirectory(prefix="prism-bench-")
@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="write the results as JSON to PATH (- : stdout)")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(asyncio.run(_measure(args.mode[0], args.sessions, args.store))))
+        print(json.dumps(asyncio.run(measure_mode(args.mode[0], args.sessions, args.store))))
         return
     out: dict[str, Any] = {}
     for mode in args.mode:

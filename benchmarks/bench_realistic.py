@@ -156,7 +156,7 @@ CALLS = [0]
 """Tool executions so far (checked after every run: a rejected call would not count)."""
 
 
-def _result(kind: str, key: str, rows: int) -> dict[str, Any]:
+def tool_result(kind: str, key: str, rows: int) -> dict[str, Any]:
     """A fresh ~1 KB JSON-able result (new objects on every call, as a real tool returns)."""
     CALLS[0] += 1
     return {
@@ -185,7 +185,7 @@ async def search_orders(query: OrderQuery) -> dict[str, Any]:
     Args:
         query: Customer, status, date range and SKU prefix to match.
     """
-    return _result("orders", query.customer_id, 5)
+    return tool_result("orders", query.customer_id, 5)
 
 
 @P.tool
@@ -195,7 +195,7 @@ async def get_customer(request: CustomerLookup) -> dict[str, Any]:
     Args:
         request: Which customer and which fields.
     """
-    return _result("customer", request.customer_id, 5)
+    return tool_result("customer", request.customer_id, 5)
 
 
 @P.tool
@@ -205,7 +205,7 @@ async def update_ticket(update: TicketUpdate) -> dict[str, Any]:
     Args:
         update: Ticket id, new status, note and tags.
     """
-    return _result("ticket", update.ticket_id, 5)
+    return tool_result("ticket", update.ticket_id, 5)
 
 
 @P.tool
@@ -215,10 +215,11 @@ async def check_inventory(request: InventoryCheck) -> dict[str, Any]:
     Args:
         request: SKU, warehouses, quantity and whether to reserve.
     """
-    return _result("inventory", request.sku, 5)
+    return tool_result("inventory", request.sku, 5)
 
 
 TOOLS = [search_orders, get_customer, update_ticket, check_inventory]
+TOOL_NAMES = [t.name for t in TOOLS]
 
 
 def _arguments(tool: int, turn: int, call: int) -> dict[str, Any]:
@@ -281,28 +282,37 @@ def _chunks(text: str, parts: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def build_script(n: int) -> list[list[Any]]:
-    """N-1 turns of text + two tool calls, then a final text turn."""
-    script: list[list[Any]] = []
+ScriptedCall = tuple[str, str, dict[str, Any]]
+"""One scripted tool call: (call id, tool name, JSON arguments)."""
+ScriptedTurn = tuple[str, tuple[ScriptedCall, ...], int, int]
+"""One scripted model turn: (assistant text, tool calls, input tokens, output tokens)."""
+
+
+def plain_script(n: int) -> list[ScriptedTurn]:
+    """The scenario as plain data (for other frameworks' fake models; :func:`build_script` is
+    the same turns as prism provider events): N-1 turns of text + two tool calls, then the final
+    text. The tool names are :data:`TOOL_NAMES`; arguments are fresh objects on every call."""
+    script: list[ScriptedTurn] = []
     for turn in range(n - 1):
         first, second = turn % 4, (turn + 1) % 4
-        events: list[Any] = [
-            P.provider_text_delta(c) for c in _chunks(_assistant_text(turn), TEXT_CHUNKS)
-        ]
-        events.append(
-            P.provider_tool_call(f"call_{turn}_a", TOOLS[first].name, _arguments(first, turn, 0))
+        calls = (
+            (f"call_{turn}_a", TOOL_NAMES[first], _arguments(first, turn, 0)),
+            (f"call_{turn}_b", TOOL_NAMES[second], _arguments(second, turn, 1)),
         )
-        events.append(
-            P.provider_tool_call(f"call_{turn}_b", TOOLS[second].name, _arguments(second, turn, 1))
-        )
-        events.append(P.provider_done(P.Usage(input_tokens=1200 + 700 * turn, output_tokens=90)))
+        script.append((_assistant_text(turn), calls, 1200 + 700 * turn, 90))
+    script.append((FINAL_TEXT, (), 1200 + 700 * n, 40))
+    return script
+
+
+def build_script(n: int) -> list[list[Any]]:
+    """N-1 turns of text + two tool calls, then a final text turn (prism provider events)."""
+    script: list[list[Any]] = []
+    for text, calls, input_tokens, output_tokens in plain_script(n):
+        events: list[Any] = [P.provider_text_delta(c) for c in _chunks(text, TEXT_CHUNKS)]
+        events.extend(P.provider_tool_call(*call) for call in calls)
+        usage = P.Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+        events.append(P.provider_done(usage))
         script.append(events)
-    script.append(
-        [
-            *(P.provider_text_delta(c) for c in _chunks(FINAL_TEXT, TEXT_CHUNKS)),
-            P.provider_done(P.Usage(input_tokens=1200 + 700 * n, output_tokens=40)),
-        ]
-    )
     return script
 
 
@@ -313,7 +323,7 @@ def payload_sizes() -> dict[str, Any]:
         return len(json.dumps(value).encode())
 
     args = [size(_arguments(t, 500, c)) for t in range(4) for c in range(2)]
-    results = [size(_result(k, "CUST-100500", 5)) for k in ("orders", "customer", "ticket")]
+    results = [size(tool_result(k, "CUST-100500", 5)) for k in ("orders", "customer", "ticket")]
     CALLS[0] -= len(results)
     return {
         "system_prompt_bytes": len(SYSTEM_PROMPT.encode()),
@@ -335,7 +345,7 @@ def payload_sizes() -> dict[str, Any]:
 # --------------------------------------------------------------------------- one run
 
 
-async def _run_once(n: int, store_kind: str) -> tuple[float, float]:
+async def run_once(n: int, store_kind: str) -> tuple[float, float]:
     """One timed run of N turns; returns (CPU seconds, wall seconds)."""
     provider = P.create_mock_provider(turns=build_script(n))
     unlimited = P.UNLIMITED
@@ -423,13 +433,13 @@ async def _drop_schema(schema: str) -> None:
 async def measure(ns: list[int], runs: int, stores: list[str]) -> dict[str, Any]:
     """Median µs/turn per (store, N): interleaved over the stores, ``runs`` samples each."""
     for store_kind in stores:
-        await _run_once(20, store_kind)  # warm-up: first-use caches, imports, the database code
+        await run_once(20, store_kind)  # warm-up: first-use caches, imports, the database code
     out: dict[str, Any] = {}
     for n in ns:
         samples: dict[str, list[tuple[float, float]]] = {s: [] for s in stores}
         for _ in range(runs):
             for store_kind in stores:
-                samples[store_kind].append(await _run_once(n, store_kind))
+                samples[store_kind].append(await run_once(n, store_kind))
         for store_kind in stores:
             cpu = [c / n * 1e6 for c, _ in samples[store_kind]]
             wall = [w / n * 1e6 for _, w in samples[store_kind]]

@@ -6,7 +6,11 @@ Sections (each runs in its own fresh interpreter, all frameworks of a section si
 * ``turns``     — per-turn runtime overhead for N = 10, 100, 1000 (``compare_turns.py``);
 * ``gvr``       — validate-and-revise with k = 0..3 invalid drafts (``compare_gvr.py``);
 * ``parallel``  — 8 parallel 50 ms tool calls (``compare_parallel.py``);
-* ``footprint`` — import time, RSS, memory per session (``compare_footprint.py``).
+* ``footprint`` — import time, RSS, memory per session (``compare_footprint.py``);
+* ``realistic`` — per-turn cost with realistic payloads, N = 20, 200, each framework with and
+  without its own SQLite persistence (``compare_realistic.py``);
+* ``concurrency`` — 10,000 concurrent two-turn sessions: wall, CPU, peak RSS
+  (``compare_concurrency.py``).
 
 Run it through ``bash benchmarks/run.sh`` (which creates the benchmark venv first), or directly
 with the benchmark venv's interpreter::
@@ -31,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = ("turns", "gvr", "parallel", "footprint")
+SECTIONS = ("turns", "gvr", "parallel", "footprint", "realistic", "concurrency")
 
 TARGETS = {
     "per_turn_vs_fastest_other": 50.0,  # prism at least this many times cheaper per turn
@@ -39,6 +43,12 @@ TARGETS = {
     "flatness": 1.3,  # prism per-turn cost at N=1000 over N=10
     "parallel_overhead_pct": 10.0,  # 8 × 50 ms tools within this % of 50 ms
     "import_ms": 100.0,  # `import prism`
+    "realistic_us_per_turn": 250.0,  # prism, memory store, N=200, CPU
+    "realistic_vs_langgraph": 20.0,  # prism at least this many times cheaper, N=200
+    "realistic_sqlite_wall_us": 1000.0,  # prism, SQLite every-turn checkpoints, N=200, wall
+    "realistic_sqlite_flatness": 1.3,  # prism SQLite CPU per turn, N=200 over N=20
+    "concurrent_wall_s": 4.0,  # 10,000 concurrent two-turn sessions
+    "concurrent_over_sequential": 1.2,  # wall, the same runs done one by one
 }
 
 
@@ -50,6 +60,8 @@ def _section_args(section: str, quick: bool) -> list[str]:
         "gvr": ["--repeat", "11"],
         "parallel": ["--repeat", "5"],
         "footprint": ["--imports", "5", "--sessions", "2000"],
+        "realistic": ["--quick"],
+        "concurrency": ["--other-sessions", "500"],
     }[section]
 
 
@@ -141,6 +153,93 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "met": ms < TARGETS["import_ms"],
             }
         )
+    checks.extend(_realistic_checks(results.get("realistic")))
+    checks.extend(_concurrency_checks(results.get("concurrency")))
+    return checks
+
+
+def _realistic_checks(realistic: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if not realistic:
+        return []
+    checks: list[dict[str, Any]] = []
+    res, hi, lo = realistic["results"], str(max(realistic["sizes"])), str(min(realistic["sizes"]))
+    prism = res.get("prism", {}).get(hi)
+    if prism:
+        us = prism["median_cpu_us_per_turn"]
+        checks.append(
+            {
+                "target": f"realistic: prism ≤ {TARGETS['realistic_us_per_turn']:.0f} µs/turn "
+                f"(CPU, memory store, N={hi})",
+                "value": us,
+                "detail": f"wall {prism['median_wall_us_per_turn']:.0f} µs/turn",
+                "met": us <= TARGETS["realistic_us_per_turn"],
+            }
+        )
+    ratio = realistic["ratio_to_prism"].get("langgraph", {}).get(hi)
+    if ratio:
+        checks.append(
+            {
+                "target": f"realistic: ≥ {TARGETS['realistic_vs_langgraph']:.0f}× cheaper than "
+                f"LangGraph (CPU, N={hi})",
+                "value": ratio,
+                "detail": f"LangGraph {res['langgraph'][hi]['median_cpu_us_per_turn']:.0f} µs/turn",
+                "met": ratio >= TARGETS["realistic_vs_langgraph"],
+            }
+        )
+    durable = res.get("prism+sqlite", {})
+    if hi in durable:
+        wall = durable[hi]["median_wall_us_per_turn"]
+        checks.append(
+            {
+                "target": f"realistic: SQLite every-turn checkpoints ≤ "
+                f"{TARGETS['realistic_sqlite_wall_us']:.0f} µs/turn (wall, N={hi})",
+                "value": wall,
+                "detail": f"CPU {durable[hi]['median_cpu_us_per_turn']:.0f} µs/turn",
+                "met": wall <= TARGETS["realistic_sqlite_wall_us"],
+            }
+        )
+    if hi in durable and lo in durable and hi != lo:
+        flat = realistic["flatness_nmax_over_nmin"]["prism+sqlite"]
+        wall_flat = durable[hi]["median_wall_us_per_turn"] / durable[lo]["median_wall_us_per_turn"]
+        checks.append(
+            {
+                "target": f"realistic: SQLite every-turn flat, N={hi} CPU/turn ≤ "
+                f"{TARGETS['realistic_sqlite_flatness']}× N={lo}",
+                "value": flat,
+                "detail": f"wall N={hi}/N={lo}: {wall_flat:.2f}",
+                "met": flat <= TARGETS["realistic_sqlite_flatness"],
+            }
+        )
+    return checks
+
+
+def _concurrency_checks(concurrency: dict[str, Any] | None) -> list[dict[str, Any]]:
+    prism = (concurrency or {}).get("results", {}).get("prism")
+    if not prism:
+        return []
+    checks: list[dict[str, Any]] = []
+    c = prism.get("concurrent")
+    if c:
+        ratio = prism.get("concurrent_over_sequential_wall")
+        checks.append(
+            {
+                "target": f"{c['sessions']:,} concurrent two-turn sessions ≤ "
+                f"{TARGETS['concurrent_wall_s']:.0f} s wall (target set for 10,000)",
+                "value": c["wall_s"],
+                "detail": f"CPU {c['cpu_s']:.2f} s, peak RSS {c['peak_rss_mb']:.0f} MB",
+                "met": c["wall_s"] <= TARGETS["concurrent_wall_s"],
+            }
+        )
+        if ratio is not None:
+            checks.append(
+                {
+                    "target": "concurrent runs within "
+                    f"{(TARGETS['concurrent_over_sequential'] - 1) * 100:.0f} % of sequential (wall)",
+                    "value": ratio,
+                    "detail": f"CPU ratio {prism['concurrent_over_sequential_cpu']:.2f}",
+                    "met": ratio <= TARGETS["concurrent_over_sequential"],
+                }
+            )
     return checks
 
 
@@ -160,8 +259,9 @@ def _load_note(section: dict[str, Any]) -> str:
 
 
 _ORDER = (
-    "bare", "bare+records", "prism", "prism+events", "prism(tool_concurrency=8)", "pydantic-ai",
-    "openai-agents", "langgraph", "instructor",
+    "bare", "bare+records", "prism", "prism+events", "prism(tool_concurrency=8)", "prism+sqlite",
+    "pydantic-ai", "pydantic-ai+sqlite", "openai-agents", "openai-agents+sqlite", "langgraph",
+    "langgraph+sqlite", "instructor",
 )
 
 
@@ -169,6 +269,10 @@ def _ordered(names: Any) -> list[str]:
     """Frameworks in the table order (baselines, prism, then the others)."""
     known = [n for n in _ORDER if n in names]
     return known + sorted(n for n in names if n not in _ORDER)
+
+
+_TEXT = ("persistence",)
+"""Table columns of words (left-aligned, not wrapped), besides the first."""
 
 
 def _fmt(v: Any, spec: str = ".1f", suffix: str = "") -> str:
@@ -249,7 +353,70 @@ def tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]
               ["completed 10-turn session", _fmt(m["bytes_per_completed_10_turn_session"], ",.0f")]],
              "RSS growth ÷ sessions, all sessions kept alive")
         )
+    if results.get("realistic"):
+        out.append(_realistic_table(results["realistic"]))
+    if results.get("concurrency"):
+        out.append(_concurrency_table(results["concurrency"]))
     return out
+
+
+def _realistic_table(r: dict[str, Any]) -> tuple[str, list[str], list[list[str]], str]:
+    sizes = [str(n) for n in r["sizes"]]
+    lo, hi = sizes[0], sizes[-1]
+    head = ["framework", "persistence", *[f"N={n} CPU µs/turn" for n in sizes],
+            f"N={hi}/N={lo}", *[f"N={n} wall µs/turn" for n in sizes],
+            *[f"×prism N={n}" for n in sizes]]
+    rows = []
+    for config in _ordered([*r["results"], *r["persistence"]]):
+        persistence = r["persistence"].get(config, "")
+        by_n = r["results"].get(config)
+        if by_n is None:  # a framework without persistence of its own
+            rows.append([config, persistence, *["n/a"] * (len(head) - 2)])
+            continue
+        rows.append(
+            [config, persistence,
+             *[_fmt(by_n[n]["median_cpu_us_per_turn"], ",.0f") for n in sizes],
+             _fmt(r["flatness_nmax_over_nmin"].get(config), ".2f"),
+             *[_fmt(by_n[n]["median_wall_us_per_turn"], ",.0f") for n in sizes],
+             *[_fmt(r["ratio_to_prism"][config].get(n), ".1f", "×") for n in sizes]]
+        )
+    p = r["payload_sizes"]
+    args, res = p["tool_argument_bytes"], p["tool_result_bytes"]
+    note = (
+        f"median process CPU (and wall) time of one run ÷ N; payloads: system prompt "
+        f"{p['system_prompt_bytes']} B, {p['assistant_text_bytes_per_turn']} B of text and "
+        f"{p['tool_calls_per_turn']} parallel typed tool calls per turn, arguments "
+        f"{args['min']}–{args['max']} B, results {res['min']}–{res['max']} B; ×prism is like for "
+        "like: rows without persistence against prism, SQLite rows against prism+sqlite"
+        + _load_note(r)
+    )
+    return ("Realistic payloads, per turn", head, rows, note)
+
+
+def _concurrency_table(c: dict[str, Any]) -> tuple[str, list[str], list[list[str]], str]:
+    modes = c["modes"]
+    head = ["framework", "sessions"]
+    for mode in modes:
+        head += [f"{mode} wall s", "CPU s", "CPU µs/run", "peak RSS MB"]
+    if len(modes) == 2:
+        head.append("conc./seq. wall")
+    rows = []
+    for fw in _ordered(c["results"]):
+        by_mode = c["results"][fw]
+        row = [fw, f"{c['sessions'][fw]:,}"]
+        for mode in modes:
+            m = by_mode[mode]
+            row += [_fmt(m["wall_s"], ".2f"), _fmt(m["cpu_s"], ".2f"),
+                    _fmt(m["cpu_us_per_run"], ",.0f"), _fmt(m["peak_rss_mb"], ".0f")]
+        if len(modes) == 2:
+            row.append(_fmt(by_mode.get("concurrent_over_sequential_wall"), ".2f"))
+        rows.append(row)
+    note = (
+        "two-turn runs of one agent (two parallel tool calls, then text), all started at once "
+        "(asyncio.gather) or one by one; each cell a fresh interpreter; the other frameworks at "
+        "a smaller session count (their runs cost more)" + _load_note(c)
+    )
+    return ("Concurrent short runs", head, rows, note)
 
 
 def markdown(results: dict[str, Any], checks: list[dict[str, Any]]) -> str:
@@ -258,7 +425,10 @@ def markdown(results: dict[str, Any], checks: list[dict[str, Any]]) -> str:
     for title, head, rows, note in tables(results):
         out.append(f"**{title}** — {note}\n")
         out.append("| " + " | ".join(head) + " |")
-        out.append("| " + " | ".join(["---"] + ["---:"] * (len(head) - 1)) + " |")
+        out.append(
+            "| " + " | ".join("---" if i == 0 or h in _TEXT else "---:" for i, h in enumerate(head))
+            + " |"
+        )
         for row in rows:
             out.append("| " + " | ".join(str(c) for c in row) + " |")
         out.append("")
@@ -293,7 +463,8 @@ def render(results: dict[str, Any], checks: list[dict[str, Any]]) -> None:
     for title, head, rows, note in blocks:
         table = Table(title=title, caption=note)
         for i, h in enumerate(head):
-            table.add_column(h, justify="left" if i == 0 else "right")
+            table.add_column(h, justify="left" if i == 0 or h in _TEXT else "right",
+                             no_wrap=i == 0 or h in _TEXT)
         for row in rows:
             table.add_row(*row)
         console.print(table)

@@ -16,5 +16,5 @@ if [ ! -x "$venv/bin/python" ]; then
     "$venv/bin/python" -m pip install --quiet --upgrade pip
 fi
 "$venv/bin/python" -m pip install --quiet -e "$root[pydantic]" -r "$here/requirements-compare.txt" 2> >(grep -v "is ignored: it is neither" >&2)
-"$venv/bin/python" -c 'import prism, pydantic_ai, agents, langgraph, langchain.agents, instructor'
+"$venv/bin/python" -c 'import prism, pydantic_ai, agents, langgraph, langchain.agents, instructor, langgraph.checkpoint.sqlite.aio'
 echo "benchmark venv ready: $venv"
