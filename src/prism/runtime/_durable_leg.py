@@ -29,6 +29,7 @@ from typing import Any
 from prism.errors import AgentLoopStateError, AgentRunSuspended
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
 from prism.runtime._approvals import rejection_result
+from prism.runtime._delegation import ChildRunSuspended
 from prism.runtime._durable_run import DurableRun, ResumePoint
 from prism.runtime._envelope import (
     loop_state_of,
@@ -221,6 +222,54 @@ class DurableDriver:
         if self.marks:
             await self._mark(call)
 
+    # ----------------------------------------------------------------- child runs
+
+    @property
+    def run_state(self) -> RunStateOptions:
+        """The run's durable options (a child agent without its own inherits them)."""
+        return self.options
+
+    def recorded_child(self, tool_call_id: str, /) -> dict[str, Any] | None:
+        """The child run recorded for a call this resumed leg replays, else ``None``."""
+        entry = self.run.child_entry(tool_call_id)
+        return None if entry is None or entry.child is None else dict(entry.child)
+
+    async def record_child(self, tool_call_id: str, link: dict[str, Any], /) -> None:
+        """Record the child run ``link`` in the call's pending entry before the child starts.
+
+        Written at once when the call's dispatch is recorded (a replayed call, or the dispatch
+        marking of an ``every-turn`` run), so a crash resumes the child instead of reporting
+        the call ambiguous; otherwise the link joins the envelope when the child suspends.
+        """
+        run = self.run
+        entry = run.child_entry(tool_call_id)
+        if entry is None:
+            return
+        entry.child = dict(link)
+        if entry in run.replay_entries():
+            pending = run.replay_pending_calls()
+            await run.write("running", **self._frame(), loop_state=run.loop_state,
+                            pending_calls=pending)
+            return
+        lock = self._mark_lock
+        if lock is None:
+            lock = self._mark_lock = asyncio.Lock()
+        async with lock:
+            await run.write(
+                "running",
+                **self._frame(),
+                loop_state=self._snapshot(),
+                pending_calls=run.marked_pending_calls(self.ctx.open_calls),
+            )
+
+    def delegated(self, call: ToolCallContent, signal: ChildRunSuspended) -> ToolResult:
+        """``call``'s child run suspended: the call joins the open round (the run suspends at
+        the next boundary, with the child's pending decisions), and gets no row now."""
+        interruption = signal.interruption
+        pending = getattr(interruption, "pending_decisions", ())
+        self.run.open_delegation(call, signal.link, pending)
+        return ToolResult(tool_call_id=call.id, name=call.name, metadata={"approval_pending": True})
+
     async def _mark(self, call: ToolCallContent) -> None:
         """Write ``call`` as ``dispatched`` before its side effect.
 
@@ -327,6 +376,8 @@ class DurableDriver:
                 ctx.open_calls[call.id] = call  # open until its row is stored
                 run.start_replay(entry, call)
                 result = await ctx.dispatch_tool_call(call)
+                if (result.metadata or {}).get("approval_pending") is True:
+                    continue  # its child run suspended again: the round stays open
             message = ctx.result_message(result)
             ctx.history.append(message)
             await ctx.append_message(message)
