@@ -408,8 +408,7 @@ class AgentRunStateError(PrismError):
     """Durable preflight, envelope or resume failure. Code ``ERR_PRISM_AGENT_RUN_STATE``.
 
     ``calls``: an ambiguity report's ``(tool_call_id, tool_name)`` pairs (as
-    :class:`RunAmbiguousError`'s), else ``()``; ``run_id``: the run those calls belong to (a child
-    run's when an agent tool's child is the ambiguous one), else ``None``."""
+    :class:`RunAmbiguousError`'s), else ``()``; ``run_id``: the run they belong to, else ``None``."""
 
     code = ERR_PRISM_AGENT_RUN_STATE
     default_message = "Invalid agent run state"
