@@ -29,7 +29,7 @@ from typing import Any
 from prism.errors import AgentLoopStateError, AgentRunSuspended
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
 from prism.runtime._approvals import rejection_result
-from prism.runtime._delegation import ChildRunSuspended
+from prism.runtime._delegation import ChildRunSuspended, child_agent
 from prism.runtime._durable_run import DurableRun, ResumePoint
 from prism.runtime._envelope import (
     loop_state_of,
@@ -219,7 +219,7 @@ class DurableDriver:
         if run.needs_backstop(call):
             run.open_backstop(call)
             raise await self.suspend_round()
-        if self.marks:
+        if self.marks and child_agent(tool) is None:  # an agent tool marks with its child
             await self._mark(call)
 
     # ----------------------------------------------------------------- child runs
@@ -242,10 +242,14 @@ class DurableDriver:
         the call ambiguous; otherwise the link joins the envelope when the child suspends.
         """
         run = self.run
+        open_calls = self.ctx.open_calls
+        call = open_calls.get(tool_call_id)
+        if self.marks and call is not None and run.child_entry(tool_call_id) is None:
+            run.mark_dispatched(call, open_calls)  # one write: dispatched, with the child
         entry = run.child_entry(tool_call_id)
         if entry is None:
             return
-        entry.child = dict(link)
+        entry.status, entry.child = "dispatched", dict(link)
         if entry in run.replay_entries():
             pending = run.replay_pending_calls()
             await run.write("running", **self._frame(), loop_state=run.loop_state,
@@ -259,7 +263,7 @@ class DurableDriver:
                 "running",
                 **self._frame(),
                 loop_state=self._snapshot(),
-                pending_calls=run.marked_pending_calls(self.ctx.open_calls),
+                pending_calls=run.marked_pending_calls(open_calls),
             )
 
     def delegated(self, call: ToolCallContent, signal: ChildRunSuspended) -> ToolResult:
