@@ -284,3 +284,25 @@ async def test_bad_decisions_for_a_child_change_nothing() -> None:
     after = await desk.checkpoints.load_checkpoint(namespace=AGENT_RUN_NAMESPACE, key=first.run_id)
     assert before is not None and after is not None and after.version == before.version
     assert desk.ran == []
+
+
+async def test_denying_the_parent_denies_its_suspended_child_too() -> None:
+    desk = Desk()
+    lead = desk.lead(
+        [_turn(("p1", "clerk", {"input": "pay"}))],
+        [desk.child("clerk", [_turn(("k1", "pay", {"n": 1}))])],
+    )
+    session = lead.create_session()
+    first = await session.run("go")
+    assert first.interruption is not None
+    child = first.interruption.pending_decisions[0].subagent
+    assert child is not None
+    lead = desk.lead([_text("ok")], [desk.child("clerk", [])])
+    denied = await resume_agent_run(lead, first.run_id, decision="deny")
+    assert denied.status == "denied" and desk.ran == []
+    child_state = (await load_agent_run_state(desk.checkpoints, run_id=child["run_id"])).state
+    assert child_state["status"] == "denied"
+    for session_id, leaf in ((session.id, denied.leaf_id), (child["session_id"], None)):
+        entries = await desk.store.list(session_id)
+        branch = await read_branch(desk.store, session_id, leaf or entries[-1].id)
+        assert_provider_valid([e.message for e in branch if e.message is not None])

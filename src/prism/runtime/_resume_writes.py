@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from prism.errors import AgentRunStateError
 from prism.redaction import SecretRedactor
 from prism.runtime._approvals import rejection_result, round_interruption
-from prism.runtime._delegation import PARENT_RUN_KEY
+from prism.runtime._delegation import PARENT_RUN_KEY, child_agent
 from prism.runtime._envelope import encode_state, load_state
 from prism.runtime._run_state import (
     AMBIGUOUS,
@@ -45,6 +45,7 @@ __all__ = [
     "ambiguity_error",
     "check_ambiguity",
     "check_child",
+    "deny_children",
     "check_leaf",
     "open_round_calls",
     "deny",
@@ -431,3 +432,42 @@ async def check_child(
     error = ambiguity_error(state)
     if error is not None:
         raise error
+
+
+async def deny_children(
+    state: Mapping[str, Any],
+    registry: Any,
+    options: RunStateOptions,
+    store: object,
+    ownership: OwnershipScope | None,
+) -> None:
+    """Before a calling run is denied: deny each suspended child run its pending calls recorded
+    (an agent tool's child waiting for an approval), so no child is left waiting for a decision
+    nobody will give. Each child's gated calls get ``approval_rejected`` rows (see :func:`deny`).
+    """
+    for entry in state.get("pending_calls", []):
+        link = entry.get("child")
+        agent = None if link is None else child_agent(registry.get(entry["call"]["name"]))
+        if agent is None:
+            continue
+        config = agent.config
+        own = config.run_state
+        child_options = options
+        if own is not None:
+            child_options = own if isinstance(own, RunStateOptions) else RunStateOptions(**own)
+        run_id = str(link["run_id"])
+        record = await child_options.checkpoints.load_checkpoint(
+            namespace=AGENT_RUN_NAMESPACE, key=run_id
+        )
+        if record is None or not isinstance(record.value, dict):
+            continue
+        if record.value.get("status") != "suspended":
+            continue
+        _, child_state = await load_state(child_options.checkpoints, run_id, None, ownership)
+        session = agent.create_session(
+            str(link["session_id"]),
+            store=config.store if config.store is not None else store,
+            metadata={PARENT_RUN_KEY: {}},
+        )
+        writer = EnvelopeWriter(child_options, record.version, ownership, config.redactor)
+        await deny(session, child_state, writer)

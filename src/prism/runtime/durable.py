@@ -71,6 +71,7 @@ from prism.runtime._resume_writes import (
     check_child,
     check_leaf,
     deny,
+    deny_children,
     resuspend,
 )
 from prism.runtime._run_listing import list_agent_runs as list_agent_runs
@@ -350,6 +351,7 @@ async def resume_agent_run(
     )
     writer = EnvelopeWriter(options, record.version, owner, config.redactor)
     if status == "suspended" and decision == "deny":
+        await deny_children(state, config.tools, options, session.store, owner)
         return await deny(session, state, writer)
     await check_leaf(session, state)  # before anything is written
     # The tools the resumed leg will have: a source tool whose schema changed since the run
