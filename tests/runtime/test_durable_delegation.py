@@ -17,6 +17,7 @@ from prism.providers.mock import create_mock_provider
 from prism.runtime.agent import Agent, create_agent
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, MemoryCheckpointStore
 from prism.runtime.durable import RunStateOptions, load_agent_run_state, resume_agent_run
+from prism.runtime.turn_policy import Continue, Stop, TurnPolicy
 from prism.store import MemorySessionStore, read_branch
 from prism.types import RunResult, ToolDefinition, ToolResultContent, message_text
 
@@ -306,3 +307,45 @@ async def test_denying_the_parent_denies_its_suspended_child_too() -> None:
         entries = await desk.store.list(session_id)
         branch = await read_branch(desk.store, session_id, leaf or entries[-1].id)
         assert_provider_valid([e.message for e in branch if e.message is not None])
+
+
+async def test_a_turn_policy_stop_reaches_the_child_and_both_continue() -> None:
+    desk = Desk()
+    draining = {"on": False}
+
+    def drain(arguments: dict[str, Any], context: Any) -> Any:
+        desk.ran.append(("drain", arguments))
+        draining["on"] = True  # the host starts draining while the child works
+        return "ok"
+
+    def stop(context: Any) -> Any:
+        return Stop("worker draining") if draining["on"] else Continue()
+
+    child_script = [_turn(("k1", "drain", {})), _text("child done")]
+    providers: list[Any] = []
+
+    def clerk(script: list[Any]) -> Agent:
+        providers.append(create_mock_provider(turns=script))
+        return create_agent(
+            name="clerk", model=MODEL, provider=providers[-1],
+            tools=[ToolDefinition(name="drain", execute=drain)],
+        )
+
+    lead = desk.lead([_turn(("p1", "clerk", {"input": "work"}))], [clerk(child_script[:1])])
+    first = await lead.create_session().run("go", turn_policy=TurnPolicy(stop=stop))
+    # The child stopped at its boundary after the drain began; the parent stopped at its own.
+    assert first.status == "succeeded" and first.stop_reason == "host_policy"
+    assert first.stop_detail == "a child run stopped on the turn policy"
+    state = (await load_agent_run_state(desk.checkpoints, run_id=first.run_id)).state
+    (entry,) = state["pending_calls"]
+    child_state = (await load_agent_run_state(desk.checkpoints, run_id=entry["child"]["run_id"])).state
+    assert (child_state["status"], child_state["stop_reason"]) == ("succeeded", "host_policy")
+
+    draining["on"] = False
+    lead = desk.lead([_text("all done")], [clerk(child_script[1:])])
+    done = await resume_agent_run(lead, first.run_id, decision="continue")
+    assert done.status == "succeeded" and message_text(done.messages[-1]) == "all done"
+    assert desk.ran == [("drain", {})]
+    row = done.messages[0].content[0]
+    assert isinstance(row, ToolResultContent) and row.result == "child done"
+    assert [p.call_count for p in providers] == [1, 1]  # each child turn requested once

@@ -12,6 +12,10 @@ calling run's (same checkpoint store and revision) — and:
   :class:`~prism.runtime._delegation.ChildRunSuspended` out of the tool: the calling run suspends
   too, its envelope keeps the child link, and its interruption lists the child's pending
   decisions (tagged ``subagent``);
+* the child inherits the ``stop`` callback of the calling run's turn policy: a host stopping the
+  calling run (a worker draining) stops the child at its next boundary, and the calling run then
+  stops at its own next boundary the same way (``succeeded``, ``stop_reason="host_policy"``), the
+  child link kept; ``resume_agent_run(..., decision="continue")`` continues both;
 * when the calling run is resumed, its resumed leg replays the call: :func:`run_child` finds the
   recorded child and continues it from the store — with the decisions the operator gave on the
   calling run, or as crash recovery — before the calling run's loop goes on; a child that
@@ -85,9 +89,12 @@ async def run_child(
         if delegation is not None and options is not None:
             await delegation.record_child(context.tool_call_id, {**link, "run_id": run_id})
         result = await _start(agent, session, message, context, run_id, options, inherited)
-    if result.status == "suspended":
+    stopped = result.status == "succeeded" and result.stop_reason == "host_policy"
+    if result.status == "suspended" or stopped:
         version = result.run_state.version if result.run_state is not None else 0
-        raise ChildRunSuspended({**link, "run_id": result.run_id}, result.interruption, version)
+        raise ChildRunSuspended(
+            {**link, "run_id": result.run_id}, result.interruption, version, stopped=stopped
+        )
     return result
 
 
@@ -105,7 +112,11 @@ async def _start(
         config,
         session.metadata,
         [message],
-        RunOptions(parent=context, run_state=options if inherited else None),
+        RunOptions(
+            parent=context,
+            run_state=options if inherited else None,
+            turn_policy=_inherited_policy(context),
+        ),
     )
     return await start_leg(session.state, config, plan, run_id=run_id)
 
@@ -155,7 +166,15 @@ async def _continue(
             raise ChildRunSuspended(link, interruption, record.version)
     elif status not in ("running", "succeeded"):
         raise AgentRunStateError(f"child run {run_id} is {status}; its call cannot be answered")
-    return await resume_agent_run(session, run_id, parent=context, **extra)
+    return await resume_agent_run(
+        session, run_id, parent=context, turn_policy=_inherited_policy(context), **extra
+    )
+
+
+def _inherited_policy(context: ToolExecutionContext) -> Any:
+    """The calling run's turn policy as its child inherits it (durable calling runs only)."""
+    run = context.run
+    return run.turn_policy if isinstance(run, RunDelegation) else None
 
 
 async def _stored_result(session: AgentSession, state: Mapping[str, Any]) -> RunResult:

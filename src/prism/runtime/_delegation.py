@@ -61,8 +61,11 @@ class ChildRunSuspended(PrismError):
 
     Attributes:
         link: ``{"agent", "session_id", "run_id"}`` of the child run.
-        interruption: The child's ``AgentRunInterruption``.
+        interruption: The child's ``AgentRunInterruption`` (``None`` when it stopped).
         version: The child's stored checkpoint version.
+        stopped: The child stopped on the calling run's turn policy (a continuable
+            ``host_policy`` stop) instead of suspending: the calling run stops at its next
+            boundary the same way.
     """
 
     code = ERR_PRISM_DELEGATION_SUSPENDED
@@ -70,11 +73,14 @@ class ChildRunSuspended(PrismError):
         "a child run is suspended; the calling run needs durable run state to wait for it"
     )
 
-    def __init__(self, link: dict[str, Any], interruption: Any, version: int) -> None:
+    def __init__(
+        self, link: dict[str, Any], interruption: Any, version: int, *, stopped: bool = False
+    ) -> None:
         super().__init__(None)
         self.link = link
         self.interruption = interruption
         self.version = version
+        self.stopped = stopped
 
 
 class ChildRuns(Protocol):
@@ -83,6 +89,11 @@ class ChildRuns(Protocol):
     @property
     def run_state(self) -> Any:
         """The calling run's ``RunStateOptions`` (a child agent without its own inherits them)."""
+        ...
+
+    @property
+    def turn_policy(self) -> Any:
+        """The turn policy child runs inherit (its ``stop`` callback), else ``None``."""
         ...
 
     def recorded_child(self, tool_call_id: str, /) -> dict[str, Any] | None:
@@ -152,6 +163,12 @@ class RunDelegation:
         """The run's durable options (``RunStateOptions``), else ``None``."""
         children = self._children
         return None if children is None else children.run_state
+
+    @property
+    def turn_policy(self) -> Any:
+        """The turn policy a child run inherits (the ``stop`` callback of a durable run's)."""
+        children = self._children
+        return None if children is None else children.turn_policy
 
     def recorded_child(self, tool_call_id: str, /) -> dict[str, Any] | None:
         """The child run recorded for ``tool_call_id`` when the resumed run replays it."""

@@ -40,6 +40,7 @@ from prism.runtime._run_state import (
     RunStateOptions,
 )
 from prism.runtime.context import RunContext
+from prism.runtime.turn_policy import TurnPolicy, TurnPolicyStop
 from prism.types import (
     ErrorInfo,
     GuardrailRecord,
@@ -53,6 +54,9 @@ from prism.types import (
 
 __all__ = ["DurableDriver"]
 
+CHILD_STOPPED = "a child run stopped on the turn policy"
+"""``stop_detail`` of a run stopped because its agent tool's child run stopped on the inherited
+turn policy (the child is continued with the run)."""
 INPUT_GUARDRAIL_REASON = "Input requires approval"
 """Interruption reason of an input-guardrail suspension without a guard reason."""
 
@@ -163,8 +167,12 @@ class DurableDriver:
 
     async def approval_hook(self, turn: int) -> None:
         """At the turn boundary, before the turn is charged: an open approval round suspends the
-        run before the next request."""
-        if self.run.has_open_round:
+        run before the next request; a round whose only open calls are child runs that stopped
+        on the turn policy stops the run the same way (``host_policy``, the calls kept)."""
+        run = self.run
+        if run.has_open_round:
+            if run.stopped_round:
+                raise TurnPolicyStop("host_policy", CHILD_STOPPED, turn)
             raise await self.suspend_round()
 
     async def checkpoint_hook(self, turn: int) -> None:
@@ -229,6 +237,13 @@ class DurableDriver:
         """The run's durable options (a child agent without its own inherits them)."""
         return self.options
 
+    @property
+    def turn_policy(self) -> TurnPolicy | None:
+        """The ``stop`` callback of the leg's turn policy, as child runs inherit it (a host
+        stopping this run stops its children at their next boundary too)."""
+        policy = self.ctx.plan.turn_policy
+        return None if policy is None or policy.stop is None else TurnPolicy(stop=policy.stop)
+
     def recorded_child(self, tool_call_id: str, /) -> dict[str, Any] | None:
         """The child run recorded for a call this resumed leg replays, else ``None``."""
         entry = self.run.child_entry(tool_call_id)
@@ -271,7 +286,7 @@ class DurableDriver:
         the next boundary, with the child's pending decisions), and gets no row now."""
         interruption = signal.interruption
         pending = getattr(interruption, "pending_decisions", ())
-        self.run.open_delegation(call, signal.link, pending)
+        self.run.open_delegation(call, signal.link, pending, signal.stopped)
         return ToolResult(tool_call_id=call.id, name=call.name, metadata={"approval_pending": True})
 
     async def _mark(self, call: ToolCallContent) -> None:
@@ -408,12 +423,13 @@ class DurableDriver:
         """
         run = self.run
         try:
-            if stop_reason == "host_policy":
+            if stop_reason == "host_policy":  # child runs stopped with it stay pending
                 return await run.write(
                     "succeeded",
                     **self._frame(),
                     loop_state=self._snapshot(),
                     stop_reason="host_policy",
+                    pending_calls=run.open_pending_calls(),
                 )
             if run.version == 0:
                 return None

@@ -81,6 +81,8 @@ class _Entry:
     call ambiguous."""
     child_pending: tuple[PendingDecision, ...] = ()
     """The suspended child's pending decisions, tagged with ``subagent``."""
+    stopped: bool = False
+    """The child run stopped on the (inherited) turn policy rather than suspending."""
 
     def to_json(self) -> dict[str, Any]:
         call_json = self.call_json
@@ -152,33 +154,10 @@ class DurableRun:
     """
 
     __slots__ = (
-        "_base",
-        "_base_bytes",
-        "_entries",
-        "_gated",
-        "_gated_calls",
-        "_gates",
-        "_marked",
-        "_stray",
-        "_model",
-        "approvals",
-        "_names",
-        "_open",
-        "_replaying",
-        "checkpoints",
-        "gating",
-        "loop_state",
-        "options",
-        "ownership",
-        "redactor",
-        "resume",
-        "run_id",
-        "session_id",
-        "state",
-        "steers",
-        "sticky",
-        "stop_reason",
-        "version",
+        "_base", "_base_bytes", "_entries", "_gated", "_gated_calls", "_gates", "_marked",
+        "_stray", "_model", "approvals", "_names", "_open", "_replaying", "checkpoints", "gating",
+        "loop_state", "options", "ownership", "redactor", "resume", "run_id", "session_id",
+        "state", "steers", "sticky", "stop_reason", "version",
     )
 
     def __init__(
@@ -492,14 +471,24 @@ class DurableRun:
         """The entry recording ``call_id``'s dispatch (replayed or marked), else ``None``."""
         return self._replaying.get(call_id) or self._marked.get(call_id)
 
+    @property
+    def stopped_round(self) -> bool:
+        """The open round holds only child runs that stopped on the turn policy."""
+        return bool(self._open) and all(e.stopped for e in self._open)
+
     def open_delegation(
-        self, call: ToolCallContent, link: dict[str, Any], pending: Sequence[PendingDecision]
+        self,
+        call: ToolCallContent,
+        link: dict[str, Any],
+        pending: Sequence[PendingDecision],
+        stopped: bool,
     ) -> None:
-        """``call`` started the child run ``link``, which suspended asking for ``pending``: the
-        call joins the open round (the run suspends on it at the next boundary)."""
+        """``call`` started the child run ``link``, which suspended asking for ``pending`` (or
+        ``stopped`` on the turn policy): the call joins the open round (the run suspends, or
+        stops, on it at the next boundary)."""
         entry = self.child_entry(call.id) or _Entry(call=call, approval_id=new_id("approval"))
         self._replaying.pop(call.id, None)
-        entry.status, entry.child = "dispatched", dict(link)
+        entry.status, entry.child, entry.stopped = "dispatched", dict(link), stopped
         tag = {k: str(link.get(k)) for k in ("agent", "session_id", "run_id")}
         tag["tool_call_id"] = call.id
         entry.child_pending = tuple(dataclasses.replace(p, subagent=tag) for p in pending)
