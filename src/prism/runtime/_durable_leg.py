@@ -401,7 +401,7 @@ class DurableDriver:
             ctx.history.append(message)
             await ctx.append_message(message)
             run.finish_replay(entry, call)
-        if run.steers:
+        if run.steers and not run.has_open_round:  # (a child suspended again: keep them)
             # Steers the suspension held: after the round's last result, never inside it.
             held = [Message.from_dict(m) for m in run.steers]
             await ctx.store_steers(held)
