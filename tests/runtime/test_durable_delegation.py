@@ -12,6 +12,7 @@ from runtime_support import MODEL, assert_provider_valid, run_collect
 
 from prism.errors import AgentDecisionError, AgentRunError
 from prism.events import SubagentEvent
+from prism.guardrails import Guardrail, GuardrailDecision, Guardrails
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
 from prism.runtime.agent import Agent, create_agent
@@ -349,3 +350,29 @@ async def test_a_turn_policy_stop_reaches_the_child_and_both_continue() -> None:
     row = done.messages[0].content[0]
     assert isinstance(row, ToolResultContent) and row.result == "child done"
     assert [p.call_count for p in providers] == [1, 1]  # each child turn requested once
+
+
+async def test_a_child_waiting_on_its_input_guardrail_is_approved_through_the_parent() -> None:
+    desk = Desk()
+    verdicts = ["interrupt", "interrupt"]
+
+    def review(context: Any) -> GuardrailDecision:
+        action = verdicts.pop(0) if verdicts else "allow"
+        return GuardrailDecision(action=action, reason="needs a human")  # type: ignore[arg-type]
+
+    def clerk(script: list[Any]) -> Agent:
+        return create_agent(
+            name="clerk", model=MODEL, provider=create_mock_provider(turns=script),
+            guardrails=Guardrails(input=(Guardrail(name="review", stage="input", evaluate=review),)),
+        )
+
+    lead = desk.lead([_turn(("p1", "clerk", {"input": "check this"}))], [clerk([])])
+    first = await lead.create_session().run("go")
+    assert first.status == "suspended" and first.interruption is not None
+    assert first.interruption.kind == "input_guardrail"
+    assert first.interruption.pending_decisions == ()
+    lead = desk.lead([_text("done")], [clerk([_text("checked")])])
+    done = await resume_agent_run(lead, first.run_id, decision="approve")
+    assert done.status == "succeeded"
+    row = done.messages[0].content[0]
+    assert isinstance(row, ToolResultContent) and row.result == "checked"

@@ -464,8 +464,10 @@ class DurableRun:
         its suspended child runs (none for a child waiting on its input guardrail)."""
         decisions = [e.pending for e in self._open if e.pending is not None]
         decisions += [p for e in self._open for p in e.child_pending]
-        reason = None if decisions else "a child run is waiting for an approval of its input"
-        return round_interruption(decisions, self._names, reason)
+        if not decisions:  # decision="approve" approves the child's input
+            reason = "a child run is waiting for an approval of its input"
+            return AgentRunInterruption(kind="input_guardrail", reason=reason)
+        return round_interruption(decisions, self._names)
 
     def child_entry(self, call_id: str) -> _Entry | None:
         """The entry recording ``call_id``'s dispatch (replayed or marked), else ``None``."""
