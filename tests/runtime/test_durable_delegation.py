@@ -376,3 +376,20 @@ async def test_a_child_waiting_on_its_input_guardrail_is_approved_through_the_pa
     assert done.status == "succeeded"
     row = done.messages[0].content[0]
     assert isinstance(row, ToolResultContent) and row.result == "checked"
+
+
+def test_the_cli_names_the_child_agent_of_a_pending_approval() -> None:
+    from prism.cli._approval_prompt import pending_text
+    from prism.runtime.durable import DecisionScope, PendingDecision
+
+    own = PendingDecision(
+        approval_id="a1", tool_call_id="k1", scope=DecisionScope(tool_name="pay"),
+        tool_name="pay", arguments='{"n": 7}',
+    )
+    child = PendingDecision(
+        approval_id="a2", tool_call_id="k2", scope=DecisionScope(tool_name="pay"),
+        tool_name="pay", arguments='{"n": 7}',
+        subagent={"tool_call_id": "p1", "agent": "clerk", "session_id": "s", "run_id": "r"},
+    )
+    assert pending_text(own, {}) == 'pay({"n": 7})'
+    assert pending_text(child, {}) == 'clerk → pay({"n": 7})'
