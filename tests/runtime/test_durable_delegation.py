@@ -5,6 +5,8 @@ resumed; its approvals are listed and answered on the calling run."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from prism.events import SubagentEvent
 from prism.guardrails import Guardrail, GuardrailDecision, Guardrails
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
+from prism.redaction import create_secret_redactor
 from prism.runtime.agent import Agent, create_agent
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, MemoryCheckpointStore
 from prism.runtime.durable import RunStateOptions, load_agent_run_state, resume_agent_run
@@ -393,3 +396,47 @@ def test_the_cli_names_the_child_agent_of_a_pending_approval() -> None:
     )
     assert pending_text(own, {}) == 'pay({"n": 7})'
     assert pending_text(child, {}) == 'clerk → pay({"n": 7})'
+
+
+async def test_the_resumed_child_reports_to_the_parent_and_keeps_the_parents_secrets() -> None:
+    secret = "sk-parent-7777777777"
+    desk = Desk()
+
+    def lead_agent(turns: list[Any], child_turns: list[Any]) -> Agent:
+        return create_agent(
+            name="lead", model=MODEL, provider=create_mock_provider(turns=turns),
+            tools=[desk.child("clerk", child_turns).as_tool()], store=desk.store,
+            run_state=RunStateOptions(desk.checkpoints, "v1"),
+            redactor=create_secret_redactor([secret]),
+        )
+
+    first = await lead_agent(
+        [_turn(("p1", "clerk", {"input": f"pay with {secret}"}))],
+        [_turn(("k1", "pay", {"n": 1, "note": secret}))],
+    ).create_session().run("go")
+    assert first.interruption is not None
+    (pending,) = first.interruption.pending_decisions
+    assert pending.arguments is not None and secret not in pending.arguments
+    for run_id in (first.run_id, pending.subagent["run_id"] if pending.subagent else ""):
+        record = await desk.checkpoints.load_checkpoint(namespace=AGENT_RUN_NAMESPACE, key=run_id)
+        assert record is not None and secret not in json.dumps(record.value)
+
+    session = lead_agent([_text("done")], [_text("paid")]).create_session(first.session_id)
+    subscription = session.subscribe()
+    seen: list[Any] = []
+
+    async def watch() -> None:
+        async for event in subscription:
+            seen.append(event)
+
+    watcher = asyncio.ensure_future(watch())
+    done = await resume_agent_run(
+        session, first.run_id,
+        decisions=[{"approval_id": pending.approval_id, "outcome": "reject_once"}],
+    )
+    await asyncio.wait_for(watcher, 5)
+    assert done.status == "succeeded" and desk.ran == []
+    child_events = [e.event.type for e in seen if isinstance(e, SubagentEvent)]
+    assert child_events[:2] == ["agent_started", "agent_resumed"]
+    assert child_events[-1] == "agent_finished"
+    assert secret not in json.dumps([e.to_dict() for e in seen])
