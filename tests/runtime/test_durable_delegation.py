@@ -440,3 +440,20 @@ async def test_the_resumed_child_reports_to_the_parent_and_keeps_the_parents_sec
     assert child_events[:2] == ["agent_started", "agent_resumed"]
     assert child_events[-1] == "agent_finished"
     assert secret not in json.dumps([e.to_dict() for e in seen])
+
+
+async def test_a_child_with_run_state_of_its_own_is_approved_through_the_parent() -> None:
+    desk = Desk()
+    lead = desk.lead(
+        [_turn(("p1", "clerk", {"input": "pay"}))],
+        [desk.child("clerk", [_turn(("k1", "pay", {"n": 3}))], durable=True)],
+    )
+    first = await lead.create_session().run("go")
+    assert first.interruption is not None
+    (pending,) = first.interruption.pending_decisions
+    assert pending.subagent is not None
+    child_state = (await load_agent_run_state(desk.checkpoints, run_id=pending.subagent["run_id"])).state
+    assert child_state["definition_revision"] == "child-v1"
+    lead = desk.lead([_text("done")], [desk.child("clerk", [_text("paid")], durable=True)])
+    done = await resume_agent_run(lead, first.run_id, decision="approve")
+    assert done.status == "succeeded" and desk.ran == [("pay", {"n": 3})]

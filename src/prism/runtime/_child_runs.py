@@ -34,7 +34,11 @@ from typing import Any
 from prism._util import new_id
 from prism.errors import AgentRunStateError
 from prism.runtime._delegation import ChildRunSuspended, RunDelegation
-from prism.runtime._run_state import AgentRunInterruption, RunStateOptions
+from prism.runtime._run_state import (
+    AgentRunInterruption,
+    RunStateOptions,
+    coerce_run_state_options,
+)
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
 from prism.runtime.durable import resume_agent_run
 from prism.runtime.leg import start_leg
@@ -51,9 +55,9 @@ def child_options(agent: Any, run: object) -> tuple[RunStateOptions | None, bool
     """The child's durable options and whether they are inherited: its own ``run_state``, else
     the calling run's when that run is durable and the child agent has an id or a name."""
     config = agent.config
-    own = config.run_state
+    own = coerce_run_state_options(config.run_state, label="agent run_state")
     if own is not None:
-        return (own if isinstance(own, RunStateOptions) else RunStateOptions(**own)), False
+        return own, False
     inherited = run.run_state if isinstance(run, RunDelegation) else None
     if inherited is None or not (config.id or config.name):
         return None, False

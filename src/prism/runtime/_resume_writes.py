@@ -23,6 +23,7 @@ from prism.runtime._run_state import (
     AgentRunState,
     PendingDecision,
     RunStateOptions,
+    coerce_run_state_options,
 )
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
 from prism.store import SessionEntry, new_session_entry, read_branch
@@ -411,10 +412,8 @@ async def check_child(
             run (``resolve_ambiguous_call(store, <child run id>, ...)``) and resume again.
     """
     config = agent.config
-    own = config.run_state
-    options = parent_options
-    if own is not None:
-        options = own if isinstance(own, RunStateOptions) else RunStateOptions(**own)
+    own = coerce_run_state_options(config.run_state, label="agent run_state")
+    options = own if own is not None else parent_options
     run_id = str(link["run_id"])
     record = await options.checkpoints.load_checkpoint(namespace=AGENT_RUN_NAMESPACE, key=run_id)
     if record is None:
@@ -451,10 +450,8 @@ async def deny_children(
         if agent is None:
             continue
         config = agent.config
-        own = config.run_state
-        child_options = options
-        if own is not None:
-            child_options = own if isinstance(own, RunStateOptions) else RunStateOptions(**own)
+        own = coerce_run_state_options(config.run_state, label="agent run_state")
+        child_options = own if own is not None else options
         run_id = str(link["run_id"])
         record = await child_options.checkpoints.load_checkpoint(
             namespace=AGENT_RUN_NAMESPACE, key=run_id
