@@ -113,8 +113,8 @@ ERR_PRISM_REDACTED = "ERR_PRISM_REDACTED"
 ERR_PRISM_ENGINE_VERSION = "ERR_PRISM_ENGINE_VERSION"
 ERR_PRISM_RUN_AMBIGUOUS = "ERR_PRISM_RUN_AMBIGUOUS"
 ERR_PRISM_DELEGATION_SUSPENDED = "ERR_PRISM_DELEGATION_SUSPENDED"
-"""Reserved: nested runs are out of scope; an exception carrying it counts as a suspension
-signal in tool dispatch."""
+"""A child run started by a tool call (an agent tool) suspended, so the calling run suspends too;
+an exception carrying it counts as a suspension signal in tool dispatch."""
 
 
 class _MultiCodeError(PrismError):
@@ -408,11 +408,12 @@ class AgentRunStateError(PrismError):
     """Durable preflight, envelope or resume failure. Code ``ERR_PRISM_AGENT_RUN_STATE``.
 
     ``calls``: an ambiguity report's ``(tool_call_id, tool_name)`` pairs (as
-    :class:`RunAmbiguousError`'s), else ``()``."""
+    :class:`RunAmbiguousError`'s), else ``()``; ``run_id``: the run they belong to, else ``None``."""
 
     code = ERR_PRISM_AGENT_RUN_STATE
     default_message = "Invalid agent run state"
     calls: tuple[tuple[str, str], ...] = ()
+    run_id: str | None = None
 
 
 class AgentLoopStateError(_MultiCodeError):

@@ -48,7 +48,14 @@ Usage::
     python _crash_worker.py once JOB_JSON  # run one job in this (fresh) interpreter
 
 A job: ``{"mode": "start" | "recover", "url", "schema", "session", "dir", "phase", "kill_at",
-"gated"}``.
+"gated", "delegated"}``.
+
+The ``delegated`` run (issue 16, durable delegation) is the same run whose turn 1 asks a child
+agent, ``helper`` (an agent tool, durable with the run's own run state), to record b; the child
+records it with its own call ``child_1`` over two turns of its own (``child-turns.log``; hook
+labels ``provider.request c<n>``). A recovery resumes only the parent: the parent's resume
+continues the child first; an ambiguous call of the child is reported by the parent's resume
+with the child's run id, and the operator repairs the child's envelope.
 ``serve`` answers each job with ``{"pid", "exit", "signal"}`` on stdout. Everything else goes to
 files in ``dir``: ``trace-<phase>.log``, ``turns.log``, ``effects.log``,
 ``snapshot-<phase>.json`` (a recover's view of the store before it acts), ``reports.log`` (each
@@ -115,6 +122,23 @@ SCRIPT: tuple[tuple[ProviderEvent, ...], ...] = (
     (provider_text_delta("all "), provider_text_delta("recorded"), provider_done()),
 )
 """Provider turns, 1-based by position; the last one ends the run."""
+
+CHILD_SESSION_SUFFIX = ".call_1b"
+"""The ``delegated`` run's child session is ``<parent run id>.call_1b`` (the agent tool's)."""
+DELEGATED_SCRIPT: tuple[tuple[ProviderEvent, ...], ...] = (
+    (
+        provider_tool_call("call_1a", "record", {"key": "a"}),
+        provider_tool_call("call_1b", "helper", {"input": "record b"}),
+        provider_done(),
+    ),
+    *SCRIPT[1:],
+)
+"""The ``delegated`` run: turn 1 records a itself and asks the ``helper`` agent to record b."""
+CHILD_SCRIPT: tuple[tuple[ProviderEvent, ...], ...] = (
+    (provider_tool_call("child_1", "record", {"key": "b"}), provider_done()),
+    (provider_text_delta("b "), provider_text_delta("recorded"), provider_done()),
+)
+"""The ``helper`` child run's turns: record b, then answer."""
 
 
 # --------------------------------------------------------------------------- kill points
@@ -228,26 +252,40 @@ class ScriptedProvider:
 
     id = "mock"
 
-    def __init__(self, killer: Killer, turns_log: Path) -> None:
+    def __init__(
+        self,
+        killer: Killer,
+        turns_log: Path,
+        script: tuple[tuple[ProviderEvent, ...], ...] = SCRIPT,
+        seed_assistants: int = SEED_ASSISTANTS,
+        label: str = "t",
+    ) -> None:
         self.killer = killer
         self.turns_log = turns_log
+        self.script = script
+        self.seed_assistants = seed_assistants
+        self.label = label
 
     def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         assistants = sum(1 for m in request.messages if m.role == "assistant")
-        turn = assistants - SEED_ASSISTANTS + 1
+        turn = assistants - self.seed_assistants + 1
         append_line(self.turns_log, f"{turn} {self.killer.phase}")
         return self._stream(turn)
 
     async def _stream(self, turn: int) -> AsyncIterator[ProviderEvent]:
-        self.killer.hit(f"provider.request t{turn}")
-        events = SCRIPT[turn - 1]
+        self.killer.hit(f"provider.request {self.label}{turn}")
+        events = self.script[turn - 1]
         yield events[0]
-        self.killer.hit(f"provider.stream t{turn}")
+        self.killer.hit(f"provider.stream {self.label}{turn}")
         for event in events[1:]:
             yield event
 
 
-def build_agent(store: Any, killer: Killer, directory: Path, *, gated: bool) -> Agent:
+def build_agent(
+    store: Any, killer: Killer, directory: Path, *, gated: bool, delegated: bool = False
+) -> Agent:
+    """The run's agent; ``delegated``: turn 1 asks the ``helper`` agent (an agent tool, durable
+    with the parent's run state) to record b, and the helper records it with its own call."""
     effects = directory / "effects.log"
 
     async def record(arguments: dict[str, Any], context: Any) -> Any:
@@ -258,21 +296,33 @@ def build_agent(store: Any, killer: Killer, directory: Path, *, gated: bool) -> 
         return {"recorded": arguments["key"]}
 
     checkpoints = HookedCheckpoints(store, killer)
+    record_tool = ToolDefinition(
+        name="record",
+        execute=record,
+        parameters={
+            "type": "object",
+            "properties": {"key": {"type": "string"}},
+            "required": ["key"],
+        },
+    )
+    tools = [record_tool]
+    if delegated:
+        helper = create_agent(
+            name="helper",
+            model=MODEL,
+            provider=ScriptedProvider(
+                killer, directory / "child-turns.log", CHILD_SCRIPT, 0, "c"
+            ),
+            tools=[record_tool],
+        )
+        tools.append(helper.as_tool(description="Records what it is asked to."))
     return create_agent(
         id=AGENT_ID,
         model=MODEL,
-        provider=ScriptedProvider(killer, directory / "turns.log"),
-        tools=[
-            ToolDefinition(
-                name="record",
-                execute=record,
-                parameters={
-                    "type": "object",
-                    "properties": {"key": {"type": "string"}},
-                    "required": ["key"],
-                },
-            )
-        ],
+        provider=ScriptedProvider(
+            killer, directory / "turns.log", DELEGATED_SCRIPT if delegated else SCRIPT
+        ),
+        tools=tools,
         store=HookedSessionStore(store, killer),
         run_state=RunStateOptions(
             checkpoints,
@@ -344,7 +394,12 @@ async def snapshot(store: Any, session_id: str) -> dict[str, Any]:
         "leaf_id": state.get("leaf_id"),
         "input": "input" in state,
         "pending": [
-            {"id": e["call"]["id"], "status": e["status"], "decided": "decision" in e}
+            {
+                "id": e["call"]["id"],
+                "status": e["status"],
+                "decided": "decision" in e,
+                "child": "child" in e,
+            }
             for e in state.get("pending_calls", [])
         ],
         "adoptable": stored_rows_after(
@@ -355,6 +410,35 @@ async def snapshot(store: Any, session_id: str) -> dict[str, Any]:
     leaf = state.get("leaf_id")
     if leaf is not None:
         out["branch"] = [project(e) for e in await store.read_branch(session_id, leaf)]
+    out["child"] = await child_snapshot(store, run_id)
+    return out
+
+
+async def child_snapshot(store: Any, run_id: str) -> dict[str, Any] | None:
+    """The ``delegated`` run's child as stored: its run, envelope view and recorded branch."""
+    child_session = run_id + CHILD_SESSION_SUFFIX
+    entries = await store.list(child_session)
+    child_run = last_run_id(entries)
+    if child_run is None:
+        return None
+    record = await store.load_checkpoint(namespace=AGENT_RUN_NAMESPACE, key=child_run)
+    out: dict[str, Any] = {"run_id": child_run, "session": child_session, "envelope": None}
+    out["branch"] = []
+    if record is None:
+        return out
+    state = record.value
+    pending = {e["call"]["id"] for e in state.get("pending_calls", [])}
+    out["envelope"] = {
+        "status": state["status"],
+        "input": "input" in state,
+        "pending": [
+            {"id": e["call"]["id"], "status": e["status"]} for e in state.get("pending_calls", [])
+        ],
+        "adoptable": stored_rows_after(entries, child_run, state.get("leaf_id"), pending),
+    }
+    if state.get("leaf_id") is not None:
+        branch = await store.read_branch(child_session, state["leaf_id"])
+        out["branch"] = [project(e) for e in branch]
     return out
 
 
@@ -396,17 +480,21 @@ async def approve_all(agent: Agent, result: RunResult) -> RunResult:
 async def start(job: dict[str, Any], store: Any, killer: Killer, directory: Path) -> dict[str, Any]:
     await seed(store, job["session"])
     killer.armed = True
-    agent = build_agent(store, killer, directory, gated=job.get("gated", True))
+    agent = build_agent(
+        store, killer, directory, gated=job.get("gated", True), delegated=job.get("delegated", False)
+    )
     session = agent.create_session(job["session"])
     result = await approve_all(agent, await session.run(PROMPT))
     return {"status": result.status, "leaf_id": result.leaf_id}
 
 
 async def resolve_ambiguity(
-    store: Any, run_id: str, session_id: str, directory: Path
+    store: Any, run_id: str, session_id: str | None, directory: Path
 ) -> list[dict[str, Any]]:
-    """The operator's repair of an envelope with a ``dispatched`` call (DUR-20, DUR-24)."""
+    """The operator's repair of an envelope with a ``dispatched`` call (DUR-20, DUR-24); the
+    run may be a child run the parent's resume named (its session is read from its envelope)."""
     loaded = await load_agent_run_state(store, run_id=run_id, session_id=session_id)
+    session_id = str(loaded.state["session_id"])
     state: dict[str, Any] = json.loads(json.dumps(loaded.state))
     effects_path = directory / "effects.log"
     effects = effects_path.read_text().split() if effects_path.exists() else []
@@ -459,7 +547,9 @@ async def recover(
     before = await snapshot(store, session_id)
     (directory / f"snapshot-{job['phase']}.json").write_text(json.dumps(before))
     killer.armed = True
-    agent = build_agent(store, killer, directory, gated=job.get("gated", True))
+    agent = build_agent(
+        store, killer, directory, gated=job.get("gated", True), delegated=job.get("delegated", False)
+    )
     run_id = before["run_id"]
     envelope = before["envelope"]
     out: dict[str, Any] = {"ambiguous": 0, "resolutions": [], "path": None}
@@ -493,7 +583,10 @@ async def recover(
                     raise
                 out["ambiguous"] += 1
                 append_line(directory / "reports.log", f"{job['phase']} ambiguous")
-                resolutions = await resolve_ambiguity(store, run_id, session_id, directory)
+                named = getattr(exc, "run_id", None) or run_id  # a child run's, when named
+                resolutions = await resolve_ambiguity(
+                    store, named, session_id if named == run_id else None, directory
+                )
                 for item in resolutions:
                     append_line(
                         directory / "reports.log",
@@ -535,6 +628,13 @@ async def run_job(job: dict[str, Any]) -> None:
             assert run_id is not None
             loaded = await load_agent_run_state(store, run_id=run_id)
             out["final"] = await final_view(store, job["session"], loaded.state.get("leaf_id"))
+            if job.get("delegated"):
+                child = await child_snapshot(store, run_id)
+                assert child is not None and child["envelope"] is not None
+                out["child"] = {
+                    "status": child["envelope"]["status"],
+                    **await final_view(store, child["session"], child["branch"][-1]["id"]),
+                }
         (directory / f"final-{phase}.json").write_text(json.dumps(out))
     finally:
         await store.aclose()

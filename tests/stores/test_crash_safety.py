@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import random
 import signal
 import sys
 from collections import Counter
@@ -73,6 +75,15 @@ EXPECTED_BRANCH: list[tuple[str, str, tuple[str, ...]]] = [
     ("assistant", "all recorded", ()),
 ]
 """The final branch: (role, text or the answered call id, tool call ids)."""
+DELEGATED_CALLS = ("call_1a", "child_1", "call_2")
+"""The side effects of the ``delegated`` run: call_1b is the agent tool, whose child records b."""
+EXPECTED_CHILD_BRANCH: list[tuple[str, str, tuple[str, ...]]] = [
+    ("user", "record b", ()),
+    ("assistant", "", ("child_1",)),
+    ("tool", "child_1", ()),
+    ("assistant", "b recorded", ()),
+]
+"""The final branch of the ``delegated`` run's child session."""
 
 CHAINED: tuple[tuple[int, ...], ...] = (
     (6, 3),
@@ -165,6 +176,7 @@ class Case:
     schema: str | None
     session: str
     gated: bool = True
+    delegated: bool = False
     outcomes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -190,6 +202,7 @@ class Case:
                     "phase": phase,
                     "kill_at": kill_at,
                     "gated": self.gated,
+                    "delegated": self.delegated,
                 }
             )
             self.outcomes.append(outcome)
@@ -308,9 +321,12 @@ def check_case(case: Case) -> list[str]:
     #    call only when its side effect did not happen), with approvals and without
     effect_lines = [line.split() for line in _read_lines(d / "effects.log")]
     effects = Counter(call for call, _ in effect_lines)
-    if effects != Counter(CALLS):
+    if effects != Counter(DELEGATED_CALLS if case.delegated else CALLS):
         problems.append(f"tool side effects {dict(effects)}")
+    if case.delegated:
+        problems += _child_problems(final.get("child"))
     turns = [tuple(map(int, line.split())) for line in _read_lines(d / "turns.log")]
+    child_turns = [tuple(map(int, line.split())) for line in _read_lines(d / "child-turns.log")]
     for phase, (mode, _) in enumerate(phases):
         if mode != "recover":
             continue
@@ -331,6 +347,15 @@ def check_case(case: Case) -> list[str]:
             problems.append(f"phase {phase}: turns {again} requested again ({done} were stored)")
         # -- a tool whose result was checkpointed never runs again
         answered = {e["result_for"] for e in recorded if "result_for" in e}
+        child = snap.get("child") if case.delegated else None
+        if child is not None:
+            # -- nor a completed turn of the child, nor a call the child's checkpoint answered
+            mine = [e for e in child["branch"] if e["run"] == child["run_id"]]
+            done = sum(1 for e in mine if e.get("role") == "assistant")
+            again = [t for t, p in child_turns if p >= phase and t <= done]
+            if again:
+                problems.append(f"phase {phase}: child turns {again} requested again")
+            answered |= {e["result_for"] for e in child["branch"] if "result_for" in e}
         rerun = [c for c, p in effect_lines if c in answered and int(p) >= phase]
         if rerun:
             problems.append(f"phase {phase}: checkpointed calls {rerun} ran again")
@@ -341,7 +366,9 @@ def check_case(case: Case) -> list[str]:
         #    envelope, and a kill right after the append resumes the run (DUR-7)
         if envelope is None and snap["run_id"] is not None:
             problems.append(f"phase {phase}: run {snap['run_id']} stored entries, no envelope")
-        if previous[2:4] == ["append.after", "user[text]"] and not (envelope or {}).get("input"):
+        # (the delegated run's child checkpoints its own input the same way)
+        inputs = envelope if child is None else child["envelope"]
+        if previous[2:4] == ["append.after", "user[text]"] and not (inputs or {}).get("input"):
             problems.append(f"phase {phase}: the appended input is not in the envelope")
         if envelope is None:
             # never durable: nothing irreversible may have happened before
@@ -357,14 +384,48 @@ def check_case(case: Case) -> list[str]:
         dispatched = [
             p["id"]
             for p in envelope["pending"]
-            if p["status"] == "dispatched" and p["id"] not in envelope["adoptable"]
+            if p["status"] == "dispatched"
+            and p["id"] not in envelope["adoptable"]
+            and not p.get("child")  # a call that started a child run resumes the child
         ]
+        child_envelope = None if child is None else child["envelope"]
+        if envelope["status"] == "running" and child_envelope is not None and any(
+            p.get("child") for p in envelope["pending"]
+        ):
+            # the parent's resume reports an ambiguous call of its recorded child run
+            if child_envelope["status"] == "running":
+                dispatched += [
+                    p["id"]
+                    for p in child_envelope["pending"]
+                    if p["status"] == "dispatched" and p["id"] not in child_envelope["adoptable"]
+                ]
         if bool(dispatched) != ambiguous:
             problems.append(f"phase {phase}: dispatched {dispatched}, reported={ambiguous}")
         # -- a crash inside a tool is always such a case, with approvals and without
         in_tool = previous[2:3] in (["tool.before"], ["tool.after"])
         if in_tool and previous[3] not in dispatched:
             problems.append(f"phase {phase}: crash in {previous[3]} is not reported")
+    return problems
+
+
+def _child_problems(child: dict[str, Any] | None) -> list[str]:
+    """The ``delegated`` run's child finished with exactly the expected transcript, each of its
+    calls answered once on every branch of its session."""
+    if child is None or child.get("status") != "succeeded":
+        return [f"child run did not succeed: {child}"]
+    problems = []
+    branch = child["branch"]
+    if [_shape(e) for e in branch] != EXPECTED_CHILD_BRANCH:
+        problems.append(f"child branch {[_shape(e) for e in branch]}")
+    problems += [f"child branch: {p}" for p in _answer_problems(branch, complete=True)]
+    everything = child["all"]
+    by_id = {e["id"]: e for e in everything}
+    parents = {e["parent"] for e in everything}
+    for leaf in (e for e in everything if e["id"] not in parents):
+        path = [leaf]
+        while path[-1]["parent"] is not None:
+            path.append(by_id[path[-1]["parent"]])
+        problems += [f"child branch to {leaf['id']}: {p}" for p in _answer_problems(path[::-1])]
     return problems
 
 
@@ -455,6 +516,63 @@ async def _crash_matrix(
     assert final is not None and final["path"] == "running", final
 
 
+DELEGATED_HOOK_POINTS = {False: 64, True: 84}
+"""Hook points of a clean ``delegated`` run, ungated and gated: the parent's with the agent
+tool's call instead of a plain one, and the child's (its provider turns, appends, checkpoint
+writes and tool); gated, every call of either agent waits for an approval the host gives at
+once (the child's through the parent)."""
+SEED = int(os.environ.get("PRISM_CRASH_SEED", "16"))
+"""Seed of the delegated run's random kill points (set ``PRISM_CRASH_SEED`` for others)."""
+
+
+async def _delegated_crash_cases(
+    tmp_path: Path,
+    url_for: Any,
+    schema: str | None,
+    runners: Any,
+    *,
+    singles: int,
+    chained: int,
+    gated: bool = False,
+) -> None:
+    """A parent run whose agent tool's child run records b, SIGKILLed at random hook points of
+    either agent (and some recoveries killed too), then resumed through the parent alone: both
+    runs finish with their exact transcripts, every side effect happened once, and no completed
+    provider turn of either agent is requested again."""
+
+    def case(kills: tuple[int, ...]) -> Case:
+        name = ("dg" if gated else "d") + ("clean" if not kills else "k" + "_".join(map(str, kills)))
+        directory = tmp_path / name
+        directory.mkdir()
+        return Case(
+            kills, directory, url_for(directory), schema, f"sess_{name}", gated, delegated=True
+        )
+
+    clean = case(())
+    await run_cases([clean], runners[:1])
+    assert check_case(clean) == []
+    points = _read_lines(clean.directory / "trace-0.log")
+    count = DELEGATED_HOOK_POINTS[gated]
+    assert len(points) == count, points
+    rng = random.Random(SEED)
+    child_points = [i + 1 for i, p in enumerate(points) if " c" in p or "child_1" in p]
+    picked = set(rng.sample(range(1, count + 1), min(singles, count)))
+    picked |= set(rng.sample(child_points, 4))  # some always land inside the child
+    cases = [case((k,)) for k in sorted(picked)]
+    # a recovery killed too (early enough that it still has that many hook points to meet)
+    cases += [case((rng.randint(1, 45), rng.randint(1, 12))) for _ in range(chained)]
+    await run_cases(cases, runners)
+    failures = {c.name: p for c in cases if (p := check_case(c))}
+    assert not failures, f"seed {SEED}: " + json.dumps(failures, indent=1)
+    killed = {label for c in cases for label in kill_labels(c)}
+    assert any(" c" in label or "child_1" in label for label in killed), killed
+    paths = Counter(
+        (_json(c.directory / f"final-{len(c.phases()) - 1}.json") or {}).get("path")
+        for c in cases
+    )
+    assert "running" in paths, paths
+
+
 # --------------------------------------------------------------------------- tests
 
 
@@ -475,6 +593,42 @@ async def test_db10_postgres_sigkill_at_every_hook_point_then_resume(
     async with fork_servers(SERVERS) as servers:
         for mode in (GATED, PLAIN):
             await _crash_matrix(tmp_path, lambda d: pg_url, pg_schema, servers, mode)
+
+
+async def test_delegated_sqlite_sigkill_at_random_points_of_parent_and_child(
+    tmp_path: Path,
+) -> None:
+    """Issue 16 on SQLite: a parent and its agent tool's child, killed at every hook point of
+    either (64) and, chained, at random points of the start and of a recovery (8)."""
+    async with fork_servers(SERVERS) as servers:
+        await _delegated_crash_cases(
+            tmp_path, lambda d: f"sqlite:///{d}/store.db", None, servers, singles=64, chained=8
+        )
+
+
+async def test_delegated_gated_sqlite_sigkill_at_random_points_of_parent_and_child(
+    tmp_path: Path,
+) -> None:
+    """Issue 16 on SQLite, every call of either agent gated (the child's approvals given through
+    the parent): killed at every hook point of either agent (84), and 10 random chained kills."""
+    async with fork_servers(SERVERS) as servers:
+        await _delegated_crash_cases(
+            tmp_path, lambda d: f"sqlite:///{d}/store.db", None, servers, singles=84, chained=10,
+            gated=True,
+        )
+
+
+async def test_delegated_postgres_sigkill_at_random_points_of_parent_and_child(
+    tmp_path: Path, pg_url: str, pg_schema: str
+) -> None:
+    """Issue 16 on PostgreSQL: 20 random hook points of either agent plus 4 in the child, and 4
+    random chained kills; all cases in one schema."""
+    store = await PostgresStore.connect(pg_url, schema=pg_schema, max_size=1)
+    await store.aclose()  # migrated before the workers start
+    async with fork_servers(SERVERS) as servers:
+        await _delegated_crash_cases(
+            tmp_path, lambda d: pg_url, pg_schema, servers, singles=20, chained=4
+        )
 
 
 @pytest.mark.parametrize(

@@ -126,12 +126,14 @@ def _shown(name: str, arguments: str) -> str:
 
 def pending_text(item: PendingDecision, calls: dict[str, ToolCallContent]) -> str:
     """``name({...arguments})`` of a pending decision: its own (redacted) arguments, else the
-    stored call's, else the tool name alone."""
+    stored call's, else the tool name alone; a child run's call is prefixed ``<agent> → ``."""
     name = item.tool_name or item.scope.tool_name or "tool"
+    child = item.subagent  # a child run's call (an agent tool's child waiting for it)
+    prefix = "" if child is None else f"{child.get('agent') or 'agent'} → "
     if item.arguments is not None:
-        return _shown(name, item.arguments)
+        return prefix + _shown(name, item.arguments)
     call = calls.get(item.tool_call_id)
-    return call_text(call) if call is not None else name
+    return prefix + (call_text(call) if call is not None else name)
 
 
 def waiting_lines(interruption: object, calls: dict[str, ToolCallContent]) -> list[str]:

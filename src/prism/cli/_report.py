@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from prism.cli._approval_prompt import call_text, stored_calls
+from prism.cli._approval_prompt import call_text, pending_text, stored_calls
 from prism.cli._exit_codes import (
     CONNECTION_ERROR_CODES,
     EXIT_BROKEN_PIPE,
@@ -207,7 +207,11 @@ class RunReport:
                 calls = await stored_calls(session)
                 for item in interruption.pending_decisions:
                     call = calls.get(item.tool_call_id)
-                    shown = call_text(call) if call is not None else str(item.scope.tool_name)
+                    shown = (
+                        call_text(call)
+                        if call is not None and item.subagent is None
+                        else pending_text(item, calls)
+                    )
                     self.renderer.notice(f"⏸ {self.redact(shown)} needs approval")
             code = EXIT_INTERRUPTED if self.interrupts.count else EXIT_SUSPENDED
             self.renderer.notice(_waiting(run_id))

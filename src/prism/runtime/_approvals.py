@@ -189,18 +189,23 @@ def apply_decisions(
         for e in entries
         if e.get("decision") is None and e.get("status") == "ready"
     }
+    forward = _ChildDecisions(entries, pending_by_id)
     sticky: list[dict[str, Any]] = [dict(s) for s in state.get("sticky_decisions", [])]
     if decisions is None:
         for entry in undecided.values():
             entry["decision"] = RunDecision(entry["approval_id"], "allow_once").to_dict()
+        forward.approve_all()
         return _Applied(entries, sticky, [])
     for item in decisions:
-        if item.approval_id not in undecided:
+        if item.approval_id not in undecided and not forward.pending(item.approval_id):
             raise decision_error(
                 "ERR_PRISM_DECISION_UNKNOWN", f"approval_id {item.approval_id} is not pending"
             )
     decided_at = now_iso()
     for item in decisions:
+        if forward.pending(item.approval_id):
+            forward.add(item)  # a child run's approval: forwarded to the child's resume
+            continue
         entry = undecided[item.approval_id]
         call = ToolCallContent.from_dict(entry["call"])
         modified = item.modified_arguments if item.outcome in ALLOWING else None
@@ -235,7 +240,56 @@ def apply_decisions(
         for e in entries
         if e.get("decision") is None and e.get("status") == "ready"
     ]
-    return _Applied(entries, sticky, remaining)
+    return _Applied(entries, sticky, remaining + forward.remaining())
+
+
+class _ChildDecisions:
+    """The pending decisions of suspended child runs (``subagent`` set) and the decisions an
+    operator gave for them, kept in the calling run's entry of the call that started the child
+    (``child["decisions"]``, each child approval decided once) and forwarded to the child's
+    resume, which checks them against the child's own tools."""
+
+    def __init__(
+        self, entries: list[dict[str, Any]], pending_by_id: Mapping[str, PendingDecision]
+    ) -> None:
+        self.children: dict[str, dict[str, Any]] = {}
+        for entry in entries:
+            if entry.get("child") is not None:
+                entry["child"] = child = dict(entry["child"])
+                child["decisions"] = list(child.get("decisions") or ())
+                self.children[entry["call"]["id"]] = child
+        decided = {d["approval_id"] for c in self.children.values() for d in c["decisions"]}
+        self.open: dict[str, PendingDecision] = {
+            approval_id: pending
+            for approval_id, pending in pending_by_id.items()
+            if pending.subagent is not None
+            and pending.subagent.get("tool_call_id") in self.children
+            and approval_id not in decided
+        }
+
+    def pending(self, approval_id: str) -> bool:
+        return approval_id in self.open
+
+    def add(self, item: RunDecision) -> None:
+        if item.modified_arguments is not None:
+            raise decision_error(
+                "ERR_PRISM_DECISION_INVALID",
+                f"approval {item.approval_id} is a child run's: modified_arguments are not "
+                "forwarded to a child run (decide it on the child run itself)",
+            )
+        pending = self.open.pop(item.approval_id)
+        assert pending.subagent is not None
+        self.children[pending.subagent["tool_call_id"]]["decisions"].append(item.to_dict())
+
+    def approve_all(self) -> None:
+        for approval_id in list(self.open):
+            self.add(RunDecision(approval_id, "allow_once"))
+        for child in self.children.values():
+            if not child["decisions"]:  # a child waiting on its input guardrail
+                child["decision"] = "approve"
+
+    def remaining(self) -> list[PendingDecision]:
+        return list(self.open.values())
 
 
 def check_bound_arguments(state: Mapping[str, Any]) -> None:

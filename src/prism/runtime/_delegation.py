@@ -11,13 +11,22 @@ A run gives each tool call a :class:`RunDelegation` as ``context.run`` (the
   usage joins the parent's;
 * emits each of its events, after redaction, on the parent wrapped in a ``SubagentEvent``;
 * aborts with the parent's signal.
+
+Durable delegation: the run also lends the child its durable side (:class:`ChildRuns`, the
+parent's ``DurableDriver``). An agent tool records the child's run id in the parent's pending call
+before the child starts (:meth:`RunDelegation.record_child`), finds the recorded child of a call a
+resumed parent replays (:meth:`RunDelegation.recorded_child`), and raises
+:class:`ChildRunSuspended` when the child suspends, which suspends the parent on the child's
+approvals.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
+from weakref import WeakKeyDictionary
 
+from prism.errors import ERR_PRISM_DELEGATION_SUSPENDED, PrismError
 from prism.events import AgentEvent, SubagentEvent
 from prism.limits import RunLimitTracker
 from prism.redaction import SecretRedactor
@@ -26,11 +35,15 @@ from prism.usage import UsageAccumulator
 
 __all__ = [
     "PARENT_RUN_KEY",
+    "ChildRunSuspended",
+    "ChildRuns",
     "RunDelegation",
+    "child_agent",
     "child_forward",
     "child_redactor",
     "parent_link",
     "parent_run",
+    "register_child_agent",
 ]
 
 _T = TypeVar("_T")
@@ -39,6 +52,58 @@ PARENT_RUN_KEY: Final = "parent_run"
 """Metadata key of a child run's link to its parent: ``{"session_id", "run_id",
 "tool_call_id"}`` (in the child's run metadata, and in the metadata of its stored input when an
 agent tool started it)."""
+
+
+class ChildRunSuspended(PrismError):
+    """A child run started by a tool call suspended (an approval, an input guardrail): the
+    calling run suspends too. Code ``ERR_PRISM_DELEGATION_SUSPENDED``; a suspension signal in tool
+    dispatch (no result row is written for the call).
+
+    Attributes:
+        link: ``{"agent", "session_id", "run_id"}`` of the child run.
+        interruption: The child's ``AgentRunInterruption`` (``None`` when it stopped).
+        version: The child's stored checkpoint version.
+        stopped: The child stopped on the calling run's turn policy (a continuable
+            ``host_policy`` stop) instead of suspending: the calling run stops at its next
+            boundary the same way.
+    """
+
+    code = ERR_PRISM_DELEGATION_SUSPENDED
+    default_message = (
+        "a child run is suspended; the calling run needs durable run state to wait for it"
+    )
+
+    def __init__(
+        self, link: dict[str, Any], interruption: Any, version: int, *, stopped: bool = False
+    ) -> None:
+        super().__init__(None)
+        self.link = link
+        self.interruption = interruption
+        self.version = version
+        self.stopped = stopped
+
+
+class ChildRuns(Protocol):
+    """The durable side of a calling run, as its agent tools need it (``DurableDriver``)."""
+
+    @property
+    def run_state(self) -> Any:
+        """The calling run's ``RunStateOptions`` (a child agent without its own inherits them)."""
+        ...
+
+    @property
+    def turn_policy(self) -> Any:
+        """The turn policy child runs inherit (its ``stop`` callback), else ``None``."""
+        ...
+
+    def recorded_child(self, tool_call_id: str, /) -> dict[str, Any] | None:
+        """The child run recorded for a call the resumed run replays, else ``None``."""
+        ...
+
+    async def record_child(self, tool_call_id: str, link: dict[str, Any], /) -> None:
+        """Record ``link`` in the call's pending entry (written at once when the call's
+        dispatch is recorded in the envelope)."""
+        ...
 
 
 class RunDelegation:
@@ -51,9 +116,10 @@ class RunDelegation:
         tracker: The run's limit tracker.
         accumulator: The run's usage sum.
         emit: The run's ``emit``.
+        children: The run's durable side (a durable run), else ``None``.
     """
 
-    __slots__ = ("_accumulator", "_emit", "_redactor", "_store", "_tracker")
+    __slots__ = ("_accumulator", "_children", "_emit", "_redactor", "_store", "_tracker")
 
     def __init__(
         self,
@@ -62,7 +128,9 @@ class RunDelegation:
         tracker: RunLimitTracker,
         accumulator: UsageAccumulator,
         emit: Callable[[AgentEvent], None],
+        children: ChildRuns | None = None,
     ) -> None:
+        self._children = children
         self._redactor = redactor
         self._store = store
         self._tracker = tracker
@@ -89,6 +157,30 @@ class RunDelegation:
     def store(self) -> object:
         """The run's session store."""
         return self._store
+
+    @property
+    def run_state(self) -> Any:
+        """The run's durable options (``RunStateOptions``), else ``None``."""
+        children = self._children
+        return None if children is None else children.run_state
+
+    @property
+    def turn_policy(self) -> Any:
+        """The turn policy a child run inherits (the ``stop`` callback of a durable run's)."""
+        children = self._children
+        return None if children is None else children.turn_policy
+
+    def recorded_child(self, tool_call_id: str, /) -> dict[str, Any] | None:
+        """The child run recorded for ``tool_call_id`` when the resumed run replays it."""
+        children = self._children
+        return None if children is None else children.recorded_child(tool_call_id)
+
+    async def record_child(self, tool_call_id: str, link: dict[str, Any], /) -> None:
+        """Record the child run ``link`` in the run's pending entry of ``tool_call_id`` before
+        the child starts (no-op for a run that is not durable)."""
+        children = self._children
+        if children is not None:
+            await children.record_child(tool_call_id, link)
 
     def charge_turn(self) -> None:
         """Charge one turn to the run's budget (raises ``RunLimitExceeded``)."""
@@ -187,3 +279,18 @@ def child_forward(
         forward(event, tool_call_id=tool_call_id, agent=agent, session_id=session_id, run_id=run_id)
 
     return emit
+
+
+_CHILD_AGENTS: WeakKeyDictionary[Callable[..., Any], Any] = WeakKeyDictionary()
+"""The agent of each agent tool, by its ``execute`` (what a resume checks a child run with)."""
+
+
+def register_child_agent(execute: Callable[..., Any], agent: Any) -> None:
+    """Remember that the tool whose ``execute`` is ``execute`` runs ``agent``."""
+    _CHILD_AGENTS[execute] = agent
+
+
+def child_agent(tool: object) -> Any:
+    """The agent an agent tool runs, else ``None`` (another tool, or ``None``)."""
+    execute = getattr(tool, "execute", None)
+    return None if execute is None else _CHILD_AGENTS.get(execute)

@@ -9,13 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from prism.runtime._delegation import ChildRuns, ChildRunSuspended
 from prism.types import ToolCallContent, ToolDefinition, ToolExecutionContext, ToolResult
 
 __all__ = ["DurableGate"]
 
 
-class DurableGate(Protocol):
+class DurableGate(ChildRuns, Protocol):
     """The durable run's part in tool dispatch; see ``DurableDriver``."""
+
+    def delegated(self, call: ToolCallContent, signal: ChildRunSuspended) -> ToolResult:
+        """The answer of a call whose child run suspended (the run suspends on it)."""
+        ...
 
     def gate_round(self, calls: tuple[ToolCallContent, ...]) -> None:
         """Record a tool round's calls in the open gated round."""

@@ -29,6 +29,7 @@ from typing import Any
 from prism.errors import AgentLoopStateError, AgentRunSuspended
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
 from prism.runtime._approvals import rejection_result
+from prism.runtime._delegation import ChildRunSuspended, child_agent
 from prism.runtime._durable_run import DurableRun, ResumePoint
 from prism.runtime._envelope import (
     loop_state_of,
@@ -39,6 +40,7 @@ from prism.runtime._run_state import (
     RunStateOptions,
 )
 from prism.runtime.context import RunContext
+from prism.runtime.turn_policy import TurnPolicy, TurnPolicyStop
 from prism.types import (
     ErrorInfo,
     GuardrailRecord,
@@ -52,6 +54,9 @@ from prism.types import (
 
 __all__ = ["DurableDriver"]
 
+CHILD_STOPPED = "a child run stopped on the turn policy"
+"""``stop_detail`` of a run stopped because its agent tool's child run stopped on the inherited
+turn policy (the child is continued with the run)."""
 INPUT_GUARDRAIL_REASON = "Input requires approval"
 """Interruption reason of an input-guardrail suspension without a guard reason."""
 
@@ -162,8 +167,12 @@ class DurableDriver:
 
     async def approval_hook(self, turn: int) -> None:
         """At the turn boundary, before the turn is charged: an open approval round suspends the
-        run before the next request."""
-        if self.run.has_open_round:
+        run before the next request; a round whose only open calls are child runs that stopped
+        on the turn policy stops the run the same way (``host_policy``, the calls kept)."""
+        run = self.run
+        if run.has_open_round:
+            if run.stopped_round:
+                raise TurnPolicyStop("host_policy", CHILD_STOPPED, turn)
             raise await self.suspend_round()
 
     async def checkpoint_hook(self, turn: int) -> None:
@@ -218,8 +227,67 @@ class DurableDriver:
         if run.needs_backstop(call):
             run.open_backstop(call)
             raise await self.suspend_round()
-        if self.marks:
+        if self.marks and child_agent(tool) is None:  # an agent tool marks with its child
             await self._mark(call)
+
+    # ----------------------------------------------------------------- child runs
+
+    @property
+    def run_state(self) -> RunStateOptions:
+        """The run's durable options (a child agent without its own inherits them)."""
+        return self.options
+
+    @property
+    def turn_policy(self) -> TurnPolicy | None:
+        """The ``stop`` callback of the leg's turn policy, as child runs inherit it (a host
+        stopping this run stops its children at their next boundary too)."""
+        policy = self.ctx.plan.turn_policy
+        return None if policy is None or policy.stop is None else TurnPolicy(stop=policy.stop)
+
+    def recorded_child(self, tool_call_id: str, /) -> dict[str, Any] | None:
+        """The child run recorded for a call this resumed leg replays, else ``None``."""
+        entry = self.run.child_entry(tool_call_id)
+        return None if entry is None or entry.child is None else dict(entry.child)
+
+    async def record_child(self, tool_call_id: str, link: dict[str, Any], /) -> None:
+        """Record the child run ``link`` in the call's pending entry before the child starts.
+
+        Written at once when the call's dispatch is recorded (a replayed call, or the dispatch
+        marking of an ``every-turn`` run), so a crash resumes the child instead of reporting
+        the call ambiguous; otherwise the link joins the envelope when the child suspends.
+        """
+        run = self.run
+        open_calls = self.ctx.open_calls
+        call = open_calls.get(tool_call_id)
+        if self.marks and call is not None and run.child_entry(tool_call_id) is None:
+            run.mark_dispatched(call, open_calls)  # one write: dispatched, with the child
+        entry = run.child_entry(tool_call_id)
+        if entry is None:
+            return
+        entry.status, entry.child = "dispatched", dict(link)
+        if entry in run.replay_entries():
+            pending = run.replay_pending_calls()
+            await run.write("running", **self._frame(), loop_state=run.loop_state,
+                            pending_calls=pending)
+            return
+        lock = self._mark_lock
+        if lock is None:
+            lock = self._mark_lock = asyncio.Lock()
+        async with lock:
+            await run.write(
+                "running",
+                **self._frame(),
+                loop_state=self._snapshot(),
+                pending_calls=run.marked_pending_calls(open_calls),
+            )
+
+    def delegated(self, call: ToolCallContent, signal: ChildRunSuspended) -> ToolResult:
+        """``call``'s child run suspended: the call joins the open round (the run suspends at
+        the next boundary, with the child's pending decisions), and gets no row now."""
+        interruption = signal.interruption
+        pending = getattr(interruption, "pending_decisions", ())
+        self.run.open_delegation(call, signal.link, pending, signal.stopped)
+        return ToolResult(tool_call_id=call.id, name=call.name, metadata={"approval_pending": True})
 
     async def _mark(self, call: ToolCallContent) -> None:
         """Write ``call`` as ``dispatched`` before its side effect.
@@ -327,11 +395,13 @@ class DurableDriver:
                 ctx.open_calls[call.id] = call  # open until its row is stored
                 run.start_replay(entry, call)
                 result = await ctx.dispatch_tool_call(call)
+                if (result.metadata or {}).get("approval_pending") is True:
+                    continue  # its child run suspended again: the round stays open
             message = ctx.result_message(result)
             ctx.history.append(message)
             await ctx.append_message(message)
             run.finish_replay(entry, call)
-        if run.steers:
+        if run.steers and not run.has_open_round:  # (a child suspended again: keep them)
             # Steers the suspension held: after the round's last result, never inside it.
             held = [Message.from_dict(m) for m in run.steers]
             await ctx.store_steers(held)
@@ -353,12 +423,13 @@ class DurableDriver:
         """
         run = self.run
         try:
-            if stop_reason == "host_policy":
+            if stop_reason == "host_policy":  # child runs stopped with it stay pending
                 return await run.write(
                     "succeeded",
                     **self._frame(),
                     loop_state=self._snapshot(),
                     stop_reason="host_policy",
+                    pending_calls=run.open_pending_calls(),
                 )
             if run.version == 0:
                 return None

@@ -7,6 +7,7 @@ starts. Decision validation and application are in :mod:`prism.runtime._approval
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -76,6 +77,13 @@ class _Entry:
     to run the call with stored arguments that hash differently."""
     resolution: dict[str, Any] | None = None
     """An operator's ``succeeded`` resolution of an ambiguous call: answered, never run."""
+    child: dict[str, Any] | None = None
+    """The child run the call started (an agent tool): a resume continues it, never reports the
+    call ambiguous."""
+    child_pending: tuple[PendingDecision, ...] = ()
+    """The suspended child's pending decisions, tagged with ``subagent``."""
+    stopped: bool = False
+    """The child run stopped on the (inherited) turn policy rather than suspending."""
 
     def to_json(self) -> dict[str, Any]:
         call_json = self.call_json
@@ -92,6 +100,8 @@ class _Entry:
             out["decision"] = self.decision.to_dict()
         if self.resolution is not None:
             out["resolution"] = self.resolution
+        if self.child is not None:
+            out["child"] = self.child
         return out
 
 
@@ -145,33 +155,10 @@ class DurableRun:
     """
 
     __slots__ = (
-        "_base",
-        "_base_bytes",
-        "_entries",
-        "_gated",
-        "_gated_calls",
-        "_gates",
-        "_marked",
-        "_stray",
-        "_model",
-        "approvals",
-        "_names",
-        "_open",
-        "_replaying",
-        "checkpoints",
-        "gating",
-        "loop_state",
-        "options",
-        "ownership",
-        "redactor",
-        "resume",
-        "run_id",
-        "session_id",
-        "state",
-        "steers",
-        "sticky",
-        "stop_reason",
-        "version",
+        "_base", "_base_bytes", "_entries", "_gated", "_gated_calls", "_gates", "_marked",
+        "_stray", "_model", "approvals", "_names", "_open", "_replaying", "checkpoints", "gating",
+        "loop_state", "options", "ownership", "redactor", "resume", "run_id", "session_id",
+        "state", "steers", "sticky", "stop_reason", "version",
     )
 
     def __init__(
@@ -252,17 +239,20 @@ class DurableRun:
             self.steers = list(envelope.get("steers") or ())
             # Decided ``ready`` calls, and the undecided ``ready`` calls of a tool round
             # an ``every-turn`` dispatch marking left open: both are replayed.
+            # A call that started a child run is continued through the child.
             for raw in envelope.get("pending_calls", []):
-                if raw.get("status") != "ready":
+                if raw.get("status") != "ready" and raw.get("child") is None:
                     continue
                 decision = raw.get("decision")
                 self._entries.append(
                     _Entry(
                         call=ToolCallContent.from_dict(raw["call"]),
                         approval_id=raw["approval_id"],
+                        status=raw["status"],
                         decision=None if decision is None else RunDecision.from_dict(decision),
                         arguments_hash=raw.get("arguments_hash"),
                         resolution=raw.get("resolution"),
+                        child=raw.get("child"),
                     )
                 )
 
@@ -474,9 +464,43 @@ class DurableRun:
         self._gated[call.id] = entry
 
     def round_interruption(self) -> AgentRunInterruption:
-        """The interruption of the open gated round."""
+        """The interruption of the open gated round: its own pending decisions, then those of
+        its suspended child runs (none for a child waiting on its input guardrail)."""
         decisions = [e.pending for e in self._open if e.pending is not None]
+        decisions += [p for e in self._open for p in e.child_pending]
+        if not decisions:  # decision="approve" approves the child's input
+            reason = "a child run is waiting for an approval of its input"
+            return AgentRunInterruption(kind="input_guardrail", reason=reason)
         return round_interruption(decisions, self._names)
+
+    def child_entry(self, call_id: str) -> _Entry | None:
+        """The entry recording ``call_id``'s dispatch (replayed or marked), else ``None``."""
+        return self._replaying.get(call_id) or self._marked.get(call_id)
+
+    @property
+    def stopped_round(self) -> bool:
+        """The open round holds only child runs that stopped on the turn policy."""
+        return bool(self._open) and all(e.stopped for e in self._open)
+
+    def open_delegation(
+        self,
+        call: ToolCallContent,
+        link: dict[str, Any],
+        pending: Sequence[PendingDecision],
+        stopped: bool,
+    ) -> None:
+        """``call`` started the child run ``link``, which suspended asking for ``pending`` (or
+        ``stopped`` on the turn policy): the call joins the open round (the run suspends, or
+        stops, on it at the next boundary)."""
+        entry = self.child_entry(call.id) or _Entry(call=call, approval_id=new_id("approval"))
+        self._replaying.pop(call.id, None)
+        entry.status, entry.child, entry.stopped = "dispatched", dict(link), stopped
+        tag = {k: str(link.get(k)) for k in ("agent", "session_id", "run_id")}
+        tag["tool_call_id"] = call.id
+        entry.child_pending = tuple(dataclasses.replace(p, subagent=tag) for p in pending)
+        self._names[call.id] = call.name
+        self._open.append(entry)
+        self._gated[call.id] = entry
 
     def open_pending_calls(self) -> list[dict[str, Any]]:
         """The open gated round as ``pending_calls`` entries, in call order."""

@@ -254,9 +254,9 @@ _REQUIRED_STR: Final = ("agent_id", "definition_revision", "fingerprint", "run_i
 
 
 def upgrade_envelope(state: Any) -> Any:
-    """A stored envelope in the current schema: a version 1 envelope is the same object with
-    ``schema_version`` 2 (version 2 only adds optional keys); anything else is returned
-    unchanged for :func:`_check_envelope` to judge. Never mutates ``state``."""
+    """A stored envelope in the current schema: a version 1 or 2 envelope is the same object with
+    the current ``schema_version`` (versions 2 and 3 only add optional keys); anything else is
+    returned unchanged for :func:`_check_envelope` to judge. Never mutates ``state``."""
     if (
         isinstance(state, dict)
         and is_int(state.get("schema_version"))
@@ -314,6 +314,7 @@ def _check_envelope(state: Any) -> dict[str, Any]:
                 and isinstance(entry.get("call"), dict)
                 and entry.get("status") in ("ready", "dispatched")
                 and isinstance(entry.get("approval_id"), str)
+                and _is_child(entry.get("child"))
             ):
                 bad = "pending_calls"
                 break
@@ -327,6 +328,8 @@ def _check_envelope(state: Any) -> dict[str, Any]:
             StickyDecision.from_dict(item)
         for entry in state.get("pending_calls", []):
             ToolCallContent.from_dict(entry["call"])
+            for forwarded in (entry.get("child") or {}).get("decisions") or ():
+                RunDecision.from_dict(forwarded)
             if entry.get("decision") is not None:
                 RunDecision.from_dict(entry["decision"])
             resolution = entry.get("resolution")
@@ -355,6 +358,26 @@ def checked_envelope(value: Any) -> dict[str, Any]:
     included). Raises AgentRunStateError."""
     encode_state(value, MAX_LOADED_STATE_BYTES)
     return _check_envelope(upgrade_envelope(value))
+
+
+def _is_child(value: object) -> bool:
+    """``child`` of a pending call is optional: absent, or ``{"session_id", "run_id"}`` strings
+    (plus ``agent``, and the forwarded ``decision`` / ``decisions``)."""
+    if value is None:
+        return True
+    if not (
+        isinstance(value, dict)
+        and isinstance(value.get("session_id"), str)
+        and isinstance(value.get("run_id"), str)
+    ):
+        return False
+    decisions = value.get("decisions")
+    return (decisions is None or isinstance(decisions, list)) and value.get("decision") in (
+        None,
+        "approve",
+    )
+
+
 def _is_release(value: object) -> bool:
     """``release`` is optional: absent, or ``{"by", "reason", "at"}`` strings (see
     :data:`~prism.runtime._run_state.RELEASE_KEY`)."""

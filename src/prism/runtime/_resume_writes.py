@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any, Final
 from prism.errors import AgentRunStateError
 from prism.redaction import SecretRedactor
 from prism.runtime._approvals import rejection_result, round_interruption
-from prism.runtime._envelope import (
-    encode_state,
-)
+from prism.runtime._delegation import PARENT_RUN_KEY, child_agent
+from prism.runtime._envelope import encode_state, load_state
 from prism.runtime._run_state import (
     AMBIGUOUS,
     MAX_LOADED_STATE_BYTES,
     AgentRunState,
     PendingDecision,
     RunStateOptions,
+    coerce_run_state_options,
 )
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
 from prism.store import SessionEntry, new_session_entry, read_branch
@@ -45,6 +45,8 @@ __all__ = [
     "adopt_stored_rows",
     "ambiguity_error",
     "check_ambiguity",
+    "check_child",
+    "deny_children",
     "check_leaf",
     "open_round_calls",
     "deny",
@@ -143,7 +145,7 @@ def ambiguity_error(state: Mapping[str, Any]) -> AgentRunStateError | None:
     calls = tuple(
         (str(entry["call"]["id"]), str(entry["call"]["name"]))
         for entry in state.get("pending_calls", [])
-        if entry.get("status") == "dispatched"
+        if entry.get("status") == "dispatched" and entry.get("child") is None  # a child resumes
     )
     if not calls:
         return None
@@ -156,6 +158,7 @@ def ambiguity_error(state: Mapping[str, Any]) -> AgentRunStateError | None:
         "resolve_ambiguous_call(...)) and resume again"
     )
     error.calls = calls
+    error.run_id = run_id
     return error
 
 
@@ -396,3 +399,72 @@ async def resuspend(
         leaf_id=view.leaf_id,
     )
 
+
+async def check_child(
+    agent: Any, link: Mapping[str, Any], parent_options: RunStateOptions, store: object
+) -> None:
+    """Before a calling run's crash recovery claims it: the recorded child run must not be
+    ambiguous (a tool call of the child that started and stored no result).
+
+    Raises:
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — the child's ambiguity report, naming
+            the child run (``run_id`` and ``calls`` attributes); resolve the calls on the child
+            run (``resolve_ambiguous_call(store, <child run id>, ...)``) and resume again.
+    """
+    config = agent.config
+    own = coerce_run_state_options(config.run_state, label="agent run_state")
+    options = own if own is not None else parent_options
+    run_id = str(link["run_id"])
+    record = await options.checkpoints.load_checkpoint(namespace=AGENT_RUN_NAMESPACE, key=run_id)
+    if record is None:
+        return
+    _, state = await load_state(options.checkpoints, run_id, None, None)
+    state = dict(state)
+    if state["status"] != "running":
+        return
+    session = agent.create_session(
+        str(link["session_id"]),
+        store=config.store if config.store is not None else store,
+        metadata={PARENT_RUN_KEY: {}},
+    )
+    await adopt_stored_rows(session, state)
+    error = ambiguity_error(state)
+    if error is not None:
+        raise error
+
+
+async def deny_children(
+    state: Mapping[str, Any],
+    registry: Any,
+    options: RunStateOptions,
+    store: object,
+    ownership: OwnershipScope | None,
+) -> None:
+    """Before a calling run is denied: deny each suspended child run its pending calls recorded
+    (an agent tool's child waiting for an approval), so no child is left waiting for a decision
+    nobody will give. Each child's gated calls get ``approval_rejected`` rows (see :func:`deny`).
+    """
+    for entry in state.get("pending_calls", []):
+        link = entry.get("child")
+        agent = None if link is None else child_agent(registry.get(entry["call"]["name"]))
+        if agent is None:
+            continue
+        config = agent.config
+        own = coerce_run_state_options(config.run_state, label="agent run_state")
+        child_options = own if own is not None else options
+        run_id = str(link["run_id"])
+        record = await child_options.checkpoints.load_checkpoint(
+            namespace=AGENT_RUN_NAMESPACE, key=run_id
+        )
+        if record is None or not isinstance(record.value, dict):
+            continue
+        if record.value.get("status") != "suspended":
+            continue
+        _, child_state = await load_state(child_options.checkpoints, run_id, None, ownership)
+        session = agent.create_session(
+            str(link["session_id"]),
+            store=config.store if config.store is not None else store,
+            metadata={PARENT_RUN_KEY: {}},
+        )
+        writer = EnvelopeWriter(child_options, record.version, ownership, config.redactor)
+        await deny(session, child_state, writer)

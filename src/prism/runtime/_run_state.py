@@ -47,14 +47,16 @@ __all__ = [
 
 # --------------------------------------------------------------------------- constants
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """``schema_version`` of every envelope this version writes.
 
 Version 2 adds, all optional: ``steers`` (steered messages held for after an open tool round),
 per pending call ``arguments_hash`` (what an approval binds to) and ``resolution`` (an
 operator's repair of an ambiguous call), and per pending decision ``tool_name`` and
-``arguments`` (the redacted arguments an approver reads). A version 1 envelope is upgraded on
-load (it has none of them)."""
+``arguments`` (the redacted arguments an approver reads). Version 3 adds, optional too: per
+pending call ``child`` (the child run an agent-tool call started, with the decisions forwarded to
+it) and per pending decision ``subagent`` (the child run asking for it). An older envelope is
+upgraded on load (it has none of them)."""
 OLDEST_SCHEMA_VERSION: Final = 1
 """The oldest ``schema_version`` still loaded (and upgraded)."""
 MAX_STATE_BYTES_LIMIT: Final = 1_048_576
@@ -343,6 +345,11 @@ class PendingDecision(Serializable):
     """Why approval is needed."""
     kind: Literal["tool_approval"] = "tool_approval"
     """Always ``"tool_approval"``."""
+    subagent: dict[str, str] | None = None
+    """``None``: this run's own call. Else the call is a child run's (an agent tool's child
+    waiting for it): ``{"tool_call_id", "agent", "session_id", "run_id"}`` — the calling run's
+    tool call and the child's agent, session and run. Answer it like any other pending decision,
+    on the calling run; ``tool_call_id``, ``tool_name`` and ``arguments`` above are the child's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -415,7 +422,7 @@ class AgentRunState(Serializable):
     """
 
     schema_version: int
-    """Envelope schema version (``2``; an older stored envelope is shown upgraded)."""
+    """Envelope schema version (``3``; an older stored envelope is shown upgraded)."""
     agent_id: str
     """``config.id or config.name`` of the agent that wrote it."""
     definition_revision: str

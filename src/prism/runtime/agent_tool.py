@@ -12,6 +12,11 @@ run's error code.
 The child session's id is ``<calling run id>.<tool call id>``; it is stored in the agent's
 ``store`` when it has one, else next to the calling session. Its stored input carries the link
 to the call in its metadata (``parent_run``), as does the child run's metadata.
+
+When the calling run is durable, so is the child (its own ``run_state``, else the calling run's):
+its run id is recorded in the calling run's pending call before it starts, a child that suspends
+suspends the calling run (its approvals are answered on the calling run), and resuming the
+calling run continues the child first (see :mod:`prism.runtime._child_runs`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from typing import Any, Final, Protocol
 from prism._json import JsonValue, canonical_json
 from prism._serde import to_json_value
 from prism.errors import AgentRunError, PrismConfigError
-from prism.runtime._delegation import PARENT_RUN_KEY, parent_link
+from prism.runtime._child_runs import run_child
+from prism.runtime._delegation import PARENT_RUN_KEY, parent_link, register_child_agent
 from prism.types import (
     ErrorInfo,
     Message,
@@ -48,13 +54,6 @@ DEFAULT_AGENT_TOOL_INPUT: Final[dict[str, JsonValue]] = {
     "additionalProperties": False,
 }
 """The arguments schema of an agent tool without ``input``: one string, the child's input."""
-
-
-class _SessionLike(Protocol):
-    id: str
-
-    async def run(self, input: Any, *, parent: ToolExecutionContext | None = ...) -> RunResult:
-        ...
 
 
 class _AgentLike(Protocol):
@@ -113,7 +112,7 @@ def agent_tool(
         store = agent.config.store
         if store is None and run is not None:
             store = run.store
-        session: _SessionLike = agent.create_session(
+        session: Any = agent.create_session(
             f"{context.run_id}.{context.tool_call_id}",
             store=store,
             metadata={PARENT_RUN_KEY: link},
@@ -121,7 +120,7 @@ def agent_tool(
         message = user_message(str(text), metadata={PARENT_RUN_KEY: dict(link)})
         child = {"agent": agent_name, "session_id": session.id}
         try:
-            result = await session.run([message], parent=context)
+            result = await run_child(agent, session, message, context, child)
         except AgentRunError as exc:
             failed = exc.result
             return ToolResult(
@@ -139,6 +138,7 @@ def agent_tool(
             metadata={SUBAGENT_KEY: {**child, "run_id": result.run_id}},
         )
 
+    register_child_agent(execute, agent)
     return ToolDefinition(
         name=tool_name,
         execute=execute,

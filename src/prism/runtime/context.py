@@ -48,7 +48,7 @@ from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
-from prism.runtime._delegation import RunDelegation, child_forward, parent_run
+from prism.runtime._delegation import ChildRunSuspended, RunDelegation, child_forward, parent_run
 from prism.runtime._durable_gate import DurableGate
 from prism.runtime._observers import stamp_ids
 from prism.runtime._request_codec import LiveHistory, RequestCodec
@@ -461,7 +461,12 @@ class RunContext:
         dispatch = self.bound_dispatch
         if dispatch is None:
             dispatch = self.bound_dispatch = self._bind_dispatch()
-        return await dispatch(call)
+        try:
+            return await dispatch(call)
+        except ChildRunSuspended as signal:  # the call's child run waits: so does this run
+            if durable is None:
+                raise
+            return durable.delegated(call, signal)
 
     def _bind_dispatch(self) -> Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]]:
         """``prism.tools.dispatch_tool_call`` with this leg's fixed arguments bound once.
@@ -483,7 +488,8 @@ class RunContext:
                 tool_call_id="",
                 signal=self.signal,
                 metadata=self.metadata,
-                run=RunDelegation(redactor, self.state.store, self.tracker, self.accumulator, self.emit),
+                run=RunDelegation(redactor, self.state.store, self.tracker, self.accumulator,
+                                  self.emit, durable),
             ),
             filter=plan.tool_filters or None,
             middleware=self.middleware,

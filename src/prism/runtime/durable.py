@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from prism.errors import AgentRunStateError, AgentSessionBusyError, CheckpointConflictError
 from prism.runtime._approvals import (
@@ -48,6 +48,7 @@ from prism.runtime._approvals import (
     decision_error,
 )
 from prism.runtime._approvals import rejection_result as rejection_result
+from prism.runtime._delegation import child_agent
 from prism.runtime._durable_run import DurableRun as DurableRun
 from prism.runtime._durable_run import ResumePoint as ResumePoint
 from prism.runtime._envelope import agent_fingerprint as agent_fingerprint
@@ -67,8 +68,10 @@ from prism.runtime._resume_writes import (
     adopt_stored_rows,
     ambiguity_error,
     check_ambiguity,
+    check_child,
     check_leaf,
     deny,
+    deny_children,
     resuspend,
 )
 from prism.runtime._run_listing import list_agent_runs as list_agent_runs
@@ -97,6 +100,7 @@ from prism.runtime._run_state import coerce_run_state_options as coerce_run_stat
 from prism.runtime._run_state import not_resumable_message as not_resumable_message
 from prism.runtime._tool_sources import check_source_tools, open_leg_tools
 from prism.runtime.checkpoints import CheckpointStore
+from prism.runtime.config import AgentConfig
 from prism.runtime.leg import resume_leg
 from prism.runtime.options import RunOptions
 from prism.runtime.plan import plan_run
@@ -107,11 +111,25 @@ from prism.types import (
     Message,
     OwnershipScope,
     RunResult,
+    ToolExecutionContext,
 )
 
 if TYPE_CHECKING:
     from prism.abort import AbortSignal
-    from prism.runtime.agent import Agent
+
+
+class ResumableAgent(Protocol):
+    """What :func:`resume_agent_run` needs of an agent (``prism.Agent`` is one): its
+    configuration and its sessions."""
+
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's validated configuration."""
+        ...
+
+    def create_session(self, session_id: str | None = None) -> AgentSession:
+        """A session over the agent's store."""
+        ...
 
 __all__ = [
     "DENIED_MESSAGE",
@@ -148,7 +166,7 @@ __all__ = [
 
 
 async def resume_agent_run(
-    agent_or_session: Agent | AgentSession,
+    agent_or_session: ResumableAgent | AgentSession,
     run_state: AgentRunState | LoadedRunState | AgentRunRef | str,
     *,
     decision: Literal["continue", "approve", "deny"] = "continue",
@@ -160,6 +178,7 @@ async def resume_agent_run(
     ownership: OwnershipScope | Mapping[str, Any] | None = None,
     fencing_token: int | None = None,
     turn_policy: TurnPolicy | Mapping[str, Any] | None = None,
+    parent: ToolExecutionContext | None = None,
 ) -> RunResult:
     """Continue, approve or deny a stored durable run.
 
@@ -208,6 +227,8 @@ async def resume_agent_run(
         turn_policy: Clean host stops at the resumed leg's turn boundaries (its turns are
             counted from the start of the leg); ``None``: the leg runs to its end or its next
             suspension.
+        parent: The calling tool's context when the run is a child run (an agent tool resuming
+            its child inside the calling run's resumed leg; see the ``parent`` run option).
 
     Returns:
         The ``RunResult`` of the resumed leg (``succeeded`` or ``suspended``), or of the
@@ -330,6 +351,7 @@ async def resume_agent_run(
     )
     writer = EnvelopeWriter(options, record.version, owner, config.redactor)
     if status == "suspended" and decision == "deny":
+        await deny_children(state, config.tools, options, session.store, owner)
         return await deny(session, state, writer)
     await check_leaf(session, state)  # before anything is written
     # The tools the resumed leg will have: a source tool whose schema changed since the run
@@ -351,6 +373,8 @@ async def resume_agent_run(
             learned = status == "running" and await adopt_stored_rows(session, new_state)
             check_bound_arguments(new_state)
             ambiguous = ambiguity_error(new_state)
+            if ambiguous is None:  # a child run left ambiguous is reported before the claim
+                ambiguous = await _child_ambiguity(new_state, tools.registry, options, session)
             if ambiguous is not None:
                 if learned:  # the rows matched to their calls are kept (compare-and-set)
                     await writer.save(new_state)
@@ -376,7 +400,23 @@ async def resume_agent_run(
             config,
             session.metadata,
             [],
-            RunOptions(signal=signal, ownership=owner, turn_policy=turn_policy),
+            RunOptions(signal=signal, ownership=owner, turn_policy=turn_policy, parent=parent),
             durable=options,
         )
         return await resume_leg(session.state, config, plan, claim)
+
+
+async def _child_ambiguity(
+    state: Mapping[str, Any], registry: Any, options: RunStateOptions, session: AgentSession
+) -> AgentRunStateError | None:
+    """The ambiguity report of a child run a pending call recorded (an agent tool's), else
+    ``None``."""
+    for entry in state.get("pending_calls", []):
+        link = entry.get("child")
+        agent = None if link is None else child_agent(registry.get(entry["call"]["name"]))
+        if agent is not None:
+            try:
+                await check_child(agent, link, options, session.store)
+            except AgentRunStateError as exc:
+                return exc
+    return None

@@ -250,14 +250,17 @@ async def _stored_result(store: Any, state: Mapping[str, Any], version: int) -> 
 
 async def ambiguous_calls(store: Any, run_id: str) -> tuple[tuple[str, str], ...]:
     """``(call id, tool name)`` of the calls of ``run_id``'s envelope that are ``dispatched``
-    and answered by no stored result row of the run: the calls whose outcome is unknown."""
+    and answered by no stored result row of the run: the calls whose outcome is unknown (an agent
+    tool's call that recorded its child run is not: a resume continues the child)."""
     loaded = await load_agent_run_state(store, run_id=run_id)
     state: Mapping[str, Any] = loaded.state
     pending = state.get("pending_calls") or []
     dispatched = [
         ToolCallContent.from_dict(entry["call"])
         for entry in pending
-        if isinstance(entry, dict) and entry.get("status") == "dispatched"
+        if isinstance(entry, dict)
+        and entry.get("status") == "dispatched"
+        and entry.get("child") is None  # a call that started a child run resumes the child
     ]
     if not dispatched:
         return ()
