@@ -85,6 +85,22 @@ def _always() -> bool:
     return True
 
 
+def _with_signal(request: ProviderRequest, signal: AbortSignal) -> ProviderRequest:
+    """``request`` carrying the attempt's ``signal``: built field by field (one constructor call,
+    where ``dataclasses.replace`` reads the fields generically first); a subclass is replaced."""
+    if type(request) is not ProviderRequest:
+        return dataclasses.replace(request, signal=signal)
+    return ProviderRequest(
+        request.model,
+        request.messages,
+        request.tools,
+        request.context,
+        request.options,
+        request.metadata,
+        signal,
+    )
+
+
 def _drop(event: AgentEvent) -> None:
     return None
 
@@ -377,7 +393,7 @@ class ProviderAttempts:
         iterator: Any = None
         try:
             try:
-                iterator = self._provider.generate(dataclasses.replace(request, signal=child))
+                iterator = self._provider.generate(_with_signal(request, child))
                 await self._stream(st, iterator.__anext__, child)
             finally:
                 if iterator is not None:  # release the provider's response at once

@@ -168,7 +168,7 @@ async def dispatch_tool_call(
         context,
         emit=emit,
         observed=observed,
-        ledger=ledger_writer(ledger),
+        ledger=None if ledger is None else ledger_writer(ledger),
         redactor=redactor,
         secrets=secrets if isinstance(secrets, tuple) else tuple(secrets),
         ownership=ownership,
@@ -210,20 +210,26 @@ async def dispatch_tool_call(
         if blocked is not None:
             return blocked
 
-    await report.started()
+    # the started/finished reports build nothing while no ledger and no observer takes them
+    if report.ledger is not None or (emit is not None and (observed is None or observed())):
+        await report.started()
     threaded = PARALLEL_ROUND.get() if sync_in_thread is None else sync_in_thread
     leave_scope = None if execute_scope is None else execute_scope(call)
     try:
-        result = await _execute(
+        # ``execute``, the normalisation of what it returned, the ``tool_result`` hook
+        raw = await run_execute(
             tool,
             arguments,
             exec_context,
-            call,
-            middleware,
             grace_ms=tool_abort_grace_ms,
             threaded=threaded,
             on_worker_thread=on_worker_thread,
         )
+        result = normalise_result(raw, call)
+        if middleware is not None and middleware.has("tool_result"):
+            replaced = await middleware.run("tool_result", result)
+            if replaced is not None:
+                result = replaced
     except ToolInterrupted:
         return await report.failed(_interrupted_error(tool_abort_grace_ms))
     except NotJsonError as exc:
@@ -259,7 +265,10 @@ async def dispatch_tool_call(
             return blocked
     if redactor is not None:
         result = redactor.redact(result)
-    await report.finished(result)
+    if report.ledger is not None or (emit is not None and (observed is None or observed())):
+        await report.finished(result)
+    else:
+        report.done = True
     return result
 
 
@@ -383,40 +392,6 @@ async def _run_before_execute(
 
 
 # --------------------------------------------------------------------------- execute and after
-
-
-async def _execute(
-    tool: ToolDefinition,
-    arguments: dict[str, Any],
-    context: ToolExecutionContext,
-    call: ToolCallContent,
-    middleware: MiddlewareRegistry | None,
-    *,
-    grace_ms: float,
-    threaded: bool,
-    on_worker_thread: Callable[[asyncio.Future[Any]], Any] | None,
-) -> ToolResult:
-    """Run ``execute``, normalise what it returned, and apply the ``tool_result`` hook.
-
-    Raises:
-        ToolInterrupted: ``execute`` outlived the abort grace.
-        NotJsonError: ``execute`` returned a value that is not JSON-compatible.
-        BaseException: whatever ``execute`` or the hook raise.
-    """
-    raw = await run_execute(
-        tool,
-        arguments,
-        context,
-        grace_ms=grace_ms,
-        threaded=threaded,
-        on_worker_thread=on_worker_thread,
-    )
-    result = normalise_result(raw, call)
-    if middleware is not None and middleware.has("tool_result"):
-        replaced = await middleware.run("tool_result", result)
-        if replaced is not None:
-            result = replaced
-    return result
 
 
 async def _check_tool_output(
