@@ -36,7 +36,7 @@ from typing import Any
 
 from prism._serde import Serializable, to_json_value
 
-__all__ = ["canonical_size"]
+__all__ = ["canonical_size", "canonical_size_known"]
 
 _Sizer = Callable[[Any], int]
 
@@ -109,10 +109,33 @@ def _c_dict_size(value: dict[Any, Any]) -> int:
     return len(text) if text.isascii() else len(text.encode())
 
 
+_KNOWN: dict[int, tuple[Any, int]] = {}
+"""Sizes already measured, by dict id: set by :func:`canonical_size_known` for one call."""
+
+
+def canonical_size_known(value: Any, known: dict[int, tuple[Any, int]]) -> int:
+    """:func:`canonical_size` of ``value``, taking the size of each ``dict`` found in ``known``
+    (``id(d) -> (d, size)``, measured by an earlier walk of the same dict) instead of measuring
+    it; each size taken is removed from ``known``.
+    """
+    global _KNOWN
+    saved = _KNOWN
+    _KNOWN = known
+    try:
+        return canonical_size(value)
+    finally:
+        _KNOWN = saved
+
+
 def _dict_size(value: dict[Any, Any]) -> int:
-    """A ``dict``: small flat ones (``str`` keys; ``str``/``int``/``bool``/``None`` values) are
-    summed here, member by member (the order of members does not change the size); anything else
-    takes one C-encoder call."""
+    """A ``dict``: a size carried in (:func:`canonical_size_known`) is taken; small flat ones
+    (``str`` keys; ``str``/``int``/``bool``/``None`` values) are summed here, member by member
+    (the order of members does not change the size); anything else takes one C-encoder call."""
+    known = _KNOWN
+    if known:
+        hit = known.pop(id(value), None)
+        if hit is not None and hit[0] is value:
+            return hit[1]
     count = len(value)
     if not count:
         return 2

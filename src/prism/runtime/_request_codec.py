@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
 from prism.redaction import SecretRedactor
-from prism.runtime._json_size import canonical_size
+from prism.runtime._json_size import canonical_size, canonical_size_known
 from prism.types import Message, ProviderRequest
 
 __all__ = ["LiveHistory", "RequestCodec"]
@@ -95,6 +95,7 @@ class RequestCodec:
 
     __slots__ = (
         "_cache",
+        "_known",
         "_h_cum",
         "_h_red",
         "_h_version",
@@ -108,6 +109,7 @@ class RequestCodec:
         self._redactor = redactor
         self._history = history
         self._cache: dict[int, tuple[Message, Message, int]] = {}
+        self._known: dict[int, tuple[Any, int]] = {}
         self._h_red: list[Message] = []
         self._h_cum: list[int] = [0]
         self._h_version = history.mutations
@@ -115,6 +117,16 @@ class RequestCodec:
         self._head: tuple[ProviderRequest, int] | None = None
 
     # ----------------------------------------------------------------- per message
+
+    def carry_size(self, value: dict[str, Any], size: int) -> None:
+        """Take ``size`` as the canonical size of the dict ``value`` when a message holding it is
+        measured (the walk that checked a tool result measured it; ``value`` is frozen from now
+        on, as messages are)."""
+        self._known[id(value)] = (value, size)
+
+    def _size(self, message: Message) -> int:
+        known = self._known
+        return canonical_size_known(message, known) if known else canonical_size(message)
 
     def message(self, message: Message) -> tuple[Message, int]:
         """Return ``(redacted message, canonical UTF-8 size)``, cached for the run."""
@@ -126,7 +138,7 @@ class RequestCodec:
             red = message
         else:
             red = redactor.redact(([message],))[0][0]
-        size = canonical_size(red)
+        size = self._size(red)
         self._cache[id(message)] = (message, red, size)
         return red, size
 
@@ -152,7 +164,7 @@ class RequestCodec:
                     if entry is not None and entry[0] is item:
                         size = entry[2]
                     else:
-                        size = canonical_size(item)
+                        size = self._size(item)
                         cache[id(item)] = (item, item, size)
                     total += size
                     cum.append(total)

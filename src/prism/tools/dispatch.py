@@ -36,7 +36,7 @@ from prism.tools.filters import ToolFilter, is_tool_allowed
 from prism.tools.permission import PermissionPolicy, PermissionRequest, ask_permission
 from prism.tools.registry import ToolRegistry
 from prism.tools.reporting import CallReport, ToolCallLedger, ledger_writer
-from prism.tools.results import NotJsonError, normalise_result
+from prism.tools.results import KeepMeasured, NotJsonError, normalise_result
 from prism.tools.validation import (
     DEFAULT_VALIDATOR,
     ToolValidator,
@@ -86,6 +86,7 @@ async def dispatch_tool_call(
     sync_in_thread: bool | None = None,
     on_worker_thread: Callable[[asyncio.Future[Any]], object] | None = None,
     execute_scope: Callable[[ToolCallContent], Callable[[], None]] | None = None,
+    measured: KeepMeasured | None = None,
 ) -> ToolResult:
     """Run one tool call through the guarded pipeline and return its result.
 
@@ -145,6 +146,11 @@ async def dispatch_tool_call(
             runs in; what it returns is called right after ``execute`` and the ``tool_result``
             hook, whatever their outcome (a run's trace makes its tool span current here, so
             the tool's own spans nest under it). ``None``: nothing is called.
+        measured: Receives ``(value, copy, size)`` for a ``dict`` value ``execute`` returned:
+            the one walk that checks the value also copies it (new dicts and lists) and measures
+            ``len(canonical_json(value).encode())``. Only used while nothing can change the
+            result after ``execute`` (no redactor, no ``tool_result`` hook, no tool-output
+            guardrail); ``None``: the value is only checked.
 
     Returns:
         The call's ``ToolResult`` (value, error result or blocked result), never ``None``.
@@ -225,11 +231,18 @@ async def dispatch_tool_call(
             threaded=threaded,
             on_worker_thread=on_worker_thread,
         )
-        result = normalise_result(raw, call)
+        keep = measured
+        if keep is not None and (
+            redactor is not None
+            or (middleware is not None and middleware.has("tool_result"))
+            or (guardrails is not None and bool(guardrails.tool_output))
+        ):
+            keep = None
+        result = normalise_result(raw, call, keep)
         if middleware is not None and middleware.has("tool_result"):
-            replaced = await middleware.run("tool_result", result)
-            if replaced is not None:
-                result = replaced
+            hooked = await middleware.run("tool_result", result)
+            if hooked is not None:
+                result = hooked
     except ToolInterrupted:
         return await report.failed(_interrupted_error(tool_abort_grace_ms))
     except NotJsonError as exc:
