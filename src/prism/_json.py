@@ -102,7 +102,7 @@ _esc: Callable[[str], str] = json.encoder.encode_basestring
 """The string escaper of ``canonical_json`` (``ensure_ascii=False``)."""
 
 
-def copy_json(value: object, *, max_depth: int = _JSON_MAX_DEPTH) -> tuple[Any, int] | None:
+def copy_json(value: object, max_depth: int = _JSON_MAX_DEPTH) -> tuple[Any, int] | None:
     """One walk over a decoded-JSON-shaped ``value``: check, copy and measure it.
 
     Handles the exact types a JSON decoder produces — ``dict`` (``str`` keys), ``list``, ``str``,
@@ -111,15 +111,9 @@ def copy_json(value: object, *, max_depth: int = _JSON_MAX_DEPTH) -> tuple[Any, 
     (scalars are shared), and ``len(canonical_json(value).encode())``. Anything else (a tuple,
     a subclass, a non-finite float, a non-``str`` key, too deep) returns ``None``: the caller
     takes the general path (:func:`is_json_value`), which decides whether it is JSON at all.
-    Never raises.
+    Never raises (the depth bound keeps the recursion short).
     """
-    try:
-        return _copy(value, max_depth)
-    except RecursionError:  # pragma: no cover - bounded by max_depth in practice
-        return None
-
-
-def _copy(value: object, budget: int) -> tuple[Any, int] | None:
+    budget = max_depth
     t = type(value)
     if t is dict:
         if budget <= 0:
@@ -151,7 +145,7 @@ def _copy(value: object, budget: int) -> tuple[Any, int] | None:
                     return None
                 total += len(float.__repr__(item))
             else:
-                walked = _copy(item, inner)
+                walked = copy_json(item, inner)
                 if walked is None:
                     return None
                 item, size = walked
@@ -181,7 +175,7 @@ def _copy(value: object, budget: int) -> tuple[Any, int] | None:
                     return None
                 total += len(float.__repr__(item))
             else:
-                walked = _copy(item, inner)
+                walked = copy_json(item, inner)
                 if walked is None:
                     return None
                 item, size = walked

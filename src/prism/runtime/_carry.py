@@ -40,24 +40,26 @@ class ResultCarry:
         codec: The leg's request codec (receives the sizes).
     """
 
-    __slots__ = ("_codec", "_copies")
+    __slots__ = ("_codec", "copies")
 
     def __init__(self, codec: RequestCodec) -> None:
         self._codec = codec
-        self._copies: dict[int, tuple[Any, Any]] = {}
+        self.copies: dict[int, tuple[Any, Any]] = {}
+        """The kept ``(value, copy)`` pairs not handed out yet, by value id (empty: nothing to
+        look for)."""
 
     def keep(self, value: Any, copy: Any, size: int) -> None:
         """The dispatcher's receiver (``measured``): ``copy`` and ``size`` of the dict ``value``."""
         if size < MIN_CARRIED_BYTES:
             return
-        self._copies[id(value)] = (value, copy)
+        self.copies[id(value)] = (value, copy)
         self._codec.carry_size(value, size)
 
     def store_message(self, message: Message) -> tuple[Message, Any] | None:
         """``(message to store, the copy it holds)`` for a tool-result message whose value was
         kept, else ``None``. The message to store equals ``message``; its result value is the
         kept copy. Each copy is handed out once."""
-        copies = self._copies
+        copies = self.copies
         if not copies or message.role != "tool":
             return None
         content = message.content

@@ -124,10 +124,6 @@ class RequestCodec:
         on, as messages are)."""
         self._known[id(value)] = (value, size)
 
-    def _size(self, message: Message) -> int:
-        known = self._known
-        return canonical_size_known(message, known) if known else canonical_size(message)
-
     def message(self, message: Message) -> tuple[Message, int]:
         """Return ``(redacted message, canonical UTF-8 size)``, cached for the run."""
         entry = self._cache.get(id(message))
@@ -138,7 +134,8 @@ class RequestCodec:
             red = message
         else:
             red = redactor.redact(([message],))[0][0]
-        size = self._size(red)
+        known = self._known
+        size = canonical_size_known(red, known) if known else canonical_size(red)
         self._cache[id(message)] = (message, red, size)
         return red, size
 
@@ -159,12 +156,13 @@ class RequestCodec:
             total = cum[-1]
             if self._redactor is None:  # sizes only; the request keeps the messages as they are
                 cache = self._cache
+                known = self._known
                 for item in history[done:upto]:
                     entry = cache.get(id(item))
                     if entry is not None and entry[0] is item:
                         size = entry[2]
                     else:
-                        size = self._size(item)
+                        size = canonical_size_known(item, known) if known else canonical_size(item)
                         cache[id(item)] = (item, item, size)
                     total += size
                     cum.append(total)

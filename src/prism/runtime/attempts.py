@@ -436,10 +436,9 @@ class ProviderAttempts:
             self._waiting = False
 
         # Usage (priced), output guardrails, flush, provider_turn_finished.
-        st.price_usage()
-        result = st.fold.result()
         try:
             st.record_usage()
+            result = st.fold.result()
             guardrails = self._guardrails
             if guardrails is not None:
                 context: GuardrailContext[Any] = GuardrailContext(
@@ -507,7 +506,8 @@ class ProviderAttempts:
                 raise AttemptFailed(event.error, fold.started, None)  # type: ignore[union-attr]
             if add(event):
                 break
-        st.flush_held()
+        if st.held is not None:
+            st.flush_held()
         rebuilt = fold.finish(check=(lambda call: without_split_secret(call, held)) if held else None)
         for call in rebuilt:
             st.announce_call(call)

@@ -302,7 +302,8 @@ class RunContext:
         """
         state = self.state
         redactor = self.redactor
-        carried = self.carry.store_message(message) if redactor is None else None
+        carry = self.carry
+        carried = carry.store_message(message) if carry.copies and redactor is None else None
         entry = new_session_entry(
             "message",
             session_id=self.session_id,
@@ -360,8 +361,9 @@ class RunContext:
         ``turn`` is the loop's turn number; it labels this turn's provider events (default: the
         boundary's count of completed provider turns + 1).
         """
-        self.check_live()
         boundary = self.boundary
+        if boundary.failure is not None or self.signal.aborted:
+            self.check_live()
         boundary_turn = boundary.completed + 1
         if boundary.entered != boundary_turn:
             await boundary.enter()
@@ -386,8 +388,9 @@ class RunContext:
             ProviderTurnError: the last provider attempt failed.
             RunLimitExceeded / GuardrailError / the abort reason: as the attempts raise them.
         """
-        self.check_live()
         boundary = self.boundary
+        if boundary.failure is not None or self.signal.aborted:
+            self.check_live()
         if boundary.entered != boundary.completed + 1:
             await boundary.enter()
         answer_after = self.answer_after_tool_rounds

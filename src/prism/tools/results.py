@@ -82,24 +82,15 @@ def normalise_result(
     """
     if isinstance(raw, ToolResult):
         value = raw.value
-        if type(value) is dict and keep is not None and _kept(value, keep):
-            pass
+        if type(value) is dict and keep is not None and (walked := copy_json(value)) is not None:
+            keep(value, walked[0], walked[1])
         elif not (value is None or type(value) in (str, int, bool) or is_json_value(value)):
             raise NotJsonError(type(value).__name__)
         result: ToolResult = raw
         if result.tool_call_id != call.id or result.name != call.name:
             result = dataclasses.replace(result, tool_call_id=call.id, name=call.name)
         return result
-    if type(raw) is dict and keep is not None and _kept(raw, keep):
+    if type(raw) is dict and keep is not None and (walked := copy_json(raw)) is not None:
+        keep(raw, walked[0], walked[1])
         return ToolResult(tool_call_id=call.id, name=call.name, value=raw)
     return ToolResult(tool_call_id=call.id, name=call.name, value=to_json_value(raw))
-
-
-def _kept(value: dict[Any, Any], keep: KeepMeasured) -> bool:
-    """Check, copy and measure ``value`` in one walk and hand the outcome to ``keep``; ``False``
-    when the walk left the value to the general path."""
-    walked = copy_json(value)
-    if walked is None:
-        return False
-    keep(value, walked[0], walked[1])
-    return True
