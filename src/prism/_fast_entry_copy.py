@@ -78,19 +78,20 @@ _DONATED: dict[int, object] = {}
 
 
 @contextmanager
-def donated(value: dict[Any, Any]) -> Iterator[None]:
-    """While the block runs, :func:`clone` returns the dict ``value`` itself, not a copy.
+def donated(*values: dict[Any, Any]) -> Iterator[None]:
+    """While the block runs, :func:`clone` returns each dict of ``values`` itself, not a copy.
 
-    For a caller that hands the store a dict nobody else holds: the store then keeps that dict
-    instead of copying it. Nested blocks and other threads are safe (the hand-over is by object
+    For a caller that hands the store dicts nobody else holds: the store then keeps them
+    instead of copying them. Nested blocks and other threads are safe (the hand-over is by object
     identity and ends with the block).
     """
-    key = id(value)
-    _DONATED[key] = value
+    for value in values:
+        _DONATED[id(value)] = value
     try:
         yield
     finally:
-        _DONATED.pop(key, None)
+        for value in values:
+            _DONATED.pop(id(value), None)
 
 
 def _clone_dict(value: dict[Any, Any]) -> dict[Any, Any]:

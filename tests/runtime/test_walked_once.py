@@ -19,6 +19,7 @@ from prism.store import MemorySessionStore
 from prism.types import (
     ModelConfig,
     ProviderRequest,
+    ToolCallContent,
     ToolDefinition,
     ToolResult,
     canonical_json,
@@ -155,3 +156,53 @@ async def test_a_result_something_can_change_takes_the_general_path_arch_15(kind
     assert outcome.status == "succeeded"
     assert sizes == [len(canonical_json(r.to_dict()).encode()) for r in requests]
     assert all(v == _big("r") for v in _stored_results(store))
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{}, {"q": 1}, {"query": _big("a")}, {"x": [1.5, "ü", None, {"y": True}]}],
+    ids=["empty", "small", "big", "mixed"],
+)
+def test_a_call_is_measured_by_the_walk_over_its_arguments_exactly_arch_15(
+    arguments: dict[str, Any],
+) -> None:
+    from prism.runtime._carry import PayloadCarry
+    from prism.runtime._json_size import canonical_size
+    from prism.runtime._request_codec import LiveHistory, RequestCodec
+    from prism.types import ProviderToolCall
+
+    event = ProviderToolCall(call=ToolCallContent(id="c", name="t", arguments=arguments))
+    carry = PayloadCarry(RequestCodec(None, LiveHistory()))
+    assert carry.call_size(event) == canonical_size(event)
+
+
+async def test_the_store_keeps_a_private_copy_of_large_call_arguments_arch_15() -> None:
+    store = MemorySessionStore()
+    arguments = {"query": _big("q")}
+    provider = create_mock_provider(
+        turns=[
+            [provider_tool_call("c1", "lookup", arguments), provider_done()],
+            [provider_text_delta("done"), provider_done()],
+        ]
+    )
+    agent = create_agent(model=MODEL, provider=provider, tools=[_tool({"ok": True})], store=store)
+    outcome = await agent.create_session().run("go")
+    assert outcome.status == "succeeded"
+    entries = [e for data in store._sessions.values() for e in data.entries]
+    stored = [
+        part.arguments
+        for e in entries
+        if e.message is not None
+        for part in e.message.content
+        if isinstance(part, ToolCallContent)
+    ]
+    history = [
+        part.arguments
+        for m in outcome.messages
+        for part in m.content
+        if isinstance(part, ToolCallContent)
+    ]
+    assert stored == history == [arguments]
+    assert stored[0] is not history[0]
+    second = provider.requests[1]
+    assert second.messages[-2].content[0].arguments is history[0]

@@ -61,6 +61,7 @@ from prism.runtime._attempt import (
     checked_call,
     without_split_secret,
 )
+from prism.runtime._carry import PayloadCarry
 from prism.runtime._fallback import FallbackChain
 from prism.runtime._json_size import canonical_size
 from prism.runtime._retry_wait import RetryHook, decide_retry, wait_retry_delay
@@ -232,6 +233,7 @@ class ProviderAttempts:
         request_bytes: int | None,
         turn: int,
         secrets: tuple[str, ...] = (),
+        carry: PayloadCarry | None = None,
     ) -> ProviderTurnResult:
         """Run attempts of one redacted request until one succeeds.
 
@@ -240,6 +242,9 @@ class ProviderAttempts:
             request_bytes: ``len(canonical_json(request.to_dict()).encode())``.
             turn: Turn number for provider events (last ``turn_started``).
             secrets: Secrets returned by provider-request policies.
+            carry: Checks, copies and measures each tool call's arguments in one walk and
+                carries the copy and the size on (:mod:`prism.runtime._carry`); ``None``: the
+                arguments are checked and measured separately.
 
         Returns:
             The successful attempt's result, or :data:`EMPTY_TURN_RESULT` after a soft interrupt.
@@ -257,7 +262,7 @@ class ProviderAttempts:
         while True:
             failure: AttemptFailed | None = None
             try:
-                result = await self._attempt(request, request_bytes, turn, attempt, secrets)
+                result = await self._attempt(request, request_bytes, turn, attempt, secrets, carry)
             except AttemptFailed as exc:
                 failure = exc
             if failure is None:
@@ -365,6 +370,7 @@ class ProviderAttempts:
         turn: int,
         attempt: int,
         secrets: tuple[str, ...],
+        carry: PayloadCarry | None,
     ) -> ProviderTurnResult:
         self.tracker.charge_provider_attempt(request_bytes)
         st = AttemptState(self, turn, attempt)
@@ -394,7 +400,7 @@ class ProviderAttempts:
         try:
             try:
                 iterator = self._provider.generate(_with_signal(request, child))
-                await self._stream(st, iterator.__anext__, child)
+                await self._stream(st, iterator.__anext__, child, carry)
             finally:
                 if iterator is not None:  # release the provider's response at once
                     aclose = getattr(iterator, "aclose", None)
@@ -467,7 +473,11 @@ class ProviderAttempts:
         return result
 
     async def _stream(
-        self, st: AttemptState, next_event: Callable[[], Awaitable[ProviderEvent]], child: AbortSignal
+        self,
+        st: AttemptState,
+        next_event: Callable[[], Awaitable[ProviderEvent]],
+        child: AbortSignal,
+        carry: PayloadCarry | None,
     ) -> None:
         """Read provider events until ``done`` or exhaustion. Each event is checked, charged to
         ``max_response_bytes``, announced as message events and added to the attempt's fold. At
@@ -498,8 +508,13 @@ class ProviderAttempts:
                 event = as_event(event, fold.started)
                 kind = type(event)
             if kind is ProviderToolCall:
-                event = checked_call(event, held)  # type: ignore[arg-type]
-            charge(canonical_size(event))
+                size = -1 if carry is None else carry.call_size(event)  # type: ignore[arg-type]
+                if size < 0:
+                    event = checked_call(event, held)  # type: ignore[arg-type]
+                    size = canonical_size(event)
+                charge(size)
+            else:
+                charge(canonical_size(event))
             if kind in message_kinds:
                 announce(event)
             elif kind is ProviderErrorEvent:

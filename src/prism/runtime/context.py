@@ -49,7 +49,7 @@ from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
-from prism.runtime._carry import ResultCarry
+from prism.runtime._carry import PayloadCarry
 from prism.runtime._delegation import RunDelegation, child_forward, parent_run
 from prism.runtime._durable_gate import DurableGate
 from prism.runtime._observers import stamp_ids
@@ -197,7 +197,7 @@ class RunContext:
         self.ledger_on = self.writer.enabled
         self.boundary = TurnBoundary(self.tracker)
         self.codec = RequestCodec(self.redactor, self.history)
-        self.carry = ResultCarry(self.codec)
+        self.carry = PayloadCarry(self.codec)
         self.registry = config.tools
         """The leg's tools: the agent's, plus its tool sources' once the leg opened them."""
         self.tool_scope: AsyncExitStack | None = None
@@ -298,12 +298,13 @@ class RunContext:
 
         The stored message joins :attr:`messages`; the open host calls are tracked. The
         stored entry is kept in :attr:`last_entry`. A tool result whose private copy the
-        dispatcher made (:mod:`prism.runtime._carry`) is stored as that copy.
+        dispatcher made, or a call whose arguments' copy the attempt made
+        (:mod:`prism.runtime._carry`), is stored with that copy.
         """
         state = self.state
         redactor = self.redactor
         carry = self.carry
-        carried = carry.store_message(message) if carry.copies and redactor is None else None
+        carried = carry.for_store(message) if carry.copies and redactor is None else None
         entry = new_session_entry(
             "message",
             session_id=self.session_id,
@@ -318,7 +319,7 @@ class RunContext:
             if stored_message is None:
                 stored_message = message
         else:
-            with donated(carried[1]):
+            with donated(*carried[1]):
                 await state.append(stored, idempotency_key=self.plan.idempotency_key)
             stored_message = message
         self.last_entry = stored
@@ -422,7 +423,13 @@ class RunContext:
         attempts = self.attempts
         assert attempts is not None
         turn = self.turn or boundary.completed + 1
-        result = await attempts.run(red, request_bytes=size, turn=turn, secrets=secrets)
+        result = await attempts.run(
+            red,
+            request_bytes=size,
+            turn=turn,
+            secrets=secrets,
+            carry=self.carry if self.redactor is None else None,
+        )
         boundary.completed += 1
         self.provider_stop_reason = result.stop_reason
         return result
