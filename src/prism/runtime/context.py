@@ -444,19 +444,19 @@ class RunContext:
             if durable is not None:
                 durable.gate_round(tuple(calls))
 
-    async def dispatch_tool_call(self, call: ToolCallContent, /) -> ToolResult:
-        """The fully guarded dispatch of one host call; a gated call is answered by
-        the durable run first."""
+    def dispatch_tool_call(self, call: ToolCallContent, /) -> Coroutine[object, None, ToolResult]:
+        """The fully guarded dispatch of one host call (a coroutine: await it); a gated call is
+        answered by the durable run first."""
         durable = self.durable
         if durable is not None:
             answer = durable.before_dispatch(call)
             if answer is not None:
-                return answer
+                return _answered(answer)
         self.tool_calls += 1
         dispatch = self.bound_dispatch
         if dispatch is None:
             dispatch = self.bound_dispatch = self._bind_dispatch()
-        return await dispatch(call)
+        return dispatch(call)  # the dispatch's own coroutine, without a wrapping one
 
     def _bind_dispatch(self) -> Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]]:
         """``prism.tools.dispatch_tool_call`` with this leg's fixed arguments bound once.
@@ -587,3 +587,7 @@ class RunContext:
             metadata=self.metadata,
             signal=self.signal,
         )
+
+
+async def _answered(result: ToolResult) -> ToolResult:
+    return result
