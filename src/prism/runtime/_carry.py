@@ -26,6 +26,12 @@ result in place afterwards (an observer, a tool changing its own ``arguments``) 
 the byte count. With a redactor every payload takes the general path (a check, the redaction,
 the store's copy, a size). Small payloads (under :data:`MIN_CARRIED_BYTES`) are only checked and
 measured: for them the bookkeeping would cost more than the walks it saves.
+
+Measured worth (the realistic scenario of ``benchmarks/bench_realistic.py``, memory store, against
+the same tree checking, copying and measuring each payload separately): instructions per turn
+(``valgrind --tool=cachegrind``, deterministic) 2.44 M → 2.17 M at N=200 and 2.97 M → 2.73 M at
+N=20, together with the per-turn changes made alongside; CPU time per turn, interleaved A/B on a
+loaded machine (11 rounds, median of paired ratios), −15 % at N=200 and −10 % at N=20.
 """
 
 from __future__ import annotations
