@@ -119,6 +119,10 @@ def canonical_size_known(value: Any, known: dict[int, tuple[Any, int]]) -> int:
     """:func:`canonical_size` of ``value``, taking the size of each ``dict`` found in ``known``
     (``id(d) -> (d, size)``, measured by an earlier walk of the same dict) instead of measuring
     it; each size taken is removed from ``known``.
+
+    ``known`` is installed for the duration of the call; a size is only ever taken for the very
+    object it was measured for (by identity, and ``known`` holds a reference to it), so a call
+    on another thread meanwhile can only miss, never take a wrong size.
     """
     global _KNOWN
     saved = _KNOWN
