@@ -1,28 +1,35 @@
-"""Ids and timestamps stamped on every entry, event record and run; the timestamp is a speed trick.
+"""Ids and timestamps stamped on every entry, event record and run: two speed tricks.
 
 Every stored entry, ledger record and run gets an id and an ISO-8601 timestamp, several per turn:
 
-* :func:`new_id` is ``<prefix>_`` and the hex of a random version-4 UUID;
+* :func:`new_id` is ``<prefix>_`` and the hex of a random version-4 UUID, built straight from 16
+  bytes of ``os.urandom`` with the version and variant bits set — exactly what
+  ``uuid.uuid4().hex`` gives, without building a ``uuid.UUID`` (whose constructor validates its
+  input in Python). Measured against ``uuid.uuid4().hex`` (interleaved A/B, N=1000 turns, median
+  of 11 rounds; three ids per turn in the per-turn scenario) it saves 2 µs per turn.
 * :func:`now_iso` caches the formatted text per millisecond, and its date-and-seconds part per
   second, because several entries are often stamped within the same millisecond on a fast turn.
   The plain equivalent formats ``datetime.now(timezone.utc)`` every time; measured against it
   (interleaved A/B, N=1000 turns, median of 15 rounds) the cache saves 5 µs per turn.
-
-(A hand-built UUID hex from ``os.urandom`` saved 2 µs per turn against ``uuid.uuid4().hex`` and
-was removed.)
 """
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 
 __all__ = ["new_id", "now_iso"]
 
+_urandom = os.urandom
+
 
 def new_id(prefix: str) -> str:
-    """Return ``<prefix>_<32 lowercase hex>``: ``uuid.uuid4().hex``."""
-    return f"{prefix}_{uuid.uuid4().hex}"
+    """Return ``<prefix>_<32 lowercase hex>``, the hex of a random version-4 UUID (the same
+    format and distribution as ``uuid.uuid4().hex``)."""
+    raw = bytearray(_urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return f"{prefix}_{raw.hex()}"
 
 
 _second: tuple[int, str] = (-1, "")

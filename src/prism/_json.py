@@ -8,10 +8,12 @@ records below :mod:`prism.errors` can use ``JsonValue``. Import the names from
 from __future__ import annotations
 
 import json
+import json.encoder
 import math
-from typing import TypeAlias, TypeGuard, Union
+from collections.abc import Callable
+from typing import Any, TypeAlias, TypeGuard, Union
 
-__all__ = ["JsonValue", "canonical_json", "is_json_value"]
+__all__ = ["JsonValue", "canonical_json", "copy_json", "is_json_value"]
 
 JsonValue: TypeAlias = Union[  # noqa: UP007 - recursive alias needs the Union form at runtime
     None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]
@@ -94,6 +96,104 @@ def _is_json_other(value: object, budget: int) -> bool:
                 return False
         return True
     return False
+
+
+_esc: Callable[[str], str] = json.encoder.encode_basestring
+"""The string escaper of ``canonical_json`` (``ensure_ascii=False``)."""
+
+
+def copy_json(value: object, max_depth: int = _JSON_MAX_DEPTH) -> tuple[Any, int] | None:
+    """One walk over a decoded-JSON-shaped ``value``: check, copy and measure it.
+
+    Handles the exact types a JSON decoder produces — ``dict`` (``str`` keys), ``list``, ``str``,
+    ``int``, ``bool``, ``None`` and finite ``float`` — nested at most ``max_depth`` containers
+    deep. For such a value it returns ``(copy, size)``: a copy whose dicts and lists are new
+    (scalars are shared), and ``len(canonical_json(value).encode())``. Anything else (a tuple,
+    a subclass, a non-finite float, a non-``str`` key, too deep) returns ``None``: the caller
+    takes the general path (:func:`is_json_value`), which decides whether it is JSON at all.
+    Never raises (the depth bound keeps the recursion short).
+    """
+    budget = max_depth
+    t = type(value)
+    if t is dict:
+        if budget <= 0:
+            return None
+        inner = budget - 1
+        count = len(value)  # type: ignore[arg-type]
+        out: dict[str, Any] = {}
+        if not count:
+            return out, 2
+        esc = _esc
+        total = 1 + 2 * count  # braces, colons, commas
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                return None
+            text = esc(key)
+            total += len(text) if text.isascii() else len(text.encode())
+            ti = type(item)
+            if ti is str:
+                text = esc(item)
+                total += len(text) if text.isascii() else len(text.encode())
+            elif ti is int:
+                total += len(int.__repr__(item))
+            elif ti is bool:
+                total += 4 if item else 5
+            elif item is None:
+                total += 4
+            elif ti is float:
+                if item - item != 0.0:  # inf - inf and nan - nan are NaN
+                    return None
+                total += len(float.__repr__(item))
+            else:
+                walked = copy_json(item, inner)
+                if walked is None:
+                    return None
+                item, size = walked
+                total += size
+            out[key] = item
+        return out, total
+    if t is list:
+        if budget <= 0:
+            return None
+        inner = budget - 1
+        items: list[Any] = []
+        total = 1 + len(value) if value else 2  # type: ignore[arg-type]  # "[", commas, "]"
+        esc = _esc
+        for item in value:  # type: ignore[attr-defined]
+            ti = type(item)
+            if ti is str:
+                text = esc(item)
+                total += len(text) if text.isascii() else len(text.encode())
+            elif ti is int:
+                total += len(int.__repr__(item))
+            elif ti is bool:
+                total += 4 if item else 5
+            elif item is None:
+                total += 4
+            elif ti is float:
+                if item - item != 0.0:
+                    return None
+                total += len(float.__repr__(item))
+            else:
+                walked = copy_json(item, inner)
+                if walked is None:
+                    return None
+                item, size = walked
+                total += size
+            items.append(item)
+        return items, total
+    if t is str:
+        text = _esc(value)  # type: ignore[arg-type]
+        return value, len(text) if text.isascii() else len(text.encode())
+    if t is int:
+        return value, len(int.__repr__(value))
+    if t is bool:
+        return value, 4 if value else 5
+    if value is None:
+        return None, 4
+    if t is float and value - value == 0.0:  # type: ignore[operator]
+        return value, len(float.__repr__(value))
+    return None
 
 
 def canonical_json(value: object) -> str:

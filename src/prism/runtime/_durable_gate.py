@@ -6,13 +6,13 @@ call of a durable run; ``DurableDriver`` (in ``prism.runtime._durable_leg``) imp
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Protocol
 
 from prism.runtime._delegation import ChildRuns, ChildRunSuspended
 from prism.types import ToolCallContent, ToolDefinition, ToolExecutionContext, ToolResult
 
-__all__ = ["DurableGate"]
+__all__ = ["DurableGate", "delegating"]
 
 
 class DurableGate(ChildRuns, Protocol):
@@ -39,3 +39,14 @@ class DurableGate(ChildRuns, Protocol):
     def record_source_tools(self, digests: Mapping[str, str]) -> None:
         """Store the schema digests of the leg's tool-source tools with the run."""
         ...
+
+
+async def delegating(
+    dispatch: Coroutine[object, None, ToolResult], call: ToolCallContent, gate: DurableGate
+) -> ToolResult:
+    """Await a durable run's dispatch of ``call``; when the call's child run suspends, the
+    call's answer is ``gate.delegated(...)`` (the run suspends with the child)."""
+    try:
+        return await dispatch
+    except ChildRunSuspended as signal:
+        return gate.delegated(call, signal)

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
 from prism.redaction import SecretRedactor
-from prism.runtime._json_size import canonical_size
+from prism.runtime._json_size import canonical_size, canonical_size_known
 from prism.types import Message, ProviderRequest
 
 __all__ = ["LiveHistory", "RequestCodec"]
@@ -95,6 +95,7 @@ class RequestCodec:
 
     __slots__ = (
         "_cache",
+        "_known",
         "_h_cum",
         "_h_red",
         "_h_version",
@@ -108,6 +109,7 @@ class RequestCodec:
         self._redactor = redactor
         self._history = history
         self._cache: dict[int, tuple[Message, Message, int]] = {}
+        self._known: dict[int, tuple[Any, int]] = {}
         self._h_red: list[Message] = []
         self._h_cum: list[int] = [0]
         self._h_version = history.mutations
@@ -115,6 +117,12 @@ class RequestCodec:
         self._head: tuple[ProviderRequest, int] | None = None
 
     # ----------------------------------------------------------------- per message
+
+    def carry_size(self, value: dict[str, Any], size: int) -> None:
+        """Take ``size`` as the canonical size of the dict ``value`` when a message holding it is
+        measured (the walk that checked a tool result measured it; ``value`` is frozen from now
+        on, as messages are)."""
+        self._known[id(value)] = (value, size)
 
     def message(self, message: Message) -> tuple[Message, int]:
         """Return ``(redacted message, canonical UTF-8 size)``, cached for the run."""
@@ -126,7 +134,8 @@ class RequestCodec:
             red = message
         else:
             red = redactor.redact(([message],))[0][0]
-        size = canonical_size(red)
+        known = self._known
+        size = canonical_size_known(red, known) if known else canonical_size(red)
         self._cache[id(message)] = (message, red, size)
         return red, size
 
@@ -147,12 +156,13 @@ class RequestCodec:
             total = cum[-1]
             if self._redactor is None:  # sizes only; the request keeps the messages as they are
                 cache = self._cache
+                known = self._known
                 for item in history[done:upto]:
                     entry = cache.get(id(item))
                     if entry is not None and entry[0] is item:
                         size = entry[2]
                     else:
-                        size = canonical_size(item)
+                        size = canonical_size_known(item, known) if known else canonical_size(item)
                         cache[id(item)] = (item, item, size)
                     total += size
                     cum.append(total)

@@ -61,6 +61,7 @@ from prism.runtime._attempt import (
     checked_call,
     without_split_secret,
 )
+from prism.runtime._carry import PayloadCarry
 from prism.runtime._fallback import FallbackChain
 from prism.runtime._json_size import canonical_size
 from prism.runtime._retry_wait import RetryHook, decide_retry, wait_retry_delay
@@ -83,6 +84,22 @@ __all__ = ["ProviderAttempts"]
 
 def _always() -> bool:
     return True
+
+
+def _with_signal(request: ProviderRequest, signal: AbortSignal) -> ProviderRequest:
+    """``request`` carrying the attempt's ``signal``: built field by field (one constructor call,
+    where ``dataclasses.replace`` reads the fields generically first); a subclass is replaced."""
+    if type(request) is not ProviderRequest:
+        return dataclasses.replace(request, signal=signal)
+    return ProviderRequest(
+        request.model,
+        request.messages,
+        request.tools,
+        request.context,
+        request.options,
+        request.metadata,
+        signal,
+    )
 
 
 def _drop(event: AgentEvent) -> None:
@@ -216,6 +233,7 @@ class ProviderAttempts:
         request_bytes: int | None,
         turn: int,
         secrets: tuple[str, ...] = (),
+        carry: PayloadCarry | None = None,
     ) -> ProviderTurnResult:
         """Run attempts of one redacted request until one succeeds.
 
@@ -224,6 +242,9 @@ class ProviderAttempts:
             request_bytes: ``len(canonical_json(request.to_dict()).encode())``.
             turn: Turn number for provider events (last ``turn_started``).
             secrets: Secrets returned by provider-request policies.
+            carry: Checks, copies and measures each tool call's arguments in one walk and
+                carries the copy and the size on (:mod:`prism.runtime._carry`); ``None``: the
+                arguments are checked and measured separately.
 
         Returns:
             The successful attempt's result, or :data:`EMPTY_TURN_RESULT` after a soft interrupt.
@@ -241,7 +262,7 @@ class ProviderAttempts:
         while True:
             failure: AttemptFailed | None = None
             try:
-                result = await self._attempt(request, request_bytes, turn, attempt, secrets)
+                result = await self._attempt(request, request_bytes, turn, attempt, secrets, carry)
             except AttemptFailed as exc:
                 failure = exc
             if failure is None:
@@ -349,6 +370,7 @@ class ProviderAttempts:
         turn: int,
         attempt: int,
         secrets: tuple[str, ...],
+        carry: PayloadCarry | None,
     ) -> ProviderTurnResult:
         self.tracker.charge_provider_attempt(request_bytes)
         st = AttemptState(self, turn, attempt)
@@ -377,8 +399,8 @@ class ProviderAttempts:
         iterator: Any = None
         try:
             try:
-                iterator = self._provider.generate(dataclasses.replace(request, signal=child))
-                await self._stream(st, iterator.__anext__, child)
+                iterator = self._provider.generate(_with_signal(request, child))
+                await self._stream(st, iterator.__anext__, child, carry)
             finally:
                 if iterator is not None:  # release the provider's response at once
                     aclose = getattr(iterator, "aclose", None)
@@ -420,10 +442,9 @@ class ProviderAttempts:
             self._waiting = False
 
         # Usage (priced), output guardrails, flush, provider_turn_finished.
-        st.price_usage()
-        result = st.fold.result()
         try:
             st.record_usage()
+            result = st.fold.result()
             guardrails = self._guardrails
             if guardrails is not None:
                 context: GuardrailContext[Any] = GuardrailContext(
@@ -452,7 +473,11 @@ class ProviderAttempts:
         return result
 
     async def _stream(
-        self, st: AttemptState, next_event: Callable[[], Awaitable[ProviderEvent]], child: AbortSignal
+        self,
+        st: AttemptState,
+        next_event: Callable[[], Awaitable[ProviderEvent]],
+        child: AbortSignal,
+        carry: PayloadCarry | None,
     ) -> None:
         """Read provider events until ``done`` or exhaustion. Each event is checked, charged to
         ``max_response_bytes``, announced as message events and added to the attempt's fold. At
@@ -483,15 +508,21 @@ class ProviderAttempts:
                 event = as_event(event, fold.started)
                 kind = type(event)
             if kind is ProviderToolCall:
-                event = checked_call(event, held)  # type: ignore[arg-type]
-            charge(canonical_size(event))
+                size = -1 if carry is None else carry.call_size(event)  # type: ignore[arg-type]
+                if size < 0:
+                    event = checked_call(event, held)  # type: ignore[arg-type]
+                    size = canonical_size(event)
+                charge(size)
+            else:
+                charge(canonical_size(event))
             if kind in message_kinds:
                 announce(event)
             elif kind is ProviderErrorEvent:
                 raise AttemptFailed(event.error, fold.started, None)  # type: ignore[union-attr]
             if add(event):
                 break
-        st.flush_held()
+        if st.held is not None:
+            st.flush_held()
         rebuilt = fold.finish(check=(lambda call: without_split_secret(call, held)) if held else None)
         for call in rebuilt:
             st.announce_call(call)

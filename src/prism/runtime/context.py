@@ -30,8 +30,9 @@ import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
+from prism._fast_entry_copy import donated
 from prism.abort import AbortController, AbortSignal
 from prism.assembly import RequestAssembler
 from prism.errors import GuardrailError, RunLimitExceeded
@@ -48,9 +49,11 @@ from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
 from prism.runtime._boundary import TurnBoundary
-from prism.runtime._delegation import ChildRunSuspended, RunDelegation, child_forward, parent_run
-from prism.runtime._durable_gate import DurableGate
+from prism.runtime._carry import PayloadCarry
+from prism.runtime._delegation import RunDelegation, child_forward, parent_run
+from prism.runtime._durable_gate import DurableGate, delegating
 from prism.runtime._observers import stamp_ids
+from prism.runtime._open_calls import INTERRUPTED_MESSAGE, interrupted_row, track_calls
 from prism.runtime._request_codec import LiveHistory, RequestCodec
 from prism.runtime._tool_rounds import force_text_answer
 from prism.runtime.attempts import ProviderAttempts
@@ -64,7 +67,6 @@ from prism.tools import ToolValidator, dispatch_tool_call
 from prism.tracing import RunTrace
 from prism.types import (
     AgentInput,
-    ErrorInfo,
     Message,
     ProviderRequest,
     ProviderStopReason,
@@ -72,7 +74,6 @@ from prism.types import (
     ToolCallContent,
     ToolExecutionContext,
     ToolResult,
-    ToolResultContent,
     tool_result_message,
 )
 from prism.usage import UsageAccumulator
@@ -82,10 +83,6 @@ __all__ = ["INTERRUPTED_MESSAGE", "RunContext"]
 T = TypeVar("T")
 
 _log = logging.getLogger("prism")
-
-INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its result was recorded"
-"""Message of the rows that answer calls left open by a failed run."""
-
 
 class RunContext:
     """The ``LoopContext`` of one run leg, with the leg's live state.
@@ -109,6 +106,7 @@ class RunContext:
         "attempts",
         "boundary",
         "bound_dispatch",
+        "carry",
         "codec",
         "config",
         "controller",
@@ -199,6 +197,7 @@ class RunContext:
         self.ledger_on = self.writer.enabled
         self.boundary = TurnBoundary(self.tracker)
         self.codec = RequestCodec(self.redactor, self.history)
+        self.carry = PayloadCarry(self.codec)
         self.registry = config.tools
         """The leg's tools: the agent's, plus its tool sources' once the leg opened them."""
         self.tool_scope: AsyncExitStack | None = None
@@ -298,55 +297,43 @@ class RunContext:
         """Append one redacted ``message`` entry under this run.
 
         The stored message joins :attr:`messages`; the open host calls are tracked. The
-        stored entry is kept in :attr:`last_entry`.
+        stored entry is kept in :attr:`last_entry`. A tool result whose private copy the
+        dispatcher made, or a call whose arguments' copy the attempt made
+        (:mod:`prism.runtime._carry`), is stored with that copy.
         """
         state = self.state
+        redactor = self.redactor
+        carry = self.carry
+        carried = carry.for_store(message) if carry.copies and redactor is None else None
         entry = new_session_entry(
             "message",
             session_id=self.session_id,
             parent_id=state.leaf_id,
             run_id=self.run_id,
-            message=message,
+            message=message if carried is None else carried[0],
         )
-        redactor = self.redactor
         stored = redactor.redact(entry) if redactor is not None else entry
-        await state.append(stored, idempotency_key=self.plan.idempotency_key)
-        self.last_entry = stored
-        stored_message = stored.message
-        if stored_message is None:
+        if carried is None:
+            await state.append(stored, idempotency_key=self.plan.idempotency_key)
+            stored_message = stored.message
+            if stored_message is None:
+                stored_message = message
+        else:
+            with donated(*carried[1]):
+                await state.append(stored, idempotency_key=self.plan.idempotency_key)
             stored_message = message
+        self.last_entry = stored
         self.messages.append(stored_message)
         role = stored_message.role
         if role == "assistant" or (role == "tool" and self.open_calls):
-            self._track_calls(stored_message)
-
-    def _track_calls(self, message: Message) -> None:
-        """Open host calls of stored assistant messages; close them by their results."""
-        open_calls = self.open_calls
-        if message.role == "assistant":
-            for part in message.content:
-                if type(part) is ToolCallContent and part.authority != "provider-hosted":
-                    open_calls[part.id] = part
-        elif open_calls:
-            for part in message.content:
-                if type(part) is ToolResultContent:
-                    open_calls.pop(part.tool_call_id, None)
+            track_calls(self.open_calls, stored_message)
 
     async def answer_open_calls(self) -> None:
         """One ``tool_call_interrupted`` row per host call still open, in call order."""
         open_calls = self.open_calls
-        if not open_calls:
-            return
         for call_id, call in list(open_calls.items()):
-            row = tool_result_message(
-                ToolResult(
-                    tool_call_id=call_id,
-                    name=call.name,
-                    error=ErrorInfo(code="tool_call_interrupted", message=INTERRUPTED_MESSAGE),
-                )
-            )
             try:
-                await self.append_message(row)
+                await self.append_message(interrupted_row(call))
             except Exception as exc:  # the original failure is the one reported
                 _log.warning("could not answer tool call %s: %s", call_id, type(exc).__name__)
         open_calls.clear()
@@ -375,8 +362,9 @@ class RunContext:
         ``turn`` is the loop's turn number; it labels this turn's provider events (default: the
         boundary's count of completed provider turns + 1).
         """
-        self.check_live()
         boundary = self.boundary
+        if boundary.failure is not None or self.signal.aborted:
+            self.check_live()
         boundary_turn = boundary.completed + 1
         if boundary.entered != boundary_turn:
             await boundary.enter()
@@ -401,8 +389,9 @@ class RunContext:
             ProviderTurnError: the last provider attempt failed.
             RunLimitExceeded / GuardrailError / the abort reason: as the attempts raise them.
         """
-        self.check_live()
         boundary = self.boundary
+        if boundary.failure is not None or self.signal.aborted:
+            self.check_live()
         if boundary.entered != boundary.completed + 1:
             await boundary.enter()
         answer_after = self.answer_after_tool_rounds
@@ -434,7 +423,13 @@ class RunContext:
         attempts = self.attempts
         assert attempts is not None
         turn = self.turn or boundary.completed + 1
-        result = await attempts.run(red, request_bytes=size, turn=turn, secrets=secrets)
+        result = await attempts.run(
+            red,
+            request_bytes=size,
+            turn=turn,
+            secrets=secrets,
+            carry=self.carry if self.redactor is None else None,
+        )
         boundary.completed += 1
         self.provider_stop_reason = result.stop_reason
         return result
@@ -449,24 +444,21 @@ class RunContext:
             if durable is not None:
                 durable.gate_round(tuple(calls))
 
-    async def dispatch_tool_call(self, call: ToolCallContent, /) -> ToolResult:
-        """The fully guarded dispatch of one host call; a gated call is answered by
-        the durable run first."""
+    def dispatch_tool_call(self, call: ToolCallContent, /) -> Coroutine[object, None, ToolResult]:
+        """The fully guarded dispatch of one host call (a coroutine: await it); a gated call is
+        answered by the durable run first."""
         durable = self.durable
         if durable is not None:
             answer = durable.before_dispatch(call)
             if answer is not None:
-                return answer
+                return _answered(answer)
         self.tool_calls += 1
         dispatch = self.bound_dispatch
         if dispatch is None:
             dispatch = self.bound_dispatch = self._bind_dispatch()
-        try:
-            return await dispatch(call)
-        except ChildRunSuspended as signal:  # the call's child run waits: so does this run
-            if durable is None:
-                raise
-            return durable.delegated(call, signal)
+        if durable is None:
+            return dispatch(call)  # the dispatch's own coroutine, without a wrapping one
+        return delegating(dispatch(call), call, durable)
 
     def _bind_dispatch(self) -> Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]]:
         """``prism.tools.dispatch_tool_call`` with this leg's fixed arguments bound once.
@@ -507,6 +499,7 @@ class RunContext:
             before_execute=None if durable is None else durable.before_execute,
             on_worker_thread=self.worker_threads.append,
             execute_scope=None if self.trace is None else self.trace.tool_scope,
+            measured=self.carry.keep if redactor is None else None,
         )
 
     def is_tool_call_exclusive(self, call: ToolCallContent, /) -> bool:
@@ -597,3 +590,7 @@ class RunContext:
             metadata=self.metadata,
             signal=self.signal,
         )
+
+
+async def _answered(result: ToolResult) -> ToolResult:
+    return result

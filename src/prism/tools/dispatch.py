@@ -36,7 +36,7 @@ from prism.tools.filters import ToolFilter, is_tool_allowed
 from prism.tools.permission import PermissionPolicy, PermissionRequest, ask_permission
 from prism.tools.registry import ToolRegistry
 from prism.tools.reporting import CallReport, ToolCallLedger, ledger_writer
-from prism.tools.results import NotJsonError, normalise_result
+from prism.tools.results import KeepMeasured, NotJsonError, normalise_result
 from prism.tools.validation import (
     DEFAULT_VALIDATOR,
     ToolValidator,
@@ -86,6 +86,7 @@ async def dispatch_tool_call(
     sync_in_thread: bool | None = None,
     on_worker_thread: Callable[[asyncio.Future[Any]], object] | None = None,
     execute_scope: Callable[[ToolCallContent], Callable[[], None]] | None = None,
+    measured: KeepMeasured | None = None,
 ) -> ToolResult:
     """Run one tool call through the guarded pipeline and return its result.
 
@@ -145,6 +146,11 @@ async def dispatch_tool_call(
             runs in; what it returns is called right after ``execute`` and the ``tool_result``
             hook, whatever their outcome (a run's trace makes its tool span current here, so
             the tool's own spans nest under it). ``None``: nothing is called.
+        measured: Receives ``(value, copy, size)`` for a ``dict`` value ``execute`` returned:
+            the one walk that checks the value also copies it (new dicts and lists) and measures
+            ``len(canonical_json(value).encode())``. Only used while nothing can change the
+            result after ``execute`` (no redactor, no ``tool_result`` hook, no tool-output
+            guardrail); ``None``: the value is only checked.
 
     Returns:
         The call's ``ToolResult`` (value, error result or blocked result), never ``None``.
@@ -168,7 +174,7 @@ async def dispatch_tool_call(
         context,
         emit=emit,
         observed=observed,
-        ledger=ledger_writer(ledger),
+        ledger=None if ledger is None else ledger_writer(ledger),
         redactor=redactor,
         secrets=secrets if isinstance(secrets, tuple) else tuple(secrets),
         ownership=ownership,
@@ -210,20 +216,33 @@ async def dispatch_tool_call(
         if blocked is not None:
             return blocked
 
-    await report.started()
+    # the started/finished reports build nothing while no ledger and no observer takes them
+    if report.ledger is not None or (emit is not None and (observed is None or observed())):
+        await report.started()
     threaded = PARALLEL_ROUND.get() if sync_in_thread is None else sync_in_thread
     leave_scope = None if execute_scope is None else execute_scope(call)
     try:
-        result = await _execute(
+        # ``execute``, the normalisation of what it returned, the ``tool_result`` hook
+        raw = await run_execute(
             tool,
             arguments,
             exec_context,
-            call,
-            middleware,
             grace_ms=tool_abort_grace_ms,
             threaded=threaded,
             on_worker_thread=on_worker_thread,
         )
+        keep = measured
+        if keep is not None and (
+            redactor is not None
+            or (middleware is not None and middleware.has("tool_result"))
+            or (guardrails is not None and bool(guardrails.tool_output))
+        ):
+            keep = None
+        result = normalise_result(raw, call, keep)
+        if middleware is not None and middleware.has("tool_result"):
+            hooked = await middleware.run("tool_result", result)
+            if hooked is not None:
+                result = hooked
     except ToolInterrupted:
         return await report.failed(_interrupted_error(tool_abort_grace_ms))
     except NotJsonError as exc:
@@ -259,7 +278,10 @@ async def dispatch_tool_call(
             return blocked
     if redactor is not None:
         result = redactor.redact(result)
-    await report.finished(result)
+    if report.ledger is not None or (emit is not None and (observed is None or observed())):
+        await report.finished(result)
+    else:
+        report.done = True
     return result
 
 
@@ -383,40 +405,6 @@ async def _run_before_execute(
 
 
 # --------------------------------------------------------------------------- execute and after
-
-
-async def _execute(
-    tool: ToolDefinition,
-    arguments: dict[str, Any],
-    context: ToolExecutionContext,
-    call: ToolCallContent,
-    middleware: MiddlewareRegistry | None,
-    *,
-    grace_ms: float,
-    threaded: bool,
-    on_worker_thread: Callable[[asyncio.Future[Any]], Any] | None,
-) -> ToolResult:
-    """Run ``execute``, normalise what it returned, and apply the ``tool_result`` hook.
-
-    Raises:
-        ToolInterrupted: ``execute`` outlived the abort grace.
-        NotJsonError: ``execute`` returned a value that is not JSON-compatible.
-        BaseException: whatever ``execute`` or the hook raise.
-    """
-    raw = await run_execute(
-        tool,
-        arguments,
-        context,
-        grace_ms=grace_ms,
-        threaded=threaded,
-        on_worker_thread=on_worker_thread,
-    )
-    result = normalise_result(raw, call)
-    if middleware is not None and middleware.has("tool_result"):
-        replaced = await middleware.run("tool_result", result)
-        if replaced is not None:
-            result = replaced
-    return result
 
 
 async def _check_tool_output(

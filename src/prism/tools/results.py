@@ -4,16 +4,29 @@ A tool may return a ``ToolResult``, any JSON value, a pydantic model (``model_du
 or a dataclass instance (``dataclasses.asdict``). Anything else cannot be stored or sent to the
 model: :class:`NotJsonError` names its type, and the dispatcher answers the call with an
 ``invalid_tool_result`` error result.
+
+Passes over a returned ``dict``: with a ``keep`` receiver (see :func:`normalise_result`) one —
+:func:`prism._json.copy_json` checks the value, copies it and measures its canonical JSON size in
+the same walk, and the receiver carries the copy and the size on (the runtime's store takes the
+copy instead of copying again, and its request byte count takes the size instead of measuring
+again). Without a receiver, or for a value outside the decoded-JSON types, one check
+(:func:`prism.types.is_json_value`), and the copying and measuring happen where they are needed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import cast
+from collections.abc import Callable
+from typing import Any, TypeAlias, cast
 
+from prism._json import copy_json
 from prism.types import JsonValue, ToolCallContent, ToolResult, is_json_value
 
-__all__ = ["NotJsonError", "normalise_result", "to_json_value"]
+__all__ = ["KeepMeasured", "NotJsonError", "normalise_result", "to_json_value"]
+
+KeepMeasured: TypeAlias = Callable[[Any, Any, int], object]
+"""Receives ``(value, copy, size)`` for a result value checked by one walk: a private copy of it
+(new dicts and lists) and ``len(canonical_json(value).encode())``."""
 
 
 class NotJsonError(Exception):
@@ -50,21 +63,34 @@ def to_json_value(value: object) -> JsonValue:
     return converted
 
 
-def normalise_result(raw: object, call: ToolCallContent) -> ToolResult:
+def normalise_result(
+    raw: object, call: ToolCallContent, keep: KeepMeasured | None = None
+) -> ToolResult:
     """Wrap what ``execute`` returned as the call's ``ToolResult``.
 
     A returned ``ToolResult`` keeps its fields, with ``tool_call_id`` and ``name`` replaced by the
     call's; any other value is converted by :func:`to_json_value`.
+
+    Args:
+        raw: What ``execute`` returned.
+        call: The call it answers.
+        keep: With a ``dict`` value: the one walk of :func:`prism._json.copy_json` checks it, and
+            ``keep(value, copy, size)`` receives the copy and the size (``None``: only checked).
 
     Raises:
         NotJsonError: the value is not JSON-compatible.
     """
     if isinstance(raw, ToolResult):
         value = raw.value
-        if not (value is None or type(value) in (str, int, bool) or is_json_value(value)):
+        if type(value) is dict and keep is not None and (walked := copy_json(value)) is not None:
+            keep(value, walked[0], walked[1])
+        elif not (value is None or type(value) in (str, int, bool) or is_json_value(value)):
             raise NotJsonError(type(value).__name__)
         result: ToolResult = raw
         if result.tool_call_id != call.id or result.name != call.name:
             result = dataclasses.replace(result, tool_call_id=call.id, name=call.name)
         return result
+    if type(raw) is dict and keep is not None and (walked := copy_json(raw)) is not None:
+        keep(raw, walked[0], walked[1])
+        return ToolResult(tool_call_id=call.id, name=call.name, value=raw)
     return ToolResult(tool_call_id=call.id, name=call.name, value=to_json_value(raw))
