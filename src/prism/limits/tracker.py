@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Final, TypeAlias
 
 from prism._keys import reject_unknown_keys
@@ -143,6 +143,7 @@ class RunLimitTracker:
         "_clock",
         "_cost",
         "_deadline_at",
+        "_deadline_epoch",
         "_disposed",
         "_input_tokens",
         "_leg_start",
@@ -226,6 +227,7 @@ class RunLimitTracker:
         self._disposed = False
         self._timer: asyncio.TimerHandle | None = None
         self._deadline_at: str | None = None
+        self._deadline_epoch: float | None = None
 
     # ----------------------------------------------------------------- properties
 
@@ -257,7 +259,14 @@ class RunLimitTracker:
     def deadline_at(self) -> str | None:
         """ISO-8601 UTC wall-clock deadline of this leg (informational); ``None`` before
         :meth:`start` or when ``max_wall_time_ms`` is UNLIMITED."""
-        return self._deadline_at
+        text = self._deadline_at
+        epoch = self._deadline_epoch
+        if text is None and epoch is not None:  # written out when first read
+            deadline = datetime.fromtimestamp(epoch, UTC)
+            text = self._deadline_at = deadline.strftime("%Y-%m-%dT%H:%M:%S.") + (
+                f"{deadline.microsecond // 1000:03d}Z"
+            )
+        return text
 
     @property
     def tool_rounds(self) -> int:
@@ -313,10 +322,7 @@ class RunLimitTracker:
         remaining_ms = max(0.0, float(limit) - self._wall_base_ms)
         loop = asyncio.get_running_loop()
         self._timer = loop.call_later(remaining_ms / 1000.0, self._on_deadline)
-        deadline = datetime.now(UTC) + timedelta(milliseconds=remaining_ms)
-        self._deadline_at = deadline.strftime("%Y-%m-%dT%H:%M:%S.") + (
-            f"{deadline.microsecond // 1000:03d}Z"
-        )
+        self._deadline_epoch = time.time() + remaining_ms / 1000.0
 
     def dispose(self) -> None:
         """Cancel the deadline timer and stop counting wall time. Idempotent."""

@@ -286,6 +286,7 @@ def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
         accumulator=ctx.accumulator,
         on_usage=on_usage,
         retry=plan.retry,
+        retry_policy=plan.retry_policy,
         retry_hook=retry_hook,
         guardrails=guardrails,
         redactor=ctx.redactor,

@@ -268,8 +268,9 @@ class RunLeg:
                 cause = redacted_cause(self._failure_cause or exc, self.ctx.redactor)
             # Raised outside the handler, so the raw failure is not its ``__context__``.
             raise error from cause
-        finally:
-            await shielded(self._cleanup(outcome))
+        finally:  # without tool sources or a ledger, cleanup calls no host code
+            inline = self.ctx.tool_scope is None and not self.ctx.ledger_on
+            await shielded(self._cleanup(outcome), inline=inline)
 
     async def _run(self) -> RunResult:
         """Set up, run the loop, check what the loop left, then the success outcome."""
