@@ -49,9 +49,7 @@ from prism.events import (
 )
 from prism.guardrails import run_guardrails
 from prism.ledger import finish_run_record, start_run_record
-from prism.loop_needs import loop_needs
 from prism.loops.contracts import AgentLoopStrategy
-from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
 from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
@@ -62,8 +60,7 @@ from prism.runtime._setup import (
     open_leg_resources,
     release_context,
     resolve_provider,
-    setup_assembly,
-    setup_attempts,
+    setup_loop,
 )
 from prism.runtime._shield import shielded
 from prism.runtime.config import AgentConfig
@@ -78,7 +75,6 @@ from prism.store import (
     read_branch,
     should_auto_compact,
 )
-from prism.structured_output import resolve_structured_output
 from prism.types import (
     ErrorInfo,
     RunResult,
@@ -282,7 +278,8 @@ class RunLeg:
         await open_leg_resources(ctx, provider, self.resume)
         ctx.signal.throw_if_aborted()
         ctx.tracker.start()
-        ctx.emit(AgentStartedEvent(session_id=ctx.session_id, run_id=self.run_id))
+        if ctx.observed():  # no event object when nothing observes the run
+            ctx.emit(AgentStartedEvent(session_id=ctx.session_id, run_id=self.run_id))
         resume = self.resume
         if resume is not None:
             ctx.emit(
@@ -338,19 +335,8 @@ class RunLeg:
         if compaction is not None and should_auto_compact(compaction, branch):
             summaries = await auto_compact(ctx, compaction)
         # The loop, its needs, the request assembler and the provider attempts.
-        loop = resolve_loop(plan.loop, config.loop)
+        loop, needs = setup_loop(ctx, provider, active_skills, summaries)
         self.loop = loop
-        needs = loop_needs(loop)
-        ctx.tool_concurrency = resolve_tool_concurrency(plan.loop, config.loop)
-        options = resolve_structured_output(
-            config.provider_options,
-            plan.provider_options,
-            structured_output=plan.structured_output,
-            loop=loop,
-            model=plan.model,
-        )
-        setup_assembly(ctx, options, active_skills, summaries, loop, provider)
-        setup_attempts(ctx, provider)
         if needs.handoffs:
             ctx.handoff = RunHandoff(ctx, loop, needs.handoffs)
         if durable is not None:
@@ -428,15 +414,17 @@ class RunLeg:
         durable = self.durable
         if durable is not None:
             run_state = await durable.write_success(None if stop is None else stop.stop_reason)
-        ctx.emit_terminal(
-            AgentFinishedEvent(
-                session_id=ctx.session_id,
-                run_id=self.run_id,
-                usage=usage,
-                finish_reason=finish_reason,
-                stop_detail=stop_detail, provider_stop_reason=ctx.provider_stop_reason,
+        if ctx.observed():
+            ctx.emit_terminal(
+                AgentFinishedEvent(
+                    session_id=ctx.session_id,
+                    run_id=self.run_id,
+                    usage=usage,
+                    finish_reason=finish_reason,
+                    stop_detail=stop_detail, provider_stop_reason=ctx.provider_stop_reason,
+                )
             )
-        )
+        ctx.terminal_emitted = True
         self._status = "succeeded"
         self._stop_reason = finish_reason
         self._stop_detail = stop_detail

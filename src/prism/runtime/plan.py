@@ -25,8 +25,15 @@ from prism.assembly import Skill, SystemPromptContribution
 from prism.errors import PrismConfigError, PrismError
 from prism.guardrails import Guardrails, merge_guardrails
 from prism.ledger import RunLedger
-from prism.limits import RunLimits, coerce_run_limits, resolve_run_limits
+from prism.limits import (
+    RunLimits,
+    coerce_run_limits,
+    resolve_run_limits,
+    sets_finite_output_budget,
+)
 from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy, coerce_loop_options
+from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
+from prism.loops.single_shot import single_shot_loop
 from prism.providers.defaults import check_model_for_provider
 from prism.redaction import SecretRedactor
 from prism.retry import (
@@ -118,6 +125,13 @@ class RunDefaults:
     metadata: Mapping[str, Any]
     guardrails: Guardrails | None
     ownership: OwnershipScope | None
+    loop: AgentLoopStrategy | None
+    """The agent's loop when resolving it gives the same object on every run (single-shot, or
+    a strategy instance); ``None``: each run builds its own (generate-validate-revise)."""
+    tool_concurrency: int
+    """The agent loop's parallel tool dispatch limit."""
+    finite_output_budget: bool
+    """Whether the agent's limits set a finite output budget (output buffering)."""
 
 
 def run_defaults(config: AgentConfig) -> RunDefaults:
@@ -135,6 +149,9 @@ def run_defaults(config: AgentConfig) -> RunDefaults:
     if retry is not None and retry.policy is None and retry.max_attempts > 1:
         policy = create_default_retry_policy(retry)
     ownership = config.ownership
+    loop: AgentLoopStrategy | None = resolve_loop(None, config.loop)
+    if loop is not single_shot_loop and loop is not config.loop:
+        loop = None
     try:
         durable: RunStateOptions | None = check_durable_run(config, None)
         durable_known = True
@@ -150,6 +167,9 @@ def run_defaults(config: AgentConfig) -> RunDefaults:
         metadata=MappingProxyType(dict(config.metadata)),
         guardrails=merge_guardrails(config.guardrails, None),
         ownership=None if ownership is None else OwnershipScope.coerce(ownership),
+        loop=loop,
+        tool_concurrency=resolve_tool_concurrency(None, config.loop),
+        finite_output_budget=sets_finite_output_budget(config.limits),
     )
     object.__setattr__(config, "run_defaults", defaults)  # a memo on the frozen config
     return defaults
