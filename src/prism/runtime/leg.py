@@ -318,10 +318,8 @@ class RunLeg:
             )
             branch.append(entry)
         # The input: redacted, guarded, stored.
-        redactor = ctx.redactor
-        ctx.input_messages = tuple(
-            redactor.redact(m) if redactor is not None else m for m in to_messages(plan.input)
-        )
+        redactor, given = ctx.redactor, to_messages(plan.input)
+        ctx.input_messages = tuple(given if redactor is None else map(redactor.redact, given))
         await self._guard_input(ctx.input_messages)
         durable = self.durable
         if durable is not None and resume is None:
@@ -336,6 +334,7 @@ class RunLeg:
             summaries = await auto_compact(ctx, compaction)
         # The loop, its needs, the request assembler and the provider attempts.
         loop, needs = setup_loop(ctx, provider, active_skills, summaries)
+        del branch, messages, summaries  # not kept alive while the loop runs
         self.loop = loop
         if needs.handoffs:
             ctx.handoff = RunHandoff(ctx, loop, needs.handoffs)
