@@ -266,6 +266,7 @@ class RequestAssembler:
         "_session_id",
         "_signal",
         "_skill_messages",
+        "_summaries",
         "_summary_messages",
         "_system",
         "_tools",
@@ -297,6 +298,7 @@ class RequestAssembler:
             for s in skills
             if s.instructions
         )
+        self._summaries: tuple[str, ...] = ()
         self._summary_messages: tuple[Message, ...] = ()
         self._head = self._system + self._skill_messages
         self._context = tuple(context)
@@ -321,9 +323,15 @@ class RequestAssembler:
         """The advertised tools, or ``None``."""
         return self._tools
 
+    @property
+    def summaries(self) -> tuple[str, ...]:
+        """The compaction summaries of the last :meth:`set_summaries` (none before)."""
+        return self._summaries
+
     def set_summaries(self, summaries: Sequence[str]) -> None:
         """Set the compaction summaries (``system`` messages after the skills); called after each
         history rebuild."""
+        self._summaries = tuple(summaries)
         self._summary_messages = tuple(
             Message("system", (TextContent(f"Summary:\n{s}"),)) for s in summaries
         )

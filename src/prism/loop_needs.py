@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
-from prism.types import StructuredOutputOptions
+from prism.types import StructuredOutputOptions, ToolDefinition
 
 __all__ = [
     "DEFAULT_LOOP_NEEDS",
@@ -22,6 +22,7 @@ __all__ = [
     "ArtifactReporting",
     "HandingOff",
     "LoopNeeds",
+    "handoff_tools",
     "loop_needs",
 ]
 
@@ -69,6 +70,15 @@ def loop_needs(loop: object) -> LoopNeeds:
     """The :class:`LoopNeeds` a loop declares in its ``needs`` attribute, else the default."""
     needs = getattr(loop, "needs", None)
     return needs if isinstance(needs, LoopNeeds) else DEFAULT_LOOP_NEEDS
+
+
+def handoff_tools(loop: object) -> tuple[ToolDefinition, ...]:
+    """The tools of every handoff target ``loop`` declares, in target order: a run of the loop
+    may call them after a switch, so what is checked of a run's tools before it starts (approval
+    gates) covers them too."""
+    return tuple(
+        tool for target in loop_needs(loop).handoffs for tool in target.config.tools
+    )
 
 
 @runtime_checkable

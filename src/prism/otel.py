@@ -34,7 +34,10 @@ Each run leg gives one span tree, under the span that is current where the host 
   ``invoke_agent``: ``gen_ai.operation.name="execute_tool"``, ``gen_ai.tool.name``,
   ``gen_ai.tool.call.id``, ``gen_ai.tool.type="function"``, ``gen_ai.conversation.id``,
   ``prism.tool.status`` (``finished``/``error``/``blocked``). The tool's code runs with this span
-  current, so spans the tool starts itself (an instrumented HTTP client, say) nest under it.
+  current, so spans the tool starts itself (an instrumented HTTP client, say) nest under it. So
+  does the run of an agent tool (``agent.as_tool``): the child's ``invoke_agent`` span is a child
+  of the call's ``execute_tool`` span, in the same trace, and a child agent without a tracer of
+  its own is traced by the calling run's (see :mod:`prism.tracing`).
 
 Errors: a failed attempt, tool call or run sets ``error.type`` (prism's error ``code``) and the
 span status ``ERROR`` with the (redacted) message. Message content is not recorded unless

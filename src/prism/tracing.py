@@ -13,6 +13,12 @@ OpenTelemetry tracer. prism itself knows only these protocols:
   with its checkpoint so that a resumed leg can link to the suspended one; :meth:`RunTrace.close`
   is called once when the leg is over, whatever its outcome.
 
+A run started while a tool of a traced run executes (a child run of an agent tool, or any run a
+tool starts) whose agent leaves ``tracing=None`` while no default tracer is set is traced by the
+calling run's tracer: its trace starts inside the tool call's scope, so with
+:mod:`prism.otel` its spans nest under the calling run's ``execute_tool`` span. ``tracing=False``
+keeps it untraced.
+
 When no tracer is configured, a run does no tracing work at all: no trace is created, the event
 path is unchanged (a trace receives the events through the loop context's ``forward`` hook), and
 tool dispatch checks one argument for ``None``.
@@ -21,6 +27,7 @@ tool dispatch checks one argument for ``None``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
@@ -33,6 +40,7 @@ __all__ = [
     "TracedRun",
     "TracingOption",
     "default_tracer",
+    "lend_tracer",
     "set_default_tracer",
 ]
 
@@ -116,10 +124,57 @@ def default_tracer() -> RunTracer | None:
     return _default[0]
 
 
+_calling: ContextVar[RunTracer | None] = ContextVar("prism_calling_tracer", default=None)
+"""The tracer of the run whose tool is executing here (set by :func:`lend_tracer`'s scopes)."""
+
+
 def resolve_tracer(option: TracingOption) -> RunTracer | None:
-    """The tracer of an agent whose ``tracing`` option is ``option``."""
+    """The tracer of an agent whose ``tracing`` option is ``option``: ``None`` gives the
+    default tracer, else the tracer of the run whose tool call is executing in this context
+    (a child run inherits it), else no tracer."""
     if option is None:
-        return _default[0]
+        default = _default[0]
+        return default if default is not None else _calling.get()
     if option is False:
         return None
     return option
+
+
+class _LendingTrace:
+    """A leg's trace whose tool scopes also lend the leg's tracer to the runs a tool starts."""
+
+    __slots__ = ("_trace", "_tracer", "on_event")
+
+    def __init__(self, trace: RunTrace, tracer: RunTracer) -> None:
+        self._trace = trace
+        self._tracer = tracer
+        self.on_event = trace.on_event
+
+    def tool_scope(self, call: ToolCallContent, /) -> Callable[[], None]:
+        token = _calling.set(self._tracer)
+        try:
+            leave = self._trace.tool_scope(call)
+        except BaseException:
+            _calling.reset(token)
+            raise
+
+        def left() -> None:
+            try:
+                leave()
+            finally:
+                _calling.reset(token)
+
+        return left
+
+    def link(self) -> str | None:
+        return self._trace.link()
+
+    def close(self) -> None:
+        self._trace.close()
+
+
+def lend_tracer(trace: RunTrace, tracer: RunTracer, /) -> RunTrace:
+    """``trace`` (started by ``tracer``) whose tool scopes make ``tracer`` the tracer of runs
+    started inside a tool call whose agents leave ``tracing=None`` (see
+    :func:`resolve_tracer`)."""
+    return _LendingTrace(trace, tracer)

@@ -454,6 +454,15 @@ def test_help_documents_every_exit_code() -> None:
     assert "- reads it from standard input" in _run(["run", "--help"])[1]
 
 
+def test_an_empty_final_answer_exits_0_with_a_notice(tmp_path: Path) -> None:
+    """A run whose model answers nothing still succeeds, but the command says the answer was
+    empty and gives the provider's stop reason."""
+    code, out, err = _run(["run", "q", "--model", _script(tmp_path, [[provider_done()]])])
+    assert code == 0
+    assert out.strip() == ""
+    assert "the model's final answer was empty" in err
+
+
 # --------------------------------------------------------------------------- 6. read-only
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -12,7 +13,9 @@ from prism.loops.handoff import handoff_loop
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
 from prism.runtime.agent import create_agent
-from prism.runtime.durable import agent_fingerprint
+from prism.runtime.checkpoints import MemoryCheckpointStore
+from prism.runtime.durable import RunStateOptions, agent_fingerprint, resume_agent_run
+from prism.store import MemorySessionStore
 from prism.types import ModelConfig, ToolDefinition, message_text
 
 
@@ -100,3 +103,108 @@ def test_handoff_loop_rejects_bad_targets() -> None:
         handoff_loop(create_agent(model=MODEL, provider=provider))
     with pytest.raises(PrismConfigError, match="duplicate"):
         handoff_loop(billing_agent(provider), billing_agent(provider))
+
+
+def durable_desk(
+    store: Any, checkpoints: Any, effects: list[str], triage_turns: list[Any], billing_turns: list[Any]
+) -> tuple[Any, Any, Any]:
+    """``(triage, its provider, billing's provider)``; billing's refund needs an approval."""
+
+    def refund(arguments: dict[str, Any], context: Any) -> Any:
+        effects.append(context.tool_call_id)
+        return {"refunded": True}
+
+    b_provider = create_mock_provider(turns=billing_turns)
+    billing = create_agent(
+        model=ModelConfig(provider="mock", model="billing-model"),
+        provider=b_provider,
+        name="billing",
+        instructions="You handle billing.",
+        tools=[ToolDefinition(name="refund", execute=refund, needs_approval=True)],
+    )
+    a_provider = create_mock_provider(turns=triage_turns)
+    triage = create_agent(
+        model=MODEL,
+        provider=a_provider,
+        name="triage",
+        loop=handoff_loop(billing),
+        store=store,
+        run_state=RunStateOptions(checkpoints, "v1"),
+    )
+    return triage, a_provider, b_provider
+
+
+async def test_issue16_a_targets_approval_suspends_and_the_resume_continues_with_the_target() -> None:
+    """B's tool needs an approval: the run suspends in B's turn; a new agent object (another
+    process would build the same) approves and resumes; B goes on, the tool runs once."""
+    store, checkpoints, effects = MemorySessionStore(), MemoryCheckpointStore(), []
+    triage, _, _ = durable_desk(
+        store, checkpoints, effects,
+        [[provider_tool_call("t1", "transfer_to_billing", {}), provider_done()]],
+        [[provider_tool_call("r1", "refund", {}), provider_done()]],
+    )
+    session = triage.create_session()
+    suspended = await session.run("Refund me")
+    assert suspended.status == "suspended" and effects == []
+    assert suspended.run_state is not None
+
+    again, a_provider, b_provider = durable_desk(
+        store, checkpoints, effects, [], [[provider_text_delta("refund issued"), provider_done()]]
+    )
+    result = await resume_agent_run(again, suspended.run_state, decision="approve")
+    assert result.status == "succeeded" and message_text(result.messages[-1]) == "refund issued"
+    assert effects == ["r1"]
+    assert a_provider.call_count == 0 and b_provider.call_count == 1
+    request = b_provider.requests[0]
+    assert {t.name for t in request.tools or ()} == {"refund"}
+    assert request.model.model == "billing-model"
+    entries = await store.list(session.id)
+    answered = [
+        e.message.metadata["agent"]
+        for e in entries
+        if e.message is not None and e.message.role == "assistant"
+    ]
+    assert answered == ["triage", "billing", "billing"]
+    # one switch and one model change, none back to triage's model on resume
+    assert [e.kind for e in entries if e.kind != "message"] == ["custom", "model_change"]
+
+
+async def test_issue16_each_run_starts_with_the_sessions_agent() -> None:
+    """A later run of the session that suspends before any switch resumes with the session's
+    agent, not the target an earlier run handed over to."""
+    store, checkpoints, effects = MemorySessionStore(), MemoryCheckpointStore(), []
+    triage, _, _ = durable_desk(
+        store, checkpoints, effects,
+        [
+            [provider_tool_call("t1", "transfer_to_billing", {}), provider_done()],
+            [provider_tool_call("t2", "transfer_to_billing", {}), provider_done()],
+        ],
+        [
+            [provider_text_delta("nothing to refund"), provider_done()],
+            [provider_tool_call("r1", "refund", {}), provider_done()],
+        ],
+    )
+    session = triage.create_session()
+    assert (await session.run("Question")).status == "succeeded"
+    suspended = await session.run("Refund me")  # triage hands over again, billing is gated
+    assert suspended.status == "suspended" and suspended.run_state is not None
+    again, a_provider, b_provider = durable_desk(
+        store, checkpoints, effects, [], [[provider_text_delta("done"), provider_done()]]
+    )
+    result = await resume_agent_run(again, suspended.run_state, decision="approve")
+    assert result.status == "succeeded" and effects == ["r1"]
+    assert a_provider.call_count == 0 and b_provider.call_count == 1
+
+
+def test_issue16_a_targets_gated_tool_needs_a_durable_run() -> None:
+    billing = create_agent(
+        model=MODEL,
+        provider=create_mock_provider(),
+        name="billing",
+        tools=[ToolDefinition(name="refund", execute=lambda a, c: None, needs_approval=True)],
+    )
+    triage = create_agent(
+        model=MODEL, provider=create_mock_provider(), name="triage", loop=handoff_loop(billing)
+    )
+    with pytest.raises(PrismConfigError, match="tool refund needs approval"):
+        asyncio.run(triage.create_session().run("Refund me"))

@@ -25,7 +25,7 @@ from prism.cli._render import Renderer
 from prism.cli._store import display_url, save_run_note
 from prism.errors import AgentRunError
 from prism.stores import DatabaseStore
-from prism.types import RunResult, Usage
+from prism.types import RunResult, Usage, message_text
 from prism.usage import UsageAccumulator
 
 if TYPE_CHECKING:
@@ -225,6 +225,13 @@ class RunReport:
             if self.broken():
                 return EXIT_BROKEN_PIPE
             self.renderer.succeeded(self.usage.value(), result.artifact)
+            if result.stop_reason != "host_policy" and _empty_answer(result):
+                # exit 0 stays (the run did succeed), but say so: a small model or a too-low
+                # max_tokens often ends a run with no text at all
+                self.renderer.notice(
+                    "the model's final answer was empty (provider stop reason: "
+                    f"{result.provider_stop_reason or 'not reported'})"
+                )
             if result.stop_reason == "host_policy":
                 if result.stop_detail == INTERRUPT_STOP_REASON:
                     code = EXIT_INTERRUPTED
@@ -243,6 +250,15 @@ class RunReport:
             )
         )
         return code
+
+
+def _empty_answer(result: RunResult) -> bool:
+    """Whether a succeeded run ended with no answer text and no artifact."""
+    if result.artifact is not None:
+        return False
+    # an empty provider turn stores no assistant message at all
+    last = result.messages[-1] if result.messages else None
+    return last is None or last.role != "assistant" or not message_text(last).strip()
 
 
 def _waiting(run_id: str) -> str:

@@ -9,6 +9,15 @@ instead (``SessionInfo`` objects for ``list``; the branch's ``SessionEntry`` obj
 one ``{"type": "run", "run_id", "status", "stop_reason"?, "stop_detail"?, "error"?, "version"}``
 object per run for ``show``).
 
+``show`` nests the child runs of agent tools (``agent.as_tool``) under the tool call that started
+them, when the store holds the child session (``<run id>.<tool call id>``): an indented block with
+the child's agent, session and run ids, its state and its conversation, and the child's own
+children below it. With ``--json`` each child is one ``{"type": "subagent", "tool_call_id",
+"entry_id", "agent", "session_id", "run_id", "status", "error"?, "entries", "subagents"}`` line
+right after the entry holding the call (``entries``: the child's branch as ``SessionEntry``
+objects; ``subagents``: its own children, the same objects). The agent that answered a turn of a
+handoff loop is named on its line, and a handoff shows as ``[handoff → <agent>]``.
+
 Both are read-only: a SQLite store file that does not exist means "no sessions" (nothing is
 created); the store URL is shown with its credentials masked. A closed output (``| head``) ends
 the listing quietly with exit code 141.
@@ -24,11 +33,13 @@ from prism.cli._store import (
     StoreError,
     StoreMissingError,
     display_url,
+    load_run,
     load_settings,
     open_cli_store,
     session_runs,
 )
 from prism.redaction import SecretRedactor, create_secret_redactor
+from prism.store import SessionEntry
 from prism.types import Message, TextContent, ToolCallContent, ToolResultContent
 
 __all__ = ["SessionsCommand"]
@@ -37,6 +48,9 @@ _TITLE_CHARS = 60
 _PREVIEW_CHARS = 200
 _EXIT_BROKEN_PIPE = 141
 _KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+_MAX_DEPTH = 8
+"""Deepest child run shown (a child of a child of …)."""
+_INDENT = "    "
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -124,10 +138,14 @@ class SessionsCommand(StoreCommand):
             return 2
         branch = await store.read_branch(session_id, entries[-1].id) if entries else []
         redact = (await self._redactor(store, session_id)).redact
+        children = await _children(store, list(branch), 1)
         write = self.out.write
         if self.args.json:
             for entry in branch:
                 write(redact(json.dumps(entry.to_dict(), ensure_ascii=False)) + "\n")
+                for child in children:
+                    if child["entry_id"] == entry.id:
+                        write(redact(json.dumps(child, ensure_ascii=False)) + "\n")
             for run in runs:
                 item: dict[str, Any] = {
                     "type": "run",
@@ -142,13 +160,8 @@ class SessionsCommand(StoreCommand):
                 write(redact(json.dumps(item, ensure_ascii=False)) + "\n")
             return 0
         write(f"session {session_id} · {_entries(len(entries))}\n")
-        for entry in branch:
-            message = entry.message
-            if message is None:
-                write(f"  [{entry.kind}]\n")
-                continue
-            for line in _message_lines(message):
-                write(redact(f"  {line}\n"))
+        for line in _branch_lines(branch, children):
+            write(redact(f"  {line}\n"))
         for run in runs:
             write(redact(f"run {run.run_id}: {run.describe()}{resume_hint(run)}\n"))
         return 0
@@ -159,11 +172,16 @@ def _entries(count: int) -> str:
 
 
 def _message_lines(message: Message) -> list[str]:
-    """A message as display lines: ``user: …``, ``assistant: …``, tool calls and results."""
+    """A message as display lines: ``user: …``, ``assistant: …`` (``assistant (<agent>): …``
+    when the message names the agent that answered), tool calls and results."""
     lines: list[str] = []
     text = _text_of(message)
+    role: str = message.role
+    agent = (message.metadata or {}).get("agent")
+    if role == "assistant" and isinstance(agent, str):
+        role = f"assistant ({agent})"
     if text and message.role != "tool":
-        lines.append(f"{message.role}: {text}")
+        lines.append(f"{role}: {text}")
     for part in message.content:
         if isinstance(part, ToolCallContent):
             arguments = _one_line(json.dumps(part.arguments, ensure_ascii=False), _PREVIEW_CHARS)
@@ -176,8 +194,154 @@ def _message_lines(message: Message) -> list[str]:
                 shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                 lines.append(f"→ {part.name}: {_one_line(shown, _PREVIEW_CHARS)}")
     if not lines:
-        lines.append(f"{message.role}: (empty)")
+        lines.append(f"{role}: (empty)")
     return lines
+
+
+# --------------------------------------------------------------------------- child runs
+
+
+def _entry_label(entry: SessionEntry) -> str:
+    """``[handoff → <agent>]`` for a stored handoff, else ``[<kind>]``."""
+    data = entry.data
+    if entry.kind == "custom" and data is not None and data.get("type") == "handoff":
+        return f"[handoff → {data.get('agent')}]"
+    return f"[{entry.kind}]"
+
+
+def _result_rows(branch: list[SessionEntry]) -> dict[str, Message]:
+    """Tool call id → the result row answering it on ``branch``."""
+    rows: dict[str, Message] = {}
+    for entry in branch:
+        message = entry.message
+        if message is not None and message.role == "tool":
+            for part in message.content:
+                if isinstance(part, ToolResultContent):
+                    rows[part.tool_call_id] = message
+    return rows
+
+
+async def _children(store: Any, branch: list[SessionEntry], depth: int) -> list[dict[str, Any]]:
+    """The child runs of the agent-tool calls on ``branch`` that the store holds, in call order,
+    as the ``{"type": "subagent", …}`` objects of ``show --json`` (their own children nested).
+    A call answered by a row without ``subagent`` metadata is a plain tool call; a call without
+    a row yet (a suspended or interrupted run) is looked up by its child session id."""
+    if depth > _MAX_DEPTH:
+        return []
+    rows = _result_rows(branch)
+    out: list[dict[str, Any]] = []
+    for entry in branch:
+        message = entry.message
+        if message is None or message.role != "assistant":
+            continue
+        for call in (p for p in message.content if isinstance(p, ToolCallContent)):
+            row = rows.get(call.id)
+            link = (row.metadata or {}).get("subagent") if row is not None else None
+            if row is not None and not isinstance(link, dict):
+                continue
+            item = await _child(store, entry, call, row, link if isinstance(link, dict) else {})
+            if item is not None:
+                item["subagents"] = await _children(
+                    store, [SessionEntry.from_dict(e) for e in item["entries"]], depth + 1
+                )
+                out.append(item)
+    return out
+
+
+async def _child(
+    store: Any,
+    entry: SessionEntry,
+    call: ToolCallContent,
+    row: Message | None,
+    link: dict[str, Any],
+) -> dict[str, Any] | None:
+    """One child run, or ``None`` when the store holds no child session for the call."""
+    session_id = link.get("session_id")
+    if not isinstance(session_id, str):
+        session_id = f"{entry.run_id}.{call.id}"
+    entries = await store.list(session_id)
+    if not entries:
+        return None
+    child_branch = await store.read_branch(session_id, entries[-1].id)
+    run_id = link.get("run_id")
+    if not isinstance(run_id, str):
+        run_id = next((e.run_id for e in entries if e.run_id is not None), None)
+    status, error = await _child_state(store, run_id, row)
+    agent = link.get("agent")
+    item: dict[str, Any] = {
+        "type": "subagent",
+        "tool_call_id": call.id,
+        "entry_id": entry.id,
+        "agent": agent if isinstance(agent, str) else call.name,
+        "session_id": session_id,
+        "run_id": run_id,
+        "status": status,
+        "entries": [e.to_dict() for e in child_branch],
+    }
+    if error is not None:
+        item["error"] = {"message": error}
+    return item
+
+
+async def _child_state(
+    store: Any, run_id: str | None, row: Message | None
+) -> tuple[str | None, str | None]:
+    """``(status, error message)`` of a child run: its envelope's when it is durable, else
+    what the call's result row says (``None`` while the call has no result)."""
+    if run_id is not None:
+        info = await load_run(store, run_id)
+        if info.status is not None:
+            return info.status, info.error
+    if row is None:
+        return None, None
+    for part in row.content:
+        if isinstance(part, ToolResultContent) and part.error is not None:
+            return "failed", part.error.message
+    return "succeeded", None
+
+
+def _branch_lines(branch: list[SessionEntry], children: list[dict[str, Any]]) -> list[str]:
+    """``branch`` as display lines, each agent-tool call followed by its child run's block
+    (``children``: what :func:`_children` found on ``branch``), indented."""
+    by_call = {(c["entry_id"], c["tool_call_id"]): c for c in children}
+    lines: list[str] = []
+    for entry in branch:
+        message = entry.message
+        if message is None:
+            lines.append(_entry_label(entry))
+            continue
+        for part_lines, call_id in _message_parts(message):
+            lines += part_lines
+            child = by_call.get((entry.id, call_id))
+            if child is not None:
+                lines += [_INDENT + line for line in _child_lines(child)]
+    return lines
+
+
+def _message_parts(message: Message) -> list[tuple[list[str], str | None]]:
+    """The display lines of ``message``, in groups: each tool call's line with its id."""
+    lines = _message_lines(message)
+    calls = [p.id for p in message.content if isinstance(p, ToolCallContent)]
+    if not calls:
+        return [(lines, None)]
+    head = len(lines) - len(calls)
+    groups: list[tuple[list[str], str | None]] = [(lines[:head], None)]
+    groups += [([line], call_id) for line, call_id in zip(lines[head:], calls, strict=True)]
+    return groups
+
+
+def _child_lines(child: dict[str, Any]) -> list[str]:
+    """The block of one child run: its header, then its conversation (indented)."""
+    status = child["status"] or "no result yet"
+    error = child.get("error")
+    if error is not None:
+        status = f"{status}: {error['message']}"
+    head = (
+        f"↳ agent {child['agent']} · session {child['session_id']} · "
+        f"run {child['run_id']}: {status}"
+    )
+    branch = [SessionEntry.from_dict(e) for e in child["entries"]]
+    return [head, *(_INDENT + line for line in _branch_lines(branch, child["subagents"]))]
 
 
 async def _title(store: Any, session_id: str, leaf_id: str) -> str:

@@ -5,7 +5,9 @@
 ``{"transferred_to": <name>}`` and asks the runtime to switch (``ctx.handoff.switch(name)``, see
 :class:`~prism.loop_needs.HandingOff`): the remaining turns of the run use the target's
 instructions, tools, model and provider, over the same history. The loop never holds a
-provider; the targets join the agent's durable fingerprint through ``needs.handoffs``.
+provider; the targets join the agent's durable fingerprint through ``needs.handoffs``. The
+loop is durable-capable (its snapshot is empty): a durable run resumed after a suspension or a
+crash goes on with the agent that answered last, which the runtime reads from the stored switch.
 
 Every assistant message the loop stores names the agent that answered in its metadata
 (``{"agent": <name>}``), so the stored session shows who answered each turn.
@@ -22,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
-from prism.errors import PrismConfigError
+from prism.errors import AgentLoopStateError, PrismConfigError
 from prism.events import MessageFinishedEvent, TurnFinishedEvent, TurnStartedEvent
 from prism.loop_needs import AgentSwitch, LoopNeeds
 from prism.loops.contracts import LoopContext
@@ -32,7 +34,15 @@ from prism.loops.dispatch import (
     dispatch_tool_calls_in_order,
     dispatchable_tool_calls,
 )
-from prism.types import AgentInput, Message, ToolCallContent, ToolDefinition, ToolResult, Usage
+from prism.types import (
+    AgentInput,
+    JsonValue,
+    Message,
+    ToolCallContent,
+    ToolDefinition,
+    ToolResult,
+    Usage,
+)
 
 __all__ = ["AGENT_KEY", "TRANSFER_PREFIX", "HandoffLoop", "HandoffTarget", "handoff_loop"]
 
@@ -96,6 +106,23 @@ class HandoffLoop:
 
     def __repr__(self) -> str:
         return f"handoff_loop({', '.join(self._tools)})"
+
+    def snapshot(self) -> JsonValue:
+        """The loop's durable state: ``{}``. Like the single-shot loop's, a durable run of this
+        loop rests on the stored history; the agent answering is stored there too (each switch
+        is a session entry the runtime reads back on resume)."""
+        return {}
+
+    def restore(self, snapshot: JsonValue, /) -> None:
+        """Accept :meth:`snapshot`'s value (nothing to rehydrate).
+
+        Raises:
+            AgentLoopStateError: ``ERR_PRISM_LOOP_SNAPSHOT`` — ``snapshot`` is not an object.
+        """
+        if not isinstance(snapshot, dict):
+            raise AgentLoopStateError(
+                "ERR_PRISM_LOOP_SNAPSHOT", "handoff loop snapshot must be an object"
+            )
 
     def _offer(self, request: Any, current: str | None) -> Any:
         extra = tuple(tool for name, tool in self._tools.items() if name != current)

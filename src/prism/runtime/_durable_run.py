@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from prism._util import new_id
 from prism.errors import AgentRunStateError, PrismConfigError
+from prism.loop_needs import handoff_tools
 from prism.redaction import SecretRedactor
 from prism.runtime._approvals import (
     decision_error,
@@ -193,10 +194,13 @@ class DurableRun:
         self.resume = resume
         self.gating: bool = options.interrupt_before_tool
         """Every host call is gated (the agent-wide switch)."""
-        self._gates = {
-            t.name: t.needs_approval for t in config.tools if t.needs_approval is not False
-        }
-        """Per-tool approval: tool name → ``True`` or the callable deciding from the call."""
+        self._gates: dict[str, Any] = {}
+        """Per-tool approval: tool name → ``True`` or the callable deciding from the call; the
+        tools of the loop's handoff targets included (``True`` wins on a shared name)."""
+        for tool in (*config.tools, *handoff_tools(config.loop)):
+            gate = tool.needs_approval
+            if gate is not False and self._gates.get(tool.name) is not True:
+                self._gates[tool.name] = gate
         self._gated_calls: dict[str, bool] = {}
         """What the per-tool decision said, per call id (asked once per call)."""
         self.approvals: bool = self.gating or bool(self._gates)

@@ -5,22 +5,55 @@ makes the named target agent answer the rest of the run: the context's configura
 middleware become the target's (the tool dispatch is bound again), the plan's model and tool
 filters become the target's, and the request assembler and provider attempts are set up again
 with the target's instructions, system prompt, context providers, skills, provider options and
-provider. The history, limits, usage, redactor, run options and durable state stay the run's.
-A model change is recorded as a ``model_change`` entry, as for a run with another model.
+provider. The history, compaction summaries, limits, usage, redactor, run options and durable
+state stay the run's.
+
+Every switch is stored: a ``custom`` entry whose ``data`` is ``{"type": "handoff", "agent":
+<target>, "previous_agent": <name before>}`` (:func:`handoff_entry_agent` reads it), then a
+``model_change`` entry when the target's model differs, as for a run with another model. A durable
+run resumed after a crash or a suspension reads the last switch its run stored on the branch it
+resumes from (:func:`handed_off_to`) and makes that agent answer again (:meth:`RunHandoff.restore`)
+before its first turn, without storing anything; the stored model is already the target's.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Final
 
 from prism.assembly import select_skills
-from prism.errors import PrismConfigError
+from prism.errors import AgentRunStateError, PrismConfigError
+from prism.providers.base import AIProvider
 from prism.runtime._setup import resolve_provider, setup_assembly, setup_attempts
 from prism.runtime.context import RunContext
-from prism.store import new_session_entry
+from prism.store import SessionEntry, new_session_entry
 from prism.structured_output import resolve_structured_output
 
-__all__ = ["RunHandoff"]
+__all__ = ["HANDOFF_ENTRY", "RunHandoff", "handed_off_to", "handoff_entry_agent"]
+
+HANDOFF_ENTRY: Final = "handoff"
+"""``data["type"]`` of the ``custom`` entry a switch stores."""
+
+
+def handoff_entry_agent(entry: SessionEntry) -> str | None:
+    """The agent a stored switch handed the run to, or ``None`` when ``entry`` is not one."""
+    data = entry.data
+    if entry.kind != "custom" or data is None or data.get("type") != HANDOFF_ENTRY:
+        return None
+    agent = data.get("agent")
+    return agent if isinstance(agent, str) else None
+
+
+def handed_off_to(branch: Sequence[SessionEntry], run_id: str) -> str | None:
+    """The agent the run ``run_id`` last handed over to on ``branch`` (root→leaf), or ``None``
+    when it never switched there (its own agent answers). Switches of earlier runs do not count:
+    every run starts with the session's agent. O(len(branch))."""
+    for entry in reversed(branch):
+        if entry.run_id == run_id:
+            agent = handoff_entry_agent(entry)
+            if agent is not None:
+                return agent
+    return None
 
 
 class RunHandoff:
@@ -39,6 +72,25 @@ class RunHandoff:
         self._loop = loop
         self._targets = {target.name: target for target in targets}
 
+    @classmethod
+    async def attach(
+        cls, ctx: RunContext, loop: Any, targets: tuple[Any, ...], handed_to: str | None
+    ) -> RunHandoff | None:
+        """The switch of a leg (``ctx.handoff``): ``None`` when the loop declares no targets and
+        the run never handed over; in a resumed leg of a run that handed over to ``handed_to``
+        (:func:`handed_off_to`), that agent answers again (:meth:`restore`).
+
+        Raises:
+            AgentRunStateError: as :meth:`restore`.
+            ProviderResolutionError: as :meth:`restore`.
+        """
+        if not targets and handed_to is None:
+            return None
+        switch = cls(ctx, loop, targets)
+        if handed_to is not None:
+            await switch.restore(handed_to)
+        return switch
+
     @property
     def agent_name(self) -> str | None:
         """Name of the agent answering now."""
@@ -56,27 +108,71 @@ class RunHandoff:
         if target is None:
             raise PrismConfigError(f"unknown handoff target: {name}")
         ctx = self._ctx
-        config = target.config
-        plan = ctx.plan
-        previous = plan.model
-        ctx.config = config
-        ctx.registry = config.tools
-        ctx.middleware = config.middleware
-        ctx.bound_dispatch = None
-        plan.model = config.model
-        plan.tool_filters = config.tool_filter
-        provider = await resolve_provider(ctx)
-        if previous.to_dict() != config.model.to_dict():
+        previous_agent = self.agent_name
+        previous = ctx.plan.model
+        provider = await self._take_over(target)
+        model = target.config.model
+        await ctx.append_entry(
+            new_session_entry(
+                "custom",
+                session_id=ctx.session_id,
+                parent_id=ctx.state.leaf_id,
+                run_id=ctx.run_id,
+                data={"type": HANDOFF_ENTRY, "agent": name, "previous_agent": previous_agent},
+            )
+        )
+        if previous.to_dict() != model.to_dict():
             await ctx.append_entry(
                 new_session_entry(
                     "model_change",
                     session_id=ctx.session_id,
                     parent_id=ctx.state.leaf_id,
                     run_id=ctx.run_id,
-                    model=config.model,
+                    model=model,
                     previous_model=previous,
                 )
             )
+        self._set_up(provider)
+
+    async def restore(self, name: str, /) -> None:
+        """Make the target named ``name`` answer again in a resumed leg of a run that handed over
+        to it before it stopped (see :func:`handed_off_to`); nothing is stored.
+
+        Raises:
+            AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — no handoff target of the agent
+                has that name any more.
+            ProviderResolutionError: the target's provider cannot be resolved.
+        """
+        target = self._targets.get(name)
+        if target is None:
+            raise AgentRunStateError(
+                f"the run was handed over to agent {name}, which is not a handoff target of "
+                "this agent"
+            )
+        if target.config is self._ctx.config:
+            return
+        self._set_up(await self._take_over(target))
+
+    async def _take_over(self, target: Any) -> AIProvider:
+        """The target's configuration, tools, middleware, model and tool filters become the
+        run's; returns its provider."""
+        ctx = self._ctx
+        config = target.config
+        plan = ctx.plan
+        ctx.config = config
+        ctx.registry = config.tools
+        ctx.middleware = config.middleware
+        ctx.bound_dispatch = None
+        plan.model = config.model
+        plan.tool_filters = config.tool_filter
+        return await resolve_provider(ctx)
+
+    def _set_up(self, provider: AIProvider) -> None:
+        """The request assembler and the provider attempts again, with the target's parts and
+        the run's compaction summaries."""
+        ctx = self._ctx
+        config = ctx.config
+        plan = ctx.plan
         options = resolve_structured_output(
             config.provider_options,
             plan.provider_options,
@@ -84,5 +180,8 @@ class RunHandoff:
             loop=self._loop,
             model=plan.model,
         )
-        setup_assembly(ctx, options, select_skills(config.skills, None), ())
+        summaries = () if ctx.assembler is None else ctx.assembler.summaries
+        setup_assembly(
+            ctx, options, select_skills(config.skills, None), summaries, self._loop, provider
+        )
         setup_attempts(ctx, provider)

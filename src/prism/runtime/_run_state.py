@@ -13,6 +13,7 @@ from typing import Any, Final, Literal, TypeAlias
 from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.errors import AgentLoopStateError, AgentRunStateError, PrismConfigError
+from prism.loop_needs import handoff_tools
 from prism.loops.contracts import is_durable_capable
 from prism.runtime.checkpoints import CheckpointRecord, CheckpointStore
 from prism.runtime.config import AgentConfig
@@ -252,13 +253,15 @@ def check_durable_run(
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — the agent's ``run_state`` mapping is malformed;
-            a tool with ``needs_approval`` on a run that is not durable.
+            a tool with ``needs_approval`` (the agent's, or a handoff target's) on a run that is
+            not durable.
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — checks 1, 2, 3 and 5.
         AgentLoopStateError: ``ERR_PRISM_LOOP_NOT_DURABLE`` — check 4.
     """
     agent_value = coerce_run_state_options(config.run_state, label="agent run_state")
     if run_value is None and agent_value is None:
-        gated = [t.name for t in config.tools if t.needs_approval is not False]
+        tools = (*config.tools, *handoff_tools(run_loop if run_loop is not None else config.loop))
+        gated = [t.name for t in tools if t.needs_approval is not False]
         if gated:
             raise PrismConfigError(
                 f"tool {gated[0]} needs approval (needs_approval), and an approval needs "

@@ -38,7 +38,7 @@ from prism.store import (
 )
 from prism.structured_output import deliver_shown_schema, resolve_structured_output
 from prism.tools import filter_tools
-from prism.tracing import TracedRun, resolve_tracer
+from prism.tracing import TracedRun, lend_tracer, resolve_tracer
 from prism.types import Message, ProviderRequestOptions, Usage
 
 _log = logging.getLogger("prism")
@@ -93,7 +93,7 @@ def start_trace(
     if tracer is None:
         return
     link = None if resume is None else resume.envelope.get("trace")
-    trace = ctx.trace = tracer.start_run(
+    trace = tracer.start_run(
         TracedRun(
             session_id=ctx.session_id,
             run_id=ctx.run_id,
@@ -107,6 +107,7 @@ def start_trace(
         )
     )
     if trace is not None:  # the trace sees every event the leg emits, after the other observers
+        ctx.trace = lend_tracer(trace, tracer)  # runs the leg's tools start inherit the tracer
         forward = ctx.forward
         ctx.forward = trace.on_event if forward is None else _both(forward, trace.on_event)
 
@@ -325,7 +326,8 @@ def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
         guardrails=guardrails,
         redactor=ctx.redactor,
         buffer_output=(
-            run_defaults(ctx.config).finite_output_budget if plan.run_limits is None
+            run_defaults(ctx.config).finite_output_budget
+            if plan.run_limits is None and plan.agent_limits is ctx.config.limits
             else sets_finite_output_budget(plan.agent_limits, plan.run_limits)
         ),
     )

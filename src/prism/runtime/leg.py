@@ -53,7 +53,7 @@ from prism.loops.contracts import AgentLoopStrategy
 from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
-from prism.runtime._handoff import RunHandoff
+from prism.runtime._handoff import RunHandoff, handed_off_to
 from prism.runtime._setup import (
     auto_compact,
     close_leg_resources,
@@ -304,7 +304,9 @@ class RunLeg:
         messages, summaries = history_from_branch(branch)
         ctx.history.extend(messages)
         active_skills = select_skills(plan.skills, plan.active_skills)
-        current = current_model(branch) or config.model
+        handed_to = None if resume is None else handed_off_to(branch, self.run_id)
+        # a resumed run that handed over keeps the target's model (restored below), not the plan's
+        current = plan.model if handed_to else current_model(branch) or config.model
         if plan.model is not current and plan.model.to_dict() != current.to_dict():
             entry = await ctx.append_entry(
                 new_session_entry(
@@ -336,8 +338,7 @@ class RunLeg:
         loop, needs = setup_loop(ctx, provider, active_skills, summaries)
         del branch, messages, summaries  # not kept alive while the loop runs
         self.loop = loop
-        if needs.handoffs:
-            ctx.handoff = RunHandoff(ctx, loop, needs.handoffs)
+        ctx.handoff = await RunHandoff.attach(ctx, loop, needs.handoffs, handed_to)
         if durable is not None:
             # A resumed leg restores the loop, then replays the decided calls.
             durable.loop = loop
