@@ -5,14 +5,15 @@ cancelled meanwhile: :func:`shielded` runs such a step so that a cancellation of
 delivered only once the step is done.
 
 A step runs in a task of its own, which the caller's cancellation does not touch. A step that
-calls no host code (``inline=True``; the leg's cleanup when it opened no tool source and writes no
-ledger) starts inline in the caller's task instead: up to its first real wait no cancellation can
-reach it, and usually it finishes there (nothing to drain); only a step that really waits
-continues in a task. Host code is kept out because it may bind to the current task (an
-``asyncio.timeout`` entered before the hand-over would cancel the caller, not the step). The
-inline start saves a task, an ``asyncio.wait`` and one event-loop pass: measured on CPython 3.11,
-``await shielded(step())`` of a step that returns at once costs 16.5 µs through a task and 0.4 µs
-inline — one such step per run, about 3% of a two-turn run's CPU.
+calls no host code (``inline=True``; the leg's cleanup when it opened no tool source, writes no
+ledger and has no trace) starts inline in the caller's task instead: up to its first real wait no
+cancellation can reach it, and usually it finishes there (nothing to drain); only a step that
+really waits continues in a task. Host code is kept out because it may bind to the current task
+(an ``asyncio.timeout`` entered before the hand-over would cancel the caller, not the step) or set
+a context variable that would stay set in the caller's context. The inline start saves a task, an
+``asyncio.wait`` and one event-loop pass: measured on CPython 3.11, ``await shielded(step())`` of
+a step that returns at once costs 16.5 µs through a task and 0.4 µs inline — one such step per
+run, about 3% of a two-turn run's CPU.
 """
 
 from __future__ import annotations

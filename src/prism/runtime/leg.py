@@ -264,8 +264,9 @@ class RunLeg:
                 cause = redacted_cause(self._failure_cause or exc, self.ctx.redactor)
             # Raised outside the handler, so the raw failure is not its ``__context__``.
             raise error from cause
-        finally:  # without tool sources or a ledger, cleanup calls no host code
-            inline = self.ctx.tool_scope is None and not self.ctx.ledger_on
+        finally:  # without tool sources, a ledger or a trace, cleanup calls no host code
+            ctx = self.ctx
+            inline = ctx.tool_scope is None and not ctx.ledger_on and ctx.trace is None
             await shielded(self._cleanup(outcome), inline=inline)
 
     async def _run(self) -> RunResult:
