@@ -14,6 +14,8 @@ Scenarios (``--scenarios``, default ``turns:1000 realistic:1000``):
 * ``realistic:N`` — ``bench_realistic.py --n N`` with the memory store, CPU µs per turn;
 * ``realistic-sqlite:N`` — the same with SQLite and every-turn durable checkpoints;
 * ``realistic-durable:N`` — every-turn durable checkpoints over the memory checkpoint store;
+* ``concurrent:N`` / ``sequential:N`` — ``bench_concurrency.py``: N two-turn runs of one agent
+  started at once / one by one, CPU µs per run (one sample per process; ``--repeat`` unused);
 * ``startup`` / ``first-use`` — ``bench_startup.py``: CPU ms of ``import prism`` / of import +
   ``create_agent`` + one run, in a fresh interpreter.
 
@@ -116,6 +118,16 @@ def scenario(spec: str, repeat: int) -> Scenario:
             ],
             _read_json("results", store, str(n), "median_cpu_us_per_turn"),
         )
+    if name in ("concurrent", "sequential"):
+        return Scenario(
+            spec,
+            "µs/run",
+            [
+                "bench_concurrency.py",
+                *("--child", "--mode", name, "--sessions", str(n)),
+            ],
+            _read_json("cpu_us_per_run"),
+        )
     raise ValueError(f"unknown scenario {name!r}")
 
 
@@ -172,7 +184,10 @@ def main() -> None:
         "--scenarios",
         nargs="+",
         default=["turns:1000", "realistic:1000"],
-        help="turns:N, realistic:N, realistic-sqlite:N, realistic-durable:N, startup, first-use",
+        help=(
+            "turns:N, realistic:N, realistic-sqlite:N, realistic-durable:N, concurrent:N, "
+            "sequential:N, startup, first-use"
+        ),
     )
     parser.add_argument("--rounds", type=int, default=11, help="A/B rounds per scenario (≥ 11)")
     parser.add_argument("--repeat", type=int, default=3, help="samples per process (median)")

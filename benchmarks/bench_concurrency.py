@@ -15,14 +15,20 @@ Two modes, each in a fresh interpreter (so that peak RSS is its own):
 ``--store sqlite`` keeps the sessions in one ``prism.stores.SqliteStore`` on a temporary file
 instead of the memory store (every append a write to the database).
 
-Printed per mode: wall seconds, process CPU seconds, peak RSS (``ru_maxrss``) in MB and CPU µs
-per run; then the concurrent/sequential wall ratio. Sessions are created before the clock
-starts; the agent is built once.
+Printed per mode: wall seconds, process CPU seconds, peak RSS (``ru_maxrss``) in MB, CPU µs
+per run, and the cyclic garbage collector's share: CPU seconds spent in collections and the
+number of full (generation 2) collections; then the concurrent/sequential ratios of wall time
+and of CPU per run. Sessions are created before the clock starts; the agent is built once.
+
+The collector is Python's default unless ``--gc-threshold`` sets ``gc.set_threshold(...)`` in the
+measured process, the way a host would: with many runs alive at once, each full collection walks
+every live run's objects, so the collector's share grows with the number of runs in flight
+(``benchmarks/README.md`` says what a host can do about it).
 
 Usage::
 
     python benchmarks/bench_concurrency.py [--sessions 10000] [--mode concurrent sequential]
-        [--store memory|sqlite] [--json PATH|-]
+        [--store memory|sqlite] [--gc-threshold G0 [G1 [G2]]] [--json PATH|-]
 """
 
 from __future__ import annotations
@@ -97,7 +103,25 @@ class TwoTurnProvider:
         yield P.provider_done(P.Usage(input_tokens=100, output_tokens=20))
 
 
-async def measure_mode(mode: str, sessions: int, store_kind: str) -> dict[str, Any]:
+class _GcClock:
+    """CPU seconds spent in the cyclic collector, and the collections per generation."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.collections = [0, 0, 0]
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            self.seconds += time.process_time() - self._started
+            self.collections[info["generation"]] += 1
+
+
+async def measure_mode(
+    mode: str, sessions: int, store_kind: str, gc_threshold: list[int] | None = None
+) -> dict[str, Any]:
     options: dict[str, Any] = {}
     store: Any = None
     tmp = tempfile.TemporaryDirectory(prefix="prism-bench-")
@@ -118,12 +142,17 @@ async def measure_mode(mode: str, sessions: int, store_kind: str) -> dict[str, A
     all_sessions = [agent.create_session() for _ in range(sessions)]
     CALLS[0] = 0
     gc.collect()
+    if gc_threshold:
+        gc.set_threshold(*gc_threshold)
+    clock = _GcClock()
+    gc.callbacks.append(clock)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if mode == "concurrent":
         results = await asyncio.gather(*(s.run("Where is order A-1?") for s in all_sessions))
     else:
         results = [await s.run("Where is order A-1?") for s in all_sessions]
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    gc.callbacks.remove(clock)
     bad = [r for r in results if r.status != "succeeded"]
     if bad or CALLS[0] != 2 * sessions:
         raise RuntimeError(f"{len(bad)} runs failed; {CALLS[0]} tool calls: {bad[:1]!r}")
@@ -139,6 +168,9 @@ async def measure_mode(mode: str, sessions: int, store_kind: str) -> dict[str, A
         "cpu_s": cpu,
         "cpu_us_per_run": cpu / sessions * 1e6,
         "peak_rss_mb": rss_mb,
+        "gc_s": clock.seconds,
+        "gc_full_collections": clock.collections[2],
+        "gc_threshold": list(gc.get_threshold()),
     }
 
 
@@ -150,11 +182,16 @@ def main() -> None:
         default=["concurrent", "sequential"],
     )
     parser.add_argument("--store", choices=("memory", "sqlite"), default="memory")
+    parser.add_argument(
+        "--gc-threshold", type=int, nargs="+", default=None, metavar="G",
+        help="gc.set_threshold(...) in the measured process (default: Python's)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", default=None, help="write the results as JSON to PATH (- : stdout)")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(asyncio.run(measure_mode(args.mode[0], args.sessions, args.store))))
+        result = measure_mode(args.mode[0], args.sessions, args.store, args.gc_threshold)
+        print(json.dumps(asyncio.run(result)))
         return
     out: dict[str, Any] = {}
     for mode in args.mode:
@@ -162,22 +199,30 @@ def main() -> None:
             [
                 sys.executable, __file__, "--child", "--mode", mode,
                 "--sessions", str(args.sessions), "--store", args.store,
+                *(["--gc-threshold", *map(str, args.gc_threshold)] if args.gc_threshold else []),
             ],
             capture_output=True, text=True, check=True, env=dict(os.environ),
         )
         out[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
     if "concurrent" in out and "sequential" in out:
         out["concurrent_over_sequential_wall"] = out["concurrent"]["wall_s"] / out["sequential"]["wall_s"]
+        out["concurrent_over_sequential_cpu"] = (
+            out["concurrent"]["cpu_us_per_run"] / out["sequential"]["cpu_us_per_run"]
+        )
     if args.json != "-":
         for mode in args.mode:
             r = out[mode]
             print(
                 f"{mode:<11} {r['sessions']} two-turn runs: wall {r['wall_s']:.2f} s  "
                 f"cpu {r['cpu_s']:.2f} s  ({r['cpu_us_per_run']:.0f} µs/run)  "
-                f"peak RSS {r['peak_rss_mb']:.0f} MB"
+                f"peak RSS {r['peak_rss_mb']:.0f} MB  gc {r['gc_s']:.2f} s "
+                f"({r['gc_full_collections']} full)"
             )
         if "concurrent_over_sequential_wall" in out:
-            print(f"concurrent / sequential wall: {out['concurrent_over_sequential_wall']:.2f}")
+            print(
+                f"concurrent / sequential: wall {out['concurrent_over_sequential_wall']:.2f}, "
+                f"CPU per run {out['concurrent_over_sequential_cpu']:.2f}"
+            )
     if args.json is not None:
         text = json.dumps(out, indent=2, sort_keys=True)
         if args.json == "-":

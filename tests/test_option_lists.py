@@ -40,6 +40,7 @@ def test_create_agent_parameters_mirror_agent_config() -> None:
 
 DERIVED = {
     "tool_sources",  # the ToolSource items of ``tools``, kept apart from its definitions
+    "run_defaults",  # resolved from the other fields on the first run, not an option
 }
 
 NORMALISED = {

@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Final, TypeAlias
 
 from prism._keys import reject_unknown_keys
@@ -65,6 +65,16 @@ class RunLimitCounters(Serializable):
 
 
 _COUNTER_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RunLimitCounters))
+
+
+_D: Final[dict[str, LimitValue]] = {
+    axis: getattr(DEFAULT_RUN_LIMITS, axis)
+    for axis in (
+        "max_turns", "max_tool_rounds", "max_tool_calls", "max_wall_time_ms", "max_request_bytes",
+        "max_response_bytes", "max_input_tokens", "max_output_tokens", "max_total_tokens",
+    )
+}
+"""The default of each axis a tracker reads when neither layer set it."""
 
 
 def _coerce_counters(value: RunLimitCounters | Mapping[str, Any] | None) -> RunLimitCounters:
@@ -143,6 +153,7 @@ class RunLimitTracker:
         "_clock",
         "_cost",
         "_deadline_at",
+        "_deadline_epoch",
         "_disposed",
         "_input_tokens",
         "_leg_start",
@@ -184,48 +195,58 @@ class RunLimitTracker:
     ) -> None:
         self._limits = limits
         self._parent = parent
-        d = DEFAULT_RUN_LIMITS
-
-        def pick(axis: str) -> Any:
-            value = getattr(limits, axis)
-            return getattr(d, axis) if value is None else value
-
-        self._max_turns: LimitValue = pick("max_turns")
-        attempts = limits.max_provider_attempts
-        self._max_provider_attempts: LimitValue = (
-            max(24, self._max_turns) if attempts is None else attempts
-        )
-        self._max_tool_rounds: LimitValue = pick("max_tool_rounds")
-        self._max_tool_calls: LimitValue = pick("max_tool_calls")
-        self._max_wall: LimitValue = pick("max_wall_time_ms")
-        self._max_request_bytes: LimitValue = pick("max_request_bytes")
-        self._max_response_bytes: LimitValue = pick("max_response_bytes")
-        self._max_input: LimitValue = pick("max_input_tokens")
-        self._max_output: LimitValue = pick("max_output_tokens")
-        self._max_total: LimitValue = pick("max_total_tokens")
+        v = limits.max_turns
+        self._max_turns: LimitValue = _D["max_turns"] if v is None else v
+        v = limits.max_provider_attempts
+        self._max_provider_attempts: LimitValue = max(24, self._max_turns) if v is None else v
+        v = limits.max_tool_rounds
+        self._max_tool_rounds: LimitValue = _D["max_tool_rounds"] if v is None else v
+        v = limits.max_tool_calls
+        self._max_tool_calls: LimitValue = _D["max_tool_calls"] if v is None else v
+        v = limits.max_wall_time_ms
+        self._max_wall: LimitValue = _D["max_wall_time_ms"] if v is None else v
+        v = limits.max_request_bytes
+        self._max_request_bytes: LimitValue = _D["max_request_bytes"] if v is None else v
+        v = limits.max_response_bytes
+        self._max_response_bytes: LimitValue = _D["max_response_bytes"] if v is None else v
+        v = limits.max_input_tokens
+        self._max_input: LimitValue = _D["max_input_tokens"] if v is None else v
+        v = limits.max_output_tokens
+        self._max_output: LimitValue = _D["max_output_tokens"] if v is None else v
+        v = limits.max_total_tokens
+        self._max_total: LimitValue = _D["max_total_tokens"] if v is None else v
         self._max_cost: RunCost | None = limits.max_cost
         self._on_breach = on_breach
         self._clock = clock
 
-        c = _coerce_counters(counters)
-        self._turns = c.turns
-        self._provider_attempts = c.provider_attempts
-        self._tool_rounds = c.tool_rounds
-        self._restored_tool_rounds = c.tool_rounds
-        self._tool_calls = c.tool_calls
-        self._wall_base_ms: float = float(c.wall_time_ms)
-        self._request_bytes = c.request_bytes
-        self._response_bytes = c.response_bytes
-        self._input_tokens = c.input_tokens
-        self._output_tokens = c.output_tokens
-        self._total_tokens = c.total_tokens
-        self._cost: float = c.cost
+        if counters is None:  # a fresh run: every counter at zero
+            self._turns = self._provider_attempts = self._tool_rounds = 0
+            self._restored_tool_rounds = self._tool_calls = 0
+            self._request_bytes = self._response_bytes = 0
+            self._input_tokens = self._output_tokens = self._total_tokens = 0
+            self._wall_base_ms: float = 0.0
+            self._cost: float = 0.0
+        else:
+            c = _coerce_counters(counters)
+            self._turns = c.turns
+            self._provider_attempts = c.provider_attempts
+            self._tool_rounds = c.tool_rounds
+            self._restored_tool_rounds = c.tool_rounds
+            self._tool_calls = c.tool_calls
+            self._wall_base_ms = float(c.wall_time_ms)
+            self._request_bytes = c.request_bytes
+            self._response_bytes = c.response_bytes
+            self._input_tokens = c.input_tokens
+            self._output_tokens = c.output_tokens
+            self._total_tokens = c.total_tokens
+            self._cost = c.cost
 
         self._breach: RunLimitBreach | None = None
         self._leg_start: float | None = None
         self._disposed = False
         self._timer: asyncio.TimerHandle | None = None
         self._deadline_at: str | None = None
+        self._deadline_epoch: float | None = None
 
     # ----------------------------------------------------------------- properties
 
@@ -257,7 +278,14 @@ class RunLimitTracker:
     def deadline_at(self) -> str | None:
         """ISO-8601 UTC wall-clock deadline of this leg (informational); ``None`` before
         :meth:`start` or when ``max_wall_time_ms`` is UNLIMITED."""
-        return self._deadline_at
+        text = self._deadline_at
+        epoch = self._deadline_epoch
+        if text is None and epoch is not None:  # written out when first read
+            deadline = datetime.fromtimestamp(epoch, UTC)
+            text = self._deadline_at = deadline.strftime("%Y-%m-%dT%H:%M:%S.") + (
+                f"{deadline.microsecond // 1000:03d}Z"
+            )
+        return text
 
     @property
     def tool_rounds(self) -> int:
@@ -313,10 +341,7 @@ class RunLimitTracker:
         remaining_ms = max(0.0, float(limit) - self._wall_base_ms)
         loop = asyncio.get_running_loop()
         self._timer = loop.call_later(remaining_ms / 1000.0, self._on_deadline)
-        deadline = datetime.now(UTC) + timedelta(milliseconds=remaining_ms)
-        self._deadline_at = deadline.strftime("%Y-%m-%dT%H:%M:%S.") + (
-            f"{deadline.microsecond // 1000:03d}Z"
-        )
+        self._deadline_epoch = time.time() + remaining_ms / 1000.0
 
     def dispose(self) -> None:
         """Cancel the deadline timer and stop counting wall time. Idempotent."""

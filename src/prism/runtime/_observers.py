@@ -202,7 +202,9 @@ class SessionObservers:
     def __init__(self, on_event: OnEvent | None = None) -> None:
         self._on_event = on_event
         self._subs: list[EventSubscription] = []
-        self._dispatch_queue: deque[Awaitable[Any]] = deque()
+        self._dispatch_queue: deque[Awaitable[Any]] | None = None
+        """Awaitables an async ``on_event`` returned, not yet awaited; made on the first one
+        (a deque is some 600 bytes, and most sessions never need it)."""
         self._dispatcher: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Future[None] | None = None
         self._redactor: SecretRedactor | None = None
@@ -261,7 +263,10 @@ class SessionObservers:
             self._log_failure(exc)
             return
         if inspect.isawaitable(result):
-            self._dispatch_queue.append(result)
+            queue = self._dispatch_queue
+            if queue is None:
+                queue = self._dispatch_queue = deque()
+            queue.append(result)
             self._ensure_dispatcher()
 
     # ----------------------------------------------------------------- async on_event
@@ -282,6 +287,7 @@ class SessionObservers:
 
     async def _dispatch(self) -> None:
         queue = self._dispatch_queue
+        assert queue is not None  # started after the first awaitable was queued
         loop = asyncio.get_running_loop()
         while True:
             while queue:

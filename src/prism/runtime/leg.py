@@ -49,9 +49,7 @@ from prism.events import (
 )
 from prism.guardrails import run_guardrails
 from prism.ledger import finish_run_record, start_run_record
-from prism.loop_needs import loop_needs
 from prism.loops.contracts import AgentLoopStrategy
-from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
 from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
 from prism.runtime._durable_leg import DurableDriver
 from prism.runtime._durable_run import ResumePoint
@@ -62,8 +60,7 @@ from prism.runtime._setup import (
     open_leg_resources,
     release_context,
     resolve_provider,
-    setup_assembly,
-    setup_attempts,
+    setup_loop,
 )
 from prism.runtime._shield import shielded
 from prism.runtime.config import AgentConfig
@@ -78,7 +75,6 @@ from prism.store import (
     read_branch,
     should_auto_compact,
 )
-from prism.structured_output import resolve_structured_output
 from prism.types import (
     ErrorInfo,
     RunResult,
@@ -268,8 +264,10 @@ class RunLeg:
                 cause = redacted_cause(self._failure_cause or exc, self.ctx.redactor)
             # Raised outside the handler, so the raw failure is not its ``__context__``.
             raise error from cause
-        finally:
-            await shielded(self._cleanup(outcome))
+        finally:  # without tool sources, a ledger or a trace, cleanup calls no host code
+            ctx = self.ctx
+            inline = ctx.tool_scope is None and not ctx.ledger_on and ctx.trace is None
+            await shielded(self._cleanup(outcome), inline=inline)
 
     async def _run(self) -> RunResult:
         """Set up, run the loop, check what the loop left, then the success outcome."""
@@ -281,7 +279,8 @@ class RunLeg:
         await open_leg_resources(ctx, provider, self.resume)
         ctx.signal.throw_if_aborted()
         ctx.tracker.start()
-        ctx.emit(AgentStartedEvent(session_id=ctx.session_id, run_id=self.run_id))
+        if ctx.observed():  # no event object when nothing observes the run
+            ctx.emit(AgentStartedEvent(session_id=ctx.session_id, run_id=self.run_id))
         resume = self.resume
         if resume is not None:
             ctx.emit(
@@ -322,10 +321,8 @@ class RunLeg:
             )
             branch.append(entry)
         # The input: redacted, guarded, stored.
-        redactor = ctx.redactor
-        ctx.input_messages = tuple(
-            redactor.redact(m) if redactor is not None else m for m in to_messages(plan.input)
-        )
+        redactor, given = ctx.redactor, to_messages(plan.input)
+        ctx.input_messages = tuple(given if redactor is None else map(redactor.redact, given))
         await self._guard_input(ctx.input_messages)
         durable = self.durable
         if durable is not None and resume is None:
@@ -339,19 +336,9 @@ class RunLeg:
         if compaction is not None and should_auto_compact(compaction, branch):
             summaries = await auto_compact(ctx, compaction)
         # The loop, its needs, the request assembler and the provider attempts.
-        loop = resolve_loop(plan.loop, config.loop)
+        loop, needs = setup_loop(ctx, provider, active_skills, summaries)
+        del branch, messages, summaries  # not kept alive while the loop runs
         self.loop = loop
-        needs = loop_needs(loop)
-        ctx.tool_concurrency = resolve_tool_concurrency(plan.loop, config.loop)
-        options = resolve_structured_output(
-            config.provider_options,
-            plan.provider_options,
-            structured_output=plan.structured_output,
-            loop=loop,
-            model=plan.model,
-        )
-        setup_assembly(ctx, options, active_skills, summaries, loop, provider)
-        setup_attempts(ctx, provider)
         ctx.handoff = await RunHandoff.attach(ctx, loop, needs.handoffs, handed_to)
         if durable is not None:
             # A resumed leg restores the loop, then replays the decided calls.
@@ -428,15 +415,17 @@ class RunLeg:
         durable = self.durable
         if durable is not None:
             run_state = await durable.write_success(None if stop is None else stop.stop_reason)
-        ctx.emit_terminal(
-            AgentFinishedEvent(
-                session_id=ctx.session_id,
-                run_id=self.run_id,
-                usage=usage,
-                finish_reason=finish_reason,
-                stop_detail=stop_detail, provider_stop_reason=ctx.provider_stop_reason,
+        if ctx.observed():
+            ctx.emit_terminal(
+                AgentFinishedEvent(
+                    session_id=ctx.session_id,
+                    run_id=self.run_id,
+                    usage=usage,
+                    finish_reason=finish_reason,
+                    stop_detail=stop_detail, provider_stop_reason=ctx.provider_stop_reason,
+                )
             )
-        )
+        ctx.terminal_emitted = True
         self._status = "succeeded"
         self._stop_reason = finish_reason
         self._stop_detail = stop_detail

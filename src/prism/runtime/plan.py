@@ -22,14 +22,26 @@ from typing import Any, Literal
 
 from prism.abort import AbortSignal
 from prism.assembly import Skill, SystemPromptContribution
-from prism.errors import PrismConfigError
+from prism.errors import PrismConfigError, PrismError
 from prism.guardrails import Guardrails, merge_guardrails
 from prism.ledger import RunLedger
-from prism.limits import RunLimits, coerce_run_limits, resolve_run_limits
+from prism.limits import (
+    RunLimits,
+    coerce_run_limits,
+    resolve_run_limits,
+    sets_finite_output_budget,
+)
 from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy, coerce_loop_options
+from prism.loops.resolve import resolve_loop, resolve_tool_concurrency
+from prism.loops.single_shot import single_shot_loop
 from prism.providers.defaults import check_model_for_provider
 from prism.redaction import SecretRedactor
-from prism.retry import RetryOptions, resolve_retry_options
+from prism.retry import (
+    RetryOptions,
+    RetryPolicy,
+    create_default_retry_policy,
+    resolve_retry_options,
+)
 from prism.runtime._delegation import PARENT_RUN_KEY, child_redactor, parent_link
 from prism.runtime._run_state import RunStateOptions, check_durable_run, coerce_run_state_options
 from prism.runtime.config import (
@@ -52,7 +64,7 @@ from prism.types import (
     ToolExecutionContext,
 )
 
-__all__ = ["RunPlan", "plan_run"]
+__all__ = ["RunDefaults", "RunPlan", "plan_run", "run_defaults"]
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -64,6 +76,9 @@ class RunPlan:
     agent_limits: RunLimits | None
     run_limits: RunLimits | None
     retry: RetryOptions | None
+    retry_policy: RetryPolicy | None
+    """The built-in policy of ``retry`` when it is the agent's (shared by its runs), else
+    ``None`` (the provider attempts build their own)."""
     compaction: CompactionOptions | None
     loop: AgentLoopOptions | Mapping[str, Any] | AgentLoopStrategy | None
     signal: AbortSignal | None
@@ -92,6 +107,74 @@ class RunPlan:
     parent: ToolExecutionContext | None = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunDefaults:
+    """What a run takes from its agent when it sets no option of its own, resolved once per
+    agent config (:func:`run_defaults`) instead of on every run."""
+
+    limits: RunLimits
+    retry: RetryOptions | None
+    retry_policy: RetryPolicy | None
+    """The built-in policy of ``retry`` (``None``: retry off, a single attempt, or the host's
+    own ``retry.policy``); it keeps no state, so the agent's runs share it."""
+    compaction: CompactionOptions | None
+    durable: RunStateOptions | None
+    durable_known: bool
+    """Whether ``durable`` holds: ``False`` when the agent alone does not pass the durable
+    preflight (a tool needs approval and only a run's ``run_state`` can make it durable)."""
+    metadata: Mapping[str, Any]
+    guardrails: Guardrails | None
+    ownership: OwnershipScope | None
+    loop: AgentLoopStrategy | None
+    """The agent's loop when resolving it gives the same object on every run (single-shot, or
+    a strategy instance); ``None``: each run builds its own (generate-validate-revise)."""
+    tool_concurrency: int
+    """The agent loop's parallel tool dispatch limit."""
+    finite_output_budget: bool
+    """Whether the agent's limits set a finite output budget (output buffering)."""
+
+
+def run_defaults(config: AgentConfig) -> RunDefaults:
+    """The :class:`RunDefaults` of ``config``, resolved on the first call and kept on it.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — as :func:`plan_run` for an agent option (then
+            nothing is kept, and the next run raises again).
+    """
+    kept = config.run_defaults
+    if isinstance(kept, RunDefaults):
+        return kept
+    retry = resolve_retry_options(config.retry, None)
+    policy = None
+    if retry is not None and retry.policy is None and retry.max_attempts > 1:
+        policy = create_default_retry_policy(retry)
+    ownership = config.ownership
+    loop: AgentLoopStrategy | None = resolve_loop(None, config.loop)
+    if loop is not single_shot_loop and loop is not config.loop:
+        loop = None
+    try:
+        durable: RunStateOptions | None = check_durable_run(config, None)
+        durable_known = True
+    except PrismError:  # raised again by each run that does not make itself durable
+        durable, durable_known = None, False
+    defaults = RunDefaults(
+        limits=resolve_run_limits(config.limits, None),
+        retry=retry,
+        retry_policy=policy,
+        compaction=resolve_compaction_options(config.compaction, None),
+        durable=durable,
+        durable_known=durable_known,
+        metadata=MappingProxyType(dict(config.metadata)),
+        guardrails=merge_guardrails(config.guardrails, None),
+        ownership=None if ownership is None else OwnershipScope.coerce(ownership),
+        loop=loop,
+        tool_concurrency=resolve_tool_concurrency(None, config.loop),
+        finite_output_budget=sets_finite_output_budget(config.limits),
+    )
+    object.__setattr__(config, "run_defaults", defaults)  # a memo on the frozen config
+    return defaults
+
+
 def plan_run(
     config: AgentConfig,
     session_metadata: Mapping[str, Any],
@@ -101,6 +184,9 @@ def plan_run(
     durable: RunStateOptions | None = None,
 ) -> RunPlan:
     """Resolve ``opts`` against the agent ``config`` into a :class:`RunPlan`. No side effects.
+
+    What does not depend on the run's options comes from :func:`run_defaults` (resolved once per
+    agent); an option the run sets is resolved here, against the agent's value.
 
     Args:
         config: The agent's configuration.
@@ -113,26 +199,41 @@ def plan_run(
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — an invalid option.
     """
+    agent = run_defaults(config)
 # Option mappings become their dataclasses.
     run_limits = coerce_run_limits(opts.limits)
     coerced_policy = coerce_turn_policy(opts.turn_policy)
     run_state = coerce_run_state_options(opts.run_state)
-    retry = resolve_retry_options(config.retry, opts.retry)
-    compaction = resolve_compaction_options(config.compaction, opts.compaction)
+    retry = agent.retry if opts.retry is None else resolve_retry_options(config.retry, opts.retry)
+    compaction = (
+        agent.compaction if opts.compaction is None
+        else resolve_compaction_options(config.compaction, opts.compaction)
+    )
 # Limits may only narrow the agent's.
-    resolved_limits = resolve_run_limits(config.limits, run_limits)
+    resolved_limits = (
+        agent.limits if run_limits is None else resolve_run_limits(config.limits, run_limits)
+    )
 # The turn policy is checked against the resolved turn limit.
-    turn_policy = resolve_turn_policy(coerced_policy, max_turns_limit=resolved_limits.max_turns)
+    turn_policy = (
+        None if coerced_policy is None
+        else resolve_turn_policy(coerced_policy, max_turns_limit=resolved_limits.max_turns)
+    )
 # Durable options: the run's or the agent's, checked against the other options.
     if durable is None:
-        durable = check_durable_run(
-            config,
-            run_state,
-            run_loop=opts.loop,
-            run_model=opts.model,
-            run_guardrails=opts.guardrails,
-            run_tool_filter=opts.tool_filter,
-        )
+        if (
+            agent.durable_known and run_state is None and opts.loop is None and opts.model is None
+            and opts.guardrails is None and opts.tool_filter is None
+        ):
+            durable = agent.durable
+        else:
+            durable = check_durable_run(
+                config,
+                run_state,
+                run_loop=opts.loop,
+                run_model=opts.model,
+                run_guardrails=opts.guardrails,
+                run_tool_filter=opts.tool_filter,
+            )
     if isinstance(opts.loop, Mapping):
         coerce_loop_options(opts.loop)  # a bad strategy fails here, before any provider call
     model = config.model if opts.model is None else ModelConfig.coerce(opts.model)
@@ -143,10 +244,12 @@ def plan_run(
         raise PrismConfigError(
             f"parent must be the calling tool's ToolExecutionContext, got {type(parent).__name__}"
         )
-    link = {} if parent is None else {PARENT_RUN_KEY: parent_link(parent)}
-    metadata = MappingProxyType(
-        {**config.metadata, **session_metadata, **(opts.metadata or {}), **link}
-    )
+    metadata = agent.metadata
+    if session_metadata or opts.metadata or parent is not None:
+        link = {} if parent is None else {PARENT_RUN_KEY: parent_link(parent)}
+        metadata = MappingProxyType(
+            {**config.metadata, **session_metadata, **(opts.metadata or {}), **link}
+        )
     system_prompt = opts.system_prompt
     drop_agent_prompt = system_prompt is False
     contributions: tuple[SystemPromptContribution, ...] = ()
@@ -157,10 +260,12 @@ def plan_run(
                 raise PrismConfigError(
                     "system_prompt must be a sequence of SystemPromptContribution or False"
                 )
-    skills = config.skills if opts.skills is None else tuple(opts.skills)
-    for skill in skills:
-        if not isinstance(skill, Skill):
-            raise PrismConfigError(f"skills must be Skill objects, got {type(skill).__name__}")
+    skills = config.skills
+    if opts.skills is not None:
+        skills = tuple(opts.skills)
+        for skill in skills:
+            if not isinstance(skill, Skill):
+                raise PrismConfigError(f"skills must be Skill objects, got {type(skill).__name__}")
     active = opts.active_skills
     if isinstance(active, str):
         active = (active,)
@@ -171,7 +276,9 @@ def plan_run(
     validator = opts.tool_validator
     if validator is not None and validator is not False and not callable(validator):
         raise PrismConfigError("tool_validator must be None, False or callable")
-    ownership = opts.ownership if opts.ownership is not None else config.ownership
+    ownership = (
+        agent.ownership if opts.ownership is None else OwnershipScope.coerce(opts.ownership)
+    )
     answer_after = check_answer_after_tool_rounds(opts.answer_after_tool_rounds)
     if answer_after is None:
         answer_after = config.answer_after_tool_rounds
@@ -181,6 +288,7 @@ def plan_run(
         agent_limits=config.limits,
         run_limits=run_limits,
         retry=retry,
+        retry_policy=agent.retry_policy if retry is agent.retry else None,
         compaction=compaction,
         loop=opts.loop,
         signal=opts.signal if opts.signal is not None or parent is None else parent.signal,
@@ -201,14 +309,20 @@ def plan_run(
         system_prompt=contributions,
         drop_agent_system_prompt=drop_agent_prompt,
         run_ledger=opts.run_ledger if opts.run_ledger is not None else config.run_ledger,
-        ownership=None if ownership is None else OwnershipScope.coerce(ownership),
+        ownership=ownership,
         idempotency_key=(
             opts.idempotency_key if opts.idempotency_key is not None
             else config.idempotency_key
         ),
-        guardrails=merge_guardrails(config.guardrails, opts.guardrails),
+        guardrails=(
+            agent.guardrails if opts.guardrails is None
+            else merge_guardrails(config.guardrails, opts.guardrails)
+        ),
         skills=skills,
-        tool_filters=config.tool_filter + normalize_tool_filters(opts.tool_filter),
+        tool_filters=(
+            config.tool_filter if opts.tool_filter is None
+            else config.tool_filter + normalize_tool_filters(opts.tool_filter)
+        ),
         tool_validator=validator,
         turn_policy=turn_policy,
         durable=durable,
