@@ -313,7 +313,7 @@ def _parse_libpq_trace(lines: list[str]) -> dict[str, int]:
     """Statements, writes, commits, round trips and bytes sent, from libpq trace lines."""
     counts = {"statements": 0, "writes": 0, "commits": 0, "round_trips": 0, "sent_bytes": 0}
     prepared: dict[str, str] = {}
-    current = ""
+    bound: list[str] = []  # statements sent and not yet completed (pipelines send several)
     depth = 0
     pending_writes = 0
     for line in lines:
@@ -327,15 +327,18 @@ def _parse_libpq_trace(lines: list[str]) -> dict[str, int]:
             counts["round_trips"] += kind in ("Sync", "Query")
             names = _QUOTED.findall(rest)
             if kind == "Parse" and names:
-                prepared[names[0]] = current = rest  # the name, then the statement text
+                prepared[names[0]] = rest  # the name, then the statement text
             elif kind == "Bind" and len(names) >= 2:
-                current = prepared.get(names[1], current)
+                bound.append(prepared.get(names[1], ""))
             elif kind == "Query":
-                current = rest
+                bound.append(rest)
             continue
+        if kind == "ErrorResponse" and bound:
+            bound.pop(0)
         tag = _TAG.search(rest) if kind == "CommandComplete" else None
         if tag is None:
             continue
+        current = bound.pop(0) if bound else ""
         word = tag.group(1)
         counts["statements"] += 1
         if word == "BEGIN":
