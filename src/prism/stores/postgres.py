@@ -5,8 +5,8 @@
 semantics of the memory stores, over ``psycopg`` 3 (async) and ``psycopg_pool``. Both come with the
 ``postgres`` extra: ``pip install 'prism-runtime[postgres]'``.
 
-Every write is one statement, hence one transaction, and holds under concurrent writers on
-different machines:
+Every write is one statement, hence one transaction (a save with entries: one transaction), and
+holds under concurrent writers on different machines:
 
 * a session append calls the schema's ``prism_append_entry`` function, which locks the expected
   parent row (``FOR UPDATE``) before checking that it has no child, then inserts with ``ON
@@ -15,7 +15,12 @@ different machines:
 * a checkpoint save is ``INSERT ... ON CONFLICT DO NOTHING`` (first version) or ``UPDATE ... WHERE
   version = expected AND`` the fencing condition: of N workers claiming one run with the
   same expected version exactly one gets a row back;
-* ledger rows are single inserts into four append-only tables.
+* ledger rows are single inserts into four append-only tables;
+* ``save_checkpoint_with_entries``: appends and a save in ONE transaction (two round trips,
+  one commit), how an ``every-turn`` run writes a turn's entries with its envelope.
+
+Durability is the server's: with ``synchronous_commit=on`` (its default) a returned write
+survives any crash and a power loss; see :meth:`PostgresStore.connect` for ``"off"``.
 
 Tables live in one schema (default ``prism``); migrations are applied on open under a
 transaction-scoped advisory lock, so concurrent openers serialise. Values are ``jsonb``; since
@@ -421,13 +426,8 @@ class PostgresStore:
             state = (int(current[0][0]), current[0][4]) if current else None
             raise checkpoint_conflict(namespace, key, expected_version, fencing_token, state)
         return CheckpointRecord(
-            namespace=namespace,
-            key=key,
-            version=version,
-            value=clone_json(value),
-            created_at=rows[0][0],
-            updated_at=now,
-            fencing_token=fencing_token,
+            namespace=namespace, key=key, version=version, value=clone_json(value),
+            created_at=rows[0][0], updated_at=now, fencing_token=fencing_token,
         )
 
     async def save_checkpoint_with_entries(
@@ -442,10 +442,9 @@ class PostgresStore:
         fencing_token: int | None = None,
         ownership: OwnershipScope | None = None,
     ) -> CheckpointRecord:
-        """Append ``entries`` in order, then compare-and-set the checkpoint, in ONE transaction
-        on one connection (pipeline mode: two round trips, one commit; see
-        :class:`~prism.runtime.checkpoints.EntryCheckpointStore`). Each append and the save are
-        the statements ``append`` and ``save_checkpoint`` run, so the checks are theirs.
+        """Append ``entries`` in order, then compare-and-set the checkpoint: ONE transaction
+        (two round trips, one commit; see :class:`~prism.runtime.checkpoints.EntryCheckpointStore`)
+        of the statements ``append`` and ``save_checkpoint`` run.
 
         Returns:
             The new record; its ``value`` is ``value`` itself (not a copy).
@@ -453,10 +452,8 @@ class PostgresStore:
         Raises:
             SessionAppendConflictError: ``ERR_PRISM_SESSION_APPEND_CONFLICT`` — an append was
                 refused; nothing is stored.
-            ValueError: an entry id already exists in its session; nothing is stored.
-            CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — the save was refused;
-                no entry is stored.
-            TypeError, ValueError: malformed arguments, or a value that is not JSON-compatible.
+            ValueError: an entry id exists in its session, or malformed arguments; nothing stored.
+            CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — the save was refused.
         """
         check_checkpoint_write(
             namespace=namespace, key=key, version=version, expected_version=expected_version,
