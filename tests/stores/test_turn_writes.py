@@ -128,7 +128,7 @@ async def test_db10_sqlite_turn_writes_are_constant_in_the_history(
     per_turn = ((long[0] - short[0]) / 180, (long[1] - short[1]) / 180)
     assert per_turn[1] == 2
     assert per_turn[0] == int(per_turn[0])  # exactly the same statements every turn
-    assert per_turn[0] <= 10
+    assert per_turn[0] <= 12
     # the short run's turns cost the same: only the run's setup and end differ
     assert short[1] - 19 * 2 <= 6
 

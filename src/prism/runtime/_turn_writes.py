@@ -14,7 +14,7 @@ A tool turn (text, two parallel tool calls, their two result rows) then writes:
 
 Two commits instead of six (three appends and three envelope saves, each its own transaction).
 Measured with ``benchmarks/bench_checkpoint_writes.py`` (the realistic scenario, N = 20 and 200
-turns, figures per turn and the same at both N): SQLite 6 → 2 commits and ~127 KB → ~91 KB
+turns, figures per turn and the same at both N): SQLite 6 → 2 commits and ~127 KB → ~75 KB
 written to the WAL; PostgreSQL 6 → 2 commits (each a WAL flush with the default
 ``synchronous_commit=on``) and 6 → 4 round trips. A write carrying appends is shielded from
 cancellation (a task per write, ~16 µs) so that the held appends never disagree with the store.

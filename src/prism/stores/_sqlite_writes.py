@@ -81,11 +81,23 @@ def save_row(
         if cur.rowcount == 1:
             return now, None
     else:
-        # fetchall() steps the statement to its end, so its transaction is complete
-        updated = conn.execute(
-            sql.CP_UPDATE,
-            (version, text, now, token, tenant, account, user, namespace, key, expected, *index),
-        ).fetchall()
+        own = not conn.in_transaction
+        if own:  # the update and the run-index columns in one transaction
+            conn.execute("BEGIN IMMEDIATE")
+        try:
+            # fetchall() steps the statement to its end
+            updated = conn.execute(
+                sql.CP_UPDATE,
+                (version, text, now, token, tenant, account, user, namespace, key, expected),
+            ).fetchall()
+            if updated:
+                conn.execute(sql.CP_INDEX, (namespace, key, *index))
+            if own:
+                conn.execute("COMMIT")
+        except BaseException:
+            if own and conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
         if updated:
             return updated[0][0], None
     stored = conn.execute(sql.CP_LOAD, (namespace, key)).fetchone()

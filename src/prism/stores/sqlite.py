@@ -8,10 +8,12 @@ semantics of the memory stores, over the standard library's :mod:`sqlite3`:
   last commits may be lost, never half of one), foreign keys on, a busy timeout;
 * every blocking call runs on one dedicated worker thread per store that owns the connection and
   takes jobs from a queue — never on the event loop;
-* every write is ONE statement (an append's tip check, idempotency check and insert are a
+* every write is ONE transaction: an append's tip check, idempotency check and insert are a
   single ``INSERT ... SELECT ... WHERE``; a checkpoint save is a single conditional
-  ``UPDATE ... RETURNING`` or ``INSERT OR IGNORE``; a save with entries is those statements
-  between ``BEGIN IMMEDIATE`` and ``COMMIT``), run as one transaction — or, when several
+  ``INSERT OR IGNORE``, or a conditional ``UPDATE ... RETURNING`` followed by an update of the
+  run-index columns that writes only when they change (so their index pages are not rewritten
+  on every save); a save with entries is those statements between ``BEGIN IMMEDIATE`` and
+  ``COMMIT`` — or, when several
   writes are queued at once, inside one savepoint of a shared transaction (group commit: one
   commit for the batch, see ``_sqlite_worker``) — so a process killed at any point leaves each
   write whole or absent, no caller is told of a write before its commit, and concurrent writers
@@ -20,8 +22,8 @@ semantics of the memory stores, over the standard library's :mod:`sqlite3`:
   transaction; an ``every-turn`` durable run whose session store is this store writes each
   turn's entries with its envelope through it. Per tool turn of the realistic scenario (two
   parallel calls, ~1 KB results; ``benchmarks/bench_checkpoint_writes.py``): three entry rows
-  and two checkpoint updates in two commits (before: six), ~11 KB of statement text, ~91 KB
-  written to the WAL (before: ~127 KB), no fsync; the same at N=20 and N=200 turns;
+  and two checkpoint saves in two commits (before: six), 11 statements, ~12 KB of statement
+  text, ~75 KB written to the WAL (before: ~127 KB), 0.05 fsyncs; the same at N=20 and N=200;
 * durability: a returned write survives a crash or kill of the process; after a power loss or
   an operating-system crash the last writes may be lost (``synchronous=NORMAL`` syncs the WAL
   only when it is checkpointed into the database, every ~1,000 pages), never part of one, so an
@@ -313,11 +315,12 @@ class SqliteStore:
         fencing_token: int | None = None,
         ownership: OwnershipScope | None = None,
     ) -> CheckpointRecord:
-        """Compare-and-set ``(namespace, key)`` in one statement.
+        """Compare-and-set ``(namespace, key)`` in one transaction.
 
         ``expected_version == 0`` is an ``INSERT OR IGNORE`` (fails when the key exists);
         otherwise an ``UPDATE ... WHERE version = expected_version AND`` the fencing condition
-        ``RETURNING created_at`` (a successful save reads nothing else).
+        ``RETURNING created_at`` (a successful save reads nothing else), then the run-index
+        columns where they change.
         ``ownership`` is recorded in the row's ``tenant_id``/``account_id``/``user_id``.
 
         Returns:
