@@ -10,7 +10,11 @@ The run: an agent over a session that already holds an exchange (the *seed*), wi
 is appended. In the ``gated`` mode it also has ``interrupt_before_tool=True`` and the host approves
 every gated round at once, so every tool call is dispatched through the approval replay, which
 records the dispatch in the envelope before the side effect (APR-9); in the ``plain`` mode tools
-run directly and the runtime records each dispatch before its side effect itself (DB-10).
+run directly and the runtime records each dispatch before its side effect itself (DB-10). With
+``together`` (plain tools) the agent gets ONE hooked object as its session store and its
+checkpoint store, with ``save_checkpoint_with_entries``: from the first turn boundary on, the run
+holds its appends and writes them with its next envelope in one transaction (one ``save`` hook
+pair, labelled with the entries it carries).
 Provider turns come from a script indexed by the number of assistant messages in the request, so
 any process knows which turn comes next:
 
@@ -247,6 +251,30 @@ class HookedCheckpoints:
         return await self.inner.load_checkpoint(**kwargs)
 
 
+class HookedStore(HookedSessionStore):
+    """The store as one object that is the session store and the checkpoint store, with the
+    hook points of both and of its combined write (entries and envelope in one transaction),
+    so an every-turn run writes each turn's entries with its envelope."""
+
+    def __init__(self, inner: Any, killer: Killer) -> None:
+        super().__init__(inner, killer)
+        self.checkpoints = HookedCheckpoints(inner, killer)
+
+    async def save_checkpoint(self, **kwargs: Any) -> Any:
+        return await self.checkpoints.save_checkpoint(**kwargs)
+
+    async def load_checkpoint(self, **kwargs: Any) -> Any:
+        return await self.inner.load_checkpoint(**kwargs)
+
+    async def save_checkpoint_with_entries(self, **kwargs: Any) -> Any:
+        entries = "".join(f" +{describe(a.entry.message)}" for a in kwargs["entries"])
+        label = describe_state(kwargs["value"]) + entries
+        self.killer.hit(f"save.before {label}")
+        record = await self.inner.save_checkpoint_with_entries(**kwargs)
+        self.killer.hit(f"save.after {label}")
+        return record
+
+
 class ScriptedProvider:
     """Answers turn n = assistant messages in the request (minus the seed's) + 1."""
 
@@ -282,10 +310,18 @@ class ScriptedProvider:
 
 
 def build_agent(
-    store: Any, killer: Killer, directory: Path, *, gated: bool, delegated: bool = False
+    store: Any,
+    killer: Killer,
+    directory: Path,
+    *,
+    gated: bool,
+    delegated: bool = False,
+    together: bool = False,
 ) -> Agent:
     """The run's agent; ``delegated``: turn 1 asks the ``helper`` agent (an agent tool, durable
-    with the parent's run state) to record b, and the helper records it with its own call."""
+    with the parent's run state) to record b, and the helper records it with its own call;
+    ``together``: one store object is the session and the checkpoint store, so every-turn
+    boundaries write their entries with the envelope."""
     effects = directory / "effects.log"
 
     async def record(arguments: dict[str, Any], context: Any) -> Any:
@@ -295,7 +331,8 @@ def build_agent(
         killer.hit(f"tool.after {call_id}")
         return {"recorded": arguments["key"]}
 
-    checkpoints = HookedCheckpoints(store, killer)
+    hooked: Any = HookedStore(store, killer) if together else HookedSessionStore(store, killer)
+    checkpoints = hooked if together else HookedCheckpoints(store, killer)
     record_tool = ToolDefinition(
         name="record",
         execute=record,
@@ -323,7 +360,7 @@ def build_agent(
             killer, directory / "turns.log", DELEGATED_SCRIPT if delegated else SCRIPT
         ),
         tools=tools,
-        store=HookedSessionStore(store, killer),
+        store=hooked,
         run_state=RunStateOptions(
             checkpoints,
             REVISION,
@@ -481,7 +518,12 @@ async def start(job: dict[str, Any], store: Any, killer: Killer, directory: Path
     await seed(store, job["session"])
     killer.armed = True
     agent = build_agent(
-        store, killer, directory, gated=job.get("gated", True), delegated=job.get("delegated", False)
+        store,
+        killer,
+        directory,
+        gated=job.get("gated", True),
+        delegated=job.get("delegated", False),
+        together=job.get("together", False),
     )
     session = agent.create_session(job["session"])
     result = await approve_all(agent, await session.run(PROMPT))
@@ -548,7 +590,12 @@ async def recover(
     (directory / f"snapshot-{job['phase']}.json").write_text(json.dumps(before))
     killer.armed = True
     agent = build_agent(
-        store, killer, directory, gated=job.get("gated", True), delegated=job.get("delegated", False)
+        store,
+        killer,
+        directory,
+        gated=job.get("gated", True),
+        delegated=job.get("delegated", False),
+        together=job.get("together", False),
     )
     run_id = before["run_id"]
     envelope = before["envelope"]

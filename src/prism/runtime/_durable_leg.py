@@ -39,6 +39,7 @@ from prism.runtime._run_state import (
     AgentRunState,
     RunStateOptions,
 )
+from prism.runtime._turn_writes import turn_writes_for
 from prism.runtime.context import RunContext
 from prism.runtime.turn_policy import TurnPolicy, TurnPolicyStop
 from prism.types import (
@@ -81,6 +82,7 @@ class DurableDriver:
         "resume",
         "run",
         "terminal_write_failed",
+        "turn_writes",
     )
 
     def __init__(
@@ -105,6 +107,10 @@ class DurableDriver:
         """Record each host dispatch before its side effect; ``on-suspend`` runs and runs
         whose calls may wait for an approval (the agent-wide switch or a tool's
         ``needs_approval``; they mark only their replayed calls) do not."""
+        self.turn_writes = turn_writes_for(options, ctx.state) if self.marks else None
+        """A marking leg on a store that writes entries and envelope together holds its
+        appends from its first turn boundary on (see ``prism.runtime._turn_writes``)."""
+        self.run.turn_writes = self.turn_writes
         self._mark_lock: asyncio.Lock | None = None
         self._mark_wanted = 0
         self._mark_written = 0
@@ -182,6 +188,8 @@ class DurableDriver:
         run = self.run
         await run.write("running", **self._frame(), loop_state=self._snapshot())
         run.clear_marks()
+        if self.turn_writes is not None:
+            self.turn_writes.hold()
 
     async def checkpoint_input(self, input_messages: tuple[Message, ...]) -> None:
         """Write the first ``running`` envelope of a fresh ``every-turn`` leg before
@@ -318,6 +326,10 @@ class DurableDriver:
         async with lock:
             if self._mark_written >= wanted:
                 return  # a write that started after this call was marked covered it
+            if len(open_calls) > 1:
+                # Let the round's other calls that start now reach their marking first: one
+                # write then covers them all.
+                await asyncio.sleep(0)
             target = self._mark_wanted
             await run.write(
                 "running",
@@ -451,15 +463,24 @@ class DurableDriver:
         failed (the stored envelope then keeps its previous, resumable content).
         """
         run = self.run
-        if run.version == 0 or self.terminal_write_failed:
-            return run.state
-        return await run.write(
-            "failed" if status == "failed" else "aborted",
-            **self._frame(),
-            loop_state=None,
-            keep_sticky=False,
-        )
+        try:
+            if run.version == 0 or self.terminal_write_failed:
+                return run.state
+            return await run.write(
+                "failed" if status == "failed" else "aborted",
+                **self._frame(),
+                loop_state=None,
+                keep_sticky=False,
+            )
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        """Stop holding appends: those no write took are forgotten, the leaf goes back."""
+        if self.turn_writes is not None:
+            self.turn_writes.release()
 
     def close(self) -> None:
-        """Forget the gated round."""
+        """Forget the gated round; stop holding appends."""
         self.run.close_round()
+        self._release()

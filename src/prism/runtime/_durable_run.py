@@ -41,6 +41,7 @@ from prism.runtime._run_state import (
     RunStateStatus,
     StickyDecision,
 )
+from prism.runtime._turn_writes import TurnWrites
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
 from prism.types import (
     Message,
@@ -158,7 +159,7 @@ class DurableRun:
         "_base", "_base_bytes", "_entries", "_gated", "_gated_calls", "_gates", "_marked",
         "_stray", "_model", "approvals", "_names", "_open", "_replaying", "checkpoints", "gating",
         "loop_state", "options", "ownership", "redactor", "resume", "run_id", "session_id",
-        "state", "steers", "sticky", "stop_reason", "version",
+        "state", "steers", "sticky", "stop_reason", "turn_writes", "version",
     )
 
     def __init__(
@@ -174,6 +175,8 @@ class DurableRun:
     ) -> None:
         self.options = options
         self.checkpoints = options.checkpoints
+        self.turn_writes: TurnWrites | None = None
+        """Set when the envelope writes also write the leg's held session appends."""
         self.run_id = run_id
         self.session_id = session_id
         self.redactor = redactor
@@ -328,15 +331,18 @@ class DurableRun:
             raise AgentRunStateError(f"run state is {size} bytes, more than the {limit} allowed")
         envelope = {**self._base, **parts}
         version = self.version
-        record = await self.checkpoints.save_checkpoint(
-            namespace=AGENT_RUN_NAMESPACE,
-            key=self.run_id,
-            value=envelope,
-            version=version + 1,
-            expected_version=version,
-            fencing_token=options.fencing_token,
-            ownership=self.ownership,
-        )
+        if self.turn_writes is not None:
+            record = await self.turn_writes.save(self.run_id, envelope, version, self.ownership)
+        else:
+            record = await self.checkpoints.save_checkpoint(
+                namespace=AGENT_RUN_NAMESPACE,
+                key=self.run_id,
+                value=envelope,
+                version=version + 1,
+                expected_version=version,
+                fencing_token=options.fencing_token,
+                ownership=self.ownership,
+            )
         self.version = record.version
         if not keep_sticky:
             self.sticky = []

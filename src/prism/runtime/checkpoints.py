@@ -11,7 +11,11 @@ to claim or advance the same run at most one succeeds.
   SQLite and PostgreSQL stores (``prism.stores``) repeat exactly;
 * :func:`check_checkpoint_write` — the argument checks every implementation shares;
 * :class:`AgentRunIndex` — the optional capability of listing the stored runs (what a worker or an
-  operator resumes), which the memory, SQLite and PostgreSQL stores implement.
+  operator resumes), which the memory, SQLite and PostgreSQL stores implement;
+* :class:`EntryCheckpointStore` and :class:`SessionAppend` — the optional capability of a store
+  that holds the sessions *and* the checkpoints (SQLite, PostgreSQL): session appends and a
+  checkpoint save in one transaction, which an ``every-turn`` durable run uses to write a turn's
+  entries and its envelope together.
 """
 
 from __future__ import annotations
@@ -19,13 +23,14 @@ from __future__ import annotations
 import builtins
 import copy
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
 from prism._serde import Serializable
 from prism._util import now_iso
 from prism.errors import CheckpointConflictError
+from prism.session_entry import SessionEntry
 from prism.types import JsonValue, OwnershipScope
 
 __all__ = [
@@ -34,7 +39,9 @@ __all__ = [
     "AgentRunIndex",
     "CheckpointRecord",
     "CheckpointStore",
+    "EntryCheckpointStore",
     "MemoryCheckpointStore",
+    "SessionAppend",
     "check_checkpoint_write",
     "check_run_listing",
     "clone_json",
@@ -110,6 +117,75 @@ class CheckpointStore(Protocol):
         self, *, namespace: str, key: str, ownership: OwnershipScope | None = None
     ) -> CheckpointRecord | None:
         """The stored record of ``(namespace, key)``, or ``None`` when absent."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SessionAppend:
+    """One session append, held to be written together with a checkpoint: the arguments of
+    :meth:`~prism.store.SessionStore.append`."""
+
+    entry: SessionEntry
+    """The entry to append (already redacted)."""
+    expected_parent_id: str | None = None
+    """The branch tip the entry must attach to (``None``: no tip check)."""
+    idempotency_key: str | None = None
+    """The append's idempotency key, if any."""
+    fork: bool = False
+    """Start a sibling branch under ``expected_parent_id``."""
+
+
+@runtime_checkable
+class EntryCheckpointStore(Protocol):
+    """Optional capability of a store that is the session store *and* the checkpoint store:
+    append session entries and compare-and-set a checkpoint in ONE transaction.
+
+    A durable run with ``checkpoint_policy="every-turn"`` whose session store and checkpoint
+    store are the same object with this method (checked once per run leg) holds its session
+    appends and writes them with its next envelope: a turn's entries and its checkpoint are
+    stored together or not at all. Semantics every implementation MUST follow (checked by
+    ``prism.testing.run_checkpoint_store_conformance`` when the store has this method):
+
+    * the appends are made in order, each exactly as ``append(entry,
+      expected_parent_id=..., idempotency_key=..., fork=...)`` would make it (an entry may attach
+      to one appended before it in the same call), then the checkpoint is saved exactly as
+      ``save_checkpoint`` would save it;
+    * all or nothing: when any append or the save is refused, or the store fails, nothing of the
+      call is stored and the error is the one that append or save raises;
+    * a later ``load_checkpoint`` returns what ``save_checkpoint(value=value, ...)`` would have
+      stored, and the entries read back as ``append`` would have stored them.
+    """
+
+    async def save_checkpoint_with_entries(
+        self,
+        *,
+        entries: Sequence[SessionAppend],
+        namespace: str,
+        key: str,
+        value: JsonValue,
+        version: int,
+        expected_version: int,
+        fencing_token: int | None = None,
+        ownership: OwnershipScope | None = None,
+    ) -> CheckpointRecord:
+        """Append ``entries`` in order, then compare-and-set ``(namespace, key)`` to ``value``.
+
+        Args:
+            entries: The appends, in order (may be empty).
+            namespace, key, value, version, expected_version, fencing_token, ownership: As for
+                :meth:`CheckpointStore.save_checkpoint`.
+
+        Returns:
+            The new record. Its ``value`` is ``value`` itself, not a copy: the caller hands the
+            value over and does not change it afterwards.
+
+        Raises:
+            SessionAppendConflictError: ``ERR_PRISM_SESSION_APPEND_CONFLICT`` — an append was
+                refused (missing or non-tip parent, repeated idempotent append).
+            ValueError: an entry id already exists in its session.
+            CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — the save was refused.
+            TypeError, ValueError: malformed arguments.
+        """
         ...
 
 

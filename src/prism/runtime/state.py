@@ -15,6 +15,7 @@ from typing import Any, Final, Protocol
 from prism.events import AgentEvent
 from prism.redaction import SecretRedactor, redact_agent_event
 from prism.runtime._observers import OnEvent, SessionObservers
+from prism.runtime.checkpoints import SessionAppend
 from prism.store import SessionEntry, SessionStore
 from prism.types import Message, TextContent
 
@@ -77,6 +78,7 @@ class SessionState:
         "active",
         "busy",
         "fork_next",
+        "held",
         "leaf_id",
         "leaf_resolved",
         "metadata",
@@ -108,6 +110,9 @@ class SessionState:
         """Whether :attr:`leaf_id` is known (else it is the last stored entry, looked up once)."""
         self.fork_next = leaf_id is not None
         """The next append starts a sibling branch (after ``checkout``)."""
+        self.held: list[SessionAppend] | None = None
+        """Appends held for the next envelope write of the active durable leg (see
+        :meth:`hold_appends`); ``None``: every append goes to the store at once."""
         self.busy = False
         """A run (or a manual compaction) is active."""
         self.active: ActiveRun | None = None
@@ -138,16 +143,40 @@ class SessionState:
     async def append(
         self, entry: SessionEntry, *, idempotency_key: str | None
     ) -> None:
-        """Append ``entry`` (already redacted, ``parent_id`` = the leaf) and make it the leaf."""
+        """Append ``entry`` (already redacted, ``parent_id`` = the leaf) and make it the leaf.
+
+        While appends are held (:meth:`hold_appends`) the append is recorded instead, to be
+        written with the leg's next envelope."""
         parent = self.leaf_id
-        await self.store.append(
-            entry,
-            expected_parent_id=parent,
-            idempotency_key=idempotency_key,
-            fork=self.fork_next and parent is not None,
-        )
+        fork = self.fork_next and parent is not None
+        held = self.held
+        if held is not None:
+            held.append(SessionAppend(entry, parent, idempotency_key, fork))
+        else:
+            await self.store.append(
+                entry, expected_parent_id=parent, idempotency_key=idempotency_key, fork=fork
+            )
         self.fork_next = False
         self.leaf_id = entry.id
+
+    def hold_appends(self) -> list[SessionAppend]:
+        """Hold the appends from now on (a durable ``every-turn`` leg whose store writes
+        entries and envelope together); returns the list they are recorded in, which the
+        leg's envelope writes empty."""
+        held = self.held
+        if held is None:
+            held = self.held = []
+        return held
+
+    def release_appends(self) -> None:
+        """Stop holding appends. Held appends no envelope write took are forgotten, and the
+        leaf goes back to where the first of them attached (the last stored entry)."""
+        held = self.held
+        self.held = None
+        if held:
+            first = held[0]
+            self.leaf_id = first.expected_parent_id
+            self.fork_next = first.fork
 
     # ----------------------------------------------------------------- runs
 

@@ -8,7 +8,7 @@ suite holds for all of them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
@@ -20,7 +20,12 @@ from prism.errors import (
     StoreError,
 )
 from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, is_resumable
+from prism.runtime.checkpoints import (
+    AGENT_RUN_NAMESPACE,
+    CheckpointRecord,
+    SessionAppend,
+    is_resumable,
+)
 from prism.store import SessionEntry
 from prism.types import OwnershipScope
 
@@ -29,6 +34,7 @@ __all__ = [
     "SessionInfo",
     "append_error",
     "check_append",
+    "check_appends",
     "check_limit",
     "checkpoint_conflict",
     "checkpoint_record",
@@ -139,6 +145,26 @@ def check_append(entry: object, expected_parent_id: str | None, fork: bool) -> N
         raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
     if fork and expected_parent_id is None:
         raise ValueError("fork=True requires expected_parent_id")
+
+
+def check_appends(
+    entries: Sequence[SessionAppend],
+    params: Callable[[SessionEntry, str | None, str | None, bool], tuple[Any, ...]],
+) -> tuple[tuple[SessionAppend, ...], list[tuple[Any, ...]]]:
+    """The appends of ``save_checkpoint_with_entries``, each checked as ``append`` checks it,
+    with their statement parameters (``params(entry, expected_parent_id, idempotency_key,
+    fork)``).
+
+    Raises:
+        TypeError: an entry is not a :class:`~prism.store.SessionEntry`.
+        ValueError: ``fork=True`` without ``expected_parent_id``.
+    """
+    appends = tuple(entries)
+    rows = []
+    for a in appends:
+        check_append(a.entry, a.expected_parent_id, a.fork)
+        rows.append(params(a.entry, a.expected_parent_id, a.idempotency_key, a.fork))
+    return appends, rows
 
 
 def append_error(

@@ -5,8 +5,8 @@
 semantics of the memory stores, over ``psycopg`` 3 (async) and ``psycopg_pool``. Both come with the
 ``postgres`` extra: ``pip install 'prism-runtime[postgres]'``.
 
-Every write is one statement, hence one transaction, and holds under concurrent writers on
-different machines:
+Every write is one statement, hence one transaction (a save with entries: one transaction), and
+holds under concurrent writers on different machines:
 
 * a session append calls the schema's ``prism_append_entry`` function, which locks the expected
   parent row (``FOR UPDATE``) before checking that it has no child, then inserts with ``ON
@@ -15,7 +15,12 @@ different machines:
 * a checkpoint save is ``INSERT ... ON CONFLICT DO NOTHING`` (first version) or ``UPDATE ... WHERE
   version = expected AND`` the fencing condition: of N workers claiming one run with the
   same expected version exactly one gets a row back;
-* ledger rows are single inserts into four append-only tables.
+* ledger rows are single inserts into four append-only tables;
+* ``save_checkpoint_with_entries``: appends and a save in ONE transaction (two round trips,
+  one commit), how an ``every-turn`` run writes a turn's entries with its envelope.
+
+Durability is the server's: with ``synchronous_commit=on`` (its default) a returned write
+survives any crash and a power loss; see :meth:`PostgresStore.connect` for ``"off"``.
 
 Tables live in one schema (default ``prism``); migrations are applied on open under a
 transaction-scoped advisory lock, so concurrent openers serialise. Values are ``jsonb``; since
@@ -29,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, get_args
 
@@ -41,6 +46,8 @@ from prism.runtime.checkpoints import (
     AgentRunIndex,
     CheckpointRecord,
     CheckpointStore,
+    EntryCheckpointStore,
+    SessionAppend,
     check_checkpoint_write,
     check_run_listing,
     clone_json,
@@ -50,6 +57,7 @@ from prism.stores._common import (
     SessionInfo,
     append_error,
     check_append,
+    check_appends,
     check_limit,
     checkpoint_conflict,
     checkpoint_record,
@@ -66,6 +74,7 @@ from prism.stores._common import (
 )
 from prism.stores._migrations import MIGRATIONS_TABLE, load_migrations, plan_migrations
 from prism.stores._postgres_sql import Statements, entry_key, jsonb, lock_key, unwrap
+from prism.stores._postgres_writes import append_params, checkpoint_params, save_with_entries
 from prism.types import JsonValue, OwnershipScope
 
 if TYPE_CHECKING:
@@ -346,22 +355,7 @@ class PostgresStore:
                 the idempotent append was already made.
         """
         check_append(entry, expected_parent_id, fork)
-        sid = entry.session_id
-        params = (
-            entry_key(sid, entry.id),
-            entry_key(sid, entry.parent_id) if entry.parent_id is not None else None,
-            entry_key(sid, expected_parent_id) if expected_parent_id is not None else None,
-            sid,
-            entry.id,
-            entry.parent_id,
-            entry.kind,
-            entry.run_id,
-            entry.timestamp,
-            jsonb(entry.to_dict()),
-            expected_parent_id,
-            idempotency_key,
-            bool(fork),
-        )
+        params = append_params(entry, expected_parent_id, idempotency_key, fork)
         rows = await self._fetch(self._sql.append, params, one=True)
         outcome = rows[0][0]
         if outcome != "ok":
@@ -416,43 +410,72 @@ class PostgresStore:
             TypeError, ValueError: malformed arguments, or ``value`` is not JSON-compatible.
         """
         check_checkpoint_write(
-            namespace=namespace,
-            key=key,
-            version=version,
-            expected_version=expected_version,
+            namespace=namespace, key=key, version=version, expected_version=expected_version,
             fencing_token=fencing_token,
         )
-        text = jsonb(value)
         now = now_iso()
-        tenant, account, user = owner_columns(ownership)
-        if expected_version == 0:
-            rows = await self._fetch(
-                self._sql.cp_insert,
-                (namespace, key, version, text, now, now, fencing_token, tenant, account, user),
-                one=True,
-            )
-        else:
-            rows = await self._fetch(
-                self._sql.cp_update,
-                {
-                    "version": version, "value": text, "now": now, "token": fencing_token,
-                    "tenant": tenant, "account": account, "user": user,
-                    "ns": namespace, "key": key, "expected": expected_version,
-                },
-                one=True,
-            )
+        save = checkpoint_params(
+            namespace=namespace, key=key, text=jsonb(value), version=version,
+            expected_version=expected_version, fencing_token=fencing_token, now=now,
+            owner=owner_columns(ownership),
+        )
+        statement = self._sql.cp_insert if expected_version == 0 else self._sql.cp_update
+        rows = await self._fetch(statement, save, one=True)
         if not rows:
             current = await self._fetch(self._sql.cp_load, (namespace, key), one=True)
             state = (int(current[0][0]), current[0][4]) if current else None
             raise checkpoint_conflict(namespace, key, expected_version, fencing_token, state)
         return CheckpointRecord(
-            namespace=namespace,
-            key=key,
-            version=version,
-            value=clone_json(value),
-            created_at=rows[0][0],
-            updated_at=now,
+            namespace=namespace, key=key, version=version, value=clone_json(value),
+            created_at=rows[0][0], updated_at=now, fencing_token=fencing_token,
+        )
+
+    async def save_checkpoint_with_entries(
+        self,
+        *,
+        entries: Sequence[SessionAppend],
+        namespace: str,
+        key: str,
+        value: JsonValue,
+        version: int,
+        expected_version: int,
+        fencing_token: int | None = None,
+        ownership: OwnershipScope | None = None,
+    ) -> CheckpointRecord:
+        """Append ``entries`` in order, then compare-and-set the checkpoint: ONE transaction
+        (two round trips, one commit; see :class:`~prism.runtime.checkpoints.EntryCheckpointStore`)
+        of the statements ``append`` and ``save_checkpoint`` run.
+
+        Returns:
+            The new record; its ``value`` is ``value`` itself (not a copy).
+
+        Raises:
+            SessionAppendConflictError: ``ERR_PRISM_SESSION_APPEND_CONFLICT`` — an append was
+                refused; nothing is stored.
+            ValueError: an entry id exists in its session, or malformed arguments; nothing stored.
+            CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — the save was refused.
+        """
+        check_checkpoint_write(
+            namespace=namespace, key=key, version=version, expected_version=expected_version,
             fencing_token=fencing_token,
+        )
+        appends, params = check_appends(entries, append_params)
+        now = now_iso()
+        save = checkpoint_params(
+            namespace=namespace, key=key, text=jsonb(value), version=version,
+            expected_version=expected_version, fencing_token=fencing_token, now=now,
+            owner=owner_columns(ownership),
+        )
+        if not self._ready:
+            await self.open()
+        async with self._pool.connection() as conn:
+            created_at = await save_with_entries(
+                conn, self._sql, appends, params, save, namespace=namespace, key=key,
+                expected_version=expected_version, fencing_token=fencing_token,
+            )
+        return CheckpointRecord(
+            namespace=namespace, key=key, version=version, value=value, created_at=created_at,
+            updated_at=now, fencing_token=fencing_token,
         )
 
     async def load_checkpoint(
@@ -564,8 +587,10 @@ if TYPE_CHECKING:  # static proof that one object implements the three protocols
 
     def _implements(
         s: PostgresStore,
-    ) -> tuple[BranchReadingSessionStore, CheckpointStore, AgentRunIndex, RunLedger]:
-        return (s, s, s, s)
+    ) -> tuple[
+        BranchReadingSessionStore, CheckpointStore, AgentRunIndex, EntryCheckpointStore, RunLedger
+    ]:
+        return (s, s, s, s, s)
 
 
 def _entry(body: Any) -> SessionEntry:

@@ -3,7 +3,9 @@
 :func:`run_checkpoint_store_conformance` checks versions, fencing tokens, copies, timestamps,
 isolation between keys, concurrent claims with one expected version (exactly one wins) and, for a
 store with the optional run index, its listing
-(:mod:`~prism.testing._conformance_run_index`). It
+(:mod:`~prism.testing._conformance_run_index`); for a session store with the optional
+``save_checkpoint_with_entries``, that its appends and save are one transaction
+(:mod:`~prism.testing._conformance_entry_checkpoints`). It
 uses its own keys in its own namespace, so it can run against a shared, non-empty database.
 """
 
@@ -14,8 +16,15 @@ from typing import Any, Final
 
 from prism._util import new_id, now_iso
 from prism.errors import CheckpointConflictError
-from prism.runtime.checkpoints import AgentRunIndex, CheckpointRecord, CheckpointStore
+from prism.runtime.checkpoints import (
+    AgentRunIndex,
+    CheckpointRecord,
+    CheckpointStore,
+    EntryCheckpointStore,
+)
+from prism.store import SessionStore
 from prism.testing._conformance_checks import CONCURRENT_WRITERS, check, expect
+from prism.testing._conformance_entry_checkpoints import check_entry_checkpoints
 from prism.testing._conformance_run_index import check_run_index
 from prism.types import (
     JsonValue,
@@ -43,6 +52,8 @@ async def run_checkpoint_store_conformance(store: CheckpointStore) -> None:
     await _checkpoint_concurrent_claims(store)
     if isinstance(store, AgentRunIndex):  # the optional run index
         await check_run_index(store)
+    if isinstance(store, EntryCheckpointStore) and isinstance(store, SessionStore):
+        await check_entry_checkpoints(store)  # the optional entries-with-checkpoint write
 
 
 async def _save(
