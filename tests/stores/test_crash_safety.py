@@ -490,7 +490,7 @@ async def _crash_matrix(
         directory.mkdir()
         return Case(
             kills, directory, url_for(directory), schema, f"sess_{name}", mode.gated,
-            mode.together,
+            together=mode.together,
         )
 
     clean = case(())
