@@ -91,14 +91,21 @@ async def test_fifty_runs_on_three_workers_one_killed_mid_run(fleet: Fleet) -> N
     statuses = Counter(o.status for o in outcomes)
     ambiguous = [o for o in outcomes if o.status == "ambiguous"]
     assert statuses["succeeded"] + statuses["ambiguous"] == N_RUNS, statuses
-    # A run cut inside its tool is ambiguous, naming that call; every ambiguous call was cut
-    # on the killed worker (inside the tool, or between its dispatch record and the tool).
+    # A run cut inside its tool is ambiguous, naming that call; every ambiguous call started on
+    # the killed worker (cut inside the tool; or finished there while its result row was still
+    # held for the turn's one write with the envelope; or killed between its dispatch record and
+    # the tool, so it never began).
     named = {(labels[o.run_id], c.tool_call_id, c.tool_name) for o in ambiguous for c in o.ambiguous_calls}
+    on_victim = {
+        (label, turn)
+        for kind, pid, label, turn in effects
+        if kind == "begin" and pid == str(victim.pid)
+    }
     for label, turn in cut:
         assert (label, f"call_{label}_{turn}", "effect") in named
     for label, call_id, _ in named:
         turn = call_id.rsplit("_", 1)[1]
-        assert (label, turn) in cut or (label, turn) not in begins
+        assert (label, turn) in on_victim or (label, turn) not in begins
     assert len(ambiguous) >= len(cut) >= 1
     for outcome in ambiguous:
         with pytest.raises(Exception) as raised:
