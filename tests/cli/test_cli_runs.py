@@ -112,7 +112,12 @@ def test_a_run_that_never_stored_its_prompt_is_shown_and_listed(_private_store: 
     session_id, run_id = asyncio.run(crash())
     code, out, err = _run(["sessions", "show", session_id])
     assert code == 0, err
-    assert f"run {run_id}: interrupted (running when its process ended) — prism resume {run_id}" in out
+    # started from Python: the Python call continues it, not prism resume
+    assert (
+        f"run {run_id}: interrupted (running when its process ended) — started from Python; "
+        f'continue it from Python with prism.resume_agent_run(agent, "{run_id}") and the same '
+        "agent definition"
+    ) in out
     code, out, _ = _run(["runs"])
     assert run_id in out and session_id in out
 

@@ -80,8 +80,10 @@ from prism.cli._store import (
     display_url,
     is_default_store,
     last_run,
+    load_run,
     load_settings,
     open_cli_store,
+    python_resume_text,
     redact_store_text,
     save_settings,
     store_url,
@@ -388,12 +390,16 @@ class RunCommand:
         state = loaded.state
         session_id = str(state["session_id"])
         stored = await load_settings(store, session_id)
+        status = state["status"]
         if stored is None:
+            info = await load_run(store, run_id)
+            if info.parent_run is not None and info.continuable:
+                raise UsageError(f"run {run_id} is a {info.how_to_continue()}")
+            how = python_resume_text(run_id, waiting=status == "suspended")
             raise UsageError(
                 f"run {run_id} was not started by the prism command (no stored settings for "
-                f"session {session_id})"
+                f"session {session_id})" + (f"; {how}" if info.continuable else "")
             )
-        status = state["status"]
         policy_stop = status == "succeeded" and state.get("stop_reason") == "host_policy"
         choice: Literal["approve", "deny"] | None = (
             "approve" if self.args.approve else "deny" if self.args.deny else None

@@ -2,9 +2,13 @@
 
 ``prism runs`` lists the runs of the store that ``prism resume`` can continue (waiting for an
 approval, stopped at a turn boundary, or cut off mid-run — also one whose process ended before
-its prompt was stored), most recently updated first, each with the command that continues it;
-``--all`` lists every stored run, ``--session ID`` one session's. ``--json`` prints one
-``{"run_id", "session_id", "status", "stop_reason"?, "version", "resumable"}`` object per run.
+its prompt was stored), most recently updated first, each with how to continue it: ``prism resume
+RUN_ID`` for a run the prism command started; for a run started from Python (no settings stored
+for its session) the ``prism.resume_agent_run(agent, RUN_ID, …)`` call with the same agent
+definition; for the child run of an agent tool (its stored input names its ``parent_run``) the
+same for its parent run, which continues the child. ``--all`` lists every stored run,
+``--session ID`` one session's. ``--json`` prints one ``{"run_id", "session_id", "status",
+"stop_reason"?, "version", "resumable", "started_by_prism", "parent_run"?}`` object per run.
 
 ``prism runs resolve RUN_ID CALL_ID --rejected|--succeeded`` is the operator's repair of a call a
 crash left ambiguous (``prism resume`` names them): ``--rejected`` answers it with an error row
@@ -35,7 +39,7 @@ from prism.cli._store import (
 from prism.errors import PrismError
 from prism.runtime.durable import list_agent_runs, resolve_ambiguous_call
 
-__all__ = ["RunsCommand", "StoreCommand", "add_runs_parser", "resume_hint"]
+__all__ = ["RunsCommand", "StoreCommand", "add_runs_parser", "child_mark", "resume_hint"]
 
 _EXIT_USAGE = 2
 _EXIT_BROKEN_PIPE = 141
@@ -188,12 +192,14 @@ class RunsCommand(StoreCommand):
                     "stop_reason": state.stop_reason,
                     "version": state.version,
                     "resumable": info.continuable,
+                    "started_by_prism": info.by_command,
+                    "parent_run": None if info.parent_run is None else dict(info.parent_run),
                 }
                 self.out.write(json.dumps({k: v for k, v in item.items() if v is not None}) + "\n")
             else:
                 self.out.write(
                     f"{state.run_id}  session {state.session_id}  {info.describe()}"
-                    f"{resume_hint(info)}\n"
+                    f"{child_mark(info)}{resume_hint(info)}\n"
                 )
         if not states and not self.args.json:
             what = "runs" if self.args.all else "runs to resume"
@@ -219,9 +225,15 @@ class RunsCommand(StoreCommand):
 
 
 def resume_hint(info: RunInfo) -> str:
-    """`` — prism resume RUN_ID`` (with ``--approve (or --deny)`` for a waiting run), or ``""``."""
-    if info.status == "suspended":
-        return f" — prism resume {info.run_id} --approve (or --deny)"
-    if info.continuable:
-        return f" — prism resume {info.run_id}"
-    return ""
+    """`` — <how to continue it>`` (see :meth:`RunInfo.how_to_continue`), or ``""``."""
+    text = info.how_to_continue()
+    return f" — {text}" if text else ""
+
+
+def child_mark(info: RunInfo) -> str:
+    """`` (child of run PARENT, tool call ID)`` for a child run that cannot be continued (a
+    continuable child's hint names its parent already), else ``""``."""
+    parent = info.parent_run
+    if parent is None or info.continuable:
+        return ""
+    return f" (child of run {parent['run_id']}, tool call {parent['tool_call_id']})"

@@ -60,6 +60,8 @@ __all__ = [
     "load_run",
     "load_settings",
     "open_cli_store",
+    "parent_link",
+    "python_resume_text",
     "redact_store_text",
     "save_run_note",
     "save_settings",
@@ -302,6 +304,15 @@ class RunInfo:
     """The redacted error message of a failed or aborted run (from the command's note)."""
     stop_detail: str | None = None
     """Why a ``host_policy`` stop happened (``--max-turns N``, ``interrupted (Ctrl-C)``)."""
+    by_command: bool = True
+    """The prism command started it (it stored settings for the run's session); ``prism resume``
+    continues only such runs, a run started from Python is continued with
+    ``prism.resume_agent_run``."""
+    parent_run: Mapping[str, str] | None = None
+    """``{"session_id", "run_id", "tool_call_id"}`` of the run whose agent-tool call started this
+    child run (``None`` for a top-level run); a child is continued by resuming that run."""
+    parent_by_command: bool = True
+    """The prism command started the parent run (see :attr:`by_command`)."""
 
     @property
     def continuable(self) -> bool:
@@ -331,6 +342,40 @@ class RunInfo:
         if self.error and self.status in ("failed", "aborted"):
             return f"{self.status}: {self.error}"
         return self.status
+
+    def how_to_continue(self) -> str:
+        """What continues this run, or ``""`` when nothing does: ``prism resume RUN_ID`` (with
+        ``--approve (or --deny)`` for a waiting run) for a run the prism command started, the
+        ``prism.resume_agent_run`` call for one started from Python, and for a child run of an
+        agent tool the same for its parent run."""
+        if not self.continuable:
+            return ""
+        waiting = self.status == "suspended"
+        if self.parent_run is None:
+            if self.by_command:
+                return _command_text(self.run_id, waiting)
+            return "started from Python; " + python_resume_text(self.run_id, waiting=waiting)
+        parent = str(self.parent_run.get("run_id"))
+        head = f"child run of run {parent} (tool call {self.parent_run.get('tool_call_id')}); "
+        if self.parent_by_command:
+            return head + f"resume that run, which continues this one: {_command_text(parent, waiting)}"
+        return head + "that run was started from Python and continues this one; " + (
+            python_resume_text(parent, waiting=waiting)
+        )
+
+
+def _command_text(run_id: str, waiting: bool) -> str:
+    return f"prism resume {run_id}" + (" --approve (or --deny)" if waiting else "")
+
+
+def python_resume_text(run_id: str, *, waiting: bool) -> str:
+    """How to continue a run started from Python (``prism resume`` refuses it): the
+    ``prism.resume_agent_run`` call, with ``decisions=[...]`` when it waits for approvals."""
+    decisions = ", decisions=[...]" if waiting else ""
+    return (
+        f'continue it from Python with prism.resume_agent_run(agent, "{run_id}"{decisions}) '
+        "and the same agent definition"
+    )
 
 
 async def save_run_note(store: DatabaseStore, run_id: str, note: dict[str, Any]) -> None:
@@ -374,6 +419,14 @@ async def load_run(store: DatabaseStore, run_id: str) -> RunInfo:
         )
     value = record.value
     stop = value.get("stop_reason")
+    session_id = value.get("session_id")
+    by_command = parent_by_command = True
+    parent: Mapping[str, str] | None = None
+    if isinstance(session_id, str):
+        by_command = await load_settings(store, session_id) is not None
+        parent = await parent_link(store, session_id, run_id)
+        if parent is not None:
+            parent_by_command = await load_settings(store, parent["session_id"]) is not None
     return RunInfo(
         run_id,
         str(value.get("status")),
@@ -381,7 +434,30 @@ async def load_run(store: DatabaseStore, run_id: str) -> RunInfo:
         record.version,
         error=message if isinstance(message, str) else None,
         stop_detail=detail if isinstance(detail, str) else None,
+        by_command=by_command,
+        parent_run=parent,
+        parent_by_command=parent_by_command,
     )
+
+
+async def parent_link(
+    store: DatabaseStore, session_id: str, run_id: str
+) -> Mapping[str, str] | None:
+    """The ``parent_run`` link (``{"session_id", "run_id", "tool_call_id"}``) that the stored
+    input of a child run of an agent tool carries, or ``None`` for a top-level run. Only child
+    session ids (``<run id>.<tool call id>``) are read."""
+    if "." not in session_id:
+        return None
+    for entry in await store.list(session_id):
+        message = entry.message
+        if entry.run_id != run_id or message is None or message.role != "user":
+            continue
+        link = (message.metadata or {}).get("parent_run")
+        if isinstance(link, Mapping) and all(
+            isinstance(link.get(k), str) for k in ("session_id", "run_id", "tool_call_id")
+        ):
+            return {k: str(link[k]) for k in ("session_id", "run_id", "tool_call_id")}
+    return None
 
 
 async def session_runs(store: DatabaseStore, session_id: str) -> list[RunInfo]:
