@@ -217,3 +217,44 @@ def test_issue16_show_names_the_agent_of_each_handoff_turn(_private_store: Path)
         "  → refund: ok",
         "  assistant (billing): Refund issued.",
     ]
+
+
+def _list(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["sessions", "list", *argv], out=out, err=err, stdin=io.StringIO())
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_sessions_list_leaves_out_child_sessions_unless_all(_private_store: Path) -> None:
+    """The lead's three agent-tool children and the grandchild are not conversations: left out
+    and counted; ``--all`` lists each under its parent session, a grandchild one level deeper."""
+    session_id, run_id = asyncio.run(_lead_with_children(_private_store))
+    code, out, err = _list()
+    assert code == 0, err
+    (line,) = out.splitlines()
+    assert line.startswith(f"{session_id}  ") and line.endswith("Which city is bigger?")
+    assert err == (
+        "prism: 4 child sessions of agent tools not listed (--all lists them under their parent "
+        "session)\n"
+    )
+    code, out, err = _list("--json")
+    assert [json.loads(x)["session_id"] for x in out.splitlines()] == [session_id]
+
+    code, out, err = _list("--all")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{session_id}  ")
+    children = [line for line in lines[1:] if line.startswith("    ↳ ")]
+    assert sorted(line.split()[1] for line in children) == [
+        f"{run_id}.{c}" for c in ("c1", "c2", "c3")
+    ]
+    (grandchild,) = [line for line in lines if line.startswith("        ↳ ")]
+    assert grandchild.split()[1].endswith(".k1") and grandchild.endswith("Is it 2.1M?")
+    c1 = lines.index(next(line for line in children if f"{run_id}.c1 " in line))
+    assert lines[c1 + 1] == grandchild  # right under its parent, the c1 child
+    code, out, err = _list("--all", "--json")
+    items = [json.loads(x) for x in out.splitlines()]
+    assert len(items) == 5 and "parent_run" not in items[0]
+    assert {i["parent_run"]["run_id"] for i in items[1:] if i["session_id"].startswith(run_id)} == {
+        run_id
+    }

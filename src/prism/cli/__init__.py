@@ -303,10 +303,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sessions_commands = sessions.add_subparsers(dest="sessions_command", metavar="SUBCOMMAND")
     listing = sessions_commands.add_parser(
-        "list", help="list sessions, most recently used first"
+        "list",
+        help="list conversations, most recently used first",
+        description="List the stored conversations, most recently used first. The child "
+        "sessions of agent tools (ids RUN_ID.TOOL_CALL_ID, the sub-agent runs a tool call "
+        "started) are left out and counted on stderr; --all lists each one indented under its "
+        "parent session. prism sessions show ID shows them nested under their tool calls.",
     )
     listing.add_argument(
         "--limit", type=int, default=50, metavar="N", help="most sessions shown (default 50)"
+    )
+    listing.add_argument(
+        "--all",
+        action="store_true",
+        help="also list the child sessions of agent tools, under their parent session",
     )
     listing.add_argument("--json", action="store_true", help="one JSON object per session")
     add_store_option(listing)

@@ -1,7 +1,10 @@
 """``prism sessions list`` and ``prism sessions show ID``: what the command's store holds.
 
-``list`` prints one line per session, most recently used first: id, last use, entry count and the
-first user message. ``show`` prints the session's current branch (the conversation a
+``list`` prints one line per conversation, most recently used first: id, last use, entry count and
+the first user message. The child sessions of agent tools (``<run id>.<tool call id>``, whose
+stored input carries a ``parent_run`` link) are not conversations of their own: they are left out
+and counted on standard error; ``--all`` lists each one indented (``↳``) under its parent session
+(with ``--json``: right after it, with its ``parent_run``). ``show`` prints the session's current branch (the conversation a
 ``prism run --session ID`` continues) and its runs with their state (a failed run with its
 redacted error; a run whose process ended before its prompt was stored too), and how to continue
 a run that can be resumed. ``--json`` prints JSON lines
@@ -51,6 +54,8 @@ _KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 _MAX_DEPTH = 8
 """Deepest child run shown (a child of a child of …)."""
 _INDENT = "    "
+_SCAN_SESSIONS = 10_000
+"""Most sessions ``list`` reads to find ``--limit`` conversations among the child sessions."""
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -100,24 +105,55 @@ class SessionsCommand(StoreCommand):
         return _EXIT_BROKEN_PIPE if self.out.broken or self.err.broken else code
 
     async def _list(self, store: Any) -> int:
-        sessions = await store.list_sessions(limit=self.args.limit)
-        for info in sessions:
+        # the child sessions of agent tools are not conversations of their own: they are
+        # counted (or, with --all, listed under their parent session), never a top-level line
+        limit = self.args.limit
+        scanned = await store.list_sessions(limit=max(limit, _SCAN_SESSIONS))
+        top: list[Any] = []
+        children: dict[str, list[tuple[Any, str, dict[str, str]]]] = {}
+        hidden = 0
+        for info in scanned:
+            if len(top) >= limit and "." not in info.session_id:
+                continue
+            title, link = await _title(store, info.session_id, info.last_entry_id)
+            if link is None:
+                if len(top) < limit:
+                    top.append((info, title))
+                continue
+            hidden += 1
+            children.setdefault(link["session_id"], []).append((info, title, link))
+        for info, title in top:
             if self.out.broken:
                 return _EXIT_BROKEN_PIPE
-            title = await _title(store, info.session_id, info.last_entry_id)
-            if self.args.json:
-                self.out.write(json.dumps({**info.to_dict(), "title": title}) + "\n")
-            else:
-                self.out.write(
-                    f"{info.session_id}  {info.updated_at}  {_entries(info.entries)}  "
-                    f"{_one_line(title, _TITLE_CHARS)}\n"
-                )
-        if not sessions and not self.args.json:
+            self._list_line(info, title, None, "")
+            if self.args.all:
+                for depth, child, child_title, link in _nested(children, info.session_id, 1):
+                    self._list_line(child, child_title, link, _INDENT * depth + "↳ ")
+        if not top and not self.args.json:
             self.report(
                 f"no sessions yet in {display_url(self.url)} "
                 "(prism run stores one per conversation)"
             )
+        if hidden and not self.args.all and not self.args.json:
+            self.report(
+                f"{hidden} child session{'' if hidden == 1 else 's'} of agent tools not listed "
+                "(--all lists them under their parent session)"
+            )
         return 0
+
+    def _list_line(
+        self, info: Any, title: str, link: dict[str, str] | None, prefix: str
+    ) -> None:
+        if self.args.json:
+            item = {**info.to_dict(), "title": title}
+            if link is not None:
+                item["parent_run"] = link
+            self.out.write(json.dumps(item) + "\n")
+        else:
+            self.out.write(
+                f"{prefix}{info.session_id}  {info.updated_at}  {_entries(info.entries)}  "
+                f"{_one_line(title, _TITLE_CHARS)}\n"
+            )
 
     async def _redactor(self, store: Any, session_id: str) -> SecretRedactor:
         """Redacts the API keys the environment holds for the session's model (belt and braces:
@@ -344,10 +380,29 @@ def _child_lines(child: dict[str, Any]) -> list[str]:
     return [head, *(_INDENT + line for line in _branch_lines(branch, child["subagents"]))]
 
 
-async def _title(store: Any, session_id: str, leaf_id: str) -> str:
-    """The first user message of the session's latest branch (its title)."""
+def _nested(
+    children: dict[str, list[tuple[Any, str, dict[str, str]]]], parent: str, depth: int
+) -> list[tuple[int, Any, str, dict[str, str]]]:
+    """The child sessions under session ``parent`` (their own children after each), with their
+    depth, in listing order."""
+    out: list[tuple[int, Any, str, dict[str, str]]] = []
+    if depth > _MAX_DEPTH:
+        return out
+    for info, title, link in children.get(parent, []):
+        out.append((depth, info, title, link))
+        out += _nested(children, info.session_id, depth + 1)
+    return out
+
+
+async def _title(store: Any, session_id: str, leaf_id: str) -> tuple[str, dict[str, str] | None]:
+    """The first user message of the session's latest branch (its title), and the
+    ``parent_run`` link its metadata carries when the session is the child session of an agent
+    tool (its id is ``<run id>.<tool call id>``; other sessions are not looked at for one)."""
     for entry in await store.read_branch(session_id, leaf_id):
         message = entry.message
         if message is not None and message.role == "user":
-            return _text_of(message)
-    return ""
+            link = (message.metadata or {}).get("parent_run") if "." in session_id else None
+            if isinstance(link, dict) and isinstance(link.get("session_id"), str):
+                return _text_of(message), {k: str(v) for k, v in link.items()}
+            return _text_of(message), None
+    return "", None
