@@ -210,10 +210,10 @@ def test_issue16_show_names_the_agent_of_each_handoff_turn(_private_store: Path)
     assert out.splitlines()[1:9] == [
         "  user: Refund me.",
         "  assistant (triage): Passing you on.",
-        "  ⚙ transfer_to_billing({})",
+        "  ⚙ (triage) transfer_to_billing({})",
         '  → transfer_to_billing: {"transferred_to": "billing"}',
         "  [handoff → billing]",
-        "  ⚙ refund({})",
+        "  ⚙ (billing) refund({})",
         "  → refund: ok",
         "  assistant (billing): Refund issued.",
     ]
@@ -258,3 +258,50 @@ def test_sessions_list_leaves_out_child_sessions_unless_all(_private_store: Path
     assert {i["parent_run"]["run_id"] for i in items[1:] if i["session_id"].startswith(run_id)} == {
         run_id
     }
+
+
+async def _multi_line(path: Path) -> None:
+    store = await SqliteStore(path).open()
+    try:
+        parent: str | None = None
+        for kind, fields in (
+            ("message", {"message": Message("user", (TextContent("Two lines:\nfirst\nsecond"),))}),
+            ("model_change", {"model": MODEL, "previous_model": prism.ModelConfig(
+                provider="openai", model="gpt-4o-mini")}),
+            ("message", {"message": Message("assistant", (
+                TextContent("Asking.\nOne moment."),
+                ToolCallContent("c9", "researcher", {"input": "Paris?"}),
+            ))}),
+        ):
+            entry = new_session_entry(
+                kind, session_id="sess_m", parent_id=parent, run_id="run_m", **fields
+            )
+            await store.append(entry, expected_parent_id=parent)
+            parent = entry.id
+        child = new_session_entry(
+            "message",
+            session_id="run_m.c9",
+            run_id="run_c",
+            message=Message("user", (TextContent("Paris?\nPopulation only."),)),
+        )
+        await store.append(child)
+    finally:
+        await store.aclose()
+
+
+def test_show_indents_continuation_lines_and_names_both_models(_private_store: Path) -> None:
+    asyncio.run(_multi_line(_private_store))
+    code, out, err = _show("sess_m")
+    assert code == 0, err
+    assert out.splitlines()[1:11] == [
+        "  user: Two lines:",
+        "  first",
+        "  second",
+        "  [model_change openai:gpt-4o-mini → mock:demo]",
+        "  assistant: Asking.",
+        "  One moment.",
+        '  ⚙ researcher({"input": "Paris?"})',
+        "      ↳ agent researcher · session run_m.c9 · run run_c: no result yet",
+        "          user: Paris?",
+        "          Population only.",
+    ]

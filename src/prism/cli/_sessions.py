@@ -19,7 +19,9 @@ children below it. With ``--json`` each child is one ``{"type": "subagent", "too
 "entry_id", "agent", "session_id", "run_id", "status", "error"?, "entries", "subagents"}`` line
 right after the entry holding the call (``entries``: the child's branch as ``SessionEntry``
 objects; ``subagents``: its own children, the same objects). The agent that answered a turn of a
-handoff loop is named on its line, and a handoff shows as ``[handoff → <agent>]``.
+handoff loop is named on its lines (``assistant (<agent>): …``, ``⚙ (<agent>) tool(…)``), and a
+handoff shows as ``[handoff → <agent>]``, a model change as ``[model_change <previous> → <new>]``.
+The lines of a multi-line message after its first keep the indent of the entry.
 
 Both are read-only: a SQLite store file that does not exist means "no sessions" (nothing is
 created); the store URL is shown with its credentials masked. A closed output (``| head``) ends
@@ -209,22 +211,26 @@ def _entries(count: int) -> str:
 
 def _message_lines(message: Message) -> list[str]:
     """A message as display lines: ``user: …``, ``assistant: …`` (``assistant (<agent>): …``
-    when the message names the agent that answered), tool calls and results."""
+    when the message names the agent that answered; a multi-line text gives one line per text
+    line), tool calls (``⚙ (<agent>) name(…)`` with the agent named the same way) and results."""
     lines: list[str] = []
     text = _text_of(message)
     role: str = message.role
     agent = (message.metadata or {}).get("agent")
-    if role == "assistant" and isinstance(agent, str):
-        role = f"assistant ({agent})"
+    named = f"({agent}) " if role == "assistant" and isinstance(agent, str) else ""
+    if named:
+        role = f"assistant {named.rstrip()}"
     if text and message.role != "tool":
-        lines.append(f"{role}: {text}")
+        first, *rest = text.split("\n")
+        lines.append(f"{role}: {first}")
+        lines += rest
     for part in message.content:
         if isinstance(part, ToolCallContent):
             arguments = _one_line(json.dumps(part.arguments, ensure_ascii=False), _PREVIEW_CHARS)
-            lines.append(f"⚙ {part.name}({arguments})")
+            lines.append(f"⚙ {named}{part.name}({arguments})")
         elif isinstance(part, ToolResultContent):
             if part.error is not None:
-                lines.append(f"✗ {part.name}: {part.error.message}")
+                lines.append(f"✗ {part.name}: {_one_line(part.error.message, _PREVIEW_CHARS)}")
             else:
                 value = part.result if part.result is not None else "(no output)"
                 shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -238,10 +244,15 @@ def _message_lines(message: Message) -> list[str]:
 
 
 def _entry_label(entry: SessionEntry) -> str:
-    """``[handoff → <agent>]`` for a stored handoff, else ``[<kind>]``."""
+    """``[handoff → <agent>]`` for a stored handoff, ``[model_change <previous> → <new>]``
+    (``provider:model``) for a model change, else ``[<kind>]``."""
     data = entry.data
     if entry.kind == "custom" and data is not None and data.get("type") == "handoff":
         return f"[handoff → {data.get('agent')}]"
+    if entry.kind == "model_change" and entry.model is not None:
+        before = entry.previous_model
+        shown = "?" if before is None else f"{before.provider}:{before.model}"
+        return f"[model_change {shown} → {entry.model.provider}:{entry.model.model}]"
     return f"[{entry.kind}]"
 
 
