@@ -12,7 +12,8 @@ Hierarchy::
     ├── ProviderTransportError                  lowercase transport codes (data)
     ├── RunLimitExceeded                        ERR_PRISM_RUN_LIMIT (.breach)
     ├── AgentRunError                           ERR_PRISM_RUN_{FAILED,ABORTED} / artifact reason /
-    │                                           ERR_PRISM_LOOP_* of a loop-state failure
+    │                                           ERR_PRISM_LOOP_* of a loop-state failure /
+    │                                           ERR_PRISM_DELEGATION_SUSPENDED
     │   └── AgentRunLimitError                  ERR_PRISM_RUN_LIMIT (.breach)
     ├── ArtifactFailedError                     the artifact failure reason (data)
     ├── GuardrailError                          ERR_PRISM_GUARDRAIL_{BLOCKED,INTERRUPT_UNAVAILABLE}
@@ -266,8 +267,9 @@ class AgentRunError(PrismError):
     reason (``result.error.code``) when the run failed because a generate-validate-revise leg
     ended without an accepted artifact (detected from ``result.error.name ==
     "ArtifactFailedError"`` or given as ``code=``), the ``ERR_PRISM_LOOP_*`` code when an
-    :class:`AgentLoopStateError` failed the run (``result.error.code`` is one of its codes), else
-    ``ERR_PRISM_RUN_FAILED``. ``str(err)`` is
+    :class:`AgentLoopStateError` failed the run (``result.error.code`` is one of its codes),
+    ``ERR_PRISM_DELEGATION_SUSPENDED`` when a child run suspended under a caller without durable
+    run state, else ``ERR_PRISM_RUN_FAILED``. ``str(err)`` is
     ``message`` when given, else ``result.error.message`` when present, else ``Agent run failed`` /
     ``Agent run aborted``.
 
@@ -306,7 +308,9 @@ class AgentRunError(PrismError):
         if getattr(error, "name", None) == "ArtifactFailedError":
             if isinstance(reason, (str, int)) and not isinstance(reason, bool):
                 return str(reason)
-        elif isinstance(reason, str) and reason in AgentLoopStateError.codes:
+        elif isinstance(reason, str) and (
+            reason in AgentLoopStateError.codes or reason == ERR_PRISM_DELEGATION_SUSPENDED
+        ):
             return reason
         return ERR_PRISM_RUN_FAILED
 
