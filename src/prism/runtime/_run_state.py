@@ -152,7 +152,9 @@ class RunStateOptions:
     """
 
     checkpoints: CheckpointStore
-    """Where the envelope is stored (``namespace="prism.agent-run"``, ``key=run_id``)."""
+    """Where the envelope is stored (``namespace="prism.agent-run"``, ``key=run_id``). On an
+    agent created without ``store=``, a checkpoint store that is a session store too
+    (``SqliteStore``, ``PostgresStore``) is the agent's session store as well."""
     definition_revision: str
     """Host-authored revision of the agent definition; joins the fingerprint. Bump it
     when the agent changes in a way that old runs must not resume under. Must not be blank."""
