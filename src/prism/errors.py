@@ -12,7 +12,7 @@ Hierarchy::
     ├── ProviderTransportError                  lowercase transport codes (data)
     ├── RunLimitExceeded                        ERR_PRISM_RUN_LIMIT (.breach)
     ├── AgentRunError                           ERR_PRISM_RUN_{FAILED,ABORTED} / artifact reason /
-    │                                           ERR_PRISM_LOOP_* of a loop-state failure
+    │                                           ERR_PRISM_{LOOP_*,CONFIG*,DELEGATION_SUSPENDED}
     │   └── AgentRunLimitError                  ERR_PRISM_RUN_LIMIT (.breach)
     ├── ArtifactFailedError                     the artifact failure reason (data)
     ├── GuardrailError                          ERR_PRISM_GUARDRAIL_{BLOCKED,INTERRUPT_UNAVAILABLE}
@@ -262,14 +262,14 @@ class RunLimitExceeded(PrismError):
 class AgentRunError(PrismError):
     """Terminal failure of ``run()`` or of a resumed leg.
 
-    ``code`` is ``ERR_PRISM_RUN_ABORTED`` when ``result.status == "aborted"``, the artifact failure
-    reason (``result.error.code``) when the run failed because a generate-validate-revise leg
-    ended without an accepted artifact (detected from ``result.error.name ==
-    "ArtifactFailedError"`` or given as ``code=``), the ``ERR_PRISM_LOOP_*`` code when an
-    :class:`AgentLoopStateError` failed the run (``result.error.code`` is one of its codes), else
-    ``ERR_PRISM_RUN_FAILED``. ``str(err)`` is
-    ``message`` when given, else ``result.error.message`` when present, else ``Agent run failed`` /
-    ``Agent run aborted``.
+    ``code`` is ``ERR_PRISM_RUN_ABORTED`` when ``result.status == "aborted"``; the artifact failure
+    reason (``result.error.code``) when a generate-validate-revise leg ended without an accepted
+    artifact (``result.error.name == "ArtifactFailedError"``, or given as ``code=``); else
+    ``result.error.code`` when it is an ``ERR_PRISM_LOOP_*`` code (an ``AgentLoopStateError``),
+    ``ERR_PRISM_DELEGATION_SUSPENDED`` (a child run suspended under a caller that is not durable)
+    or an ``ERR_PRISM_CONFIG*`` code (a configuration error, e.g. a child run's raised out of a
+    tool); else ``ERR_PRISM_RUN_FAILED``. ``str(err)`` is ``message`` when given, else
+    ``result.error.message`` when present, else ``Agent run failed`` / ``Agent run aborted``.
 
     Args:
         message: Explicit message (normally ``None``: derived from ``result``).
@@ -282,6 +282,7 @@ class AgentRunError(PrismError):
 
     code = ERR_PRISM_RUN_FAILED
     default_message = "Agent run failed"
+    _passed_codes = (ERR_PRISM_CONFIG, ERR_PRISM_DELEGATION_SUSPENDED)
 
     def __init__(
         self, message: str | None = None, *, result: FailedLeg, code: str | None = None
@@ -289,10 +290,8 @@ class AgentRunError(PrismError):
         status = getattr(result, "status", None)
         error = getattr(result, "error", None)
         if message is None:
-            if error is not None and getattr(error, "message", None):
-                message = str(error.message)
-            else:
-                message = "Agent run aborted" if status == "aborted" else "Agent run failed"
+            found = getattr(error, "message", None)
+            message = str(found) if found else f"Agent run {'aborted' if status == 'aborted' else 'failed'}"
         super().__init__(message)
         self.result = result
         self.code = code if code is not None else self._derive_code(status, error)
@@ -300,13 +299,13 @@ class AgentRunError(PrismError):
     def _derive_code(self, status: object, error: object) -> str:
         if status == "aborted":
             return ERR_PRISM_RUN_ABORTED
-        if error is None:
-            return ERR_PRISM_RUN_FAILED
-        reason = getattr(error, "code", None)
+        reason = getattr(error, "code", None)  # None without an error
         if getattr(error, "name", None) == "ArtifactFailedError":
             if isinstance(reason, (str, int)) and not isinstance(reason, bool):
                 return str(reason)
-        elif isinstance(reason, str) and reason in AgentLoopStateError.codes:
+        elif isinstance(reason, str) and (
+            reason in AgentLoopStateError.codes or reason.startswith(self._passed_codes)
+        ):
             return reason
         return ERR_PRISM_RUN_FAILED
 

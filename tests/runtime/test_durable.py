@@ -438,12 +438,20 @@ async def test_dur17_revision_fingerprint_and_version_checks() -> None:
     changed = create_agent(model=MODEL, id="desk", provider=create_mock_provider(),
                            store=w.store, tools=w.tools(), instructions="be careful",
                            run_state=w.options(interrupt_before_tool=True))
-    with pytest.raises(AgentRunStateError, match="revision or fingerprint mismatch"):
+    with pytest.raises(AgentRunStateError, match="fingerprint mismatch") as caught:
         await resume_agent_run(changed, first.run_state, decision="approve")
+    assert caught.value.code == "ERR_PRISM_AGENT_RUN_STATE"
+    assert "instructions" in str(caught.value) and "a changed agent needs a new run" in str(
+        caught.value
+    )
     bumped = create_agent(model=MODEL, id="desk", provider=create_mock_provider(),
                           store=w.store, tools=w.tools(),
                           run_state=RunStateOptions(w.checkpoints, "v2"))
-    with pytest.raises(AgentRunStateError, match="revision or fingerprint mismatch"):
+    with pytest.raises(
+        AgentRunStateError,
+        match="definition revision mismatch: the run was started with definition_revision 'v1', "
+        "the agent has 'v2'",
+    ):
         await resume_agent_run(bumped, first.run_state, decision="approve")
     with pytest.raises(CheckpointConflictError, match="stored version 1, expected 2"):
         await resume_agent_run(session, first.run_state, decision="approve", expected_version=2)

@@ -262,6 +262,16 @@ async def test_a_parent_that_is_not_durable_fails_when_its_child_suspends() -> N
     assert_provider_valid([e.message for e in await session.entries() if e.message is not None])
 
 
+async def test_a_non_durable_parent_fails_with_the_delegation_code_at_the_top_level() -> None:
+    desk = Desk()
+    child = desk.child("clerk", [_turn(("k1", "pay", {"n": 1}))], durable=True)
+    lead = desk.lead([_turn(("p1", "clerk", {"input": "pay"}))], [child], durable=False)
+    with pytest.raises(AgentRunError) as caught:
+        await lead.create_session().run("go")
+    assert caught.value.code == "ERR_PRISM_DELEGATION_SUSPENDED"
+    assert "durable run state" in str(caught.value)
+
+
 async def test_bad_decisions_for_a_child_change_nothing() -> None:
     desk = Desk()
     lead = desk.lead(

@@ -6,9 +6,10 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from runtime_support import MODEL, assert_provider_valid, run_collect
 
-from prism.errors import AgentRunError, AgentRunLimitError
+from prism.errors import AgentRunError, AgentRunLimitError, PrismConfigError
 from prism.events import SubagentEvent
 from prism.providers.base import (
     provider_done,
@@ -224,3 +225,53 @@ async def test_a_child_past_the_parents_remaining_turns_stops_with_the_parents_l
     child_breach = [e.event for e in wrapped if e.event.type == "run_limit_exceeded"]
     assert child_breach and child_breach[0].breach == outcome.breach
     assert_provider_valid([e.message for e in await session.entries() if e.message is not None])
+
+
+def _gated_tool() -> ToolDefinition:
+    return ToolDefinition(
+        name="pay",
+        execute=lambda arguments, context: "paid",
+        needs_approval=True,
+        parameters={"type": "object", "properties": {}},
+    )
+
+
+async def test_a_child_needing_durable_state_fails_a_non_durable_parent_before_its_first_turn() -> None:
+    child, _ = child_agent("clerk", [[provider_text_delta("x"), provider_done()]], tools=[_gated_tool()])
+    parent_provider = create_mock_provider(turns=[[provider_text_delta("never"), provider_done()]])
+    lead = create_agent(model=MODEL, provider=parent_provider, name="lead", tools=[child.as_tool()])
+    session = lead.create_session()
+    with pytest.raises(PrismConfigError) as caught:
+        await session.run("go")
+    assert caught.value.code == "ERR_PRISM_CONFIG"
+    assert "agent tool clerk" in str(caught.value) and "needs approval" in str(caught.value)
+    assert await session.entries() == []  # failed in preflight: nothing stored, no turn taken
+    # the same tool on a top-level agent raises the same way
+    with pytest.raises(PrismConfigError):
+        await child.create_session().run("go")
+
+
+async def test_a_child_runs_configuration_error_fails_the_parent_instead_of_the_call() -> None:
+    child, _ = child_agent("clerk", [[provider_text_delta("x"), provider_done()]], tools=[_gated_tool()])
+
+    async def ask(arguments: dict[str, Any], context: Any) -> str:
+        result = await child.create_session().run("go", parent=context)  # not an agent tool
+        return message_text(result.messages[-1])
+
+    lead, _ = child_agent(
+        "lead",
+        [
+            [provider_tool_call("c1", "ask", {}), provider_done()],
+            [provider_text_delta("the model must not see the error"), provider_done()],
+        ],
+        tools=[ToolDefinition(name="ask", execute=ask, parameters={"type": "object"})],
+    )
+    session = lead.create_session()
+    with pytest.raises(AgentRunError) as caught:
+        await session.run("go")
+    assert caught.value.code == "ERR_PRISM_CONFIG"
+    assert isinstance(caught.value.__cause__, PrismConfigError)
+    assert "needs durable run state" in str(caught.value)
+    messages = [e.message for e in await session.entries() if e.message is not None]
+    assert_provider_valid(messages)
+    assert not any(m.role == "assistant" and "must not" in message_text(m) for m in messages)

@@ -145,6 +145,41 @@ def agent_fingerprint(
     return _sha256_hex(canonical_json(data))
 
 
+_FINGERPRINT_COVERS: Final = (
+    "model, instructions, system prompt contributions, skills, tools (name, parameters, "
+    "exclusive, needs_approval), guardrails, loop, tool sources, tool filters and handoff targets"
+)
+
+
+def definition_mismatch(state: Mapping[str, Any], config: AgentConfig, revision: str) -> str | None:
+    """Why a stored envelope does not belong to this agent definition (``None``: it does).
+
+    Names the part that differs: the agent id, the ``definition_revision`` (stored vs the
+    agent's), else the fingerprint — which stores only a hash, so the message lists what it
+    covers. Each message says what to do. No I/O.
+    """
+    advice = (
+        "resume with the agent definition the run was started with; a changed agent needs a "
+        "new run"
+    )
+    stored_id, agent_id = state["agent_id"], agent_id_of(config)
+    if stored_id != agent_id:
+        return f"agent id mismatch: the run was started by agent {stored_id!r}, not {agent_id!r}"
+    stored = state["definition_revision"]
+    if stored != revision:
+        return (
+            f"definition revision mismatch: the run was started with definition_revision "
+            f"{stored!r}, the agent has {revision!r}; {advice}"
+        )
+    if state["fingerprint"] != agent_fingerprint(config, revision):
+        return (
+            f"fingerprint mismatch: the agent's definition changed since the run started under "
+            f"definition_revision {revision!r} (the fingerprint covers its {_FINGERPRINT_COVERS}); "
+            f"{advice} (or bump definition_revision for the changed agent's new runs)"
+        )
+    return None
+
+
 def _tool_identity(tool: ToolDefinition) -> dict[str, Any]:
     """A tool's part of the fingerprint; ``needs_approval`` only when set (``True``, or the
     callable's qualified name), so the fingerprints of tools without it are unchanged."""

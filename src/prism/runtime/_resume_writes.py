@@ -132,7 +132,9 @@ async def check_leaf(session: AgentSession, state: Mapping[str, Any]) -> None:
     except ValueError as exc:
         raise AgentRunStateError(
             f"run {state['run_id']} cannot be resumed: its leaf {leaf} is not in session "
-            f"{session.id} of this session store ({exc}); nothing was written"
+            f"{session.id} of this session store ({exc}); nothing was written. The agent's "
+            "session store must be the one the run was started with: pass store= to "
+            "create_agent (or create_session) with that store"
         ) from exc
 
 

@@ -15,6 +15,7 @@ from prism._serde import Serializable
 from prism.errors import AgentLoopStateError, AgentRunStateError, PrismConfigError
 from prism.loop_needs import handoff_tools
 from prism.loops.contracts import is_durable_capable
+from prism.runtime._delegation import child_agent
 from prism.runtime.checkpoints import CheckpointRecord, CheckpointStore
 from prism.runtime.config import AgentConfig
 from prism.types import (
@@ -151,7 +152,9 @@ class RunStateOptions:
     """
 
     checkpoints: CheckpointStore
-    """Where the envelope is stored (``namespace="prism.agent-run"``, ``key=run_id``)."""
+    """Where the envelope is stored (``namespace="prism.agent-run"``, ``key=run_id``). On an
+    agent created without ``store=``, a checkpoint store that is a session store too
+    (``SqliteStore``, ``PostgresStore``) is the agent's session store as well."""
     definition_revision: str
     """Host-authored revision of the agent definition; joins the fingerprint. Bump it
     when the agent changes in a way that old runs must not resume under. Must not be blank."""
@@ -256,7 +259,9 @@ def check_durable_run(
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — the agent's ``run_state`` mapping is malformed;
             a tool with ``needs_approval`` (the agent's, or a handoff target's) on a run that is
-            not durable.
+            not durable; an agent tool whose child would run without durable state and needs it
+            (a child without ``run_state`` of its own, under a run that is not durable or without
+            an id or a name to inherit the run's).
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — checks 1, 2, 3 and 5.
         AgentLoopStateError: ``ERR_PRISM_LOOP_NOT_DURABLE`` — check 4.
     """
@@ -270,6 +275,7 @@ def check_durable_run(
                 "durable run state to wait in: set run_state=RunStateOptions(checkpoints, "
                 "definition_revision) on the agent or the run"
             )
+        _check_children(config, durable=False)
         return None
     if run_value is not None and agent_value is not None and run_value != agent_value:
         raise AgentRunStateError("run_state differs from the agent's run_state")
@@ -291,7 +297,30 @@ def check_durable_run(
             raise AgentRunStateError(
                 f"run-level {name} is not allowed on a durable run; set it on the agent"
             )
+    _check_children(config, durable=True)
     return options
+
+
+def _check_children(config: AgentConfig, *, durable: bool) -> None:
+    """Fail a run before its first turn when one of its agent tools' children would fail the
+    durable preflight: a child without ``run_state`` of its own runs without durable state when
+    the calling run has none (or when the child has neither id nor name, as it cannot inherit)."""
+    for tool in config.tools:
+        agent = child_agent(tool)
+        if agent is None:
+            continue
+        child = agent.config
+        if child.run_state is not None or (durable and (child.id or child.name)):
+            continue
+        try:
+            check_durable_run(child, None)
+        except PrismConfigError as exc:
+            where = "the calling run" if not durable else "the child agent (it has no id or name)"
+            raise PrismConfigError(
+                f"agent tool {tool.name} runs an agent that cannot run without durable run "
+                f"state, and {where} has none ({exc}); set run_state on the calling "
+                "agent or run (a named child inherits it), or on the child agent"
+            ) from exc
 
 
 def is_strategy(loop: object) -> bool:

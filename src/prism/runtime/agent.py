@@ -199,6 +199,16 @@ def _compaction(value: Any) -> CompactionOptions | Literal[False] | None:
     )
 
 
+def _run_state_store(run_state: object) -> SessionStore | None:
+    """The checkpoint store of ``run_state`` when it is a session store too (``SqliteStore``,
+    ``PostgresStore``), else ``None``."""
+    checkpoints = (
+        run_state.get("checkpoints") if isinstance(run_state, Mapping)
+        else getattr(run_state, "checkpoints", None)
+    )
+    return checkpoints if isinstance(checkpoints, SessionStore) else None
+
+
 def _metadata(value: Any, label: str = "metadata") -> Mapping[str, Any]:
     if value is None:
         return _EMPTY
@@ -261,7 +271,10 @@ def create_agent(
         tool_filter: A ``ToolFilter`` or a sequence of them.
         context: Context providers (``resolve(ctx)``, sync or async).
         skills: ``Skill`` objects (unique names).
-        store: Default session store.
+        store: Default session store. Without it, an agent whose ``run_state`` checkpoint store
+            is a session store too (``SqliteStore``, ``PostgresStore``) keeps its sessions there,
+            so a run suspended in one process resumes in another; else each session gets a
+            private memory store.
         run_ledger: Ledger receiving run/event/tool-call/usage records.
         redactor: Active redactor (e.g. ``create_secret_redactor([...])``).
         guardrails: ``Guardrails`` or a mapping of its fields.
@@ -343,7 +356,7 @@ def create_agent(
         tool_filter=normalize_tool_filters(tool_filter),
         context=_context(context),
         skills=_skills(skills),
-        store=store,
+        store=store if store is not None else _run_state_store(run_state),
         run_ledger=run_ledger,
         redactor=redactor,
         guardrails=coerce_guardrails(guardrails),

@@ -7,7 +7,11 @@ shares the calling run's secrets, limit budget, usage, event stream and abort si
 result is the child's final text, or with an artifact loop its validated artifact as a JSON
 value; the result row's metadata names the child (``{"subagent": {"agent", "session_id",
 "run_id"}}``). A child run that fails answers the call with an error result carrying the child
-run's error code.
+run's error code; a configuration error of the child (``PrismConfigError``, any
+``ERR_PRISM_CONFIG*`` code) is not the model's to read: it fails the calling run with that code.
+A child that needs durable run state it would not get (a tool with ``needs_approval`` and no
+``run_state`` of its own, under a calling run that is not durable) fails the calling run before
+its first turn (``PrismConfigError``).
 
 The child session's id is ``<calling run id>.<tool call id>``; it is stored in the agent's
 ``store`` when it has one, else next to the calling session. Its stored input carries the link
@@ -26,7 +30,7 @@ from typing import Any, Final, Protocol
 
 from prism._json import JsonValue, canonical_json
 from prism._serde import to_json_value
-from prism.errors import AgentRunError, PrismConfigError
+from prism.errors import ERR_PRISM_CONFIG, AgentRunError, PrismConfigError
 from prism.runtime._child_runs import run_child
 from prism.runtime._delegation import PARENT_RUN_KEY, parent_link, register_child_agent
 from prism.types import (
@@ -122,6 +126,8 @@ def agent_tool(
         try:
             result = await run_child(agent, session, message, context, child)
         except AgentRunError as exc:
+            if exc.code.startswith(ERR_PRISM_CONFIG):
+                raise  # the program's configuration, not the model's call: fails the caller
             failed = exc.result
             return ToolResult(
                 tool_call_id=context.tool_call_id,

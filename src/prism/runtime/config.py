@@ -86,7 +86,9 @@ class AgentConfig:
     skills: tuple[Skill, ...] = ()
     """Skills; all active unless a run selects ``active_skills``."""
     store: SessionStore | None = None
-    """Default session store; ``None`` gives each session a private memory store."""
+    """Default session store; ``None`` gives each session a private memory store.
+    ``create_agent`` without ``store=`` sets it to the ``run_state`` checkpoint store when that is a
+    session store too (``SqliteStore``, ``PostgresStore``)."""
     run_ledger: RunLedger | None = None
     """Write-only sink for run, event, tool-call and usage records."""
     redactor: SecretRedactor | None = None

@@ -52,12 +52,12 @@ from prism.runtime._delegation import child_agent
 from prism.runtime._durable_run import DurableRun as DurableRun
 from prism.runtime._durable_run import ResumePoint as ResumePoint
 from prism.runtime._envelope import agent_fingerprint as agent_fingerprint
+from prism.runtime._envelope import arguments_hash as arguments_hash
 from prism.runtime._envelope import (
-    agent_id_of,
+    definition_mismatch,
     load_state,
     run_key,
 )
-from prism.runtime._envelope import arguments_hash as arguments_hash
 from prism.runtime._envelope import load_agent_run_state as load_agent_run_state
 from prism.runtime._envelope import loop_state_of as loop_state_of
 from prism.runtime._envelope import save_agent_run_state as save_agent_run_state
@@ -317,12 +317,9 @@ async def resume_agent_run(
     # The stored envelope.
     record, state = await load_state(checkpoints, key, stated_session, owner)
     # The stored run must come from the same agent definition.
-    if (
-        state["definition_revision"] != definition_revision
-        or state["agent_id"] != agent_id_of(config)
-        or state["fingerprint"] != agent_fingerprint(config, definition_revision)
-    ):
-        raise AgentRunStateError("revision or fingerprint mismatch")
+    mismatch = definition_mismatch(state, config, definition_revision)
+    if mismatch is not None:
+        raise AgentRunStateError(mismatch)
     # A run id alone resumes the stored version (the claim still compares it); an expected
     # version another writer moved on from is a conflict.
     status = state["status"]

@@ -486,9 +486,13 @@ def _is_task_cancellation(exc: BaseException) -> bool:
 
 def _propagates(exc: BaseException) -> bool:
     """Whether an exception from running the tool is re-raised instead of becoming the call's
-    error result."""
+    error result: a guardrail tripwire, a limit breach, a suspension signal, the task's own
+    cancellation, or a configuration error (``PrismConfigError``, any ``ERR_PRISM_CONFIG*``
+    code, e.g. of a child run an agent tool started) — the program's fault, not the model's."""
+    code = getattr(exc, "code", None)
     return (
-        isinstance(exc, (GuardrailError, RunLimitExceeded))
+        isinstance(exc, (GuardrailError, RunLimitExceeded, PrismConfigError))
+        or (isinstance(code, str) and code.startswith("ERR_PRISM_CONFIG"))
         or _is_suspension_signal(exc)
         or _is_task_cancellation(exc)
     )
