@@ -166,10 +166,6 @@ def _noop() -> None:
     return None
 
 
-def _noop_abort(reason: Any) -> bool:
-    return False
-
-
 def _call(callback: _Listener, reason: Any) -> None:
     try:
         callback(reason)
@@ -184,14 +180,12 @@ class AbortController:
         signal: The controlled ``AbortSignal``.
     """
 
-    __slots__ = ("_abort_signal", "signal")
+    __slots__ = ("signal",)
 
     def __init__(self) -> None:
-        self._abort_signal: Callable[[object], bool] = _noop_abort
-        self.signal = AbortSignal(self._connect)
-
-    def _connect(self, abort: Callable[[object], bool]) -> None:
-        self._abort_signal = abort
+        # The controller aborts its own signal directly (this module's class), so it holds no
+        # bound method: a controller is two objects.
+        self.signal = AbortSignal()
 
     def abort(self, reason: object = None) -> None:
         """Abort the signal; the first call wins, later calls are no-ops.
@@ -201,7 +195,7 @@ class AbortController:
         """
         if self.signal.aborted:
             return
-        self._abort_signal(AbortError("Agent run aborted") if reason is None else reason)
+        self.signal._abort(AbortError("Agent run aborted") if reason is None else reason)
 
     @property
     def aborted(self) -> bool:

@@ -84,6 +84,11 @@ T = TypeVar("T")
 
 _log = logging.getLogger("prism")
 
+_NO_LEDGER: LedgerWriter = LedgerWriter(None, session_id="", run_id="")
+"""The writer of every leg without a ledger: it holds no state (every record and drain is a
+no-op without a ledger), so the legs share it instead of building one each."""
+
+
 class RunContext:
     """The ``LoopContext`` of one run leg, with the leg's live state.
 
@@ -96,56 +101,14 @@ class RunContext:
     """
 
     __slots__ = (
-        "_layout",
-        "_layout_version",
-        "accumulator",
-        "answer_after_tool_rounds",
-        "artifact",
-        "artifact_finished",
-        "assembler",
-        "attempts",
-        "boundary",
-        "bound_dispatch",
-        "carry",
-        "codec",
-        "config",
-        "controller",
-        "durable",
-        "finish_reason",
-        "forward",
-        "handoff",
-        "history",
-        "input",
-        "input_messages",
-        "last_artifact_failed",
-        "last_entry",
-        "ledger_on",
-        "max_tool_rounds",
-        "messages",
-        "metadata",
-        "middleware",
-        "observers",
-        "open_calls",
-        "plan",
-        "policies",
-        "provider_stop_reason",
-        "redactor",
-        "registry",
-        "restored_loop_state",
-        "run_id",
-        "session_id",
-        "signal",
-        "state",
-        "terminal_emitted",
-        "tool_calls",
-        "tool_concurrency",
-        "tool_scope",
-        "tool_validator",
-        "trace",
-        "tracker",
-        "turn",
-        "worker_threads",
-        "writer",
+        "_layout", "_layout_version", "accumulator", "answer_after_tool_rounds", "artifact",
+        "artifact_finished", "assembler", "attempts", "boundary", "bound_dispatch", "carry",
+        "codec", "config", "controller", "durable", "finish_reason", "forward", "handoff",
+        "history", "input", "input_messages", "last_artifact_failed", "last_entry", "ledger_on",
+        "max_tool_rounds", "messages", "metadata", "middleware", "observers", "open_calls", "plan",
+        "policies", "provider_stop_reason", "redactor", "registry", "restored_loop_state", "run_id",
+        "session_id", "signal", "state", "terminal_emitted", "tool_calls", "tool_concurrency",
+        "tool_scope", "tool_validator", "trace", "tracker", "turn", "worker_threads", "writer"
     )
 
     def __init__(
@@ -187,14 +150,16 @@ class RunContext:
         self.forward = child_forward(plan.parent, config.name, self.session_id, run_id)
         """Receives each emitted event when this is a child run (the parent's ``SubagentEvent``)."""
         self.accumulator = UsageAccumulator()
-        self.writer = LedgerWriter(
-            plan.run_ledger,
+        ledger = plan.run_ledger
+        self.writer = _NO_LEDGER if ledger is None else LedgerWriter(
+            ledger,
             session_id=self.session_id,
             run_id=run_id,
             redactor=self.redactor,
             ownership=plan.ownership,
         )
-        self.ledger_on = self.writer.enabled
+        """The leg's ledger writer; without a ledger the shared writer that writes nothing."""
+        self.ledger_on = ledger is not None
         self.boundary = TurnBoundary(self.tracker)
         self.codec = RequestCodec(self.redactor, self.history)
         self.carry = PayloadCarry(self.codec)
