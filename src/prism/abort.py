@@ -118,6 +118,8 @@ class AbortSignal:
             listeners = self._listeners
             if listeners is not None:
                 listeners.pop(key, None)
+                if not listeners:  # a signal without listeners holds no dict
+                    self._listeners = None
 
         return remove
 
