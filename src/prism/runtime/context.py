@@ -58,7 +58,7 @@ from prism.runtime._request_codec import LiveHistory, RequestCodec
 from prism.runtime._tool_rounds import force_text_answer
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.config import AgentConfig
-from prism.runtime.plan import RunPlan
+from prism.runtime.plan import RunPlan, run_defaults
 from prism.runtime.policies import ProviderRequestPolicy, apply_request_policies
 from prism.runtime.state import SessionState
 from prism.session_entry import new_session_entry
@@ -161,7 +161,7 @@ class RunContext:
         """The leg's ledger writer; without a ledger the shared writer that writes nothing."""
         self.ledger_on = ledger is not None
         self.boundary = TurnBoundary(self.tracker)
-        self.codec = RequestCodec(self.redactor, self.history)
+        self.codec = RequestCodec(self.redactor, self.history, run_defaults(config).request_head)
         self.carry = PayloadCarry(self.codec)
         self.registry = config.tools
         """The leg's tools: the agent's, plus its tool sources' once the leg opened them."""
