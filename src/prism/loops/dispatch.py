@@ -147,10 +147,9 @@ async def dispatch_tool_calls_in_order(
     """
     if not calls:
         return
-    charge = getattr(ctx, "charge_tool_round", None)
-    if charge is not None:
+    if getattr(ctx, "charge_tool_round", None) is not None:  # optional; no bound method kept
         try:
-            await charge(calls)
+            await ctx.charge_tool_round(calls)
         except Exception as exc:
             if not is_suspension_signal(exc):
                 await append_unanswered_rows(ctx, calls, NOT_DISPATCHED_BATCH_MESSAGE)

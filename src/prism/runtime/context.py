@@ -436,6 +436,12 @@ class RunContext:
         writer = self.writer
         plan = self.plan
         durable = self.durable
+        attempts = self.attempts
+        # the bound ``emit``/``observed`` the provider attempts hold (set up before any tool
+        # call), so that a run holds one bound method of each
+        emit, observed = (
+            (self.emit, self.observed) if attempts is None else (attempts.emit, attempts.observed)
+        )
         return functools.partial(
             dispatch_tool_call,
             registry=self.registry,
@@ -446,7 +452,7 @@ class RunContext:
                 signal=self.signal,
                 metadata=self.metadata,
                 run=RunDelegation(redactor, self.state.store, self.tracker, self.accumulator,
-                                  self.emit, durable),
+                                  emit, durable),
             ),
             filter=plan.tool_filters or None,
             middleware=self.middleware,
@@ -455,8 +461,8 @@ class RunContext:
             guardrails=plan.guardrails,
             redactor=redactor,
             ledger=writer if writer.enabled else None,
-            emit=self.emit,
-            observed=self.observed,
+            emit=emit,
+            observed=observed,
             limit_tracker=self.tracker,
             secrets=redactor.secrets if redactor is not None else (),
             ownership=plan.ownership,
