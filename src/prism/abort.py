@@ -113,15 +113,14 @@ class AbortSignal:
         key = self._next_key
         self._next_key = key + 1
         self._listeners[key] = callback
+        return _Remover(self, key)
 
-        def remove() -> None:
-            listeners = self._listeners
-            if listeners is not None:
-                listeners.pop(key, None)
-                if not listeners:  # a signal without listeners holds no dict
-                    self._listeners = None
-
-        return remove
+    def _remove(self, key: int) -> None:
+        listeners = self._listeners
+        if listeners is not None:
+            listeners.pop(key, None)
+            if not listeners:  # a signal without listeners holds no dict
+                self._listeners = None
 
     def _abort(self, reason: Any) -> bool:
         if self._aborted:
@@ -166,6 +165,21 @@ class AbortSignal:
 
 def _noop() -> None:
     return None
+
+
+class _Remover:
+    """What :meth:`AbortSignal.add_listener` returns: ``remover()`` removes the listener. One
+    small object, where a closure would be four (function, closure tuple, two cells); a signal
+    gets one per awaited tool call and per provider attempt."""
+
+    __slots__ = ("_key", "_signal")
+
+    def __init__(self, signal: AbortSignal, key: int) -> None:
+        self._signal = signal
+        self._key = key
+
+    def __call__(self) -> None:
+        self._signal._remove(self._key)
 
 
 def _call(callback: _Listener, reason: Any) -> None:

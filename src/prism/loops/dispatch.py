@@ -225,7 +225,9 @@ async def _dispatch_parallel(
                     continue
                 if helpers is None and width > 1 and pool.next_index < count:
                     # the call waits: the other workers start now and take the next calls
-                    helpers = [context.run(_start_worker, pool) for _ in range(width - 1)]
+                    helpers = []
+                    for _ in range(width - 1):  # a loop, not a comprehension: no cells kept
+                        helpers.append(context.run(_start_worker, pool))
                 pool.results[index] = await _finish_in_place(step, pending, context)
             except asyncio.CancelledError:
                 raise
