@@ -113,13 +113,14 @@ class AbortSignal:
         key = self._next_key
         self._next_key = key + 1
         self._listeners[key] = callback
+        return _Remover(self, key)
 
-        def remove() -> None:
-            listeners = self._listeners
-            if listeners is not None:
-                listeners.pop(key, None)
-
-        return remove
+    def _remove(self, key: int) -> None:
+        listeners = self._listeners
+        if listeners is not None:
+            listeners.pop(key, None)
+            if not listeners:  # a signal without listeners holds no dict
+                self._listeners = None
 
     def _abort(self, reason: Any) -> bool:
         if self._aborted:
@@ -166,8 +167,19 @@ def _noop() -> None:
     return None
 
 
-def _noop_abort(reason: Any) -> bool:
-    return False
+class _Remover:
+    """What :meth:`AbortSignal.add_listener` returns: ``remover()`` removes the listener. One
+    small object, where a closure would be four (function, closure tuple, two cells); a signal
+    gets one per awaited tool call and per provider attempt."""
+
+    __slots__ = ("_key", "_signal")
+
+    def __init__(self, signal: AbortSignal, key: int) -> None:
+        self._signal = signal
+        self._key = key
+
+    def __call__(self) -> None:
+        self._signal._remove(self._key)
 
 
 def _call(callback: _Listener, reason: Any) -> None:
@@ -184,14 +196,12 @@ class AbortController:
         signal: The controlled ``AbortSignal``.
     """
 
-    __slots__ = ("_abort_signal", "signal")
+    __slots__ = ("signal",)
 
     def __init__(self) -> None:
-        self._abort_signal: Callable[[object], bool] = _noop_abort
-        self.signal = AbortSignal(self._connect)
-
-    def _connect(self, abort: Callable[[object], bool]) -> None:
-        self._abort_signal = abort
+        # The controller aborts its own signal directly (this module's class), so it holds no
+        # bound method: a controller is two objects.
+        self.signal = AbortSignal()
 
     def abort(self, reason: object = None) -> None:
         """Abort the signal; the first call wins, later calls are no-ops.
@@ -201,7 +211,7 @@ class AbortController:
         """
         if self.signal.aborted:
             return
-        self._abort_signal(AbortError("Agent run aborted") if reason is None else reason)
+        self.signal._abort(AbortError("Agent run aborted") if reason is None else reason)
 
     @property
     def aborted(self) -> bool:

@@ -384,3 +384,84 @@ async def test_a_minimal_context_without_optional_members_works_con_29() -> None
     ctx = Minimal()
     await dispatch_tool_calls_in_order([call(1), call(2)], ctx)  # type: ignore[arg-type]
     assert len(ctx.stored) == 2
+
+
+async def test_a_parallel_round_of_calls_that_do_not_wait_starts_no_task_pool_4() -> None:
+    tasks: list[int] = []
+
+    async def handler(c: ToolCallContent) -> ToolResult:
+        tasks.append(len(asyncio.all_tasks()))
+        return ToolResult(tool_call_id=c.id, name=c.name, value=c.id)
+
+    before = len(asyncio.all_tasks())
+    ctx = Ctx(handler, tool_concurrency=4)
+    await dispatch_tool_calls_in_order([call(1), call(2), call(3)], ctx)  # type: ignore[arg-type]
+    assert tasks == [before, before, before]
+    assert rows(ctx) == [("c1", "c1", None), ("c2", "c2", None), ("c3", "c3", None)]
+
+
+async def test_a_parallel_round_starts_its_other_workers_once_a_call_waits_pool_4() -> None:
+    in_flight = 0
+    max_in_flight = 0
+    release = asyncio.Event()
+    order: list[str] = []
+
+    async def handler(c: ToolCallContent) -> ToolResult:
+        nonlocal in_flight, max_in_flight
+        order.append(c.id)
+        in_flight += 1
+        max_in_flight = max(max_in_flight, in_flight)
+        if in_flight == 2:
+            release.set()
+        await release.wait()
+        in_flight -= 1
+        return ToolResult(tool_call_id=c.id, name=c.name, value=c.id)
+
+    ctx = Ctx(handler, tool_concurrency=2)
+    await dispatch_tool_calls_in_order([call(1), call(2), call(3)], ctx)  # type: ignore[arg-type]
+    assert max_in_flight == 2
+    assert order == ["c1", "c2", "c3"]
+    assert rows(ctx) == [("c1", "c1", None), ("c2", "c2", None), ("c3", "c3", None)]
+
+
+async def test_a_context_variable_a_parallel_tool_sets_stays_in_its_worker_pool_4() -> None:
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("tool_var", default="caller")
+
+    async def handler(c: ToolCallContent) -> ToolResult:
+        var.set(c.id)
+        await asyncio.sleep(0)
+        return ToolResult(tool_call_id=c.id, name=c.name, value=var.get())
+
+    ctx = Ctx(handler, tool_concurrency=2)
+    await dispatch_tool_calls_in_order([call(1), call(2)], ctx)  # type: ignore[arg-type]
+    assert var.get() == "caller"
+    assert rows(ctx) == [("c1", "c1", None), ("c2", "c2", None)]
+
+
+async def test_cancelling_a_parallel_round_cancels_the_call_in_place_and_the_workers_pool_4() -> None:
+    cancelled: list[str] = []
+    started = 0
+    both = asyncio.Event()
+
+    async def handler(c: ToolCallContent) -> ToolResult:
+        nonlocal started
+        started += 1
+        if started == 2:
+            both.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(c.id)
+            raise
+        raise AssertionError("unreachable")
+
+    ctx = Ctx(handler, tool_concurrency=2)
+    task = asyncio.ensure_future(dispatch_tool_calls_in_order([call(1), call(2)], ctx))  # type: ignore[arg-type]
+    await both.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert sorted(cancelled) == ["c1", "c2"]
+    assert ctx.stored == []

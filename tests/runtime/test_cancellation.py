@@ -233,3 +233,78 @@ async def test_abort_without_an_active_run_is_a_no_op_run_4() -> None:
     session.abort()
     result = await session.run("x")
     assert result.status == "succeeded"
+
+
+async def test_an_abort_during_a_parallel_round_interrupts_both_calls_after_the_grace_tool_10() -> None:
+    from prism.loops.contracts import SingleShotLoopOptions
+
+    running: list[str] = []
+    both = asyncio.Event()
+    tasks: set[object] = set()
+
+    async def stubborn(arguments: dict[str, Any], context: Any) -> Any:
+        running.append(context.tool_call_id)
+        tasks.add(asyncio.current_task())
+        if len(running) == 2:
+            both.set()
+        await asyncio.Event().wait()  # ignores the signal: the grace ends it
+        return "never"
+
+    session, _ = make_session(
+        [[provider_tool_call("c1", "slow", {}), provider_tool_call("c2", "slow", {}), provider_done()], TEXT],
+        tools=[ToolDefinition(name="slow", execute=stubborn)],
+        tool_abort_grace_ms=20,
+        loop=SingleShotLoopOptions(tool_concurrency=2),
+    )
+    task = asyncio.ensure_future(session.run("go"))
+    await both.wait()
+    assert task in tasks and len(tasks) == 2  # one call in the run's task, one in a worker task
+    session.abort()
+    with pytest.raises(AgentRunError) as info:
+        await task
+    assert info.value.result.status == "aborted"
+    stored = await stored_messages(session)
+    assert_provider_valid(stored)
+    assert [(r.tool_call_id, r.error.code if r.error else None) for r in result_rows(stored)] == [
+        ("c1", "tool_call_interrupted"),
+        ("c2", "tool_call_interrupted"),
+    ]
+    assert not session.is_running
+
+
+async def test_cancelling_the_run_task_during_a_parallel_round_cancels_both_calls_run_10() -> None:
+    from prism.loops.contracts import SingleShotLoopOptions
+
+    cleanup: list[str] = []
+    started = asyncio.Event()
+    count = 0
+
+    async def blocking(arguments: dict[str, Any], context: Any) -> Any:
+        nonlocal count
+        count += 1
+        if count == 2:
+            started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cleanup.append(context.tool_call_id)
+        return "never"
+
+    session, _ = make_session(
+        [[provider_tool_call("c1", "b", {}), provider_tool_call("c2", "b", {}), provider_done()], TEXT],
+        tools=[ToolDefinition(name="b", execute=blocking)],
+        loop=SingleShotLoopOptions(tool_concurrency=2),
+    )
+    task = asyncio.ensure_future(session.run("go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert sorted(cleanup) == ["c1", "c2"]
+    stored = await stored_messages(session)
+    assert_provider_valid(stored)
+    assert [(r.tool_call_id, r.error.code if r.error else None) for r in result_rows(stored)] == [
+        ("c1", "tool_call_interrupted"),
+        ("c2", "tool_call_interrupted"),
+    ]
+    assert not session.is_running

@@ -185,3 +185,29 @@ def test_without_a_redactor_sizes_match_as_history_grows_and_mutates_arch_15() -
         assert n == size(request)
         unknown, m = codec.encode(request)  # no layout: every message through the cache
         assert unknown is request and m == n
+
+
+def test_an_agents_runs_share_the_measured_request_head_arch_15(monkeypatch: Any) -> None:
+    import prism.runtime._request_codec as codec_module
+    from prism.runtime._request_codec import HeadMemo
+
+    walks: list[object] = []
+    real = codec_module.canonical_size
+
+    def counting(value: Any) -> int:
+        if isinstance(value, ProviderRequest):
+            walks.append(value)
+        return real(value)
+
+    monkeypatch.setattr(codec_module, "canonical_size", counting)
+    memo = HeadMemo()
+    metadata = {"who": "me"}
+    tools_request = ProviderRequest(model=MODEL, messages=(user_message("hi"),), metadata=metadata)
+    sizes = [RequestCodec(None, LiveHistory(), memo).encode(tools_request)[1] for _ in range(3)]
+    assert len(walks) == 1 and sizes == [size(tools_request)] * 3
+    other = ProviderRequest(model=MODEL, messages=(user_message("hi"),), metadata={"who": "you"})
+    assert RequestCodec(None, LiveHistory(), memo).encode(other)[1] == size(other)
+    assert len(walks) == 2  # other metadata: measured again
+    redactor = create_secret_redactor(SECRETS)
+    red, n = RequestCodec(redactor, LiveHistory(), memo).encode(other)
+    assert len(walks) == 3 and n == size(red)  # another redactor: measured again

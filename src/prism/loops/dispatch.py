@@ -8,15 +8,22 @@ real rows for finished calls, an error row for the call that raised, and
 ``tool_call_not_dispatched`` rows for calls the round never started. Providers reject a
 transcript in which an assistant ``tool_call`` has no ``tool_result``.
 
-Performance: the sequential path awaits each dispatch directly; the parallel path starts one
-worker coroutine per concurrency slot (never one task per call or per event).
+Performance: the sequential path awaits each dispatch directly; the parallel path starts each
+call in the calling task and starts further worker tasks (one per other concurrency slot, never
+one per call or per event) only once a call really waits — a round of calls that finish without
+waiting creates no task, so a run whose tools and provider never wait runs to its end without
+giving up the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextvars
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from typing import Any
 
+from prism.abort import AbortSignal
 from prism.errors import AgentLoopStateError, AgentRunSuspended
 from prism.loops.contracts import LoopContext
 from prism.redaction import error_to_error_info
@@ -140,10 +147,9 @@ async def dispatch_tool_calls_in_order(
     """
     if not calls:
         return
-    charge = getattr(ctx, "charge_tool_round", None)
-    if charge is not None:
+    if getattr(ctx, "charge_tool_round", None) is not None:  # optional; no bound method kept
         try:
-            await charge(calls)
+            await ctx.charge_tool_round(calls)
         except Exception as exc:
             if not is_suspension_signal(exc):
                 await append_unanswered_rows(ctx, calls, NOT_DISPATCHED_BATCH_MESSAGE)
@@ -189,51 +195,149 @@ async def _dispatch_sequential(calls: Sequence[ToolCallContent], ctx: LoopContex
 async def _dispatch_parallel(
     calls: Sequence[ToolCallContent], ctx: LoopContext, width: int
 ) -> None:
-    """``width`` workers claim indices; rows are appended after all settle."""
-    count = len(calls)
-    results: list[ToolResult | None] = [None] * count
-    errors: dict[int, BaseException] = {}
-    first_failure: list[BaseException] = []
-    next_index = 0
-    signal = ctx.signal
-    dispatch = ctx.dispatch_tool_call
+    """``width`` workers claim indices; rows are appended after all settle.
 
-    async def worker() -> None:
-        nonlocal next_index
-        while not first_failure and not signal.aborted and next_index < count:
-            index = next_index  # claiming is synchronous: each index is claimed once
-            next_index += 1
+    The calling task is the first worker: it starts each call it claims in place, and only when a
+    call really waits (its first step suspends) does it start the other ``width - 1`` workers as
+    tasks, which claim the next calls while it finishes the waiting one in place. A round whose
+    calls all finish without waiting thus creates no task at all, and a round that waits has as
+    many calls in flight as before. Every worker runs in a copy of the context made inside
+    ``parallel_tool_round``, so a sync tool runs in a worker thread and a context variable a
+    tool sets stays in its worker.
+    """
+    count = len(calls)
+    pool = _Round(calls, ctx.dispatch_tool_call, ctx.signal)
+    with parallel_tool_round():
+        context = contextvars.copy_context()
+    helpers: list[asyncio.Future[None]] | None = None
+    try:
+        while pool.claimable():
+            index = pool.next_index  # claiming is synchronous: each index is claimed once
+            pool.next_index += 1
+            step = pool.dispatch(calls[index])
+            if type(step) is not types.CoroutineType:  # another awaitable: await it in a coroutine
+                step = _awaited(step)
             try:
-                results[index] = await dispatch(calls[index])
+                try:
+                    pending = context.run(step.send, None)
+                except StopIteration as done:
+                    pool.results[index] = done.value
+                    continue
+                if helpers is None and width > 1 and pool.next_index < count:
+                    # the call waits: the other workers start now and take the next calls
+                    helpers = []
+                    for _ in range(width - 1):  # a loop, not a comprehension: no cells kept
+                        helpers.append(context.run(_start_worker, pool))
+                pool.results[index] = await _finish_in_place(step, pending, context)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                errors[index] = exc
-                if not first_failure:
-                    first_failure.append(exc)
+                pool.fail(index, exc)
+    except asyncio.CancelledError:
+        if helpers is not None:
+            for helper in helpers:
+                helper.cancel()
+            await asyncio.wait(helpers)
+        raise
+    if helpers is not None:
+        outcomes = await asyncio.gather(*helpers, return_exceptions=True)
+        for outcome in outcomes:
+            # A worker cancelled on its own (not through this task) is a failure of the round.
+            if isinstance(outcome, BaseException) and not pool.first_failure:
+                pool.first_failure.append(outcome)
 
-    # Workers are created inside ``parallel_tool_round`` so that their copied context runs sync
-    # tools in worker threads.
-    with parallel_tool_round():
-        workers = [asyncio.ensure_future(worker()) for _ in range(width)]
-    outcomes = await asyncio.gather(*workers, return_exceptions=True)
-    for outcome in outcomes:
-        # A worker cancelled on its own (not through this task) is a failure of the round.
-        if isinstance(outcome, BaseException) and not first_failure:
-            first_failure.append(outcome)
-
+    results = pool.results
+    errors = pool.errors
     for index, call in enumerate(calls):
         result = results[index]
         if result is not None:
             await append_result_row(ctx, result)
             continue
-        exc = errors.get(index)
-        if exc is not None:
-            if not is_suspension_signal(exc):
-                await append_result_row(ctx, _error_row(call, exc))
+        error = errors.get(index) if errors is not None else None
+        if error is not None:
+            if not is_suspension_signal(error):
+                await append_result_row(ctx, _error_row(call, error))
             continue
         await append_result_row(ctx, _not_dispatched(call, NOT_DISPATCHED_BATCH_MESSAGE))
-    if first_failure:
-        raise first_failure[0]
-    signal.throw_if_aborted()
+    if pool.first_failure:
+        raise pool.first_failure[0]
+    ctx.signal.throw_if_aborted()
 
+
+class _Round:
+    """The shared state of one parallel round's workers."""
+
+    __slots__ = ("calls", "dispatch", "errors", "first_failure", "next_index", "results", "signal")
+
+    def __init__(
+        self,
+        calls: Sequence[ToolCallContent],
+        dispatch: Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]],
+        signal: AbortSignal,
+    ) -> None:
+        self.calls = calls
+        self.dispatch = dispatch
+        self.signal = signal
+        self.results: list[ToolResult | None] = [None] * len(calls)
+        self.errors: dict[int, BaseException] | None = None
+        self.first_failure: list[BaseException] = []
+        self.next_index = 0
+
+    def claimable(self) -> bool:
+        """Whether a worker may claim the next call."""
+        return not self.first_failure and not self.signal.aborted and self.next_index < len(
+            self.calls
+        )
+
+    def fail(self, index: int, exc: Exception) -> None:
+        """Record that the call at ``index`` raised ``exc``."""
+        if self.errors is None:
+            self.errors = {}
+        self.errors[index] = exc
+        if not self.first_failure:
+            self.first_failure.append(exc)
+
+    async def worker(self) -> None:
+        """A worker task: claim and await calls until none is left or the round stops."""
+        while self.claimable():
+            index = self.next_index
+            self.next_index += 1
+            try:
+                self.results[index] = await self.dispatch(self.calls[index])
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.fail(index, exc)
+
+
+async def _awaited(awaitable: Awaitable[ToolResult]) -> ToolResult:
+    return await awaitable
+
+
+def _start_worker(pool: _Round) -> asyncio.Future[None]:
+    """A worker task of ``pool`` (called inside the round's context, which the task copies)."""
+    return asyncio.ensure_future(pool.worker())
+
+
+@types.coroutine
+def _finish_in_place(
+    step: Coroutine[Any, Any, ToolResult], pending: Any, context: contextvars.Context
+) -> Generator[Any, Any, ToolResult]:
+    """The rest of a started call, in the calling task and in ``context``: what the call waits on
+    (``pending`` first) is handed to the task, and what the task sends or throws back (a
+    cancellation included) is passed on to the call."""
+    while True:
+        try:
+            sent = yield pending
+        except BaseException as exc:
+            try:
+                pending = context.run(step.throw, exc)
+            except StopIteration as done:
+                result: ToolResult = done.value
+                return result
+        else:
+            try:
+                pending = context.run(step.send, sent)
+            except StopIteration as done:
+                result = done.value
+                return result

@@ -73,15 +73,16 @@ class SingleShotLoop:
         turn = 1
         signal = ctx.signal
         history = ctx.history
-        apply_steers = getattr(ctx, "apply_pending_steers", None)
+        # optional; called as a method each time, so the loop keeps no bound method alive
+        steers = getattr(ctx, "apply_pending_steers", None) is not None
         # events carry the run's ids from the start, so the runtime need not copy them to stamp
         # the ids in later
         sid: str = getattr(ctx, "session_id", "")
         rid: str = getattr(ctx, "run_id", "")
         while True:
             signal.throw_if_aborted()
-            if apply_steers is not None:
-                await apply_steers()
+            if steers:
+                await ctx.apply_pending_steers()
             ctx.emit(TurnStartedEvent(session_id=sid, run_id=rid, turn=turn))
             request = await ctx.assemble(next_input, None, turn)
             signal.throw_if_aborted()
@@ -106,7 +107,7 @@ class SingleShotLoop:
                 elif tool_rounds and tool_rounds >= ctx.max_tool_rounds and not result.text.strip():
                     # the answer the spent round budget asked for is empty
                     ctx.finish_reason = "tool_round_limit"
-                if apply_steers is not None and await apply_steers():
+                if steers and await ctx.apply_pending_steers():
                     next_input = []
                     turn += 1
                     continue

@@ -43,9 +43,10 @@ class TurnBoundary:
         after_charge: Sequence[BoundaryHook] = (),
     ) -> None:
         self._tracker = tracker
-        self.before_charge: list[BoundaryHook] = list(before_charge)
-        """Hooks evaluated before ``max_turns`` is charged (approvals, turn policy)."""
-        self.after_charge: list[BoundaryHook] = list(after_charge)
+        self.before_charge: tuple[BoundaryHook, ...] = tuple(before_charge)
+        """Hooks evaluated before ``max_turns`` is charged (approvals, turn policy); add one
+        with ``+=`` (a tuple: a boundary without hooks holds no container)."""
+        self.after_charge: tuple[BoundaryHook, ...] = tuple(after_charge)
         """Hooks run after the charge (``every-turn`` checkpoint)."""
         self.entered = 0
         """Index of the last turn whose boundary ran (0 before the first): the boundary of turn

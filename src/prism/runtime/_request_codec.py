@@ -30,7 +30,7 @@ from prism.redaction import SecretRedactor
 from prism.runtime._json_size import canonical_size, canonical_size_known
 from prism.types import Message, ProviderRequest
 
-__all__ = ["LiveHistory", "RequestCodec"]
+__all__ = ["HeadMemo", "LiveHistory", "RequestCodec"]
 
 
 class LiveHistory(list[Message]):
@@ -100,21 +100,26 @@ class RequestCodec:
         "_h_red",
         "_h_version",
         "_head",
-        "_head_key",
         "_history",
+        "_memo",
         "_redactor",
     )
 
-    def __init__(self, redactor: SecretRedactor | None, history: LiveHistory) -> None:
+    def __init__(
+        self,
+        redactor: SecretRedactor | None,
+        history: LiveHistory,
+        memo: HeadMemo | None = None,
+    ) -> None:
         self._redactor = redactor
+        self._memo = memo
         self._history = history
         self._cache: dict[int, tuple[Message, Message, int]] = {}
         self._known: dict[int, tuple[Any, int]] = {}
         self._h_red: list[Message] = []
         self._h_cum: list[int] = [0]
         self._h_version = history.mutations
-        self._head_key: tuple[Any, ...] | None = None
-        self._head: tuple[ProviderRequest, int] | None = None
+        self._head: _Head | None = None
 
     # ----------------------------------------------------------------- per message
 
@@ -179,24 +184,25 @@ class RequestCodec:
     # ----------------------------------------------------------------- whole request
 
     def _head_of(self, request: ProviderRequest) -> tuple[ProviderRequest, int]:
-        model = request.model
-        tools = request.tools
-        context = request.context
-        options = request.options
-        metadata = request.metadata
-        cached_key = self._head_key
-        if (
-            cached_key is not None
-            and cached_key[0] is model
-            and cached_key[1] is tools
-            and cached_key[2] is context
-            and cached_key[3] is options
-            and cached_key[4] is metadata
-        ):
-            head = self._head
-            assert head is not None
-            return head
-        key = (model, tools, context, options, metadata)
+        """The redacted request without messages and its size, kept while the request's
+        model, tools, context, options and metadata are the same objects; the agent's memo
+        (:class:`HeadMemo`) shares it with the agent's other runs."""
+        entry = self._head
+        if entry is None or not _same_head(entry[0], request, self._redactor):
+            memo = self._memo
+            entry = memo.entry if memo is not None else None
+            if entry is None or not _same_head(entry[0], request, self._redactor):
+                entry = self._measure_head(request)
+                if memo is not None:
+                    memo.entry = entry
+            self._head = entry
+        return entry[1]
+
+    def _measure_head(self, request: ProviderRequest) -> _Head:
+        key = (
+            request.model, request.tools, request.context, request.options, request.metadata,
+            self._redactor,
+        )
         bare = ProviderRequest(
             model=request.model,
             messages=(),
@@ -206,10 +212,7 @@ class RequestCodec:
             metadata=request.metadata,
         )
         red = bare if self._redactor is None else self._redactor.redact(bare)
-        size = canonical_size(red)
-        self._head_key = key
-        self._head = (red, size)
-        return red, size
+        return key, (red, canonical_size(red))
 
     def encode(
         self,
@@ -285,3 +288,33 @@ class RequestCodec:
             ),
             size,
         )
+
+
+_Head = tuple[tuple[Any, ...], tuple[ProviderRequest, int]]
+"""``(key, (redacted bare request, size))``: the key is the request's model, tools, context,
+options and metadata and the redactor, compared by identity."""
+
+
+def _same_head(key: tuple[Any, ...], request: ProviderRequest, redactor: object) -> bool:
+    return (
+        key[0] is request.model
+        and key[1] is request.tools
+        and key[2] is request.context
+        and key[3] is request.options
+        and key[4] is request.metadata
+        and key[5] is redactor
+    )
+
+
+class HeadMemo:
+    """The request head an agent's runs measured last, shared by them: its model, tool
+    schemas, options and metadata are the agent's own objects from run to run, so a run whose
+    request has those same objects (and the same redactor) reuses the size instead of walking
+    the tool schemas again. The frozen parts are never mutated, which is what makes the
+    identity key enough (as it is within one run). One entry, replaced as a whole (a single
+    attribute write, safe between threads)."""
+
+    __slots__ = ("entry",)
+
+    def __init__(self) -> None:
+        self.entry: _Head | None = None

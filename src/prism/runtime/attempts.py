@@ -141,7 +141,7 @@ class ProviderAttempts:
         "accumulator", "buffer_output", "_cancel_pending", "_chain", "_child", "emit", "_generated",
         "observed", "_guardrails", "held_secrets", "_metadata", "model", "on_usage", "_policy",
         "_provider", "provider_id", "_redactor", "_retry", "_retry_hook", "_retry_metadata",
-        "run_id", "session_id", "_signal", "_soft_pending", "_task", "_unlink", "tracker",
+        "run_id", "session_id", "_signal", "_soft_pending", "_task", "tracker",
         "_waiting",
     )
 
@@ -203,13 +203,12 @@ class ProviderAttempts:
         self._task: asyncio.Task[Any] | None = None
         self._waiting = False
         self._cancel_pending = False
-        self._unlink = signal.add_listener(self._abort_child)  # the streaming attempt's link
 
     def close(self) -> None:
-        """The leg is over: unlink from the run's signal and drop the callbacks into the run's
-        context (later events are dropped), so the finished run holds no reference cycle
-        through this object and is freed by reference counting. Idempotent."""
-        self._unlink()
+        """The leg is over: drop the callbacks into the run's context (later events are
+        dropped), so the finished run holds no reference cycle through this object and is freed
+        by reference counting. Idempotent. (The link from the run's signal exists only while an
+        attempt streams.)"""
         self.emit, self.observed = _drop, _always
 
     # ----------------------------------------------------------------- soft interrupts
@@ -314,7 +313,7 @@ class ProviderAttempts:
 
     def _abort_child(self, reason: object) -> None:
         """Abort the streaming attempt's child signal: the run signal's listener
-        (registered once per runner) and soft interrupts come here.
+        (registered for the time of each attempt) and soft interrupts come here.
 
         The task awaiting the provider is woken first, then the child is aborted, which
         runs the provider's own listeners. Nothing happens between attempts or once the child is
@@ -402,6 +401,9 @@ class ProviderAttempts:
             controller.abort(SoftInterrupt())
         self._child = controller  # run aborts and soft interrupts reach it via _abort_child
         self._task = asyncio.current_task()
+        # linked only while the attempt streams: between attempts and while tools run, a run
+        # holds no listener objects on its signal
+        unlink = run_signal.add_listener(self._abort_child)
         iterator: Any = None
         try:
             try:
@@ -443,6 +445,7 @@ class ProviderAttempts:
             st.fail(info)
             raise AttemptFailed(info, st.fold.started, self._clean_cause(exc, secrets)) from None
         finally:
+            unlink()
             self._child = None
             self._task = None
             self._waiting = False

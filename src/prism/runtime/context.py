@@ -58,7 +58,7 @@ from prism.runtime._request_codec import LiveHistory, RequestCodec
 from prism.runtime._tool_rounds import force_text_answer
 from prism.runtime.attempts import ProviderAttempts
 from prism.runtime.config import AgentConfig
-from prism.runtime.plan import RunPlan
+from prism.runtime.plan import RunPlan, run_defaults
 from prism.runtime.policies import ProviderRequestPolicy, apply_request_policies
 from prism.runtime.state import SessionState
 from prism.session_entry import new_session_entry
@@ -84,6 +84,11 @@ T = TypeVar("T")
 
 _log = logging.getLogger("prism")
 
+_NO_LEDGER: LedgerWriter = LedgerWriter(None, session_id="", run_id="")
+"""The writer of every leg without a ledger: it holds no state (every record and drain is a
+no-op without a ledger), so the legs share it instead of building one each."""
+
+
 class RunContext:
     """The ``LoopContext`` of one run leg, with the leg's live state.
 
@@ -96,56 +101,14 @@ class RunContext:
     """
 
     __slots__ = (
-        "_layout",
-        "_layout_version",
-        "accumulator",
-        "answer_after_tool_rounds",
-        "artifact",
-        "artifact_finished",
-        "assembler",
-        "attempts",
-        "boundary",
-        "bound_dispatch",
-        "carry",
-        "codec",
-        "config",
-        "controller",
-        "durable",
-        "finish_reason",
-        "forward",
-        "handoff",
-        "history",
-        "input",
-        "input_messages",
-        "last_artifact_failed",
-        "last_entry",
-        "ledger_on",
-        "max_tool_rounds",
-        "messages",
-        "metadata",
-        "middleware",
-        "observers",
-        "open_calls",
-        "plan",
-        "policies",
-        "provider_stop_reason",
-        "redactor",
-        "registry",
-        "restored_loop_state",
-        "run_id",
-        "session_id",
-        "signal",
-        "state",
-        "terminal_emitted",
-        "tool_calls",
-        "tool_concurrency",
-        "tool_scope",
-        "tool_validator",
-        "trace",
-        "tracker",
-        "turn",
-        "worker_threads",
-        "writer",
+        "_layout", "_layout_version", "accumulator", "answer_after_tool_rounds", "artifact",
+        "artifact_finished", "assembler", "attempts", "boundary", "bound_dispatch", "carry",
+        "codec", "config", "controller", "durable", "finish_reason", "forward", "handoff",
+        "history", "input", "input_messages", "last_artifact_failed", "last_entry", "ledger_on",
+        "max_tool_rounds", "messages", "metadata", "middleware", "observers", "open_calls", "plan",
+        "policies", "provider_stop_reason", "redactor", "registry", "restored_loop_state", "run_id",
+        "session_id", "signal", "state", "terminal_emitted", "tool_calls", "tool_concurrency",
+        "tool_scope", "tool_validator", "trace", "tracker", "turn", "worker_threads", "writer"
     )
 
     def __init__(
@@ -187,16 +150,18 @@ class RunContext:
         self.forward = child_forward(plan.parent, config.name, self.session_id, run_id)
         """Receives each emitted event when this is a child run (the parent's ``SubagentEvent``)."""
         self.accumulator = UsageAccumulator()
-        self.writer = LedgerWriter(
-            plan.run_ledger,
+        ledger = plan.run_ledger
+        self.writer = _NO_LEDGER if ledger is None else LedgerWriter(
+            ledger,
             session_id=self.session_id,
             run_id=run_id,
             redactor=self.redactor,
             ownership=plan.ownership,
         )
-        self.ledger_on = self.writer.enabled
+        """The leg's ledger writer; without a ledger the shared writer that writes nothing."""
+        self.ledger_on = ledger is not None
         self.boundary = TurnBoundary(self.tracker)
-        self.codec = RequestCodec(self.redactor, self.history)
+        self.codec = RequestCodec(self.redactor, self.history, run_defaults(config).request_head)
         self.carry = PayloadCarry(self.codec)
         self.registry = config.tools
         """The leg's tools: the agent's, plus its tool sources' once the leg opened them."""
@@ -471,6 +436,12 @@ class RunContext:
         writer = self.writer
         plan = self.plan
         durable = self.durable
+        attempts = self.attempts
+        # the bound ``emit``/``observed`` the provider attempts hold (set up before any tool
+        # call), so that a run holds one bound method of each
+        emit, observed = (
+            (self.emit, self.observed) if attempts is None else (attempts.emit, attempts.observed)
+        )
         return functools.partial(
             dispatch_tool_call,
             registry=self.registry,
@@ -481,7 +452,7 @@ class RunContext:
                 signal=self.signal,
                 metadata=self.metadata,
                 run=RunDelegation(redactor, self.state.store, self.tracker, self.accumulator,
-                                  self.emit, durable),
+                                  emit, durable),
             ),
             filter=plan.tool_filters or None,
             middleware=self.middleware,
@@ -490,8 +461,8 @@ class RunContext:
             guardrails=plan.guardrails,
             redactor=redactor,
             ledger=writer if writer.enabled else None,
-            emit=self.emit,
-            observed=self.observed,
+            emit=emit,
+            observed=observed,
             limit_tracker=self.tracker,
             secrets=redactor.secrets if redactor is not None else (),
             ownership=plan.ownership,

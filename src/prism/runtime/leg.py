@@ -177,11 +177,11 @@ class RunLeg:
             durable = DurableDriver(ctx, plan.durable, resume)
             self.durable = durable
             ctx.durable = durable
-            ctx.boundary.before_charge.append(durable.approval_hook)
+            ctx.boundary.before_charge += (durable.approval_hook,)
             if plan.durable.checkpoint_policy == "every-turn":
-                ctx.boundary.after_charge.append(durable.checkpoint_hook)
+                ctx.boundary.after_charge += (durable.checkpoint_hook,)
         if plan.turn_policy is not None:
-            ctx.boundary.before_charge.append(self._turn_policy_hook)
+            ctx.boundary.before_charge += (self._turn_policy_hook,)
         self.loop: AgentLoopStrategy | None = None
         self._start_record: Any = None
         self._failure_cause: BaseException | None = None

@@ -43,6 +43,7 @@ from prism.retry import (
     resolve_retry_options,
 )
 from prism.runtime._delegation import PARENT_RUN_KEY, child_redactor, parent_link
+from prism.runtime._request_codec import HeadMemo
 from prism.runtime._run_state import RunStateOptions, check_durable_run, coerce_run_state_options
 from prism.runtime.config import (
     AgentConfig,
@@ -132,6 +133,8 @@ class RunDefaults:
     """The agent loop's parallel tool dispatch limit."""
     finite_output_budget: bool
     """Whether the agent's limits set a finite output budget (output buffering)."""
+    request_head: HeadMemo = dataclasses.field(default_factory=HeadMemo, compare=False)
+    """The request head (tool schemas, options, metadata) the agent's runs measured last."""
 
 
 def run_defaults(config: AgentConfig) -> RunDefaults:
