@@ -28,7 +28,7 @@ every live run's objects, so the collector's share grows with the number of runs
 Usage::
 
     python benchmarks/bench_concurrency.py [--sessions 10000] [--mode concurrent sequential]
-        [--store memory|sqlite] [--gc-threshold G0 [G1 [G2]]] [--json PATH|-]
+        [--store memory|sqlite] [--gc-threshold G0 [G1 [G2]]] [--provider-wait] [--json PATH|-]
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ P = api(
 )
 
 CALLS = [0]
+PROVIDER_WAITS = [False]
+"""``--provider-wait``: the provider gives up the event loop once before each turn's stream, as a
+network client waiting for its response does, so that every run is really in flight at once."""
 
 
 @P.tool
@@ -94,6 +97,8 @@ class TwoTurnProvider:
         return self._answer(request.messages[-1].role == "tool")
 
     async def _answer(self, after_tools: bool) -> AsyncIterator[Any]:
+        if PROVIDER_WAITS[0]:
+            await asyncio.sleep(0)
         if after_tools:
             yield P.provider_text_delta("Your order has shipped.")
             yield P.provider_done(P.Usage(input_tokens=120, output_tokens=8))
@@ -186,9 +191,14 @@ def main() -> None:
         "--gc-threshold", type=int, nargs="+", default=None, metavar="G",
         help="gc.set_threshold(...) in the measured process (default: Python's)",
     )
+    parser.add_argument(
+        "--provider-wait", action="store_true",
+        help="the provider yields to the event loop before each turn (every run in flight at once)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", default=None, help="write the results as JSON to PATH (- : stdout)")
     args = parser.parse_args()
+    PROVIDER_WAITS[0] = args.provider_wait
     if args.child:
         result = measure_mode(args.mode[0], args.sessions, args.store, args.gc_threshold)
         print(json.dumps(asyncio.run(result)))
@@ -199,6 +209,7 @@ def main() -> None:
             [
                 sys.executable, __file__, "--child", "--mode", mode,
                 "--sessions", str(args.sessions), "--store", args.store,
+                *(["--provider-wait"] if args.provider_wait else []),
                 *(["--gc-threshold", *map(str, args.gc_threshold)] if args.gc_threshold else []),
             ],
             capture_output=True, text=True, check=True, env=dict(os.environ),
