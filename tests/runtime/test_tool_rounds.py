@@ -4,6 +4,7 @@ the model must answer in text; a provider-declared default that explicit options
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +26,7 @@ from prism.types import (
     ProviderRequest,
     ProviderRequestOptions,
     TextContent,
+    ToolCallContent,
     ToolResultContent,
 )
 
@@ -130,8 +132,7 @@ def test_every_wire_maps_tool_choice() -> None:
     )
     assert build_request_body(request)["tool_choice"] == "none"
     assert build_body(request)["tool_choice"] == {"type": "none"}
-    kwargs, _ = completion_kwargs(request, chat_format="chatml-function-calling",
-                                  default_max_tokens=16)
+    kwargs, _ = completion_kwargs(request, chat_format="chatml", default_max_tokens=16)
     assert kwargs["tool_choice"] == "none"
     required = ProviderRequest(
         model=request.model, messages=request.messages, tools=request.tools,
@@ -142,3 +143,36 @@ def test_every_wire_maps_tool_choice() -> None:
                                options=request.options)
     assert "tool_choice" not in build_request_body(no_tools)
     assert "tool_choice" not in build_body(no_tools)
+
+
+def test_the_embedded_models_answer_turn_shows_no_call_syntax() -> None:
+    """With ``chatml-function-calling``, a turn that may not call tools (the answer after the
+    tool rounds) is sent without the tools and without the earlier calls: that template would
+    show them as ``functions.NAME:`` text, which a small model copies as its answer. The results
+    stay, as user text."""
+    call = ToolCallContent(id="c1", name="lookup", arguments={"q": 1})
+    result = ToolResultContent(tool_call_id="c1", name="lookup", result={"found": 7})
+    messages = (
+        Message("user", (TextContent("how many?"),)),
+        Message("assistant", (call,)),
+        Message("tool", (result,)),
+    )
+    model = ModelConfig(provider="p", model="m")
+    answer_turn = ProviderRequest(
+        model=model, messages=messages, tools=(echo_tool(),),
+        options=ProviderRequestOptions(tool_choice="none"),
+    )
+    kwargs, _ = completion_kwargs(
+        answer_turn, chat_format="chatml-function-calling", default_max_tokens=16
+    )
+    assert "tools" not in kwargs and "tool_choice" not in kwargs
+    sent = kwargs["messages"]
+    assert not any(m.get("tool_calls") for m in sent)
+    assert "functions." not in json.dumps(sent)
+    assert sent[-1]["role"] == "user" and "Result of lookup" in sent[-1]["content"]
+    assert sent[0]["role"] == "system"  # the default system prompt of a request with tools
+    tool_turn = ProviderRequest(model=model, messages=messages, tools=(echo_tool(),))
+    kwargs, _ = completion_kwargs(
+        tool_turn, chat_format="chatml-function-calling", default_max_tokens=16
+    )
+    assert kwargs["tools"] and any(m.get("tool_calls") for m in kwargs["messages"])

@@ -118,12 +118,20 @@ def completion_kwargs(
         )
     tools = _chat_tools(request.tools or ())
     kwargs: dict[str, Any] = {k: v for k, v in settings.items() if k in _SAMPLING_KEYS}
+    function_calling = chat_format == "chatml-function-calling"
+    choice = _tool_choice(settings.get("tool_choice"), tools)
+    has_tools = bool(tools)
+    if function_calling and choice == "none":
+        # no call may be made this turn (e.g. the answer after the tool rounds): this chat
+        # format would still list the tools and show the earlier calls as "functions.NAME:"
+        # text, which a small model copies as its answer, so the turn is sent without both
+        tools = []
     kwargs["messages"] = _chat_messages(
         request.messages,
-        has_tools=bool(tools),
-        tool_results_as_user=chat_format == "chatml-function-calling",
+        has_tools=has_tools,
+        tool_results_as_user=function_calling,
+        show_calls=bool(tools) or not function_calling,
     )
-    choice = _tool_choice(settings.get("tool_choice"), tools)
     if tools:
         kwargs["tools"] = tools
         kwargs["tool_choice"] = choice
@@ -175,12 +183,16 @@ def _verbatim(text: str) -> str:
 
 
 def _chat_messages(
-    messages: Sequence[Message], *, has_tools: bool, tool_results_as_user: bool
+    messages: Sequence[Message], *, has_tools: bool, tool_results_as_user: bool, show_calls: bool
 ) -> list[dict[str, Any]]:
     """Map prism messages to llama-cpp-python chat messages (see the module docstring), with
-    every text marked verbatim for the template."""
+    every text marked verbatim for the template; ``show_calls=False`` leaves the assistant's
+    earlier tool calls out (their results, as user text, say what each returned)."""
     out = _chat_messages_raw(
-        messages, has_tools=has_tools, tool_results_as_user=tool_results_as_user
+        messages,
+        has_tools=has_tools,
+        tool_results_as_user=tool_results_as_user,
+        show_calls=show_calls,
     )
     for entry in out:
         if isinstance(entry.get("content"), str):
@@ -191,7 +203,7 @@ def _chat_messages(
 
 
 def _chat_messages_raw(
-    messages: Sequence[Message], *, has_tools: bool, tool_results_as_user: bool
+    messages: Sequence[Message], *, has_tools: bool, tool_results_as_user: bool, show_calls: bool
 ) -> list[dict[str, Any]]:
     system_parts: list[str] = []
     out: list[dict[str, Any]] = []
@@ -213,6 +225,8 @@ def _chat_messages_raw(
             ]
             text = _text_of(message)
             entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if not show_calls:
+                calls = []
             if calls:
                 entry["tool_calls"] = [
                     {
