@@ -112,6 +112,10 @@ def copy_json(value: object, max_depth: int = _JSON_MAX_DEPTH) -> tuple[Any, int
     a subclass, a non-finite float, a non-``str`` key, too deep) returns ``None``: the caller
     takes the general path (:func:`is_json_value`), which decides whether it is JSON at all.
     Never raises (the depth bound keeps the recursion short).
+
+    The scalar cases are written out inside the dict and list loops rather than called per
+    item: measured on the realistic benchmark's ~1 KB tool result, 16.3–17.2 µs per walk
+    against 22.7–23.9 µs with one shared scalar helper (about 12 µs per turn of two results).
     """
     budget = max_depth
     t = type(value)

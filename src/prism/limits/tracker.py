@@ -77,6 +77,11 @@ _D: Final[dict[str, LimitValue]] = {
 """The default of each axis a tracker reads when neither layer set it."""
 
 
+def _or_default(value: LimitValue | None, name: str) -> LimitValue:
+    """``value``, or the default of the limit called ``name`` when it is unset."""
+    return _D[name] if value is None else value
+
+
 def _coerce_counters(value: RunLimitCounters | Mapping[str, Any] | None) -> RunLimitCounters:
     if value is None:
         return RunLimitCounters()
@@ -195,26 +200,17 @@ class RunLimitTracker:
     ) -> None:
         self._limits = limits
         self._parent = parent
-        v = limits.max_turns
-        self._max_turns: LimitValue = _D["max_turns"] if v is None else v
+        self._max_turns: LimitValue = _or_default(limits.max_turns, "max_turns")
         v = limits.max_provider_attempts
         self._max_provider_attempts: LimitValue = max(24, self._max_turns) if v is None else v
-        v = limits.max_tool_rounds
-        self._max_tool_rounds: LimitValue = _D["max_tool_rounds"] if v is None else v
-        v = limits.max_tool_calls
-        self._max_tool_calls: LimitValue = _D["max_tool_calls"] if v is None else v
-        v = limits.max_wall_time_ms
-        self._max_wall: LimitValue = _D["max_wall_time_ms"] if v is None else v
-        v = limits.max_request_bytes
-        self._max_request_bytes: LimitValue = _D["max_request_bytes"] if v is None else v
-        v = limits.max_response_bytes
-        self._max_response_bytes: LimitValue = _D["max_response_bytes"] if v is None else v
-        v = limits.max_input_tokens
-        self._max_input: LimitValue = _D["max_input_tokens"] if v is None else v
-        v = limits.max_output_tokens
-        self._max_output: LimitValue = _D["max_output_tokens"] if v is None else v
-        v = limits.max_total_tokens
-        self._max_total: LimitValue = _D["max_total_tokens"] if v is None else v
+        self._max_tool_rounds = _or_default(limits.max_tool_rounds, "max_tool_rounds")
+        self._max_tool_calls = _or_default(limits.max_tool_calls, "max_tool_calls")
+        self._max_wall = _or_default(limits.max_wall_time_ms, "max_wall_time_ms")
+        self._max_request_bytes = _or_default(limits.max_request_bytes, "max_request_bytes")
+        self._max_response_bytes = _or_default(limits.max_response_bytes, "max_response_bytes")
+        self._max_input = _or_default(limits.max_input_tokens, "max_input_tokens")
+        self._max_output = _or_default(limits.max_output_tokens, "max_output_tokens")
+        self._max_total = _or_default(limits.max_total_tokens, "max_total_tokens")
         self._max_cost: RunCost | None = limits.max_cost
         self._on_breach = on_breach
         self._clock = clock
