@@ -22,12 +22,12 @@ llama_cpp, psycopg, rich) and not jsonschema. A name that left this namespace ra
 from . import _moved
 
 # Agents, sessions and runs: build an agent, open a session, run it, read the result.
-from .runtime._observers import EventSubscription as EventSubscription
-from .runtime.agent import Agent as Agent
-from .runtime.agent import create_agent as create_agent
-from .runtime.session import AgentSession as AgentSession
-from .runtime.session import RunOptions as RunOptions
-from .runtime.session import RunStream as RunStream
+from .runtime.run._observers import EventSubscription as EventSubscription
+from .runtime.agents.agent import Agent as Agent
+from .runtime.agents.agent import create_agent as create_agent
+from .runtime.run.session import AgentSession as AgentSession
+from .runtime.run.session import RunOptions as RunOptions
+from .runtime.run.session import RunStream as RunStream
 from .types import ModelConfig as ModelConfig
 from .types import RunResult as RunResult
 
@@ -116,7 +116,7 @@ from .guardrails import Guardrails as Guardrails
 from .types import StructuredOutputOptions as StructuredOutputOptions
 
 # Stores: the protocols a session store and a checkpoint store implement.
-from .runtime.checkpoints import CheckpointStore as CheckpointStore
+from .checkpoints import CheckpointStore as CheckpointStore
 from .store import SessionStore as SessionStore
 
 # Durable runs: checkpoint, suspend for approval, resume (possibly in another process).
@@ -131,11 +131,11 @@ from .runtime.durable import resume_agent_run as resume_agent_run
 from .runtime.durable import save_agent_run_state as save_agent_run_state
 
 # Turn policy: stop cleanly at a turn boundary.
-from .runtime.turn_policy import Continue as Continue
-from .runtime.turn_policy import Stop as Stop
-from .runtime.turn_policy import TurnBoundaryContext as TurnBoundaryContext
-from .runtime.turn_policy import TurnDecision as TurnDecision
-from .runtime.turn_policy import TurnPolicy as TurnPolicy
+from .runtime.run.turn_policy import Continue as Continue
+from .runtime.run.turn_policy import Stop as Stop
+from .runtime.run.turn_policy import TurnBoundaryContext as TurnBoundaryContext
+from .runtime.run.turn_policy import TurnDecision as TurnDecision
+from .runtime.run.turn_policy import TurnPolicy as TurnPolicy
 
 # Loops: the two built-in loops, their options, and what a custom loop implements and receives.
 from .loops.contracts import AgentLoopStrategy as AgentLoopStrategy
@@ -149,43 +149,118 @@ __version__ = "0.1.0"
 
 __all__ = [
     # Agents, sessions and runs
-    "EventSubscription", "Agent", "create_agent", "AgentSession", "RunOptions", "RunStream",
-    "ModelConfig", "RunResult",
+    "EventSubscription",
+    "Agent",
+    "create_agent",
+    "AgentSession",
+    "RunOptions",
+    "RunStream",
+    "ModelConfig",
+    "RunResult",
     # Messages and content
-    "AgentInput", "ContentBlock", "ImageContent", "JsonValue", "Message", "TextContent",
-    "ThinkingContent", "ToolCallContent", "ToolResultContent", "Usage", "assistant_message",
-    "system_message", "to_messages", "user_message",
+    "AgentInput",
+    "ContentBlock",
+    "ImageContent",
+    "JsonValue",
+    "Message",
+    "TextContent",
+    "ThinkingContent",
+    "ToolCallContent",
+    "ToolResultContent",
+    "Usage",
+    "assistant_message",
+    "system_message",
+    "to_messages",
+    "user_message",
     # Tools
-    "PermissionPolicy", "PermissionRequest", "tool", "ToolDefinition", "ToolExecutionContext",
+    "PermissionPolicy",
+    "PermissionRequest",
+    "tool",
+    "ToolDefinition",
+    "ToolExecutionContext",
     "ToolResult",
     # Events
-    "AgentEvent", "AgentFinishedEvent", "ErrorEvent", "MessageDeltaEvent",
-    "MessageFinishedEvent", "ToolExecutionErrorEvent", "ToolExecutionFinishedEvent",
-    "ToolExecutionStartedEvent", "TurnFinishedEvent", "TurnStartedEvent",
+    "AgentEvent",
+    "AgentFinishedEvent",
+    "ErrorEvent",
+    "MessageDeltaEvent",
+    "MessageFinishedEvent",
+    "ToolExecutionErrorEvent",
+    "ToolExecutionFinishedEvent",
+    "ToolExecutionStartedEvent",
+    "TurnFinishedEvent",
+    "TurnStartedEvent",
     # Errors
-    "AbortError", "AgentDecisionError", "AgentLoopStateError", "AgentRunError",
-    "AgentRunLimitError", "AgentRunStateError", "AgentRunSuspended", "AgentSessionBusyError",
-    "ArtifactFailedError", "CheckpointConflictError", "EngineVersionError", "GuardrailError",
-    "PrismConfigError", "PrismError", "ProviderResolutionError", "ProviderTransportError",
-    "ProviderTurnError", "RedactedError", "RunAmbiguousError", "RunLedgerError",
-    "RunLimitExceeded", "SessionAppendConflictError",
-    "SteerError", "StoreError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
+    "AbortError",
+    "AgentDecisionError",
+    "AgentLoopStateError",
+    "AgentRunError",
+    "AgentRunLimitError",
+    "AgentRunStateError",
+    "AgentRunSuspended",
+    "AgentSessionBusyError",
+    "ArtifactFailedError",
+    "CheckpointConflictError",
+    "EngineVersionError",
+    "GuardrailError",
+    "PrismConfigError",
+    "PrismError",
+    "ProviderResolutionError",
+    "ProviderTransportError",
+    "ProviderTurnError",
+    "RedactedError",
+    "RunAmbiguousError",
+    "RunLedgerError",
+    "RunLimitExceeded",
+    "SessionAppendConflictError",
+    "SteerError",
+    "StoreError",
+    "StoreSchemaError",
+    "StructuredOutputError",
+    "TurnPolicyError",
     # Cancellation, limits, retry and redaction
-    "AbortController", "AbortSignal", "UNLIMITED", "RunLimits", "SecretRedactor",
-    "create_secret_redactor", "RetryContext", "RetryDecision", "RetryOptions", "RetryPolicy",
+    "AbortController",
+    "AbortSignal",
+    "UNLIMITED",
+    "RunLimits",
+    "SecretRedactor",
+    "create_secret_redactor",
+    "RetryContext",
+    "RetryDecision",
+    "RetryOptions",
+    "RetryPolicy",
     # Guardrails and structured output
-    "Guardrail", "GuardrailContext", "GuardrailDecision", "Guardrails",
+    "Guardrail",
+    "GuardrailContext",
+    "GuardrailDecision",
+    "Guardrails",
     "StructuredOutputOptions",
     # Stores
-    "CheckpointStore", "SessionStore",
+    "CheckpointStore",
+    "SessionStore",
     # Durable runs
-    "AgentRunState", "LoadedRunState", "PendingDecision", "RunDecision", "RunStateOptions",
-    "list_agent_runs", "load_agent_run_state", "resume_agent_run", "save_agent_run_state",
+    "AgentRunState",
+    "LoadedRunState",
+    "PendingDecision",
+    "RunDecision",
+    "RunStateOptions",
+    "list_agent_runs",
+    "load_agent_run_state",
+    "resume_agent_run",
+    "save_agent_run_state",
     # Turn policy
-    "Continue", "Stop", "TurnBoundaryContext", "TurnDecision", "TurnPolicy",
+    "Continue",
+    "Stop",
+    "TurnBoundaryContext",
+    "TurnDecision",
+    "TurnPolicy",
     # Loops
-    "AgentLoopStrategy", "GenerateValidateReviseLoopOptions", "LoopContext",
-    "SingleShotLoopOptions", "generate_validate_revise_loop", "single_shot_loop",
+    "AgentLoopStrategy",
+    "GenerateValidateReviseLoopOptions",
+    "LoopContext",
+    "SingleShotLoopOptions",
+    "generate_validate_revise_loop",
+    "single_shot_loop",
 ]
 
 # Type checkers see no __getattr__, so they report a moved name as missing rather than as `object`.

@@ -199,4 +199,3 @@ def _rebuild_generic(value: Any, changed: Mapping[str, Any]) -> Any:  # pragma: 
     for name in _field_names(type(value)):
         object.__setattr__(out, name, changed[name] if name in changed else getattr(value, name))
     return out
-

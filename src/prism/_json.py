@@ -211,5 +211,6 @@ def canonical_json(value: object) -> str:
         TypeError: ``value`` holds a non-JSON type.
         ValueError: ``value`` holds ``NaN``/``inf`` or is circular.
     """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )

@@ -63,7 +63,9 @@ class Serializable:
                 are not fields (all named).
         """
         if not isinstance(data, Mapping):
-            raise TypeError(f"{cls.__name__}.from_dict expects a mapping, got {type(data).__name__}")
+            raise TypeError(
+                f"{cls.__name__}.from_dict expects a mapping, got {type(data).__name__}"
+            )
         decoders = _decoders(cls)
         init_names = _init_names(cls)
         reject_unknown_keys(cls.__name__, data, decoders)
@@ -160,8 +162,10 @@ def _identity(value: Any) -> Any:
 
 
 def _is_tagged(cls: Any) -> bool:
-    return isinstance(cls, type) and dataclasses.is_dataclass(cls) and any(
-        f.name == "type" and not f.init for f in dataclasses.fields(cls)
+    return (
+        isinstance(cls, type)
+        and dataclasses.is_dataclass(cls)
+        and any(f.name == "type" and not f.init for f in dataclasses.fields(cls))
     )
 
 
@@ -184,7 +188,8 @@ def _decoder_for(hint: Any, owner: type | None) -> _Decoder:
             return _decoder_for(members[0], owner)
         tagged = {_tag_of(m): m for m in members if _is_tagged(m)}
         plain_dc = [
-            m for m in members
+            m
+            for m in members
             if isinstance(m, type) and dataclasses.is_dataclass(m) and not _is_tagged(m)
         ]
         seq_dec: _Decoder | None = None
@@ -218,7 +223,9 @@ def _decoder_for(hint: Any, owner: type | None) -> _Decoder:
         dec = _decoder_for(item, owner)
         if dec is _identity:
             return lambda value: tuple(value) if isinstance(value, (list, tuple)) else value
-        return lambda value: tuple(dec(v) for v in value) if isinstance(value, (list, tuple)) else value
+        return lambda value: (
+            tuple(dec(v) for v in value) if isinstance(value, (list, tuple)) else value
+        )
     if origin is list:
         args = get_args(hint)
         dec = _decoder_for(args[0] if args else Any, owner)

@@ -184,7 +184,9 @@ class ArtifactParseResult(Serializable, Generic[T]):  # setting ``__orig_class__
     """Why parsing failed; becomes the synthetic ``parse_error`` message."""
 
     @classmethod
-    def coerce(cls, value: ArtifactParseResult[Any] | Mapping[str, Any]) -> ArtifactParseResult[Any]:
+    def coerce(
+        cls, value: ArtifactParseResult[Any] | Mapping[str, Any]
+    ) -> ArtifactParseResult[Any]:
         """Return a parser's result as an :class:`ArtifactParseResult`.
 
         Args:
@@ -217,7 +219,9 @@ class ArtifactParseResult(Serializable, Generic[T]):  # setting ``__orig_class__
 
 ArtifactParser: TypeAlias = Callable[
     [str, ArtifactContext],
-    ArtifactParseResult[T] | Mapping[str, Any] | Awaitable[ArtifactParseResult[T] | Mapping[str, Any]],
+    ArtifactParseResult[T]
+    | Mapping[str, Any]
+    | Awaitable[ArtifactParseResult[T] | Mapping[str, Any]],
 ]
 """``(text, ctx) -> ArtifactParseResult[T]`` (or an equivalent mapping), sync or async.
 

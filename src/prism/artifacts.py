@@ -50,9 +50,7 @@ __all__ = ["ArtifactCallbacks", "json_schema_artifact", "pydantic_artifact"]
 T = TypeVar("T")
 M = TypeVar("M", bound="BaseModel")
 
-_PYDANTIC_MISSING = (
-    "pydantic_artifact needs pydantic v2: pip install 'prism-runtime[pydantic]'"
-)
+_PYDANTIC_MISSING = "pydantic_artifact needs pydantic v2: pip install 'prism-runtime[pydantic]'"
 
 
 class ArtifactCallbacks(TypedDict, Generic[T]):
@@ -123,9 +121,7 @@ def _native(name: str | None, schema: Mapping[str, Any]) -> StructuredOutputOpti
     return coerce_structured_output({"name": name, "schema": dict(schema)})
 
 
-def _carry_schema(
-    callbacks: ArtifactCallbacks[Any], name: str, schema: Mapping[str, Any]
-) -> None:
+def _carry_schema(callbacks: ArtifactCallbacks[Any], name: str, schema: Mapping[str, Any]) -> None:
     """Attach the schema to the parser and validator as ``artifact_schema`` (the loop reads it
     to show the model its target). A schema that is not valid structured-output options (too
     large, not JSON) is left off: the loop then only parses and validates."""
@@ -261,7 +257,9 @@ def pydantic_artifact(
             return ArtifactValidation(
                 ok=False,
                 errors=_sorted_errors(
-                    ArtifactError(str(d.get("msg", "invalid value")), path=_pointer(d.get("loc", ())))
+                    ArtifactError(
+                        str(d.get("msg", "invalid value")), path=_pointer(d.get("loc", ()))
+                    )
                     for d in details
                 ),
             )

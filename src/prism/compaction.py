@@ -191,8 +191,10 @@ def validate_compaction_options(
     if options.strategy is not None and not callable(options.strategy):
         raise PrismConfigError(f"{label}.strategy must be None or callable")
     secrets: Any = options.secrets
-    if isinstance(secrets, (str, bytes)) or not isinstance(secrets, Iterable) or not all(
-        isinstance(s, str) for s in secrets
+    if (
+        isinstance(secrets, (str, bytes))
+        or not isinstance(secrets, Iterable)
+        or not all(isinstance(s, str) for s in secrets)
     ):
         raise PrismConfigError(f"{label}.secrets must be a sequence of str")
     if not isinstance(secrets, tuple):
@@ -253,9 +255,7 @@ def latest_compaction_index(branch: Sequence[SessionEntry]) -> int:
     return -1
 
 
-def compaction_window(
-    branch: Sequence[SessionEntry], ci: int
-) -> tuple[int, frozenset[str]]:
+def compaction_window(branch: Sequence[SessionEntry], ci: int) -> tuple[int, frozenset[str]]:
     """What the compaction entry at index ``ci`` of ``branch`` summarised.
 
     Returns ``(index of its through_entry_id on the branch, ids of the messages it kept)``.
@@ -266,9 +266,11 @@ def compaction_window(
     data = branch[ci].data or {}
     through = data.get("through_entry_id")
     keep_raw = data.get("keep_entry_ids") or ()
-    keep = frozenset(k for k in keep_raw if isinstance(k, str)) if isinstance(
-        keep_raw, (list, tuple)
-    ) else frozenset()
+    keep = (
+        frozenset(k for k in keep_raw if isinstance(k, str))
+        if isinstance(keep_raw, (list, tuple))
+        else frozenset()
+    )
     if not isinstance(through, str):
         return -1, keep
     for i in range(ci, -1, -1):
@@ -414,9 +416,7 @@ def compaction_strategy_name(strategy: object | None) -> str:
     return type(strategy).__name__
 
 
-def should_auto_compact(
-    options: CompactionOptions | None, branch: Sequence[SessionEntry]
-) -> bool:
+def should_auto_compact(options: CompactionOptions | None, branch: Sequence[SessionEntry]) -> bool:
     """Whether run setup compacts the branch automatically: ``threshold_entries`` is set, the branch has
     more entries than it, and the last entry is not a compaction. O(1)."""
     if options is None or options.threshold_entries is None:
@@ -468,9 +468,7 @@ async def compute_compaction(
     )
     result = _coerce_result(await maybe_await(strategy(data)), "compaction strategy")
     if middleware is not None and middleware.has("compaction"):
-        result = _coerce_result(
-            await middleware.run("compaction", result), "compaction middleware"
-        )
+        result = _coerce_result(await middleware.run("compaction", result), "compaction middleware")
     return result
 
 
@@ -509,4 +507,3 @@ def compaction_entry(
         summary=result.summary,
         data=data,
     )
-

@@ -57,25 +57,67 @@ from prism._error_root import PrismError as PrismError
 from prism._failure_records import ErrorInfo, FailedLeg, GuardrailRecord, RunLimitBreach
 
 __all__ = [
-    "ERR_PRISM_ABORTED", "ERR_PRISM_AGENT_RUN_STATE", "ERR_PRISM_AGENT_RUN_SUSPENDED",
-    "ERR_PRISM_CHECKPOINT_CONFLICT", "ERR_PRISM_CONFIG", "ERR_PRISM_DECISION_DUPLICATE",
-    "ERR_PRISM_DECISION_INVALID", "ERR_PRISM_DECISION_LIMIT", "ERR_PRISM_DECISION_UNKNOWN",
-    "ERR_PRISM_DELEGATION_SUSPENDED", "ERR_PRISM_ENGINE_VERSION", "ERR_PRISM_GUARDRAIL_BLOCKED",
-    "ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE", "ERR_PRISM_LEDGER", "ERR_PRISM_LOOP_NOT_DURABLE",
-    "ERR_PRISM_LOOP_REVISION", "ERR_PRISM_LOOP_SNAPSHOT", "ERR_PRISM_PROVIDER",
-    "ERR_PRISM_PROVIDER_UNKNOWN", "ERR_PRISM_REDACTED", "ERR_PRISM_RUN_ABORTED",
-    "ERR_PRISM_RUN_AMBIGUOUS", "ERR_PRISM_RUN_FAILED", "ERR_PRISM_RUN_LIMIT", "ERR_PRISM_SESSION_APPEND_CONFLICT",
-    "ERR_PRISM_SESSION_BUSY", "ERR_PRISM_STEER_EMPTY", "ERR_PRISM_STEER_LIMIT",
-    "ERR_PRISM_STEER_NO_RUN", "ERR_PRISM_STORE_CORRUPT", "ERR_PRISM_STORE_SCHEMA",
-    "ERR_PRISM_STORE_UNDECODABLE", "ERR_PRISM_STRUCTURED_OUTPUT",
+    "ERR_PRISM_ABORTED",
+    "ERR_PRISM_AGENT_RUN_STATE",
+    "ERR_PRISM_AGENT_RUN_SUSPENDED",
+    "ERR_PRISM_CHECKPOINT_CONFLICT",
+    "ERR_PRISM_CONFIG",
+    "ERR_PRISM_DECISION_DUPLICATE",
+    "ERR_PRISM_DECISION_INVALID",
+    "ERR_PRISM_DECISION_LIMIT",
+    "ERR_PRISM_DECISION_UNKNOWN",
+    "ERR_PRISM_DELEGATION_SUSPENDED",
+    "ERR_PRISM_ENGINE_VERSION",
+    "ERR_PRISM_GUARDRAIL_BLOCKED",
+    "ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE",
+    "ERR_PRISM_LEDGER",
+    "ERR_PRISM_LOOP_NOT_DURABLE",
+    "ERR_PRISM_LOOP_REVISION",
+    "ERR_PRISM_LOOP_SNAPSHOT",
+    "ERR_PRISM_PROVIDER",
+    "ERR_PRISM_PROVIDER_UNKNOWN",
+    "ERR_PRISM_REDACTED",
+    "ERR_PRISM_RUN_ABORTED",
+    "ERR_PRISM_RUN_AMBIGUOUS",
+    "ERR_PRISM_RUN_FAILED",
+    "ERR_PRISM_RUN_LIMIT",
+    "ERR_PRISM_SESSION_APPEND_CONFLICT",
+    "ERR_PRISM_SESSION_BUSY",
+    "ERR_PRISM_STEER_EMPTY",
+    "ERR_PRISM_STEER_LIMIT",
+    "ERR_PRISM_STEER_NO_RUN",
+    "ERR_PRISM_STORE_CORRUPT",
+    "ERR_PRISM_STORE_SCHEMA",
+    "ERR_PRISM_STORE_UNDECODABLE",
+    "ERR_PRISM_STRUCTURED_OUTPUT",
     "ERR_PRISM_TURN_POLICY",
-    "AbortError", "AgentDecisionError", "AgentLoopStateError", "AgentRunError",
-    "AgentRunLimitError", "AgentRunStateError", "AgentRunSuspended", "AgentSessionBusyError",
-    "ArtifactFailedError", "CheckpointConflictError", "EngineVersionError", "GuardrailError",
-    "PrismConfigError", "PrismError", "ProviderResolutionError", "ProviderTransportError",
-    "ProviderTurnError", "RedactedError", "RunAmbiguousError", "RunLedgerError",
-    "RunLimitExceeded", "SessionAppendConflictError",
-    "SteerError", "StoreError", "StoreSchemaError", "StructuredOutputError", "TurnPolicyError",
+    "AbortError",
+    "AgentDecisionError",
+    "AgentLoopStateError",
+    "AgentRunError",
+    "AgentRunLimitError",
+    "AgentRunStateError",
+    "AgentRunSuspended",
+    "AgentSessionBusyError",
+    "ArtifactFailedError",
+    "CheckpointConflictError",
+    "EngineVersionError",
+    "GuardrailError",
+    "PrismConfigError",
+    "PrismError",
+    "ProviderResolutionError",
+    "ProviderTransportError",
+    "ProviderTurnError",
+    "RedactedError",
+    "RunAmbiguousError",
+    "RunLedgerError",
+    "RunLimitExceeded",
+    "SessionAppendConflictError",
+    "SteerError",
+    "StoreError",
+    "StoreSchemaError",
+    "StructuredOutputError",
+    "TurnPolicyError",
 ]
 
 # --------------------------------------------------------------------------- codes
@@ -291,7 +333,11 @@ class AgentRunError(PrismError):
         error = getattr(result, "error", None)
         if message is None:
             found = getattr(error, "message", None)
-            message = str(found) if found else f"Agent run {'aborted' if status == 'aborted' else 'failed'}"
+            message = (
+                str(found)
+                if found
+                else f"Agent run {'aborted' if status == 'aborted' else 'failed'}"
+            )
         super().__init__(message)
         self.result = result
         self.code = code if code is not None else self._derive_code(status, error)
@@ -383,13 +429,17 @@ class GuardrailError(PrismError):
             if interrupt:
                 message = f"Guardrail interrupt is unavailable at stage {record.stage!r}"
             else:
-                message = f"Guardrail {record.guardrail!r} {record.action} at stage {record.stage!r}"
+                message = (
+                    f"Guardrail {record.guardrail!r} {record.action} at stage {record.stage!r}"
+                )
                 if record.reason:
                     message += f": {record.reason}"
         super().__init__(message)
         self.record = record
-        self.code = ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE if interrupt else (
-            ERR_PRISM_GUARDRAIL_BLOCKED
+        self.code = (
+            ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE
+            if interrupt
+            else (ERR_PRISM_GUARDRAIL_BLOCKED)
         )
 
 

@@ -76,9 +76,7 @@ def handoff_tools(loop: object) -> tuple[ToolDefinition, ...]:
     """The tools of every handoff target ``loop`` declares, in target order: a run of the loop
     may call them after a switch, so what is checked of a run's tools before it starts (approval
     gates) covers them too."""
-    return tuple(
-        tool for target in loop_needs(loop).handoffs for tool in target.config.tools
-    )
+    return tuple(tool for target in loop_needs(loop).handoffs for tool in target.config.tools)
 
 
 @runtime_checkable

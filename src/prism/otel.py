@@ -182,7 +182,12 @@ def _part(block: Any) -> dict[str, Any]:
     if kind is ThinkingContent:
         return {"type": "reasoning", "content": block.text}
     if kind is ToolCallContent:
-        return {"type": "tool_call", "id": block.id, "name": block.name, "arguments": block.arguments}
+        return {
+            "type": "tool_call",
+            "id": block.id,
+            "name": block.name,
+            "arguments": block.arguments,
+        }
     return {"type": str(getattr(block, "type", kind.__name__))}
 
 

@@ -131,9 +131,7 @@ def redact_value(value: _T, secrets: Iterable[str]) -> _T:
 
 # --------------------------------------------------------------------------- the walk
 
-_ATOMS: frozenset[type] = frozenset(
-    (int, float, bool, type(None), bytes, bytearray, complex)
-)
+_ATOMS: frozenset[type] = frozenset((int, float, bool, type(None), bytes, bytearray, complex))
 
 
 def _redact_str(text: str, secrets: tuple[str, ...]) -> str:
@@ -287,9 +285,7 @@ def _safe_str(value: object) -> str:
         return f"<unprintable {type(value).__name__}>"
 
 
-def error_to_error_info(
-    exc: object, secrets: Iterable[str] | SecretRedactor = ()
-) -> ErrorInfo:
+def error_to_error_info(exc: object, secrets: Iterable[str] | SecretRedactor = ()) -> ErrorInfo:
     """Describe a failure as data, redacting every secret.
 
     Args:

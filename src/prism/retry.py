@@ -68,7 +68,9 @@ DEFAULT_TRANSIENT_CODES: Final[frozenset[str | int]] = frozenset(
 """Error codes that are always transient."""
 
 _ABORT_RE: Final = re.compile("abort", re.IGNORECASE)
-_TRANSIENT_RE: Final = re.compile(r"timeout|temporar|rate.?limit|overload|unavailable", re.IGNORECASE)
+_TRANSIENT_RE: Final = re.compile(
+    r"timeout|temporar|rate.?limit|overload|unavailable", re.IGNORECASE
+)
 
 
 # --------------------------------------------------------------------------- value types
@@ -123,9 +125,7 @@ class RetryPolicy(Protocol):
     ``decide`` may be sync or return an awaitable; the runtime awaits it when needed.
     """
 
-    def decide(
-        self, context: RetryContext, /
-    ) -> RetryDecision | Awaitable[RetryDecision]:
+    def decide(self, context: RetryContext, /) -> RetryDecision | Awaitable[RetryDecision]:
         """Return the decision for the failed attempt described by ``context``."""
         ...
 
@@ -230,19 +230,21 @@ def validate_retry_options(
     if not _is_number(jitter) or not (0 <= jitter <= 1):
         raise PrismConfigError(f"{label}.jitter must be a number in [0, 1], got {jitter!r}")
     codes: Any = options.transient_codes
-    if isinstance(codes, (str, bytes)) or not isinstance(codes, Iterable) or not all(
-        isinstance(c, (str, int)) and not isinstance(c, bool) for c in codes
+    if (
+        isinstance(codes, (str, bytes))
+        or not isinstance(codes, Iterable)
+        or not all(isinstance(c, (str, int)) and not isinstance(c, bool) for c in codes)
     ):
         raise PrismConfigError(f"{label}.transient_codes must be a sequence of str or int")
     secrets: Any = options.secrets
-    if isinstance(secrets, (str, bytes)) or not isinstance(secrets, Iterable) or not all(
-        isinstance(s, str) for s in secrets
+    if (
+        isinstance(secrets, (str, bytes))
+        or not isinstance(secrets, Iterable)
+        or not all(isinstance(s, str) for s in secrets)
     ):
         raise PrismConfigError(f"{label}.secrets must be a sequence of str")
     if not isinstance(codes, tuple) or not isinstance(secrets, tuple):
-        options = dataclasses.replace(
-            options, transient_codes=tuple(codes), secrets=tuple(secrets)
-        )
+        options = dataclasses.replace(options, transient_codes=tuple(codes), secrets=tuple(secrets))
     if options.metadata is not None and not isinstance(options.metadata, Mapping):
         raise PrismConfigError(f"{label}.metadata must be a mapping or None")
     policy: Any = options.policy
@@ -308,9 +310,7 @@ def _fields_of(options: RetryOptions) -> dict[str, Any]:
 # --------------------------------------------------------------------------- transient
 
 
-def is_transient_error(
-    info: ErrorInfo, transient_codes: Iterable[str | int] = ()
-) -> bool:
+def is_transient_error(info: ErrorInfo, transient_codes: Iterable[str | int] = ()) -> bool:
     """Whether a failed attempt's error is worth retrying.
 
     False when ``info.name == "AbortError"`` or the message contains ``abort``
@@ -365,12 +365,7 @@ class _DefaultRetryPolicy:
         if not is_transient_error(error, opts.transient_codes):
             return RetryDecision(False)
         hint = error.retry_after_ms
-        if (
-            hint is not None
-            and _is_number(hint)
-            and math.isfinite(hint)
-            and hint >= 0
-        ):
+        if hint is not None and _is_number(hint) and math.isfinite(hint) and hint >= 0:
             if hint > opts.max_retry_after_ms:
                 return RetryDecision(False)
             return RetryDecision(True, float(math.ceil(hint)))

@@ -213,8 +213,7 @@ class MemorySessionStore:
                 key = (idempotency_key, expected_parent_id)
                 if data is not None and key in data.idempotency:
                     raise SessionAppendConflictError(
-                        f"Session append conflict: duplicate idempotent append "
-                        f"({idempotency_key})"
+                        f"Session append conflict: duplicate idempotent append ({idempotency_key})"
                     )
             if data is not None and entry.id in data.by_id:
                 raise ValueError(f"Duplicate session entry id: {entry.id}")
@@ -234,9 +233,7 @@ class MemorySessionStore:
             entries = tuple(data.entries) if data is not None else ()
         return [_copy_entry(e) for e in entries]
 
-    async def read_branch(
-        self, session_id: str, leaf_id: str
-    ) -> builtins.list[SessionEntry]:
+    async def read_branch(self, session_id: str, leaf_id: str) -> builtins.list[SessionEntry]:
         """Copies of the entries from the root to ``leaf_id``, root first; O(branch).
 
         Raises:
@@ -303,8 +300,6 @@ async def read_branch(
     if callable(reader):
         return list(await maybe_await(reader(session_id, leaf_id)))
     return walk_branch(await store.list(session_id), leaf_id)
-
-
 
 
 def history_from_branch(branch: Sequence[SessionEntry]) -> tuple[list[Message], list[str]]:

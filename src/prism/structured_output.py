@@ -64,7 +64,6 @@ MAX_SCHEMA_BYTES = 65_536
 """Largest ``canonical_json(schema)``, in UTF-8 bytes."""
 
 
-
 def validate_structured_output(
     options: StructuredOutputOptions | Mapping[str, Any],
 ) -> StructuredOutputOptions:
@@ -286,9 +285,7 @@ def shown_schema_of(*callbacks: object) -> StructuredOutputOptions | None:
 # =========================================================================== artifact helpers
 
 
-def json_artifact_parser(
-    text: str, ctx: ArtifactContext | None = None
-) -> ArtifactParseResult[Any]:
+def json_artifact_parser(text: str, ctx: ArtifactContext | None = None) -> ArtifactParseResult[Any]:
     """Parse the stripped draft text with ``json.loads``.
 
     Args:
@@ -340,7 +337,9 @@ def json_schema_artifact_validator(schema: Mapping[str, Any]) -> ArtifactValidat
             return ArtifactValidation(ok=True)
         return ArtifactValidation(
             ok=False,
-            errors=tuple(ArtifactError(message, path=pointer or None) for pointer, message in found),
+            errors=tuple(
+                ArtifactError(message, path=pointer or None) for pointer, message in found
+            ),
         )
 
     return validate

@@ -30,7 +30,6 @@ TimelineStatus: TypeAlias = RunRecordStatus
 """Status of an :class:`ExecutionTimeline`."""
 
 
-
 @dataclass(frozen=True, slots=True)
 class TimelineToolCall(Serializable):
     """A tool call of a turn, from its terminal tool event."""
@@ -216,9 +215,7 @@ def project_execution_timeline(
             )
         elif kind == "tool_execution_blocked":
             current.tools.append(
-                TimelineToolCall(
-                    str(_get(ev, "tool_call_id")), str(_get(ev, "name")), "blocked"
-                )
+                TimelineToolCall(str(_get(ev, "tool_call_id")), str(_get(ev, "name")), "blocked")
             )
         elif kind in ("artifact_finished", "artifact_revision_started", "artifact_failed"):
             outcome: Literal["finished", "revised", "failed"] = (

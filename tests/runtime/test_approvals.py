@@ -14,7 +14,7 @@ from prism.loops.contracts import SingleShotLoopOptions
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
 from prism.redaction import create_secret_redactor
-from prism.runtime import _approvals as d
+from prism.runtime.durable import _approvals as d
 from prism.runtime.agent import create_agent
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, MemoryCheckpointStore
 from prism.runtime.durable import (

@@ -13,7 +13,7 @@ import pytest
 from prism._serde import to_json_value
 from prism.events import MessageFinishedEvent, ProviderTurnMetadata, ProviderTurnStartedEvent
 from prism.limits import UNLIMITED, RunLimits
-from prism.runtime._json_size import canonical_size
+from prism.runtime.run._json_size import canonical_size
 from prism.types import (
     ContextBlock,
     ErrorInfo,

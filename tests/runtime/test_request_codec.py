@@ -11,7 +11,7 @@ from prism.middleware import MiddlewareRegistry
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
 from prism.redaction import create_secret_redactor, redact_value
-from prism.runtime._request_codec import LiveHistory, RequestCodec
+from prism.runtime.run._request_codec import LiveHistory, RequestCodec
 from prism.runtime.agent import create_agent
 from prism.types import (
     Message,
@@ -188,8 +188,8 @@ def test_without_a_redactor_sizes_match_as_history_grows_and_mutates_arch_15() -
 
 
 def test_an_agents_runs_share_the_measured_request_head_arch_15(monkeypatch: Any) -> None:
-    import prism.runtime._request_codec as codec_module
-    from prism.runtime._request_codec import HeadMemo
+    import prism.runtime.run._request_codec as codec_module
+    from prism.runtime.run._request_codec import HeadMemo
 
     walks: list[object] = []
     real = codec_module.canonical_size

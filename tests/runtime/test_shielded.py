@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from prism.runtime._shield import shielded as _shielded
+from prism.runtime.run._shield import shielded as _shielded
 
 INLINE = pytest.mark.parametrize("inline", [False, True])
 

@@ -25,7 +25,7 @@ from prism.providers.base import (
 )
 from prism.providers.mock import MockScriptItem
 from prism.redaction import create_secret_redactor
-from prism.runtime._stream_redaction import HeldChannel, held_length
+from prism.runtime.run._stream_redaction import HeldChannel, held_length
 from prism.types import (
     Message,
     ProviderEvent,

@@ -166,9 +166,9 @@ async def test_a_result_something_can_change_takes_the_general_path_arch_15(kind
 def test_a_call_is_measured_by_the_walk_over_its_arguments_exactly_arch_15(
     arguments: dict[str, Any],
 ) -> None:
-    from prism.runtime._carry import PayloadCarry
-    from prism.runtime._json_size import canonical_size
-    from prism.runtime._request_codec import LiveHistory, RequestCodec
+    from prism.runtime.run._carry import PayloadCarry
+    from prism.runtime.run._json_size import canonical_size
+    from prism.runtime.run._request_codec import LiveHistory, RequestCodec
     from prism.types import ProviderToolCall
 
     event = ProviderToolCall(call=ToolCallContent(id="c", name="t", arguments=arguments))

@@ -322,9 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_store_option(listing)
     show = sessions_commands.add_parser("show", help="show a session's conversation and runs")
     show.add_argument("session_id", metavar="ID", help="the session to show")
-    show.add_argument(
-        "--json", action="store_true", help="the entries and runs as JSON lines"
-    )
+    show.add_argument("--json", action="store_true", help="the entries and runs as JSON lines")
     add_store_option(show)
     sessions.set_defaults(handler=_cmd_sessions, sessions_command=None)
     _runs.add_runs_parser(commands, add_store_option).set_defaults(handler=_cmd_runs)

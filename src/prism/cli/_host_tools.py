@@ -83,7 +83,9 @@ def load_host_tool(spec: str) -> ToolDefinition:
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise HostToolError(f"--tool {spec}: {module_name} has no attribute {attr_path!r}") from None
+            raise HostToolError(
+                f"--tool {spec}: {module_name} has no attribute {attr_path!r}"
+            ) from None
     if isinstance(target, ToolDefinition):
         return target
     if not (inspect.isfunction(target) or inspect.ismethod(target) or inspect.isbuiltin(target)):

@@ -127,7 +127,7 @@ class Interrupts:
     def turn_policy(self, max_turns: int | None) -> Any:
         """The turn policy of a fresh run: a clean stop after a first Ctrl-C, or after
         ``max_turns`` completed provider turns (both ``host_policy``, resumable)."""
-        from prism.runtime.turn_policy import Continue, Stop, TurnPolicy
+        from prism.runtime.run.turn_policy import Continue, Stop, TurnPolicy
 
         def stop(ctx: Any) -> Any:
             if self.stop_requested:

@@ -28,7 +28,10 @@ class McpUrlAction(argparse.Action):
     """``--mcp-url URL``: appends ``[URL, []]`` to ``mcp_url`` (headers follow it)."""
 
     def __call__(
-        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
         option_string: str | None = None,
     ) -> None:
         urls = list(getattr(namespace, self.dest, None) or [])
@@ -40,7 +43,10 @@ class McpHeaderAction(argparse.Action):
     """``--mcp-header NAME=ENV_VAR``: adds the header to the last ``--mcp-url``."""
 
     def __call__(
-        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
         option_string: str | None = None,
     ) -> None:
         urls = getattr(namespace, "mcp_url", None)

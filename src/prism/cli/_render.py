@@ -124,6 +124,7 @@ def guard(stream: IO[str] | PipeGuard | None) -> PipeGuard:
     """``stream`` itself when it is a :class:`PipeGuard`, else a new guard around it."""
     return stream if isinstance(stream, PipeGuard) else PipeGuard(stream)
 
+
 _PREVIEW_CHARS = 200
 
 
@@ -368,16 +369,19 @@ class _TextRenderer:
             if event.result.ok:
                 self._note(f"✓ attempt {event.attempt}: valid", "green")
             else:
-                errors = "; ".join(
-                    f"{e.path or '/'}: {e.message}" for e in event.result.errors
-                ) or "invalid"
+                errors = (
+                    "; ".join(f"{e.path or '/'}: {e.message}" for e in event.result.errors)
+                    or "invalid"
+                )
                 self._note(f"✗ attempt {event.attempt}: {_preview(errors)}", "yellow")
         elif kind == "artifact_revision_started":
             self._note(f"↻ asking for revision {event.attempt}", "yellow")
         elif kind == "run_limit_exceeded":
             self._end_text()
             breach = event.breach
-            self._note(f"limit {breach.limit} exceeded ({breach.observed} > {breach.maximum})", "red")
+            self._note(
+                f"limit {breach.limit} exceeded ({breach.observed} > {breach.maximum})", "red"
+            )
 
     def succeeded(self, usage: Usage | None, artifact: Any = None) -> None:
         self._end_text()

@@ -83,9 +83,7 @@ class RunReport:
         )
         return exit
 
-    def unreachable(
-        self, session_id: str | None, message: str, code: str, exit: int
-    ) -> int:
+    def unreachable(self, session_id: str | None, message: str, code: str, exit: int) -> int:
         """The model's server could not be reached before the run started: nothing was stored
         (no session, no run)."""
         if self.broken():
@@ -137,7 +135,9 @@ class RunReport:
         return summary
 
     def _footer(self, session_id: str, run_id: str) -> None:
-        self.renderer.notice(f"session {session_id} · run {run_id}" if run_id else f"session {session_id}")
+        self.renderer.notice(
+            f"session {session_id} · run {run_id}" if run_id else f"session {session_id}"
+        )
 
     def still_waiting(self, session_id: str, run_id: str) -> int:
         code = EXIT_INTERRUPTED if self.interrupts.count else EXIT_SUSPENDED
@@ -190,7 +190,11 @@ class RunReport:
         self._footer(session_id, run_id)
         self.renderer.result(
             self._summary(
-                status=status, run_id=run_id, session_id=session_id, code=code, result=result,
+                status=status,
+                run_id=run_id,
+                session_id=session_id,
+                code=code,
+                result=result,
                 error=error,
             )
         )
@@ -249,7 +253,10 @@ class RunReport:
         self._footer(session_id, run_id)
         self.renderer.result(
             self._summary(
-                status=result.status, run_id=run_id, session_id=session_id, code=code,
+                status=result.status,
+                run_id=run_id,
+                session_id=session_id,
+                code=code,
                 result=result,
             )
         )
@@ -266,7 +273,4 @@ def _empty_answer(result: RunResult) -> bool:
 
 
 def _waiting(run_id: str) -> str:
-    return (
-        f"waiting for approval; decide with: prism resume {run_id} --approve "
-        f"(or --deny)"
-    )
+    return f"waiting for approval; decide with: prism resume {run_id} --approve (or --deny)"

@@ -114,6 +114,7 @@ __all__ = [
     "tool_choice_policy",
 ]
 
+
 class _Waiting(Exception):
     """``prism resume`` of a waiting run stopped asking before every call was decided."""
 
@@ -429,13 +430,19 @@ class RunCommand:
                     raise _Waiting
             if decisions is not None:
                 result: RunResult = await resume_agent_run(
-                    session, run_id, decisions=decisions,
-                    expected_version=loaded.record.version, signal=self.controller.signal,
+                    session,
+                    run_id,
+                    decisions=decisions,
+                    expected_version=loaded.record.version,
+                    signal=self.controller.signal,
                 )
             else:
                 result = await resume_agent_run(
-                    session, run_id, decision=choice or "continue",
-                    expected_version=loaded.record.version, signal=self.controller.signal,
+                    session,
+                    run_id,
+                    decision=choice or "continue",
+                    expected_version=loaded.record.version,
+                    signal=self.controller.signal,
                 )
             return result
 
@@ -473,7 +480,9 @@ class RunCommand:
                 return report.error(session.id, run_id, message, code, exit_code)
             return await report.outcome(session, result)
 
-    async def _settle(self, session: AgentSession, result: RunResult, renderer: Renderer) -> RunResult:
+    async def _settle(
+        self, session: AgentSession, result: RunResult, renderer: Renderer
+    ) -> RunResult:
         """Approval rounds asked on the terminal until the run no longer waits;
         never after a Ctrl-C or with a closed output."""
         while (
@@ -494,8 +503,7 @@ class RunCommand:
             self._usage.add(result.usage)
         return result
 
+
 def _not_resumable(run_id: str, session_id: str, status: str) -> str:
-    after = (
-        f"continue the conversation with: prism run --session {session_id} PROMPT"
-    )
+    after = f"continue the conversation with: prism run --session {session_id} PROMPT"
     return f"{not_resumable_message(run_id, status)} — {after}"

@@ -143,9 +143,7 @@ class SessionsCommand(StoreCommand):
             )
         return 0
 
-    def _list_line(
-        self, info: Any, title: str, link: dict[str, str] | None, prefix: str
-    ) -> None:
+    def _list_line(self, info: Any, title: str, link: dict[str, str] | None, prefix: str) -> None:
         if self.args.json:
             item = {**info.to_dict(), "title": title}
             if link is not None:

@@ -411,7 +411,7 @@ def build_agent(
         from prism.limits import RunLimits
 
         limits = RunLimits(max_tool_rounds=settings.max_tool_rounds)
-    from prism.runtime.agent import create_agent
+    from prism.runtime.agents.agent import create_agent
     from prism.runtime.durable import RunStateOptions
 
     try:

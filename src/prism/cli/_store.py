@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote
 
+from prism.checkpoints import AGENT_RUN_NAMESPACE
 from prism.cli._interrupt import INTERRUPT_STOP_REASON
 from prism.errors import AgentRunStateError, CheckpointConflictError
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
 from prism.runtime.durable import load_agent_run_state
 from prism.stores import DatabaseStore, open_store
 
@@ -117,7 +117,9 @@ def is_default_store(option: str | None, environ: Mapping[str, str]) -> bool:
     return not option and not environ.get(STORE_ENV, "").strip()
 
 
-_URL_HEAD = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<netloc>[^/?#]*)(?P<rest>.*)$", re.S)
+_URL_HEAD = re.compile(
+    r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<netloc>[^/?#]*)(?P<rest>.*)$", re.S
+)
 _QUERY_SECRET = re.compile(r"(?P<key>[?&](?:ssl)?password=)(?P<value>[^&#]*)", re.I)
 _PAIR_SECRET = re.compile(
     r"(?<![\w?&.\-])(?P<key>(?:ssl)?password\s*=\s*)(?P<value>'(?:[^'\\]|\\.)*'?|[^\s']*)", re.I
@@ -358,9 +360,14 @@ class RunInfo:
         parent = str(self.parent_run.get("run_id"))
         head = f"child run of run {parent} (tool call {self.parent_run.get('tool_call_id')}); "
         if self.parent_by_command:
-            return head + f"resume that run, which continues this one: {_command_text(parent, waiting)}"
-        return head + "that run was started from Python and continues this one; " + (
-            python_resume_text(parent, waiting=waiting)
+            return (
+                head
+                + f"resume that run, which continues this one: {_command_text(parent, waiting)}"
+            )
+        return (
+            head
+            + "that run was started from Python and continues this one; "
+            + (python_resume_text(parent, waiting=waiting))
         )
 
 

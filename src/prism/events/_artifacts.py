@@ -29,7 +29,9 @@ class ArtifactValidationStartedEvent(Serializable):
     """Turn index."""
     attempt: int
     """1-based call-free candidate count."""
-    type: Literal["artifact_validation_started"] = field(default="artifact_validation_started", init=False)
+    type: Literal["artifact_validation_started"] = field(
+        default="artifact_validation_started", init=False
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,7 +48,9 @@ class ArtifactValidationFinishedEvent(Serializable):
     """1-based call-free candidate count."""
     result: ArtifactValidation
     """The validation outcome."""
-    type: Literal["artifact_validation_finished"] = field(default="artifact_validation_finished", init=False)
+    type: Literal["artifact_validation_finished"] = field(
+        default="artifact_validation_finished", init=False
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,7 +67,9 @@ class ArtifactRevisionStartedEvent(Serializable):
     """1-based call-free candidate count."""
     failure: ArtifactValidation
     """The failure being revised."""
-    type: Literal["artifact_revision_started"] = field(default="artifact_revision_started", init=False)
+    type: Literal["artifact_revision_started"] = field(
+        default="artifact_revision_started", init=False
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

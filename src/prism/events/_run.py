@@ -223,7 +223,9 @@ class EventSubscriberOverflowEvent(Serializable):
     """Queue capacity."""
     overflow: Literal["close", "drop_oldest", "drop_newest"]
     """Overflow policy applied."""
-    type: Literal["event_subscriber_overflow"] = field(default="event_subscriber_overflow", init=False)
+    type: Literal["event_subscriber_overflow"] = field(
+        default="event_subscriber_overflow", init=False
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

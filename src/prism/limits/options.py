@@ -155,9 +155,9 @@ DEFAULT_RUN_LIMITS: Final = RunLimits(
 # --------------------------------------------------------------------------- coercion, validation
 
 
-def coerce_run_limits(value: RunLimits | Mapping[str, Any] | None, *, label: str = "limits") -> (
-    RunLimits | None
-):
+def coerce_run_limits(
+    value: RunLimits | Mapping[str, Any] | None, *, label: str = "limits"
+) -> RunLimits | None:
     """Convert a limits layer to :class:`RunLimits` without validating its values.
 
     Args:

@@ -54,7 +54,6 @@ _ALL_NUMERIC_AXES: Final = (
 """Every numeric axis, in field order (the order errors are reported in)."""
 
 
-
 def _fmt(value: Any) -> str:
     """Spell a limit value for messages: UNLIMITED as ``unlimited``."""
     if isinstance(value, float) and math.isinf(value) and value > 0:
@@ -111,10 +110,14 @@ def _validate_layer(limits: RunLimits, label: str) -> None:
         or not math.isfinite(amount)
         or amount < 0
     ):
-        raise PrismConfigError(f"{label}.max_cost.amount must be a finite number >= 0, got {amount!r}")
+        raise PrismConfigError(
+            f"{label}.max_cost.amount must be a finite number >= 0, got {amount!r}"
+        )
     currency: Any = cost.currency
     if not isinstance(currency, str) or not currency.strip():
-        raise PrismConfigError(f"{label}.max_cost.currency must be a non-blank str, got {currency!r}")
+        raise PrismConfigError(
+            f"{label}.max_cost.currency must be a non-blank str, got {currency!r}"
+        )
 
 
 # --------------------------------------------------------------------------- resolution

@@ -70,8 +70,15 @@ _COUNTER_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RunLimitCounte
 _D: Final[dict[str, LimitValue]] = {
     axis: getattr(DEFAULT_RUN_LIMITS, axis)
     for axis in (
-        "max_turns", "max_tool_rounds", "max_tool_calls", "max_wall_time_ms", "max_request_bytes",
-        "max_response_bytes", "max_input_tokens", "max_output_tokens", "max_total_tokens",
+        "max_turns",
+        "max_tool_rounds",
+        "max_tool_calls",
+        "max_wall_time_ms",
+        "max_request_bytes",
+        "max_response_bytes",
+        "max_input_tokens",
+        "max_output_tokens",
+        "max_total_tokens",
     )
 }
 """The default of each axis a tracker reads when neither layer set it."""
@@ -358,9 +365,7 @@ class RunLimitTracker:
         if self._disposed or self._breach is not None:
             return
         observed = max(int(self._wall_ms()), int(self._max_wall))
-        breach = RunLimitBreach(
-            limit="max_wall_time_ms", maximum=self._max_wall, observed=observed
-        )
+        breach = RunLimitBreach(limit="max_wall_time_ms", maximum=self._max_wall, observed=observed)
         self._breach = breach
         callback = self._on_breach
         if callback is None:
@@ -368,9 +373,7 @@ class RunLimitTracker:
         try:
             callback(breach)
         except Exception as exc:  # a timer callback has no caller to raise to
-            _log.error(
-                "run limit breach callback failed: %s", type(exc).__name__
-            )
+            _log.error("run limit breach callback failed: %s", type(exc).__name__)
 
     # ----------------------------------------------------------------- charge points
 

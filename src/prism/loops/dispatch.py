@@ -285,8 +285,8 @@ class _Round:
 
     def claimable(self) -> bool:
         """Whether a worker may claim the next call."""
-        return not self.first_failure and not self.signal.aborted and self.next_index < len(
-            self.calls
+        return (
+            not self.first_failure and not self.signal.aborted and self.next_index < len(self.calls)
         )
 
     def fail(self, index: int, exc: Exception) -> None:

@@ -496,7 +496,9 @@ class GenerateValidateReviseLoop:
                 )
             )
             repair = await maybe_await(
-                self._repairer(None if parse_failure is not None else parsed.value, validation, actx)
+                self._repairer(
+                    None if parse_failure is not None else parsed.value, validation, actx
+                )
             )
             repair_messages = [
                 Message(m.role, m.content, id=new_id("msg"), metadata=m.metadata)

@@ -187,14 +187,17 @@ class HandoffLoop:
     ) -> None:
         """Dispatch the host calls, then answer the transfers and switch to the first one's
         target."""
-        transfers = [c for c in calls if c.name.startswith(TRANSFER_PREFIX)
-                     and c.name[len(TRANSFER_PREFIX):] in self._tools]
+        transfers = [
+            c
+            for c in calls
+            if c.name.startswith(TRANSFER_PREFIX) and c.name[len(TRANSFER_PREFIX) :] in self._tools
+        ]
         others = [c for c in calls if c not in transfers]
         if others:
             await dispatch_tool_calls_in_order(others, ctx, concurrency=self.tool_concurrency)
         target: str | None = None
         for call in transfers:
-            name = call.name[len(TRANSFER_PREFIX):]
+            name = call.name[len(TRANSFER_PREFIX) :]
             if target is None:
                 target = name
                 value: Any = {"transferred_to": name}
@@ -242,8 +245,10 @@ def handoff_loop(*targets: HandoffTarget, tool_concurrency: int = 1) -> HandoffL
         if name in names:
             raise PrismConfigError(f"duplicate handoff target: {name}")
         names.add(name)
-    if isinstance(tool_concurrency, bool) or not isinstance(tool_concurrency, int) or (
-        tool_concurrency < 1
+    if (
+        isinstance(tool_concurrency, bool)
+        or not isinstance(tool_concurrency, int)
+        or (tool_concurrency < 1)
     ):
         raise PrismConfigError("tool_concurrency must be an int >= 1")
     return HandoffLoop(tuple(targets), tool_concurrency)

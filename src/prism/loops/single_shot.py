@@ -92,9 +92,7 @@ class SingleShotLoop:
             if turn == 1:
                 history.extend(ctx.input_messages)
             if result.started:
-                message = Message(
-                    role="assistant", content=result.content, id=result.message_id
-                )
+                message = Message(role="assistant", content=result.content, id=result.message_id)
                 history.append(message)
                 await ctx.append_message(message)
                 ctx.emit(MessageFinishedEvent(session_id=sid, run_id=rid, message=message))

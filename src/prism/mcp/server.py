@@ -82,9 +82,7 @@ def _json_names(names: Any, *, keep: bool = False) -> list[JsonValue] | None:
 def _check_sdk() -> None:
     """The SDK is installed (found, not imported: it is imported when a server connects)."""
     if importlib.util.find_spec("mcp") is None:
-        raise PrismConfigError(
-            "MCP servers need the mcp package: pip install 'prism-runtime[mcp]'"
-        )
+        raise PrismConfigError("MCP servers need the mcp package: pip install 'prism-runtime[mcp]'")
 
 
 class MCPServer:
@@ -460,7 +458,9 @@ class MCPServerHTTP(MCPServer):
             self._secrets.append(parts.password)
         if parts.username or parts.password:
             netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
-            self._shown = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+            self._shown = urlunsplit(
+                (parts.scheme, netloc, parts.path, parts.query, parts.fragment)
+            )
         else:
             self._shown = url
 
@@ -484,6 +484,4 @@ class MCPServerHTTP(MCPServer):
                 timeout=httpx2.Timeout(self.connect_timeout or 30.0, read=300.0),
             )
         )
-        return await stack.enter_async_context(
-            streamable_http_client(self.url, http_client=client)
-        )
+        return await stack.enter_async_context(streamable_http_client(self.url, http_client=client))

@@ -70,20 +70,44 @@ from .stream_fold import reconstruct_tool_call_deltas as reconstruct_tool_call_d
 
 __all__ = [
     # The provider protocol and one request
-    "AIProvider", "ProviderRequest", "ProviderRequestOptions", "merge_provider_options",
-    "DescribedProvider", "ProviderDefaults",
+    "AIProvider",
+    "ProviderRequest",
+    "ProviderRequestOptions",
+    "merge_provider_options",
+    "DescribedProvider",
+    "ProviderDefaults",
     # Provider events
-    "ProviderEvent", "ProviderMessageStart", "ProviderContentDelta", "ProviderToolCall",
-    "ProviderToolCallDelta", "ProviderUsage", "ProviderDone", "ProviderErrorEvent",
+    "ProviderEvent",
+    "ProviderMessageStart",
+    "ProviderContentDelta",
+    "ProviderToolCall",
+    "ProviderToolCallDelta",
+    "ProviderUsage",
+    "ProviderDone",
+    "ProviderErrorEvent",
     "ProviderStopReason",
     # Constructors
-    "provider_message_start", "provider_content_delta", "provider_text_delta",
-    "provider_thinking_delta", "provider_tool_call", "provider_tool_call_delta", "provider_usage",
-    "provider_done", "provider_error", "tool_call_content", "tool_call_from_arguments_text",
+    "provider_message_start",
+    "provider_content_delta",
+    "provider_text_delta",
+    "provider_thinking_delta",
+    "provider_tool_call",
+    "provider_tool_call_delta",
+    "provider_usage",
+    "provider_done",
+    "provider_error",
+    "tool_call_content",
+    "tool_call_from_arguments_text",
     # Model fallback
-    "DEFAULT_FALLBACK_CODES", "FallbackModel", "FallbackPolicy", "FallbackProvider", "fallback",
+    "DEFAULT_FALLBACK_CODES",
+    "FallbackModel",
+    "FallbackPolicy",
+    "FallbackProvider",
+    "fallback",
     # Folding a stream
-    "ProviderTurnResult", "fold_provider_events", "reconstruct_tool_call_deltas",
+    "ProviderTurnResult",
+    "fold_provider_events",
+    "reconstruct_tool_call_deltas",
 ]
 
 if TYPE_CHECKING:

@@ -126,4 +126,3 @@ def _stream_error_info(exc: Any) -> ErrorInfo:
         name="ProviderStreamError",
         code=err_type,
     )
-

@@ -54,7 +54,6 @@ _USAGE_FIELDS: Final = (
 )
 
 
-
 def event_overflow(event: Any) -> int | None:
     """Size in bytes of ``event``'s JSON form when above :data:`MAX_EVENT_BYTES`, else
     ``None``.
@@ -81,7 +80,6 @@ def event_overflow(event: Any) -> int | None:
         text = json.dumps(event, default=str)
     size = len(text.encode("utf-8"))
     return size if size > MAX_EVENT_BYTES else None
-
 
 
 class _ToolBlock:
@@ -280,4 +278,3 @@ def _merge_usage(base: Usage | None, raw: Any) -> Usage:
             value = getattr(base, name)
         values[name] = value
     return Usage(**values)
-

@@ -125,7 +125,11 @@ def exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
             message=f"{prefix}: response is not valid UTF-8",
         )
     if isinstance(exc, InvalidRequest):
-        return ErrorInfo(name="ProviderTransportError", code="invalid_request", message=f"{prefix}: invalid request: {exc}")
+        return ErrorInfo(
+            name="ProviderTransportError",
+            code="invalid_request",
+            message=f"{prefix}: invalid request: {exc}",
+        )
     if status_error is not None and isinstance(exc, status_error):
         response = exc.response
         status = int(response.status_code)
@@ -148,7 +152,9 @@ def exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
     code_attr = getattr(exc, "code", None)
     return ErrorInfo(
         name=name,
-        code=code_attr if isinstance(code_attr, (str, int)) and not isinstance(code_attr, bool) else None,
+        code=code_attr
+        if isinstance(code_attr, (str, int)) and not isinstance(code_attr, bool)
+        else None,
         message=f"{prefix}: {exc}",
         cause=cause_text,
     )

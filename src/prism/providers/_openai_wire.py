@@ -193,6 +193,7 @@ def build_request_body(
             body["response_format"] = {"type": "json_schema", "json_schema": schema}
     return body
 
+
 # =========================================================================== response mapping
 
 
@@ -332,7 +333,11 @@ class ResponseMapper:
 
     def _on_tool_call(self, position: int, entry: Mapping[str, Any]) -> ProviderToolCallDelta:
         raw_index = entry.get("index")
-        index = raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else position
+        index = (
+            raw_index
+            if isinstance(raw_index, int) and not isinstance(raw_index, bool)
+            else position
+        )
         call_id = entry.get("id")
         call_id = call_id if isinstance(call_id, str) and call_id else None
         function = entry.get("function")
@@ -357,9 +362,7 @@ class ResponseMapper:
             acc.name = name
         if arguments is not None:
             acc.parts.append(arguments)
-        return ProviderToolCallDelta(
-            index=index, id=call_id, name=name, arguments_text=arguments
-        )
+        return ProviderToolCallDelta(index=index, id=call_id, name=name, arguments_text=arguments)
 
     # -- end of stream -------------------------------------------------------------------
 
@@ -413,9 +416,7 @@ class ResponseMapper:
             call = tool_call_from_arguments_text(acc.id, acc.name, "".join(acc.parts))
             events.append(ProviderToolCall(call=call))
         stop = (
-            None
-            if self.finish_reason is None
-            else _STOP_REASONS.get(self.finish_reason, "other")
+            None if self.finish_reason is None else _STOP_REASONS.get(self.finish_reason, "other")
         )
         events.append(ProviderDone(usage=self.usage, stop_reason=stop))
         return events
@@ -433,6 +434,7 @@ def _error_object_info(error: Any) -> ErrorInfo:
         text = message if isinstance(message, str) and message else json.dumps(error)[:1000]
         return ErrorInfo(name="ProviderStreamError", message=text, code=code)
     return ErrorInfo(name="ProviderStreamError", message=str(error)[:1000])
+
 
 def map_completion(mapper: ResponseMapper, raw: bytes) -> list[ProviderEvent]:
     """Map a non-streamed JSON completion (or JSON error) to events; counts as complete."""

@@ -434,7 +434,6 @@ class AnthropicProvider:
         return headers
 
 
-
 async def _close_stream(stream: Any) -> None:
     """Close the SDK stream's HTTP response at once."""
     await stream.close()
@@ -501,4 +500,3 @@ class _AbortBridge:
         if self._remove is not None:
             self._remove()
             self._remove = None
-

@@ -156,7 +156,9 @@ def provider_tool_call(
     """
     if isinstance(call_or_id, ToolCallContent):
         if name is not None or arguments is not None:
-            raise TypeError("provider_tool_call: pass either a ToolCallContent or id/name/arguments")
+            raise TypeError(
+                "provider_tool_call: pass either a ToolCallContent or id/name/arguments"
+            )
         return ProviderToolCall(call=call_or_id)
     if name is None:
         raise TypeError("provider_tool_call: name is required when an id is given")

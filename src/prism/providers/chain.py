@@ -43,14 +43,28 @@ __all__ = [
 DEFAULT_FALLBACK_CODES: Final[frozenset[str | int]] = frozenset(
     {
         # unavailable / overloaded
-        500, 502, 503, 504, 529, "overloaded", "overloaded_error", "api_error",
+        500,
+        502,
+        503,
+        504,
+        529,
+        "overloaded",
+        "overloaded_error",
+        "api_error",
         "temporarily_unavailable",
         # rate-limited
-        429, "rate_limit", "rate_limit_error",
+        429,
+        "rate_limit",
+        "rate_limit_error",
         # timeouts
-        408, "timeout", "ETIMEDOUT",
+        408,
+        "timeout",
+        "ETIMEDOUT",
         # connection errors
-        "ECONNRESET", "ECONNREFUSED", "EAI_AGAIN", "ENOTFOUND",
+        "ECONNRESET",
+        "ECONNREFUSED",
+        "EAI_AGAIN",
+        "ENOTFOUND",
     }
 )
 """The ``ErrorInfo.code`` values that move a turn to the next provider by default: the HTTP

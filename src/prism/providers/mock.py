@@ -155,6 +155,4 @@ def create_mock_provider(
     Raises:
         PrismConfigError: both ``events`` and ``turns`` are given, or ``delay_s`` is negative.
     """
-    return MockProvider(
-        events=events, turns=turns, id=id, on_request=on_request, delay_s=delay_s
-    )
+    return MockProvider(events=events, turns=turns, id=id, on_request=on_request, delay_s=delay_s)

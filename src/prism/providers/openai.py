@@ -105,6 +105,7 @@ _CONNECT_TIMEOUT_S = 10.0
 _MAX_REMEMBERED_KEYS = 16
 _PLACEHOLDER_KEY = "prism-key-set-per-request"
 
+
 def _require_openai() -> Any:
     """Import the SDK on first use."""
     try:
@@ -327,9 +328,7 @@ class OpenAICompatibleProvider:
                             )
                     for event in map_completion(mapper, bytes(raw)):
                         yield event
-                for event in mapper.finish(
-                    strict=self._strict, prefix=self._prefix, detail=detail
-                ):
+                for event in mapper.finish(strict=self._strict, prefix=self._prefix, detail=detail):
                     yield event
             except Exception as exc:
                 if signal is not None and signal.aborted:
@@ -575,9 +574,7 @@ def create_openai_chat_provider(
         default_model=_default_model(
             id,
             model,
-            ModelCapabilities(
-                input=("text", "image"), tools=True, structured_output="json_schema"
-            ),
+            ModelCapabilities(input=("text", "image"), tools=True, structured_output="json_schema"),
         ),
     )
 

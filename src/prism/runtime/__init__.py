@@ -24,16 +24,16 @@ The modules, in layers (each imports only the ones above it in this list):
 A run goes one way: ``session`` → ``plan`` → ``leg`` → ``context`` → ``attempts``.
 """
 
-from prism.runtime.agent import Agent as Agent
-from prism.runtime.agent import AgentConfig as AgentConfig
-from prism.runtime.agent import ProviderSource as ProviderSource
-from prism.runtime.agent import create_agent as create_agent
-from prism.runtime.options import RunOptions as RunOptions
-from prism.runtime.policies import PolicyContext as PolicyContext
-from prism.runtime.policies import ProviderRequestPolicy as ProviderRequestPolicy
-from prism.runtime.policies import ProviderRequestPolicyResult as ProviderRequestPolicyResult
-from prism.runtime.session import AgentSession as AgentSession
-from prism.runtime.stream import RunStream as RunStream
+from prism.runtime.agents.agent import Agent as Agent
+from prism.runtime.agents.agent import AgentConfig as AgentConfig
+from prism.runtime.agents.agent import ProviderSource as ProviderSource
+from prism.runtime.agents.agent import create_agent as create_agent
+from prism.runtime.run.options import RunOptions as RunOptions
+from prism.runtime.run.policies import PolicyContext as PolicyContext
+from prism.runtime.run.policies import ProviderRequestPolicy as ProviderRequestPolicy
+from prism.runtime.run.policies import ProviderRequestPolicyResult as ProviderRequestPolicyResult
+from prism.runtime.run.session import AgentSession as AgentSession
+from prism.runtime.run.stream import RunStream as RunStream
 
 __all__ = [
     "Agent",

@@ -1,20 +1,20 @@
 """Provider-request policies and the provider attempts, under their earlier module path.
 
-The attempts of one request live in :mod:`prism.runtime.attempts` (``ProviderAttempts``, formerly
-``ProviderTurnRunner``), the request policies in :mod:`prism.runtime.policies`. This module keeps
+The attempts of one request live in :mod:`prism.runtime.run.attempts` (``ProviderAttempts``, formerly
+``ProviderTurnRunner``), the request policies in :mod:`prism.runtime.run.policies`. This module keeps
 the names importable from here and holds :func:`generate_with_retry`, the public helper that runs
 one request through a leg's attempts.
 """
 
 from __future__ import annotations
 
-from prism.runtime._attempt import EMPTY_TURN_RESULT as EMPTY_TURN_RESULT
-from prism.runtime._attempt import SoftInterrupt as SoftInterrupt
-from prism.runtime.attempts import ProviderAttempts
-from prism.runtime.attempts import ProviderAttempts as ProviderTurnRunner
-from prism.runtime.policies import PolicyContext as PolicyContext
-from prism.runtime.policies import ProviderRequestPolicy as ProviderRequestPolicy
-from prism.runtime.policies import ProviderRequestPolicyResult as ProviderRequestPolicyResult
+from prism.runtime.run._attempt import EMPTY_TURN_RESULT as EMPTY_TURN_RESULT
+from prism.runtime.run._attempt import SoftInterrupt as SoftInterrupt
+from prism.runtime.run.attempts import ProviderAttempts
+from prism.runtime.run.attempts import ProviderAttempts as ProviderTurnRunner
+from prism.runtime.run.policies import PolicyContext as PolicyContext
+from prism.runtime.run.policies import ProviderRequestPolicy as ProviderRequestPolicy
+from prism.runtime.run.policies import ProviderRequestPolicyResult as ProviderRequestPolicyResult
 from prism.types import ProviderRequest, ProviderTurnResult, canonical_json
 
 __all__ = [
@@ -50,4 +50,3 @@ async def generate_with_retry(
     if request_bytes is None:
         request_bytes = len(canonical_json(request.to_dict()).encode())
     return await runner.run(request, request_bytes=request_bytes, turn=turn, secrets=secrets)
-

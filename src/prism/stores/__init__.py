@@ -1,7 +1,7 @@
 """Durable stores: SQLite (embedded default) and PostgreSQL (many machines).
 
 Each store implements :class:`~prism.store.SessionStore`,
-:class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` over one
+:class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` over one
 database, with the semantics of the memory stores:
 
 * :class:`~prism.stores.sqlite.SqliteStore` — ``sqlite3`` with WAL, off the event loop;

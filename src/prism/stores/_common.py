@@ -13,6 +13,12 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from prism._serde import Serializable
+from prism.checkpoints import (
+    AGENT_RUN_NAMESPACE,
+    CheckpointRecord,
+    SessionAppend,
+    is_resumable,
+)
 from prism.errors import (
     ERR_PRISM_STORE_UNDECODABLE,
     CheckpointConflictError,
@@ -20,12 +26,6 @@ from prism.errors import (
     StoreError,
 )
 from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
-from prism.runtime.checkpoints import (
-    AGENT_RUN_NAMESPACE,
-    CheckpointRecord,
-    SessionAppend,
-    is_resumable,
-)
 from prism.store import SessionEntry
 from prism.types import OwnershipScope
 
@@ -124,7 +124,10 @@ def session_infos(rows: Iterable[tuple[str, Any, str, str, str]]) -> list[Sessio
     """Decode ``(session_id, entries, created_at, updated_at, last_entry_id)`` rows. O(rows)."""
     return [
         SessionInfo(
-            session_id=sid, entries=int(n), created_at=first, updated_at=last,
+            session_id=sid,
+            entries=int(n),
+            created_at=first,
+            updated_at=last,
             last_entry_id=last_id,
         )
         for sid, n, first, last, last_id in rows

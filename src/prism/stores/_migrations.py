@@ -138,7 +138,5 @@ def plan_migrations(
                 f"(recorded checksum {checksum[:12]}…, package {known.checksum[:12]}…)"
             )
     if versions != list(range(1, len(versions) + 1)):
-        raise StoreSchemaError(
-            f"Store schema of {where} has a gap in its migrations: {versions}"
-        )
+        raise StoreSchemaError(f"Store schema of {where} has a gap in its migrations: {versions}")
     return [m for m in shipped if m.version > len(versions)]

@@ -120,9 +120,7 @@ def jsonb(value: Any) -> str:
     :func:`unwrap` reverses it. Other values are stored as they are. O(len(text)).
     """
     text = dumps(value)
-    if "\\u0000" in text or (
-        type(value) is dict and len(value) == 1 and _WRAP in value
-    ):
+    if "\\u0000" in text or (type(value) is dict and len(value) == 1 and _WRAP in value):
         return dumps({_WRAP: text})
     return text
 
@@ -132,7 +130,6 @@ def unwrap(value: Any) -> Any:
     if type(value) is dict and len(value) == 1 and _WRAP in value:
         return json.loads(value[_WRAP])
     return value
-
 
 
 def entry_key(session_id: str, entry_id: str) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from prism.runtime.checkpoints import SessionAppend
+from prism.checkpoints import SessionAppend
 from prism.store import SessionEntry
 from prism.stores._common import append_error, checkpoint_conflict
 from prism.stores._postgres_sql import Statements, entry_key, jsonb
@@ -70,9 +70,16 @@ def checkpoint_params(
     if expected_version == 0:
         return (namespace, key, version, text, now, now, fencing_token, tenant, account, user)
     return {
-        "version": version, "value": text, "now": now, "token": fencing_token,
-        "tenant": tenant, "account": account, "user": user,
-        "ns": namespace, "key": key, "expected": expected_version,
+        "version": version,
+        "value": text,
+        "now": now,
+        "token": fencing_token,
+        "tenant": tenant,
+        "account": account,
+        "user": user,
+        "ns": namespace,
+        "key": key,
+        "expected": expected_version,
     }
 
 
@@ -109,16 +116,18 @@ async def save_with_entries(
         async with conn.transaction():
             cursors = [await conn.execute(sql.append, values) for values in params]
             saved = await conn.execute(statement, save)
-            return await _outcome(conn, sql, appends, cursors, saved, namespace, key,
-                                  expected_version, fencing_token)
+            return await _outcome(
+                conn, sql, appends, cursors, saved, namespace, key, expected_version, fencing_token
+            )
     async with conn.pipeline() as pipeline:
         await conn.execute("BEGIN")
         try:
             cursors = [await conn.execute(sql.append, values) for values in params]
             saved = await conn.execute(statement, save)
             await pipeline.sync()  # every result, still inside the transaction
-            created_at = await _outcome(conn, sql, appends, cursors, saved, namespace, key,
-                                        expected_version, fencing_token)
+            created_at = await _outcome(
+                conn, sql, appends, cursors, saved, namespace, key, expected_version, fencing_token
+            )
         except BaseException:
             await conn.execute("ROLLBACK")
             raise

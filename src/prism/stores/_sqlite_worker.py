@@ -35,7 +35,6 @@ Job: TypeAlias = tuple[
 """``(function, future, loop)``: run ``function(connection)``, resolve ``future`` on ``loop``."""
 
 
-
 def _deliver(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
     if fut.done():  # the caller was cancelled; the write itself has completed
         return

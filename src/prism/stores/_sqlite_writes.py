@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from prism.runtime.checkpoints import SessionAppend
+from prism.checkpoints import SessionAppend
 from prism.store import SessionEntry
 from prism.stores import _sqlite_sql as sql
 from prism.stores._common import append_error, checkpoint_conflict, dumps
@@ -52,7 +52,13 @@ def append_outcome(conn: sqlite3.Connection, params: tuple[Any, ...]) -> str:
     ``duplicate_idempotent``, ``duplicate_id``)."""
     if conn.execute(sql.APPEND, params).rowcount == 1:
         return "ok"
-    session_id, entry_id, expected, idem, fork = params[0], params[1], params[7], params[6], params[9]
+    session_id, entry_id, expected, idem, fork = (
+        params[0],
+        params[1],
+        params[7],
+        params[6],
+        params[9],
+    )
     parent_ok, has_child, idem_used, id_used = conn.execute(
         sql.APPEND_DIAGNOSE, (session_id, entry_id, expected, idem)
     ).fetchone()

@@ -1,7 +1,7 @@
 """PostgreSQL store: sessions, checkpoints and the run ledger shared by many workers.
 
 :class:`PostgresStore` implements :class:`~prism.store.SessionStore` (with ``read_branch``),
-:class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` with the
+:class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` with the
 semantics of the memory stores, over ``psycopg`` 3 (async) and ``psycopg_pool``. Both come with the
 ``postgres`` extra: ``pip install 'prism-runtime[postgres]'``.
 
@@ -39,9 +39,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, get_args
 
 from prism._util import now_iso
-from prism.errors import StoreSchemaError
-from prism.ledger import AgentEventRecord, RunLedger, RunRecord, ToolCallRecord, UsageRecord
-from prism.runtime.checkpoints import (
+from prism.checkpoints import (
     AGENT_RUN_NAMESPACE,
     AgentRunIndex,
     CheckpointRecord,
@@ -52,6 +50,8 @@ from prism.runtime.checkpoints import (
     check_run_listing,
     clone_json,
 )
+from prism.errors import StoreSchemaError
+from prism.ledger import AgentEventRecord, RunLedger, RunRecord, ToolCallRecord, UsageRecord
 from prism.store import BranchReadingSessionStore, SessionEntry
 from prism.stores._common import (
     SessionInfo,
@@ -109,7 +109,7 @@ class PostgresStore:
     """Sessions, checkpoints and run records in PostgreSQL, for many workers.
 
     Implements :class:`~prism.store.SessionStore` (``append``, ``list``, ``read_branch``),
-    :class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
+    :class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
     plus read methods for tooling (``list_sessions``, ``list_runs``, ``list_events``,
     ``list_tool_calls``, ``list_usage``). Semantics are those of the memory stores.
 
@@ -315,9 +315,7 @@ class PostgresStore:
         )
         return [(int(v), str(c)) for v, c in await cur.fetchall()]
 
-    async def _fetch(
-        self, sql: str, params: Any, *, one: bool = False
-    ) -> builtins.list[Any]:
+    async def _fetch(self, sql: str, params: Any, *, one: bool = False) -> builtins.list[Any]:
         if not self._ready:
             await self.open()
         async with self._pool.connection() as conn:
@@ -410,13 +408,21 @@ class PostgresStore:
             TypeError, ValueError: malformed arguments, or ``value`` is not JSON-compatible.
         """
         check_checkpoint_write(
-            namespace=namespace, key=key, version=version, expected_version=expected_version,
+            namespace=namespace,
+            key=key,
+            version=version,
+            expected_version=expected_version,
             fencing_token=fencing_token,
         )
         now = now_iso()
         save = checkpoint_params(
-            namespace=namespace, key=key, text=jsonb(value), version=version,
-            expected_version=expected_version, fencing_token=fencing_token, now=now,
+            namespace=namespace,
+            key=key,
+            text=jsonb(value),
+            version=version,
+            expected_version=expected_version,
+            fencing_token=fencing_token,
+            now=now,
             owner=owner_columns(ownership),
         )
         statement = self._sql.cp_insert if expected_version == 0 else self._sql.cp_update
@@ -426,8 +432,13 @@ class PostgresStore:
             state = (int(current[0][0]), current[0][4]) if current else None
             raise checkpoint_conflict(namespace, key, expected_version, fencing_token, state)
         return CheckpointRecord(
-            namespace=namespace, key=key, version=version, value=clone_json(value),
-            created_at=rows[0][0], updated_at=now, fencing_token=fencing_token,
+            namespace=namespace,
+            key=key,
+            version=version,
+            value=clone_json(value),
+            created_at=rows[0][0],
+            updated_at=now,
+            fencing_token=fencing_token,
         )
 
     async def save_checkpoint_with_entries(
@@ -443,7 +454,7 @@ class PostgresStore:
         ownership: OwnershipScope | None = None,
     ) -> CheckpointRecord:
         """Append ``entries`` in order, then compare-and-set the checkpoint: ONE transaction
-        (two round trips, one commit; see :class:`~prism.runtime.checkpoints.EntryCheckpointStore`)
+        (two round trips, one commit; see :class:`~prism.checkpoints.EntryCheckpointStore`)
         of the statements ``append`` and ``save_checkpoint`` run.
 
         Returns:
@@ -456,26 +467,46 @@ class PostgresStore:
             CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — the save was refused.
         """
         check_checkpoint_write(
-            namespace=namespace, key=key, version=version, expected_version=expected_version,
+            namespace=namespace,
+            key=key,
+            version=version,
+            expected_version=expected_version,
             fencing_token=fencing_token,
         )
         appends, params = check_appends(entries, append_params)
         now = now_iso()
         save = checkpoint_params(
-            namespace=namespace, key=key, text=jsonb(value), version=version,
-            expected_version=expected_version, fencing_token=fencing_token, now=now,
+            namespace=namespace,
+            key=key,
+            text=jsonb(value),
+            version=version,
+            expected_version=expected_version,
+            fencing_token=fencing_token,
+            now=now,
             owner=owner_columns(ownership),
         )
         if not self._ready:
             await self.open()
         async with self._pool.connection() as conn:
             created_at = await save_with_entries(
-                conn, self._sql, appends, params, save, namespace=namespace, key=key,
-                expected_version=expected_version, fencing_token=fencing_token,
+                conn,
+                self._sql,
+                appends,
+                params,
+                save,
+                namespace=namespace,
+                key=key,
+                expected_version=expected_version,
+                fencing_token=fencing_token,
             )
         return CheckpointRecord(
-            namespace=namespace, key=key, version=version, value=value, created_at=created_at,
-            updated_at=now, fencing_token=fencing_token,
+            namespace=namespace,
+            key=key,
+            version=version,
+            value=value,
+            created_at=created_at,
+            updated_at=now,
+            fencing_token=fencing_token,
         )
 
     async def load_checkpoint(
@@ -496,7 +527,7 @@ class PostgresStore:
         limit: int = 100,
     ) -> builtins.list[CheckpointRecord]:
         """The stored run-state records, newest first (see
-        :class:`~prism.runtime.checkpoints.AgentRunIndex`): one indexed query over the run
+        :class:`~prism.checkpoints.AgentRunIndex`): one indexed query over the run
         index (schema migration 2).
 
         Raises:
@@ -507,8 +538,13 @@ class PostgresStore:
         if wanted == ():
             return []
         query, params = run_listing(
-            f"{self._sql.schema}.prism_checkpoints", "%s", session_id=session_id,
-            statuses=wanted, resumable=resumable, limit=limit, resumable_test="run_resumable",
+            f"{self._sql.schema}.prism_checkpoints",
+            "%s",
+            session_id=session_id,
+            statuses=wanted,
+            resumable=resumable,
+            limit=limit,
+            resumable_test="run_resumable",
         )
         return [
             checkpoint_record(AGENT_RUN_NAMESPACE, row[0], row[1:], unwrap)

@@ -1,7 +1,7 @@
 """SQLite store: sessions, checkpoints and the run ledger in one embedded database.
 
 :class:`SqliteStore` implements :class:`~prism.store.SessionStore` (with ``read_branch``),
-:class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` with the
+:class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` with the
 semantics of the memory stores, over the standard library's :mod:`sqlite3`:
 
 * WAL journal, ``synchronous=NORMAL`` (a commit survives a process crash; after a power loss the
@@ -45,9 +45,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from prism._util import now_iso
-from prism.errors import ERR_PRISM_STORE_CORRUPT, StoreError
-from prism.ledger import AgentEventRecord, RunLedger, RunRecord, ToolCallRecord, UsageRecord
-from prism.runtime.checkpoints import (
+from prism.checkpoints import (
     AGENT_RUN_NAMESPACE,
     AgentRunIndex,
     CheckpointRecord,
@@ -58,6 +56,8 @@ from prism.runtime.checkpoints import (
     check_run_listing,
     clone_json,
 )
+from prism.errors import ERR_PRISM_STORE_CORRUPT, StoreError
+from prism.ledger import AgentEventRecord, RunLedger, RunRecord, ToolCallRecord, UsageRecord
 from prism.store import BranchReadingSessionStore, SessionEntry
 from prism.stores import _sqlite_sql as sql
 from prism.stores._common import (
@@ -103,7 +103,7 @@ class SqliteStore:
     """Sessions, checkpoints and run records in one SQLite database.
 
     Implements :class:`~prism.store.SessionStore` (``append``, ``list``, ``read_branch``),
-    :class:`~prism.runtime.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
+    :class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
     plus read methods for tooling (``list_sessions``, ``list_runs``, ``list_events``,
     ``list_tool_calls``, ``list_usage``). Semantics are those of the memory stores.
 
@@ -369,7 +369,7 @@ class SqliteStore:
         """Append ``entries`` in order, then compare-and-set the checkpoint: ONE transaction
         (``BEGIN IMMEDIATE`` ... ``COMMIT``, or one savepoint of a group-commit batch), one
         commit for the whole call (see
-        :class:`~prism.runtime.checkpoints.EntryCheckpointStore`). Each append and the save are
+        :class:`~prism.checkpoints.EntryCheckpointStore`). Each append and the save are
         the statements ``append`` and ``save_checkpoint`` run, so the checks are theirs.
 
         Returns:
@@ -427,7 +427,7 @@ class SqliteStore:
         limit: int = 100,
     ) -> builtins.list[CheckpointRecord]:
         """The stored run-state records, newest first (see
-        :class:`~prism.runtime.checkpoints.AgentRunIndex`): one indexed query over the run
+        :class:`~prism.checkpoints.AgentRunIndex`): one indexed query over the run
         index columns (schema migration 2) that every save fills.
 
         Raises:
@@ -438,8 +438,13 @@ class SqliteStore:
         if wanted == ():
             return []
         query, params = run_listing(
-            "prism_checkpoints", "?", session_id=session_id, statuses=wanted,
-            resumable=resumable, limit=limit, resumable_test="run_resumable = 1",
+            "prism_checkpoints",
+            "?",
+            session_id=session_id,
+            statuses=wanted,
+            resumable=resumable,
+            limit=limit,
+            resumable_test="run_resumable = 1",
             index_hints=True,
         )
 
@@ -538,8 +543,15 @@ def _checkpoint_row(
 ) -> CheckpointRow:
     """The columns of one save (the value encoded once, the run-index columns derived)."""
     return (
-        namespace, key, version, expected_version, dumps(value), now_iso(), fencing_token,
-        *owner_columns(ownership), *run_index_columns(namespace, value),
+        namespace,
+        key,
+        version,
+        expected_version,
+        dumps(value),
+        now_iso(),
+        fencing_token,
+        *owner_columns(ownership),
+        *run_index_columns(namespace, value),
     )
 
 

@@ -28,7 +28,7 @@ from ..providers.base import tool_call_content as tool_call_content
 
 # In-memory stores: sessions, checkpoints and the run ledger.
 from ..ledger import MemoryRunLedger as MemoryRunLedger
-from ..runtime.checkpoints import MemoryCheckpointStore as MemoryCheckpointStore
+from ..checkpoints import MemoryCheckpointStore as MemoryCheckpointStore
 from ..store import MemorySessionStore as MemorySessionStore
 
 # Conformance suites for a store of your own.
@@ -39,14 +39,27 @@ from ._conformance import run_session_store_conformance as run_session_store_con
 
 __all__ = [
     # The scripted mock provider
-    "MockProvider", "create_mock_provider",
+    "MockProvider",
+    "create_mock_provider",
     # Provider events
-    "fold_provider_events", "provider_content_delta", "provider_done", "provider_error",
-    "provider_message_start", "provider_text_delta", "provider_thinking_delta",
-    "provider_tool_call", "provider_tool_call_delta", "provider_usage", "tool_call_content",
+    "fold_provider_events",
+    "provider_content_delta",
+    "provider_done",
+    "provider_error",
+    "provider_message_start",
+    "provider_text_delta",
+    "provider_thinking_delta",
+    "provider_tool_call",
+    "provider_tool_call_delta",
+    "provider_usage",
+    "tool_call_content",
     # In-memory stores
-    "MemoryCheckpointStore", "MemoryRunLedger", "MemorySessionStore",
+    "MemoryCheckpointStore",
+    "MemoryRunLedger",
+    "MemorySessionStore",
     # Conformance suites
-    "run_checkpoint_store_conformance", "run_ledger_conformance", "run_run_ledger_conformance",
+    "run_checkpoint_store_conformance",
+    "run_ledger_conformance",
+    "run_run_ledger_conformance",
     "run_session_store_conformance",
 ]

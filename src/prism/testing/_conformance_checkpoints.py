@@ -15,13 +15,13 @@ import asyncio
 from typing import Any, Final
 
 from prism._util import new_id, now_iso
-from prism.errors import CheckpointConflictError
-from prism.runtime.checkpoints import (
+from prism.checkpoints import (
     AgentRunIndex,
     CheckpointRecord,
     CheckpointStore,
     EntryCheckpointStore,
 )
+from prism.errors import CheckpointConflictError
 from prism.store import SessionStore
 from prism.testing._conformance_checks import CONCURRENT_WRITERS, check, expect
 from prism.testing._conformance_entry_checkpoints import check_entry_checkpoints
@@ -40,7 +40,7 @@ async def run_checkpoint_store_conformance(store: CheckpointStore) -> None:
     """Check that ``store`` behaves as the memory checkpoint store does (see the module docstring).
 
     Args:
-        store: A :class:`~prism.runtime.checkpoints.CheckpointStore`.
+        store: A :class:`~prism.checkpoints.CheckpointStore`.
 
     Raises:
         AssertionError: the first deviation, with a message naming the requirement.
@@ -131,7 +131,13 @@ async def _checkpoint_versions(store: CheckpointStore) -> None:
     jumped = await _save(store, key, "v10", 10, 2)
     check(jumped.version == 10, "a version may jump (it only has to be greater)")
     odd_values: list[JsonValue] = [
-        {"$prism_json": "[1]"}, "\x00", [{"k": "\x00"}], 0, None, True, -2.5,
+        {"$prism_json": "[1]"},
+        "\x00",
+        [{"k": "\x00"}],
+        0,
+        None,
+        True,
+        -2.5,
     ]
     for odd in odd_values:
         key_odd = new_id("run")
@@ -156,9 +162,7 @@ async def _checkpoint_fencing(store: CheckpointStore) -> None:
     fenced = await _save(store, key, {"n": 2}, 2, 1, token=5)
     check(fenced.fencing_token == 5, "the record keeps the writer's fencing token")
     stored = await _load(store, key)
-    check(
-        stored is not None and stored.fencing_token == 5, "the fencing token is stored"
-    )
+    check(stored is not None and stored.fencing_token == 5, "the fencing token is stored")
     await expect(
         CheckpointConflictError,
         _save(store, key, {"n": 3}, 3, 2, token=4),
@@ -222,9 +226,7 @@ async def _checkpoint_isolation(store: CheckpointStore) -> None:
         mine is not None and mine.value == "a" and mine.version == 1,
         "a save in another namespace does not touch this one",
     )
-    check(
-        await _load(store, new_id("run")) is None, "keys are independent"
-    )
+    check(await _load(store, new_id("run")) is None, "keys are independent")
 
 
 async def _checkpoint_concurrent_claims(store: CheckpointStore) -> None:

@@ -1,7 +1,7 @@
 """Entry-checkpoint conformance: the optional ``save_checkpoint_with_entries`` of a store.
 
 :func:`check_entry_checkpoints` runs as part of ``run_checkpoint_store_conformance`` for a store
-that has the :class:`~prism.runtime.checkpoints.EntryCheckpointStore` method and is a session
+that has the :class:`~prism.checkpoints.EntryCheckpointStore` method and is a session
 store too. It checks that the appends and the save are one transaction: everything is stored when
 everything is accepted; nothing when an append or the save is refused (also when a later append
 of the same call is the refused one); what a load returns equals what ``save_checkpoint`` stores
@@ -15,13 +15,13 @@ import asyncio
 from typing import Any, Final, Protocol
 
 from prism._util import new_id
-from prism.errors import CheckpointConflictError, SessionAppendConflictError
-from prism.runtime.checkpoints import (
+from prism.checkpoints import (
     CheckpointRecord,
     CheckpointStore,
     EntryCheckpointStore,
     SessionAppend,
 )
+from prism.errors import CheckpointConflictError, SessionAppendConflictError
 from prism.store import SessionEntry, SessionStore, new_session_entry
 from prism.testing._conformance_checks import CONCURRENT_WRITERS, check, expect
 from prism.types import JsonValue, Message, TextContent, ToolCallContent
@@ -56,14 +56,18 @@ async def _save(
     version: int,
 ) -> CheckpointRecord:
     return await store.save_checkpoint_with_entries(
-        entries=entries, namespace=_NAMESPACE, key=key, value=value, version=version,
+        entries=entries,
+        namespace=_NAMESPACE,
+        key=key,
+        value=value,
+        version=version,
         expected_version=version - 1,
     )
 
 
 async def check_entry_checkpoints(store: EntryStore) -> None:
     """Check ``store.save_checkpoint_with_entries`` (see
-    :class:`~prism.runtime.checkpoints.EntryCheckpointStore`).
+    :class:`~prism.checkpoints.EntryCheckpointStore`).
 
     Raises:
         AssertionError: the first deviation.
@@ -95,8 +99,12 @@ async def check_entry_checkpoints(store: EntryStore) -> None:
     await expect(
         CheckpointConflictError,
         store.save_checkpoint_with_entries(
-            entries=[SessionAppend(e3, e2.id)], namespace=_NAMESPACE, key=key,
-            value={"status": "x"}, version=2, expected_version=0,
+            entries=[SessionAppend(e3, e2.id)],
+            namespace=_NAMESPACE,
+            key=key,
+            value={"status": "x"},
+            version=2,
+            expected_version=0,
         ),
         "entry checkpoint: stale expected version",
     )
@@ -111,20 +119,33 @@ async def check_entry_checkpoints(store: EntryStore) -> None:
     )
     e4 = _entry(session, e2, "four")
     duplicate = new_session_entry(
-        "message", id=e1.id, session_id=session, parent_id=e4.id,
+        "message",
+        id=e1.id,
+        session_id=session,
+        parent_id=e4.id,
         message=Message(role="user", content=(TextContent(text="dup"),)),
     )
     await expect(
         ValueError,
-        _save(store, key, [SessionAppend(e4, e2.id), SessionAppend(duplicate, e4.id)],
-              {"status": "z"}, 2),
+        _save(
+            store,
+            key,
+            [SessionAppend(e4, e2.id), SessionAppend(duplicate, e4.id)],
+            {"status": "z"},
+            2,
+        ),
         "entry checkpoint: a later append with a duplicate id",
     )
     again = _entry(session, e1, "again")
     await expect(
         SessionAppendConflictError,
-        _save(store, key, [SessionAppend(e4, e2.id), SessionAppend(again, e1.id, "idem-1", True)],
-              {"status": "z"}, 2),
+        _save(
+            store,
+            key,
+            [SessionAppend(e4, e2.id), SessionAppend(again, e1.id, "idem-1", True)],
+            {"status": "z"},
+            2,
+        ),
         "entry checkpoint: a later append repeating an idempotent one",
     )
     check(await store.list(session) == [e1, e2], "entry checkpoint: refused append, no entry")
@@ -148,8 +169,12 @@ async def check_entry_checkpoints(store: EntryStore) -> None:
     outcomes = await asyncio.gather(
         *(
             store.save_checkpoint_with_entries(
-                entries=[SessionAppend(entry, e2.id, None, True)], namespace=_NAMESPACE, key=key,
-                value={"status": f"racer {i}"}, version=4, expected_version=3,
+                entries=[SessionAppend(entry, e2.id, None, True)],
+                namespace=_NAMESPACE,
+                key=key,
+                value={"status": f"racer {i}"},
+                version=4,
+                expected_version=3,
             )
             for i, entry in enumerate(racers)
         ),

@@ -43,7 +43,6 @@ from prism.types import (
 __all__ = ["run_ledger_conformance", "run_run_ledger_conformance"]
 
 
-
 _PLURAL: Final = {"run": "runs", "event": "events", "tool_call": "tool_calls", "usage": "usage"}
 
 
@@ -91,8 +90,13 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
 
     starts = [
         start_run_record(
-            run_id=rid, session_id=sid, branch_id=None, model=model, ownership=owner,
-            idempotency_key=f"idem-{i}", metadata={"i": i},
+            run_id=rid,
+            session_id=sid,
+            branch_id=None,
+            model=model,
+            ownership=owner,
+            idempotency_key=f"idem-{i}",
+            metadata={"i": i},
         )
         for i, rid in enumerate(runs)
     ]
@@ -107,33 +111,50 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
                 event = MessageFinishedEvent(
                     session_id=sid,
                     run_id=rid,
-                    message=Message(
-                        role="assistant", content=(TextContent(text="done ✓ \x00"),)
-                    ),
+                    message=Message(role="assistant", content=(TextContent(text="done ✓ \x00"),)),
                 )
             await put(
                 "event",
                 AgentEventRecord(
-                    id=new_id("event"), session_id=sid, run_id=rid, type=event.type,
-                    timestamp=now_iso(), event=event, redacted=turn == 2,
-                    tenant_id=owner.tenant_id, account_id=owner.account_id,
+                    id=new_id("event"),
+                    session_id=sid,
+                    run_id=rid,
+                    type=event.type,
+                    timestamp=now_iso(),
+                    event=event,
+                    redacted=turn == 2,
+                    tenant_id=owner.tenant_id,
+                    account_id=owner.account_id,
                     user_id=owner.user_id,
                 ),
             )
     result = ToolResult(tool_call_id="call_1", name="lookup", value={"rows": [1, 2]})
     for rid in runs:
         started = ToolCallRecord(
-            id=new_id("toolcall"), session_id=sid, run_id=rid, tool_call_id="call_1",
-            name="lookup", arguments={"q": "x", "n": [1, None]}, status="started",
-            started_at=now_iso(), tenant_id=owner.tenant_id,
+            id=new_id("toolcall"),
+            session_id=sid,
+            run_id=rid,
+            tool_call_id="call_1",
+            name="lookup",
+            arguments={"q": "x", "n": [1, None]},
+            status="started",
+            started_at=now_iso(),
+            tenant_id=owner.tenant_id,
         )
         await put("tool_call", started)
         await put(
             "tool_call",
             ToolCallRecord(
-                id=new_id("toolcall"), session_id=sid, run_id=rid, tool_call_id="call_1",
-                name="lookup", arguments={"q": "x", "n": [1, None]}, status="finished",
-                started_at=started.started_at, finished_at=now_iso(), result=result,
+                id=new_id("toolcall"),
+                session_id=sid,
+                run_id=rid,
+                tool_call_id="call_1",
+                name="lookup",
+                arguments={"q": "x", "n": [1, None]},
+                status="finished",
+                started_at=started.started_at,
+                finished_at=now_iso(),
+                result=result,
                 redacted=True,
             ),
         )
@@ -141,24 +162,39 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
         await put(
             "event",
             AgentEventRecord(
-                id=new_id("event"), session_id=sid, run_id=rid, type=finished.type,
-                timestamp=now_iso(), event=finished,
+                id=new_id("event"),
+                session_id=sid,
+                run_id=rid,
+                type=finished.type,
+                timestamp=now_iso(),
+                event=finished,
             ),
         )
         await put(
             "usage",
             UsageRecord(
-                id=new_id("usage"), session_id=sid, run_id=rid, scope="provider_turn",
-                usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15, cost=0.25,
-                            currency="USD"),
-                timestamp=now_iso(), turn=1, attempt=1, provider_id="openai",
-                model="gpt-4o-mini", user_id=owner.user_id,
+                id=new_id("usage"),
+                session_id=sid,
+                run_id=rid,
+                scope="provider_turn",
+                usage=Usage(
+                    input_tokens=10, output_tokens=5, total_tokens=15, cost=0.25, currency="USD"
+                ),
+                timestamp=now_iso(),
+                turn=1,
+                attempt=1,
+                provider_id="openai",
+                model="gpt-4o-mini",
+                user_id=owner.user_id,
             ),
         )
         await put(
             "usage",
             UsageRecord(
-                id=new_id("usage"), session_id=sid, run_id=rid, scope="run_total",
+                id=new_id("usage"),
+                session_id=sid,
+                run_id=rid,
+                scope="run_total",
                 usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15),
                 timestamp=now_iso(),
             ),
@@ -169,19 +205,23 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
             starts[0], status="failed", error=ErrorInfo(message="boom", code="ERR_PRISM_PROVIDER")
         ),
     )
-    await put(
-        "run", finish_run_record(starts[1], status="succeeded", stop_reason="host_policy")
-    )
+    await put("run", finish_run_record(starts[1], status="succeeded", stop_reason="host_policy"))
     # a tool-execution event with nested dataclasses
     tool_event = ToolExecutionFinishedEvent(
-        session_id=sid, run_id=runs[1], result=result,
+        session_id=sid,
+        run_id=runs[1],
+        result=result,
         metadata=ToolExecutionMetadata(duration_ms=12, status="finished"),
     )
     await put(
         "event",
         AgentEventRecord(
-            id=new_id("event"), session_id=sid, run_id=runs[1], type=tool_event.type,
-            timestamp=now_iso(), event=tool_event,
+            id=new_id("event"),
+            session_id=sid,
+            run_id=runs[1],
+            type=tool_event.type,
+            timestamp=now_iso(),
+            event=tool_event,
         ),
     )
 
@@ -194,8 +234,7 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
         for i, (g, w) in enumerate(zip(got, rows, strict=True)):
             check(
                 g == w,
-                f"{kind} row {i} of the session did not round-trip in order: "
-                f"{g!r} != {w!r}",
+                f"{kind} row {i} of the session did not round-trip in order: {g!r} != {w!r}",
             )
         for rid in runs:
             want = [r for r in rows if (r.id if kind == "run" else r.run_id) == rid]

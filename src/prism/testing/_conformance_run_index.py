@@ -1,7 +1,7 @@
 """Run-index conformance: the optional ``list_run_checkpoints`` of a checkpoint store.
 
 :func:`check_run_index` runs as part of ``run_checkpoint_store_conformance`` for a store that has
-the :class:`~prism.runtime.checkpoints.AgentRunIndex` method. It writes run-state-like records
+the :class:`~prism.checkpoints.AgentRunIndex` method. It writes run-state-like records
 under ``"prism.agent-run"`` for session ids of its own (so it can run against a shared,
 non-empty database) and checks the filters, the order and the limit.
 """
@@ -12,7 +12,7 @@ import asyncio
 from typing import Any, Final, Protocol
 
 from prism._util import new_id
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, AgentRunIndex, CheckpointStore
+from prism.checkpoints import AGENT_RUN_NAMESPACE, AgentRunIndex, CheckpointStore
 from prism.testing._conformance_checks import check
 
 __all__ = ["IndexedStore", "check_run_index"]
@@ -27,7 +27,10 @@ class IndexedStore(CheckpointStore, AgentRunIndex, Protocol):
 
 async def _save(store: IndexedStore, key: str, value: dict[str, Any], version: int = 1) -> None:
     await store.save_checkpoint(
-        namespace=AGENT_RUN_NAMESPACE, key=key, value=value, version=version,
+        namespace=AGENT_RUN_NAMESPACE,
+        key=key,
+        value=value,
+        version=version,
         expected_version=version - 1,
     )
     await asyncio.sleep(_TICK_S)
@@ -52,8 +55,11 @@ async def check_run_index(store: IndexedStore) -> None:
     for name, value in written:
         await _save(store, runs[name], {"run_id": runs[name], **value})
     await store.save_checkpoint(  # another namespace is never listed
-        namespace=AGENT_RUN_NAMESPACE + ".other", key=runs["r1"],
-        value={"session_id": session, "status": "running"}, version=1, expected_version=0,
+        namespace=AGENT_RUN_NAMESPACE + ".other",
+        key=runs["r1"],
+        value={"session_id": session, "status": "running"},
+        version=1,
+        expected_version=0,
     )
 
     def keys(records: list[Any]) -> list[str]:
@@ -85,8 +91,12 @@ async def check_run_index(store: IndexedStore) -> None:
     limited = await store.list_run_checkpoints(session_id=session, limit=2)
     check(keys(limited) == ["r5", "r4"], f"limit keeps the newest; got {keys(limited)}")
     # r1 finishes: newest now, and no longer resumable
-    await _save(store, runs["r1"], {"run_id": runs["r1"], "session_id": session,
-                                    "status": "failed"}, version=2)
+    await _save(
+        store,
+        runs["r1"],
+        {"run_id": runs["r1"], "session_id": session, "status": "failed"},
+        version=2,
+    )
     after = await store.list_run_checkpoints(session_id=session, limit=1)
     check(keys(after) == ["r1"] and after[0].version == 2, "an update moves a run first")
     resumable = await store.list_run_checkpoints(session_id=session, resumable=True)
@@ -100,8 +110,10 @@ async def check_run_index(store: IndexedStore) -> None:
     assert isinstance(first.value, dict)
     first.value["status"] = "mutated"
     again = (await store.list_run_checkpoints(session_id=session, limit=1))[0]
-    check(isinstance(again.value, dict) and again.value["status"] == "failed",
-          "listed values are copies")
+    check(
+        isinstance(again.value, dict) and again.value["status"] == "failed",
+        "listed values are copies",
+    )
     try:
         await store.list_run_checkpoints(limit=0)
     except ValueError:

@@ -99,9 +99,7 @@ async def _session_round_trip(store: SessionStore) -> None:
         ),
     )
     summary = new_session_entry("summary", session_id=sid, parent_id=tool.id, summary="s")
-    custom = new_session_entry(
-        "custom", session_id=sid, parent_id=summary.id, data={"k": "v"}
-    )
+    custom = new_session_entry("custom", session_id=sid, parent_id=summary.id, data={"k": "v"})
     written = [root, change, tool, summary, custom]
     await store.append(root)
     previous = root
@@ -269,9 +267,7 @@ async def _session_idempotency(store: SessionStore) -> None:
     await store.append(sibling, expected_parent_id=root.id, idempotency_key="k2", fork=True)
     await expect(
         SessionAppendConflictError,
-        store.append(
-            _message_entry(sid, None, "dup id", id=root.id), idempotency_key="k1"
-        ),
+        store.append(_message_entry(sid, None, "dup id", id=root.id), idempotency_key="k1"),
         "a duplicate idempotent append is reported before a duplicate id",
     )
     check(
@@ -316,9 +312,7 @@ async def _session_branches(store: SessionStore) -> None:
     reader: Callable[[str, str], Awaitable[Sequence[SessionEntry]]] = store.read_branch  # type: ignore[attr-defined]
     direct = builtins.list(await reader(sid, b2.id))
     check(direct == [root, b1, b2], "read_branch returns root→leaf")
-    exc = await expect(
-        ValueError, reader(sid, "entry_unknown"), "read_branch of an unknown leaf"
-    )
+    exc = await expect(ValueError, reader(sid, "entry_unknown"), "read_branch of an unknown leaf")
     check(
         "Unknown session leaf" in str(exc),
         f"message must say 'Unknown session leaf', got {exc}",
@@ -330,9 +324,7 @@ async def _session_branches(store: SessionStore) -> None:
     )
     orphan = _message_entry(sid, "entry_gone", "orphan")
     await store.append(orphan)
-    exc = await expect(
-        ValueError, reader(sid, orphan.id), "read_branch over a missing parent"
-    )
+    exc = await expect(ValueError, reader(sid, orphan.id), "read_branch over a missing parent")
     check(
         "Missing session parent" in str(exc),
         f"message must say 'Missing session parent', got {exc}",
@@ -372,6 +364,5 @@ async def _session_concurrent_idempotent(store: SessionStore) -> None:
     check(
         len(wins) == 1
         and all(isinstance(o, SessionAppendConflictError) for o in outcomes if o is not None),
-        f"of concurrent appends with one idempotency key exactly one must win, "
-        f"got {outcomes!r}",
+        f"of concurrent appends with one idempotency key exactly one must win, got {outcomes!r}",
     )

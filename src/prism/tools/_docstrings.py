@@ -19,7 +19,9 @@ _GOOGLE_SECTION = re.compile(
     r"Returns?|Yields?|Raises|Examples?|Notes?|Attributes|See Also|Warnings?|Todo|References)"
     r"\s*:\s*$"
 )
-_GOOGLE_ARGS = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments)\s*:\s*$")
+_GOOGLE_ARGS = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments)\s*:\s*$"
+)
 _GOOGLE_ITEM = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:(.*)$")
 _REST_FIELD = re.compile(r"^:(\w+)(?:\s+([^:]*?))?\s*:(.*)$")
 

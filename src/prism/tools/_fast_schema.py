@@ -293,7 +293,11 @@ def _fast_object(kw: dict[str, Any], ctx: _Ctx) -> FastCheck | None:
     properties = kw.get("properties", {})
     required = kw.get("required", [])
     additional = kw.get("additionalProperties", True)
-    if type(properties) is not dict or not _unique_strings(required) or type(additional) is not bool:
+    if (
+        type(properties) is not dict
+        or not _unique_strings(required)
+        or type(additional) is not bool
+    ):
         return None
     subs: dict[str, FastCheck] = {}
     for prop, sub in properties.items():

@@ -54,9 +54,7 @@ class FunctionTool(ToolDefinition, Generic[_P, _R]):
     ``execute``.
     """
 
-    function: Callable[_P, _R] = field(
-        kw_only=True, repr=False, metadata={"serialize": False}
-    )
+    function: Callable[_P, _R] = field(kw_only=True, repr=False, metadata={"serialize": False})
     """The decorated function, as written."""
 
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:

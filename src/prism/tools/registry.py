@@ -41,9 +41,7 @@ class ToolRegistry:
         duplicate: Literal["error", "replace"] = "error",
     ) -> None:
         if duplicate not in ("error", "replace"):
-            raise PrismConfigError(
-                f"duplicate must be 'error' or 'replace', got {duplicate!r}"
-            )
+            raise PrismConfigError(f"duplicate must be 'error' or 'replace', got {duplicate!r}")
         self._duplicate = duplicate
         self._tools: dict[str, ToolDefinition] = {}
         self._cache: tuple[ToolDefinition, ...] | None = ()

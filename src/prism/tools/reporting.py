@@ -229,7 +229,9 @@ class CallReport:
         if self.emit is not None and (self.observed is None or self.observed()):
             ctx = self.context
             await self.send(
-                ToolExecutionStartedEvent(session_id=ctx.session_id, run_id=ctx.run_id, call=self.call)
+                ToolExecutionStartedEvent(
+                    session_id=ctx.session_id, run_id=ctx.run_id, call=self.call
+                )
             )
         if self.ledger is not None:
             await self.row("started")

@@ -167,9 +167,7 @@ class ProviderRequestOptions(_Options):
 
     def __post_init__(self) -> None:
         max_tokens = self.max_tokens
-        if max_tokens is not None and (
-            type(max_tokens) is not int or max_tokens < 1
-        ):
+        if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
             raise PrismConfigError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
         choice = self.tool_choice
         if choice is not None and choice not in ("auto", "none", "required"):

@@ -131,15 +131,17 @@ ProviderEvent: TypeAlias = Union[  # noqa: UP007
 ]
 """Union of the seven provider stream events."""
 
-_PROVIDER_EVENT_TYPES: Mapping[str, type[Serializable]] = MappingProxyType({
-    "message_start": ProviderMessageStart,
-    "content_delta": ProviderContentDelta,
-    "tool_call_delta": ProviderToolCallDelta,
-    "tool_call": ProviderToolCall,
-    "usage": ProviderUsage,
-    "done": ProviderDone,
-    "error": ProviderErrorEvent,
-})
+_PROVIDER_EVENT_TYPES: Mapping[str, type[Serializable]] = MappingProxyType(
+    {
+        "message_start": ProviderMessageStart,
+        "content_delta": ProviderContentDelta,
+        "tool_call_delta": ProviderToolCallDelta,
+        "tool_call": ProviderToolCall,
+        "usage": ProviderUsage,
+        "done": ProviderDone,
+        "error": ProviderErrorEvent,
+    }
+)
 
 
 def provider_event_from_dict(data: Mapping[str, Any]) -> ProviderEvent:

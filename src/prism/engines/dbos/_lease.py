@@ -170,9 +170,7 @@ class WorkerLease:
         conn = self._conn
         with conn.transaction():
             conn.execute(_ddl(self.schema))
-        others = [
-            w for w in live_workers(conn, self.schema) if w.app_version != self.app_version
-        ]
+        others = [w for w in live_workers(conn, self.schema) if w.app_version != self.app_version]
         if others and not allow_mixed_versions:
             raise version_mismatch("this worker", self.app_version, self.agents, others)
         conn.execute(

@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
 from prism._util import now_iso
+from prism.checkpoints import AGENT_RUN_NAMESPACE
 from prism.errors import (
     AgentDecisionError,
     AgentRunError,
     AgentRunStateError,
     CheckpointConflictError,
 )
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
 from prism.runtime.durable import (
     RELEASE_KEY,
     AgentRunInterruption,
@@ -46,10 +46,10 @@ from prism.runtime.durable import (
     resume_agent_run,
     save_agent_run_state,
 )
-from prism.runtime.leg import start_leg
-from prism.runtime.options import RunOptions
-from prism.runtime.plan import plan_run
-from prism.runtime.turn_policy import Continue, Stop, TurnBoundaryContext, TurnPolicy
+from prism.runtime.run.leg import start_leg
+from prism.runtime.run.options import RunOptions
+from prism.runtime.run.plan import plan_run
+from prism.runtime.run.turn_policy import Continue, Stop, TurnBoundaryContext, TurnPolicy
 from prism.store import SessionEntry
 from prism.types import (
     JsonValue,
@@ -117,7 +117,9 @@ async def run_leg(
     served = ctx.agents.get(str(request.get("agent")))
     if served is None:
         return outcome_json(
-            "failed", worker=ctx.worker_id, note=f"this worker serves no agent {request.get('agent')!r}"
+            "failed",
+            worker=ctx.worker_id,
+            note=f"this worker serves no agent {request.get('agent')!r}",
         )
     agent = served.agent
     store = ctx.store

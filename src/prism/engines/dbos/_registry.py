@@ -173,7 +173,9 @@ def build_agents(registry: Mapping[str, AgentFactory], store: object) -> dict[st
                 "worker resumes from its last turn boundary)"
             )
         elif options.checkpoints is not store:
-            problem = "must keep its run_state checkpoints in the worker's store (the factory's argument)"
+            problem = (
+                "must keep its run_state checkpoints in the worker's store (the factory's argument)"
+            )
         elif config.store is not cast(object, store):
             problem = "must keep its sessions in the worker's store (store=the factory's argument)"
         if problem is not None:

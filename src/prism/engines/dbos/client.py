@@ -436,7 +436,9 @@ class RunClient:
 
 def _mapping(value: object) -> dict[str, Any]:
     if not isinstance(value, Mapping):
-        raise PrismConfigError(f"input messages must be Message or mappings, got {type(value).__name__}")
+        raise PrismConfigError(
+            f"input messages must be Message or mappings, got {type(value).__name__}"
+        )
     return dict(value)
 
 

@@ -222,7 +222,9 @@ async def serve(
             while not stop_janitor.wait(options.heartbeat_s):
                 try:
                     if not renew():
-                        _log.error("worker %s was declared dead by another worker: exiting", worker_id)
+                        _log.error(
+                            "worker %s was declared dead by another worker: exiting", worker_id
+                        )
                         os._exit(EXIT_FENCED)
                     with lease_lock:
                         dead_workers = active_lease.take_over()

@@ -112,8 +112,12 @@ class ChunkMapper:
                 function = entry.get("function") or {}
                 text = function.get("arguments")
                 self._calls.append(
-                    [index, entry.get("id") or None, function.get("name") or None,
-                     text if isinstance(text, str) else ""]
+                    [
+                        index,
+                        entry.get("id") or None,
+                        function.get("name") or None,
+                        text if isinstance(text, str) else "",
+                    ]
                 )
             reason = choice.get("finish_reason")
             if isinstance(reason, str) and reason:
@@ -161,4 +165,3 @@ class ChunkMapper:
             reason = "tool_use"
         out.append(provider_done(usage if usage is not None else self.response_usage, reason))
         return out
-

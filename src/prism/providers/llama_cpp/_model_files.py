@@ -121,4 +121,3 @@ def import_llama_cpp() -> ModuleType:
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError(f"the local provider needs llama-cpp-python: {EXTRA_HINT}") from exc
     return llama_cpp
-

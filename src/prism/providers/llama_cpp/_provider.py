@@ -55,6 +55,7 @@ class LocalChatModel(Protocol):
         ``stream=True`` (the OpenAI chat shapes)."""
         ...
 
+
 class LlamaCppProvider:
     """In-process llama.cpp provider; build it with :func:`create_local_provider`.
 
@@ -176,11 +177,16 @@ class LlamaCppProvider:
             try:
                 llama = self._ensure_loaded()
             except Exception as exc:
-                send(("error", ErrorInfo(
-                    message=f"could not load the local model {self._model_path}: {exc}",
-                    name=type(exc).__name__,
-                    code="model_load_failed",
-                )))
+                send(
+                    (
+                        "error",
+                        ErrorInfo(
+                            message=f"could not load the local model {self._model_path}: {exc}",
+                            name=type(exc).__name__,
+                            code="model_load_failed",
+                        ),
+                    )
+                )
                 return
             # a host-built ``llama`` has no meter: usage then comes from non-streamed responses
             meter = getattr(llama, "prism_meter", None)
@@ -221,17 +227,27 @@ class LlamaCppProvider:
             except InvalidRequest as exc:
                 send(("error", ErrorInfo(message=str(exc), code="invalid_request")))
             except ValueError as exc:
-                send(("error", ErrorInfo(
-                    message=f"local model request failed: {exc}",
-                    name=type(exc).__name__,
-                    code="invalid_request",
-                )))
+                send(
+                    (
+                        "error",
+                        ErrorInfo(
+                            message=f"local model request failed: {exc}",
+                            name=type(exc).__name__,
+                            code="invalid_request",
+                        ),
+                    )
+                )
             except Exception as exc:
-                send(("error", ErrorInfo(
-                    message=f"local model failed: {exc}",
-                    name=type(exc).__name__,
-                    code="local_model_error",
-                )))
+                send(
+                    (
+                        "error",
+                        ErrorInfo(
+                            message=f"local model failed: {exc}",
+                            name=type(exc).__name__,
+                            code="local_model_error",
+                        ),
+                    )
+                )
             finally:
                 if meter is not None:
                     meter.end()
@@ -280,8 +296,12 @@ class LlamaCppProvider:
             try:
                 self._work(kwargs, cap, stop, send)
             except BaseException as exc:  # pragma: no cover - defensive
-                send(("error", ErrorInfo(message=f"local model failed: {exc}",
-                                         code="local_model_error")))
+                send(
+                    (
+                        "error",
+                        ErrorInfo(message=f"local model failed: {exc}", code="local_model_error"),
+                    )
+                )
             finally:
                 send(("end", None))
                 done.set_result(None)
@@ -378,7 +398,8 @@ def create_local_provider(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise PrismConfigError(f"create_local_provider: {name} must be an int >= 1")
     if n_threads_batch is not None and (
-        isinstance(n_threads_batch, bool) or not isinstance(n_threads_batch, int)
+        isinstance(n_threads_batch, bool)
+        or not isinstance(n_threads_batch, int)
         or n_threads_batch < 1
     ):
         raise PrismConfigError("create_local_provider: n_threads_batch must be an int >= 1")
@@ -415,4 +436,3 @@ def create_local_provider(
         bundled=llama is None and model_path is None,
         answer_after_tool_rounds=answer_after_tool_rounds,
     )
-

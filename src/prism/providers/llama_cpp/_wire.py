@@ -295,4 +295,3 @@ def _positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidRequest(f"{name} must be an int >= 1, got {value!r}")
     return value
-

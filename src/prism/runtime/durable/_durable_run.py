@@ -1,8 +1,8 @@
 """The durable state of one run leg: envelope writes, approval gating, suspension, replay.
 
 :class:`DurableRun` is what a durable run leg drives (through
-:class:`~prism.runtime._durable_leg.DurableDriver`); :class:`ResumePoint` is where a resumed leg
-starts. Decision validation and application are in :mod:`prism.runtime._approvals`.
+:class:`~prism.runtime.durable._durable_leg.DurableDriver`); :class:`ResumePoint` is where a resumed leg
+starts. Decision validation and application are in :mod:`prism.runtime.durable._approvals`.
 """
 
 from __future__ import annotations
@@ -13,24 +13,25 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from prism._util import new_id
+from prism.checkpoints import AGENT_RUN_NAMESPACE
 from prism.errors import AgentRunStateError, PrismConfigError
 from prism.loop_needs import handoff_tools
 from prism.redaction import SecretRedactor
-from prism.runtime._approvals import (
+from prism.runtime.durable._approvals import (
     decision_error,
     pending_decision,
     rejection_result,
     round_interruption,
     sticky_match,
 )
-from prism.runtime._envelope import (
+from prism.runtime.durable._envelope import (
     agent_fingerprint,
     agent_id_of,
     arguments_hash,
     check_shape,
     members_size,
 )
-from prism.runtime._run_state import (
+from prism.runtime.durable._run_state import (
     MAX_GATED,
     SCHEMA_VERSION,
     AgentRunInterruption,
@@ -41,8 +42,7 @@ from prism.runtime._run_state import (
     RunStateStatus,
     StickyDecision,
 )
-from prism.runtime._turn_writes import TurnWrites
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
+from prism.runtime.durable._turn_writes import TurnWrites
 from prism.types import (
     Message,
     ModelConfig,
@@ -54,7 +54,7 @@ from prism.types import (
 )
 
 if TYPE_CHECKING:
-    from prism.runtime.config import AgentConfig
+    from prism.runtime.run.config import AgentConfig
 
 __all__ = ["DurableRun", "ResumePoint"]
 
@@ -156,10 +156,34 @@ class DurableRun:
     """
 
     __slots__ = (
-        "_base", "_base_bytes", "_entries", "_gated", "_gated_calls", "_gates", "_marked",
-        "_stray", "_model", "approvals", "_names", "_open", "_replaying", "checkpoints", "gating",
-        "loop_state", "options", "ownership", "redactor", "resume", "run_id", "session_id",
-        "state", "steers", "sticky", "stop_reason", "turn_writes", "version",
+        "_base",
+        "_base_bytes",
+        "_entries",
+        "_gated",
+        "_gated_calls",
+        "_gates",
+        "_marked",
+        "_stray",
+        "_model",
+        "approvals",
+        "_names",
+        "_open",
+        "_replaying",
+        "checkpoints",
+        "gating",
+        "loop_state",
+        "options",
+        "ownership",
+        "redactor",
+        "resume",
+        "run_id",
+        "session_id",
+        "state",
+        "steers",
+        "sticky",
+        "stop_reason",
+        "turn_writes",
+        "version",
     )
 
     def __init__(
@@ -237,7 +261,9 @@ class DurableRun:
             envelope = resume.envelope
             self.version = resume.version
             self.state = AgentRunState.from_envelope(envelope, resume.version)
-            self.sticky = [StickyDecision.from_dict(s) for s in envelope.get("sticky_decisions", [])]
+            self.sticky = [
+                StickyDecision.from_dict(s) for s in envelope.get("sticky_decisions", [])
+            ]
             self.loop_state = envelope.get("loop_state")
             self.steers = list(envelope.get("steers") or ())
             # Decided ``ready`` calls, and the undecided ``ready`` calls of a tool round
@@ -262,7 +288,7 @@ class DurableRun:
     def record_source_tools(self, digests: Mapping[str, str]) -> None:
         """Keep the leg's tool-source schema digests (tool name → digest) in every envelope
         written from now on (``source_tools``; a resume compares them, see
-        ``prism.runtime._tool_sources``)."""
+        ``prism.runtime.run._tool_sources``)."""
         base = dict(self._base)
         base["source_tools"] = dict(digests)
         self._base = base

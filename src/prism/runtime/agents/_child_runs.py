@@ -1,6 +1,6 @@
 """Durable delegation: how an agent tool starts, resumes and checks its child run.
 
-An agent tool's call runs the child agent in a child session (``prism.runtime.agent_tool``). When
+An agent tool's call runs the child agent in a child session (``prism.runtime.agents.agent_tool``). When
 the calling run is durable, the child is durable too — with its own ``run_state``, else with the
 calling run's (same checkpoint store and revision) — and:
 
@@ -9,7 +9,7 @@ calling run's (same checkpoint store and revision) — and:
   is recorded, see ``DurableDriver.record_child``), so a crash resumes that child instead of
   reporting the call ambiguous;
 * a child that suspends (an approval, its input guardrail) raises
-  :class:`~prism.runtime._delegation.ChildRunSuspended` out of the tool: the calling run suspends
+  :class:`~prism.runtime.run._delegation.ChildRunSuspended` out of the tool: the calling run suspends
   too, its envelope keeps the child link, and its interruption lists the child's pending
   decisions (tagged ``subagent``);
 * the child inherits the ``stop`` callback of the calling run's turn policy: a host stopping the
@@ -21,7 +21,7 @@ calling run's (same checkpoint store and revision) — and:
   calling run, or as crash recovery — before the calling run's loop goes on; a child that
   finished before the crash is not run again (its stored answer is used).
 
-``check_child`` (in ``prism.runtime._resume_writes``) is the calling run's resume-time check (before its claim): a child that a
+``check_child`` (in ``prism.runtime.durable._resume_writes``) is the calling run's resume-time check (before its claim): a child that a
 crash left with an ambiguous tool call is reported with the child's run id, so the operator
 resolves the call on the child run and resumes the calling run again.
 """
@@ -32,19 +32,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from prism._util import new_id
+from prism.checkpoints import AGENT_RUN_NAMESPACE
 from prism.errors import AgentRunStateError
-from prism.runtime._delegation import ChildRunSuspended, RunDelegation
-from prism.runtime._run_state import (
+from prism.runtime.durable import resume_agent_run
+from prism.runtime.durable._run_state import (
     AgentRunInterruption,
     RunStateOptions,
     coerce_run_state_options,
 )
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
-from prism.runtime.durable import resume_agent_run
-from prism.runtime.leg import start_leg
-from prism.runtime.options import RunOptions
-from prism.runtime.plan import plan_run
-from prism.runtime.session import AgentSession
+from prism.runtime.run._delegation import ChildRunSuspended, RunDelegation
+from prism.runtime.run.leg import start_leg
+from prism.runtime.run.options import RunOptions
+from prism.runtime.run.plan import plan_run
+from prism.runtime.run.session import AgentSession
 from prism.store import read_branch
 from prism.types import Message, RunResult, ToolExecutionContext
 

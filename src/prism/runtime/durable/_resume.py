@@ -1,38 +1,4 @@
-"""Durable runs: options, the run-state envelope, approvals and resume.
-
-A durable run writes a bounded, redacted, versioned **run-state envelope** to a host
-:class:`~prism.runtime.checkpoints.CheckpointStore` at safe boundaries, so it can suspend for an
-operator decision or stop cleanly and continue later — in another process when the session store
-and the checkpoint store are durable.
-
-Public surface (re-exported from ``prism``):
-
-* :class:`RunStateOptions` — ``run_state=`` on the agent or the run;
-* :class:`AgentRunState` — the public view of a stored envelope (``RunResult.run_state``);
-* :class:`AgentRunInterruption`, :class:`PendingDecision`, :class:`DecisionScope` — why a run is
-  suspended;
-* :class:`RunDecision`, :class:`StickyDecision` — operator decisions;
-* :func:`resume_agent_run` — continue, approve or deny a stored run;
-* :func:`agent_fingerprint` — the configuration fingerprint;
-* :func:`load_agent_run_state` / :func:`save_agent_run_state` / :class:`LoadedRunState` — operator
-  access to the stored envelope;
-* :func:`resolve_ambiguous_call` — the operator's repair of a call a crash left ambiguous;
-* :func:`list_agent_runs` — the stored runs (by default the resumable ones), for a worker or an
-  operator to resume.
-
-The per-leg machinery the runtime drives (gating, checkpoint writes, suspension, replay) is
-:class:`DurableRun`; :func:`check_durable_run` is the durable preflight.
-
-Example (human approval)::
-
-    store = MemoryCheckpointStore()
-    agent = create_agent(model=..., provider=..., id="desk", tools=[refund],
-                         run_state=RunStateOptions(store, "v1", interrupt_before_tool=True))
-    session = agent.create_session()
-    result = await session.run("Refund order 42")
-    if result.status == "suspended":
-        result = await resume_agent_run(session, result.run_state, decision="approve")
-"""
+"""Resuming a stored durable run: continue, approve or deny it (``resume_agent_run``)."""
 
 from __future__ import annotations
 
@@ -40,30 +6,21 @@ from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from prism.checkpoints import CheckpointStore
 from prism.errors import AgentRunStateError, AgentSessionBusyError, CheckpointConflictError
-from prism.runtime._approvals import (
+from prism.runtime.durable._approvals import (
     apply_decisions,
     check_bound_arguments,
     coerce_decisions,
     decision_error,
 )
-from prism.runtime._approvals import rejection_result as rejection_result
-from prism.runtime._delegation import child_agent
-from prism.runtime._durable_run import DurableRun as DurableRun
-from prism.runtime._durable_run import ResumePoint as ResumePoint
-from prism.runtime._envelope import agent_fingerprint as agent_fingerprint
-from prism.runtime._envelope import arguments_hash as arguments_hash
-from prism.runtime._envelope import (
+from prism.runtime.durable._durable_run import ResumePoint
+from prism.runtime.durable._envelope import (
     definition_mismatch,
     load_state,
     run_key,
 )
-from prism.runtime._envelope import load_agent_run_state as load_agent_run_state
-from prism.runtime._envelope import loop_state_of as loop_state_of
-from prism.runtime._envelope import save_agent_run_state as save_agent_run_state
-from prism.runtime._repair import resolve_ambiguous_call as resolve_ambiguous_call
-from prism.runtime._resume_writes import DENIED_MESSAGE as DENIED_MESSAGE
-from prism.runtime._resume_writes import (
+from prism.runtime.durable._resume_writes import (
     EnvelopeWriter,
     adopt_stored_rows,
     ambiguity_error,
@@ -74,38 +31,27 @@ from prism.runtime._resume_writes import (
     deny_children,
     resuspend,
 )
-from prism.runtime._run_listing import list_agent_runs as list_agent_runs
-from prism.runtime._run_state import (
+from prism.runtime.durable._run_state import (
     DECISIONS,
-    MAX_LOADED_STATE_BYTES,
     NOT_CONTINUABLE,
+    RELEASE_KEY,
+    AgentRunState,
+    LoadedRunState,
+    RunDecision,
+    RunStateOptions,
+    coerce_run_state_options,
     is_int,
+    not_resumable_message,
     stale_message,
 )
-from prism.runtime._run_state import RELEASE_KEY as RELEASE_KEY
-from prism.runtime._run_state import AgentRunInterruption as AgentRunInterruption
-from prism.runtime._run_state import AgentRunState as AgentRunState
-from prism.runtime._run_state import CheckpointPolicy as CheckpointPolicy
-from prism.runtime._run_state import DecisionOutcome as DecisionOutcome
-from prism.runtime._run_state import DecisionScope as DecisionScope
-from prism.runtime._run_state import InterruptionKind as InterruptionKind
-from prism.runtime._run_state import LoadedRunState as LoadedRunState
-from prism.runtime._run_state import PendingDecision as PendingDecision
-from prism.runtime._run_state import RunDecision as RunDecision
-from prism.runtime._run_state import RunStateOptions as RunStateOptions
-from prism.runtime._run_state import RunStateStatus as RunStateStatus
-from prism.runtime._run_state import StickyDecision as StickyDecision
-from prism.runtime._run_state import check_durable_run as check_durable_run
-from prism.runtime._run_state import coerce_run_state_options as coerce_run_state_options
-from prism.runtime._run_state import not_resumable_message as not_resumable_message
-from prism.runtime._tool_sources import check_source_tools, open_leg_tools
-from prism.runtime.checkpoints import CheckpointStore
-from prism.runtime.config import AgentConfig
-from prism.runtime.leg import resume_leg
-from prism.runtime.options import RunOptions
-from prism.runtime.plan import plan_run
-from prism.runtime.session import AgentSession
-from prism.runtime.turn_policy import TurnPolicy
+from prism.runtime.run._delegation import child_agent
+from prism.runtime.run._tool_sources import check_source_tools, open_leg_tools
+from prism.runtime.run.config import AgentConfig
+from prism.runtime.run.leg import resume_leg
+from prism.runtime.run.options import RunOptions
+from prism.runtime.run.plan import plan_run
+from prism.runtime.run.session import AgentSession
+from prism.runtime.run.turn_policy import TurnPolicy
 from prism.types import (
     AgentRunRef,
     Message,
@@ -131,36 +77,8 @@ class ResumableAgent(Protocol):
         """A session over the agent's store."""
         ...
 
-__all__ = [
-    "DENIED_MESSAGE",
-    "MAX_LOADED_STATE_BYTES",
-    "RELEASE_KEY",
-    "AgentRunInterruption",
-    "AgentRunState",
-    "CheckpointPolicy",
-    "DecisionOutcome",
-    "DecisionScope",
-    "DurableRun",
-    "InterruptionKind",
-    "LoadedRunState",
-    "PendingDecision",
-    "ResumePoint",
-    "RunDecision",
-    "RunStateOptions",
-    "RunStateStatus",
-    "StickyDecision",
-    "agent_fingerprint",
-    "arguments_hash",
-    "check_durable_run",
-    "coerce_run_state_options",
-    "list_agent_runs",
-    "load_agent_run_state",
-    "loop_state_of",
-    "rejection_result",
-    "resolve_ambiguous_call",
-    "resume_agent_run",
-    "save_agent_run_state",
-]
+
+__all__ = ["ResumableAgent", "resume_agent_run"]
 
 # --------------------------------------------------------------------------- resume
 
@@ -284,9 +202,7 @@ async def resume_agent_run(
         )
     version = expected_version if expected_version is not None else default_version
     if version is not None and (not is_int(version) or version < 1):
-        raise decision_error(
-            invalid, f"expected_version must be a positive int, got {version!r}"
-        )
+        raise decision_error(invalid, f"expected_version must be a positive int, got {version!r}")
     session: AgentSession | None = None
     if isinstance(agent_or_session, AgentSession):
         session = agent_or_session
@@ -325,7 +241,9 @@ async def resume_agent_run(
     status = state["status"]
     stop_reason = state.get("stop_reason")
     if version is not None and record.version != version:
-        raise CheckpointConflictError(stale_message(key, record.version, version, status, stop_reason))
+        raise CheckpointConflictError(
+            stale_message(key, record.version, version, status, stop_reason)
+        )
     # What the stored status allows.
     policy_stop = status == "succeeded" and stop_reason == "host_policy"
     if status == "suspended":

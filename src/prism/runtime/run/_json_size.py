@@ -17,7 +17,7 @@ its size is the sum of the sizes of its parts.
 
 The result is therefore always exactly the full computation's, or raises the same way it would.
 :func:`canonical_size_known` also takes sizes an earlier walk measured (the one walk over a tool
-result or a call's arguments, :mod:`prism.runtime._carry`) instead of measuring those dicts again.
+result or a call's arguments, :mod:`prism.runtime.run._carry`) instead of measuring those dicts again.
 
 Measured worth (interleaved A/B, N=1000 turns, median of 11 rounds, per-turn and realistic
 scenarios): against ``len(canonical_json(to_json_value(value)).encode())`` this module saves 17

@@ -3,7 +3,7 @@
 After a crash a worker (or an operator) must find every durable run that can be continued —
 including one killed after its first checkpoint but before its input was stored, which has no
 entry in its session yet. The run-state envelopes know them all: the store lists them through
-its optional :class:`~prism.runtime.checkpoints.AgentRunIndex` capability.
+its optional :class:`~prism.checkpoints.AgentRunIndex` capability.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Literal
 
+from prism.checkpoints import RESUMABLE, AgentRunIndex, CheckpointStore
 from prism.errors import AgentRunStateError, PrismConfigError
-from prism.runtime._envelope import checked_envelope
-from prism.runtime._run_state import STATUSES, AgentRunState, RunStateStatus, is_int
-from prism.runtime.checkpoints import RESUMABLE, AgentRunIndex, CheckpointStore
+from prism.runtime.durable._envelope import checked_envelope
+from prism.runtime.durable._run_state import STATUSES, AgentRunState, RunStateStatus, is_int
 
 __all__ = ["list_agent_runs"]
 
@@ -57,7 +57,7 @@ async def list_agent_runs(
     if not isinstance(store, AgentRunIndex):
         raise PrismConfigError(
             f"{type(store).__name__} cannot list runs: list_agent_runs needs a checkpoint store "
-            "with the run index (list_run_checkpoints, prism.runtime.checkpoints.AgentRunIndex), "
+            "with the run index (list_run_checkpoints, prism.checkpoints.AgentRunIndex), "
             "as the memory, SQLite and PostgreSQL stores have"
         )
     if not is_int(limit) or limit < 1:

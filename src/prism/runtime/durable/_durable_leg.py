@@ -1,7 +1,7 @@
 """How a run leg drives its durable state: envelope writes, approvals, suspension and replay.
 
-:class:`DurableDriver` connects one run leg (its :class:`~prism.runtime.context.RunContext`) to
-the :class:`~prism.runtime._approvals.DurableRun` that owns the envelope. It plugs into the leg's
+:class:`DurableDriver` connects one run leg (its :class:`~prism.runtime.run.context.RunContext`) to
+the :class:`~prism.runtime.durable._approvals.DurableRun` that owns the envelope. It plugs into the leg's
 seams:
 
 * the turn boundary: suspend on an open approval round (before the turn is charged),
@@ -28,20 +28,20 @@ from typing import Any
 
 from prism.errors import AgentLoopStateError, AgentRunSuspended
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
-from prism.runtime._approvals import rejection_result
-from prism.runtime._delegation import ChildRunSuspended, child_agent
-from prism.runtime._durable_run import DurableRun, ResumePoint
-from prism.runtime._envelope import (
+from prism.runtime.durable._approvals import rejection_result
+from prism.runtime.durable._durable_run import DurableRun, ResumePoint
+from prism.runtime.durable._envelope import (
     loop_state_of,
 )
-from prism.runtime._run_state import (
+from prism.runtime.durable._run_state import (
     AgentRunInterruption,
     AgentRunState,
     RunStateOptions,
 )
-from prism.runtime._turn_writes import turn_writes_for
-from prism.runtime.context import RunContext
-from prism.runtime.turn_policy import TurnPolicy, TurnPolicyStop
+from prism.runtime.durable._turn_writes import turn_writes_for
+from prism.runtime.run._delegation import ChildRunSuspended, child_agent
+from prism.runtime.run.context import RunContext
+from prism.runtime.run.turn_policy import TurnPolicy, TurnPolicyStop
 from prism.types import (
     ErrorInfo,
     GuardrailRecord,
@@ -109,7 +109,7 @@ class DurableDriver:
         ``needs_approval``; they mark only their replayed calls) do not."""
         self.turn_writes = turn_writes_for(options, ctx.state) if self.marks else None
         """A marking leg on a store that writes entries and envelope together holds its
-        appends from its first turn boundary on (see ``prism.runtime._turn_writes``)."""
+        appends from its first turn boundary on (see ``prism.runtime.durable._turn_writes``)."""
         self.run.turn_writes = self.turn_writes
         self._mark_lock: asyncio.Lock | None = None
         self._mark_wanted = 0
@@ -275,8 +275,9 @@ class DurableDriver:
         entry.status, entry.child = "dispatched", dict(link)
         if entry in run.replay_entries():
             pending = run.replay_pending_calls()
-            await run.write("running", **self._frame(), loop_state=run.loop_state,
-                            pending_calls=pending)
+            await run.write(
+                "running", **self._frame(), loop_state=run.loop_state, pending_calls=pending
+            )
             return
         lock = self._mark_lock
         if lock is None:

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
+from prism.checkpoints import CheckpointStore
 from prism.errors import AgentRunStateError, PrismConfigError
-from prism.runtime._envelope import load_state, save_agent_run_state
-from prism.runtime._run_state import LoadedRunState, RunDecision, is_int
-from prism.runtime.checkpoints import CheckpointStore
+from prism.runtime.durable._envelope import load_state, save_agent_run_state
+from prism.runtime.durable._run_state import LoadedRunState, RunDecision, is_int
 from prism.store import SessionStore
 from prism.types import JsonValue, OwnershipScope, ToolResultContent, is_json_value
 
@@ -150,4 +150,3 @@ async def _stored_result(
             if isinstance(part, ToolResultContent) and part.tool_call_id == call_id:
                 return part
     return None
-

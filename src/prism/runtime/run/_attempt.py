@@ -1,11 +1,11 @@
 """One provider attempt's state: the fold of its events, its message events, usage, and the
 stream checks.
 
-:class:`AttemptState` is created by :class:`~prism.runtime.attempts.ProviderAttempts` for each
+:class:`AttemptState` is created by :class:`~prism.runtime.run.attempts.ProviderAttempts` for each
 attempt. It holds the attempt's :class:`~prism.providers.stream_fold.StreamFold` (the one fold of
 provider events, shared with ``fold_provider_events``), emits or buffers the message events
 (with a redactor's secrets, deltas pass the held channels of
-:mod:`prism.runtime._stream_redaction`), records usage exactly once and emits
+:mod:`prism.runtime.run._stream_redaction`), records usage exactly once and emits
 ``provider_turn_finished``. The helpers below check the
 items a provider stream yields.
 """
@@ -27,7 +27,7 @@ from prism.events import (
 )
 from prism.limits import RunLimitTracker
 from prism.providers.stream_fold import StreamFold
-from prism.runtime._stream_redaction import StreamRedaction, held_length
+from prism.runtime.run._stream_redaction import StreamRedaction, held_length
 from prism.types import (
     ErrorInfo,
     Message,
@@ -72,7 +72,6 @@ class SoftInterrupt(Exception):
 
     def __init__(self) -> None:
         super().__init__("provider attempt interrupted by a steer")
-
 
 
 class AttemptFailed(Exception):
@@ -387,5 +386,3 @@ class AttemptState:
             self.record_usage()
         finally:
             self.finished(info)
-
-

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from prism.checkpoints import AGENT_RUN_NAMESPACE
 from prism.errors import AgentRunStateError
 from prism.redaction import SecretRedactor
-from prism.runtime._approvals import rejection_result, round_interruption
-from prism.runtime._delegation import PARENT_RUN_KEY, child_agent
-from prism.runtime._envelope import encode_state, load_state
-from prism.runtime._run_state import (
+from prism.runtime.durable._approvals import rejection_result, round_interruption
+from prism.runtime.durable._envelope import encode_state, load_state
+from prism.runtime.durable._run_state import (
     AMBIGUOUS,
     MAX_LOADED_STATE_BYTES,
     AgentRunState,
@@ -25,7 +25,7 @@ from prism.runtime._run_state import (
     RunStateOptions,
     coerce_run_state_options,
 )
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
+from prism.runtime.run._delegation import PARENT_RUN_KEY, child_agent
 from prism.store import SessionEntry, new_session_entry, read_branch
 from prism.types import (
     Message,
@@ -37,7 +37,7 @@ from prism.types import (
 )
 
 if TYPE_CHECKING:
-    from prism.runtime.session import AgentSession
+    from prism.runtime.run.session import AgentSession
 
 __all__ = [
     "DENIED_MESSAGE",
@@ -204,7 +204,9 @@ DENIED_MESSAGE: Final = "Run denied by the operator: the tool call was not appro
 """``ErrorInfo.message`` of the ``approval_rejected`` rows that answer a denied run's calls."""
 
 
-async def deny(session: AgentSession, state: Mapping[str, Any], writer: EnvelopeWriter) -> RunResult:
+async def deny(
+    session: AgentSession, state: Mapping[str, Any], writer: EnvelopeWriter
+) -> RunResult:
     """Answer the gated calls, save ``denied``, emit ``agent_denied``, close subscribers.
 
     Besides saving the ``denied`` envelope: the gated round's host calls have no

@@ -16,7 +16,7 @@ from typing import Any
 
 from prism._json import canonical_json
 from prism.errors import AgentRunStateError, PrismConfigError
-from prism.runtime.config import AgentConfig
+from prism.runtime.run.config import AgentConfig
 from prism.tools import ToolRegistry, check_tool
 from prism.types import ToolDefinition
 

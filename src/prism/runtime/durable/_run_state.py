@@ -12,12 +12,12 @@ from typing import Any, Final, Literal, TypeAlias
 
 from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
+from prism.checkpoints import CheckpointRecord, CheckpointStore
 from prism.errors import AgentLoopStateError, AgentRunStateError, PrismConfigError
 from prism.loop_needs import handoff_tools
 from prism.loops.contracts import is_durable_capable
-from prism.runtime._delegation import child_agent
-from prism.runtime.checkpoints import CheckpointRecord, CheckpointStore
-from prism.runtime.config import AgentConfig
+from prism.runtime.run._delegation import child_agent
+from prism.runtime.run.config import AgentConfig
 from prism.types import (
     JsonValue,
     ModelConfig,

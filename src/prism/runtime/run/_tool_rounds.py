@@ -24,16 +24,14 @@ from prism.providers.defaults import provider_defaults
 from prism.types import ProviderRequest, ProviderRequestOptions, merge_provider_options
 
 if TYPE_CHECKING:
-    from prism.runtime.plan import RunPlan
+    from prism.runtime.run.plan import RunPlan
 
 __all__ = ["force_text_answer", "resolve_answer_after", "round_budget", "tool_rounds"]
 
 _NO_TOOLS = ProviderRequestOptions(tool_choice="none")
 
 
-def resolve_answer_after(
-    planned: int | Literal[False] | None, provider: object
-) -> int | None:
+def resolve_answer_after(planned: int | Literal[False] | None, provider: object) -> int | None:
     """The run's N: the run/agent value (``planned``), else the provider's default; ``False``
     (never force an answer) is ``None``."""
     if planned is None:
@@ -65,6 +63,4 @@ def force_text_answer(request: ProviderRequest) -> ProviderRequest:
     """``request`` with ``tool_choice="none"`` when it offers tools (else unchanged)."""
     if not request.tools:
         return request
-    return dataclasses.replace(
-        request, options=merge_provider_options(request.options, _NO_TOOLS)
-    )
+    return dataclasses.replace(request, options=merge_provider_options(request.options, _NO_TOOLS))

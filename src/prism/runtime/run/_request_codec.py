@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
 from prism.redaction import SecretRedactor
-from prism.runtime._json_size import canonical_size, canonical_size_known
+from prism.runtime.run._json_size import canonical_size, canonical_size_known
 from prism.types import Message, ProviderRequest
 
 __all__ = ["HeadMemo", "LiveHistory", "RequestCodec"]
@@ -200,7 +200,11 @@ class RequestCodec:
 
     def _measure_head(self, request: ProviderRequest) -> _Head:
         key = (
-            request.model, request.tools, request.context, request.options, request.metadata,
+            request.model,
+            request.tools,
+            request.context,
+            request.options,
+            request.metadata,
             self._redactor,
         )
         bare = ProviderRequest(

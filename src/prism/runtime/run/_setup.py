@@ -2,7 +2,7 @@
 auto-compaction.
 
 The ctx (:mod:`prism.runtime.ctx`) calls these while it sets a run up; each
-fills in part of the :class:`~prism.runtime.context.RunContext` the loop will receive.
+fills in part of the :class:`~prism.runtime.run.context.RunContext` the loop will receive.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from prism.loops.contracts import AgentLoopStrategy
 from prism.loops.resolve import loop_name, resolve_loop, resolve_tool_concurrency
 from prism.providers.base import AIProvider
 from prism.retry import RetryPayload
-from prism.runtime._durable_run import ResumePoint
-from prism.runtime._tool_rounds import tool_rounds
-from prism.runtime._tool_sources import open_leg_tools
-from prism.runtime.attempts import ProviderAttempts
-from prism.runtime.context import RunContext
-from prism.runtime.plan import run_defaults
+from prism.runtime.durable._durable_run import ResumePoint
+from prism.runtime.run._tool_rounds import tool_rounds
+from prism.runtime.run._tool_sources import open_leg_tools
+from prism.runtime.run.attempts import ProviderAttempts
+from prism.runtime.run.context import RunContext
+from prism.runtime.run.plan import run_defaults
 from prism.store import (
     CompactionOptions,
     compaction_entry,
@@ -218,7 +218,7 @@ def setup_assembly(
 ) -> None:
     """The request assembler (system prompt, context providers, skills, tools, options,
     ``input_assembly`` hook), the request policies, the tool-round policy (with ``provider``'s
-    default; :mod:`prism.runtime._tool_rounds`) and the tool validator.
+    default; :mod:`prism.runtime.run._tool_rounds`) and the tool validator.
 
     The loop's needs add to it: its shown schema, natively or as a system-prompt contribution
     (``artifact-schema``, after the others; :func:`~prism.structured_output.deliver_shown_schema`),

@@ -1,6 +1,6 @@
 """The durable run-state envelope: fingerprint, shape checks, load and save.
 
-The value types and options of durable runs are in :mod:`prism.runtime._run_state`; this module
+The value types and options of durable runs are in :mod:`prism.runtime.durable._run_state`; this module
 holds what reads and writes the stored envelope: the agent fingerprint a resume compares, the
 size and shape checks every write passes, the operator's load/save access, and the loop snapshot.
 """
@@ -11,10 +11,11 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
+from prism.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, CheckpointStore
 from prism.errors import AgentLoopStateError, AgentRunStateError
 from prism.loop_needs import loop_needs
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
-from prism.runtime._run_state import (
+from prism.runtime.durable._run_state import (
     CHECKPOINT_POLICIES,
     MAX_DEPTH,
     MAX_KEYS,
@@ -29,8 +30,7 @@ from prism.runtime._run_state import (
     is_int,
     is_strategy,
 )
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, CheckpointStore
-from prism.runtime.config import AgentConfig, ConfiguredAgent
+from prism.runtime.run.config import AgentConfig, ConfiguredAgent
 from prism.types import (
     ErrorInfo,
     JsonValue,
@@ -108,9 +108,7 @@ def agent_id_of(config: AgentConfig) -> str:
     return agent_id
 
 
-def agent_fingerprint(
-    agent: ConfiguredAgent | AgentConfig, definition_revision: str, /
-) -> str:
+def agent_fingerprint(agent: ConfiguredAgent | AgentConfig, definition_revision: str, /) -> str:
     """Return the durable-run fingerprint of an agent definition; no I/O.
 
     ``sha256(canonical_json(F)).hexdigest()`` where ``F`` holds the agent id, the revision, the
@@ -159,8 +157,7 @@ def definition_mismatch(state: Mapping[str, Any], config: AgentConfig, revision:
     covers. Each message says what to do. No I/O.
     """
     advice = (
-        "resume with the agent definition the run was started with; a changed agent needs a "
-        "new run"
+        "resume with the agent definition the run was started with; a changed agent needs a new run"
     )
     stored_id, agent_id = state["agent_id"], agent_id_of(config)
     if stored_id != agent_id:
@@ -184,7 +181,9 @@ def _tool_identity(tool: ToolDefinition) -> dict[str, Any]:
     """A tool's part of the fingerprint; ``needs_approval`` only when set (``True``, or the
     callable's qualified name), so the fingerprints of tools without it are unchanged."""
     out: dict[str, Any] = {
-        "name": tool.name, "parameters": tool.parameters, "exclusive": tool.exclusive
+        "name": tool.name,
+        "parameters": tool.parameters,
+        "exclusive": tool.exclusive,
     }
     gate = tool.needs_approval
     if gate is True:
@@ -415,7 +414,7 @@ def _is_child(value: object) -> bool:
 
 def _is_release(value: object) -> bool:
     """``release`` is optional: absent, or ``{"by", "reason", "at"}`` strings (see
-    :data:`~prism.runtime._run_state.RELEASE_KEY`)."""
+    :data:`~prism.runtime.durable._run_state.RELEASE_KEY`)."""
     if value is None:
         return True
     return isinstance(value, dict) and all(
@@ -551,5 +550,3 @@ def loop_state_of(loop: AgentLoopStrategy) -> dict[str, Any] | None:
     if not is_json_value(value, max_depth=MAX_DEPTH):
         raise AgentLoopStateError("ERR_PRISM_LOOP_SNAPSHOT")
     return {"name": loop.name, "revision": effective_loop_revision(loop), "snapshot": value}
-
-

@@ -1,7 +1,7 @@
 """The durable run's part in tool dispatch, as the loop context sees it.
 
-:class:`~prism.runtime.context.RunContext` calls these hooks around every tool round and host
-call of a durable run; ``DurableDriver`` (in ``prism.runtime._durable_leg``) implements them.
+:class:`~prism.runtime.run.context.RunContext` calls these hooks around every tool round and host
+call of a durable run; ``DurableDriver`` (in ``prism.runtime.durable._durable_leg``) implements them.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Coroutine, Mapping
 from typing import Protocol
 
-from prism.runtime._delegation import ChildRuns, ChildRunSuspended
+from prism.runtime.run._delegation import ChildRuns, ChildRunSuspended
 from prism.types import ToolCallContent, ToolDefinition, ToolExecutionContext, ToolResult
 
 __all__ = ["DurableGate", "delegating"]

@@ -2,7 +2,7 @@
 
 When a durable leg checkpoints at every turn, marks each tool dispatch before its side effect
 (no approvals), and its session store is its checkpoint store with
-:class:`~prism.runtime.checkpoints.EntryCheckpointStore` (the SQLite and PostgreSQL stores;
+:class:`~prism.checkpoints.EntryCheckpointStore` (the SQLite and PostgreSQL stores;
 checked once per leg), the leg holds its session appends from its first turn boundary on and
 hands them to the store with its next envelope write, which stores both in ONE transaction.
 A tool turn (text, two parallel tool calls, their two result rows) then writes:
@@ -37,15 +37,15 @@ leaf goes back to the last stored entry.
 
 from __future__ import annotations
 
-from prism.runtime._run_state import RunStateOptions
-from prism.runtime._shield import shielded
-from prism.runtime.checkpoints import (
+from prism.checkpoints import (
     AGENT_RUN_NAMESPACE,
     CheckpointRecord,
     EntryCheckpointStore,
     SessionAppend,
 )
-from prism.runtime.state import SessionState
+from prism.runtime.durable._run_state import RunStateOptions
+from prism.runtime.run._shield import shielded
+from prism.runtime.run.state import SessionState
 from prism.types import JsonValue, OwnershipScope
 
 __all__ = ["TurnWrites", "turn_writes_for"]
@@ -129,7 +129,7 @@ class TurnWrites:
 
 def turn_writes_for(options: RunStateOptions, state: SessionState) -> TurnWrites | None:
     """The turn writes of a leg whose checkpoint store is its session store and writes entries
-    and envelopes together (:class:`~prism.runtime.checkpoints.EntryCheckpointStore`), else
+    and envelopes together (:class:`~prism.checkpoints.EntryCheckpointStore`), else
     ``None`` (each append and each envelope is its own write)."""
     store = options.checkpoints
     session_store: object = state.store

@@ -222,7 +222,10 @@ class SessionObservers:
         self._redactor = redactor
 
     def subscribe(
-        self, *, max_queued_events: int = DEFAULT_MAX_QUEUED_EVENTS, overflow: OverflowPolicy = "close"
+        self,
+        *,
+        max_queued_events: int = DEFAULT_MAX_QUEUED_EVENTS,
+        overflow: OverflowPolicy = "close",
     ) -> EventSubscription:
         """Add and return a new subscription."""
         sub = EventSubscription(self, max_queued_events=max_queued_events, overflow=overflow)

@@ -1,6 +1,6 @@
 """The fallback chain of a run's provider attempts (``prism.providers.fallback``).
 
-:class:`~prism.runtime.attempts.ProviderAttempts` holds one :class:`FallbackChain` when the run's
+:class:`~prism.runtime.run.attempts.ProviderAttempts` holds one :class:`FallbackChain` when the run's
 provider is a ``FallbackProvider``, and streams from it: the chain streams from its current link.
 Every request starts with the primary and the agent's model; after a provider's last attempt
 failed (its retry budget spent, or an error the retry policy does not retry) the chain moves to

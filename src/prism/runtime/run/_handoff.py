@@ -24,8 +24,8 @@ from typing import Any, Final
 from prism.assembly import select_skills
 from prism.errors import AgentRunStateError, PrismConfigError
 from prism.providers.base import AIProvider
-from prism.runtime._setup import resolve_provider, setup_assembly, setup_attempts
-from prism.runtime.context import RunContext
+from prism.runtime.run._setup import resolve_provider, setup_assembly, setup_attempts
+from prism.runtime.run.context import RunContext
 from prism.store import SessionEntry, new_session_entry
 from prism.structured_output import resolve_structured_output
 

@@ -1,7 +1,7 @@
 """Approvals: operator decisions, their validation and application, sticky matching.
 
 Private module behind :mod:`prism.runtime.durable`. The per-leg durable machine that gates calls
-and writes envelopes is :class:`~prism.runtime._durable_run.DurableRun`.
+and writes envelopes is :class:`~prism.runtime.durable._durable_run.DurableRun`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from prism._util import now_iso
 from prism.errors import AgentDecisionError, AgentRunStateError
-from prism.runtime._envelope import (
+from prism.runtime.durable._envelope import (
     arguments_hash,
 )
-from prism.runtime._run_state import (
+from prism.runtime.durable._run_state import (
     ALLOWING,
     MAX_APPROVAL_ID,
     MAX_DECISIONS,
@@ -58,7 +58,9 @@ __all__ = [
 # --------------------------------------------------------------------------- approvals (APR-*)
 
 
-def sticky_match(stickies: Sequence[StickyDecision], call: ToolCallContent) -> StickyDecision | None:
+def sticky_match(
+    stickies: Sequence[StickyDecision], call: ToolCallContent
+) -> StickyDecision | None:
     """The first sticky decision whose set scope fields equal the call's."""
     if not stickies:
         return None
@@ -339,9 +341,7 @@ def _pending_for(entry: Mapping[str, Any]) -> PendingDecision:
         digest: str | None = arguments_hash(call.arguments)
     except (TypeError, ValueError):
         digest = None
-    return pending_decision(
-        entry["approval_id"], call, entry.get("arguments_hash") or digest, None
-    )
+    return pending_decision(entry["approval_id"], call, entry.get("arguments_hash") or digest, None)
 
 
 def pending_decision(

@@ -14,7 +14,7 @@ Passes over a payload without a redactor (a ``dict`` of the types a JSON decoder
   the result after ``execute`` (no ``tool_result`` hook, no tool-output guardrail).
 
 :class:`PayloadCarry` holds what was carried for one run leg. The codec
-(:class:`~prism.runtime._request_codec.RequestCodec`) takes the sizes; :meth:`PayloadCarry.for_store`
+(:class:`~prism.runtime.run._request_codec.RequestCodec`) takes the sizes; :meth:`PayloadCarry.for_store`
 gives the message to store with the copies in place of the values, which the loop context
 appends with the copies donated (:func:`prism._fast_entry_copy.donated`), so a store that copies
 entries on the way in (the memory store) keeps them as they are. The history, the run's messages
@@ -40,8 +40,8 @@ from typing import Any, Final
 
 from prism._fast_entry_copy import rebuild_dataclass
 from prism._json import copy_json
-from prism.runtime._json_size import canonical_size_known
-from prism.runtime._request_codec import RequestCodec
+from prism.runtime.run._json_size import canonical_size_known
+from prism.runtime.run._request_codec import RequestCodec
 from prism.types import Message, ProviderToolCall, ToolCallContent, ToolResultContent
 
 __all__ = ["MIN_CARRIED_BYTES", "PayloadCarry"]

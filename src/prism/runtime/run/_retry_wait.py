@@ -1,6 +1,6 @@
 """Between two provider attempts: asking the retry policy, then waiting out its delay.
 
-:class:`~prism.runtime.attempts.ProviderAttempts` calls :func:`decide_retry` after a failed
+:class:`~prism.runtime.run.attempts.ProviderAttempts` calls :func:`decide_retry` after a failed
 attempt that may be retried, and :func:`wait_retry_delay` before the next one.
 """
 

@@ -1,0 +1,96 @@
+"""Durable runs: options, the run-state envelope, approvals and resume.
+
+A durable run writes a bounded, redacted, versioned **run-state envelope** to a host
+:class:`~prism.checkpoints.CheckpointStore` at safe boundaries, so it can suspend for an
+operator decision or stop cleanly and continue later — in another process when the session store
+and the checkpoint store are durable.
+
+Public surface (re-exported from ``prism``):
+
+* :class:`RunStateOptions` — ``run_state=`` on the agent or the run;
+* :class:`AgentRunState` — the public view of a stored envelope (``RunResult.run_state``);
+* :class:`AgentRunInterruption`, :class:`PendingDecision`, :class:`DecisionScope` — why a run is
+  suspended;
+* :class:`RunDecision`, :class:`StickyDecision` — operator decisions;
+* :func:`resume_agent_run` — continue, approve or deny a stored run;
+* :func:`agent_fingerprint` — the configuration fingerprint;
+* :func:`load_agent_run_state` / :func:`save_agent_run_state` / :class:`LoadedRunState` — operator
+  access to the stored envelope;
+* :func:`resolve_ambiguous_call` — the operator's repair of a call a crash left ambiguous;
+* :func:`list_agent_runs` — the stored runs (by default the resumable ones), for a worker or an
+  operator to resume.
+
+The per-leg machinery the runtime drives (gating, checkpoint writes, suspension, replay) is
+:class:`DurableRun`; :func:`check_durable_run` is the durable preflight.
+
+Example (human approval)::
+
+    store = MemoryCheckpointStore()
+    agent = create_agent(model=..., provider=..., id="desk", tools=[refund],
+                         run_state=RunStateOptions(store, "v1", interrupt_before_tool=True))
+    session = agent.create_session()
+    result = await session.run("Refund order 42")
+    if result.status == "suspended":
+        result = await resume_agent_run(session, result.run_state, decision="approve")
+"""
+
+from prism.runtime.durable._approvals import rejection_result as rejection_result
+from prism.runtime.durable._durable_run import DurableRun as DurableRun
+from prism.runtime.durable._durable_run import ResumePoint as ResumePoint
+from prism.runtime.durable._envelope import agent_fingerprint as agent_fingerprint
+from prism.runtime.durable._envelope import arguments_hash as arguments_hash
+from prism.runtime.durable._envelope import load_agent_run_state as load_agent_run_state
+from prism.runtime.durable._envelope import loop_state_of as loop_state_of
+from prism.runtime.durable._envelope import save_agent_run_state as save_agent_run_state
+from prism.runtime.durable._repair import resolve_ambiguous_call as resolve_ambiguous_call
+from prism.runtime.durable._resume import resume_agent_run as resume_agent_run
+from prism.runtime.durable._resume_writes import DENIED_MESSAGE as DENIED_MESSAGE
+from prism.runtime.durable._run_listing import list_agent_runs as list_agent_runs
+from prism.runtime.durable._run_state import MAX_LOADED_STATE_BYTES as MAX_LOADED_STATE_BYTES
+from prism.runtime.durable._run_state import RELEASE_KEY as RELEASE_KEY
+from prism.runtime.durable._run_state import AgentRunInterruption as AgentRunInterruption
+from prism.runtime.durable._run_state import AgentRunState as AgentRunState
+from prism.runtime.durable._run_state import CheckpointPolicy as CheckpointPolicy
+from prism.runtime.durable._run_state import DecisionOutcome as DecisionOutcome
+from prism.runtime.durable._run_state import DecisionScope as DecisionScope
+from prism.runtime.durable._run_state import InterruptionKind as InterruptionKind
+from prism.runtime.durable._run_state import LoadedRunState as LoadedRunState
+from prism.runtime.durable._run_state import PendingDecision as PendingDecision
+from prism.runtime.durable._run_state import RunDecision as RunDecision
+from prism.runtime.durable._run_state import RunStateOptions as RunStateOptions
+from prism.runtime.durable._run_state import RunStateStatus as RunStateStatus
+from prism.runtime.durable._run_state import StickyDecision as StickyDecision
+from prism.runtime.durable._run_state import check_durable_run as check_durable_run
+from prism.runtime.durable._run_state import coerce_run_state_options as coerce_run_state_options
+from prism.runtime.durable._run_state import not_resumable_message as not_resumable_message
+
+__all__ = [
+    "DENIED_MESSAGE",
+    "MAX_LOADED_STATE_BYTES",
+    "RELEASE_KEY",
+    "AgentRunInterruption",
+    "AgentRunState",
+    "CheckpointPolicy",
+    "DecisionOutcome",
+    "DecisionScope",
+    "DurableRun",
+    "InterruptionKind",
+    "LoadedRunState",
+    "PendingDecision",
+    "ResumePoint",
+    "RunDecision",
+    "RunStateOptions",
+    "RunStateStatus",
+    "StickyDecision",
+    "agent_fingerprint",
+    "arguments_hash",
+    "check_durable_run",
+    "coerce_run_state_options",
+    "list_agent_runs",
+    "load_agent_run_state",
+    "loop_state_of",
+    "rejection_result",
+    "resolve_ambiguous_call",
+    "resume_agent_run",
+    "save_agent_run_state",
+]
