@@ -208,7 +208,7 @@ async def _start(
     options = RunOptions.coerce(dict(request.get("options") or {})).with_overrides(
         {"turn_policy": policy}
     )
-    plan = plan_run(agent.config, session.metadata, run_input, options)
+    plan = plan_run(agent.config, session.metadata, run_input, options, hooks=agent.durable_hooks)
     return await start_leg(session.state, agent.config, plan, run_id=run_id)
 
 

@@ -121,6 +121,7 @@ async def _start(
             run_state=options if inherited else None,
             turn_policy=_inherited_policy(context),
         ),
+        hooks=agent.durable_hooks,
     )
     return await start_leg(session.state, config, plan, run_id=run_id)
 

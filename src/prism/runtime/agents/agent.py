@@ -24,10 +24,11 @@ from prism.providers.base import AIProvider
 from prism.providers.defaults import check_model_for_provider, provider_defaults
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions, validate_retry_options
-from prism.runtime.durable._run_state import RunStateOptions
+from prism.runtime.durable._durable_leg import DURABLE_HOOKS
 from prism.runtime.run.config import AgentConfig as AgentConfig
 from prism.runtime.run.config import ProviderSource as ProviderSource
 from prism.runtime.run.config import check_answer_after_tool_rounds, with_max_tokens
+from prism.runtime.run.seam import DurableHooks, RunStateOptions
 from prism.store import CompactionOptions, SessionStore, validate_compaction_options
 from prism.tools import (
     PermissionPolicy,
@@ -401,6 +402,11 @@ class Agent:
     def name(self) -> str | None:
         """``config.name``."""
         return self.config.name
+
+    @property
+    def durable_hooks(self) -> DurableHooks:
+        """The durable mode the agent's runs are planned with (``prism.runtime.durable``)."""
+        return DURABLE_HOOKS
 
     def __repr__(self) -> str:
         label = self.config.id or self.config.name or self.config.model.model

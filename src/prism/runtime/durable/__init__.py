@@ -35,8 +35,8 @@ Example (human approval)::
 """
 
 from prism.runtime.durable._approvals import rejection_result as rejection_result
+from prism.runtime.durable._durable_leg import DURABLE_HOOKS as DURABLE_HOOKS
 from prism.runtime.durable._durable_run import DurableRun as DurableRun
-from prism.runtime.durable._durable_run import ResumePoint as ResumePoint
 from prism.runtime.durable._envelope import agent_fingerprint as agent_fingerprint
 from prism.runtime.durable._envelope import arguments_hash as arguments_hash
 from prism.runtime.durable._envelope import load_agent_run_state as load_agent_run_state
@@ -63,6 +63,7 @@ from prism.runtime.durable._run_state import StickyDecision as StickyDecision
 from prism.runtime.durable._run_state import check_durable_run as check_durable_run
 from prism.runtime.durable._run_state import coerce_run_state_options as coerce_run_state_options
 from prism.runtime.durable._run_state import not_resumable_message as not_resumable_message
+from prism.runtime.run.seam import ResumePoint as ResumePoint
 
 __all__ = [
     "DENIED_MESSAGE",

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from prism.errors import AgentLoopStateError, AgentRunSuspended
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
 from prism.runtime.durable._approvals import rejection_result
-from prism.runtime.durable._durable_run import DurableRun, ResumePoint
+from prism.runtime.durable._durable_run import DurableRun
 from prism.runtime.durable._envelope import (
     loop_state_of,
 )
@@ -37,10 +37,12 @@ from prism.runtime.durable._run_state import (
     AgentRunInterruption,
     AgentRunState,
     RunStateOptions,
+    check_durable_run,
 )
 from prism.runtime.durable._turn_writes import turn_writes_for
 from prism.runtime.run._delegation import ChildRunSuspended, child_agent
 from prism.runtime.run.context import RunContext
+from prism.runtime.run.seam import ResumePoint
 from prism.runtime.run.turn_policy import TurnPolicy, TurnPolicyStop
 from prism.types import (
     ErrorInfo,
@@ -53,7 +55,7 @@ from prism.types import (
     ToolResult,
 )
 
-__all__ = ["DurableDriver"]
+__all__ = ["DURABLE_HOOKS", "DurableDriver"]
 
 CHILD_STOPPED = "a child run stopped on the turn policy"
 """``stop_detail`` of a run stopped because its agent tool's child run stopped on the inherited
@@ -116,6 +118,11 @@ class DurableDriver:
         self._mark_written = 0
 
     # ----------------------------------------------------------------- helpers
+
+    @property
+    def every_turn(self) -> bool:
+        """Whether the run writes a checkpoint at every turn boundary."""
+        return self.options.checkpoint_policy == "every-turn"
 
     @property
     def state(self) -> AgentRunState | None:
@@ -360,7 +367,7 @@ class DurableDriver:
         loop = self.loop
         if resume is None or loop is None:
             return
-        stored = resume.loop_state
+        stored = resume.state.get("loop_state")
         if stored is None:
             return
         if stored.get("name") != loop.name or stored.get("revision") != effective_loop_revision(
@@ -485,3 +492,23 @@ class DurableDriver:
         """Forget the gated round; stop holding appends."""
         self.run.close_round()
         self._release()
+
+
+class _DurableMode:
+    """The durable mode the run path plans and opens legs through (the seam's ``DurableHooks``):
+    the preflight is :func:`~prism.runtime.durable._run_state.check_durable_run`, a leg's hooks
+    are a :class:`DurableDriver`."""
+
+    __slots__ = ()
+
+    preflight = staticmethod(check_durable_run)
+
+    def open_leg(
+        self, ctx: RunContext, options: RunStateOptions, resume: ResumePoint | None
+    ) -> DurableDriver:
+        return DurableDriver(ctx, options, resume)
+
+
+DURABLE_HOOKS: Final = _DurableMode()
+"""The durable mode an agent's sessions, the resume of a stored run and the engines hand to
+:func:`~prism.runtime.run.plan.plan_run`."""

@@ -43,6 +43,7 @@ from prism.runtime.durable._run_state import (
     StickyDecision,
 )
 from prism.runtime.durable._turn_writes import TurnWrites
+from prism.runtime.run.seam import ResumePoint
 from prism.types import (
     Message,
     ModelConfig,
@@ -56,7 +57,7 @@ from prism.types import (
 if TYPE_CHECKING:
     from prism.runtime.run.config import AgentConfig
 
-__all__ = ["DurableRun", "ResumePoint"]
+__all__ = ["DurableRun"]
 
 
 # --------------------------------------------------------------------------- the per-leg machine
@@ -104,38 +105,6 @@ class _Entry:
         if self.child is not None:
             out["child"] = self.child
         return out
-
-
-@dataclass(slots=True, kw_only=True)
-class ResumePoint:
-    """What a resumed leg starts from; built by :func:`resume_agent_run`."""
-
-    version: int
-    """The claimed checkpoint version."""
-    envelope: dict[str, Any]
-    """The claimed envelope."""
-    input: tuple[Message, ...] | None
-    """Stored input messages (input-guardrail approval), else ``None``."""
-    fork: bool
-    """Crash recovery from a ``running`` envelope: the first append forks."""
-
-    @property
-    def leaf_id(self) -> str | None:
-        """The stored leaf."""
-        leaf: str | None = self.envelope.get("leaf_id")
-        return leaf
-
-    @property
-    def counters(self) -> dict[str, Any]:
-        """The stored limit counters."""
-        counters: dict[str, Any] = self.envelope["counters"]
-        return counters
-
-    @property
-    def loop_state(self) -> dict[str, Any] | None:
-        """The stored ``loop_state``, if any."""
-        value: dict[str, Any] | None = self.envelope.get("loop_state")
-        return value
 
 
 class DurableRun:
@@ -258,7 +227,7 @@ class DurableRun:
         self._stray: list[_Entry] = []
         """Marked calls that no stored assistant message carries."""
         if resume is not None:
-            envelope = resume.envelope
+            envelope = resume.state
             self.version = resume.version
             self.state = AgentRunState.from_envelope(envelope, resume.version)
             self.sticky = [

@@ -14,7 +14,7 @@ from prism.runtime.durable._approvals import (
     coerce_decisions,
     decision_error,
 )
-from prism.runtime.durable._durable_run import ResumePoint
+from prism.runtime.durable._durable_leg import DURABLE_HOOKS
 from prism.runtime.durable._envelope import (
     definition_mismatch,
     load_state,
@@ -50,6 +50,7 @@ from prism.runtime.run.config import AgentConfig
 from prism.runtime.run.leg import resume_leg
 from prism.runtime.run.options import RunOptions
 from prism.runtime.run.plan import plan_run
+from prism.runtime.run.seam import ResumePoint
 from prism.runtime.run.session import AgentSession
 from prism.runtime.run.turn_policy import TurnPolicy
 from prism.types import (
@@ -307,7 +308,16 @@ async def resume_agent_run(
 
         async def claim() -> ResumePoint:
             claimed = await writer.save(new_state)
-            return ResumePoint(version=claimed, envelope=new_state, input=messages, fork=crash)
+            return ResumePoint(
+                run_id=str(new_state["run_id"]),
+                version=claimed,
+                leaf_id=new_state.get("leaf_id"),
+                counters=new_state["counters"],
+                trace=new_state.get("trace"),
+                input=messages,
+                fork=crash,
+                state=new_state,
+            )
 
         if session.is_running:
             raise AgentSessionBusyError()
@@ -316,6 +326,7 @@ async def resume_agent_run(
             session.metadata,
             [],
             RunOptions(signal=signal, ownership=owner, turn_policy=turn_policy, parent=parent),
+            hooks=DURABLE_HOOKS,
             durable=options,
         )
         return await resume_leg(session.state, config, plan, claim)

@@ -5,19 +5,18 @@ Private module behind :mod:`prism.runtime.durable`; public names are re-exported
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
-from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
-from prism.checkpoints import CheckpointRecord, CheckpointStore
+from prism.checkpoints import CheckpointRecord
 from prism.errors import AgentLoopStateError, AgentRunStateError, PrismConfigError
 from prism.loop_needs import handoff_tools
 from prism.loops.contracts import is_durable_capable
 from prism.runtime.run._delegation import child_agent
 from prism.runtime.run.config import AgentConfig
+from prism.runtime.run.seam import CheckpointPolicy, RunStateOptions, coerce_run_state_options
 from prism.types import (
     JsonValue,
     ModelConfig,
@@ -86,7 +85,6 @@ stop was not the host's answer but a hand-over: the run is to be continued at on
 claims it next. Absent on every other envelope; the claim of a resume removes it. Envelopes
 without it load as before."""
 
-CheckpointPolicy: TypeAlias = Literal["on-suspend", "every-turn"]
 """When a durable run writes its envelope besides suspensions and terminal states."""
 RunStateStatus: TypeAlias = Literal[
     "running", "suspended", "succeeded", "failed", "aborted", "denied"
@@ -136,70 +134,6 @@ def stale_message(
 
 
 # --------------------------------------------------------------------------- options
-
-
-@dataclass(frozen=True, slots=True)
-class RunStateOptions:
-    """Durable-run options: ``run_state=`` on ``create_agent`` or ``session.run``.
-
-    The run is durable when either layer sets it; when both do they must be equal. A
-    mapping of these fields is accepted wherever the options are (unknown keys raise
-    ``PrismConfigError``). Values are checked in the run's preflight, not here.
-
-    Example::
-
-        RunStateOptions(MemoryCheckpointStore(), "2024-06-01", checkpoint_policy="every-turn")
-    """
-
-    checkpoints: CheckpointStore
-    """Where the envelope is stored (``namespace="prism.agent-run"``, ``key=run_id``). On an
-    agent created without ``store=``, a checkpoint store that is a session store too
-    (``SqliteStore``, ``PostgresStore``) is the agent's session store as well."""
-    definition_revision: str
-    """Host-authored revision of the agent definition; joins the fingerprint. Bump it
-    when the agent changes in a way that old runs must not resume under. Must not be blank."""
-    _: KW_ONLY
-    checkpoint_policy: CheckpointPolicy = "on-suspend"
-    """``"on-suspend"``: write only at suspensions and policy stops (and terminal states once an
-    envelope exists); ``"every-turn"``: also a ``running`` checkpoint at every turn boundary."""
-    interrupt_before_tool: bool = False
-    """Gate every host tool call behind an operator approval."""
-    max_state_bytes: int = 262_144
-    """Largest envelope written, in UTF-8 bytes of its canonical JSON (1..1 048 576)."""
-    fencing_token: int | None = None
-    """Token passed to every ``save_checkpoint`` of the run; ``None``: unfenced."""
-
-
-_OPTION_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunStateOptions)) - {"_"}
-
-
-def coerce_run_state_options(value: object, *, label: str = "run_state") -> RunStateOptions | None:
-    """Convert a ``run_state`` option to :class:`RunStateOptions`. No checks of
-    the values (the durable preflight, :func:`check_durable_run`, does those).
-
-    Args:
-        value: ``None``, :class:`RunStateOptions` or a mapping of its fields.
-        label: Name used in error messages.
-
-    Returns:
-        The options, or ``None``.
-
-    Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — another type, an unknown mapping key (a camelCase
-            key is reported with its snake_case name) or a missing required key.
-    """
-    if value is None or isinstance(value, RunStateOptions):
-        return value
-    if not isinstance(value, Mapping):
-        raise PrismConfigError(
-            f"{label} must be RunStateOptions or a mapping, got {type(value).__name__}"
-        )
-    reject_unknown_keys(label, value, _OPTION_FIELDS)
-    missing = [k for k in ("checkpoints", "definition_revision") if k not in value]
-    if missing:
-        raise PrismConfigError(f"{label} requires {', '.join(missing)}")
-    data = {str(k): v for k, v in value.items()}
-    return RunStateOptions(data.pop("checkpoints"), data.pop("definition_revision"), **data)
 
 
 def _validate_options(options: RunStateOptions) -> None:

@@ -22,12 +22,12 @@ from prism.loops.contracts import AgentLoopStrategy
 from prism.loops.resolve import loop_name, resolve_loop, resolve_tool_concurrency
 from prism.providers.base import AIProvider
 from prism.retry import RetryPayload
-from prism.runtime.durable._durable_run import ResumePoint
 from prism.runtime.run._tool_rounds import tool_rounds
 from prism.runtime.run._tool_sources import open_leg_tools
 from prism.runtime.run.attempts import ProviderAttempts
 from prism.runtime.run.context import RunContext
 from prism.runtime.run.plan import run_defaults
+from prism.runtime.run.seam import ResumePoint
 from prism.store import (
     CompactionOptions,
     compaction_entry,
@@ -92,7 +92,7 @@ def start_trace(
     tracer = resolve_tracer(config.tracing)
     if tracer is None:
         return
-    link = None if resume is None else resume.envelope.get("trace")
+    link = None if resume is None else resume.trace
     trace = tracer.start_run(
         TracedRun(
             session_id=ctx.session_id,
@@ -189,7 +189,7 @@ def setup_loop(
     """
     plan = ctx.plan
     config = ctx.config
-    agent = run_defaults(config) if plan.loop is None else None
+    agent = run_defaults(config, plan.durable_hooks) if plan.loop is None else None
     if agent is not None and agent.loop is not None:
         loop = agent.loop
         ctx.tool_concurrency = agent.tool_concurrency
@@ -326,7 +326,7 @@ def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
         guardrails=guardrails,
         redactor=ctx.redactor,
         buffer_output=(
-            run_defaults(ctx.config).finite_output_budget
+            run_defaults(ctx.config, ctx.plan.durable_hooks).finite_output_budget
             if plan.run_limits is None and plan.agent_limits is ctx.config.limits
             else sets_finite_output_budget(plan.agent_limits, plan.run_limits)
         ),

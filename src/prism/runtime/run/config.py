@@ -35,6 +35,7 @@ from prism.types import (
 
 if TYPE_CHECKING:
     from prism.runtime.run.policies import ProviderRequestPolicy
+    from prism.runtime.run.seam import DurableHooks
 
 __all__ = [
     "AgentConfig",
@@ -173,7 +174,8 @@ def with_max_tokens(
 
 
 class ConfiguredAgent(Protocol):
-    """What a session needs of its agent: the validated configuration.
+    """What a session needs of its agent: the validated configuration and the durable mode its
+    runs plan with.
 
     :class:`~prism.runtime.agents.agent.Agent` satisfies it; sessions are typed against this protocol so
     that the session module does not import the agent module that creates sessions.
@@ -182,4 +184,9 @@ class ConfiguredAgent(Protocol):
     @property
     def config(self) -> AgentConfig:
         """The agent's validated configuration."""
+        ...
+
+    @property
+    def durable_hooks(self) -> DurableHooks:
+        """The durable mode (preflight and leg hooks) the agent's runs are planned with."""
         ...

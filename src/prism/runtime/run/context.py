@@ -51,7 +51,6 @@ from prism.redaction import redact_agent_event
 from prism.runtime.run._boundary import TurnBoundary
 from prism.runtime.run._carry import PayloadCarry
 from prism.runtime.run._delegation import RunDelegation, child_forward, parent_run
-from prism.runtime.run._durable_gate import DurableGate, delegating
 from prism.runtime.run._observers import stamp_ids
 from prism.runtime.run._open_calls import INTERRUPTED_MESSAGE, interrupted_row, track_calls
 from prism.runtime.run._request_codec import LiveHistory, RequestCodec
@@ -60,6 +59,7 @@ from prism.runtime.run.attempts import ProviderAttempts
 from prism.runtime.run.config import AgentConfig
 from prism.runtime.run.plan import RunPlan, run_defaults
 from prism.runtime.run.policies import ProviderRequestPolicy, apply_request_policies
+from prism.runtime.run.seam import DurableGate, delegating
 from prism.runtime.run.state import SessionState
 from prism.session_entry import new_session_entry
 from prism.store import SessionEntry
@@ -207,7 +207,9 @@ class RunContext:
         """The leg's ledger writer; without a ledger the shared writer that writes nothing."""
         self.ledger_on = ledger is not None
         self.boundary = TurnBoundary(self.tracker)
-        self.codec = RequestCodec(self.redactor, self.history, run_defaults(config).request_head)
+        self.codec = RequestCodec(
+            self.redactor, self.history, run_defaults(config, plan.durable_hooks).request_head
+        )
         self.carry = PayloadCarry(self.codec)
         self.registry = config.tools
         """The leg's tools: the agent's, plus its tool sources' once the leg opened them."""

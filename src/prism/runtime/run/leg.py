@@ -51,8 +51,6 @@ from prism.guardrails import run_guardrails
 from prism.ledger import finish_run_record, start_run_record
 from prism.loops.contracts import AgentLoopStrategy
 from prism.redaction import SecretRedactor, error_to_error_info, redacted_cause
-from prism.runtime.durable._durable_leg import DurableDriver
-from prism.runtime.durable._durable_run import ResumePoint
 from prism.runtime.run._handoff import RunHandoff, handed_off_to
 from prism.runtime.run._setup import (
     auto_compact,
@@ -66,6 +64,7 @@ from prism.runtime.run._shield import shielded
 from prism.runtime.run.config import AgentConfig
 from prism.runtime.run.context import RunContext
 from prism.runtime.run.plan import RunPlan
+from prism.runtime.run.seam import LegHooks, ResumePoint
 from prism.runtime.run.state import SessionState
 from prism.runtime.run.turn_policy import TurnBoundaryContext, TurnPolicyStop, evaluate_turn_policy
 from prism.store import (
@@ -132,7 +131,7 @@ async def resume_leg(
         raise
     plan.input = list(resume.input) if resume.input is not None else []
     state.move_leaf(resume.leaf_id, fork=resume.fork)
-    leg = RunLeg(state, config, plan, str(resume.envelope["run_id"]), resume)
+    leg = RunLeg(state, config, plan, resume.run_id, resume)
     state.begin(leg)
     return await leg.execute()
 
@@ -173,13 +172,13 @@ class RunLeg:
             self._unbridge = plan.signal.add_listener(ctx.controller.abort)
         # The turn boundary's hooks, in order: the approval suspension and the turn policy
         # before the turn is charged, the every-turn checkpoint after it.
-        self.durable: DurableDriver | None = None
+        self.durable: LegHooks | None = None
         if plan.durable is not None:
-            durable = DurableDriver(ctx, plan.durable, resume)
+            durable = plan.durable_hooks.open_leg(ctx, plan.durable, resume)
             self.durable = durable
             ctx.durable = durable
             ctx.boundary.before_charge += (durable.approval_hook,)
-            if plan.durable.checkpoint_policy == "every-turn":
+            if durable.every_turn:
                 ctx.boundary.after_charge += (durable.checkpoint_hook,)
         if plan.turn_policy is not None:
             ctx.boundary.before_charge += (self._turn_policy_hook,)

@@ -23,9 +23,9 @@ from prism.limits import RunLimits
 from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions
-from prism.runtime.durable._run_state import RunStateOptions
 from prism.runtime.run.config import ProviderSource
 from prism.runtime.run.policies import ProviderRequestPolicy
+from prism.runtime.run.seam import RunStateOptions
 from prism.runtime.run.turn_policy import TurnPolicy
 from prism.store import CompactionOptions
 from prism.tools import ToolFilter, ToolValidator

@@ -42,11 +42,6 @@ from prism.retry import (
     create_default_retry_policy,
     resolve_retry_options,
 )
-from prism.runtime.durable._run_state import (
-    RunStateOptions,
-    check_durable_run,
-    coerce_run_state_options,
-)
 from prism.runtime.run._delegation import PARENT_RUN_KEY, child_redactor, parent_link
 from prism.runtime.run._request_codec import HeadMemo
 from prism.runtime.run.config import (
@@ -57,6 +52,7 @@ from prism.runtime.run.config import (
 )
 from prism.runtime.run.options import RunOptions
 from prism.runtime.run.policies import ProviderRequestPolicy
+from prism.runtime.run.seam import DurableHooks, RunStateOptions, coerce_run_state_options
 from prism.runtime.run.turn_policy import TurnPolicy, coerce_turn_policy, resolve_turn_policy
 from prism.store import CompactionOptions, resolve_compaction_options
 from prism.tools import ToolFilter, ToolValidator, normalize_tool_filters
@@ -105,6 +101,8 @@ class RunPlan:
     tool_filters: tuple[ToolFilter, ...]
     tool_validator: ToolValidator | Literal[False] | None
     turn_policy: TurnPolicy | None = None
+    durable_hooks: DurableHooks
+    """The durable mode the leg opens its hooks from (handed over by whoever planned the run)."""
     durable: RunStateOptions | None = None
     answer_after_tool_rounds: int | Literal[False] | None = None
     """The run's tool-round policy, else the agent's; ``None``: the provider's default applies
@@ -141,7 +139,7 @@ class RunDefaults:
     """The request head (tool schemas, options, metadata) the agent's runs measured last."""
 
 
-def run_defaults(config: AgentConfig) -> RunDefaults:
+def run_defaults(config: AgentConfig, hooks: DurableHooks) -> RunDefaults:
     """The :class:`RunDefaults` of ``config``, resolved on the first call and kept on it.
 
     Raises:
@@ -160,7 +158,7 @@ def run_defaults(config: AgentConfig) -> RunDefaults:
     if loop is not single_shot_loop and loop is not config.loop:
         loop = None
     try:
-        durable: RunStateOptions | None = check_durable_run(config, None)
+        durable: RunStateOptions | None = hooks.preflight(config, None)
         durable_known = True
     except PrismError:  # raised again by each run that does not make itself durable
         durable, durable_known = None, False
@@ -188,6 +186,7 @@ def plan_run(
     input: AgentInput,
     opts: RunOptions,
     *,
+    hooks: DurableHooks,
     durable: RunStateOptions | None = None,
 ) -> RunPlan:
     """Resolve ``opts`` against the agent ``config`` into a :class:`RunPlan`. No side effects.
@@ -200,13 +199,14 @@ def plan_run(
         session_metadata: The session's metadata (between the agent's and the run's).
         input: The run input (converted to messages later, by the leg).
         opts: The run options.
+        hooks: The durable mode's preflight and leg hooks (``prism.runtime.durable.DURABLE_HOOKS``).
         durable: Forces the durable options of a resumed leg; ``None`` resolves them
             from ``opts`` and the agent.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — an invalid option.
     """
-    agent = run_defaults(config)
+    agent = run_defaults(config, hooks)
     # Option mappings become their dataclasses.
     run_limits = coerce_run_limits(opts.limits)
     coerced_policy = coerce_turn_policy(opts.turn_policy)
@@ -239,7 +239,7 @@ def plan_run(
         ):
             durable = agent.durable
         else:
-            durable = check_durable_run(
+            durable = hooks.preflight(
                 config,
                 run_state,
                 run_loop=opts.loop,
@@ -337,6 +337,7 @@ def plan_run(
         ),
         tool_validator=validator,
         turn_policy=turn_policy,
+        durable_hooks=hooks,
         durable=durable,
         answer_after_tool_rounds=answer_after,
         parent=parent,

@@ -222,7 +222,7 @@ class AgentSession:
         """
         config = self.agent.config
         opts = RunOptions.coerce(options).with_overrides(overrides)
-        plan = plan_run(config, self.metadata, input, opts)
+        plan = plan_run(config, self.metadata, input, opts, hooks=self.agent.durable_hooks)
         state = self.state
         if state.busy:
             self._reject_busy()
