@@ -38,10 +38,9 @@ from typing import Any
 from prism.limits import UNLIMITED, RunLimits
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
-from prism.runtime.durable import _durable_leg
 from prism.runtime.agent import create_agent
 from prism.runtime.checkpoints import MemoryCheckpointStore
-from prism.runtime.durable import DurableRun, RunStateOptions
+from prism.runtime.durable import DurableRun, RunStateOptions, _durable_leg
 from prism.types import ModelConfig, ToolDefinition
 
 MODEL = ModelConfig(provider="mock", model="bench")

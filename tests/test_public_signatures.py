@@ -49,7 +49,7 @@ ALLOWED = {
     "prism.tools.schema.compile_schema",
     "prism.tools.schema.schema_errors",
     # Copies a JSON value of any shape and returns the same shape.
-    "prism.runtime.checkpoints.clone_json",
+    "prism.checkpoints.clone_json",
 }
 
 

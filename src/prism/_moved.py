@@ -1,4 +1,12 @@
-"""Names that left the top-level ``prism`` namespace, and the module each now lives in.
+"""How the top-level ``prism`` namespace resolves names: lazily, and with a pointer for moved ones.
+
+``import prism`` runs ``prism/__init__.py`` and this module only, and both import nothing but
+cheap standard-library modules (not even :mod:`typing`), so importing ``prism`` stays near 1 ms.
+Each top-level name is bound on first use: :data:`HOMES` says which module defines it, the
+module-level ``__getattr__`` built by :func:`module_getattr` imports that module, and the value is
+then cached in the namespace, so later reads are plain attribute reads. ``HOMES`` lists exactly
+the names of the ``TYPE_CHECKING`` imports in ``prism/__init__.py``, which type checkers and
+readers see (``tests/test_namespace.py`` checks that the two agree).
 
 The top level keeps what a host application uses. Provider-author names moved to
 ``prism.providers``, test doubles to ``prism.testing``, and the rest (runtime internals, the less
@@ -6,18 +14,67 @@ common events, helpers) to the module that defines them. Reading a moved name fr
 raises an ``AttributeError`` that says where to import it from, e.g.
 ``prism.ToolRegistry moved: import it from prism.tools``.
 
-The module-level ``__getattr__`` built here also keeps ``prism.<submodule>`` working without an
-explicit ``import prism.<submodule>`` (``prism.artifacts``, ``prism.testing`` …): the submodule is
+The same ``__getattr__`` also keeps ``prism.<submodule>`` working without an explicit
+``import prism.<submodule>`` (``prism.artifacts``, ``prism.testing`` …): the submodule is
 imported on first access, as with the earlier namespace.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-__all__ = ["MOVED", "TYPE_CHECKING", "module_getattr", "moved_message"]
+# Type checkers treat a name ``TYPE_CHECKING`` as true whatever its value; importing it from
+# ``typing`` would make ``import prism`` import ``typing`` (several milliseconds).
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+__all__ = ["HOMES", "MOVED", "TYPE_CHECKING", "module_dir", "module_getattr", "moved_message"]
+
+HOMES: dict[str, str] = {
+    "abort": "AbortController AbortSignal",
+    "errors": (
+        "AbortError AgentDecisionError AgentLoopStateError AgentRunError AgentRunLimitError"
+        " AgentRunStateError AgentRunSuspended AgentSessionBusyError ArtifactFailedError"
+        " CheckpointConflictError EngineVersionError GuardrailError PrismConfigError PrismError"
+        " ProviderResolutionError ProviderTransportError ProviderTurnError RedactedError"
+        " RunAmbiguousError RunLedgerError RunLimitExceeded SessionAppendConflictError SteerError"
+        " StoreError StoreSchemaError StructuredOutputError TurnPolicyError"
+    ),
+    "events": (
+        "AgentEvent AgentFinishedEvent ErrorEvent MessageDeltaEvent MessageFinishedEvent"
+        " ToolExecutionErrorEvent ToolExecutionFinishedEvent ToolExecutionStartedEvent"
+        " TurnFinishedEvent TurnStartedEvent"
+    ),
+    "guardrails": "Guardrail GuardrailContext GuardrailDecision Guardrails",
+    "limits": "UNLIMITED RunLimits",
+    "loops.contracts": (
+        "AgentLoopStrategy GenerateValidateReviseLoopOptions LoopContext SingleShotLoopOptions"
+    ),
+    "loops.gvr": "generate_validate_revise_loop",
+    "loops.single_shot": "single_shot_loop",
+    "redaction": "SecretRedactor create_secret_redactor",
+    "retry": "RetryContext RetryDecision RetryOptions RetryPolicy",
+    "runtime.run._observers": "EventSubscription",
+    "runtime.agents.agent": "Agent create_agent",
+    "checkpoints": "CheckpointStore",
+    "runtime.durable": (
+        "AgentRunState LoadedRunState PendingDecision RunDecision RunStateOptions"
+        " list_agent_runs load_agent_run_state resume_agent_run save_agent_run_state"
+    ),
+    "runtime.run.session": "AgentSession RunOptions RunStream",
+    "runtime.run.turn_policy": "Continue Stop TurnBoundaryContext TurnDecision TurnPolicy",
+    "store": "SessionStore",
+    "tools": "PermissionPolicy PermissionRequest tool",
+    "types": (
+        "ModelConfig RunResult AgentInput ContentBlock ImageContent JsonValue Message"
+        " TextContent ThinkingContent ToolCallContent ToolResultContent Usage assistant_message"
+        " system_message to_messages user_message ToolDefinition ToolExecutionContext ToolResult"
+        " StructuredOutputOptions"
+    ),
+}
+"""Submodule of ``prism`` (relative) -> the top-level names it defines, separated by spaces."""
 
 _PROVIDERS = "prism.providers"
 _TESTING = "prism.testing"
@@ -185,15 +242,24 @@ def moved_message(package: str, name: str) -> str | None:
     return f"{package}.{name} moved: import it from {' or '.join(modules)}"
 
 
-def module_getattr(package: str) -> Callable[[str], object]:
-    """Build the ``__getattr__`` of the ``package`` namespace (PEP 562).
+def module_getattr(namespace: dict[str, object]) -> Callable[[str], object]:
+    """Build the ``__getattr__`` of the package whose module globals are ``namespace`` (PEP 562).
 
-    It is consulted only for names the namespace does not bind. A moved name raises
-    ``AttributeError`` naming its new module; a submodule name (``prism.artifacts``) imports
-    that submodule; anything else raises the usual ``AttributeError``.
+    It is consulted only for names the namespace does not bind yet. A name of :data:`HOMES`
+    imports its module and is cached in ``namespace`` (so ``__getattr__`` sees each name once); a
+    moved name raises ``AttributeError`` naming its new module; a submodule name
+    (``prism.artifacts``) imports that submodule; anything else raises the usual
+    ``AttributeError``.
     """
+    package = str(namespace["__name__"])
+    homes = _by_name(package, HOMES)
 
     def __getattr__(name: str) -> object:
+        home = homes.get(name)
+        if home is not None:
+            value = getattr(importlib.import_module(home), name)
+            namespace[name] = value
+            return value
         message = moved_message(package, name)
         if message is not None:
             raise AttributeError(message, name=name)
@@ -206,3 +272,27 @@ def module_getattr(package: str) -> Callable[[str], object]:
         raise AttributeError(f"module {package!r} has no attribute {name!r}", name=name)
 
     return __getattr__
+
+
+def module_dir(namespace: dict[str, object], public: list[str]) -> Callable[[], list[str]]:
+    """Build the ``__dir__`` of a lazy namespace: its ``public`` names (bound yet or not), the
+    dunders and the submodules imported so far — never its private helpers."""
+
+    def __dir__() -> list[str]:
+        from types import ModuleType
+
+        bound = (
+            name
+            for name, value in namespace.items()
+            if name[:2] == "__" == name[-2:] or isinstance(value, ModuleType)
+        )
+        return sorted({*public, *bound})
+
+    return __dir__
+
+
+def _by_name(package: str, homes: Mapping[str, str]) -> dict[str, str]:
+    """Top-level name -> the absolute name of the module that defines it."""
+    return {
+        name: f"{package}.{module}" for module, names in homes.items() for name in names.split()
+    }

@@ -14,7 +14,6 @@ from prism.loops.contracts import SingleShotLoopOptions
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
 from prism.redaction import create_secret_redactor
-from prism.runtime.durable import _approvals as d
 from prism.runtime.agent import create_agent
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, MemoryCheckpointStore
 from prism.runtime.durable import (
@@ -27,6 +26,7 @@ from prism.runtime.durable import (
     load_agent_run_state,
     resume_agent_run,
 )
+from prism.runtime.durable import _approvals as d
 from prism.tools import ToolRegistry
 from prism.types import Message, ModelConfig, ToolCallContent, ToolDefinition, tool_result_message
 

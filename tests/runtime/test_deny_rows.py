@@ -16,7 +16,6 @@ from prism.events import AgentDeniedEvent
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import MockProvider, MockScriptItem, create_mock_provider
 from prism.redaction import create_secret_redactor
-from prism.runtime.durable._resume_writes import open_round_calls
 from prism.runtime.agent import Agent, create_agent
 from prism.runtime.checkpoints import CheckpointRecord, MemoryCheckpointStore
 from prism.runtime.durable import (
@@ -25,6 +24,7 @@ from prism.runtime.durable import (
     load_agent_run_state,
     resume_agent_run,
 )
+from prism.runtime.durable._resume_writes import open_round_calls
 from prism.store import MemorySessionStore, SessionEntry, new_session_entry
 from prism.types import (
     ErrorInfo,

@@ -10,10 +10,10 @@ import pytest
 
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
-from prism.runtime.durable._run_state import SCHEMA_VERSION
 from prism.runtime.agent import create_agent
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE, MemoryCheckpointStore
 from prism.runtime.durable import RunStateOptions, load_agent_run_state, resume_agent_run
+from prism.runtime.durable._run_state import SCHEMA_VERSION
 from prism.store import MemorySessionStore
 from prism.types import ModelConfig, ToolDefinition
 

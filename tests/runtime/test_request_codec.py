@@ -11,8 +11,8 @@ from prism.middleware import MiddlewareRegistry
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
 from prism.redaction import create_secret_redactor, redact_value
-from prism.runtime.run._request_codec import LiveHistory, RequestCodec
 from prism.runtime.agent import create_agent
+from prism.runtime.run._request_codec import LiveHistory, RequestCodec
 from prism.types import (
     Message,
     ModelConfig,

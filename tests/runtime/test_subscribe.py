@@ -14,8 +14,12 @@ from prism.events import AgentEvent, EventSubscriberOverflowEvent, TurnStartedEv
 from prism.providers.base import provider_done, provider_text_delta
 from prism.providers.mock import create_mock_provider
 from prism.redaction import create_secret_redactor
-from prism.runtime.run._observers import EventSubscription, SessionObservers, coerce_max_queued_events
 from prism.runtime.agent import create_agent
+from prism.runtime.run._observers import (
+    EventSubscription,
+    SessionObservers,
+    coerce_max_queued_events,
+)
 
 TEXT = [provider_text_delta("done"), provider_done()]
 
