@@ -1207,6 +1207,28 @@ async def test_abort_while_waiting_for_response_headers_raises_the_abort_error()
         await asyncio.wait_for(pending, timeout=30)
 
 
+async def test_abort_from_inside_the_transport_leaves_no_stray_cancellation() -> None:
+    """PROV-4: an abort raised synchronously inside the awaited call is honoured once the call
+    returns, and the task carries no pending cancellation afterwards."""
+    controller = AbortController()
+    server = Server(text_stream("ok"))
+
+    def handler(http_request: httpx.Request) -> httpx.Response:
+        controller.abort()
+        return server.handler(http_request)
+
+    provider = create_openai_compatible_provider(
+        base_url=BASE_URL,
+        api_key=KEY,
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+    )
+    with pytest.raises(AbortError):
+        await events_of(provider, request(signal=controller.signal))
+    await asyncio.sleep(0)  # a leaked cancel request would raise CancelledError here
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0
+
+
 async def test_an_already_aborted_signal_makes_no_http_call() -> None:
     """PROV-4: an aborted request raises before any HTTP call."""
     controller = AbortController()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from prism.providers.wire import tool_result_payload_text
+from prism.providers.wire import InvalidRequest, tool_result_payload_text
 from prism.types import (
     ContentBlock,
     ImageContent,
@@ -23,15 +23,11 @@ from prism.types import (
     ToolResultContent,
 )
 
-__all__ = ["InvalidRequest", "build_body"]
+__all__ = ["build_body"]
 
 
 _TOOL_CHOICE: Final = {"auto": "auto", "none": "none", "required": "any"}
 """``ProviderRequestOptions.tool_choice`` as the Messages ``tool_choice.type``."""
-
-
-class InvalidRequest(Exception):
-    """The request cannot be expressed on the wire (error code ``invalid_request``)."""
 
 
 def build_body(request: ProviderRequest, *, default_max_tokens: int = 4096) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Chat Completions wire mapping: request bodies and responses.
+"""Chat Completions wire mapping: request bodies, responses and the description of an incomplete
+stream.
 
 Pure data mapping with no SDK dependency; :mod:`prism.providers.openai` drives it.
 """
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from prism.providers.stream_fold import tool_call_from_arguments_text
-from prism.providers.wire import tool_result_payload_text
+from prism.providers.wire import InvalidRequest, tool_result_payload_text
 from prism.types import (
     ErrorInfo,
     ImageContent,
@@ -33,13 +34,18 @@ from prism.types import (
 )
 
 __all__ = [
-    "InvalidRequest",
+    "MAX_STREAM_HEAD_BYTES",
     "ResponseMapper",
     "StreamFailure",
     "build_request_body",
     "map_completion",
     "map_usage",
+    "stream_detail",
 ]
+
+MAX_STREAM_HEAD_BYTES = 1_024
+"""Most bytes of the start of a streamed body quoted when the stream ends incomplete."""
+
 
 _STOP_REASONS: Mapping[str, ProviderStopReason] = {
     "stop": "end_turn",
@@ -51,10 +57,6 @@ _STOP_REASONS: Mapping[str, ProviderStopReason] = {
 
 
 # =========================================================================== request mapping
-
-
-class InvalidRequest(Exception):
-    """A request that cannot be expressed on the wire (code ``invalid_request``)."""
 
 
 def _text_of(parts: tuple[Any, ...]) -> str:
@@ -447,3 +449,36 @@ def map_completion(mapper: ResponseMapper, raw: bytes) -> list[ProviderEvent]:
     events = mapper.on_chunk(payload, delta_key="message")
     mapper.done_seen = True
     return events
+
+
+def stream_detail(status: int | None, data_events: int, head: bytes) -> str:
+    """What an incomplete stream looked like, for the ``incomplete_stream`` message.
+
+    A server that fails after it has sent ``200`` and its headers can no longer send an error
+    status; some (llama-cpp-python's server among them) just close the stream, leaving the reason
+    in their own log. This names the HTTP status, how many ``data`` events arrived and, when none
+    did, the start of the body as received (at most :data:`MAX_STREAM_HEAD_BYTES` bytes; the
+    provider redacts the message).
+
+    Args:
+        status: The response's HTTP status (``None`` when unknown).
+        data_events: ``data`` events received.
+        head: The first bytes of the body.
+
+    Returns:
+        e.g. ``"HTTP 200, no data event received, empty body: the server may have failed after
+        sending its headers (its log has the cause)"``.
+    """
+    parts = [f"HTTP {status}" if status is not None else "HTTP status unknown"]
+    if data_events:
+        parts.append(f"{data_events} data event{'s' if data_events != 1 else ''} received")
+        return ", ".join(parts)
+    parts.append("no data event received")
+    text = bytes(head[:MAX_STREAM_HEAD_BYTES]).decode("utf-8", errors="replace").strip()
+    if text:
+        parts.append(f"body began: {text}")
+        return ", ".join(parts)
+    parts.append("empty body")
+    return ", ".join(parts) + (
+        ": the server may have failed after sending its headers (its log has the cause)"
+    )

@@ -12,9 +12,10 @@ prism's contracts and the Messages wire format:
   one ``error`` event (HTTP status codes, ``sse_event_overflow``, ``timeout``,
   ``ECONNREFUSED``, ``ECONNRESET``, ``invalid_request``), secrets redacted.
 
-This module holds the factory, the provider (one streaming request per attempt, with abort) and
-its headers and credentials; the request body is built in ``_anthropic_wire``, stream events are
-mapped in ``_anthropic_stream`` and failures in ``_anthropic_errors``.
+This module holds the provider (one streaming request per attempt, with abort; its headers,
+credentials and failures) and the factory; the request body is built in ``_anthropic_wire`` and
+stream events are mapped in ``_anthropic_stream``. What it shares with the OpenAI adapter (the
+abort bridge, HTTP status and transport failures) is in ``_sdk``.
 
 ```python
 from prism.providers.anthropic import create_anthropic_provider
@@ -29,25 +30,28 @@ The SDK is an optional extra, imported when a provider is created:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from prism._util import maybe_await
 from prism.errors import PrismConfigError, ProviderTransportError
-from prism.providers._anthropic_errors import REQUEST_FAILED, error_info
 from prism.providers._anthropic_stream import MAX_EVENT_BYTES, StreamMapper, event_overflow
-from prism.providers._anthropic_wire import InvalidRequest, build_body
+from prism.providers._anthropic_wire import build_body
+from prism.providers._sdk import (
+    AbortBridge,
+    import_sdk,
+    resolve_api_key,
+    sdk_error_info,
+    sdk_timeout,
+)
 from prism.providers.base import provider_error
 from prism.providers.defaults import ProviderDefaults
-from prism.types import ModelCapabilities, ModelConfig, ProviderEvent, ProviderRequest
+from prism.providers.wire import InvalidRequest, encoded_body_size
+from prism.types import ErrorInfo, ModelCapabilities, ModelConfig, ProviderEvent, ProviderRequest
 
 if TYPE_CHECKING:
     import anthropic
-
-    from prism.abort import AbortSignal
 
 __all__ = [
     "ANTHROPIC_DEFAULT_BASE_URL",
@@ -66,150 +70,8 @@ DEFAULT_ANTHROPIC_MODEL: Final = "claude-haiku-4-5"
 AnthropicApiKey: TypeAlias = str | Callable[[], "str | Awaitable[str]"]
 """An API key, or a sync/async callable returning one, resolved on each request."""
 
-_T = TypeVar("_T")
-
-_EXTRA_HINT: Final = "pip install 'prism-runtime[anthropic]'"
-_MAX_REQUEST_BYTES: Final = 8 * 1024 * 1024
-_CONNECT_TIMEOUT_S: Final = 10.0
-_TIMEOUT_S: Final = 600.0
+_REQUEST_FAILED: Final = "Anthropic request failed"
 _OWNED_HEADERS: Final = frozenset({"content-type", "x-api-key", "anthropic-version"})
-
-
-def _import_sdk() -> Any:
-    try:
-        import anthropic
-    except ImportError as exc:
-        raise ImportError(
-            f"The Anthropic provider needs the 'anthropic' SDK: {_EXTRA_HINT}"
-        ) from exc
-    return anthropic
-
-
-# --------------------------------------------------------------------------- factory
-
-
-def create_anthropic_provider(
-    *,
-    api_key: AnthropicApiKey | None = None,
-    base_url: str = ANTHROPIC_DEFAULT_BASE_URL,
-    id: str = "anthropic",
-    client: anthropic.AsyncAnthropic | None = None,
-    http_client: Any = None,
-    anthropic_version: str = "2023-06-01",
-    default_max_tokens: int = 4096,
-    model: str | ModelConfig = DEFAULT_ANTHROPIC_MODEL,
-) -> AnthropicProvider:
-    """Create an Anthropic Messages provider.
-
-    Without ``client`` the factory builds ``anthropic.AsyncAnthropic`` itself with
-    ``base_url``, ``max_retries=0`` (retry is the runtime's), an explicit
-    ``Timeout(600 s, connect=10 s)`` and ``http_client`` when given; requests then go to
-    ``<base_url>/messages``. A host-built ``client`` keeps its own base URL (the SDK's path
-    ``/v1/messages``), timeout, retries and auth.
-
-    When neither ``api_key`` nor ``client`` is given, ``ANTHROPIC_API_KEY`` is read from
-    ``os.environ`` now (never at import) and handled like a given key.
-
-    Args:
-        api_key: A key, or a sync/async callable returning one, resolved on every request and
-            sent as ``x-api-key`` (any ``Authorization`` header is then dropped, so one
-            credential goes on the wire); the resolved key is redacted from every
-            ``ErrorInfo``. Given together with ``client``, it replaces the client's own
-            credential for this provider's requests; without it the client's auth is used as
-            is (its ``api_key``/``auth_token`` are still redacted).
-        base_url: API root including the version segment (default
-            ``https://api.anthropic.com/v1``); ignored when ``client`` is given.
-        id: Provider id reported in ``provider_turn_started`` metadata.
-        client: A host-built ``anthropic.AsyncAnthropic`` (``max_retries=0`` recommended).
-        http_client: An HTTP client for the SDK client this factory builds (the SDK's
-            ``http_client=`` argument, e.g. an ``AsyncClient`` with a ``MockTransport`` in
-            tests). Not allowed together with ``client``.
-        anthropic_version: Value of the provider-owned ``anthropic-version`` header.
-        default_max_tokens: ``max_tokens`` when neither ``model.parameters["max_tokens"]`` nor
-            ``model.limits.max_output_tokens`` is set (tokens, > 0).
-        model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
-            a model name (text and image input, tools) or a full ``ModelConfig``; default
-            :data:`DEFAULT_ANTHROPIC_MODEL`.
-
-    Returns:
-        The provider; it satisfies ``AIProvider``.
-
-    Raises:
-        ImportError: the ``anthropic`` SDK is not installed (names the extra to install).
-        PrismConfigError: no key (neither ``api_key``, ``client`` nor a non-empty
-            ``ANTHROPIC_API_KEY``), an invalid argument, or the SDK rejected the arguments
-            (``ERR_PRISM_CONFIG``).
-    """
-    sdk = _import_sdk()
-    if not isinstance(id, str) or not id:
-        raise PrismConfigError("create_anthropic_provider: id must be a non-empty string")
-    if not isinstance(base_url, str) or not base_url:
-        raise PrismConfigError("create_anthropic_provider: base_url must be a non-empty string")
-    if not isinstance(anthropic_version, str) or not anthropic_version:
-        raise PrismConfigError(
-            "create_anthropic_provider: anthropic_version must be a non-empty string"
-        )
-    if (
-        not isinstance(default_max_tokens, int)
-        or isinstance(default_max_tokens, bool)
-        or default_max_tokens <= 0
-    ):
-        raise PrismConfigError(
-            "create_anthropic_provider: default_max_tokens must be a positive int"
-        )
-    if api_key is not None and not ((isinstance(api_key, str) and api_key) or callable(api_key)):
-        raise PrismConfigError(
-            "create_anthropic_provider: api_key must be a non-empty string or a callable"
-        )
-    if client is not None and http_client is not None:
-        raise PrismConfigError(
-            "create_anthropic_provider: give http_client only when the factory builds the "
-            "client (not together with client)"
-        )
-    if client is None and api_key is None:
-        env_key = os.environ.get("ANTHROPIC_API_KEY")
-        if not env_key:
-            raise PrismConfigError(
-                "create_anthropic_provider: no API key; pass api_key= (or client=) or set "
-                "ANTHROPIC_API_KEY"
-            )
-        api_key = env_key
-    if client is None:
-        try:
-            client = sdk.AsyncAnthropic(
-                # A callable key is sent per request; the placeholder keeps the SDK from
-                # discovering credentials of its own (environment, profiles).
-                api_key=api_key if isinstance(api_key, str) else "",
-                base_url=base_url,
-                timeout=sdk.Timeout(_TIMEOUT_S, connect=_CONNECT_TIMEOUT_S),
-                max_retries=0,
-                http_client=http_client,
-            )
-        except (TypeError, ValueError) as exc:
-            raise PrismConfigError(
-                f"create_anthropic_provider: the anthropic SDK rejected the arguments: {exc}"
-            ) from exc
-        path = "messages"
-    else:
-        path = "/v1/messages"
-    return AnthropicProvider(
-        sdk=sdk,
-        client=client,
-        path=path,
-        api_key=api_key,
-        id=id,
-        anthropic_version=anthropic_version,
-        default_max_tokens=default_max_tokens,
-        default_model=(
-            model
-            if isinstance(model, ModelConfig)
-            else ModelConfig(
-                provider=id,
-                model=model,
-                capabilities=ModelCapabilities(input=("text", "image"), tools=True),
-            )
-        ),
-    )
 
 
 # --------------------------------------------------------------------------- provider
@@ -312,99 +174,70 @@ class AnthropicProvider:
             return
         try:
             body = build_body(request, default_max_tokens=self._default_max_tokens)
-            size = len(json.dumps(body).encode("utf-8"))
+            encoded_body_size(body)
         except InvalidRequest as exc:
             yield provider_error(
                 ProviderTransportError(
-                    "invalid_request", f"{REQUEST_FAILED}: invalid request: {exc}"
-                )
-            )
-            return
-        except (TypeError, ValueError) as exc:
-            yield provider_error(
-                ProviderTransportError(
-                    "invalid_request",
-                    f"{REQUEST_FAILED}: invalid request: body is not JSON-serialisable: {exc}",
-                )
-            )
-            return
-        if size > _MAX_REQUEST_BYTES:
-            yield provider_error(
-                ProviderTransportError(
-                    "invalid_request",
-                    f"{REQUEST_FAILED}: invalid request: body is {size} bytes, above the "
-                    f"{_MAX_REQUEST_BYTES}-byte limit",
+                    "invalid_request", f"{_REQUEST_FAILED}: invalid request: {exc}"
                 )
             )
             return
 
-        key = await self._resolve_key()
+        key = await resolve_api_key(self._api_key, "Anthropic")
         secrets = self._secrets(key)
-        bridge = _AbortBridge(signal)
         stream: Any = None
         mapper = StreamMapper()
         finishing = False
-        try:
-            stream = await bridge.run(
-                self._client.post(
-                    self._path,
-                    body=body,
-                    cast_to=self._sdk.types.Message,
-                    stream=True,
-                    stream_cls=self._stream_cls,
-                    options={"headers": self._headers(options, key)},
-                )
-            )
-            while True:
-                try:
-                    event = await bridge.run(stream.__anext__())
-                except StopAsyncIteration:
-                    break
-                overflow = event_overflow(event)
-                if overflow is not None:
-                    yield provider_error(
-                        ProviderTransportError(
-                            "sse_event_overflow",
-                            f"Anthropic stream event is {overflow} bytes, above the "
-                            f"{MAX_EVENT_BYTES}-byte limit",
-                        )
+        with AbortBridge(signal) as bridge:
+            try:
+                stream = await bridge.run(
+                    self._client.post(
+                        self._path,
+                        body=body,
+                        cast_to=self._sdk.types.Message,
+                        stream=True,
+                        stream_cls=self._stream_cls,
+                        options={"headers": self._headers(options, key)},
                     )
-                    return
-                for out in mapper.feed(event):
-                    yield out
-            finishing = True
-            for out in mapper.finish():
-                yield out
-        except Exception as exc:
-            if signal is not None and signal.aborted:
-                signal.throw_if_aborted()
-            info = error_info(self._sdk, exc)
-            if info is None:
-                raise
-            if mapper.complete and not finishing:
-                # message_stop already proved the turn complete; a failure while draining the
-                # rest of the body does not undo it.
+                )
+                while True:
+                    try:
+                        event = await bridge.run(stream.__anext__())
+                    except StopAsyncIteration:
+                        break
+                    overflow = event_overflow(event)
+                    if overflow is not None:
+                        yield provider_error(
+                            ProviderTransportError(
+                                "sse_event_overflow",
+                                f"Anthropic stream event is {overflow} bytes, above the "
+                                f"{MAX_EVENT_BYTES}-byte limit",
+                            )
+                        )
+                        return
+                    for out in mapper.feed(event):
+                        yield out
+                finishing = True
                 for out in mapper.finish():
                     yield out
-            else:
-                yield provider_error(info, secrets)
-        finally:
-            bridge.close()
-            if stream is not None:
-                await _close_stream(stream)
+            except Exception as exc:
+                if signal is not None and signal.aborted:
+                    signal.throw_if_aborted()
+                info = _error_info(self._sdk, exc)
+                if info is None:
+                    raise
+                if mapper.complete and not finishing:
+                    # message_stop already proved the turn complete; a failure while draining the
+                    # rest of the body does not undo it.
+                    for out in mapper.finish():
+                        yield out
+                else:
+                    yield provider_error(info, secrets)
+            finally:
+                if stream is not None:
+                    await stream.close()
 
     # ----------------------------------------------------------------- request side
-
-    async def _resolve_key(self) -> str | None:
-        key = self._api_key
-        if key is None or isinstance(key, str):
-            return key
-        value = await maybe_await(key())
-        if not isinstance(value, str) or not value:
-            raise PrismConfigError(
-                "Anthropic provider: the api_key callable must return a non-empty string"
-            )
-        return value
 
     def _secrets(self, key: str | None) -> tuple[str, ...]:
         found: list[str] = []
@@ -434,69 +267,169 @@ class AnthropicProvider:
         return headers
 
 
-async def _close_stream(stream: Any) -> None:
-    """Close the SDK stream's HTTP response at once."""
-    await stream.close()
+# --------------------------------------------------------------------------- failures
 
 
-# --------------------------------------------------------------------------- abort
+def _error_info(sdk: Any, exc: Exception) -> ErrorInfo | None:
+    """An SDK/transport exception as ``ErrorInfo``; ``None`` for exceptions this adapter does
+    not own (they propagate).
 
-
-class _AbortBridge:
-    """Interrupts an await on the SDK when ``signal`` aborts.
-
-    While the provider waits on the SDK, an abort cancels the waiting task; the cancellation is
-    taken back (``Task.uncancel``) and turned into the signal's abort error, so an external
-    cancellation is never swallowed. No task is created per event.
+    Beyond :func:`~prism.providers._sdk.sdk_error_info`: an ``APIStatusError`` below 400 is an
+    in-stream ``error`` event, and stream data the SDK cannot parse is ``invalid_stream_chunk``.
     """
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        if not isinstance(status, int) or status < 400:
+            return _stream_error_info(exc)
+    if isinstance(exc, (sdk.APIResponseValidationError, json.JSONDecodeError)):
+        return ErrorInfo(
+            message=f"{_REQUEST_FAILED}: invalid stream data: {exc}",
+            name=type(exc).__name__,
+            code="invalid_stream_chunk",
+        )
+    return sdk_error_info(sdk, exc, _REQUEST_FAILED)
 
-    __slots__ = ("_fired", "_remove", "_signal", "_task")
 
-    def __init__(self, signal: AbortSignal | None) -> None:
-        self._signal = signal
-        self._task: asyncio.Task[Any] | None = None
-        self._fired = False
-        self._remove = signal.add_listener(self._on_abort) if signal is not None else None
+def _stream_error_info(exc: Any) -> ErrorInfo:
+    """An ``event: error`` inside a 200 stream: ``code=error.type``, ``message=error.message``; an
+    error event without a JSON ``error.type`` is ``invalid_stream_chunk``."""
+    err_type = getattr(exc, "type", None)
+    message = getattr(exc, "api_message", None)
+    if not isinstance(err_type, str) or not err_type:
+        return ErrorInfo(
+            message=f"{_REQUEST_FAILED}: malformed stream error event: {exc}",
+            name="ProviderStreamError",
+            code="invalid_stream_chunk",
+        )
+    return ErrorInfo(
+        message=message if isinstance(message, str) and message else err_type,
+        name="ProviderStreamError",
+        code=err_type,
+    )
 
-    def _on_abort(self, _reason: Any) -> None:
-        task = self._task
-        if task is None or self._fired:
-            return
+
+# --------------------------------------------------------------------------- factories
+
+
+def create_anthropic_provider(
+    *,
+    api_key: AnthropicApiKey | None = None,
+    base_url: str = ANTHROPIC_DEFAULT_BASE_URL,
+    id: str = "anthropic",
+    client: anthropic.AsyncAnthropic | None = None,
+    http_client: Any = None,
+    anthropic_version: str = "2023-06-01",
+    default_max_tokens: int = 4096,
+    model: str | ModelConfig = DEFAULT_ANTHROPIC_MODEL,
+) -> AnthropicProvider:
+    """Create an Anthropic Messages provider.
+
+    Without ``client`` the factory builds ``anthropic.AsyncAnthropic`` itself with
+    ``base_url``, ``max_retries=0`` (retry is the runtime's), an explicit
+    ``Timeout(600 s, connect=10 s)`` and ``http_client`` when given; requests then go to
+    ``<base_url>/messages``. A host-built ``client`` keeps its own base URL (the SDK's path
+    ``/v1/messages``), timeout, retries and auth.
+
+    When neither ``api_key`` nor ``client`` is given, ``ANTHROPIC_API_KEY`` is read from
+    ``os.environ`` now (never at import) and handled like a given key.
+
+    Args:
+        api_key: A key, or a sync/async callable returning one, resolved on every request and
+            sent as ``x-api-key`` (any ``Authorization`` header is then dropped, so one
+            credential goes on the wire); the resolved key is redacted from every
+            ``ErrorInfo``. Given together with ``client``, it replaces the client's own
+            credential for this provider's requests; without it the client's auth is used as
+            is (its ``api_key``/``auth_token`` are still redacted).
+        base_url: API root including the version segment (default
+            ``https://api.anthropic.com/v1``); ignored when ``client`` is given.
+        id: Provider id reported in ``provider_turn_started`` metadata.
+        client: A host-built ``anthropic.AsyncAnthropic`` (``max_retries=0`` recommended).
+        http_client: An HTTP client for the SDK client this factory builds (the SDK's
+            ``http_client=`` argument, e.g. an ``AsyncClient`` with a ``MockTransport`` in
+            tests). Not allowed together with ``client``.
+        anthropic_version: Value of the provider-owned ``anthropic-version`` header.
+        default_max_tokens: ``max_tokens`` when neither ``model.parameters["max_tokens"]`` nor
+            ``model.limits.max_output_tokens`` is set (tokens, > 0).
+        model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
+            a model name (text and image input, tools) or a full ``ModelConfig``; default
+            :data:`DEFAULT_ANTHROPIC_MODEL`.
+
+    Returns:
+        The provider; it satisfies ``AIProvider``.
+
+    Raises:
+        ImportError: the ``anthropic`` SDK is not installed (names the extra to install).
+        PrismConfigError: no key (neither ``api_key``, ``client`` nor a non-empty
+            ``ANTHROPIC_API_KEY``), an invalid argument, or the SDK rejected the arguments
+            (``ERR_PRISM_CONFIG``).
+    """
+    sdk = import_sdk("anthropic", "Anthropic")
+    if not isinstance(id, str) or not id:
+        raise PrismConfigError("create_anthropic_provider: id must be a non-empty string")
+    if not isinstance(base_url, str) or not base_url:
+        raise PrismConfigError("create_anthropic_provider: base_url must be a non-empty string")
+    if not isinstance(anthropic_version, str) or not anthropic_version:
+        raise PrismConfigError(
+            "create_anthropic_provider: anthropic_version must be a non-empty string"
+        )
+    if (
+        not isinstance(default_max_tokens, int)
+        or isinstance(default_max_tokens, bool)
+        or default_max_tokens <= 0
+    ):
+        raise PrismConfigError(
+            "create_anthropic_provider: default_max_tokens must be a positive int"
+        )
+    if api_key is not None and not ((isinstance(api_key, str) and api_key) or callable(api_key)):
+        raise PrismConfigError(
+            "create_anthropic_provider: api_key must be a non-empty string or a callable"
+        )
+    if client is not None and http_client is not None:
+        raise PrismConfigError(
+            "create_anthropic_provider: give http_client only when the factory builds the "
+            "client (not together with client)"
+        )
+    if client is None and api_key is None:
+        env_key = os.environ.get("ANTHROPIC_API_KEY")
+        if not env_key:
+            raise PrismConfigError(
+                "create_anthropic_provider: no API key; pass api_key= (or client=) or set "
+                "ANTHROPIC_API_KEY"
+            )
+        api_key = env_key
+    if client is None:
         try:
-            running = asyncio.current_task()
-        except RuntimeError:
-            running = None
-        if running is task:
-            # Aborted from inside the awaited call itself: checked when the await returns.
-            return
-        self._fired = True
-        task.cancel()
-
-    async def run(self, awaitable: Awaitable[_T]) -> _T:
-        signal = self._signal
-        if signal is None:
-            return await awaitable
-        if signal.aborted:
-            if asyncio.iscoroutine(awaitable):
-                awaitable.close()
-            signal.throw_if_aborted()
-        task = asyncio.current_task()
-        self._task = task
-        try:
-            result = await awaitable
-        except asyncio.CancelledError:
-            if self._fired and task is not None:
-                self._fired = False
-                if task.uncancel() == 0:
-                    signal.throw_if_aborted()
-            raise
-        finally:
-            self._task = None
-        if signal.aborted:
-            signal.throw_if_aborted()
-        return result
-
-    def close(self) -> None:
-        if self._remove is not None:
-            self._remove()
-            self._remove = None
+            client = sdk.AsyncAnthropic(
+                # A callable key is sent per request; the placeholder keeps the SDK from
+                # discovering credentials of its own (environment, profiles).
+                api_key=api_key if isinstance(api_key, str) else "",
+                base_url=base_url,
+                timeout=sdk_timeout(sdk),
+                max_retries=0,
+                http_client=http_client,
+            )
+        except (TypeError, ValueError) as exc:
+            raise PrismConfigError(
+                f"create_anthropic_provider: the anthropic SDK rejected the arguments: {exc}"
+            ) from exc
+        path = "messages"
+    else:
+        path = "/v1/messages"
+    return AnthropicProvider(
+        sdk=sdk,
+        client=client,
+        path=path,
+        api_key=api_key,
+        id=id,
+        anthropic_version=anthropic_version,
+        default_max_tokens=default_max_tokens,
+        default_model=(
+            model
+            if isinstance(model, ModelConfig)
+            else ModelConfig(
+                provider=id,
+                model=model,
+                capabilities=ModelCapabilities(input=("text", "image"), tools=True),
+            )
+        ),
+    )

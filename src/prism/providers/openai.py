@@ -27,13 +27,14 @@ Models whose ``capabilities.streaming`` is ``False`` are called without streamin
 or ``stream_options`` keys); the JSON completion is mapped to the same events. A ``200`` response
 with a JSON body to a streaming request is handled the same way.
 
-The ``openai`` package is the extra ``prism-runtime[openai]``; it is imported when a factory is
-called, never when this module is imported.
+This module holds the provider and the factories; the wire mapping is in ``_openai_wire`` and
+what it shares with the Anthropic adapter (the abort bridge, HTTP status and transport failures)
+in ``_sdk``. The ``openai`` package is the extra ``prism-runtime[openai]``; it is imported when a
+factory is called, never when this module is imported.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -42,20 +43,29 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from prism._util import maybe_await
 from prism.errors import PrismConfigError, ProviderTransportError
-from prism.providers._openai_errors import MAX_ERROR_BODY_BYTES as MAX_ERROR_BODY_BYTES
-from prism.providers._openai_errors import MAX_STREAM_HEAD_BYTES, exception_info, stream_detail
 from prism.providers._openai_wire import (
-    InvalidRequest,
+    MAX_STREAM_HEAD_BYTES,
     ResponseMapper,
+    StreamFailure,
     build_request_body,
     map_completion,
+    stream_detail,
 )
-from prism.providers._sdk_abort import cancel_on_abort
+from prism.providers._sdk import MAX_ERROR_BODY_BYTES as MAX_ERROR_BODY_BYTES
+from prism.providers._sdk import (
+    AbortBridge,
+    import_sdk,
+    resolve_api_key,
+    sdk_error_info,
+    sdk_timeout,
+)
 from prism.providers._sse import SSEDecoder
 from prism.providers.base import provider_error
 from prism.providers.defaults import ProviderDefaults
-from prism.providers.wire import redact_error_info
+from prism.providers.wire import MAX_REQUEST_BODY_BYTES as MAX_REQUEST_BODY_BYTES
+from prism.providers.wire import InvalidRequest, encoded_body_size, redact_error_info
 from prism.types import (
+    ErrorInfo,
     ModelCapabilities,
     ModelConfig,
     ProviderErrorEvent,
@@ -65,9 +75,6 @@ from prism.types import (
 
 if TYPE_CHECKING:
     import openai
-
-DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-"""Model name of ``create_openai_chat_provider().defaults.model``."""
 
 __all__ = [
     "DEFAULT_OPENAI_MODEL",
@@ -82,9 +89,8 @@ __all__ = [
     "create_openai_compatible_provider",
 ]
 
-MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024
-"""Largest request body sent, in UTF-8 bytes of ``json.dumps(body)``; a larger body ends the
-attempt with ``invalid_request`` before any HTTP call."""
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+"""Model name of ``create_openai_chat_provider().defaults.model``."""
 
 MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024
 """Largest non-streamed JSON completion read, in bytes (streamed events have their own
@@ -99,25 +105,11 @@ ApiKey = str | Callable[[], str | Awaitable[str]]
 TransformBody = Callable[[dict[str, Any], ProviderRequest], Any]
 """``transform_body(body, request)``, sync or async; returns a replacement body or ``None``."""
 
-_OPENAI_EXTRA_HINT = "pip install 'prism-runtime[openai]'"
-_DEFAULT_TIMEOUT_S = 600.0
-_CONNECT_TIMEOUT_S = 10.0
 _MAX_REMEMBERED_KEYS = 16
 _PLACEHOLDER_KEY = "prism-key-set-per-request"
 
 
-def _require_openai() -> Any:
-    """Import the SDK on first use."""
-    try:
-        import openai
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            f"The OpenAI provider needs the 'openai' package: {_OPENAI_EXTRA_HINT}"
-        ) from exc
-    return openai
-
-
-# =========================================================================== the provider
+# --------------------------------------------------------------------------- provider
 
 
 class OpenAICompatibleProvider:
@@ -187,19 +179,118 @@ class OpenAICompatibleProvider:
         ``model``; ``None`` when an OpenAI-compatible provider was built without one)."""
         return self._defaults
 
+    def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        """Stream one Chat Completions attempt as provider events.
+
+        Failures end the stream with one ``error`` event: HTTP statuses carry
+        the status int as ``code`` (``retry_after_ms`` from ``Retry-After``); ``timeout``,
+        ``ECONNREFUSED``, ``ECONNRESET`` for transport failures; ``invalid_request``,
+        ``invalid_stream_chunk``, ``incomplete_stream``, ``incomplete_delta``,
+        ``sse_event_overflow``/``sse_buffer_overflow`` otherwise. An ``incomplete_stream``
+        message also names the HTTP status, how many events arrived and, when none did, the
+        start of the body (a server failing after its ``200`` headers leaves nothing else).
+        Secrets are redacted.
+
+        Raises:
+            BaseException: the abort reason of ``request.signal`` when it aborts.
+        """
+        return self._generate(request)
+
+    async def _generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        signal = request.signal
+        if signal is not None:
+            signal.throw_if_aborted()
+        capabilities = request.model.capabilities
+        stream = capabilities is None or capabilities.streaming
+        try:
+            key = await resolve_api_key(self._api_key, "OpenAI-compatible")
+            if key is not None:
+                self._remember(key)
+            body = build_request_body(
+                request,
+                stream=stream,
+                reasoning_field=self._reasoning_field,
+                max_tokens_field=self._max_tokens_field,
+                tool_call_content=self._tool_call_content,
+            )
+            if self._transform_body is not None:
+                replaced = await maybe_await(self._transform_body(body, request))
+                if replaced is not None:
+                    body = replaced
+            encoded_body_size(body)
+            headers = self._headers(request, key)
+        except Exception as exc:
+            yield self._error(exc)
+            return
+
+        mapper = ResponseMapper()
+        async with AsyncExitStack() as stack:
+            bridge = stack.enter_context(AbortBridge(signal))
+            try:
+                response = await bridge.run(
+                    stack.enter_async_context(
+                        self._client.chat.completions.with_streaming_response.create(
+                            model=str(body.get("model", "")),
+                            messages=[],
+                            extra_body=_sdk_body(body),
+                            extra_headers=headers,
+                        )
+                    )
+                )
+                content_type = str(response.headers.get("content-type", "")).lower()
+                chunks = response.iter_bytes().__aiter__()
+                detail = ""
+                if stream and "json" not in content_type:
+                    decoder = SSEDecoder()
+                    head = bytearray()
+                    data_events = 0
+                    while not mapper.done_seen:
+                        chunk = await bridge.run(anext(chunks, None))
+                        if chunk is not None and len(head) < MAX_STREAM_HEAD_BYTES:
+                            head += chunk[: MAX_STREAM_HEAD_BYTES - len(head)]
+                        sse_events = decoder.finish() if chunk is None else decoder.feed(chunk)
+                        for sse in sse_events:
+                            data_events += 1
+                            for event in mapper.on_data(sse.data):
+                                yield event
+                            if mapper.done_seen:
+                                break
+                        if chunk is None:
+                            break
+                    status = getattr(response, "status_code", None)
+                    detail = stream_detail(
+                        status if isinstance(status, int) else None, data_events, bytes(head)
+                    )
+                else:
+                    raw = bytearray()
+                    while True:
+                        chunk = await bridge.run(anext(chunks, None))
+                        if chunk is None:
+                            break
+                        raw += chunk
+                        if len(raw) > MAX_RESPONSE_BODY_BYTES:
+                            raise ProviderTransportError(
+                                "response_overflow",
+                                f"Response body exceeds {MAX_RESPONSE_BODY_BYTES} bytes",
+                            )
+                    for event in map_completion(mapper, bytes(raw)):
+                        yield event
+                for event in mapper.finish(strict=self._strict, prefix=self._prefix, detail=detail):
+                    yield event
+            except Exception as exc:
+                if signal is not None and signal.aborted:
+                    signal.throw_if_aborted()
+                yield self._error(exc)
+
+    def _error(self, exc: BaseException) -> ProviderErrorEvent:
+        info = _exception_info(exc, self._prefix)
+        return provider_error(redact_error_info(info, tuple(self._secrets)))
+
+    # ----------------------------------------------------------------- request side
+
     def _remember(self, secret: str) -> None:
         if secret and secret not in self._secrets:
             self._secrets.append(secret)
-
-    async def _resolve_key(self) -> str | None:
-        key = self._api_key
-        if key is None or isinstance(key, str):
-            return key
-        value = await maybe_await(key())
-        if not isinstance(value, str) or not value:
-            raise PrismConfigError("api_key callable must return a non-empty str")
-        self._remember(value)
-        return value
 
     def _headers(self, request: ProviderRequest, key: str | None) -> dict[str, Any]:
         """Request headers: options, then ``extra_headers``, then provider-owned keys."""
@@ -227,118 +318,6 @@ class OpenAICompatibleProvider:
             merged[name] = (name, value)
         return dict(merged.values())
 
-    def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        """Stream one Chat Completions attempt as provider events.
-
-        Failures end the stream with one ``error`` event: HTTP statuses carry
-        the status int as ``code`` (``retry_after_ms`` from ``Retry-After``); ``timeout``,
-        ``ECONNREFUSED``, ``ECONNRESET`` for transport failures; ``invalid_request``,
-        ``invalid_stream_chunk``, ``incomplete_stream``, ``incomplete_delta``,
-        ``sse_event_overflow``/``sse_buffer_overflow`` otherwise. An ``incomplete_stream``
-        message also names the HTTP status, how many events arrived and, when none did, the
-        start of the body (a server failing after its ``200`` headers leaves nothing else).
-        Secrets are redacted.
-
-        Raises:
-            BaseException: the abort reason of ``request.signal`` when it aborts.
-        """
-        return self._generate(request)
-
-    async def _generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        signal = request.signal
-        if signal is not None:
-            signal.throw_if_aborted()
-        capabilities = request.model.capabilities
-        stream = capabilities is None or capabilities.streaming
-        try:
-            key = await self._resolve_key()
-            body = build_request_body(
-                request,
-                stream=stream,
-                reasoning_field=self._reasoning_field,
-                max_tokens_field=self._max_tokens_field,
-                tool_call_content=self._tool_call_content,
-            )
-            if self._transform_body is not None:
-                replaced = await maybe_await(self._transform_body(body, request))
-                if replaced is not None:
-                    body = replaced
-            try:
-                size = len(json.dumps(body).encode("utf-8"))
-            except (TypeError, ValueError) as exc:
-                raise InvalidRequest(f"body is not JSON-serialisable: {exc}") from None
-            if size > MAX_REQUEST_BODY_BYTES:
-                raise InvalidRequest(
-                    f"body is {size} bytes, above the {MAX_REQUEST_BODY_BYTES}-byte limit"
-                )
-            headers = self._headers(request, key)
-        except Exception as exc:
-            yield self._error(exc)
-            return
-
-        mapper = ResponseMapper()
-        async with AsyncExitStack() as stack:
-            try:
-                with cancel_on_abort(signal):
-                    response = await stack.enter_async_context(
-                        self._client.chat.completions.with_streaming_response.create(
-                            model=str(body.get("model", "")),
-                            messages=[],
-                            extra_body=_sdk_body(body),
-                            extra_headers=headers,
-                        )
-                    )
-                content_type = str(response.headers.get("content-type", "")).lower()
-                chunks = response.iter_bytes().__aiter__()
-                detail = ""
-                if stream and "json" not in content_type:
-                    decoder = SSEDecoder()
-                    head = bytearray()
-                    data_events = 0
-                    while not mapper.done_seen:
-                        with cancel_on_abort(signal):
-                            chunk = await anext(chunks, None)
-                        if chunk is not None and len(head) < MAX_STREAM_HEAD_BYTES:
-                            head += chunk[: MAX_STREAM_HEAD_BYTES - len(head)]
-                        sse_events = decoder.finish() if chunk is None else decoder.feed(chunk)
-                        for sse in sse_events:
-                            data_events += 1
-                            for event in mapper.on_data(sse.data):
-                                yield event
-                            if mapper.done_seen:
-                                break
-                        if chunk is None:
-                            break
-                    status = getattr(response, "status_code", None)
-                    detail = stream_detail(
-                        status if isinstance(status, int) else None, data_events, bytes(head)
-                    )
-                else:
-                    raw = bytearray()
-                    while True:
-                        with cancel_on_abort(signal):
-                            chunk = await anext(chunks, None)
-                        if chunk is None:
-                            break
-                        raw += chunk
-                        if len(raw) > MAX_RESPONSE_BODY_BYTES:
-                            raise ProviderTransportError(
-                                "response_overflow",
-                                f"Response body exceeds {MAX_RESPONSE_BODY_BYTES} bytes",
-                            )
-                    for event in map_completion(mapper, bytes(raw)):
-                        yield event
-                for event in mapper.finish(strict=self._strict, prefix=self._prefix, detail=detail):
-                    yield event
-            except Exception as exc:
-                if signal is not None and signal.aborted:
-                    signal.throw_if_aborted()
-                yield self._error(exc)
-
-    def _error(self, exc: BaseException) -> ProviderErrorEvent:
-        info = exception_info(exc, self._prefix)
-        return provider_error(redact_error_info(info, tuple(self._secrets)))
-
 
 def _sdk_body(body: Mapping[str, Any]) -> dict[str, Any]:
     """The body as ``extra_body``: keys the SDK sets itself are omitted when absent."""
@@ -351,43 +330,101 @@ def _sdk_body(body: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-# =========================================================================== factories
+# --------------------------------------------------------------------------- failures
 
 
-def _check_str(name: str, value: Any, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if not isinstance(value, str) or not value:
-        raise PrismConfigError(f"{name} must be a non-empty str")
+def _exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
+    """An exception raised while building, sending or reading the request as ``ErrorInfo``:
+    ``invalid_request``, ``invalid_stream_chunk``, what :func:`~prism.providers._sdk.sdk_error_info`
+    makes of it (HTTP status, ``timeout``, ``ECONNREFUSED``, ``ECONNRESET``), or the exception's
+    own ``code``; ``prefix`` starts the message (``"<provider id> request failed"``)."""
+    import openai as sdk
 
-
-def _check_api_key(api_key: Any) -> None:
-    if api_key is None or callable(api_key):
-        return
-    if not isinstance(api_key, str) or not api_key:
-        raise PrismConfigError("api_key must be a non-empty str or a callable returning one")
-
-
-def _build_client(
-    sdk: Any, *, api_key: ApiKey | None, base_url: str, http_client: Any
-) -> openai.AsyncOpenAI:
-    """An SDK client with an explicit timeout and SDK retries off."""
-    client: openai.AsyncOpenAI = sdk.AsyncOpenAI(
-        api_key=api_key if isinstance(api_key, str) else _PLACEHOLDER_KEY,
-        base_url=base_url,
-        timeout=sdk.Timeout(_DEFAULT_TIMEOUT_S, connect=_CONNECT_TIMEOUT_S),
-        max_retries=0,
-        http_client=http_client,
+    if isinstance(exc, StreamFailure):
+        return exc.info
+    if isinstance(exc, UnicodeDecodeError):
+        return ErrorInfo(
+            name="ProviderTransportError",
+            code="invalid_stream_chunk",
+            message=f"{prefix}: response is not valid UTF-8",
+        )
+    if isinstance(exc, InvalidRequest):
+        return ErrorInfo(
+            name="ProviderTransportError",
+            code="invalid_request",
+            message=f"{prefix}: invalid request: {exc}",
+        )
+    info = sdk_error_info(sdk, exc, prefix)
+    if info is not None:
+        return info
+    code = getattr(exc, "code", None)
+    return ErrorInfo(
+        name=type(exc).__name__,
+        code=code if isinstance(code, (str, int)) and not isinstance(code, bool) else None,
+        message=f"{prefix}: {exc}",
+        cause=str(exc.__cause__) if exc.__cause__ is not None else None,
     )
-    return client
 
 
-def _check_client(sdk: Any, client: Any, http_client: Any) -> None:
-    if client is not None:
-        if not isinstance(client, sdk.AsyncOpenAI):
-            raise PrismConfigError("client must be an openai.AsyncOpenAI instance")
-        if http_client is not None:
-            raise PrismConfigError("give either client or http_client, not both")
+# --------------------------------------------------------------------------- factories
+
+
+def create_openai_chat_provider(
+    *,
+    api_key: ApiKey | None = None,
+    base_url: str = "https://api.openai.com/v1",
+    id: str = "openai",
+    client: openai.AsyncOpenAI | None = None,
+    http_client: Any = None,
+    model: str | ModelConfig = DEFAULT_OPENAI_MODEL,
+) -> OpenAICompatibleProvider:
+    """Create the OpenAI Chat Completions provider.
+
+    Same provider as :func:`create_openai_compatible_provider` with OpenAI defaults, bearer auth
+    and the error prefix ``OpenAI request failed``. When neither ``api_key`` nor ``client`` is
+    given, ``OPENAI_API_KEY`` is read from ``os.environ`` now (never at import).
+
+    Args:
+        api_key: A ``str`` or a sync/async callable returning one.
+        base_url: API base URL.
+        id: Provider id.
+        client: A host-built ``openai.AsyncOpenAI`` (keeps its own timeout and auth).
+        http_client: An ``httpx.AsyncClient`` for the SDK client this factory builds.
+        model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
+            a model name (text and image input, tools, native JSON-Schema output) or a full
+            ``ModelConfig``; default :data:`DEFAULT_OPENAI_MODEL`.
+
+    Raises:
+        PrismConfigError: no ``api_key``, no ``client`` and ``OPENAI_API_KEY`` unset or empty
+            (the message names ``api_key`` and ``OPENAI_API_KEY``); invalid arguments.
+        ImportError: the ``openai`` extra is not installed.
+    """
+    if api_key is None and client is None:
+        api_key = os.environ.get("OPENAI_API_KEY") or None
+        if api_key is None:
+            raise PrismConfigError(
+                "OpenAI provider needs api_key (or a client), or the OPENAI_API_KEY "
+                "environment variable"
+            )
+    return _make_provider(
+        base_url=base_url,
+        api_key=api_key,
+        id=id,
+        auth_style="bearer",
+        client=client,
+        http_client=http_client,
+        extra_headers=None,
+        transform_body=None,
+        strict_completion=True,
+        reasoning_field=None,
+        request_failed_prefix="OpenAI request failed",
+        openai_server=True,
+        default_model=_default_model(
+            id,
+            model,
+            ModelCapabilities(input=("text", "image"), tools=True, structured_output="json_schema"),
+        ),
+    )
 
 
 def create_openai_compatible_provider(
@@ -495,13 +532,20 @@ def _make_provider(
         )
     if transform_body is not None and not callable(transform_body):
         raise PrismConfigError("transform_body must be callable")
-    sdk = _require_openai()
-    _check_client(sdk, client, http_client)
+    sdk = import_sdk("openai", "OpenAI")
     built = client is None
     if client is None:
-        client = _build_client(
-            sdk, api_key=api_key, base_url=base_url.rstrip("/"), http_client=http_client
+        client = sdk.AsyncOpenAI(
+            api_key=api_key if isinstance(api_key, str) else _PLACEHOLDER_KEY,
+            base_url=base_url.rstrip("/"),
+            timeout=sdk_timeout(sdk),
+            max_retries=0,  # retry is the runtime's
+            http_client=http_client,
         )
+    elif not isinstance(client, sdk.AsyncOpenAI):
+        raise PrismConfigError("client must be an openai.AsyncOpenAI instance")
+    elif http_client is not None:
+        raise PrismConfigError("give either client or http_client, not both")
     return OpenAICompatibleProvider(
         client=client,
         id=id,
@@ -521,64 +565,6 @@ def _make_provider(
     )
 
 
-def create_openai_chat_provider(
-    *,
-    api_key: ApiKey | None = None,
-    base_url: str = "https://api.openai.com/v1",
-    id: str = "openai",
-    client: openai.AsyncOpenAI | None = None,
-    http_client: Any = None,
-    model: str | ModelConfig = DEFAULT_OPENAI_MODEL,
-) -> OpenAICompatibleProvider:
-    """Create the OpenAI Chat Completions provider.
-
-    Same provider as :func:`create_openai_compatible_provider` with OpenAI defaults, bearer auth
-    and the error prefix ``OpenAI request failed``. When neither ``api_key`` nor ``client`` is
-    given, ``OPENAI_API_KEY`` is read from ``os.environ`` now (never at import).
-
-    Args:
-        api_key: A ``str`` or a sync/async callable returning one.
-        base_url: API base URL.
-        id: Provider id.
-        client: A host-built ``openai.AsyncOpenAI`` (keeps its own timeout and auth).
-        http_client: An ``httpx.AsyncClient`` for the SDK client this factory builds.
-        model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
-            a model name (text and image input, tools, native JSON-Schema output) or a full
-            ``ModelConfig``; default :data:`DEFAULT_OPENAI_MODEL`.
-
-    Raises:
-        PrismConfigError: no ``api_key``, no ``client`` and ``OPENAI_API_KEY`` unset or empty
-            (the message names ``api_key`` and ``OPENAI_API_KEY``); invalid arguments.
-        ImportError: the ``openai`` extra is not installed.
-    """
-    if api_key is None and client is None:
-        api_key = os.environ.get("OPENAI_API_KEY") or None
-        if api_key is None:
-            raise PrismConfigError(
-                "OpenAI provider needs api_key (or a client), or the OPENAI_API_KEY "
-                "environment variable"
-            )
-    return _make_provider(
-        base_url=base_url,
-        api_key=api_key,
-        id=id,
-        auth_style="bearer",
-        client=client,
-        http_client=http_client,
-        extra_headers=None,
-        transform_body=None,
-        strict_completion=True,
-        reasoning_field=None,
-        request_failed_prefix="OpenAI request failed",
-        openai_server=True,
-        default_model=_default_model(
-            id,
-            model,
-            ModelCapabilities(input=("text", "image"), tools=True, structured_output="json_schema"),
-        ),
-    )
-
-
 def _default_model(
     id: str, model: str | ModelConfig | None, capabilities: ModelCapabilities
 ) -> ModelConfig | None:
@@ -586,3 +572,17 @@ def _default_model(
         return model
     _check_str("model", model)
     return ModelConfig(provider=id, model=model, capabilities=capabilities)
+
+
+def _check_str(name: str, value: Any, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, str) or not value:
+        raise PrismConfigError(f"{name} must be a non-empty str")
+
+
+def _check_api_key(api_key: Any) -> None:
+    if api_key is None or callable(api_key):
+        return
+    if not isinstance(api_key, str) or not api_key:
+        raise PrismConfigError("api_key must be a non-empty str or a callable returning one")

@@ -1,7 +1,9 @@
 """What the provider adapters' wire formats and error mappings share.
 
-The tool-result payload text every wire format sends for a tool message, the ``Retry-After``
-header read into a delay, and an :class:`~prism.types.ErrorInfo` with secrets replaced.
+The error a request that cannot be expressed on the wire raises, the bound on an encoded request
+body, the tool-result payload text every wire format sends for a tool message, the
+``Retry-After`` header read into a delay, and an :class:`~prism.types.ErrorInfo` with secrets
+replaced.
 """
 
 from __future__ import annotations
@@ -16,10 +18,38 @@ from prism.types import ErrorInfo, Message, TextContent, ToolResultContent
 
 __all__ = [
     "EMPTY_TOOL_RESULT_TEXT",
+    "MAX_REQUEST_BODY_BYTES",
+    "InvalidRequest",
+    "encoded_body_size",
     "redact_error_info",
     "retry_after_ms",
     "tool_result_payload_text",
 ]
+
+MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024
+"""Largest request body the OpenAI and Anthropic adapters send, in UTF-8 bytes of
+``json.dumps(body)``; a larger body ends the attempt with ``invalid_request`` before any HTTP call."""
+
+
+class InvalidRequest(Exception):
+    """A request that cannot be expressed on the wire (error code ``invalid_request``)."""
+
+
+def encoded_body_size(body: object) -> int:
+    """UTF-8 bytes of ``json.dumps(body)``.
+
+    Raises:
+        InvalidRequest: the body is not JSON-serialisable, or above
+            :data:`MAX_REQUEST_BODY_BYTES`.
+    """
+    try:
+        size = len(json.dumps(body).encode("utf-8"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"body is not JSON-serialisable: {exc}") from None
+    if size > MAX_REQUEST_BODY_BYTES:
+        raise InvalidRequest(f"body is {size} bytes, above the {MAX_REQUEST_BODY_BYTES}-byte limit")
+    return size
+
 
 EMPTY_TOOL_RESULT_TEXT = "(tool completed with no output)"
 """Tool-result payload sent when a result has no value, no error and no text."""

@@ -32,8 +32,9 @@ from prism.providers.llama_cpp._model_files import (
     file_model_config,
     require_llama_cpp,
 )
-from prism.providers.llama_cpp._wire import InvalidRequest, completion_kwargs
+from prism.providers.llama_cpp._wire import completion_kwargs
 from prism.providers.llama_cpp._workarounds import TokenMeter, load_llama
+from prism.providers.wire import InvalidRequest
 from prism.types import ErrorInfo, ProviderEvent, ProviderRequest
 
 __all__ = ["LlamaCppProvider", "LocalChatModel", "create_local_provider"]

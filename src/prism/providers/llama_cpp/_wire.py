@@ -40,7 +40,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from prism.providers.wire import tool_result_payload_text
+from prism.providers.wire import InvalidRequest, tool_result_payload_text
 from prism.types import (
     ImageContent,
     Message,
@@ -51,7 +51,7 @@ from prism.types import (
     ToolResultContent,
 )
 
-__all__ = ["SCHEMA_REPEAT_PENALTY", "InvalidRequest", "completion_kwargs"]
+__all__ = ["SCHEMA_REPEAT_PENALTY", "completion_kwargs"]
 
 SCHEMA_REPEAT_PENALTY: Final = 1.15
 """``repeat_penalty`` of a request decoded under a JSON-Schema grammar, unless its parameters set
@@ -75,10 +75,6 @@ _SAMPLING_KEYS: Final = frozenset(
     }
 )
 _CONTROL_KEYS: Final = frozenset({"max_tokens", "max_completion_tokens", "tool_choice"})
-
-
-class InvalidRequest(Exception):
-    """The request cannot be served; becomes an ``invalid_request`` error event."""
 
 
 def completion_kwargs(
