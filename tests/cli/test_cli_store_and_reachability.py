@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from prism.cli import main
-from prism.cli._reachable import check_endpoint
+from prism.cli._run import check_endpoint
 from prism.providers.base import provider_done, provider_text_delta
 from prism.types import ProviderEvent, Usage
 

@@ -37,10 +37,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import errno
 import os
+import socket
 import threading
-from collections.abc import Awaitable, Callable
-from typing import IO, TYPE_CHECKING, Literal, cast
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Final, Literal, cast
+from urllib.parse import urlsplit
 
 from prism.abort import AbortController
 from prism.cli._approval_prompt import ApprovalPrompt, calls_in, waiting_lines
@@ -55,7 +60,6 @@ from prism.cli._exit_codes import EXIT_USAGE as EXIT_USAGE
 from prism.cli._exit_codes import PIPE_ABORT_REASON as PIPE_ABORT_REASON
 from prism.cli._interrupt import Interrupts
 from prism.cli._models import ModelChoice
-from prism.cli._reachable import Unreachable, check_endpoint
 from prism.cli._render import (
     JsonRenderer,
     LiveRenderer,
@@ -507,3 +511,75 @@ class RunCommand:
 def _not_resumable(run_id: str, session_id: str, status: str) -> str:
     after = f"continue the conversation with: prism run --session {session_id} PROMPT"
     return f"{not_resumable_message(run_id, status)} — {after}"
+
+
+# ---------------------------------------------------------------------------
+# Whether the model's server can be reached, checked before a run stores anything.
+
+CONNECT_TIMEOUT_S: Final = 10.0
+"""Seconds to wait for the TCP connection (the provider's own connect timeout)."""
+
+_PROXY_VARIABLES: Final = ("https_proxy", "http_proxy", "all_proxy")
+_DEFAULT_PORTS: Final = {"https": 443, "http": 80}
+
+
+@dataclass(frozen=True, slots=True)
+class Unreachable:
+    """Why the endpoint cannot be reached."""
+
+    code: str
+    """``ECONNREFUSED``, ``ENOTFOUND``, ``ETIMEDOUT`` or another ``errno`` name."""
+    reason: str
+    """What the operating system said, e.g. ``connection refused``."""
+
+
+def _proxied(environ: Mapping[str, str]) -> bool:
+    names = {name.lower() for name, value in environ.items() if value.strip()}
+    return any(name in names for name in _PROXY_VARIABLES)
+
+
+async def check_endpoint(
+    endpoint: str | None,
+    environ: Mapping[str, str],
+    *,
+    timeout_s: float = CONNECT_TIMEOUT_S,
+) -> Unreachable | None:
+    """Open and close one TCP connection to ``endpoint``'s host and port.
+
+    Args:
+        endpoint: The model's base URL (``None``: nothing to check).
+        environ: The environment (proxy variables).
+        timeout_s: Connect timeout in seconds.
+
+    Returns:
+        ``None`` when the connection opened, or when nothing can be checked (no endpoint, not an
+        http(s) URL, a proxy configured); otherwise why it failed.
+    """
+    if endpoint is None or _proxied(environ):
+        return None
+    parts = urlsplit(endpoint)
+    scheme = parts.scheme.lower()
+    host = parts.hostname
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
+    try:
+        port = parts.port or _DEFAULT_PORTS[scheme]
+    except ValueError:  # a port out of range: the provider reports it
+        return None
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+    except TimeoutError:
+        return Unreachable("ETIMEDOUT", f"no connection within {timeout_s:g} s")
+    except socket.gaierror as exc:
+        return Unreachable("ENOTFOUND", f"host {host!r} not found ({exc.strerror or exc})")
+    except OSError as exc:
+        if exc.errno:
+            code = errno.errorcode.get(exc.errno, "ECONNREFUSED")
+            return Unreachable(code, os.strerror(exc.errno).lower())
+        # several addresses failed (e.g. IPv6 and IPv4 of "localhost"): no single errno
+        text = str(exc) or type(exc).__name__
+        return Unreachable("ECONNREFUSED" if "refused" in text.lower() else "ECONNRESET", text)
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return None

@@ -1,7 +1,7 @@
 """How a run leg drives its durable state: envelope writes, approvals, suspension and replay.
 
 :class:`DurableDriver` connects one run leg (its :class:`~prism.runtime.run.context.RunContext`) to
-the :class:`~prism.runtime.durable._approvals.DurableRun` that owns the envelope. It plugs into the leg's
+the :class:`~prism.runtime.durable._durable_run.DurableRun` that owns the envelope. It plugs into the leg's
 seams:
 
 * the turn boundary: suspend on an open approval round (before the turn is charged),

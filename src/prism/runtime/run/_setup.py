@@ -1,8 +1,8 @@
-"""Run-ctx setup: the provider, the trace, the request assembler, the provider attempts,
+"""Leg setup: the provider, the trace, the request assembler, the provider attempts,
 auto-compaction.
 
-The ctx (:mod:`prism.runtime.ctx`) calls these while it sets a run up; each
-fills in part of the :class:`~prism.runtime.run.context.RunContext` the loop will receive.
+The leg (:mod:`prism.runtime.run.leg`) calls these while it sets a run up; each fills in part of
+the :class:`~prism.runtime.run.context.RunContext` the loop will receive.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """The seam between the run path and durable runs: the one door ``run/`` opens to ``durable/``.
 
 The run path never imports :mod:`prism.runtime.durable`. What a durable run needs of a leg, and
-what a leg needs of a durable run, meet here as protocols and values:
+what a leg needs of a durable run, meet here as protocols and values. The seam sits below the
+agent configuration and the loop context, so it names them only in words: ``config`` is the
+agent's ``AgentConfig`` and ``ctx`` the leg's ``RunContext`` (``prism.runtime.run.context``).
 
 * :class:`RunStateOptions` — the ``run_state=`` option value (and its conversion from a mapping);
 * :class:`ResumePoint` — where a resumed leg starts: run id, claimed version, leaf, counters;
@@ -35,8 +37,6 @@ from prism.types import (
 
 if TYPE_CHECKING:
     from prism.loops.contracts import AgentLoopStrategy
-    from prism.runtime.run.config import AgentConfig
-    from prism.runtime.run.context import RunContext
 
 __all__ = [
     "CheckpointPolicy",
@@ -204,11 +204,11 @@ class LegHooks(DurableGate, Protocol):
         """A fresh leg's first checkpoint, written before its input is stored."""
         ...
 
-    def restore_loop(self, ctx: RunContext) -> None:
+    def restore_loop(self, ctx: Any) -> None:
         """Restore a resumed leg's loop state."""
         ...
 
-    async def replay(self, ctx: RunContext) -> None:
+    async def replay(self, ctx: Any) -> None:
         """Replay a resumed leg's decided calls."""
         ...
 
@@ -240,7 +240,7 @@ class DurableHooks(Protocol):
 
     def preflight(
         self,
-        config: AgentConfig,
+        config: Any,
         run_value: RunStateOptions | None,
         *,
         run_loop: object = None,
@@ -253,7 +253,7 @@ class DurableHooks(Protocol):
         ...
 
     def open_leg(
-        self, ctx: RunContext, options: RunStateOptions, resume: ResumePoint | None
+        self, ctx: Any, options: RunStateOptions, resume: ResumePoint | None
     ) -> LegHooks:
         """The hooks of one durable leg."""
         ...
