@@ -330,7 +330,7 @@ async def check_run_index(store: IndexedStore) -> None:
     limited = await store.list_run_checkpoints(session_id=session, limit=2)
     check(keys(limited) == ["r5", "r4"], f"limit keeps the newest; got {keys(limited)}")
     # r1 finishes: newest now, and no longer resumable
-    await _save(
+    await _save_run(
         store,
         runs["r1"],
         {"run_id": runs["r1"], "session_id": session, "status": "failed"},
