@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from prism.runtime.durable import (
     resume_agent_run,
 )
 from prism.runtime.durable import _approvals as d
+from prism.runtime.durable._run_envelope import PendingCall, RunEnvelope
 from prism.tools import ToolRegistry
 from prism.types import Message, ModelConfig, ToolCallContent, ToolDefinition, tool_result_message
 
@@ -226,6 +228,32 @@ def suspended_state(n: int = 2) -> dict[str, Any]:
     }
 
 
+def apply_(state: dict[str, Any], decisions: Any, registry: ToolRegistry) -> SimpleNamespace:
+    """``apply_decisions`` on an envelope holding ``state``'s calls, sticky decisions and
+    interruption; the outcome's calls and sticky decisions as JSON."""
+    envelope = RunEnvelope(
+        agent_id="desk",
+        definition_revision="v1",
+        fingerprint="f",
+        run_id="run_1",
+        session_id="s",
+        model={},
+        interrupt_before_tool=True,
+        checkpoint_policy="on-suspend",
+        status="suspended",
+        counters={},
+        pending_calls=tuple(PendingCall.from_json(e) for e in state["pending_calls"]),
+        sticky_decisions=tuple(state["sticky_decisions"]),
+        interruption=state["interruption"],
+    )
+    applied = d.apply_decisions(envelope, decisions, registry)
+    return SimpleNamespace(
+        pending_calls=[e.to_json() for e in applied.pending_calls],
+        sticky=list(applied.sticky),
+        remaining=applied.remaining,
+    )
+
+
 def ids(state: dict[str, Any]) -> list[str]:
     return [e["approval_id"] for e in state["pending_calls"]]
 
@@ -233,7 +261,7 @@ def ids(state: dict[str, Any]) -> list[str]:
 def test_apr8_approve_resolves_everything_as_allow_once() -> None:
     """DUR-18: ``approve`` → every pending decision ``allow_once``."""
     state = suspended_state()
-    applied = d.apply_decisions(state, None, REGISTRY)
+    applied = apply_(state, None, REGISTRY)
     assert applied.remaining == []
     assert [e["decision"]["outcome"] for e in applied.pending_calls] == ["allow_once"] * 2
     assert "decision" not in state["pending_calls"][0]  # the input is not mutated
@@ -243,7 +271,7 @@ def test_apr8_partial_batch_leaves_remaining_decisions() -> None:
     """APR-8: a strict subset decides some; the rest remain pending."""
     state = suspended_state()
     first, second = ids(state)
-    applied = d.apply_decisions(state, [RunDecision(first, "reject_once", "nope")], REGISTRY)
+    applied = apply_(state, [RunDecision(first, "reject_once", "nope")], REGISTRY)
     assert [p.approval_id for p in applied.remaining] == [second]
     assert applied.pending_calls[0]["decision"] == {
         "approval_id": first, "outcome": "reject_once", "reason": "nope"
@@ -255,7 +283,7 @@ def test_apr8_unknown_approval_id_rejects_the_whole_batch() -> None:
     state = suspended_state()
     first, _ = ids(state)
     with pytest.raises(AgentDecisionError) as info:
-        d.apply_decisions(
+        apply_(
             state, [RunDecision(first, "allow_once"), RunDecision("approval_x", "allow_once")],
             REGISTRY,
         )
@@ -268,11 +296,11 @@ def test_apr8_modified_arguments_are_validated_against_the_schema() -> None:
     state = suspended_state(1)
     (only,) = ids(state)
     with pytest.raises(AgentDecisionError) as info:
-        d.apply_decisions(
+        apply_(
             state, [RunDecision(only, "allow_once", modified_arguments={"order": "x"})], REGISTRY
         )
     assert info.value.code == "ERR_PRISM_DECISION_INVALID"
-    ok = d.apply_decisions(
+    ok = apply_(
         state, [RunDecision(only, "allow_once", modified_arguments={"order": 9})], REGISTRY
     )
     assert ok.pending_calls[0]["decision"]["modified_arguments"] == {"order": 9}
@@ -282,7 +310,7 @@ def test_apr8_for_run_outcomes_add_sticky_decisions() -> None:
     """APR-8: *_for_run adds a sticky; scope drops the hash when arguments were modified."""
     state = suspended_state()
     first, second = ids(state)
-    applied = d.apply_decisions(
+    applied = apply_(
         state,
         [
             RunDecision(first, "allow_for_run"),
@@ -303,7 +331,7 @@ def test_apr8_modified_allow_for_run_scope_has_no_hash() -> None:
     """APR-8: ``allow_for_run`` with modified arguments → scope by tool name only."""
     state = suspended_state(1)
     (only,) = ids(state)
-    applied = d.apply_decisions(
+    applied = apply_(
         state, [RunDecision(only, "allow_for_run", modified_arguments={"order": 5})], REGISTRY
     )
     assert applied.sticky[0]["scope"] == {"tool_name": "refund"}
@@ -319,9 +347,9 @@ def test_apr8_more_than_64_stickies_fail() -> None:
         for i in range(64)
     ]
     with pytest.raises(AgentDecisionError) as info:
-        d.apply_decisions(state, [RunDecision(only, "allow_for_run")], REGISTRY)
+        apply_(state, [RunDecision(only, "allow_for_run")], REGISTRY)
     assert info.value.code == "ERR_PRISM_DECISION_LIMIT"
-    d.apply_decisions(state, [RunDecision(only, "allow_once")], REGISTRY)
+    apply_(state, [RunDecision(only, "allow_once")], REGISTRY)
 
 
 # --------------------------------------------------------------------------- through session.run

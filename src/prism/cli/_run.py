@@ -95,6 +95,7 @@ from prism.cli._store import (
 from prism.errors import AgentRunError, CheckpointConflictError, PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
 from prism.runtime.durable import RunDecision, not_resumable_message, resume_agent_run
+from prism.runtime.durable._run_envelope import RunEnvelope
 from prism.stores import DatabaseStore
 from prism.types import RunResult
 from prism.usage import UsageAccumulator
@@ -392,10 +393,10 @@ class RunCommand:
     async def _resume(self, store: DatabaseStore) -> int:
         run_id: str = self.args.run_id
         loaded = await check_run(store, run_id)
-        state = loaded.state
-        session_id = str(state["session_id"])
+        state = RunEnvelope.from_json(loaded.state)
+        session_id = state.session_id
         stored = await load_settings(store, session_id)
-        status = state["status"]
+        status = state.status
         if stored is None:
             info = await load_run(store, run_id)
             if info.parent_run is not None and info.continuable:
@@ -405,14 +406,14 @@ class RunCommand:
                 f"run {run_id} was not started by the prism command (no stored settings for "
                 f"session {session_id})" + (f"; {how}" if info.continuable else "")
             )
-        policy_stop = status == "succeeded" and state.get("stop_reason") == "host_policy"
+        policy_stop = state.policy_stop
         choice: Literal["approve", "deny"] | None = (
             "approve" if self.args.approve else "deny" if self.args.deny else None
         )
         if status == "suspended":
             if choice is None and not self.interactive:
                 calls = calls_in(await store.list(session_id))
-                lines = waiting_lines(state.get("interruption"), calls)
+                lines = waiting_lines(state.interruption, calls)
                 raise UsageError(
                     f"run {run_id} is waiting for an approval; pass --approve or --deny"
                     + "".join(f"\n  {self._redact(line)}" for line in lines)
@@ -429,7 +430,7 @@ class RunCommand:
         async def first() -> RunResult:
             decisions: list[RunDecision] | None = None
             if status == "suspended" and choice is None:
-                decisions = await self._approvals.ask(session, renderer, state.get("interruption"))
+                decisions = await self._approvals.ask(session, renderer, state.interruption)
                 if decisions is None:
                     raise _Waiting
             if decisions is not None:

@@ -40,6 +40,7 @@ from prism.checkpoints import AGENT_RUN_NAMESPACE
 from prism.cli._interrupt import INTERRUPT_STOP_REASON
 from prism.errors import AgentRunStateError, CheckpointConflictError
 from prism.runtime.durable import load_agent_run_state
+from prism.runtime.durable._run_envelope import unchecked_fields
 from prism.stores import DatabaseStore, open_store
 
 __all__ = [
@@ -424,9 +425,7 @@ async def load_run(store: DatabaseStore, run_id: str) -> RunInfo:
             status if isinstance(status, str) else None,
             error=message if isinstance(message, str) else None,
         )
-    value = record.value
-    stop = value.get("stop_reason")
-    session_id = value.get("session_id")
+    status, stop, session_id = unchecked_fields(record.value)
     by_command = parent_by_command = True
     parent: Mapping[str, str] | None = None
     if isinstance(session_id, str):
@@ -436,8 +435,8 @@ async def load_run(store: DatabaseStore, run_id: str) -> RunInfo:
             parent_by_command = await load_settings(store, parent["session_id"]) is not None
     return RunInfo(
         run_id,
-        str(value.get("status")),
-        stop if isinstance(stop, str) else None,
+        status,
+        stop,
         record.version,
         error=message if isinstance(message, str) else None,
         stop_detail=detail if isinstance(detail, str) else None,

@@ -27,7 +27,7 @@ A ``CheckpointConflictError`` means another worker claimed the run: this one los
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, cast
 
 from prism._util import now_iso
@@ -39,13 +39,11 @@ from prism.errors import (
     CheckpointConflictError,
 )
 from prism.runtime.durable import (
-    RELEASE_KEY,
-    AgentRunInterruption,
-    AgentRunState,
     load_agent_run_state,
     resume_agent_run,
     save_agent_run_state,
 )
+from prism.runtime.durable._run_envelope import RunEnvelope
 from prism.runtime.run.leg import start_leg
 from prism.runtime.run.options import RunOptions
 from prism.runtime.run.plan import plan_run
@@ -55,7 +53,6 @@ from prism.types import (
     JsonValue,
     Message,
     RunResult,
-    ToolCallContent,
     ToolResultContent,
 )
 
@@ -130,9 +127,9 @@ async def run_leg(
             result = await _start(ctx, served, run_id, request, policy)
         else:
             loaded = await load_agent_run_state(store, run_id=run_id)
-            state = loaded.state
+            state = RunEnvelope.from_json(loaded.state)
             version = loaded.record.version
-            status = state["status"]
+            status = state.status
             if status == "running":
                 result = await resume_agent_run(
                     agent, loaded, decision="continue", turn_policy=policy
@@ -156,7 +153,7 @@ async def run_leg(
                     decisions=decisions,
                     turn_policy=policy,
                 )
-            elif status == "succeeded" and state.get(RELEASE_KEY) is not None:
+            elif status == "succeeded" and state.release is not None:
                 result = await resume_agent_run(
                     agent, loaded, decision="continue", turn_policy=policy
                 )
@@ -167,7 +164,9 @@ async def run_leg(
     except AgentDecisionError as exc:
         # nothing was written: the run still waits on the same suspension
         loaded = await load_agent_run_state(store, run_id=run_id)
-        stored = await _stored_result(store, loaded.state, loaded.record.version)
+        stored = await _stored_result(
+            store, RunEnvelope.from_json(loaded.state), loaded.record.version
+        )
         return outcome_json("suspended", result=stored, worker=ctx.worker_id, note=exc.message)
     except AgentRunStateError as exc:
         try:
@@ -215,37 +214,35 @@ async def _start(
 async def _release(ctx: LegContext, run_id: str) -> None:
     """Write the hand-over into the clean-stop envelope this leg left (compare-and-set)."""
     loaded = await load_agent_run_state(ctx.store, run_id=run_id)
-    state = dict(loaded.state)
-    state[RELEASE_KEY] = {"by": ctx.worker_id, "reason": DRAIN_REASON, "at": now_iso()}
+    release = {"by": ctx.worker_id, "reason": DRAIN_REASON, "at": now_iso()}
+    state = replace(RunEnvelope.from_json(loaded.state), release=release)
     await save_agent_run_state(
-        checkpoints=ctx.store, state=state, expected_version=loaded.record.version
+        checkpoints=ctx.store, state=state.to_json(), expected_version=loaded.record.version
     )
 
 
-async def _stored_result(store: Any, state: Mapping[str, Any], version: int) -> RunResult:
+async def _stored_result(store: Any, state: RunEnvelope, version: int) -> RunResult:
     """The ``RunResult`` a stored envelope describes (a step re-executed after its leg ended):
     status, stop reason, state view and interruption from the envelope; the run's messages on
     the stored branch."""
-    leaf = state.get("leaf_id")
+    leaf = state.leaf_id
     messages: list[Message] = []
     if isinstance(leaf, str):
-        branch: Sequence[SessionEntry] = await store.read_branch(state["session_id"], leaf)
+        branch: Sequence[SessionEntry] = await store.read_branch(state.session_id, leaf)
         messages = [
             e.message
             for e in branch
-            if e.kind == "message" and e.message is not None and e.run_id == state["run_id"]
+            if e.kind == "message" and e.message is not None and e.run_id == state.run_id
         ]
-    interruption = state.get("interruption")
+    view = state.view(version)
     return RunResult(
-        run_id=state["run_id"],
-        session_id=state["session_id"],
-        status=state["status"],
-        stop_reason=state.get("stop_reason"),
+        run_id=state.run_id,
+        session_id=state.session_id,
+        status=view.status,  # type: ignore[arg-type]  # never "running": a leg ended
+        stop_reason=view.stop_reason,
         messages=messages,
-        run_state=AgentRunState.from_envelope(state, version),
-        interruption=(
-            None if interruption is None else AgentRunInterruption.from_dict(interruption)
-        ),
+        run_state=view,
+        interruption=view.interruption,
         leaf_id=leaf if isinstance(leaf, str) else None,
     )
 
@@ -255,19 +252,17 @@ async def ambiguous_calls(store: Any, run_id: str) -> tuple[tuple[str, str], ...
     and answered by no stored result row of the run: the calls whose outcome is unknown (an agent
     tool's call that recorded its child run is not: a resume continues the child)."""
     loaded = await load_agent_run_state(store, run_id=run_id)
-    state: Mapping[str, Any] = loaded.state
-    pending = state.get("pending_calls") or []
+    state = RunEnvelope.from_json(loaded.state)
     dispatched = [
-        ToolCallContent.from_dict(entry["call"])
-        for entry in pending
-        if isinstance(entry, dict)
-        and entry.get("status") == "dispatched"
-        and entry.get("child") is None  # a call that started a child run resumes the child
+        entry.tool_call()
+        for entry in state.calls
+        if entry.status == "dispatched"
+        and entry.child is None  # a call that started a child run resumes the child
     ]
     if not dispatched:
         return ()
     answered: set[str] = set()
-    for entry in await store.list(state["session_id"]):
+    for entry in await store.list(state.session_id):
         message = entry.message
         if entry.run_id != run_id or message is None or message.role != "tool":
             continue

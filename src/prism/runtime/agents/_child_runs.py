@@ -35,8 +35,8 @@ from prism._util import new_id
 from prism.checkpoints import AGENT_RUN_NAMESPACE
 from prism.errors import AgentRunStateError
 from prism.runtime.durable import resume_agent_run
+from prism.runtime.durable._run_envelope import ChildRun, RunEnvelope
 from prism.runtime.durable._run_state import (
-    AgentRunInterruption,
     RunStateOptions,
     coerce_run_state_options,
 )
@@ -136,7 +136,8 @@ async def _continue(
     inherited: bool,
 ) -> RunResult:
     """Continue the recorded child from what the store holds (see :func:`run_child`)."""
-    run_id = str(recorded["run_id"])
+    link = ChildRun.from_json(recorded)
+    run_id = link.run_id
     record = await options.checkpoints.load_checkpoint(namespace=AGENT_RUN_NAMESPACE, key=run_id)
     if record is None:
         # The child never wrote its envelope. With nothing of it stored it starts now, under
@@ -147,8 +148,8 @@ async def _continue(
                 "(give the child checkpoint_policy='every-turn')"
             )
         return await _start(agent, session, message, context, run_id, options, inherited)
-    state: Any = record.value
-    status = state["status"]
+    state = RunEnvelope.from_json(record.value)  # type: ignore[arg-type]
+    status = state.status
     extra: dict[str, Any] = {}
     if inherited:
         extra = {
@@ -156,19 +157,19 @@ async def _continue(
             "definition_revision": options.definition_revision,
             "fencing_token": options.fencing_token,
         }
-    if status == "succeeded" and state.get("stop_reason") != "host_policy":
+    if status == "succeeded" and not state.policy_stop:
         return await _stored_result(session, state)
     if status == "suspended":
-        interruption = AgentRunInterruption.from_dict(state["interruption"])
+        interruption = state.interruption_view()
+        assert interruption is not None  # a suspended envelope has one
         open_ids = {p.approval_id for p in interruption.pending_decisions}
-        decisions = [d for d in recorded.get("decisions") or () if d["approval_id"] in open_ids]
+        decisions = [d for d in link.forwarded() if d.approval_id in open_ids]
         if decisions:
             extra["decisions"] = decisions
-        elif recorded.get("decision") == "approve" and not open_ids:
+        elif link.decision == "approve" and not open_ids:
             extra["decision"] = "approve"
         else:  # no decision for what the child waits for yet
-            link = {k: recorded.get(k) for k in ("agent", "session_id", "run_id")}
-            raise ChildRunSuspended(link, interruption, record.version)
+            raise ChildRunSuspended(link.link(), interruption, record.version)
     elif status not in ("running", "succeeded"):
         raise AgentRunStateError(f"child run {run_id} is {status}; its call cannot be answered")
     return await resume_agent_run(
@@ -182,20 +183,20 @@ def _inherited_policy(context: ToolExecutionContext) -> Any:
     return run.turn_policy if isinstance(run, RunDelegation) else None
 
 
-async def _stored_result(session: AgentSession, state: Mapping[str, Any]) -> RunResult:
+async def _stored_result(session: AgentSession, state: RunEnvelope) -> RunResult:
     """The ``RunResult`` of a child that finished before the crash: its messages on the stored
     branch (never run again)."""
-    leaf = state.get("leaf_id")
+    leaf = state.leaf_id
     messages: list[Message] = []
     if isinstance(leaf, str):
         branch = await read_branch(session.store, session.id, leaf)
         messages = [
             e.message
             for e in branch
-            if e.kind == "message" and e.message is not None and e.run_id == state["run_id"]
+            if e.kind == "message" and e.message is not None and e.run_id == state.run_id
         ]
     return RunResult(
-        run_id=state["run_id"],
+        run_id=state.run_id,
         session_id=session.id,
         status="succeeded",
         messages=tuple(messages),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from prism._util import now_iso
@@ -16,6 +16,7 @@ from prism.errors import AgentDecisionError, AgentRunStateError
 from prism.runtime.durable._envelope import (
     arguments_hash,
 )
+from prism.runtime.durable._run_envelope import PendingCall, RunEnvelope
 from prism.runtime.durable._run_state import (
     ALLOWING,
     MAX_APPROVAL_ID,
@@ -165,13 +166,13 @@ def _validate_modified(registry: ToolRegistry, name: str, arguments: dict[str, A
 class _Applied:
     """The outcome of applying a decision batch to a suspended envelope."""
 
-    pending_calls: list[dict[str, Any]]
-    sticky: list[dict[str, Any]]
+    pending_calls: tuple[PendingCall, ...]
+    sticky: tuple[Mapping[str, Any], ...]
     remaining: list[PendingDecision]
 
 
 def apply_decisions(
-    state: Mapping[str, Any],
+    state: RunEnvelope,
     decisions: list[RunDecision] | None,
     registry: ToolRegistry,
 ) -> _Applied:
@@ -180,24 +181,26 @@ def apply_decisions(
 
     ``decisions=None`` means ``decision="approve"``: every undecided entry becomes ``allow_once``.
     """
-    entries: list[dict[str, Any]] = [dict(e) for e in state.get("pending_calls", [])]
-    raw_interruption = state.get("interruption")
+    entries = list(state.calls)
+    interruption = state.interruption_view()
     pending_by_id: dict[str, PendingDecision] = {}
-    if raw_interruption is not None:
-        for decision in AgentRunInterruption.from_dict(raw_interruption).pending_decisions:
+    if interruption is not None:
+        for decision in interruption.pending_decisions:
             pending_by_id[decision.approval_id] = decision
     undecided = {
-        e["approval_id"]: e
-        for e in entries
-        if e.get("decision") is None and e.get("status") == "ready"
+        e.approval_id: index
+        for index, e in enumerate(entries)
+        if e.decision is None and e.status == "ready"
     }
     forward = _ChildDecisions(entries, pending_by_id)
-    sticky: list[dict[str, Any]] = [dict(s) for s in state.get("sticky_decisions", [])]
+    sticky: list[Mapping[str, Any]] = list(state.sticky_decisions or ())
     if decisions is None:
-        for entry in undecided.values():
-            entry["decision"] = RunDecision(entry["approval_id"], "allow_once").to_dict()
+        for index in undecided.values():
+            entry = entries[index]
+            decided = RunDecision(entry.approval_id, "allow_once").to_dict()
+            entries[index] = replace(entry, decision=decided)
         forward.approve_all()
-        return _Applied(entries, sticky, [])
+        return _Applied(forward.applied(entries), tuple(sticky), [])
     for item in decisions:
         if item.approval_id not in undecided and not forward.pending(item.approval_id):
             raise decision_error(
@@ -208,8 +211,8 @@ def apply_decisions(
         if forward.pending(item.approval_id):
             forward.add(item)  # a child run's approval: forwarded to the child's resume
             continue
-        entry = undecided[item.approval_id]
-        call = ToolCallContent.from_dict(entry["call"])
+        index = undecided[item.approval_id]
+        call = entries[index].tool_call()
         modified = item.modified_arguments if item.outcome in ALLOWING else None
         if modified is not None:
             _validate_modified(registry, call.name, modified)
@@ -236,36 +239,37 @@ def apply_decisions(
             raise decision_error(
                 "ERR_PRISM_DECISION_LIMIT", f"more than {MAX_STICKY} sticky decisions"
             )
-        entry["decision"] = item.to_dict()
+        entries[index] = replace(entries[index], decision=item.to_dict())
     remaining = [
-        pending_by_id.get(e["approval_id"]) or _pending_for(e)
+        pending_by_id.get(e.approval_id) or _pending_for(e)
         for e in entries
-        if e.get("decision") is None and e.get("status") == "ready"
+        if e.decision is None and e.status == "ready"
     ]
-    return _Applied(entries, sticky, remaining + forward.remaining())
+    return _Applied(forward.applied(entries), tuple(sticky), remaining + forward.remaining())
 
 
 class _ChildDecisions:
     """The pending decisions of suspended child runs (``subagent`` set) and the decisions an
     operator gave for them, kept in the calling run's entry of the call that started the child
-    (``child["decisions"]``, each child approval decided once) and forwarded to the child's
+    (``child.decisions``, each child approval decided once) and forwarded to the child's
     resume, which checks them against the child's own tools."""
 
     def __init__(
-        self, entries: list[dict[str, Any]], pending_by_id: Mapping[str, PendingDecision]
+        self, entries: Sequence[PendingCall], pending_by_id: Mapping[str, PendingDecision]
     ) -> None:
-        self.children: dict[str, dict[str, Any]] = {}
+        self.decisions: dict[str, list[Mapping[str, Any]]] = {}
+        """Call id → the decisions forwarded to its child run (those stored, then new ones)."""
+        self.approve_input: set[str] = set()
+        """Call ids whose child's input is approved (a child waiting on its input guardrail)."""
         for entry in entries:
-            if entry.get("child") is not None:
-                entry["child"] = child = dict(entry["child"])
-                child["decisions"] = list(child.get("decisions") or ())
-                self.children[entry["call"]["id"]] = child
-        decided = {d["approval_id"] for c in self.children.values() for d in c["decisions"]}
+            if entry.child is not None:
+                self.decisions[entry.call_id] = list(entry.child.decisions or ())
+        decided = {d["approval_id"] for ds in self.decisions.values() for d in ds}
         self.open: dict[str, PendingDecision] = {
             approval_id: pending
             for approval_id, pending in pending_by_id.items()
             if pending.subagent is not None
-            and pending.subagent.get("tool_call_id") in self.children
+            and pending.subagent.get("tool_call_id") in self.decisions
             and approval_id not in decided
         }
 
@@ -281,20 +285,34 @@ class _ChildDecisions:
             )
         pending = self.open.pop(item.approval_id)
         assert pending.subagent is not None
-        self.children[pending.subagent["tool_call_id"]]["decisions"].append(item.to_dict())
+        self.decisions[pending.subagent["tool_call_id"]].append(item.to_dict())
 
     def approve_all(self) -> None:
         for approval_id in list(self.open):
             self.add(RunDecision(approval_id, "allow_once"))
-        for child in self.children.values():
-            if not child["decisions"]:  # a child waiting on its input guardrail
-                child["decision"] = "approve"
+        for call_id, forwarded in self.decisions.items():
+            if not forwarded:  # a child waiting on its input guardrail
+                self.approve_input.add(call_id)
+
+    def applied(self, entries: Sequence[PendingCall]) -> tuple[PendingCall, ...]:
+        """``entries`` with each child run's forwarded decisions recorded."""
+        out: list[PendingCall] = []
+        for entry in entries:
+            child = entry.child
+            if child is not None:
+                decision = "approve" if entry.call_id in self.approve_input else child.decision
+                child = replace(
+                    child, decisions=tuple(self.decisions[entry.call_id]), decision=decision
+                )
+                entry = replace(entry, child=child)
+            out.append(entry)
+        return tuple(out)
 
     def remaining(self) -> list[PendingDecision]:
         return list(self.open.values())
 
 
-def check_bound_arguments(state: Mapping[str, Any]) -> None:
+def check_bound_arguments(state: RunEnvelope) -> None:
     """An approval binds to the arguments it was asked for.
 
     Every ``ready`` call an allowing decision covers must still carry arguments whose hash is
@@ -309,20 +327,17 @@ def check_bound_arguments(state: Mapping[str, Any]) -> None:
             nothing is written.
     """
     scopes: dict[str, str | None] = {}
-    raw_interruption = state.get("interruption")
-    if raw_interruption is not None:
-        for pending in AgentRunInterruption.from_dict(raw_interruption).pending_decisions:
+    interruption = state.interruption_view()
+    if interruption is not None:
+        for pending in interruption.pending_decisions:
             scopes[pending.approval_id] = pending.scope.arguments_hash
-    for entry in state.get("pending_calls", []):
-        decision = entry.get("decision")
-        if entry.get("status") != "ready" or decision is None:
+    for entry in state.calls:
+        if entry.status != "ready" or not entry.allowing_unmodified:
             continue
-        if decision.get("outcome") not in ALLOWING or decision.get("modified_arguments"):
-            continue
-        bound = entry.get("arguments_hash") or scopes.get(entry["approval_id"])
+        bound = entry.arguments_hash or scopes.get(entry.approval_id)
         if bound is None:
             continue
-        call = ToolCallContent.from_dict(entry["call"])
+        call = entry.tool_call()
         try:
             digest = arguments_hash(call.arguments)
         except (TypeError, ValueError):
@@ -335,13 +350,13 @@ def check_bound_arguments(state: Mapping[str, Any]) -> None:
             )
 
 
-def _pending_for(entry: Mapping[str, Any]) -> PendingDecision:
-    call = ToolCallContent.from_dict(entry["call"])
+def _pending_for(entry: PendingCall) -> PendingDecision:
+    call = entry.tool_call()
     try:
         digest: str | None = arguments_hash(call.arguments)
     except (TypeError, ValueError):
         digest = None
-    return pending_decision(entry["approval_id"], call, entry.get("arguments_hash") or digest, None)
+    return pending_decision(entry.approval_id, call, entry.arguments_hash or digest, None)
 
 
 def pending_decision(

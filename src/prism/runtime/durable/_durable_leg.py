@@ -33,6 +33,7 @@ from prism.runtime.durable._durable_run import DurableRun
 from prism.runtime.durable._envelope import (
     loop_state_of,
 )
+from prism.runtime.durable._run_envelope import ChildRun, RunEnvelope
 from prism.runtime.durable._run_state import (
     AgentRunInterruption,
     AgentRunState,
@@ -262,7 +263,7 @@ class DurableDriver:
     def recorded_child(self, tool_call_id: str, /) -> dict[str, Any] | None:
         """The child run recorded for a call this resumed leg replays, else ``None``."""
         entry = self.run.child_entry(tool_call_id)
-        return None if entry is None or entry.child is None else dict(entry.child)
+        return None if entry is None or entry.child is None else entry.child.to_json()
 
     async def record_child(self, tool_call_id: str, link: dict[str, Any], /) -> None:
         """Record the child run ``link`` in the call's pending entry before the child starts.
@@ -279,7 +280,7 @@ class DurableDriver:
         entry = run.child_entry(tool_call_id)
         if entry is None:
             return
-        entry.status, entry.child = "dispatched", dict(link)
+        entry.status, entry.child = "dispatched", ChildRun.from_json(link)
         if entry in run.replay_entries():
             pending = run.replay_pending_calls()
             await run.write(
@@ -302,7 +303,7 @@ class DurableDriver:
         the next boundary, with the child's pending decisions), and gets no row now."""
         interruption = signal.interruption
         pending = getattr(interruption, "pending_decisions", ())
-        self.run.open_delegation(call, signal.link, pending, signal.stopped)
+        self.run.open_delegation(call, ChildRun.from_json(signal.link), pending, signal.stopped)
         return ToolResult(tool_call_id=call.id, name=call.name, metadata={"approval_pending": True})
 
     async def _mark(self, call: ToolCallContent) -> None:
@@ -367,7 +368,8 @@ class DurableDriver:
         loop = self.loop
         if resume is None or loop is None:
             return
-        stored = resume.state.get("loop_state")
+        envelope: RunEnvelope = resume.state
+        stored = envelope.loop_state
         if stored is None:
             return
         if stored.get("name") != loop.name or stored.get("revision") != effective_loop_revision(

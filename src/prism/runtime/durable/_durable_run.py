@@ -31,6 +31,7 @@ from prism.runtime.durable._envelope import (
     check_shape,
     members_size,
 )
+from prism.runtime.durable._run_envelope import ChildRun, RunEnvelope, envelope_view, model_of
 from prism.runtime.durable._run_state import (
     MAX_GATED,
     SCHEMA_VERSION,
@@ -46,7 +47,6 @@ from prism.runtime.durable._turn_writes import TurnWrites
 from prism.runtime.run.seam import ResumePoint
 from prism.types import (
     Message,
-    ModelConfig,
     OwnershipScope,
     RunStopReason,
     ToolCallContent,
@@ -79,7 +79,7 @@ class _Entry:
     to run the call with stored arguments that hash differently."""
     resolution: dict[str, Any] | None = None
     """An operator's ``succeeded`` resolution of an ambiguous call: answered, never run."""
-    child: dict[str, Any] | None = None
+    child: ChildRun | None = None
     """The child run the call started (an agent tool): a resume continues it, never reports the
     call ambiguous."""
     child_pending: tuple[PendingDecision, ...] = ()
@@ -103,7 +103,7 @@ class _Entry:
         if self.resolution is not None:
             out["resolution"] = self.resolution
         if self.child is not None:
-            out["child"] = self.child
+            out["child"] = self.child.to_json()
         return out
 
 
@@ -205,7 +205,7 @@ class DurableRun:
         # The constant part is redacted, checked and sized once per leg.
         self._base = base
         self._base_bytes = members_size(base)
-        self._model = ModelConfig.from_dict(base["model"])
+        self._model = model_of(base)
         self.version = 0
         """The stored version (0: no envelope written yet)."""
         self.state: AgentRunState | None = None
@@ -227,30 +227,27 @@ class DurableRun:
         self._stray: list[_Entry] = []
         """Marked calls that no stored assistant message carries."""
         if resume is not None:
-            envelope = resume.state
+            envelope: RunEnvelope = resume.state
             self.version = resume.version
-            self.state = AgentRunState.from_envelope(envelope, resume.version)
-            self.sticky = [
-                StickyDecision.from_dict(s) for s in envelope.get("sticky_decisions", [])
-            ]
-            self.loop_state = envelope.get("loop_state")
-            self.steers = list(envelope.get("steers") or ())
+            self.state = envelope.view(resume.version)
+            self.sticky = envelope.sticky()
+            self.loop_state = None if envelope.loop_state is None else dict(envelope.loop_state)
+            self.steers = [dict(m) for m in envelope.steers or ()]
             # Decided ``ready`` calls, and the undecided ``ready`` calls of a tool round
             # an ``every-turn`` dispatch marking left open: both are replayed.
             # A call that started a child run is continued through the child.
-            for raw in envelope.get("pending_calls", []):
-                if raw.get("status") != "ready" and raw.get("child") is None:
+            for stored in envelope.calls:
+                if stored.status != "ready" and stored.child is None:
                     continue
-                decision = raw.get("decision")
                 self._entries.append(
                     _Entry(
-                        call=ToolCallContent.from_dict(raw["call"]),
-                        approval_id=raw["approval_id"],
-                        status=raw["status"],
-                        decision=None if decision is None else RunDecision.from_dict(decision),
-                        arguments_hash=raw.get("arguments_hash"),
-                        resolution=raw.get("resolution"),
-                        child=raw.get("child"),
+                        call=stored.tool_call(),
+                        approval_id=stored.approval_id,
+                        status="ready" if stored.status == "ready" else "dispatched",
+                        decision=stored.run_decision(),
+                        arguments_hash=stored.arguments_hash,
+                        resolution=None if stored.resolution is None else dict(stored.resolution),
+                        child=stored.child,
                     )
                 )
 
@@ -342,25 +339,7 @@ class DurableRun:
         if not keep_sticky:
             self.sticky = []
         self.loop_state = loop_state
-        raw_interruption = parts.get("interruption")
-        state = AgentRunState(
-            schema_version=SCHEMA_VERSION,
-            agent_id=self._base["agent_id"],
-            definition_revision=self._base["definition_revision"],
-            fingerprint=self._base["fingerprint"],
-            run_id=self.run_id,
-            session_id=self.session_id,
-            leaf_id=parts.get("leaf_id"),
-            model=self._model,
-            status=status,
-            stop_reason=parts.get("stop_reason"),
-            interruption=(
-                None
-                if raw_interruption is None
-                else AgentRunInterruption.from_dict(raw_interruption)
-            ),
-            version=record.version,
-        )
+        state = envelope_view(envelope, record.version, self._model)
         self.state = state
         return state
 
@@ -486,7 +465,7 @@ class DurableRun:
     def open_delegation(
         self,
         call: ToolCallContent,
-        link: dict[str, Any],
+        link: ChildRun,
         pending: Sequence[PendingDecision],
         stopped: bool,
     ) -> None:
@@ -495,8 +474,8 @@ class DurableRun:
         stops, on it at the next boundary)."""
         entry = self.child_entry(call.id) or _Entry(call=call, approval_id=new_id("approval"))
         self._replaying.pop(call.id, None)
-        entry.status, entry.child, entry.stopped = "dispatched", dict(link), stopped
-        tag = {k: str(link.get(k)) for k in ("agent", "session_id", "run_id")}
+        entry.status, entry.child, entry.stopped = "dispatched", link, stopped
+        tag = link.tag()
         tag["tool_call_id"] = call.id
         entry.child_pending = tuple(dataclasses.replace(p, subagent=tag) for p in pending)
         self._names[call.id] = call.name

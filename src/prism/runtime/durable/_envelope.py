@@ -1,8 +1,10 @@
 """The durable run-state envelope: fingerprint, shape checks, load and save.
 
-The value types and options of durable runs are in :mod:`prism.runtime.durable._run_state`; this module
-holds what reads and writes the stored envelope: the agent fingerprint a resume compares, the
-size and shape checks every write passes, the operator's load/save access, and the loop snapshot.
+The value types and options of durable runs are in :mod:`prism.runtime.durable._run_state`, the
+typed envelope (its fields, JSON conversion, upgrade and field checks) in
+:mod:`prism.runtime.durable._run_envelope`; this module holds the agent fingerprint a resume
+compares, the size and shape checks every write passes, the operator's load/save access, and
+the loop snapshot.
 """
 
 from __future__ import annotations
@@ -15,29 +17,19 @@ from prism.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, CheckpointS
 from prism.errors import AgentLoopStateError, AgentRunStateError
 from prism.loop_needs import loop_needs
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
+from prism.runtime.durable._run_envelope import RunEnvelope, check_envelope, upgrade_envelope
 from prism.runtime.durable._run_state import (
-    CHECKPOINT_POLICIES,
     MAX_DEPTH,
     MAX_KEYS,
     MAX_LOADED_STATE_BYTES,
-    OLDEST_SCHEMA_VERSION,
-    SCHEMA_VERSION,
-    STATUSES,
-    AgentRunInterruption,
     LoadedRunState,
-    RunDecision,
-    StickyDecision,
     is_int,
     is_strategy,
 )
 from prism.runtime.run.config import AgentConfig, ConfiguredAgent
 from prism.types import (
-    ErrorInfo,
     JsonValue,
-    Message,
-    ModelConfig,
     OwnershipScope,
-    ToolCallContent,
     ToolDefinition,
     canonical_json,
     is_json_value,
@@ -149,7 +141,7 @@ _FINGERPRINT_COVERS: Final = (
 )
 
 
-def definition_mismatch(state: Mapping[str, Any], config: AgentConfig, revision: str) -> str | None:
+def definition_mismatch(state: RunEnvelope, config: AgentConfig, revision: str) -> str | None:
     """Why a stored envelope does not belong to this agent definition (``None``: it does).
 
     Names the part that differs: the agent id, the ``definition_revision`` (stored vs the
@@ -159,16 +151,16 @@ def definition_mismatch(state: Mapping[str, Any], config: AgentConfig, revision:
     advice = (
         "resume with the agent definition the run was started with; a changed agent needs a new run"
     )
-    stored_id, agent_id = state["agent_id"], agent_id_of(config)
+    stored_id, agent_id = state.agent_id, agent_id_of(config)
     if stored_id != agent_id:
         return f"agent id mismatch: the run was started by agent {stored_id!r}, not {agent_id!r}"
-    stored = state["definition_revision"]
+    stored = state.definition_revision
     if stored != revision:
         return (
             f"definition revision mismatch: the run was started with definition_revision "
             f"{stored!r}, the agent has {revision!r}; {advice}"
         )
-    if state["fingerprint"] != agent_fingerprint(config, revision):
+    if state.fingerprint != agent_fingerprint(config, revision):
         return (
             f"fingerprint mismatch: the agent's definition changed since the run started under "
             f"definition_revision {revision!r} (the fingerprint covers its {_FINGERPRINT_COVERS}); "
@@ -284,142 +276,11 @@ def members_size(obj: Mapping[str, Any]) -> int:
     return total
 
 
-_REQUIRED_STR: Final = ("agent_id", "definition_revision", "fingerprint", "run_id", "session_id")
-
-
-def upgrade_envelope(state: Any) -> Any:
-    """A stored envelope in the current schema: a version 1 or 2 envelope is the same object with
-    the current ``schema_version`` (versions 2 and 3 only add optional keys); anything else is
-    returned unchanged for :func:`_check_envelope` to judge. Never mutates ``state``."""
-    if (
-        isinstance(state, dict)
-        and is_int(state.get("schema_version"))
-        and OLDEST_SCHEMA_VERSION <= state["schema_version"] < SCHEMA_VERSION
-    ):
-        return {**state, "schema_version": SCHEMA_VERSION}
-    return state
-
-
-def _check_envelope(state: Any) -> dict[str, Any]:
-    """Re-check the fields and field types of a loaded envelope; raises AgentRunStateError."""
-    if not isinstance(state, dict):
-        raise AgentRunStateError("malformed run state: not an object")
-    bad: str | None = None
-    if state.get("schema_version") != SCHEMA_VERSION:
-        bad = "schema_version"
-    elif any(not isinstance(state.get(k), str) for k in _REQUIRED_STR):
-        bad = next(k for k in _REQUIRED_STR if not isinstance(state.get(k), str))
-    elif not isinstance(state.get("model"), dict):
-        bad = "model"
-    elif state.get("status") not in STATUSES:
-        bad = "status"
-    elif state.get("checkpoint_policy") not in CHECKPOINT_POLICIES:
-        bad = "checkpoint_policy"
-    elif not isinstance(state.get("interrupt_before_tool"), bool):
-        bad = "interrupt_before_tool"
-    elif not isinstance(state.get("counters"), dict):
-        bad = "counters"
-    elif not isinstance(state.get("pending_calls", []), list):
-        bad = "pending_calls"
-    elif not isinstance(state.get("sticky_decisions", []), list):
-        bad = "sticky_decisions"
-    elif state.get("leaf_id") is not None and not isinstance(state.get("leaf_id"), str):
-        bad = "leaf_id"
-    elif state.get("stop_reason") not in (None, "host_policy", "turn_limit"):
-        bad = "stop_reason"
-    elif state.get("input") is not None and not isinstance(state.get("input"), list):
-        bad = "input"
-    elif state.get("steers") is not None and not isinstance(state.get("steers"), list):
-        bad = "steers"
-    elif not _is_release(state.get("release")):
-        bad = "release"
-    else:
-        loop_state = state.get("loop_state")
-        if loop_state is not None and not (
-            isinstance(loop_state, dict)
-            and isinstance(loop_state.get("name"), str)
-            and isinstance(loop_state.get("revision"), str)
-            and "snapshot" in loop_state
-        ):
-            bad = "loop_state"
-        for entry in state.get("pending_calls", []):
-            if not (
-                isinstance(entry, dict)
-                and isinstance(entry.get("call"), dict)
-                and entry.get("status") in ("ready", "dispatched")
-                and isinstance(entry.get("approval_id"), str)
-                and _is_child(entry.get("child"))
-            ):
-                bad = "pending_calls"
-                break
-    if bad is not None:
-        raise AgentRunStateError(f"malformed run state: invalid {bad}")
-    try:
-        if state.get("interruption") is not None:
-            AgentRunInterruption.from_dict(state["interruption"])
-        ModelConfig.from_dict(state["model"])
-        for item in state.get("sticky_decisions", []):
-            StickyDecision.from_dict(item)
-        for entry in state.get("pending_calls", []):
-            ToolCallContent.from_dict(entry["call"])
-            for forwarded in (entry.get("child") or {}).get("decisions") or ():
-                RunDecision.from_dict(forwarded)
-            if entry.get("decision") is not None:
-                RunDecision.from_dict(entry["decision"])
-            resolution = entry.get("resolution")
-            if resolution is not None:
-                if not (
-                    isinstance(resolution, dict)
-                    and resolution.get("outcome") == "succeeded"
-                    and is_json_value(resolution.get("result"))
-                ):
-                    raise ValueError("invalid pending call resolution")
-                if resolution.get("error") is not None:
-                    ErrorInfo.from_dict(resolution["error"])
-            if entry.get("arguments_hash") is not None and not isinstance(
-                entry["arguments_hash"], str
-            ):
-                raise ValueError("invalid pending call arguments_hash")
-        for message in state.get("steers") or ():
-            Message.from_dict(message)
-    except Exception as exc:
-        raise AgentRunStateError(f"malformed run state: {exc}") from exc
-    return state
-
-
 def checked_envelope(value: Any) -> dict[str, Any]:
     """A stored value as a current-schema envelope: upgraded, then shape-checked (size
     included). Raises AgentRunStateError."""
     encode_state(value, MAX_LOADED_STATE_BYTES)
-    return _check_envelope(upgrade_envelope(value))
-
-
-def _is_child(value: object) -> bool:
-    """``child`` of a pending call is optional: absent, or ``{"session_id", "run_id"}`` strings
-    (plus ``agent``, and the forwarded ``decision`` / ``decisions``)."""
-    if value is None:
-        return True
-    if not (
-        isinstance(value, dict)
-        and isinstance(value.get("session_id"), str)
-        and isinstance(value.get("run_id"), str)
-    ):
-        return False
-    decisions = value.get("decisions")
-    return (decisions is None or isinstance(decisions, list)) and value.get("decision") in (
-        None,
-        "approve",
-    )
-
-
-def _is_release(value: object) -> bool:
-    """``release`` is optional: absent, or ``{"by", "reason", "at"}`` strings (see
-    :data:`~prism.runtime.durable._run_state.RELEASE_KEY`)."""
-    if value is None:
-        return True
-    return isinstance(value, dict) and all(
-        isinstance(value.get(k), str) for k in ("by", "reason", "at")
-    )
+    return check_envelope(upgrade_envelope(value))
 
 
 def run_key(run_state: Any) -> str:
@@ -428,23 +289,36 @@ def run_key(run_state: Any) -> str:
     return str(run_state.run_id)
 
 
-async def load_state(
+async def _load_checked(
     checkpoints: CheckpointStore,
     run_id: str,
     session_id: str | None,
     ownership: OwnershipScope | None,
-) -> tuple[CheckpointRecord, dict[str, Any]]:
+) -> tuple[CheckpointRecord, dict[str, Any], RunEnvelope]:
     record = await checkpoints.load_checkpoint(
         namespace=AGENT_RUN_NAMESPACE, key=run_id, ownership=ownership
     )
     if record is None:
         raise AgentRunStateError(f"no run {run_id} in this store (no run state is stored for it)")
-    state = checked_envelope(record.value)
-    if state["run_id"] != run_id:
+    checked = checked_envelope(record.value)
+    envelope = RunEnvelope.from_json(checked)
+    if envelope.run_id != run_id:
         raise AgentRunStateError("malformed run state: run_id differs from its key")
-    if session_id is not None and state["session_id"] != session_id:
+    if session_id is not None and envelope.session_id != session_id:
         raise AgentRunStateError("run state belongs to another session")
-    return record, state
+    return record, checked, envelope
+
+
+async def load_state(
+    checkpoints: CheckpointStore,
+    run_id: str,
+    session_id: str | None,
+    ownership: OwnershipScope | None,
+) -> tuple[CheckpointRecord, RunEnvelope]:
+    """The stored record of run ``run_id`` and its envelope, checked (see
+    :func:`load_agent_run_state`)."""
+    record, _, envelope = await _load_checked(checkpoints, run_id, session_id, ownership)
+    return record, envelope
 
 
 async def load_agent_run_state(
@@ -469,7 +343,7 @@ async def load_agent_run_state(
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — no record, a malformed one (shape,
             more than 1 MiB), or another session's.
     """
-    record, state = await load_state(checkpoints, run_id, session_id, ownership)
+    record, state, _ = await _load_checked(checkpoints, run_id, session_id, ownership)
     return LoadedRunState(record=record, state=state)
 
 
@@ -507,10 +381,10 @@ async def save_agent_run_state(
         raise AgentRunStateError("expected_version must be an int >= 0")
     value = upgrade_envelope(dict(state)) if isinstance(state, Mapping) else state
     encode_state(value, MAX_LOADED_STATE_BYTES)
-    envelope = _check_envelope(value)
+    envelope = check_envelope(value)
     record = await checkpoints.save_checkpoint(
         namespace=AGENT_RUN_NAMESPACE,
-        key=envelope["run_id"],
+        key=RunEnvelope.from_json(envelope).run_id,
         value=envelope,
         version=expected_version + 1,
         expected_version=expected_version,

@@ -17,6 +17,7 @@ would leave its real result on an abandoned branch.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Final, Literal
 
 from prism.checkpoints import CheckpointStore
@@ -96,27 +97,27 @@ async def resolve_ambiguous_call(
         )
     record, state = await load_state(checkpoints, run_id, None, ownership)
     version = record.version if expected_version is None else expected_version
-    entries: list[dict[str, Any]] = [dict(e) for e in state.get("pending_calls", [])]
-    entry = next((e for e in entries if e["call"].get("id") == call_id), None)
-    if entry is None:
+    entries = list(state.calls)
+    index = next((i for i, e in enumerate(entries) if e.call.get("id") == call_id), None)
+    if index is None:
         raise AgentRunStateError(f"call {call_id} is not a pending call of run {run_id}")
-    name = str(entry["call"].get("name"))
-    if entry.get("status") != "dispatched":
+    entry = entries[index]
+    name = str(entry.call.get("name"))
+    if entry.status != "dispatched":
         raise AgentRunStateError(
             f"call {call_id} ({name}) of run {run_id} is not ambiguous (it never started, or it "
             "was resolved already)"
         )
-    stored = await _stored_result(store, str(state["session_id"]), run_id, call_id)
-    entry["status"] = "ready"
+    stored = await _stored_result(store, state.session_id, run_id, call_id)
+    entry = replace(entry, status="ready")
     if outcome == "rejected":
         if stored is not None:
             raise AgentRunStateError(
                 f"call {call_id} ({name}) of run {run_id} has a stored result: it ran, so it "
                 "cannot be rejected; resolve it as succeeded (its stored result is used)"
             )
-        entry["decision"] = RunDecision(
-            str(entry["approval_id"]), "reject_once", reason or REJECTED_MESSAGE
-        ).to_dict()
+        decision = RunDecision(entry.approval_id, "reject_once", reason or REJECTED_MESSAGE)
+        entry = replace(entry, decision=decision.to_dict())
     else:
         resolution: dict[str, Any] = {"outcome": "succeeded"}
         if stored is not None:
@@ -125,10 +126,11 @@ async def resolve_ambiguous_call(
                 resolution["error"] = stored.error.to_dict()
         else:
             resolution["result"] = SUCCEEDED_NOTE if result is None else result
-        entry["resolution"] = resolution
+        entry = replace(entry, resolution=resolution)
+    entries[index] = entry
     return await save_agent_run_state(
         checkpoints=checkpoints,
-        state={**state, "pending_calls": entries},
+        state=replace(state, pending_calls=tuple(entries)).to_json(),
         expected_version=version,
         fencing_token=fencing_token,
         ownership=ownership,

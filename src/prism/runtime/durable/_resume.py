@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -31,10 +32,10 @@ from prism.runtime.durable._resume_writes import (
     deny_children,
     resuspend,
 )
+from prism.runtime.durable._run_envelope import RunEnvelope, stated_ids
 from prism.runtime.durable._run_state import (
     DECISIONS,
     NOT_CONTINUABLE,
-    RELEASE_KEY,
     AgentRunState,
     LoadedRunState,
     RunDecision,
@@ -55,7 +56,6 @@ from prism.runtime.run.session import AgentSession
 from prism.runtime.run.turn_policy import TurnPolicy
 from prism.types import (
     AgentRunRef,
-    Message,
     OwnershipScope,
     RunResult,
     ToolExecutionContext,
@@ -169,104 +169,27 @@ async def resume_agent_run(
             says when the run has finished since), or the claim's compare-and-set lost.
         AgentRunError: the resumed leg failed (as ``session.run`` raises it).
     """
-    invalid = "ERR_PRISM_DECISION_INVALID"
-    # The arguments, checked before anything is read.
-    if decision not in DECISIONS:
-        raise decision_error(invalid, f"unknown decision: {decision!r}")
-    batch: list[RunDecision] | None = None
-    if decisions is not None:
-        if decision != "continue":
-            raise decision_error(invalid, "decisions cannot be combined with decision=" + decision)
-        batch = coerce_decisions(decisions)
-    key: str
-    if isinstance(run_state, AgentRunState):
-        stated_session: str | None = run_state.session_id
-        default_version: int | None = run_state.version
-        key = run_key(run_state)
-    elif isinstance(run_state, LoadedRunState):
-        stored_session = run_state.state.get("session_id")
-        stored_run = run_state.state.get("run_id")
-        stated_session = stored_session if isinstance(stored_session, str) else None
-        default_version = run_state.record.version
-        key = stored_run if isinstance(stored_run, str) else run_state.record.key
-    elif isinstance(run_state, AgentRunRef):
-        stated_session, default_version = run_state.session_id, None
-        key = run_key(run_state)
-    elif isinstance(run_state, str) and run_state:
-        stated_session, default_version = None, None
-        key = run_state
-    else:
-        raise AgentRunStateError(
-            "run_state must be an AgentRunState (RunResult.run_state), a LoadedRunState "
-            "(load_agent_run_state(...)), an AgentRunRef or a non-empty run id string, got "
-            + (repr(run_state) if isinstance(run_state, str) else type(run_state).__name__)
-        )
+    batch = _checked_decisions(decision, decisions)
+    key, stated_session, default_version = _identify(run_state)
     version = expected_version if expected_version is not None else default_version
     if version is not None and (not is_int(version) or version < 1):
-        raise decision_error(invalid, f"expected_version must be a positive int, got {version!r}")
-    session: AgentSession | None = None
-    if isinstance(agent_or_session, AgentSession):
-        session = agent_or_session
-        config = session.agent.config
-        if session.is_running:
-            raise AgentSessionBusyError()
-        if stated_session is not None and stated_session != session.id:
-            raise AgentRunStateError("run state belongs to another session")
-        stated_session = session.id
-    else:
-        config = agent_or_session.config
-    agent_options = coerce_run_state_options(config.run_state, label="agent run_state")
-    if agent_options is not None:
-        if checkpoints is not None and checkpoints is not agent_options.checkpoints:
-            raise AgentRunStateError("checkpoints differ from the agent's run_state")
-        if (
-            definition_revision is not None
-            and definition_revision != agent_options.definition_revision
-        ):
-            raise AgentRunStateError("definition_revision differs from the agent's run_state")
-        checkpoints = agent_options.checkpoints
-        definition_revision = agent_options.definition_revision
-    if checkpoints is None or definition_revision is None:
-        raise AgentRunStateError(
-            "resume needs checkpoints and definition_revision (or an agent run_state)"
-        )
+        raise decision_error(INVALID, f"expected_version must be a positive int, got {version!r}")
+    session, config, stated_session = _session_of(agent_or_session, stated_session)
+    options = _options_of(config, checkpoints, definition_revision, fencing_token)
     owner = None if ownership is None else OwnershipScope.coerce(ownership)
-    # The stored envelope.
-    record, state = await load_state(checkpoints, key, stated_session, owner)
-    # The stored run must come from the same agent definition.
-    mismatch = definition_mismatch(state, config, definition_revision)
-    if mismatch is not None:
-        raise AgentRunStateError(mismatch)
-    # A run id alone resumes the stored version (the claim still compares it); an expected
-    # version another writer moved on from is a conflict.
-    status = state["status"]
-    stop_reason = state.get("stop_reason")
-    if version is not None and record.version != version:
-        raise CheckpointConflictError(
-            stale_message(key, record.version, version, status, stop_reason)
-        )
-    # What the stored status allows.
-    policy_stop = status == "succeeded" and stop_reason == "host_policy"
-    if status == "suspended":
-        if decision == "continue" and batch is None:
-            raise AgentRunStateError(NOT_CONTINUABLE)
-    elif status == "running" or policy_stop:
-        if decision != "continue" or batch is not None:
-            raise decision_error(invalid, f"a {status} run takes decision='continue' only")
-    else:
-        raise AgentRunStateError(not_resumable_message(key, status))
+    record, state = await load_state(options.checkpoints, key, stated_session, owner)
+    _check_stored(state, config, options, key, record.version, version, decision, batch)
     if session is None:
         assert not isinstance(agent_or_session, AgentSession)
-        session = agent_or_session.create_session(state["session_id"])
-    options = agent_options or RunStateOptions(
-        checkpoints,
-        definition_revision,
-        checkpoint_policy=state["checkpoint_policy"],
-        interrupt_before_tool=state["interrupt_before_tool"],
-        fencing_token=fencing_token,
-    )
+        session = agent_or_session.create_session(state.session_id)
+    if _agent_options(config) is None:  # the stored policy, unless the agent has its own
+        options = dataclasses.replace(
+            options,
+            checkpoint_policy=state.checkpoint_policy,  # type: ignore[arg-type]
+            interrupt_before_tool=state.interrupt_before_tool,
+        )
     writer = EnvelopeWriter(options, record.version, owner, config.redactor)
-    if status == "suspended" and decision == "deny":
+    if state.status == "suspended" and decision == "deny":
         await deny_children(state, config.tools, options, session.store, owner)
         return await deny(session, state, writer)
     await check_leaf(session, state)  # before anything is written
@@ -275,50 +198,20 @@ async def resume_agent_run(
     # the leg, which reuses their connections).
     async with AsyncExitStack() as scope:
         tools = await open_leg_tools(config, scope)
-        check_source_tools(state.get("source_tools"), tools.digests)
-        new_state = dict(state)
-        if status == "suspended":
+        check_source_tools(state.source_tools, tools.digests)
+        if state.status == "suspended":
             applied = apply_decisions(state, batch, tools.registry)
-            new_state["pending_calls"] = applied.pending_calls
-            new_state["sticky_decisions"] = applied.sticky
+            new_state = dataclasses.replace(
+                state, pending_calls=applied.pending_calls, sticky_decisions=applied.sticky
+            )
             check_bound_arguments(new_state)
             check_ambiguity(new_state)
             if applied.remaining:
                 return await resuspend(session, new_state, applied.remaining, writer)
         else:
-            learned = status == "running" and await adopt_stored_rows(session, new_state)
-            check_bound_arguments(new_state)
-            ambiguous = ambiguity_error(new_state)
-            if ambiguous is None:  # a child run left ambiguous is reported before the claim
-                ambiguous = await _child_ambiguity(new_state, tools.registry, options, session)
-            if ambiguous is not None:
-                if learned:  # the rows matched to their calls are kept (compare-and-set)
-                    await writer.save(new_state)
-                raise ambiguous
+            new_state = await _recover(state, session, tools.registry, options, writer)
         # Claim the run, then start the resumed leg.
-        new_state["status"] = "running"
-        new_state.pop("interruption", None)
-        new_state.pop("stop_reason", None)
-        new_state.pop(RELEASE_KEY, None)
-        stored_input = state.get("input")
-        messages = (
-            None if stored_input is None else tuple(Message.from_dict(m) for m in stored_input)
-        )
-        crash = status == "running"
-
-        async def claim() -> ResumePoint:
-            claimed = await writer.save(new_state)
-            return ResumePoint(
-                run_id=str(new_state["run_id"]),
-                version=claimed,
-                leaf_id=new_state.get("leaf_id"),
-                counters=new_state["counters"],
-                trace=new_state.get("trace"),
-                input=messages,
-                fork=crash,
-                state=new_state,
-            )
-
+        claim = _claimer(new_state.claimed(), writer, crash=state.status == "running")
         if session.is_running:
             raise AgentSessionBusyError()
         plan = plan_run(
@@ -332,15 +225,172 @@ async def resume_agent_run(
         return await resume_leg(session.state, config, plan, claim)
 
 
+# --------------------------------------------------------------------------- the steps
+
+INVALID = "ERR_PRISM_DECISION_INVALID"
+
+
+def _checked_decisions(
+    decision: str, decisions: Sequence[RunDecision | Mapping[str, Any]] | None
+) -> list[RunDecision] | None:
+    """The decision arguments, checked before anything is read."""
+    if decision not in DECISIONS:
+        raise decision_error(INVALID, f"unknown decision: {decision!r}")
+    if decisions is None:
+        return None
+    if decision != "continue":
+        raise decision_error(INVALID, "decisions cannot be combined with decision=" + decision)
+    return coerce_decisions(decisions)
+
+
+def _identify(run_state: object) -> tuple[str, str | None, int | None]:
+    """``(run id, stated session id, default expected version)`` of what names the run."""
+    if isinstance(run_state, AgentRunState):
+        return run_key(run_state), run_state.session_id, run_state.version
+    if isinstance(run_state, LoadedRunState):
+        run_id, session_id = stated_ids(run_state.state)
+        return run_id or run_state.record.key, session_id, run_state.record.version
+    if isinstance(run_state, AgentRunRef):
+        return run_key(run_state), run_state.session_id, None
+    if isinstance(run_state, str) and run_state:
+        return run_state, None, None
+    raise AgentRunStateError(
+        "run_state must be an AgentRunState (RunResult.run_state), a LoadedRunState "
+        "(load_agent_run_state(...)), an AgentRunRef or a non-empty run id string, got "
+        + (repr(run_state) if isinstance(run_state, str) else type(run_state).__name__)
+    )
+
+
+def _session_of(
+    agent_or_session: ResumableAgent | AgentSession, stated_session: str | None
+) -> tuple[AgentSession | None, AgentConfig, str | None]:
+    """The given session (checked: idle, the stored one) or none, the agent configuration, and
+    the session id the stored run must have."""
+    if not isinstance(agent_or_session, AgentSession):
+        return None, agent_or_session.config, stated_session
+    session = agent_or_session
+    if session.is_running:
+        raise AgentSessionBusyError()
+    if stated_session is not None and stated_session != session.id:
+        raise AgentRunStateError("run state belongs to another session")
+    return session, session.agent.config, session.id
+
+
+def _agent_options(config: AgentConfig) -> RunStateOptions | None:
+    return coerce_run_state_options(config.run_state, label="agent run_state")
+
+
+def _options_of(
+    config: AgentConfig,
+    checkpoints: CheckpointStore | None,
+    definition_revision: str | None,
+    fencing_token: int | None,
+) -> RunStateOptions:
+    """The durable options of the resume: the agent's ``run_state`` (the arguments must agree
+    with it), else the arguments."""
+    agent_options = _agent_options(config)
+    if agent_options is not None:
+        if checkpoints is not None and checkpoints is not agent_options.checkpoints:
+            raise AgentRunStateError("checkpoints differ from the agent's run_state")
+        if (
+            definition_revision is not None
+            and definition_revision != agent_options.definition_revision
+        ):
+            raise AgentRunStateError("definition_revision differs from the agent's run_state")
+        return agent_options
+    if checkpoints is None or definition_revision is None:
+        raise AgentRunStateError(
+            "resume needs checkpoints and definition_revision (or an agent run_state)"
+        )
+    return RunStateOptions(checkpoints, definition_revision, fencing_token=fencing_token)
+
+
+def _check_stored(
+    state: RunEnvelope,
+    config: AgentConfig,
+    options: RunStateOptions,
+    key: str,
+    stored_version: int,
+    version: int | None,
+    decision: str,
+    batch: list[RunDecision] | None,
+) -> None:
+    """The stored run must come from the same agent definition, be at the expected version (a
+    run id alone resumes the stored version; the claim still compares it), and be in a status
+    the decision applies to."""
+    mismatch = definition_mismatch(state, config, options.definition_revision)
+    if mismatch is not None:
+        raise AgentRunStateError(mismatch)
+    status = state.status
+    if version is not None and stored_version != version:
+        raise CheckpointConflictError(
+            stale_message(key, stored_version, version, status, state.stop_reason)
+        )
+    if status == "suspended":
+        if decision == "continue" and batch is None:
+            raise AgentRunStateError(NOT_CONTINUABLE)
+    elif status == "running" or state.policy_stop:
+        if decision != "continue" or batch is not None:
+            raise decision_error(INVALID, f"a {status} run takes decision='continue' only")
+    else:
+        raise AgentRunStateError(not_resumable_message(key, status))
+
+
+async def _recover(
+    state: RunEnvelope,
+    session: AgentSession,
+    registry: Any,
+    options: RunStateOptions,
+    writer: EnvelopeWriter,
+) -> RunEnvelope:
+    """A ``running`` run (crash recovery) or a policy stop about to be claimed: adopt the result
+    rows a crash left after the leaf, then refuse ambiguous calls (this run's, or a recorded
+    child run's), keeping the adopted rows (compare-and-set)."""
+    adopted = await adopt_stored_rows(session, state) if state.status == "running" else None
+    new_state = adopted or state
+    check_bound_arguments(new_state)
+    ambiguous = ambiguity_error(new_state)
+    if ambiguous is None:  # a child run left ambiguous is reported before the claim
+        ambiguous = await _child_ambiguity(new_state, registry, options, session)
+    if ambiguous is not None:
+        if adopted is not None:  # the rows matched to their calls are kept
+            await writer.save(adopted)
+        raise ambiguous
+    return new_state
+
+
+def _claimer(
+    claimed: RunEnvelope, writer: EnvelopeWriter, *, crash: bool
+) -> Callable[[], Awaitable[ResumePoint]]:
+    """The claim the resumed leg makes before its first step: save ``claimed`` (compare-and-set)
+    and return where the leg starts."""
+    messages = claimed.input_messages()
+
+    async def claim() -> ResumePoint:
+        version = await writer.save(claimed)
+        return ResumePoint(
+            run_id=claimed.run_id,
+            version=version,
+            leaf_id=claimed.leaf_id,
+            counters=claimed.counters,
+            trace=claimed.trace,
+            input=messages,
+            fork=crash,
+            state=claimed,
+        )
+
+    return claim
+
+
 async def _child_ambiguity(
-    state: Mapping[str, Any], registry: Any, options: RunStateOptions, session: AgentSession
+    state: RunEnvelope, registry: Any, options: RunStateOptions, session: AgentSession
 ) -> AgentRunStateError | None:
     """The ambiguity report of a child run a pending call recorded (an agent tool's), else
     ``None``."""
-    for entry in state.get("pending_calls", []):
-        link = entry.get("child")
-        agent = None if link is None else child_agent(registry.get(entry["call"]["name"]))
-        if agent is not None:
+    for entry in state.calls:
+        link = entry.child
+        agent = None if link is None else child_agent(registry.get(entry.tool_name))
+        if agent is not None and link is not None:
             try:
                 await check_child(agent, link, options, session.store)
             except AgentRunStateError as exc:

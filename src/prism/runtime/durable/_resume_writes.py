@@ -8,8 +8,8 @@ denial of a suspended run, and its re-suspension when decisions remain.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from prism.checkpoints import AGENT_RUN_NAMESPACE
@@ -17,10 +17,10 @@ from prism.errors import AgentRunStateError
 from prism.redaction import SecretRedactor
 from prism.runtime.durable._approvals import rejection_result, round_interruption
 from prism.runtime.durable._envelope import encode_state, load_state
+from prism.runtime.durable._run_envelope import ChildRun, RunEnvelope, stored_status_is
 from prism.runtime.durable._run_state import (
     AMBIGUOUS,
     MAX_LOADED_STATE_BYTES,
-    AgentRunState,
     PendingDecision,
     RunStateOptions,
     coerce_run_state_options,
@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 
-async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> bool:
+async def adopt_stored_rows(session: AgentSession, state: RunEnvelope) -> RunEnvelope | None:
     """Crash recovery: adopt the result rows stored after the recorded leaf.
 
     A ``running`` envelope written by a dispatch marking (an ``every-turn`` run, or the replay
@@ -62,27 +62,27 @@ async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> boo
     died after a call's result row was stored but before the next write, that row hangs off the
     recorded leaf: the call's outcome is known, so it is not ambiguous. Starting at the leaf,
     each child entry that is a tool row of this run answering a pending call moves the leaf onto
-    it and drops the call from ``pending_calls`` (on ``state``, which the claim then saves). A
-    ``dispatched`` call left without a row stays ambiguous. Nothing is read unless a
+    it and drops the call from ``pending_calls`` (in the envelope returned, which the claim then
+    saves). A ``dispatched`` call left without a row stays ambiguous. Nothing is read unless a
     ``dispatched`` entry exists; the read is O(session), on the resume path only.
 
     Returns:
-        Whether a row was adopted (``state`` changed): a resume that then stops on an
-        ambiguous call saves what it learned first.
+        The envelope with the rows adopted, or ``None`` when no row was adopted: a resume that
+        then stops on an ambiguous call saves what it learned first.
     """
-    pending: list[dict[str, Any]] = list(state.get("pending_calls") or ())
-    leaf: str | None = state.get("leaf_id")
-    if leaf is None or not any(e.get("status") == "dispatched" for e in pending):
-        return False
+    pending = state.calls
+    leaf = state.leaf_id
+    if leaf is None or not any(e.status == "dispatched" for e in pending):
+        return None
     try:
         entries = await session.store.list(session.id)
     except Exception:
-        return False  # the ambiguity check reports the calls; the operator decides
+        return None  # the ambiguity check reports the calls; the operator decides
     children: dict[str | None, list[SessionEntry]] = {}
     for entry in entries:
         children.setdefault(entry.parent_id, []).append(entry)
-    run_id = state["run_id"]
-    open_ids = {e["call"]["id"] for e in pending}
+    run_id = state.run_id
+    open_ids = {e.call_id for e in pending}
     moved = False
     while open_ids:
         row = _row_answering(children.get(leaf, ()), run_id, open_ids)
@@ -91,10 +91,10 @@ async def adopt_stored_rows(session: AgentSession, state: dict[str, Any]) -> boo
         leaf, answered = row
         open_ids.discard(answered)
         moved = True
-    if moved:
-        state["leaf_id"] = leaf
-        state["pending_calls"] = [e for e in pending if e["call"]["id"] in open_ids]
-    return moved
+    if not moved:
+        return None
+    kept = tuple(e for e in pending if e.call_id in open_ids)
+    return replace(state, leaf_id=leaf, pending_calls=kept)
 
 
 def _row_answering(
@@ -114,7 +114,7 @@ def _row_answering(
     return None
 
 
-async def check_leaf(session: AgentSession, state: Mapping[str, Any]) -> None:
+async def check_leaf(session: AgentSession, state: RunEnvelope) -> None:
     """The stored leaf must be an entry of the run's session in the session's store.
 
     Checked before a resume writes anything, so a run whose transcript this store does not hold
@@ -124,34 +124,34 @@ async def check_leaf(session: AgentSession, state: Mapping[str, Any]) -> None:
     Raises:
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — the leaf is not in the session.
     """
-    leaf: str | None = state.get("leaf_id")
+    leaf = state.leaf_id
     if leaf is None:
         return
     try:
         await read_branch(session.store, session.id, leaf)
     except ValueError as exc:
         raise AgentRunStateError(
-            f"run {state['run_id']} cannot be resumed: its leaf {leaf} is not in session "
+            f"run {state.run_id} cannot be resumed: its leaf {leaf} is not in session "
             f"{session.id} of this session store ({exc}); nothing was written. The agent's "
             "session store must be the one the run was started with: pass store= to "
             "create_agent (or create_session) with that store"
         ) from exc
 
 
-def ambiguity_error(state: Mapping[str, Any]) -> AgentRunStateError | None:
+def ambiguity_error(state: RunEnvelope) -> AgentRunStateError | None:
     """The report of the ``dispatched`` pending calls (never replayed silently), else ``None``.
 
     The message starts with ``"Ambiguous dispatched tool requires operator resolution"`` and
     names each call with its tool and the repair; ``calls`` lists ``(tool_call_id, tool_name)``.
     """
     calls = tuple(
-        (str(entry["call"]["id"]), str(entry["call"]["name"]))
-        for entry in state.get("pending_calls", [])
-        if entry.get("status") == "dispatched" and entry.get("child") is None  # a child resumes
+        (entry.call_id, entry.tool_name)
+        for entry in state.calls
+        if entry.status == "dispatched" and entry.child is None  # a child resumes
     )
     if not calls:
         return None
-    run_id = state.get("run_id", "RUN_ID")
+    run_id = state.run_id
     named = ", ".join(f"{call_id} ({name})" for call_id, name in calls)
     error = AgentRunStateError(
         f"{AMBIGUOUS}: {named} of run {run_id} started and stored no result, so whether its "
@@ -164,7 +164,7 @@ def ambiguity_error(state: Mapping[str, Any]) -> AgentRunStateError | None:
     return error
 
 
-def check_ambiguity(state: Mapping[str, Any]) -> None:
+def check_ambiguity(state: RunEnvelope) -> None:
     """Raise ``AgentRunStateError`` when a pending call is ``dispatched``: its outcome is
     unknown, so it is never replayed silently (see :func:`ambiguity_error`)."""
     error = ambiguity_error(state)
@@ -181,15 +181,16 @@ class EnvelopeWriter:
     ownership: OwnershipScope | None
     redactor: SecretRedactor | None
 
-    async def save(self, envelope: dict[str, Any]) -> int:
+    async def save(self, envelope: RunEnvelope) -> int:
         """Redact (operator reasons and modified arguments join the envelope here), check and
         compare-and-set ``envelope``; return the new version."""
         redactor = self.redactor
-        stored = redactor.redact(envelope) if redactor is not None else envelope
+        value = envelope.to_json()
+        stored = redactor.redact(value) if redactor is not None else value
         encode_state(stored, MAX_LOADED_STATE_BYTES)
         record = await self.options.checkpoints.save_checkpoint(
             namespace=AGENT_RUN_NAMESPACE,
-            key=envelope["run_id"],
+            key=envelope.run_id,
             value=stored,
             version=self.version + 1,
             expected_version=self.version,
@@ -204,9 +205,7 @@ DENIED_MESSAGE: Final = "Run denied by the operator: the tool call was not appro
 """``ErrorInfo.message`` of the ``approval_rejected`` rows that answer a denied run's calls."""
 
 
-async def deny(
-    session: AgentSession, state: Mapping[str, Any], writer: EnvelopeWriter
-) -> RunResult:
+async def deny(session: AgentSession, state: RunEnvelope, writer: EnvelopeWriter) -> RunResult:
     """Answer the gated calls, save ``denied``, emit ``agent_denied``, close subscribers.
 
     Besides saving the ``denied`` envelope: the gated round's host calls have no
@@ -227,22 +226,19 @@ async def deny(
     """
     from prism.events import AgentDeniedEvent
 
-    run_id = state["run_id"]
+    run_id = state.run_id
     session.state.busy = True  # no run may start on this session between the rows and the envelope
     try:
         rows, leaf = await _answer_denied_calls(session, state, writer.redactor)
-        envelope = dict(state)
-        envelope["status"] = "denied"
-        envelope["pending_calls"] = []
-        envelope["sticky_decisions"] = []
-        envelope.pop("loop_state", None)
-        envelope.pop("input", None)
+        envelope = state.without(
+            "loop_state", "input", status="denied", pending_calls=(), sticky_decisions=()
+        )
         if leaf is not None:
-            envelope["leaf_id"] = leaf
+            envelope = replace(envelope, leaf_id=leaf)
         version = await writer.save(envelope)
     finally:
         session.state.busy = False
-    view = AgentRunState.from_envelope(envelope, version)
+    view = envelope.view(version)
     interruption = view.interruption
     await session.state.deliver_outside_run(
         AgentDeniedEvent(
@@ -265,7 +261,7 @@ async def deny(
 
 
 async def _answer_denied_calls(
-    session: AgentSession, state: Mapping[str, Any], redactor: SecretRedactor | None
+    session: AgentSession, state: RunEnvelope, redactor: SecretRedactor | None
 ) -> tuple[list[Message], str | None]:
     """Append the ``approval_rejected`` rows of a denial (see :func:`deny`).
 
@@ -279,11 +275,11 @@ async def _answer_denied_calls(
             meanwhile (another writer appended after the envelope's leaf).
         Exception: whatever the session store raises.
     """
-    leaf: str | None = state.get("leaf_id")
+    leaf = state.leaf_id
     if leaf is None:
         return [], None
     store = session.store
-    run_id = state["run_id"]
+    run_id = state.run_id
     try:
         branch = await read_branch(store, session.id, leaf)
     except ValueError:  # this store does not hold the run's transcript
@@ -367,7 +363,7 @@ def _rejection_row(
 
 async def resuspend(
     session: AgentSession,
-    state: dict[str, Any],
+    state: RunEnvelope,
     remaining: list[PendingDecision],
     writer: EnvelopeWriter,
 ) -> RunResult:
@@ -375,27 +371,24 @@ async def resuspend(
     and report it."""
     from prism.events import AgentSuspendedEvent
 
-    names = {
-        ToolCallContent.from_dict(e["call"]).id: ToolCallContent.from_dict(e["call"]).name
-        for e in state.get("pending_calls", [])
-    }
+    names = {call.id: call.name for call in (e.tool_call() for e in state.calls)}
     interruption = round_interruption(
         remaining, names, reason=f"{len(remaining)} approval request(s) remain"
     )
-    state["interruption"] = interruption.to_dict()
+    state = replace(state, interruption=interruption.to_dict())
     version = await writer.save(state)
-    view = AgentRunState.from_envelope(state, version)
+    view = state.view(version)
     await session.state.deliver_outside_run(
         AgentSuspendedEvent(
             session_id=session.id,
-            run_id=state["run_id"],
+            run_id=state.run_id,
             interruption=interruption,
             version=version,
         ),
         session.agent.config.redactor,
     )
     return RunResult(
-        run_id=state["run_id"],
+        run_id=state.run_id,
         session_id=session.id,
         status="suspended",
         run_state=view,
@@ -405,7 +398,7 @@ async def resuspend(
 
 
 async def check_child(
-    agent: Any, link: Mapping[str, Any], parent_options: RunStateOptions, store: object
+    agent: Any, link: ChildRun, parent_options: RunStateOptions, store: object
 ) -> None:
     """Before a calling run's crash recovery claims it: the recorded child run must not be
     ambiguous (a tool call of the child that started and stored no result).
@@ -418,27 +411,26 @@ async def check_child(
     config = agent.config
     own = coerce_run_state_options(config.run_state, label="agent run_state")
     options = own if own is not None else parent_options
-    run_id = str(link["run_id"])
+    run_id = link.run_id
     record = await options.checkpoints.load_checkpoint(namespace=AGENT_RUN_NAMESPACE, key=run_id)
     if record is None:
         return
     _, state = await load_state(options.checkpoints, run_id, None, None)
-    state = dict(state)
-    if state["status"] != "running":
+    if state.status != "running":
         return
     session = agent.create_session(
-        str(link["session_id"]),
+        link.session_id,
         store=config.store if config.store is not None else store,
         metadata={PARENT_RUN_KEY: {}},
     )
-    await adopt_stored_rows(session, state)
+    state = await adopt_stored_rows(session, state) or state
     error = ambiguity_error(state)
     if error is not None:
         raise error
 
 
 async def deny_children(
-    state: Mapping[str, Any],
+    state: RunEnvelope,
     registry: Any,
     options: RunStateOptions,
     store: object,
@@ -448,25 +440,23 @@ async def deny_children(
     (an agent tool's child waiting for an approval), so no child is left waiting for a decision
     nobody will give. Each child's gated calls get ``approval_rejected`` rows (see :func:`deny`).
     """
-    for entry in state.get("pending_calls", []):
-        link = entry.get("child")
-        agent = None if link is None else child_agent(registry.get(entry["call"]["name"]))
-        if agent is None:
+    for entry in state.calls:
+        link = entry.child
+        agent = None if link is None else child_agent(registry.get(entry.tool_name))
+        if agent is None or link is None:
             continue
         config = agent.config
         own = coerce_run_state_options(config.run_state, label="agent run_state")
         child_options = own if own is not None else options
-        run_id = str(link["run_id"])
+        run_id = link.run_id
         record = await child_options.checkpoints.load_checkpoint(
             namespace=AGENT_RUN_NAMESPACE, key=run_id
         )
-        if record is None or not isinstance(record.value, dict):
-            continue
-        if record.value.get("status") != "suspended":
+        if record is None or not stored_status_is(record.value, "suspended"):
             continue
         _, child_state = await load_state(child_options.checkpoints, run_id, None, ownership)
         session = agent.create_session(
-            str(link["session_id"]),
+            link.session_id,
             store=config.store if config.store is not None else store,
             metadata={PARENT_RUN_KEY: {}},
         )

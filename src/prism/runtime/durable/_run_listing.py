@@ -14,6 +14,7 @@ from typing import Literal
 from prism.checkpoints import RESUMABLE, AgentRunIndex, CheckpointStore
 from prism.errors import AgentRunStateError, PrismConfigError
 from prism.runtime.durable._envelope import checked_envelope
+from prism.runtime.durable._run_envelope import RunEnvelope
 from prism.runtime.durable._run_state import STATUSES, AgentRunState, RunStateStatus, is_int
 
 __all__ = ["list_agent_runs"]
@@ -82,5 +83,5 @@ async def list_agent_runs(
             envelope = checked_envelope(record.value)
         except AgentRunStateError as exc:
             raise AgentRunStateError(f"run {record.key}: {exc}") from exc
-        out.append(AgentRunState.from_envelope(envelope, record.version))
+        out.append(RunEnvelope.from_json(envelope).view(record.version))
     return out

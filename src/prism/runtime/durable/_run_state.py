@@ -412,23 +412,9 @@ class AgentRunState(Serializable):
     @classmethod
     def from_envelope(cls, envelope: Mapping[str, Any], version: int) -> AgentRunState:
         """Build the view of a stored envelope (already shape-checked)."""
-        interruption = envelope.get("interruption")
-        return cls(
-            schema_version=envelope["schema_version"],
-            agent_id=envelope["agent_id"],
-            definition_revision=envelope["definition_revision"],
-            fingerprint=envelope["fingerprint"],
-            run_id=envelope["run_id"],
-            session_id=envelope["session_id"],
-            leaf_id=envelope.get("leaf_id"),
-            model=ModelConfig.from_dict(envelope["model"]),
-            status=envelope["status"],
-            stop_reason=envelope.get("stop_reason"),
-            interruption=(
-                None if interruption is None else AgentRunInterruption.from_dict(interruption)
-            ),
-            version=version,
-        )
+        from prism.runtime.durable._run_envelope import envelope_view
+
+        return envelope_view(envelope, version)
 
 
 @dataclass(frozen=True, slots=True)
