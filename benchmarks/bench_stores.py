@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from prism._util import new_id
-from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
+from prism.checkpoints import AGENT_RUN_NAMESPACE
 from prism.store import SessionEntry, new_session_entry
 from prism.stores import SqliteStore
-from prism.stores._sqlite_sql import migrate as _migrate
+from prism.stores._sqlite_connection import migrate as _migrate
 from prism.types import Message, ModelConfig, TextContent
 
 _T = TypeVar("_T")

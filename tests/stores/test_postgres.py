@@ -171,8 +171,8 @@ async def test_db5_postgres_append_plans_are_index_lookups(
     function's plans are cached as generic plans (after 5 calls on one connection)."""
     import psycopg
 
-    from prism.stores._postgres_sql import Statements
-    from prism.stores._postgres_sql import entry_key as _key
+    from prism.stores._postgres_sessions import PostgresSessionSql
+    from prism.stores._postgres_sessions import entry_key as _key
 
     sid = "session_plans"
     parent: str | None = None
@@ -194,7 +194,7 @@ async def test_db5_postgres_append_plans_are_index_lookups(
             notices.clear()
             eid = f"x{i}"
             cur = await conn.execute(
-                Statements(pg_store.schema).append,
+                PostgresSessionSql.build(f'"{pg_store.schema}"').append,
                 (_key(sid, eid), _key(sid, parent), _key(sid, parent), sid, eid, parent,
                  "message", None, "t", "{}", parent, "k", False),
             )
@@ -217,10 +217,10 @@ async def test_db5_postgres_read_branch_walks_the_key_index(
     table."""
     import psycopg
 
-    from prism.stores._postgres_sql import Statements
-    from prism.stores._postgres_sql import entry_key as _key
+    from prism.stores._postgres_sessions import PostgresSessionSql
+    from prism.stores._postgres_sessions import entry_key as _key
 
-    table = f"{Statements(pg_store.schema).schema}.prism_session_entries"
+    table = f'"{pg_store.schema}".prism_session_entries'
     async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
         # 50 000 rows in 500 other sessions, then one 20-entry branch.
         await conn.execute(
@@ -239,7 +239,7 @@ async def test_db5_postgres_read_branch_walks_the_key_index(
     assert parent is not None
     async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
         cur = await conn.execute(
-            ("EXPLAIN " + Statements(pg_store.schema).read_branch),  # type: ignore[arg-type]
+            ("EXPLAIN " + PostgresSessionSql.build(f'"{pg_store.schema}"').read_branch),  # type: ignore[arg-type]
             (_key("session_branch", parent),),
         )
         plan = "\n".join(r[0] for r in await cur.fetchall())

@@ -176,7 +176,7 @@ async def test_sqlite_listings_search_the_run_index(tmp_path: Any) -> None:
     """A session's runs and the resumable runs are index searches, not namespace scans."""
     import sqlite3
 
-    from prism.stores._common import run_listing
+    from prism.stores._checkpoints import run_listing
     from prism.stores.sqlite import SqliteStore
 
     path = tmp_path / "plan.db"

@@ -207,7 +207,7 @@ async def test_db7_ledger_reads_need_a_filter(store: SqliteStore) -> None:
 
 async def test_db5_read_branch_and_append_use_indexes_not_scans(store: SqliteStore) -> None:
     """DB-5/ARCH-15: the branch query and the append's checks search indexes (no table scan)."""
-    from prism.stores import _sqlite_sql as mod
+    from prism.stores import _sqlite_sessions as mod
 
     def plans(conn: sqlite3.Connection) -> list[str]:
         out = []

@@ -15,7 +15,7 @@ from __future__ import annotations
 import typing as _typing
 
 from prism.errors import PrismConfigError as _PrismConfigError
-from prism.stores._common import SessionInfo
+from prism.stores._sessions import SessionInfo
 from prism.stores.sqlite import SqliteStore
 
 if _typing.TYPE_CHECKING:
