@@ -38,7 +38,6 @@ ALLOWED = {
     "prism.providers.openai.create_openai_chat_provider",
     "prism.providers.openai.create_openai_compatible_provider",
     "prism.stores.PostgresStore.__init__",
-    "prism.stores.PostgresStore.pool",
     # Keyword arguments forwarded to the store the URL selects; their types depend on the URL.
     "prism.stores.open_store",
     # A host tool's function has any signature; its return value is the host's.

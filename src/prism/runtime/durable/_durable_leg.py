@@ -33,10 +33,9 @@ from prism.runtime.durable._durable_run import DurableRun
 from prism.runtime.durable._envelope import (
     loop_state_of,
 )
-from prism.runtime.durable._run_envelope import ChildRun, RunEnvelope
+from prism.runtime.durable._run_envelope import AgentRunState, ChildRun, RunEnvelope
 from prism.runtime.durable._run_state import (
     AgentRunInterruption,
-    AgentRunState,
     RunStateOptions,
     check_durable_run,
 )

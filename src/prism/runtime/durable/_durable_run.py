@@ -31,12 +31,17 @@ from prism.runtime.durable._envelope import (
     check_shape,
     members_size,
 )
-from prism.runtime.durable._run_envelope import ChildRun, RunEnvelope, envelope_view, model_of
+from prism.runtime.durable._run_envelope import (
+    AgentRunState,
+    ChildRun,
+    RunEnvelope,
+    envelope_view,
+    model_of,
+)
 from prism.runtime.durable._run_state import (
     MAX_GATED,
     SCHEMA_VERSION,
     AgentRunInterruption,
-    AgentRunState,
     PendingDecision,
     RunDecision,
     RunStateOptions,

@@ -17,12 +17,16 @@ from prism.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, CheckpointS
 from prism.errors import AgentLoopStateError, AgentRunStateError
 from prism.loop_needs import loop_needs
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
-from prism.runtime.durable._run_envelope import RunEnvelope, check_envelope, upgrade_envelope
+from prism.runtime.durable._run_envelope import (
+    LoadedRunState,
+    RunEnvelope,
+    check_envelope,
+    upgrade_envelope,
+)
 from prism.runtime.durable._run_state import (
     MAX_DEPTH,
     MAX_KEYS,
     MAX_LOADED_STATE_BYTES,
-    LoadedRunState,
     is_int,
     is_strategy,
 )

@@ -23,7 +23,8 @@ from typing import Any, Final, Literal
 from prism.checkpoints import CheckpointStore
 from prism.errors import AgentRunStateError, PrismConfigError
 from prism.runtime.durable._envelope import load_state, save_agent_run_state
-from prism.runtime.durable._run_state import LoadedRunState, RunDecision, is_int
+from prism.runtime.durable._run_envelope import LoadedRunState
+from prism.runtime.durable._run_state import RunDecision, is_int
 from prism.store import SessionStore
 from prism.types import JsonValue, OwnershipScope, ToolResultContent, is_json_value
 

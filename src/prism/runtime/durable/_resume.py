@@ -32,12 +32,15 @@ from prism.runtime.durable._resume_writes import (
     deny_children,
     resuspend,
 )
-from prism.runtime.durable._run_envelope import RunEnvelope, stated_ids
+from prism.runtime.durable._run_envelope import (
+    AgentRunState,
+    LoadedRunState,
+    RunEnvelope,
+    stated_ids,
+)
 from prism.runtime.durable._run_state import (
     DECISIONS,
     NOT_CONTINUABLE,
-    AgentRunState,
-    LoadedRunState,
     RunDecision,
     RunStateOptions,
     coerce_run_state_options,

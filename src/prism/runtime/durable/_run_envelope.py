@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
+from prism._serde import Serializable
+from prism.checkpoints import CheckpointRecord
 from prism.errors import AgentRunStateError
 from prism.runtime.durable._run_state import (
     CHECKPOINT_POLICIES,
@@ -39,21 +41,88 @@ from prism.runtime.durable._run_state import (
     SCHEMA_VERSION,
     STATUSES,
     AgentRunInterruption,
-    AgentRunState,
     RunDecision,
+    RunStateStatus,
     StickyDecision,
     is_int,
 )
-from prism.types import ErrorInfo, Message, ModelConfig, ToolCallContent, is_json_value
+from prism.types import (
+    ErrorInfo,
+    JsonValue,
+    Message,
+    ModelConfig,
+    RunStopReason,
+    ToolCallContent,
+    is_json_value,
+)
 
 __all__ = [
+    "AgentRunState",
     "ChildRun",
+    "LoadedRunState",
     "PendingCall",
     "RunEnvelope",
     "check_envelope",
     "envelope_view",
     "upgrade_envelope",
 ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentRunState(Serializable):
+    """Public view of a stored run-state envelope; ``RunResult.run_state``.
+
+    It never contains the input, pending calls, counters or raw tool arguments. ``to_dict()`` /
+    ``from_dict()`` round-trip it through JSON, so a host may persist it and pass it back to
+    :func:`resume_agent_run` later.
+    """
+
+    schema_version: int
+    """Envelope schema version (``3``; an older stored envelope is shown upgraded)."""
+    agent_id: str
+    """``config.id or config.name`` of the agent that wrote it."""
+    definition_revision: str
+    """The agent's ``run_state.definition_revision``."""
+    fingerprint: str
+    """:func:`agent_fingerprint` of the agent that wrote it (hex SHA-256)."""
+    run_id: str
+    """Run id (``key`` of the checkpoint)."""
+    session_id: str
+    """Session of the run."""
+    leaf_id: str | None = None
+    """Store entry the run continues from."""
+    model: ModelConfig
+    """Model of the run."""
+    status: RunStateStatus
+    """Stored status."""
+    stop_reason: RunStopReason | None = None
+    """``"host_policy"``/``"turn_limit"`` on a policy-stopped ``succeeded`` state."""
+    interruption: AgentRunInterruption | None = None
+    """Why the run is suspended (``suspended`` and ``denied`` views)."""
+    version: int
+    """Checkpoint version of this state; the default ``expected_version`` of a resume."""
+
+    @classmethod
+    def from_envelope(cls, envelope: Mapping[str, Any], version: int) -> AgentRunState:
+        """Build the view of a stored envelope (already shape-checked)."""
+        return envelope_view(envelope, version)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedRunState:
+    """A stored envelope and its record.
+
+    ``state`` is the envelope as stored (``record.value``), upgraded to the current
+    ``schema_version`` when an older version wrote it: a JSON object with the envelope's keys,
+    where an absent field is an absent key. ``record.version`` is what
+    ``resume_agent_run(..., expected_version=...)`` expects.
+    """
+
+    record: CheckpointRecord
+    """The checkpoint record."""
+    state: dict[str, JsonValue]
+    """The stored envelope."""
+
 
 _EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
 

@@ -14,8 +14,8 @@ from typing import Literal
 from prism.checkpoints import RESUMABLE, AgentRunIndex, CheckpointStore
 from prism.errors import AgentRunStateError, PrismConfigError
 from prism.runtime.durable._envelope import checked_envelope
-from prism.runtime.durable._run_envelope import RunEnvelope
-from prism.runtime.durable._run_state import STATUSES, AgentRunState, RunStateStatus, is_int
+from prism.runtime.durable._run_envelope import AgentRunState, RunEnvelope
+from prism.runtime.durable._run_state import STATUSES, RunStateStatus, is_int
 
 __all__ = ["list_agent_runs"]
 

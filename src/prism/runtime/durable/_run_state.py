@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from prism._serde import Serializable
-from prism.checkpoints import CheckpointRecord
 from prism.errors import AgentLoopStateError, AgentRunStateError, PrismConfigError
 from prism.loop_needs import handoff_tools
 from prism.loops.contracts import is_durable_capable
@@ -19,8 +18,6 @@ from prism.runtime.run.config import AgentConfig
 from prism.runtime.run.seam import CheckpointPolicy, RunStateOptions, coerce_run_state_options
 from prism.types import (
     JsonValue,
-    ModelConfig,
-    RunStopReason,
 )
 
 __all__ = [
@@ -30,12 +27,10 @@ __all__ = [
     "RELEASE_KEY",
     "SCHEMA_VERSION",
     "AgentRunInterruption",
-    "AgentRunState",
     "CheckpointPolicy",
     "DecisionOutcome",
     "DecisionScope",
     "InterruptionKind",
-    "LoadedRunState",
     "PendingDecision",
     "RunDecision",
     "RunStateOptions",
@@ -373,61 +368,3 @@ class StickyDecision(Serializable):
     """The operator's reason."""
     decided_at: str
     """ISO-8601 UTC time of the decision."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentRunState(Serializable):
-    """Public view of a stored run-state envelope; ``RunResult.run_state``.
-
-    It never contains the input, pending calls, counters or raw tool arguments. ``to_dict()`` /
-    ``from_dict()`` round-trip it through JSON, so a host may persist it and pass it back to
-    :func:`resume_agent_run` later.
-    """
-
-    schema_version: int
-    """Envelope schema version (``3``; an older stored envelope is shown upgraded)."""
-    agent_id: str
-    """``config.id or config.name`` of the agent that wrote it."""
-    definition_revision: str
-    """The agent's ``run_state.definition_revision``."""
-    fingerprint: str
-    """:func:`agent_fingerprint` of the agent that wrote it (hex SHA-256)."""
-    run_id: str
-    """Run id (``key`` of the checkpoint)."""
-    session_id: str
-    """Session of the run."""
-    leaf_id: str | None = None
-    """Store entry the run continues from."""
-    model: ModelConfig
-    """Model of the run."""
-    status: RunStateStatus
-    """Stored status."""
-    stop_reason: RunStopReason | None = None
-    """``"host_policy"``/``"turn_limit"`` on a policy-stopped ``succeeded`` state."""
-    interruption: AgentRunInterruption | None = None
-    """Why the run is suspended (``suspended`` and ``denied`` views)."""
-    version: int
-    """Checkpoint version of this state; the default ``expected_version`` of a resume."""
-
-    @classmethod
-    def from_envelope(cls, envelope: Mapping[str, Any], version: int) -> AgentRunState:
-        """Build the view of a stored envelope (already shape-checked)."""
-        from prism.runtime.durable._run_envelope import envelope_view
-
-        return envelope_view(envelope, version)
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedRunState:
-    """A stored envelope and its record.
-
-    ``state`` is the envelope as stored (``record.value``), upgraded to the current
-    ``schema_version`` when an older version wrote it: a JSON object with the envelope's keys,
-    where an absent field is an absent key. ``record.version`` is what
-    ``resume_agent_run(..., expected_version=...)`` expects.
-    """
-
-    record: CheckpointRecord
-    """The checkpoint record."""
-    state: dict[str, JsonValue]
-    """The stored envelope."""
