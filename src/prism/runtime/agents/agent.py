@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from prism.assembly import ContextProvider, Skill, SystemPromptContribution
 from prism.errors import PrismConfigError
 from prism.guardrails import Guardrails, coerce_guardrails
 from prism.ledger import RunLedger
 from prism.limits import RunLimits, coerce_run_limits, resolve_run_limits
+from prism.loop_needs import handoff_tools
 from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy
 from prism.loops.resolve import resolve_loop
 from prism.middleware import MiddlewareRegistry
@@ -24,11 +25,11 @@ from prism.providers.base import AIProvider
 from prism.providers.defaults import check_model_for_provider, provider_defaults
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions, validate_retry_options
-from prism.runtime.durable._durable_leg import DURABLE_HOOKS
+from prism.runtime.run._delegation import child_agent
 from prism.runtime.run.config import AgentConfig as AgentConfig
 from prism.runtime.run.config import ProviderSource as ProviderSource
 from prism.runtime.run.config import check_answer_after_tool_rounds, with_max_tokens
-from prism.runtime.run.seam import DurableHooks, RunStateOptions
+from prism.runtime.run.seam import DurableHooks, LegHooks, ResumePoint, RunStateOptions
 from prism.store import CompactionOptions, SessionStore, validate_compaction_options
 from prism.tools import (
     PermissionPolicy,
@@ -406,7 +407,7 @@ class Agent:
     @property
     def durable_hooks(self) -> DurableHooks:
         """The durable mode the agent's runs are planned with (``prism.runtime.durable``)."""
-        return DURABLE_HOOKS
+        return AGENT_DURABLE_HOOKS
 
     def __repr__(self) -> str:
         label = self.config.id or self.config.name or self.config.model.model
@@ -473,3 +474,57 @@ class Agent:
             metadata=_metadata(metadata, "session metadata"),
             on_event=on_event,
         )
+
+
+class _AgentDurableHooks:
+    """The durable mode of an agent's runs: :data:`prism.runtime.durable.DURABLE_HOOKS`, imported
+    by the first run that has something durable to check.
+
+    A run with no ``run_state`` (the agent's or its own), no tool that needs approval (its own or
+    a handoff target's) and no agent tool passes the durable preflight with nothing to check, so a
+    plain agent's runs never import the durable package; any other run goes through the full
+    preflight, with its errors.
+    """
+
+    __slots__ = ()
+
+    def preflight(
+        self,
+        config: AgentConfig,
+        run_value: RunStateOptions | None,
+        *,
+        run_loop: object = None,
+        run_model: object = None,
+        run_guardrails: object = None,
+        run_tool_filter: object = None,
+    ) -> RunStateOptions | None:
+        if run_value is None and config.run_state is None:
+            tools = (
+                *config.tools,
+                *handoff_tools(run_loop if run_loop is not None else config.loop),
+            )
+            if all(t.needs_approval is False for t in tools) and not any(
+                child_agent(t) is not None for t in config.tools
+            ):
+                return None
+        return _durable_hooks().preflight(
+            config,
+            run_value,
+            run_loop=run_loop,
+            run_model=run_model,
+            run_guardrails=run_guardrails,
+            run_tool_filter=run_tool_filter,
+        )
+
+    def open_leg(self, ctx: Any, options: RunStateOptions, resume: ResumePoint | None) -> LegHooks:
+        return _durable_hooks().open_leg(ctx, options, resume)
+
+
+def _durable_hooks() -> DurableHooks:
+    from prism.runtime.durable import DURABLE_HOOKS
+
+    return DURABLE_HOOKS
+
+
+AGENT_DURABLE_HOOKS: Final = _AgentDurableHooks()
+"""The durable hooks every :class:`Agent` hands its runs."""
