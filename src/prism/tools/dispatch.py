@@ -208,6 +208,8 @@ class ToolDispatcher:
         """The row writer (see :func:`~prism.tools.reporting.ledger_writer`), else ``None``."""
         self.emit = emit
         self._observed = _never if emit is None else _always if observed is None else observed
+        """Whether a call's ``tool_execution_started``/``finished`` events are built right now:
+        never without ``emit``; else what ``observed`` says (always when not given)."""
         self.limit_tracker = limit_tracker
         self.before_execute = before_execute
         self.secrets: tuple[str, ...] = secrets if isinstance(secrets, tuple) else tuple(secrets)
@@ -217,11 +219,6 @@ class ToolDispatcher:
         self.on_worker_thread = on_worker_thread
         self.execute_scope = execute_scope
         self.measured = measured
-
-    def observed(self) -> bool:
-        """Whether a call's ``tool_execution_started``/``finished`` events are built right now:
-        there is an ``emit`` and ``observed`` (when given) says something observes it."""
-        return self._observed()
 
     # ----------------------------------------------------------------- one call, top to bottom
 
@@ -238,6 +235,7 @@ class ToolDispatcher:
             asyncio.CancelledError: the dispatching task was cancelled.
             Exception: whatever the ``tool_call`` middleware hook, ``emit`` or ``ledger`` raise.
         """
+        # charge the call, let the ``tool_call`` hook replace it
         start_ns = time.monotonic_ns()
         if self.limit_tracker is not None:
             self.limit_tracker.charge_tool_call()
@@ -247,6 +245,7 @@ class ToolDispatcher:
             if replaced is not None:
                 call = replaced
         report = CallReport(self, call, start_ns)
+        # admission: input guardrails, lookup, filters, argument shape, permission
         blocked: ToolResult | None
         guardrails = self.guardrails
         if guardrails is not None and guardrails.tool_input:
@@ -262,6 +261,7 @@ class ToolDispatcher:
             blocked = await self._check_permission(self.permission, report)
             if blocked is not None:
                 return blocked
+        # preparation: the call's execution context, validation, the pre-execution hook
         context = self._execution_context(report)
         arguments: dict[str, Any] = call.arguments  # a dict: checked by ``_refusal``
         validator = self.tool_validator
@@ -273,12 +273,14 @@ class ToolDispatcher:
             blocked = await self._run_before_execute(self.before_execute, tool, context, report)
             if blocked is not None:
                 return blocked
-        # the started/finished reports build nothing while no ledger and no observer takes them
+        # execution (the started/finished reports build nothing while no ledger and no
+        # observer takes them)
         if (observed := self._observed()) or self.ledger is not None:
             await report.started(observed)
         result = await self._execute(tool, arguments, context, report)
         if report.done:  # answered with an error result
             return result
+        # the result: output guardrails, redaction, the finished report
         if guardrails is not None and guardrails.tool_output:
             blocked = await self._check_tool_output(guardrails, result, report)
             if blocked is not None:
