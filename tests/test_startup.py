@@ -33,7 +33,7 @@ sys.stdout.write(json.dumps(sorted(sys.modules)))
 _COLD_PATH_MODULES = {
     "email.utils": "a Retry-After header holding an HTTP date (prism.providers.base)",
     "hashlib": "the fingerprint and argument hashes of durable runs (prism.runtime.durable._envelope)",
-    "concurrent.futures.thread": "the first round of blocking tools (prism.tools._pool)",
+    "concurrent.futures.thread": "the first round of blocking tools (prism.tools.execution)",
 }
 
 

@@ -10,7 +10,7 @@ from runtime_support import echo_tool, make_session, run_collect, types_of
 from prism.errors import AgentRunError, RunLimitExceeded
 from prism.limits import RunLimits, RunLimitTracker, resolve_run_limits
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
-from prism.runtime.run._boundary import TurnBoundary
+from prism.runtime.run.context import TurnBoundary
 from prism.runtime.turn_policy import Continue, Stop, TurnPolicy
 
 TEXT = [provider_text_delta("done"), provider_done()]

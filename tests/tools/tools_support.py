@@ -8,9 +8,9 @@ from typing import Any
 
 from prism.abort import AbortController, AbortSignal
 from prism.tools import (
+    ToolDispatcher,
     ToolRegistry,
     create_tool_registry,
-    dispatch_tool_call,
 )
 from prism.types import (
     ToolCallContent,
@@ -70,9 +70,8 @@ async def dispatch(
     if rec is not None:
         kw.setdefault("emit", rec.emit)
         kw.setdefault("ledger", rec.ledger)
-    return await dispatch_tool_call(
-        call, registry=registry, context=context or make_context(), **kw
-    )
+    dispatcher = ToolDispatcher(registry=registry, context=context or make_context(), **kw)
+    return await dispatcher.dispatch(call)
 
 
 @dataclasses.dataclass

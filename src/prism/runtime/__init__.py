@@ -10,12 +10,13 @@ The modules, in layers (each imports only the ones above it in this list):
   ``_shield`` (steps that finish under cancellation), ``policies``, ``_stream_redaction``
   (streamed text held back where a secret could be split), ``_delegation`` (what a run lends
   the child agent runs of its tools: redactor, limit budget, usage, events), ``_durable_gate``
-  (the durable run's hooks around tool dispatch), ``_fallback`` (a fallback provider's chain);
+  (the durable run's hooks around tool dispatch);
 * ``config`` (``AgentConfig``), ``_run_state`` and ``_approvals`` (durable envelope and
   approvals), ``_repair`` (the operator's repair of an ambiguous call) and ``_run_listing``
-  (``list_agent_runs``), ``_attempt`` and ``attempts`` (the provider attempts of one request);
+  (``list_agent_runs``), ``_attempt`` and ``attempts`` (the provider attempts of one request,
+  with retry and a fallback provider's chain);
 * ``options`` (``RunOptions``) → ``plan`` (``plan_run``) → ``state`` (``SessionState``),
-  ``_boundary`` → ``context`` (``RunContext``, the loop's ``ctx``) → ``_setup``,
+  ``context`` (``RunContext``, the loop's ``ctx``, with the turn boundary) → ``_setup``,
   ``_durable_leg`` → ``leg`` (``RunLeg``, ``start_leg``, ``resume_leg``);
 * ``stream`` → ``session`` (``AgentSession``) → ``_resume_writes`` → ``durable``
   (``resume_agent_run``); ``agent_tool`` (``agent.as_tool``: an agent run as a child of the

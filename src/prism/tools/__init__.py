@@ -1,7 +1,9 @@
 """Host tools: the registry, filters, permission, argument validation, dispatch and ``@tool``.
 
-:func:`dispatch_tool_call` is the one place a host tool runs; the runtime's
-``LoopContext.dispatch_tool_call`` wraps it, and loops never call ``execute`` directly.
+:class:`ToolDispatcher` is the one place a host tool runs (a run leg builds one and calls its
+``dispatch`` per call); the runtime's ``LoopContext.dispatch_tool_call`` wraps it, and loops never
+call ``execute`` directly. :func:`dispatch_tool_call` dispatches one call with a dispatcher built
+for it.
 ``jsonschema`` is imported the first time a tool schema is compiled and ``pydantic`` the first
 time a function is decorated with :func:`tool`; ``import prism`` imports neither.
 
@@ -12,22 +14,25 @@ Modules:
     schema: JSON Schema validation with jsonschema (shared with structured output).
     validation: tool-argument validators and how a run picks one.
     checks: ``check_tool``, a definition's name and parameter schema checked once.
-    dispatch: ``dispatch_tool_call``, the guarded pipeline of one call.
+    dispatch: ``ToolDispatcher``, the guarded pipeline of a call.
     reporting: the events and ledger rows of one call, and why a call was blocked.
-    execution: running ``execute`` inline or in a worker thread (``parallel_tool_round``).
+    execution: running ``execute`` inline or in a worker thread of prism's own pool
+        (``parallel_tool_round``).
     abort_grace: how long a tool may run on after its run was aborted.
     results: converting what a tool returned into JSON data.
     decorator: ``@tool``, a typed function as a ``ToolDefinition``.
     function_tool: ``FunctionTool``, what ``@tool`` returns: a tool definition that is still the function.
     source: ``ToolSource``, tools an agent gets at run time (e.g. from an MCP server).
-    _fast_schema, _identity_cache, _pool: speed measures (see their docstrings).
+    _fast_schema, _identity_cache: speed measures (see their docstrings).
 """
+
+from typing import Any
 
 from prism.tools import _fast_schema, execution, schema
 from prism.tools.checks import check_tool as check_tool
 from prism.tools.decorator import tool as tool
 from prism.tools.dispatch import BeforeExecute as BeforeExecute
-from prism.tools.dispatch import dispatch_tool_call as dispatch_tool_call
+from prism.tools.dispatch import ToolDispatcher as ToolDispatcher
 from prism.tools.execution import parallel_tool_round as parallel_tool_round
 from prism.tools.filters import ToolFilter as ToolFilter
 from prism.tools.filters import filter_tools as filter_tools
@@ -46,6 +51,15 @@ from prism.tools.source import is_tool_source as is_tool_source
 from prism.tools.validation import ToolValidator as ToolValidator
 from prism.tools.validation import json_schema_tool_validator as json_schema_tool_validator
 from prism.tools.validation import resolve_tool_validator as resolve_tool_validator
+from prism.types import ToolCallContent, ToolResult
+
+
+async def dispatch_tool_call(call: ToolCallContent, /, **options: Any) -> ToolResult:
+    """Dispatch one call with a dispatcher built for it: ``options`` are the keyword arguments
+    of :class:`ToolDispatcher` (``registry`` and ``context`` are required). A run dispatches
+    through one dispatcher per leg instead."""
+    return await ToolDispatcher(**options).dispatch(call)
+
 
 # Former private spellings, still imported by callers outside this package; new code uses the
 # public names of ``prism.tools.schema``, ``prism.tools._fast_schema`` and
@@ -64,6 +78,7 @@ __all__ = [
     "PermissionPolicy",
     "PermissionRequest",
     "ToolCallLedger",
+    "ToolDispatcher",
     "ToolFilter",
     "ToolRegistry",
     "ToolSource",

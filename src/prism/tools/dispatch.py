@@ -1,9 +1,14 @@
-"""``dispatch_tool_call``: the one place a host tool runs.
+"""``ToolDispatcher``: the one place a host tool runs.
 
-Limits, middleware, guardrails, lookup, filters, argument checks, permission, validation, the
-pre-execution hook, events, ledger rows, the abort grace and result normalisation all happen here,
-in a fixed order. The runtime's ``LoopContext.dispatch_tool_call`` wraps it; loops never call a
-tool's ``execute`` directly, so no tool runs around these checks.
+A run leg builds one dispatcher with everything a call needs — the registry, filters, permission,
+validation, guardrails, middleware hooks, the ledger, the limit tracker, the redactor, ``emit`` and
+the durable run's pre-execution hook — and calls :meth:`ToolDispatcher.dispatch` per call (as
+pydantic-ai's ``ToolManager`` does). Limits, middleware, guardrails, lookup, filters, argument
+checks, permission, validation, the pre-execution hook, events, ledger rows, the abort grace and
+result normalisation all happen there, in a fixed order, one step (method) each. The runtime's
+``LoopContext.dispatch_tool_call`` wraps it; loops never call a tool's ``execute`` directly, so no
+tool runs around these checks. What a call reports (its events and rows) is
+:mod:`prism.tools.reporting`'s.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from prism.tools.failure_log import log_tool_exception
 from prism.tools.filters import ToolFilter, is_tool_allowed
 from prism.tools.permission import PermissionPolicy, PermissionRequest, ask_permission
 from prism.tools.registry import ToolRegistry
-from prism.tools.reporting import CallReport, ToolCallLedger, ledger_writer
+from prism.tools.reporting import BlockedReason, CallReport, ToolCallLedger, ledger_writer
 from prism.tools.results import KeepMeasured, NotJsonError, normalise_result
 from prism.tools.validation import (
     DEFAULT_VALIDATOR,
@@ -53,7 +58,7 @@ from prism.types import (
     ToolResult,
 )
 
-__all__ = ["BeforeExecute", "dispatch_tool_call"]
+__all__ = ["BeforeExecute", "ToolDispatcher"]
 
 BeforeExecute: TypeAlias = Callable[
     [ToolCallContent, ToolDefinition, ToolExecutionContext], "Any | Awaitable[Any]"
@@ -64,37 +69,22 @@ runtime's durable hook records approvals and pending calls here)."""
 _INTERRUPTED_RUN_ENDED = "tool call interrupted: the run ended before its result was recorded"
 
 
-async def dispatch_tool_call(
-    call: ToolCallContent,
-    *,
-    registry: ToolRegistry | Mapping[str, ToolDefinition],
-    context: ToolExecutionContext,
-    filter: ToolFilter | Sequence[ToolFilter] | None = None,
-    middleware: MiddlewareRegistry | None = None,
-    tool_validator: ToolValidator | Literal[False] | None = None,
-    permission: PermissionPolicy | None = None,
-    guardrails: Guardrails | None = None,
-    redactor: SecretRedactor | None = None,
-    ledger: ToolCallLedger | RunLedger | None = None,
-    emit: Callable[[AgentEvent], object] | None = None,
-    observed: Callable[[], bool] | None = None,
-    limit_tracker: RunLimitTracker | None = None,
-    before_execute: BeforeExecute | None = None,
-    secrets: Iterable[str] = (),
-    ownership: OwnershipScope | None = None,
-    tool_abort_grace_ms: float = 5000,
-    sync_in_thread: bool | None = None,
-    on_worker_thread: Callable[[asyncio.Future[Any]], object] | None = None,
-    execute_scope: Callable[[ToolCallContent], Callable[[], None]] | None = None,
-    measured: KeepMeasured | None = None,
-) -> ToolResult:
-    """Run one tool call through the guarded pipeline and return its result.
+def _never() -> bool:
+    return False
 
-    In order: charge ``max_tool_calls``; the ``tool_call`` middleware hook; tool-input
-    guardrails; lookup; filters; argument checks; permission; validation; ``before_execute``;
-    ``tool_execution_started`` and a ``started`` row; ``execute`` and result normalisation; the
-    ``tool_result`` middleware hook; tool-output guardrails; redaction of the result;
-    ``tool_execution_finished`` and a ``finished`` row.
+
+def _always() -> bool:
+    return True
+
+
+class ToolDispatcher:
+    """The guarded dispatch of host tool calls, built once with what every call needs.
+
+    :meth:`dispatch` runs one call: charge ``max_tool_calls``; the ``tool_call`` middleware hook;
+    tool-input guardrails; lookup; filters; argument checks; permission; validation;
+    ``before_execute``; ``tool_execution_started`` and a ``started`` row; ``execute`` and result
+    normalisation; the ``tool_result`` middleware hook; tool-output guardrails; redaction of the
+    result; ``tool_execution_finished`` and a ``finished`` row.
 
     Blocked outcomes (everything up to ``before_execute`` that refuses the call) return
     ``ToolResult(error=ErrorInfo(message, code=<underlying code, else the reason>))``, emit
@@ -109,7 +99,6 @@ async def dispatch_tool_call(
     cancellation reports the ``tool_call_interrupted`` error the runtime stores for it.
 
     Args:
-        call: The host tool call (as the provider produced it).
         registry: The run's tools (a registry, or a name → tool mapping).
         context: Execution context; its ``session_id``/``run_id``/``signal``/``metadata`` are
             used. When ``emit`` or ``ledger`` is given, ``execute`` receives a copy whose
@@ -151,312 +140,418 @@ async def dispatch_tool_call(
             ``len(canonical_json(value).encode())``. Only used while nothing can change the
             result after ``execute`` (no redactor, no ``tool_result`` hook, no tool-output
             guardrail); ``None``: the value is only checked.
-
-    Returns:
-        The call's ``ToolResult`` (value, error result or blocked result), never ``None``.
-
-    Raises:
-        RunLimitExceeded: the ``max_tool_calls`` breach, or one raised by ``execute``.
-        GuardrailError: a tool-stage ``tripwire``/``interrupt``.
-        AgentRunSuspended: a suspension signal from ``before_execute``/``execute``.
-        asyncio.CancelledError: the dispatching task was cancelled.
-        Exception: whatever the ``tool_call`` middleware hook, ``emit`` or ``ledger`` raise.
     """
-    start_ns = time.monotonic_ns()
-    if limit_tracker is not None:
-        limit_tracker.charge_tool_call()
-    if middleware is not None and middleware.has("tool_call"):
-        replaced = await middleware.run("tool_call", call)
-        if replaced is not None:
-            call = replaced
-    report = CallReport(
-        call,
-        context,
-        emit=emit,
-        observed=observed,
-        ledger=None if ledger is None else ledger_writer(ledger),
-        redactor=redactor,
-        secrets=secrets if isinstance(secrets, tuple) else tuple(secrets),
-        ownership=ownership,
-        start_ns=start_ns,
+
+    __slots__ = (
+        "before_execute",
+        "context",
+        "emit",
+        "execute_scope",
+        "filter",
+        "grace_ms",
+        "guardrails",
+        "ledger",
+        "limit_tracker",
+        "measured",
+        "middleware",
+        "on_worker_thread",
+        "ownership",
+        "permission",
+        "redactor",
+        "registry",
+        "secrets",
+        "sync_in_thread",
+        "tool_validator",
+        "_observed",
     )
-    blocked: ToolResult | None
-    if guardrails is not None and guardrails.tool_input:
-        blocked = await _check_tool_input(guardrails, call, context, report)
-        if blocked is not None:
-            return blocked
 
-    name = call.name
-    tool = registry.get(name)
-    if tool is None:
-        return await report.blocked("unknown_tool", f"Unknown tool: {name}")
-    if filter is not None and not is_tool_allowed(name, filter):
-        return await report.blocked("tool_denied", f"Tool denied: {name}")
-    if call.arguments_error is not None:
-        return await report.blocked(
-            "invalid_arguments", call.arguments_error.message, call.arguments_error
+    def __init__(
+        self,
+        *,
+        registry: ToolRegistry | Mapping[str, ToolDefinition],
+        context: ToolExecutionContext,
+        filter: ToolFilter | Sequence[ToolFilter] | None = None,
+        middleware: MiddlewareRegistry | None = None,
+        tool_validator: ToolValidator | Literal[False] | None = None,
+        permission: PermissionPolicy | None = None,
+        guardrails: Guardrails | None = None,
+        redactor: SecretRedactor | None = None,
+        ledger: ToolCallLedger | RunLedger | None = None,
+        emit: Callable[[AgentEvent], object] | None = None,
+        observed: Callable[[], bool] | None = None,
+        limit_tracker: RunLimitTracker | None = None,
+        before_execute: BeforeExecute | None = None,
+        secrets: Iterable[str] = (),
+        ownership: OwnershipScope | None = None,
+        tool_abort_grace_ms: float = 5000,
+        sync_in_thread: bool | None = None,
+        on_worker_thread: Callable[[asyncio.Future[object]], object] | None = None,
+        execute_scope: Callable[[ToolCallContent], Callable[[], None]] | None = None,
+        measured: KeepMeasured | None = None,
+    ) -> None:
+        self.registry = registry
+        self.context = context
+        self.filter = filter
+        self.middleware = middleware
+        self.tool_validator: ToolValidator | None = (
+            None
+            if tool_validator is False
+            else DEFAULT_VALIDATOR
+            if tool_validator is None
+            else tool_validator
         )
-    arguments = call.arguments
-    if not isinstance(arguments, dict):
-        return await report.blocked("invalid_arguments", "Tool arguments must be a JSON object")
-    if permission is not None:
-        blocked = await _check_permission(permission, call, context, report)
-        if blocked is not None:
-            return blocked
+        """The argument validator (the built-in when none was given); ``None``: no validation."""
+        self.permission = permission
+        self.guardrails = guardrails
+        self.redactor = redactor
+        self.ledger = ledger_writer(ledger)
+        """The row writer (see :func:`~prism.tools.reporting.ledger_writer`), else ``None``."""
+        self.emit = emit
+        self._observed = _never if emit is None else _always if observed is None else observed
+        """Whether a call's ``tool_execution_started``/``finished`` events are built right now:
+        never without ``emit``; else what ``observed`` says (always when not given)."""
+        self.limit_tracker = limit_tracker
+        self.before_execute = before_execute
+        self.secrets: tuple[str, ...] = secrets if isinstance(secrets, tuple) else tuple(secrets)
+        self.ownership = ownership
+        self.grace_ms = tool_abort_grace_ms
+        self.sync_in_thread = sync_in_thread
+        self.on_worker_thread = on_worker_thread
+        self.execute_scope = execute_scope
+        self.measured = measured
 
-    exec_context = _execution_context(context, call, report)
-    if tool_validator is not False:
-        validator = DEFAULT_VALIDATOR if tool_validator is None else tool_validator
-        if not builtin_validator_proves_valid(validator, tool, arguments):
-            blocked = await _validate(validator, tool, arguments, exec_context, report)
+    # ----------------------------------------------------------------- one call, top to bottom
+
+    async def dispatch(self, call: ToolCallContent) -> ToolResult:
+        """Run one tool call through the guarded pipeline and return its result.
+
+        Returns:
+            The call's ``ToolResult`` (value, error result or blocked result), never ``None``.
+
+        Raises:
+            RunLimitExceeded: the ``max_tool_calls`` breach, or one raised by ``execute``.
+            GuardrailError: a tool-stage ``tripwire``/``interrupt``.
+            AgentRunSuspended: a suspension signal from ``before_execute``/``execute``.
+            asyncio.CancelledError: the dispatching task was cancelled.
+            Exception: whatever the ``tool_call`` middleware hook, ``emit`` or ``ledger`` raise.
+        """
+        # charge the call, let the ``tool_call`` hook replace it
+        start_ns = time.monotonic_ns()
+        if self.limit_tracker is not None:
+            self.limit_tracker.charge_tool_call()
+        middleware = self.middleware
+        if middleware is not None and middleware.has("tool_call"):
+            replaced = await middleware.run("tool_call", call)
+            if replaced is not None:
+                call = replaced
+        report = CallReport(self, call, start_ns)
+        # admission: input guardrails, lookup, filters, argument shape, permission
+        blocked: ToolResult | None
+        guardrails = self.guardrails
+        if guardrails is not None and guardrails.tool_input:
+            blocked = await self._check_tool_input(guardrails, report)
             if blocked is not None:
                 return blocked
-    if before_execute is not None:
-        blocked = await _run_before_execute(before_execute, call, tool, exec_context, report)
-        if blocked is not None:
-            return blocked
+        tool = self.registry.get(call.name)
+        refusal = self._refusal(call, tool)
+        if refusal is not None:
+            return await report.blocked(*refusal)
+        assert tool is not None
+        if self.permission is not None:
+            blocked = await self._check_permission(self.permission, report)
+            if blocked is not None:
+                return blocked
+        # preparation: the call's execution context, validation, the pre-execution hook
+        context = self._execution_context(report)
+        arguments: dict[str, Any] = call.arguments  # a dict: checked by ``_refusal``
+        validator = self.tool_validator
+        if validator is not None and not builtin_validator_proves_valid(validator, tool, arguments):
+            blocked = await self._validate(validator, tool, arguments, context, report)
+            if blocked is not None:
+                return blocked
+        if self.before_execute is not None:
+            blocked = await self._run_before_execute(self.before_execute, tool, context, report)
+            if blocked is not None:
+                return blocked
+        # execution (the started/finished reports build nothing while no ledger and no
+        # observer takes them)
+        if (observed := self._observed()) or self.ledger is not None:
+            await report.started(observed)
+        result = await self._execute(tool, arguments, context, report)
+        if report.done:  # answered with an error result
+            return result
+        # the result: output guardrails, redaction, the finished report
+        if guardrails is not None and guardrails.tool_output:
+            blocked = await self._check_tool_output(guardrails, result, report)
+            if blocked is not None:
+                return blocked
+        if self.redactor is not None:
+            result = self.redactor.redact(result)
+        if (observed := self._observed()) or self.ledger is not None:
+            await report.finished(result, observed)
+        else:
+            report.done = True
+        return result
 
-    # the started/finished reports build nothing while no ledger and no observer takes them
-    if report.ledger is not None or (emit is not None and (observed is None or observed())):
-        await report.started()
-    threaded = PARALLEL_ROUND.get() if sync_in_thread is None else sync_in_thread
-    leave_scope = None if execute_scope is None else execute_scope(call)
-    try:
-        # ``execute``, the normalisation of what it returned, the ``tool_result`` hook
-        raw = await run_execute(
-            tool,
-            arguments,
-            exec_context,
-            grace_ms=tool_abort_grace_ms,
-            threaded=threaded,
-            on_worker_thread=on_worker_thread,
+    # ----------------------------------------------------------------- before execute
+
+    async def _check_tool_input(
+        self, guardrails: Guardrails, report: CallReport
+    ) -> ToolResult | None:
+        """Tool-input guardrails: ``None`` when the call may go on, else the blocked result.
+
+        Raises:
+            GuardrailError: a ``tripwire``/``interrupt`` decision (nothing was started yet, so
+                there is no terminal event to write).
+        """
+        terminal = await self._tool_stage_guardrails("tool_input", guardrails, report.call, report)
+        if terminal is None:
+            return None
+        if terminal.action == "block":
+            return await report.blocked("guardrail_blocked", "Tool call blocked by guardrail")
+        raise GuardrailError(terminal)
+
+    def _refusal(
+        self, call: ToolCallContent, tool: ToolDefinition | None
+    ) -> tuple[BlockedReason, str, ErrorInfo | None] | None:
+        """Why the call is blocked without asking anyone — ``(reason, message, error)`` — or
+        ``None``: an unknown tool, a name the filters exclude, arguments that failed to parse or
+        are not a JSON object."""
+        name = call.name
+        if tool is None:
+            return "unknown_tool", f"Unknown tool: {name}", None
+        if self.filter is not None and not is_tool_allowed(name, self.filter):
+            return "tool_denied", f"Tool denied: {name}", None
+        error = call.arguments_error
+        if error is not None:
+            return "invalid_arguments", error.message, error
+        if not isinstance(call.arguments, dict):
+            return "invalid_arguments", "Tool arguments must be a JSON object", None
+        return None
+
+    async def _check_permission(
+        self, permission: PermissionPolicy, report: CallReport
+    ) -> ToolResult | None:
+        """Ask the permission policy: ``None`` when allowed, else the ``permission_denied``
+        result."""
+        call = report.call
+        request = PermissionRequest(
+            target=call.name,
+            metadata=self.context.metadata,
+            tool_call_id=call.id,
+            arguments=call.arguments,
         )
-        keep = measured
-        if keep is not None and (
-            redactor is not None
-            or (middleware is not None and middleware.has("tool_result"))
-            or (guardrails is not None and bool(guardrails.tool_output))
-        ):
-            keep = None
-        result = normalise_result(raw, call, keep)
-        if middleware is not None and middleware.has("tool_result"):
-            hooked = await middleware.run("tool_result", result)
-            if hooked is not None:
-                result = hooked
-    except ToolInterrupted:
-        return await report.failed(_interrupted_error(tool_abort_grace_ms))
-    except NotJsonError as exc:
-        return await report.failed(
-            ErrorInfo(
-                code="invalid_tool_result",
-                message=(
-                    f"Tool {name} returned a value that is not JSON-compatible: {exc.type_name}"
-                ),
+        try:
+            allowed = await ask_permission(permission, request)
+        except Exception as exc:
+            return await report.blocked(
+                "permission_denied", str(exc), report.error_info(exc, "permission_denied")
             )
-        )
-    except (Exception, asyncio.CancelledError) as exc:
-        if not _propagates(exc):
-            # the model sees only the message; the developer gets the traceback in the log
-            hidden = report.secrets + (redactor.secrets if redactor is not None else ())
-            log_tool_exception(
-                exc,
-                tool_name=name,
-                tool_call_id=call.id,
+        if allowed:
+            return None
+        return await report.blocked("permission_denied", f"Permission denied: {call.name}")
+
+    def _execution_context(self, report: CallReport) -> ToolExecutionContext:
+        """The context ``execute`` receives: the call's id, and ``progress`` bound to this call's
+        events and rows when there are events or rows to write."""
+        context = self.context
+        call_id = report.call.id
+        if self.emit is not None or self.ledger is not None:
+            return ToolExecutionContext(
+                session_id=context.session_id,
                 run_id=context.run_id,
-                redact=lambda text: redact_value(text, hidden),
+                tool_call_id=call_id,
+                signal=context.signal,
+                metadata=context.metadata,
+                progress=report.progress,
+                run=context.run,
             )
-            return await report.failed(report.error_info(exc))
-        await _report_propagating(report, exc)
-        raise
-    finally:
-        if leave_scope is not None:
-            leave_scope()
+        if context.tool_call_id != call_id:
+            return dataclasses.replace(context, tool_call_id=call_id)
+        return context
 
-    if guardrails is not None and guardrails.tool_output:
-        blocked = await _check_tool_output(guardrails, result, context, report)
-        if blocked is not None:
-            return blocked
-    if redactor is not None:
-        result = redactor.redact(result)
-    if report.ledger is not None or (emit is not None and (observed is None or observed())):
-        await report.finished(result)
-    else:
-        report.done = True
-    return result
+    async def _validate(
+        self,
+        validator: ToolValidator,
+        tool: ToolDefinition,
+        arguments: dict[str, Any],
+        context: ToolExecutionContext,
+        report: CallReport,
+    ) -> ToolResult | None:
+        """Run the argument validator: ``None`` when valid, else the ``validation_failed`` result.
 
+        Raises:
+            PrismConfigError: the validator is not callable.
+        """
+        if not callable(validator):
+            raise PrismConfigError("tool_validator must be None, False or callable")
+        try:
+            outcome = await run_tool_validator(validator, tool, arguments, context)
+        except Exception as exc:
+            return await report.blocked(
+                "validation_failed", str(exc), report.error_info(exc, "validation_failed")
+            )
+        if outcome is None:
+            return None
+        if isinstance(outcome, ErrorInfo):
+            return await report.blocked("validation_failed", outcome.message, outcome)
+        return await report.blocked("validation_failed", str(outcome))
 
-# --------------------------------------------------------------------------- before execute
+    async def _run_before_execute(
+        self,
+        before_execute: BeforeExecute,
+        tool: ToolDefinition,
+        context: ToolExecutionContext,
+        report: CallReport,
+    ) -> ToolResult | None:
+        """Call the pre-execution hook: ``None`` to go on, else the ``execution_denied`` result.
 
-
-async def _check_tool_input(
-    guardrails: Guardrails,
-    call: ToolCallContent,
-    context: ToolExecutionContext,
-    report: CallReport,
-) -> ToolResult | None:
-    """Tool-input guardrails: ``None`` when the call may go on, else the blocked result.
-
-    Raises:
-        GuardrailError: a ``tripwire``/``interrupt`` decision (nothing was started yet, so there
-            is no terminal event to write).
-    """
-    terminal = await _tool_stage_guardrails("tool_input", guardrails, call, context, report)
-    if terminal is None:
+        Raises:
+            AgentRunSuspended: a suspension signal raised by the hook (it propagates as raised).
+        """
+        try:
+            out = before_execute(report.call, tool, context)
+            if inspect.isawaitable(out):
+                await out
+        except Exception as exc:
+            if _is_suspension_signal(exc):
+                raise
+            return await report.blocked(
+                "execution_denied", str(exc), report.error_info(exc, "execution_denied")
+            )
         return None
-    if terminal.action == "block":
-        return await report.blocked("guardrail_blocked", "Tool call blocked by guardrail")
-    raise GuardrailError(terminal)
 
+    # ----------------------------------------------------------------- execute and after
 
-async def _check_permission(
-    permission: PermissionPolicy,
-    call: ToolCallContent,
-    context: ToolExecutionContext,
-    report: CallReport,
-) -> ToolResult | None:
-    """Ask the permission policy: ``None`` when allowed, else the ``permission_denied`` result."""
-    request = PermissionRequest(
-        target=call.name,
-        metadata=context.metadata,
-        tool_call_id=call.id,
-        arguments=call.arguments,
-    )
-    try:
-        allowed = await ask_permission(permission, request)
-    except Exception as exc:
-        return await report.blocked(
-            "permission_denied", str(exc), report.error_info(exc, "permission_denied")
-        )
-    if allowed:
-        return None
-    return await report.blocked("permission_denied", f"Permission denied: {call.name}")
+    async def _execute(
+        self,
+        tool: ToolDefinition,
+        arguments: dict[str, Any],
+        context: ToolExecutionContext,
+        report: CallReport,
+    ) -> ToolResult:
+        """``execute``, the normalisation of what it returned and the ``tool_result`` hook, inside
+        the ``execute_scope``. A failure is answered here (``report.done`` is then set): an
+        interrupted call, a value that is not JSON, an exception that does not propagate.
 
-
-def _execution_context(
-    context: ToolExecutionContext, call: ToolCallContent, report: CallReport
-) -> ToolExecutionContext:
-    """The context ``execute`` receives: the call's id, and ``progress`` bound to this call's
-    events and rows when there are events or rows to write."""
-    if report.emit is not None or report.ledger is not None:
-        return ToolExecutionContext(
-            session_id=context.session_id,
-            run_id=context.run_id,
-            tool_call_id=call.id,
-            signal=context.signal,
-            metadata=context.metadata,
-            progress=report.progress,
-            run=context.run,
-        )
-    if context.tool_call_id != call.id:
-        return dataclasses.replace(context, tool_call_id=call.id)
-    return context
-
-
-async def _validate(
-    validator: ToolValidator,
-    tool: ToolDefinition,
-    arguments: dict[str, Any],
-    context: ToolExecutionContext,
-    report: CallReport,
-) -> ToolResult | None:
-    """Run the argument validator: ``None`` when valid, else the ``validation_failed`` result.
-
-    Raises:
-        PrismConfigError: the validator is not callable.
-    """
-    if not callable(validator):
-        raise PrismConfigError("tool_validator must be None, False or callable")
-    try:
-        outcome = await run_tool_validator(validator, tool, arguments, context)
-    except Exception as exc:
-        return await report.blocked(
-            "validation_failed", str(exc), report.error_info(exc, "validation_failed")
-        )
-    if outcome is None:
-        return None
-    if isinstance(outcome, ErrorInfo):
-        return await report.blocked("validation_failed", outcome.message, outcome)
-    return await report.blocked("validation_failed", str(outcome))
-
-
-async def _run_before_execute(
-    before_execute: BeforeExecute,
-    call: ToolCallContent,
-    tool: ToolDefinition,
-    context: ToolExecutionContext,
-    report: CallReport,
-) -> ToolResult | None:
-    """Call the pre-execution hook: ``None`` to go on, else the ``execution_denied`` result.
-
-    Raises:
-        AgentRunSuspended: a suspension signal raised by the hook (it propagates as raised).
-    """
-    try:
-        out = before_execute(call, tool, context)
-        if inspect.isawaitable(out):
-            await out
-    except Exception as exc:
-        if _is_suspension_signal(exc):
+        Raises:
+            BaseException: an exception that propagates (see :func:`_propagates`), after the
+                call's terminal report.
+        """
+        call = report.call
+        threaded = PARALLEL_ROUND.get() if self.sync_in_thread is None else self.sync_in_thread
+        scope = self.execute_scope
+        leave_scope = None if scope is None else scope(call)
+        try:
+            raw = await run_execute(
+                tool,
+                arguments,
+                context,
+                grace_ms=self.grace_ms,
+                threaded=threaded,
+                on_worker_thread=self.on_worker_thread,
+            )
+            middleware = self.middleware
+            hooked = middleware is not None and middleware.has("tool_result")
+            result = normalise_result(raw, call, None if hooked else self._keep())
+            if hooked:
+                assert middleware is not None
+                replaced = await middleware.run("tool_result", result)
+                if replaced is not None:
+                    result = replaced
+        except ToolInterrupted:
+            return await report.failed(_interrupted_error(self.grace_ms))
+        except NotJsonError as exc:
+            return await report.failed(
+                ErrorInfo(
+                    code="invalid_tool_result",
+                    message=(
+                        f"Tool {call.name} returned a value that is not JSON-compatible: "
+                        f"{exc.type_name}"
+                    ),
+                )
+            )
+        except (Exception, asyncio.CancelledError) as exc:
+            if not _propagates(exc):
+                return await self._tool_failed(exc, report)
+            await _report_propagating(report, exc)
             raise
-        return await report.blocked(
-            "execution_denied", str(exc), report.error_info(exc, "execution_denied")
-        )
-    return None
+        finally:
+            if leave_scope is not None:
+                leave_scope()
+        return result
 
+    def _keep(self) -> KeepMeasured | None:
+        """The receiver of a returned dict's one-walk copy and size (``measured``), while nothing
+        can change the result after ``execute`` (the ``tool_result`` hook is checked by the
+        caller)."""
+        guardrails = self.guardrails
+        if self.redactor is not None or (guardrails is not None and bool(guardrails.tool_output)):
+            return None
+        return self.measured
 
-# --------------------------------------------------------------------------- execute and after
-
-
-async def _check_tool_output(
-    guardrails: Guardrails,
-    result: ToolResult,
-    context: ToolExecutionContext,
-    report: CallReport,
-) -> ToolResult | None:
-    """Tool-output guardrails (on the unredacted result): ``None`` to go on, else the blocked
-    result.
-
-    Raises:
-        GuardrailError: a ``tripwire``/``interrupt`` decision, after the call's terminal
-            ``tool_execution_error`` event and ``error`` row were written.
-    """
-    terminal = await _tool_stage_guardrails("tool_output", guardrails, result, context, report)
-    if terminal is None:
-        return None
-    if terminal.action == "block":
-        return await report.blocked("guardrail_blocked", "Tool result blocked by guardrail")
-    error = GuardrailError(terminal)
-    await _report_propagating(report, error)
-    raise error
-
-
-async def _tool_stage_guardrails(
-    stage: Literal["tool_input", "tool_output"],
-    guardrails: Guardrails,
-    value: Any,
-    context: ToolExecutionContext,
-    report: CallReport,
-) -> GuardrailRecord | None:
-    """Run one tool stage's guardrails and return the terminal record, if any."""
-    call = report.call
-    outcome = await run_guardrails(
-        stage,
-        guardrails,
-        value,
-        GuardrailContext(
-            stage=stage,
-            value=value,
-            session_id=context.session_id,
-            run_id=context.run_id,
-            metadata=context.metadata,
-            signal=context.signal,
-            tool_call_id=call.id,
+    async def _tool_failed(self, exc: BaseException, report: CallReport) -> ToolResult:
+        """Answer a call whose tool raised: the model sees only the message; the developer gets
+        the redacted traceback in the log."""
+        call = report.call
+        redactor = self.redactor
+        hidden = self.secrets + (redactor.secrets if redactor is not None else ())
+        log_tool_exception(
+            exc,
             tool_name=call.name,
-        ),
-        redactor=report.redactor,
-        emit=report.emit,
-    )
-    return outcome.terminal
+            tool_call_id=call.id,
+            run_id=self.context.run_id,
+            redact=lambda text: redact_value(text, hidden),
+        )
+        return await report.failed(report.error_info(exc))
+
+    async def _check_tool_output(
+        self, guardrails: Guardrails, result: ToolResult, report: CallReport
+    ) -> ToolResult | None:
+        """Tool-output guardrails (on the unredacted result): ``None`` to go on, else the blocked
+        result.
+
+        Raises:
+            GuardrailError: a ``tripwire``/``interrupt`` decision, after the call's terminal
+                ``tool_execution_error`` event and ``error`` row were written.
+        """
+        terminal = await self._tool_stage_guardrails("tool_output", guardrails, result, report)
+        if terminal is None:
+            return None
+        if terminal.action == "block":
+            return await report.blocked("guardrail_blocked", "Tool result blocked by guardrail")
+        error = GuardrailError(terminal)
+        await _report_propagating(report, error)
+        raise error
+
+    async def _tool_stage_guardrails(
+        self,
+        stage: Literal["tool_input", "tool_output"],
+        guardrails: Guardrails,
+        value: Any,
+        report: CallReport,
+    ) -> GuardrailRecord | None:
+        """Run one tool stage's guardrails and return the terminal record, if any."""
+        call = report.call
+        context = self.context
+        outcome = await run_guardrails(
+            stage,
+            guardrails,
+            value,
+            GuardrailContext(
+                stage=stage,
+                value=value,
+                session_id=context.session_id,
+                run_id=context.run_id,
+                metadata=context.metadata,
+                signal=context.signal,
+                tool_call_id=call.id,
+                tool_name=call.name,
+            ),
+            redactor=self.redactor,
+            emit=self.emit,
+        )
+        return outcome.terminal
 
 
 # --------------------------------------------------------------------------- errors

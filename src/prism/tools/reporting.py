@@ -14,7 +14,7 @@ import dataclasses
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, Literal, Protocol, TypeAlias, cast
 
 from prism._util import new_id, now_iso
 from prism.events import (
@@ -75,20 +75,28 @@ def ledger_writer(ledger: object) -> Callable[[ToolCallRecord], object] | None:
     return cast("Callable[[ToolCallRecord], object]", getattr(ledger, "append_tool_call", ledger))
 
 
+class ReportSinks(Protocol):
+    """What the reports of every call share: the dispatcher's (see
+    :class:`~prism.tools.dispatch.ToolDispatcher`)."""
+
+    context: ToolExecutionContext
+    emit: Callable[[AgentEvent], object] | None
+    ledger: Callable[[ToolCallRecord], object] | None
+    redactor: SecretRedactor | None
+    secrets: tuple[str, ...]
+    ownership: OwnershipScope | None
+
+
 class CallReport:
-    """Events and ledger rows of one dispatched call, and the state they need.
+    """Events and ledger rows of one dispatched call, and the per-call state they need.
+
+    What every call shares (``emit``, the row writer, the redactor, the secrets, the ownership,
+    the execution context) is read from the dispatcher that made the report.
 
     Args:
+        dispatcher: The dispatcher running the call (its ``emit``, row writer, redactor,
+            secrets, ownership and execution context).
         call: The call (after the ``tool_call`` middleware hook).
-        context: The dispatch's execution context (session and run ids).
-        emit: Receives the events; an awaitable result is awaited. ``None``: no events.
-        observed: Whether anything observes the events right now; while it returns ``False``
-            the ``started`` and ``finished`` events of a call are not built at all. ``None``:
-            always observed.
-        ledger: Row writer (see :func:`ledger_writer`); ``None``: no rows.
-        redactor: Redacts error results and rows; ``None``: nothing is redacted.
-        secrets: Extra strings removed from error messages.
-        ownership: Copied into the rows.
         start_ns: ``time.monotonic_ns()`` when the dispatch began (for ``duration_ms``).
     """
 
@@ -99,7 +107,6 @@ class CallReport:
         "done",
         "emit",
         "ledger",
-        "observed",
         "ownership",
         "redactor",
         "secrets",
@@ -107,27 +114,14 @@ class CallReport:
         "started_at",
     )
 
-    def __init__(
-        self,
-        call: ToolCallContent,
-        context: ToolExecutionContext,
-        *,
-        emit: Callable[[AgentEvent], object] | None,
-        observed: Callable[[], bool] | None = None,
-        ledger: Callable[[ToolCallRecord], object] | None,
-        redactor: SecretRedactor | None,
-        secrets: tuple[str, ...],
-        ownership: OwnershipScope | None,
-        start_ns: int,
-    ) -> None:
+    def __init__(self, dispatcher: ReportSinks, call: ToolCallContent, start_ns: int) -> None:
         self.call = call
-        self.context = context
-        self.emit = emit
-        self.observed = observed
-        self.ledger = ledger
-        self.redactor = redactor
-        self.secrets = secrets
-        self.ownership = ownership
+        self.context = dispatcher.context
+        self.emit = dispatcher.emit
+        self.ledger = dispatcher.ledger
+        self.redactor = dispatcher.redactor
+        self.secrets = dispatcher.secrets
+        self.ownership = dispatcher.ownership
         self.start_ns = start_ns
         self.started_at: str | None = None
         # set once a terminal outcome was reported; later progress reports are ignored
@@ -223,10 +217,10 @@ class CallReport:
         )
         await self.row("started", progress=value, progress_metadata=metadata, progress_at=now_iso())
 
-    async def started(self) -> None:
-        """Report that ``execute`` is about to run: ``tool_execution_started`` and a ``started``
-        row."""
-        if self.emit is not None and (self.observed is None or self.observed()):
+    async def started(self, observed: bool) -> None:
+        """Report that ``execute`` is about to run: ``tool_execution_started`` (when
+        ``observed``) and a ``started`` row."""
+        if observed:
             ctx = self.context
             await self.send(
                 ToolExecutionStartedEvent(
@@ -236,10 +230,11 @@ class CallReport:
         if self.ledger is not None:
             await self.row("started")
 
-    async def finished(self, result: ToolResult) -> None:
-        """Report the call's result: ``tool_execution_finished`` and a ``finished`` row."""
+    async def finished(self, result: ToolResult, observed: bool) -> None:
+        """Report the call's result: ``tool_execution_finished`` (when ``observed``) and a
+        ``finished`` row."""
         self.done = True
-        if self.emit is not None and (self.observed is None or self.observed()):
+        if observed:
             ctx = self.context
             await self.send(
                 ToolExecutionFinishedEvent(
@@ -264,40 +259,40 @@ class CallReport:
             error = ErrorInfo(message=message, code=reason)
         elif error.code is None:
             error = dataclasses.replace(error, code=reason)
+        return await self._answer(error, reason)
+
+    async def failed(self, error: ErrorInfo) -> ToolResult:
+        """Answer the call with an error result: ``tool_execution_error`` and an ``error`` row."""
+        return await self._answer(error, None)
+
+    async def _answer(self, error: ErrorInfo, blocked: BlockedReason | None) -> ToolResult:
+        """The call's terminal outcome as an error result (``error`` redacted): a
+        ``tool_execution_blocked`` event and ``blocked`` row for a ``blocked`` reason, else a
+        ``tool_execution_error`` event and an ``error`` row."""
         error = self.redact_error(error)
         call = self.call
         result = ToolResult(tool_call_id=call.id, name=call.name, error=error)
         self.done = True
         ctx = self.context
-        await self.send(
-            ToolExecutionBlockedEvent(
+        event: AgentEvent
+        if blocked is not None:
+            event = ToolExecutionBlockedEvent(
                 session_id=ctx.session_id,
                 run_id=ctx.run_id,
                 tool_call_id=call.id,
                 name=call.name,
-                reason=reason,
+                reason=blocked,
                 error=error,
                 metadata=self.metadata("blocked"),
             )
-        )
-        await self.row("blocked", result=result, reason=reason)
-        return result
-
-    async def failed(self, error: ErrorInfo) -> ToolResult:
-        """Answer the call with an error result: ``tool_execution_error`` and an ``error`` row."""
-        error = self.redact_error(error)
-        call = self.call
-        result = ToolResult(tool_call_id=call.id, name=call.name, error=error)
-        self.done = True
-        ctx = self.context
-        await self.send(
-            ToolExecutionErrorEvent(
+        else:
+            event = ToolExecutionErrorEvent(
                 session_id=ctx.session_id,
                 run_id=ctx.run_id,
                 call=call,
                 error=error,
                 metadata=self.metadata("error"),
             )
-        )
-        await self.row("error", result=result)
+        await self.send(event)
+        await self.row("error" if blocked is None else "blocked", result=result, reason=blocked)
         return result

@@ -162,7 +162,7 @@ class RunHandoff:
         ctx.config = config
         ctx.registry = config.tools
         ctx.middleware = config.middleware
-        ctx.bound_dispatch = None
+        ctx.dispatcher = None
         plan.model = config.model
         plan.tool_filters = config.tool_filter
         return await resolve_provider(ctx)

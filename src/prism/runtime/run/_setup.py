@@ -143,7 +143,7 @@ def release_context(ctx: RunContext) -> None:
     signal link). A finished run then holds no reference cycle, so it is freed by reference
     counting when its caller lets go of it instead of staying for the cycle collector, whose
     passes walk every live run. Idempotent; nothing of the leg runs afterwards."""
-    ctx.bound_dispatch = None
+    ctx.dispatcher = None
     ctx.tracker.on_breach = None
     if ctx.attempts is not None:
         ctx.attempts.close()
@@ -330,6 +330,7 @@ def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
             if plan.run_limits is None and plan.agent_limits is ctx.config.limits
             else sets_finite_output_budget(plan.agent_limits, plan.run_limits)
         ),
+        carry=ctx.carry,
     )
     state = ctx.state
     if state.soft_pending:

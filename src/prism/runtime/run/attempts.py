@@ -16,6 +16,25 @@ Prompt abort: while the attempt awaits the provider's next event, an abort liste
 cancels the awaiting task; the attempt recognises its own cancellation (``Task.uncancel()``) and
 fails with the abort error, while a cancellation from outside still propagates. This costs no task
 or timer per event: one flag is set around the ``await``.
+
+Between two attempts, :func:`decide_retry` asks the retry policy (then the ``retry`` middleware
+hook) and :func:`wait_retry_delay` waits out its delay.
+
+Fallback: when the run's provider is a ``FallbackProvider`` (``prism.providers.fallback``), the
+attempts hold one :class:`FallbackChain` and stream from it: the chain streams from its current
+link. Every request starts with the primary and the agent's model; after a provider's last attempt
+failed (its retry budget spent, or an error the retry policy does not retry) the chain moves to
+the next link when all of these hold:
+
+* a next link exists;
+* the failed attempt emitted no streamed delta (``observable`` is false): once the host saw part
+  of an answer, the error surfaces;
+* the failure is a provider's, not a broken stream protocol (``retry`` is true);
+* the run is not aborted (an abort or a cancellation never falls back);
+* the chain's :class:`~prism.providers.chain.FallbackPolicy` names the error.
+
+The next link then serves the same request with its own model and a fresh retry budget; the
+attempts' ``provider_id`` and ``model`` (the metadata of their events and usage rows) follow it.
 """
 
 from __future__ import annotations
@@ -24,9 +43,10 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeAlias
 
+from prism._util import maybe_await
 from prism.abort import AbortController, AbortSignal
 from prism.errors import AbortError, GuardrailError, ProviderTurnError, RunLimitExceeded
 from prism.events import (
@@ -38,6 +58,7 @@ from prism.events import (
 from prism.guardrails import GuardrailContext, Guardrails, run_guardrails
 from prism.limits import RunLimitTracker
 from prism.providers.base import AIProvider
+from prism.providers.chain import FallbackPolicy, FallbackProvider
 from prism.redaction import (
     SecretRedactor,
     error_to_error_info,
@@ -46,7 +67,9 @@ from prism.redaction import (
 )
 from prism.retry import (
     RetryContext,
+    RetryDecision,
     RetryOptions,
+    RetryPayload,
     RetryPolicy,
     create_default_retry_policy,
 )
@@ -62,9 +85,7 @@ from prism.runtime.run._attempt import (
     without_split_secret,
 )
 from prism.runtime.run._carry import PayloadCarry
-from prism.runtime.run._fallback import FallbackChain
 from prism.runtime.run._json_size import canonical_size
-from prism.runtime.run._retry_wait import RetryHook, decide_retry, wait_retry_delay
 from prism.types import (
     ErrorInfo,
     ModelConfig,
@@ -80,6 +101,132 @@ from prism.usage import UsageAccumulator
 _log = logging.getLogger("prism")
 
 __all__ = ["ProviderAttempts"]
+
+
+# --------------------------------------------------------------------------- between attempts
+
+RetryHook = Callable[[RetryPayload], Awaitable[RetryPayload]]
+"""The ``retry`` middleware hook: may change the policy's decision."""
+
+
+async def decide_retry(
+    policy: RetryPolicy | None, context: RetryContext, *, hook: RetryHook | None
+) -> RetryDecision:
+    """The policy's decision for the failed attempt described by ``context``, after ``hook``.
+
+    Raises:
+        TypeError: the policy returned neither a ``RetryDecision`` nor a mapping of one.
+    """
+    assert policy is not None
+    decision: Any = await maybe_await(policy.decide(context))
+    if isinstance(decision, Mapping):
+        decision = RetryDecision.coerce(decision)
+    if not isinstance(decision, RetryDecision):
+        raise TypeError(f"retry policy returned {type(decision).__name__}, not a RetryDecision")
+    if hook is not None:
+        payload = await hook(RetryPayload(context=context, decision=decision))
+        decision = payload.decision
+    result: RetryDecision = decision
+    return result
+
+
+def _set_none(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def wait_retry_delay(signal: AbortSignal, delay_ms: float) -> None:
+    """Wait ``delay_ms`` milliseconds; an abort of ``signal`` ends the wait and raises.
+
+    Raises:
+        Exception: the signal's abort reason, when it is aborted before or during the wait.
+    """
+    signal.throw_if_aborted()
+    if delay_ms > 0:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        handle = loop.call_later(delay_ms / 1000.0, _set_none, fut)
+        remove = signal.add_listener(lambda _reason: _set_none(fut))
+        try:
+            await fut
+        finally:
+            handle.cancel()
+            remove()
+    signal.throw_if_aborted()
+
+
+# --------------------------------------------------------------------------- the fallback chain
+
+ChainLink: TypeAlias = tuple[AIProvider, str, ModelConfig]
+"""One link: the provider, its id and the model it is asked for."""
+
+
+class FallbackChain:
+    """The links of a fallback provider and the one serving the current request.
+
+    It is itself a provider (``id`` and ``generate`` are the current link's).
+    """
+
+    __slots__ = ("id", "index", "links", "policy", "redactor")
+
+    def __init__(
+        self,
+        links: tuple[ChainLink, ...],
+        policy: FallbackPolicy,
+        redactor: SecretRedactor | None = None,
+    ) -> None:
+        self.links = links
+        self.policy = policy
+        self.redactor = redactor
+        self.index = 0
+        """The link serving the current request (0: the primary)."""
+        self.id: str = links[0][1]
+        """The current link's provider id."""
+
+    @classmethod
+    def of(
+        cls, provider: AIProvider, model: ModelConfig, redactor: SecretRedactor | None
+    ) -> FallbackChain | None:
+        """The chain of ``provider`` when it is a ``FallbackProvider`` (its primary serving
+        ``model``), else ``None``. ``redactor`` redacts the fallbacks' models in requests."""
+        if not isinstance(provider, FallbackProvider):
+            return None
+        links: list[ChainLink] = [(provider.primary, provider.id, model)]
+        for link in provider.fallbacks:
+            links.append((link.provider, str(getattr(link.provider, "id", "") or ""), link.model))
+        return cls(tuple(links), provider.policy, redactor)
+
+    def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        """The current link's stream."""
+        return self.links[self.index][0].generate(request)
+
+    def falls_back(self, failure: Any, signal: AbortSignal) -> bool:
+        """Whether the failed attempt ``failure`` (an ``AttemptFailed``) moves to the next link."""
+        return (
+            self.index + 1 < len(self.links)
+            and not failure.observable
+            and failure.retry
+            and not signal.aborted
+            and self.policy.applies(failure.info)
+        )
+
+    def switch(self, attempts: Any, index: int, request: ProviderRequest) -> ProviderRequest:
+        """Make link ``index`` serve: ``attempts.provider_id``/``model`` become its own, and the
+        returned request asks for its model (redacted like the rest of the request; link 0 is
+        the primary, whose requests are the run's own)."""
+        self.index = index
+        _, provider_id, model = self.links[index]
+        self.id = attempts.provider_id = provider_id
+        attempts.model = model
+        if index == 0:
+            return request
+        redactor = self.redactor
+        if redactor is not None:
+            model = redactor.redact(model)
+        return dataclasses.replace(request, model=model)
+
+
+# --------------------------------------------------------------------------- the attempts
 
 
 def _always() -> bool:
@@ -135,12 +282,16 @@ class ProviderAttempts:
         guardrails: Merged guardrails; only ``output`` is used here.
         redactor: The active redactor (error infos, guardrail records), or ``None``.
         buffer_output: Hold back message events until usage and guardrails passed.
+        carry: Checks, copies and measures each streamed tool call's arguments in one walk and
+            carries the copy and the size on (:mod:`prism.runtime.run._carry`); ``None`` (a run
+            with a redactor): the arguments are checked and measured separately.
     """
 
     __slots__ = (
         "accumulator",
         "buffer_output",
         "_cancel_pending",
+        "carry",
         "_chain",
         "_child",
         "emit",
@@ -188,6 +339,7 @@ class ProviderAttempts:
         guardrails: Guardrails | None = None,
         redactor: SecretRedactor | None = None,
         buffer_output: bool = False,
+        carry: PayloadCarry | None = None,
     ) -> None:
         self._chain = chain = FallbackChain.of(provider, model, redactor)
         self._provider = provider = provider if chain is None else chain  # streams from a link
@@ -220,6 +372,7 @@ class ProviderAttempts:
             tuple(s for s in redactor.secrets if len(s) > 1) if redactor is not None else ()
         )
         self.buffer_output = buffer_output or self._guardrails is not None
+        self.carry = carry
         self._child: AbortController | None = None
         self._soft_pending = False
         self._generated = False
@@ -261,7 +414,6 @@ class ProviderAttempts:
         request_bytes: int | None,
         turn: int,
         secrets: tuple[str, ...] = (),
-        carry: PayloadCarry | None = None,
     ) -> ProviderTurnResult:
         """Run attempts of one redacted request until one succeeds.
 
@@ -270,16 +422,13 @@ class ProviderAttempts:
             request_bytes: ``len(canonical_json(request.to_dict()).encode())``.
             turn: Turn number for provider events (last ``turn_started``).
             secrets: Secrets returned by provider-request policies.
-            carry: Checks, copies and measures each tool call's arguments in one walk and
-                carries the copy and the size on (:mod:`prism.runtime.run._carry`); ``None``: the
-                arguments are checked and measured separately.
 
         Returns:
             The successful attempt's result, or :data:`EMPTY_TURN_RESULT` after a soft interrupt.
 
         Raises:
             ProviderTurnError: ``ERR_PRISM_PROVIDER`` — the last attempt failed and was not
-                retried nor taken over by a fallback (``prism.runtime.run._fallback``).
+                retried nor taken over by a fallback (:class:`FallbackChain`).
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — a limit breached during an attempt.
             GuardrailError: an output guardrail did not allow the draft.
             Exception: the run signal's abort reason when the run was aborted.
@@ -290,7 +439,7 @@ class ProviderAttempts:
         while True:
             failure: AttemptFailed | None = None
             try:
-                result = await self._attempt(request, request_bytes, turn, attempt, secrets, carry)
+                result = await self._attempt(request, request_bytes, turn, attempt, secrets)
             except AttemptFailed as exc:
                 failure = exc
             if failure is None:
@@ -401,7 +550,6 @@ class ProviderAttempts:
         turn: int,
         attempt: int,
         secrets: tuple[str, ...],
-        carry: PayloadCarry | None,
     ) -> ProviderTurnResult:
         self.tracker.charge_provider_attempt(request_bytes)
         st = AttemptState(self, turn, attempt)
@@ -434,7 +582,7 @@ class ProviderAttempts:
         try:
             try:
                 iterator = self._provider.generate(_with_signal(request, child))
-                await self._stream(st, iterator.__anext__, child, carry)
+                await self._stream(st, iterator.__anext__, child)
             finally:
                 if iterator is not None:  # release the provider's response at once
                     aclose = getattr(iterator, "aclose", None)
@@ -512,7 +660,6 @@ class ProviderAttempts:
         st: AttemptState,
         next_event: Callable[[], Awaitable[ProviderEvent]],
         child: AbortSignal,
-        carry: PayloadCarry | None,
     ) -> None:
         """Read provider events until ``done`` or exhaustion. Each event is checked, charged to
         ``max_response_bytes``, announced as message events and added to the attempt's fold. At
@@ -525,6 +672,7 @@ class ProviderAttempts:
         event_kinds = EVENT_KINDS
         message_kinds = MESSAGE_KINDS
         held = self.held_secrets
+        carry = self.carry
         while True:
             if child.aborted:
                 child.throw_if_aborted()

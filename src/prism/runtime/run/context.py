@@ -11,6 +11,13 @@ the model, the tools, the store and the observers only through its methods:
 * :meth:`RunContext.append_message` — the store; :meth:`RunContext.emit` — events;
 * :meth:`RunContext.apply_pending_steers` / :meth:`RunContext.has_pending_steers` — steering.
 
+Two parts of the leg's state live here with it: the :class:`TurnBoundary` (once per provider
+turn, on the first ``assemble`` or ``generate`` of a turn; durable runs plug their approval
+suspension and ``every-turn`` checkpoint into it, the turn policy its stop check), and the open
+host calls — calls of stored assistant messages without a stored result, which a failed run
+answers with ``tool_call_interrupted`` rows (:func:`track_calls`, :func:`interrupted_row`),
+because providers reject a transcript in which an assistant tool call has no result.
+
 The context also holds the leg's live state (limit tracker, usage, ledger writer, the messages
 and open tool calls of the run), which the leg reads for its outcome. Those members are the
 runtime's: loops are typed against ``LoopContext`` and do not use them.
@@ -26,11 +33,10 @@ The run path, top to bottom: :mod:`prism.runtime.run.session` → :mod:`prism.ru
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from prism._fast_entry_copy import donated
 from prism.abort import AbortController, AbortSignal
@@ -48,11 +54,9 @@ from prism.guardrails import GuardrailContext, GuardrailStage, run_guardrails
 from prism.ledger import LedgerWriter
 from prism.limits import RunLimitTracker
 from prism.redaction import redact_agent_event
-from prism.runtime.run._boundary import TurnBoundary
 from prism.runtime.run._carry import PayloadCarry
 from prism.runtime.run._delegation import RunDelegation, child_forward, parent_run
 from prism.runtime.run._observers import stamp_ids
-from prism.runtime.run._open_calls import INTERRUPTED_MESSAGE, interrupted_row, track_calls
 from prism.runtime.run._request_codec import LiveHistory, RequestCodec
 from prism.runtime.run._tool_rounds import force_text_answer
 from prism.runtime.run.attempts import ProviderAttempts
@@ -63,10 +67,11 @@ from prism.runtime.run.seam import DurableGate, delegating
 from prism.runtime.run.state import SessionState
 from prism.session_entry import new_session_entry
 from prism.store import SessionEntry
-from prism.tools import ToolValidator, dispatch_tool_call
+from prism.tools import ToolDispatcher, ToolValidator
 from prism.tracing import RunTrace
 from prism.types import (
     AgentInput,
+    ErrorInfo,
     Message,
     ProviderRequest,
     ProviderStopReason,
@@ -74,11 +79,12 @@ from prism.types import (
     ToolCallContent,
     ToolExecutionContext,
     ToolResult,
+    ToolResultContent,
     tool_result_message,
 )
 from prism.usage import UsageAccumulator
 
-__all__ = ["INTERRUPTED_MESSAGE", "RunContext"]
+__all__ = ["INTERRUPTED_MESSAGE", "BoundaryHook", "RunContext", "TurnBoundary"]
 
 T = TypeVar("T")
 
@@ -87,6 +93,114 @@ _log = logging.getLogger("prism")
 _NO_LEDGER: LedgerWriter = LedgerWriter(None, session_id="", run_id="")
 """The writer of every leg without a ledger: it holds no state (every record and drain is a
 no-op without a ledger), so the legs share it instead of building one each."""
+
+
+# --------------------------------------------------------------------------- the turn boundary
+
+BoundaryHook = Callable[[int], Coroutine[Any, Any, None]]
+"""``await hook(turn)`` at a turn boundary; may raise to stop or suspend the run."""
+
+
+class TurnBoundary:
+    """The once-per-provider-turn boundary.
+
+    It runs on the first ``ctx.assemble`` or ``ctx.generate`` of a turn; the turn index is
+    "completed provider turns + 1" (a completed turn is a ``generate`` call that returned).
+    In order: the ``before_charge`` hooks (the approval suspension and the turn policy plug in
+    here), charging ``max_turns``, then the ``after_charge`` hooks (the ``every-turn``
+    checkpoint plugs in here).
+
+    Args:
+        tracker: The run's limit tracker.
+        before_charge: Hooks evaluated before ``max_turns`` is charged.
+        after_charge: Hooks run after the charge.
+    """
+
+    __slots__ = ("_tracker", "after_charge", "before_charge", "completed", "entered", "failure")
+
+    def __init__(
+        self,
+        tracker: RunLimitTracker,
+        *,
+        before_charge: Sequence[BoundaryHook] = (),
+        after_charge: Sequence[BoundaryHook] = (),
+    ) -> None:
+        self._tracker = tracker
+        self.before_charge: tuple[BoundaryHook, ...] = tuple(before_charge)
+        """Hooks evaluated before ``max_turns`` is charged (approvals, turn policy); add one
+        with ``+=`` (a tuple: a boundary without hooks holds no container)."""
+        self.after_charge: tuple[BoundaryHook, ...] = tuple(after_charge)
+        """Hooks run after the charge (``every-turn`` checkpoint)."""
+        self.entered = 0
+        """Index of the last turn whose boundary ran (0 before the first): the boundary of turn
+        ``completed + 1`` is still due when this differs from it."""
+        self.completed = 0
+        """Provider turns completed in this leg (returned ``generate`` calls)."""
+        self.failure: BaseException | None = None
+        """What a boundary raised (a stop, a suspension, a breach, a policy error): sticky for
+        the rest of the leg."""
+
+    @property
+    def turn(self) -> int:
+        """Index of the provider turn the next boundary precedes (``completed + 1``)."""
+        return self.completed + 1
+
+    async def enter(self) -> int:
+        """Run the boundary for the current turn unless it already ran; return the turn index.
+
+        Raises:
+            RunLimitExceeded: ``max_turns`` breached.
+            Exception: whatever a hook raises (turn-policy stop, suspension).
+        """
+        failure = self.failure
+        if failure is not None:
+            raise failure
+        turn = self.completed + 1
+        if self.entered == turn:
+            return turn
+        self.entered = turn
+        try:
+            for hook in self.before_charge:
+                await hook(turn)
+            self._tracker.charge_turn()
+            for hook in self.after_charge:
+                await hook(turn)
+        except Exception as exc:
+            self.failure = exc
+            raise
+        return turn
+
+
+# --------------------------------------------------------------------------- open host calls
+
+INTERRUPTED_MESSAGE: Final = "tool call interrupted: the run ended before its result was recorded"
+"""Message of the rows that answer calls left open by a failed run."""
+
+
+def track_calls(open_calls: dict[str, ToolCallContent], message: Message) -> None:
+    """Open the host calls of a stored assistant ``message``; close calls by stored results."""
+    if message.role == "assistant":
+        for part in message.content:
+            if type(part) is ToolCallContent and part.authority != "provider-hosted":
+                open_calls[part.id] = part
+    elif open_calls:
+        for part in message.content:
+            if type(part) is ToolResultContent:
+                open_calls.pop(part.tool_call_id, None)
+
+
+def interrupted_row(call: ToolCallContent) -> Message:
+    """The ``tool_call_interrupted`` row answering the open ``call``."""
+    return tool_result_message(
+        ToolResult(
+            tool_call_id=call.id,
+            name=call.name,
+            error=ErrorInfo(code="tool_call_interrupted", message=INTERRUPTED_MESSAGE),
+        )
+    )
+
+
+# --------------------------------------------------------------------------- the loop context
 
 
 class RunContext:
@@ -110,11 +224,11 @@ class RunContext:
         "assembler",
         "attempts",
         "boundary",
-        "bound_dispatch",
         "carry",
         "codec",
         "config",
         "controller",
+        "dispatcher",
         "durable",
         "finish_reason",
         "forward",
@@ -210,7 +324,9 @@ class RunContext:
         self.codec = RequestCodec(
             self.redactor, self.history, run_defaults(config, plan.durable_hooks).request_head
         )
-        self.carry = PayloadCarry(self.codec)
+        self.carry = PayloadCarry(self.codec) if self.redactor is None else None
+        """The one-walk copies and sizes of tool payloads; ``None`` with a redactor (every
+        payload then takes the general path)."""
         self.registry = config.tools
         """The leg's tools: the agent's, plus its tool sources' once the leg opened them."""
         self.tool_scope: AsyncExitStack | None = None
@@ -239,10 +355,9 @@ class RunContext:
         self.tool_validator: ToolValidator | Literal[False] | None = None
         self._layout: Any = None
         self._layout_version = 0
-        self.bound_dispatch: Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]] | None = (
-            None
-        )
-        """The bound tool dispatch (``None``: bind on the next call, e.g. after an agent switch)."""
+        self.dispatcher: ToolDispatcher | None = None
+        """The leg's tool dispatcher (``None``: build it on the next call, e.g. after an agent
+        switch)."""
         self.handoff: Any = None
         """The agent switch of a loop with handoff targets (``HandingOff``), else ``None``."""
         self.observers.set_redactor(self.redactor)
@@ -321,7 +436,7 @@ class RunContext:
         state = self.state
         redactor = self.redactor
         carry = self.carry
-        carried = carry.for_store(message) if carry.copies and redactor is None else None
+        carried = carry.for_store(message) if carry is not None and carry.copies else None
         entry = new_session_entry(
             "message",
             session_id=self.session_id,
@@ -440,13 +555,7 @@ class RunContext:
         attempts = self.attempts
         assert attempts is not None
         turn = self.turn or boundary.completed + 1
-        result = await attempts.run(
-            red,
-            request_bytes=size,
-            turn=turn,
-            secrets=secrets,
-            carry=self.carry if self.redactor is None else None,
-        )
+        result = await attempts.run(red, request_bytes=size, turn=turn, secrets=secrets)
         boundary.completed += 1
         self.provider_stop_reason = result.stop_reason
         return result
@@ -470,19 +579,20 @@ class RunContext:
             if answer is not None:
                 return _answered(answer)
         self.tool_calls += 1
-        dispatch = self.bound_dispatch
-        if dispatch is None:
-            dispatch = self.bound_dispatch = self._bind_dispatch()
+        dispatcher = self.dispatcher
+        if dispatcher is None:
+            dispatcher = self.dispatcher = self._tool_dispatcher()
         if durable is None:
-            return dispatch(call)  # the dispatch's own coroutine, without a wrapping one
-        return delegating(dispatch(call), call, durable)
+            return dispatcher.dispatch(call)  # the dispatch's own coroutine, without a wrapping one
+        return delegating(dispatcher.dispatch(call), call, durable)
 
-    def _bind_dispatch(self) -> Callable[[ToolCallContent], Coroutine[Any, Any, ToolResult]]:
-        """``prism.tools.dispatch_tool_call`` with this leg's fixed arguments bound once.
+    def _tool_dispatcher(self) -> ToolDispatcher:
+        """This leg's tool dispatcher, built on its first call.
 
-        The execution context is the leg's: ``dispatch_tool_call`` gives ``execute`` (and the
-        validator and ``before_execute``) a copy carrying the call's ``tool_call_id`` whenever
-        ``emit`` is passed, as it is here.
+        Its execution context is the leg's: the dispatcher gives ``execute`` (and the validator
+        and ``before_execute``) a copy carrying the call's ``tool_call_id`` whenever ``emit`` is
+        set, as it is here. Without a redactor, the one walk that checks a tool's dict result
+        also copies and measures it, and the leg's carry takes both on (``measured``).
         """
         redactor = self.redactor
         writer = self.writer
@@ -494,8 +604,7 @@ class RunContext:
         emit, observed = (
             (self.emit, self.observed) if attempts is None else (attempts.emit, attempts.observed)
         )
-        return functools.partial(
-            dispatch_tool_call,
+        return ToolDispatcher(
             registry=self.registry,
             context=ToolExecutionContext(
                 session_id=self.session_id,
@@ -523,7 +632,7 @@ class RunContext:
             before_execute=None if durable is None else durable.before_execute,
             on_worker_thread=self.worker_threads.append,
             execute_scope=None if self.trace is None else self.trace.tool_scope,
-            measured=self.carry.keep if redactor is None else None,
+            measured=None if self.carry is None else self.carry.keep,
         )
 
     def is_tool_call_exclusive(self, call: ToolCallContent, /) -> bool:
