@@ -70,11 +70,12 @@ import io
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, cast
 
 from prism.cli import _host_tools, _mcp, _models, _otel, _run, _runs, _sessions, _tools, _worker
+from prism.cli._exit_codes import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE
 from prism.cli._render import PipeGuard, guard
-from prism.cli._run import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
 from prism.cli._settings import UsageError
 from prism.cli._store import STORE_ENV
 
@@ -344,71 +345,50 @@ def _tool_option(value: str) -> str:
     )
 
 
-def _run_command(
-    args: argparse.Namespace,
-    out: IO[str],
-    err: IO[str],
-    stdin: IO[str] | None,
-    provider_override: Callable[[], AIProvider] | None,
-) -> _run.RunCommand:
+@dataclass(frozen=True, slots=True)
+class _Streams:
+    """What every command handler gets besides its parsed arguments (see :func:`main`)."""
+
+    out: IO[str]
+    err: IO[str]
+    stdin: IO[str] | None
+    provider_override: Callable[[], AIProvider] | None
+
+
+def _run_command(args: argparse.Namespace, streams: _Streams) -> _run.RunCommand:
     """The command behind ``run`` and ``resume``; live output only on a terminal."""
-    live = not args.plain and not args.json and _isatty(out)
+    live = not args.plain and not args.json and _isatty(streams.out)
     return _run.RunCommand(
-        args, out=out, err=err, live=live, stdin=stdin, provider_override=provider_override
+        args,
+        out=streams.out,
+        err=streams.err,
+        live=live,
+        stdin=streams.stdin,
+        provider_override=streams.provider_override,
     )
 
 
-async def _cmd_run(
-    args: argparse.Namespace,
-    out: IO[str],
-    err: IO[str],
-    stdin: IO[str] | None,
-    provider_override: Callable[[], AIProvider] | None,
-) -> int:
-    return await _run_command(args, out, err, stdin, provider_override).run()
+async def _cmd_run(args: argparse.Namespace, streams: _Streams) -> int:
+    return await _run_command(args, streams).run()
 
 
-async def _cmd_resume(
-    args: argparse.Namespace,
-    out: IO[str],
-    err: IO[str],
-    stdin: IO[str] | None,
-    provider_override: Callable[[], AIProvider] | None,
-) -> int:
-    return await _run_command(args, out, err, stdin, provider_override).resume()
+async def _cmd_resume(args: argparse.Namespace, streams: _Streams) -> int:
+    return await _run_command(args, streams).resume()
 
 
-async def _cmd_sessions(
-    args: argparse.Namespace,
-    out: IO[str],
-    err: IO[str],
-    stdin: IO[str] | None,
-    provider_override: Callable[[], AIProvider] | None,
-) -> int:
+async def _cmd_sessions(args: argparse.Namespace, streams: _Streams) -> int:
     if args.sessions_command is None:
-        err.write("prism: sessions needs a subcommand: list or show ID\n")
-        return _run.EXIT_USAGE
-    return await _sessions.SessionsCommand(args, out=out, err=err).run()
+        streams.err.write("prism: sessions needs a subcommand: list or show ID\n")
+        return EXIT_USAGE
+    return await _sessions.SessionsCommand(args, out=streams.out, err=streams.err).run()
 
 
-async def _cmd_runs(
-    args: argparse.Namespace,
-    out: IO[str],
-    err: IO[str],
-    stdin: IO[str] | None,
-    provider_override: Callable[[], AIProvider] | None,
-) -> int:
-    return await _runs.RunsCommand(args, out=out, err=err).run()
+async def _cmd_runs(args: argparse.Namespace, streams: _Streams) -> int:
+    return await _runs.RunsCommand(args, out=streams.out, err=streams.err).run()
 
 
-async def _cmd_worker(
-    args: argparse.Namespace,
-    out: IO[str],
-    err: IO[str],
-    stdin: IO[str] | None,
-    provider_override: Callable[[], AIProvider] | None,
-) -> int:
-    return await _worker.run_worker(args, out, err)
+async def _cmd_worker(args: argparse.Namespace, streams: _Streams) -> int:
+    return await _worker.run_worker(args, streams.out, streams.err)
 
 
 def _isatty(stream: IO[str]) -> bool:
@@ -464,20 +444,21 @@ def _main(
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed usage or help
-        return int(exc.code or 0) if isinstance(exc.code, int) else _run.EXIT_USAGE
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(out)
-        return _run.EXIT_USAGE
+        return EXIT_USAGE
     stop_tracing = None
     if getattr(args, "otel", False):
         try:
             stop_tracing = _otel.start_tracing(err, os.environ)
         except UsageError as exc:
             err.write(f"prism: {exc}\n")
-            return _run.EXIT_USAGE
+            return EXIT_USAGE
     try:
-        code: int = asyncio.run(handler(args, out, err, stdin, provider_override))
+        streams = _Streams(out, err, stdin, provider_override)
+        code: int = asyncio.run(handler(args, streams))
     except KeyboardInterrupt:
         err.write("\nprism: interrupted\n")
         err.flush()

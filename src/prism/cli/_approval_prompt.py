@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Final
 
 from prism.cli._interrupt import Interrupts
@@ -49,6 +50,7 @@ _ANSWERS: Final[dict[str, DecisionOutcome]] = {
 """Terminal answers to an approval question, mapped to decision outcomes."""
 
 
+@dataclass(slots=True, kw_only=True)
 class ApprovalPrompt:
     """Asks on the terminal for a decision on each call a run waits for.
 
@@ -60,20 +62,11 @@ class ApprovalPrompt:
         broken: Whether the output was closed by its reader (then nothing more is asked).
     """
 
-    def __init__(
-        self,
-        *,
-        stdin: IO[str] | None,
-        err: IO[str],
-        interrupts: Interrupts,
-        redact: Callable[[str], str],
-        broken: Callable[[], bool],
-    ) -> None:
-        self.stdin = stdin
-        self.err = err
-        self.interrupts = interrupts
-        self.redact = redact
-        self.broken = broken
+    stdin: IO[str] | None
+    err: IO[str]
+    interrupts: Interrupts
+    redact: Callable[[str], str]
+    broken: Callable[[], bool]
 
     async def ask(
         self, session: AgentSession, renderer: Renderer, interruption: object

@@ -24,37 +24,42 @@ from typing import Any
 __all__ = ["McpUrlAction", "McpHeaderAction", "check_mcp_command", "mcp_servers"]
 
 
-class McpUrlAction(argparse.Action):
+class _McpUrlListAction(argparse.Action):
+    """An option that edits ``namespace.mcp_url``: one ``[URL, [[NAME, ENV_VAR], ...]]`` per
+    ``--mcp-url``."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        urls = list(getattr(namespace, "mcp_url", None) or [])
+        self.update(parser, urls, values)
+        namespace.mcp_url = urls
+
+    def update(self, parser: argparse.ArgumentParser, urls: list[Any], value: Any) -> None:
+        """Change ``urls`` for the option's ``value`` (``parser.error`` when it is invalid)."""
+        raise NotImplementedError
+
+
+class McpUrlAction(_McpUrlListAction):
     """``--mcp-url URL``: appends ``[URL, []]`` to ``mcp_url`` (headers follow it)."""
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        urls = list(getattr(namespace, self.dest, None) or [])
-        urls.append([values, []])
-        setattr(namespace, self.dest, urls)
+    def update(self, parser: argparse.ArgumentParser, urls: list[Any], value: Any) -> None:
+        urls.append([value, []])
 
 
-class McpHeaderAction(argparse.Action):
+class McpHeaderAction(_McpUrlListAction):
     """``--mcp-header NAME=ENV_VAR``: adds the header to the last ``--mcp-url``."""
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        urls = getattr(namespace, "mcp_url", None)
+    def update(self, parser: argparse.ArgumentParser, urls: list[Any], value: Any) -> None:
         if not urls:
             parser.error("--mcp-header must follow the --mcp-url it belongs to")
-        name, sep, variable = str(values).partition("=")
+        name, sep, variable = str(value).partition("=")
         if not sep or not name.strip() or not variable.strip():
-            parser.error(f"--mcp-header expects NAME=ENV_VAR, got {values!r}")
+            parser.error(f"--mcp-header expects NAME=ENV_VAR, got {value!r}")
         urls[-1][1].append([name.strip(), variable.strip()])
 
 

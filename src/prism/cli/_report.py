@@ -8,6 +8,7 @@ failure before any result, a run left waiting for approvals) into the renderer's
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any
 
 from prism.cli._approval_prompt import call_text, pending_text, stored_calls
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["RunReport"]
 
 
+@dataclass(slots=True)
 class RunReport:
     """The end of one command run, reported through ``renderer``.
 
@@ -48,24 +50,14 @@ class RunReport:
         endpoint: The endpoint the model spec points at, named after a connection failure.
     """
 
-    def __init__(
-        self,
-        renderer: Renderer,
-        *,
-        store: DatabaseStore,
-        usage: UsageAccumulator,
-        interrupts: Interrupts,
-        redact: Callable[[str], str],
-        broken: Callable[[], bool],
-        endpoint: str | None,
-    ) -> None:
-        self.renderer = renderer
-        self.store = store
-        self.usage = usage
-        self.interrupts = interrupts
-        self.redact = redact
-        self.broken = broken
-        self.endpoint = endpoint
+    renderer: Renderer
+    _: KW_ONLY
+    store: DatabaseStore
+    usage: UsageAccumulator
+    interrupts: Interrupts
+    redact: Callable[[str], str]
+    broken: Callable[[], bool]
+    endpoint: str | None
 
     def error(
         self, session_id: str, run_id: str, message: str, code: str | int | None, exit: int

@@ -49,15 +49,7 @@ from urllib.parse import urlsplit
 
 from prism.abort import AbortController
 from prism.cli._approval_prompt import ApprovalPrompt, calls_in, waiting_lines
-from prism.cli._exit_codes import CONNECTION_ERROR_CODES as CONNECTION_ERROR_CODES
-from prism.cli._exit_codes import EXIT_BROKEN_PIPE as EXIT_BROKEN_PIPE
-from prism.cli._exit_codes import EXIT_DENIED as EXIT_DENIED
-from prism.cli._exit_codes import EXIT_FAILED as EXIT_FAILED
-from prism.cli._exit_codes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
-from prism.cli._exit_codes import EXIT_OK as EXIT_OK
-from prism.cli._exit_codes import EXIT_SUSPENDED as EXIT_SUSPENDED
-from prism.cli._exit_codes import EXIT_USAGE as EXIT_USAGE
-from prism.cli._exit_codes import PIPE_ABORT_REASON as PIPE_ABORT_REASON
+from prism.cli._exit_codes import EXIT_FAILED, EXIT_USAGE, PIPE_ABORT_REASON
 from prism.cli._interrupt import Interrupts
 from prism.cli._models import ModelChoice
 from prism.cli._render import (
@@ -105,15 +97,6 @@ if TYPE_CHECKING:
     from prism.providers.base import AIProvider
 
 __all__ = [
-    "CONNECTION_ERROR_CODES",
-    "EXIT_BROKEN_PIPE",
-    "EXIT_DENIED",
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_SUSPENDED",
-    "EXIT_USAGE",
-    "PIPE_ABORT_REASON",
     "RunCommand",
     "UsageError",
     "tool_choice_policy",

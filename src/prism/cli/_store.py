@@ -269,15 +269,28 @@ async def load_settings(store: DatabaseStore, session_id: str) -> dict[str, Any]
 
 async def save_settings(store: DatabaseStore, session_id: str, value: dict[str, Any]) -> None:
     """Store ``value`` as the settings of ``session_id`` (compare-and-set, one retry)."""
+    await _overwrite(store, SETTINGS_NAMESPACE, session_id, value, unless_equal=True)
+
+
+async def _overwrite(
+    store: DatabaseStore,
+    namespace: str,
+    key: str,
+    value: dict[str, Any],
+    *,
+    unless_equal: bool = False,
+) -> None:
+    """Store ``value`` over the checkpoint ``namespace``/``key`` by compare-and-set, retried once
+    when another writer got in between; ``unless_equal`` skips the write of an unchanged value."""
     for attempt in range(2):
-        record = await store.load_checkpoint(namespace=SETTINGS_NAMESPACE, key=session_id)
+        record = await store.load_checkpoint(namespace=namespace, key=key)
         current = 0 if record is None else record.version
-        if record is not None and record.value == value:
+        if unless_equal and record is not None and record.value == value:
             return
         try:
             await store.save_checkpoint(
-                namespace=SETTINGS_NAMESPACE,
-                key=session_id,
+                namespace=namespace,
+                key=key,
                 value=value,
                 version=current + 1,
                 expected_version=current,
@@ -389,21 +402,7 @@ def python_resume_text(run_id: str, *, waiting: bool) -> str:
 async def save_run_note(store: DatabaseStore, run_id: str, note: dict[str, Any]) -> None:
     """Store the command's note about ``run_id`` (see :data:`RUN_NOTES_NAMESPACE`); the caller
     redacts it. Overwrites an older note (compare-and-set, one retry)."""
-    for attempt in range(2):
-        record = await store.load_checkpoint(namespace=RUN_NOTES_NAMESPACE, key=run_id)
-        current = 0 if record is None else record.version
-        try:
-            await store.save_checkpoint(
-                namespace=RUN_NOTES_NAMESPACE,
-                key=run_id,
-                value=note,
-                version=current + 1,
-                expected_version=current,
-            )
-            return
-        except CheckpointConflictError:
-            if attempt:
-                raise
+    await _overwrite(store, RUN_NOTES_NAMESPACE, run_id, note)
 
 
 async def load_run(store: DatabaseStore, run_id: str) -> RunInfo:

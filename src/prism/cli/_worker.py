@@ -53,33 +53,21 @@ def add_worker_parser(commands: Any) -> argparse.ArgumentParser:
     )
     worker.add_argument("--queue", default="prism.runs", help="the queue (default prism.runs)")
     worker.add_argument("--app-name", default="prism", help="the DBOS application name")
-    worker.add_argument(
-        "--lease",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="a worker silent this long is dead and its runs move on (default 10)",
+
+    def seconds(option: str, default: float, help: str) -> None:
+        worker.add_argument(option, type=float, default=default, metavar="SECONDS", help=help)
+
+    seconds("--lease", 10.0, "a worker silent this long is dead and its runs move on (default 10)")
+    seconds("--heartbeat", 1.0, "lease renewal period")
+    seconds(
+        "--decision-wait", 60.0, "one receive round of a run waiting for an approval (default 60)"
     )
-    worker.add_argument(
-        "--heartbeat", type=float, default=1.0, metavar="SECONDS", help="lease renewal period"
-    )
-    worker.add_argument(
-        "--decision-wait",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="one receive round of a run waiting for an approval (default 60)",
-    )
-    worker.add_argument(
+    seconds(
         "--drain-timeout",
-        type=float,
-        default=120.0,
-        metavar="SECONDS",
-        help="most time a SIGTERM drain waits for the current turns (default 120)",
+        120.0,
+        "most time a SIGTERM drain waits for the current turns (default 120)",
     )
-    worker.add_argument(
-        "--poll", type=float, default=0.2, metavar="SECONDS", help="queue polling period"
-    )
+    seconds("--poll", 0.2, "queue polling period")
     worker.add_argument("--worker-id", help="this worker's id (default HOST-PID-RANDOM)")
     worker.add_argument(
         "--allow-mixed-versions",

@@ -18,6 +18,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from prism.abort import AbortSignal
@@ -55,6 +56,7 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+@dataclass(slots=True, kw_only=True, eq=False)
 class Connection:
     """A connected MCP client session and its tool list.
 
@@ -66,30 +68,21 @@ class Connection:
         on_tools: Called with each new tool list (the first one and every refresh).
     """
 
-    def __init__(
-        self,
-        *,
-        label: str,
-        open_transport: OpenTransport,
-        redact: Callable[[str], str],
-        stderr: StderrTail | None,
-        on_tools: Callable[[list[Tool]], None],
-    ) -> None:
-        self.label = label
-        self._open_transport = open_transport
-        self._redact = redact
-        self.stderr = stderr
-        self._on_tools = on_tools
-        self.session: ClientSession | None = None
-        self.dead = False
-        """The server exited or the transport failed: every call fails."""
-        self.failure: BaseException | None = None
-        self._ready = asyncio.Event()
-        self._stop = asyncio.Event()
-        self.closed = asyncio.Event()
-        """Set when the owner task has ended."""
-        self._task: asyncio.Task[None] | None = None
-        self._refresh: asyncio.Task[None] | None = None
+    label: str
+    open_transport: OpenTransport = field(repr=False)
+    redact: Callable[[str], str] = field(repr=False)
+    stderr: StderrTail | None = field(repr=False)
+    on_tools: Callable[[list[Tool]], None] = field(repr=False)
+    session: ClientSession | None = field(default=None, init=False, repr=False)
+    dead: bool = field(default=False, init=False)
+    """The server exited or the transport failed: every call fails."""
+    failure: BaseException | None = field(default=None, init=False)
+    closed: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+    """Set when the owner task has ended."""
+    _ready: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+    _stop: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _refresh: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     # ----------------------------------------------------------------- lifetime
 
@@ -129,7 +122,7 @@ class Connection:
             from mcp.types import Implementation
 
             async with AsyncExitStack() as stack:
-                read, write = await self._open_transport(stack)
+                read, write = await self.open_transport(stack)
                 if self.stderr is not None:
                     self.stderr.close_writer()
                 session = await stack.enter_async_context(
@@ -142,7 +135,7 @@ class Connection:
                 )
                 await session.initialize()
                 self.session = session
-                self._on_tools(await self._list(session))
+                self.on_tools(await self._list(session))
                 self._ready.set()
                 await self._stop.wait()
         except asyncio.CancelledError:
@@ -207,7 +200,7 @@ class Connection:
         if session is None or self.dead:
             return
         try:
-            self._on_tools(await self._list(session))
+            self.on_tools(await self._list(session))
         except Exception as exc:
             _log.warning("MCP server %s: re-listing tools failed: %s", self.label, describe(exc))
 
@@ -285,7 +278,7 @@ class Connection:
                 ) from None
             raise MCPServerError(
                 ERR_PRISM_MCP_PROTOCOL,
-                self._redact(f"MCP server {self.label} answered error {code}: {exc.error.message}"),
+                self.redact(f"MCP server {self.label} answered error {code}: {exc.error.message}"),
                 server=self.label,
             ) from None
 
@@ -308,4 +301,4 @@ class Connection:
             tail = stderr.text()
             if tail:
                 text = f"{text}\nserver stderr (last lines):\n{tail}"
-        return self._redact(text)
+        return self.redact(text)

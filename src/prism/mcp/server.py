@@ -28,7 +28,6 @@ import math
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -69,6 +68,17 @@ def _timeout(value: Any, label: str, *, optional: bool) -> float | None:
     ):
         raise PrismConfigError(f"{label} must be a finite number of seconds > 0, got {value!r}")
     return float(value)
+
+
+def _string_map(value: Mapping[str, str] | None, label: str) -> dict[str, str] | None:
+    """A copy of ``value``, which must map strings to strings (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise PrismConfigError(f"{label} must map strings to strings")
+    return dict(value)
 
 
 def _json_names(names: Any, *, keep: bool = False) -> list[JsonValue] | None:
@@ -213,13 +223,8 @@ class MCPServer:
         self._users += 1
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Leave; the last one out closes the connection."""
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Leave (whatever the exception); the last one out closes the connection."""
         self._users = max(0, self._users - 1)
         connection = self._connection
         if self._users == 0 and connection is not None:
@@ -372,14 +377,10 @@ class MCPServerStdio(MCPServer):
             raise PrismConfigError(f"command must be a non-empty string, got {command!r}")
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
             raise PrismConfigError("args must be a sequence of strings")
-        if env is not None and not (
-            isinstance(env, Mapping)
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
-        ):
-            raise PrismConfigError("env must map strings to strings")
+        env = _string_map(env, "env")
         self.command = command
         self.args = tuple(args)
-        self.env = dict(env) if env is not None else None
+        self.env = env
         self.cwd = None if cwd is None else os.fspath(cwd)
 
     def _describe(self) -> str:
@@ -444,13 +445,9 @@ class MCPServerHTTP(MCPServer):
         parts = urlsplit(url) if isinstance(url, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise PrismConfigError(f"url must be an http:// or https:// URL, got {url!r}")
-        if headers is not None and not (
-            isinstance(headers, Mapping)
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
-        ):
-            raise PrismConfigError("headers must map strings to strings")
+        checked_headers = _string_map(headers, "headers")
         self.url = url
-        self.headers = dict(headers or {})
+        self.headers = checked_headers or {}
         for value in self.headers.values():
             # the whole value, and the credential after a scheme ("Bearer TOKEN")
             self._secrets.extend(part for part in (value, value.partition(" ")[2]) if part)

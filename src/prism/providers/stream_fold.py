@@ -23,6 +23,7 @@ Each event is looked at once; nothing is collected to be walked again.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -169,13 +170,7 @@ class _FragmentGroup:
         call = tool_call_from_arguments_text(self.id, self.name, "".join(self.parts))
         if self.authority is None:
             return call
-        return ToolCallContent(
-            id=call.id,
-            name=call.name,
-            arguments=call.arguments,
-            arguments_error=call.arguments_error,
-            authority=self.authority,
-        )
+        return dataclasses.replace(call, authority=self.authority)
 
 
 class _Fragments:

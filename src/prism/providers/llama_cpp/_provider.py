@@ -45,6 +45,11 @@ _Item = tuple[Literal["events", "error", "end"], Any]
 """What the worker thread sends to the event loop: a list of events, an ``ErrorInfo``, or the end."""
 
 
+def _failure(what: str, exc: Exception, code: str) -> _Item:
+    """The error item for an exception of the worker thread: ``what: exc``, named by its type."""
+    return ("error", ErrorInfo(message=f"{what}: {exc}", name=type(exc).__name__, code=code))
+
+
 class LocalChatModel(Protocol):
     """What the provider needs of a model object: llama-cpp-python's chat completion call.
 
@@ -179,13 +184,10 @@ class LlamaCppProvider:
                 llama = self._ensure_loaded()
             except Exception as exc:
                 send(
-                    (
-                        "error",
-                        ErrorInfo(
-                            message=f"could not load the local model {self._model_path}: {exc}",
-                            name=type(exc).__name__,
-                            code="model_load_failed",
-                        ),
+                    _failure(
+                        f"could not load the local model {self._model_path}",
+                        exc,
+                        "model_load_failed",
                     )
                 )
                 return
@@ -228,27 +230,9 @@ class LlamaCppProvider:
             except InvalidRequest as exc:
                 send(("error", ErrorInfo(message=str(exc), code="invalid_request")))
             except ValueError as exc:
-                send(
-                    (
-                        "error",
-                        ErrorInfo(
-                            message=f"local model request failed: {exc}",
-                            name=type(exc).__name__,
-                            code="invalid_request",
-                        ),
-                    )
-                )
+                send(_failure("local model request failed", exc, "invalid_request"))
             except Exception as exc:
-                send(
-                    (
-                        "error",
-                        ErrorInfo(
-                            message=f"local model failed: {exc}",
-                            name=type(exc).__name__,
-                            code="local_model_error",
-                        ),
-                    )
-                )
+                send(_failure("local model failed", exc, "local_model_error"))
             finally:
                 if meter is not None:
                     meter.end()
