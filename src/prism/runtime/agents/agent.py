@@ -489,16 +489,10 @@ class _AgentDurableHooks:
     __slots__ = ()
 
     def preflight(
-        self,
-        config: AgentConfig,
-        run_value: RunStateOptions | None,
-        *,
-        run_loop: object = None,
-        run_model: object = None,
-        run_guardrails: object = None,
-        run_tool_filter: object = None,
+        self, config: AgentConfig, run_value: RunStateOptions | None, opts: Any
     ) -> RunStateOptions | None:
         if run_value is None and config.run_state is None:
+            run_loop = None if opts is None else opts.loop
             tools = (
                 *config.tools,
                 *handoff_tools(run_loop if run_loop is not None else config.loop),
@@ -507,14 +501,7 @@ class _AgentDurableHooks:
                 child_agent(t) is not None for t in config.tools
             ):
                 return None
-        return _durable_hooks().preflight(
-            config,
-            run_value,
-            run_loop=run_loop,
-            run_model=run_model,
-            run_guardrails=run_guardrails,
-            run_tool_filter=run_tool_filter,
-        )
+        return _durable_hooks().preflight(config, run_value, opts)
 
     def open_leg(self, ctx: Any, options: RunStateOptions, resume: ResumePoint | None) -> LegHooks:
         return _durable_hooks().open_leg(ctx, options, resume)

@@ -41,6 +41,7 @@ from prism.runtime.durable._run_state import (
 )
 from prism.runtime.durable._turn_writes import turn_writes_for
 from prism.runtime.run._delegation import ChildRunSuspended, child_agent
+from prism.runtime.run.config import AgentConfig
 from prism.runtime.run.context import RunContext
 from prism.runtime.run.seam import ResumePoint
 from prism.runtime.run.turn_policy import TurnPolicy, TurnPolicyStop
@@ -502,7 +503,19 @@ class _DurableMode:
 
     __slots__ = ()
 
-    preflight = staticmethod(check_durable_run)
+    def preflight(
+        self, config: AgentConfig, run_value: RunStateOptions | None, opts: Any
+    ) -> RunStateOptions | None:
+        if opts is None:
+            return check_durable_run(config, run_value)
+        return check_durable_run(
+            config,
+            run_value,
+            run_loop=opts.loop,
+            run_model=opts.model,
+            run_guardrails=opts.guardrails,
+            run_tool_filter=opts.tool_filter,
+        )
 
     def open_leg(
         self, ctx: RunContext, options: RunStateOptions, resume: ResumePoint | None

@@ -158,7 +158,7 @@ def run_defaults(config: AgentConfig, hooks: DurableHooks) -> RunDefaults:
     if loop is not single_shot_loop and loop is not config.loop:
         loop = None
     try:
-        durable: RunStateOptions | None = hooks.preflight(config, None)
+        durable: RunStateOptions | None = hooks.preflight(config, None, None)
         durable_known = True
     except PrismError:  # raised again by each run that does not make itself durable
         durable, durable_known = None, False
@@ -239,14 +239,7 @@ def plan_run(
         ):
             durable = agent.durable
         else:
-            durable = hooks.preflight(
-                config,
-                run_state,
-                run_loop=opts.loop,
-                run_model=opts.model,
-                run_guardrails=opts.guardrails,
-                run_tool_filter=opts.tool_filter,
-            )
+            durable = hooks.preflight(config, run_state, opts)
     if isinstance(opts.loop, Mapping):
         coerce_loop_options(opts.loop)  # a bad strategy fails here, before any provider call
     model = config.model if opts.model is None else ModelConfig.coerce(opts.model)

@@ -239,21 +239,15 @@ class DurableHooks(Protocol):
     """The durable mode, as the run path sees it."""
 
     def preflight(
-        self,
-        config: Any,
-        run_value: RunStateOptions | None,
-        *,
-        run_loop: object = None,
-        run_model: object = None,
-        run_guardrails: object = None,
-        run_tool_filter: object = None,
+        self, config: Any, run_value: RunStateOptions | None, opts: Any
     ) -> RunStateOptions | None:
         """The durable preflight of a run: its effective options, or ``None`` when it is not
-        durable. Raises the preflight's configuration errors."""
+        durable. ``run_value`` is the run's coerced ``run_state``; ``opts`` the run's
+        ``RunOptions`` (``None`` for the agent's own defaults), whose ``loop``, ``model``,
+        ``guardrails`` and ``tool_filter`` a durable run may not set. Raises the preflight's
+        configuration errors."""
         ...
 
-    def open_leg(
-        self, ctx: Any, options: RunStateOptions, resume: ResumePoint | None
-    ) -> LegHooks:
+    def open_leg(self, ctx: Any, options: RunStateOptions, resume: ResumePoint | None) -> LegHooks:
         """The hooks of one durable leg."""
         ...
