@@ -26,7 +26,7 @@ from prism.errors import AgentRunStateError, PrismConfigError
 from prism.providers.base import AIProvider
 from prism.runtime.run._setup import resolve_provider, setup_assembly, setup_attempts
 from prism.runtime.run.context import RunContext
-from prism.store import SessionEntry, new_session_entry
+from prism.store import SessionEntry
 from prism.structured_output import resolve_structured_output
 
 __all__ = ["HANDOFF_ENTRY", "RunHandoff", "handed_off_to", "handoff_entry_agent"]
@@ -112,26 +112,12 @@ class RunHandoff:
         previous = ctx.plan.model
         provider = await self._take_over(target)
         model = target.config.model
-        await ctx.append_entry(
-            new_session_entry(
-                "custom",
-                session_id=ctx.session_id,
-                parent_id=ctx.state.leaf_id,
-                run_id=ctx.run_id,
-                data={"type": HANDOFF_ENTRY, "agent": name, "previous_agent": previous_agent},
-            )
+        await ctx.append_run_entry(
+            "custom",
+            data={"type": HANDOFF_ENTRY, "agent": name, "previous_agent": previous_agent},
         )
         if previous.to_dict() != model.to_dict():
-            await ctx.append_entry(
-                new_session_entry(
-                    "model_change",
-                    session_id=ctx.session_id,
-                    parent_id=ctx.state.leaf_id,
-                    run_id=ctx.run_id,
-                    model=model,
-                    previous_model=previous,
-                )
-            )
+            await ctx.append_run_entry("model_change", model=model, previous_model=previous)
         self._set_up(provider)
 
     async def restore(self, name: str, /) -> None:

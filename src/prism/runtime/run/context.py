@@ -65,7 +65,7 @@ from prism.runtime.run.plan import RunPlan, run_defaults
 from prism.runtime.run.policies import ProviderRequestPolicy, apply_request_policies
 from prism.runtime.run.seam import DurableGate, delegating
 from prism.runtime.run.state import SessionState
-from prism.session_entry import new_session_entry
+from prism.session_entry import SessionEntryKind, new_session_entry
 from prism.store import SessionEntry
 from prism.tools import ToolDispatcher, ToolValidator
 from prism.tracing import RunTrace
@@ -424,6 +424,18 @@ class RunContext:
         stored = redactor.redact(entry) if redactor is not None else entry
         await self.state.append(stored, idempotency_key=self.plan.idempotency_key)
         return stored
+
+    async def append_run_entry(self, kind: SessionEntryKind, /, **fields: Any) -> SessionEntry:
+        """Append a new ``kind`` entry of this run (``fields`` as :func:`new_session_entry`
+        takes them) under the session's leaf, redacted; return the stored entry."""
+        entry = new_session_entry(
+            kind,
+            session_id=self.session_id,
+            parent_id=self.state.leaf_id,
+            run_id=self.run_id,
+            **fields,
+        )
+        return await self.append_entry(entry)
 
     async def append_message(self, message: Message, /) -> None:
         """Append one redacted ``message`` entry under this run.

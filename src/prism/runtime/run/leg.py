@@ -70,7 +70,6 @@ from prism.runtime.run.turn_policy import TurnBoundaryContext, TurnPolicyStop, e
 from prism.store import (
     current_model,
     history_from_branch,
-    new_session_entry,
     read_branch,
     should_auto_compact,
 )
@@ -309,15 +308,8 @@ class RunLeg:
         # a resumed run that handed over keeps the target's model (restored below), not the plan's
         current = plan.model if handed_to else current_model(branch) or config.model
         if plan.model is not current and plan.model.to_dict() != current.to_dict():
-            entry = await ctx.append_entry(
-                new_session_entry(
-                    "model_change",
-                    session_id=ctx.session_id,
-                    parent_id=state.leaf_id,
-                    run_id=self.run_id,
-                    model=plan.model,
-                    previous_model=current,
-                )
+            entry = await ctx.append_run_entry(
+                "model_change", model=plan.model, previous_model=current
             )
             branch.append(entry)
         # The input: redacted, guarded, stored.
