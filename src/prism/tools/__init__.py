@@ -3,7 +3,8 @@
 :func:`dispatch_tool_call` is the one place a host tool runs; the runtime's
 ``LoopContext.dispatch_tool_call`` wraps it, and loops never call ``execute`` directly.
 ``jsonschema`` is imported the first time a tool schema is compiled and ``pydantic`` the first
-time a function is decorated with :func:`tool`; ``import prism`` imports neither.
+time :func:`tool` needs it (a parameter not annotated ``int``/``float``/``str``/``bool``, or
+arguments not exactly of those types); ``import prism`` imports neither.
 
 Modules:
     registry: ``ToolRegistry``, the tools by name.
@@ -20,7 +21,7 @@ Modules:
     decorator: ``@tool``, a typed function as a ``ToolDefinition``.
     function_tool: ``FunctionTool``, what ``@tool`` returns: a tool definition that is still the function.
     source: ``ToolSource``, tools an agent gets at run time (e.g. from an MCP server).
-    _fast_schema, _identity_cache, _pool: speed measures (see their docstrings).
+    _fast_schema, _fast_signature, _identity_cache, _pool: speed measures (see their docstrings).
 """
 
 from prism.tools import _fast_schema, execution, schema
