@@ -6,7 +6,9 @@ first time the name is read), and not asyncio or jsonschema. Beyond that, a modu
 uncommon path uses is imported inside the function that uses it. These tests keep those imports
 out of the modules behind the top-level names; the paths themselves are tested where they live
 (HTTP-date ``Retry-After`` headers in tests/providers/test_base.py, durable fingerprints in
-tests/runtime/test_durable_state.py, blocking tools in parallel rounds in tests/tools).
+tests/runtime/test_durable_state.py, blocking tools in parallel rounds and the ``@tool`` fast path
+in tests/tools, retry jitter in tests/test_retry.py, the deadline text in tests/test_limits.py,
+timelines in tests/test_timeline.py).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ _COLD_PATH_MODULES = {
     "email.utils": "a Retry-After header holding an HTTP date (prism.providers.base)",
     "hashlib": "the fingerprint and argument hashes of durable runs (prism.runtime.durable._envelope)",
     "concurrent.futures.thread": "the first round of blocking tools (prism.tools.execution)",
+    "random": "the jitter of a retry delay (prism.retry)",
+    "datetime": "the ISO text of a run's wall-time deadline (prism.limits.tracker)",
+    "prism.timeline": "projecting a run's ledger rows into a timeline (prism.ledger)",
+    "pydantic": "a @tool parameter or argument the fast path leaves (prism.tools.decorator)",
 }
 
 

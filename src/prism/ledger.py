@@ -6,7 +6,8 @@
   ``RunLedgerError`` at the next drain point. Free when no ledger is configured.
 
 The records live in :mod:`prism.ledger_records` and the timeline projection in
-:mod:`prism.timeline`; their names are re-exported here.
+:mod:`prism.timeline`; their names are re-exported here (the timeline's on first access: a run
+never projects one, so its start-up does not load it).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import asyncio
 import dataclasses
 import inspect
 from collections.abc import Awaitable, Mapping
-from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from prism._util import new_id, now_iso
 from prism.errors import RunLedgerError
@@ -31,13 +32,15 @@ from prism.ledger_records import UsageScope as UsageScope
 from prism.ledger_records import finish_run_record as finish_run_record
 from prism.ledger_records import start_run_record as start_run_record
 from prism.redaction import SecretRedactor, redacted_cause
-from prism.timeline import ExecutionTimeline as ExecutionTimeline
-from prism.timeline import TimelineArtifactAttempt as TimelineArtifactAttempt
-from prism.timeline import TimelineStatus as TimelineStatus
-from prism.timeline import TimelineToolCall as TimelineToolCall
-from prism.timeline import TimelineTurn as TimelineTurn
-from prism.timeline import project_execution_timeline as project_execution_timeline
 from prism.types import OwnershipScope, Usage
+
+if TYPE_CHECKING:
+    from prism.timeline import ExecutionTimeline as ExecutionTimeline
+    from prism.timeline import TimelineArtifactAttempt as TimelineArtifactAttempt
+    from prism.timeline import TimelineStatus as TimelineStatus
+    from prism.timeline import TimelineToolCall as TimelineToolCall
+    from prism.timeline import TimelineTurn as TimelineTurn
+    from prism.timeline import project_execution_timeline as project_execution_timeline
 
 __all__ = [
     "AgentEventRecord",
@@ -60,6 +63,32 @@ __all__ = [
     "project_execution_timeline",
     "start_run_record",
 ]
+
+_TIMELINE_NAMES: Final = frozenset(
+    {
+        "ExecutionTimeline",
+        "TimelineArtifactAttempt",
+        "TimelineStatus",
+        "TimelineToolCall",
+        "TimelineTurn",
+        "project_execution_timeline",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    """Bind a name of :mod:`prism.timeline` on first access."""
+    if name in _TIMELINE_NAMES:
+        from prism import timeline
+
+        value = getattr(timeline, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_TIMELINE_NAMES})
 
 
 # --------------------------------------------------------------------------- protocol

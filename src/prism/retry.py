@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import random as _random
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -403,4 +402,12 @@ def create_default_retry_policy(
         PrismConfigError: ``ERR_PRISM_CONFIG`` — invalid options.
     """
     opts = validate_retry_options(options if options is not None else RetryOptions())
-    return _DefaultRetryPolicy(opts, random if random is not None else _random.random)
+    return _DefaultRetryPolicy(opts, random if random is not None else _global_random)
+
+
+def _global_random() -> float:
+    """``random.random()``; :mod:`random` is imported by the first jittered delay, not by
+    ``import prism.retry`` (start-up cost)."""
+    import random
+
+    return random.random()

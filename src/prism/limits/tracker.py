@@ -16,7 +16,6 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final, TypeAlias
 
 from prism._keys import reject_unknown_keys
@@ -284,6 +283,8 @@ class RunLimitTracker:
         text = self._deadline_at
         epoch = self._deadline_epoch
         if text is None and epoch is not None:  # written out when first read
+            from datetime import UTC, datetime  # only here: not imported at start-up
+
             deadline = datetime.fromtimestamp(epoch, UTC)
             text = self._deadline_at = deadline.strftime("%Y-%m-%dT%H:%M:%S.") + (
                 f"{deadline.microsecond // 1000:03d}Z"

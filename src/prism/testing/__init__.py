@@ -3,11 +3,13 @@
 Everything here is safe to import in production code, but is meant for tests: the scripted mock
 provider and the provider-event constructors that script it, the in-memory session store,
 checkpoint store and run ledger, and the conformance suites a custom ``SessionStore`` /
-``CheckpointStore`` / ``RunLedger`` implementation runs against itself.
+``CheckpointStore`` / ``RunLedger`` implementation runs against itself (loaded on first access).
 """
 
 # Grouped by topic, not sorted as one block.
 # ruff: noqa: I001
+
+from typing import TYPE_CHECKING
 
 # The scripted mock provider.
 from ..providers.mock import MockProvider as MockProvider
@@ -31,11 +33,12 @@ from ..ledger import MemoryRunLedger as MemoryRunLedger
 from ..checkpoints import MemoryCheckpointStore as MemoryCheckpointStore
 from ..store import MemorySessionStore as MemorySessionStore
 
-# Conformance suites for a store of your own.
-from ._conformance import run_checkpoint_store_conformance as run_checkpoint_store_conformance
-from ._conformance import run_ledger_conformance as run_ledger_conformance
-from ._conformance import run_run_ledger_conformance as run_run_ledger_conformance
-from ._conformance import run_session_store_conformance as run_session_store_conformance
+# Conformance suites for a store of your own: imported on first access (see __getattr__).
+if TYPE_CHECKING:
+    from ._conformance import run_checkpoint_store_conformance as run_checkpoint_store_conformance
+    from ._conformance import run_ledger_conformance as run_ledger_conformance
+    from ._conformance import run_run_ledger_conformance as run_run_ledger_conformance
+    from ._conformance import run_session_store_conformance as run_session_store_conformance
 
 __all__ = [
     # The scripted mock provider
@@ -63,3 +66,28 @@ __all__ = [
     "run_run_ledger_conformance",
     "run_session_store_conformance",
 ]
+
+_CONFORMANCE = frozenset(
+    {
+        "run_checkpoint_store_conformance",
+        "run_ledger_conformance",
+        "run_run_ledger_conformance",
+        "run_session_store_conformance",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    """Bind a conformance suite on first access: only a store's own tests use them, so a program
+    that imports this package for the mock provider does not load them (start-up cost)."""
+    if name in _CONFORMANCE:
+        from . import _conformance
+
+        value = getattr(_conformance, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*__all__, *(n for n in globals() if n[:2] == "__" == n[-2:])})

@@ -5,7 +5,8 @@
 call ``execute`` directly. :func:`dispatch_tool_call` dispatches one call with a dispatcher built
 for it.
 ``jsonschema`` is imported the first time a tool schema is compiled and ``pydantic`` the first
-time a function is decorated with :func:`tool`; ``import prism`` imports neither.
+time :func:`tool` needs it (a parameter not annotated ``int``/``float``/``str``/``bool``, or
+arguments not exactly of those types); ``import prism`` imports neither.
 
 Modules:
     registry: ``ToolRegistry``, the tools by name.
@@ -23,7 +24,7 @@ Modules:
     decorator: ``@tool``, a typed function as a ``ToolDefinition``.
     function_tool: ``FunctionTool``, what ``@tool`` returns: a tool definition that is still the function.
     source: ``ToolSource``, tools an agent gets at run time (e.g. from an MCP server).
-    _fast_schema, _identity_cache: speed measures (see their docstrings).
+    _fast_schema, _fast_signature, _identity_cache: speed measures (see their docstrings).
 """
 
 from typing import Any

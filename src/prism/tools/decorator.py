@@ -4,13 +4,18 @@ The decorated name is bound to a :class:`~prism.tools.function_tool.FunctionTool
 ``ToolDefinition`` that can still be called as the original function (so tools can be unit-tested
 by calling them). pydantic v2 describes the function's parameters as JSON Schema (the tool's ``parameters``) and
 converts the model's arguments back into Python values when the tool runs. ``pydantic`` is
-imported the first time a function is decorated, never by ``import prism``.
+imported the first time a function is decorated, never by ``import prism`` — except for the
+common signatures (``int``/``float``/``str``/``bool`` parameters, optionally ``| None``, with
+scalar defaults): ``prism.tools._fast_signature`` writes their schema exactly as pydantic would
+and converts exactly-typed arguments itself, and the pydantic model is built the first time a
+call's arguments need it.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -19,6 +24,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from prism.errors import PrismConfigError
 from prism.tools._docstrings import split_docstring
+from prism.tools._fast_signature import fast_signature
 from prism.tools.function_tool import FunctionTool
 from prism.tools.results import NotJsonError, to_json_value
 from prism.types import ToolCallContent, ToolExecutionContext
@@ -71,7 +77,9 @@ def tool(
     not in the schema. ``execute`` converts the arguments with the same adapter
     (``validate_python``), calls the function with keyword arguments and returns its result
     converted to JSON data where possible (pydantic models, dataclasses); it is sync for a ``def``
-    and async for an ``async def``.
+    and async for an ``async def``. For ``int``/``float``/``str``/``bool`` parameters (optionally
+    ``| None``, with scalar defaults) the same schema and conversions come without importing
+    pydantic until a call's arguments are not exactly of the annotated types.
 
     Args:
         fn: The function (bare use).
@@ -86,7 +94,8 @@ def tool(
     Raises:
         PrismConfigError: ``*args``/``**kwargs``, a positional-only or unannotated parameter, or
             an annotation pydantic cannot describe (message names the function and parameter).
-        ImportError: pydantic is not installed (names ``prism-runtime[pydantic]``).
+        ImportError: pydantic is not installed (names ``prism-runtime[pydantic]``), whether or
+            not this function needs it.
     """
     # Annotations of functions defined inside another function (postponed with
     # ``from __future__ import annotations``) may name locals of the defining scope, so both
@@ -121,12 +130,25 @@ def _caller_locals() -> dict[str, Any] | None:
 class _Signature:
     """A tool function's parameters, sorted into model fields and context parameters."""
 
-    fields: dict[str, Any]
-    """Model field name → ``(annotation, pydantic.Field)``."""
+    params: tuple[tuple[str, Any, Any, str | None], ...]
+    """``(name, annotation, default, description)`` for each schema parameter, in order;
+    ``default`` is ``...`` when required, ``description`` ``None`` when the docstring has none."""
     bindings: tuple[tuple[str, str], ...]
     """``(parameter name, model field name)`` for each schema parameter, in order."""
     context_params: tuple[str, ...]
     """Parameters that receive the ``ToolExecutionContext``."""
+
+    def fields(self, pydantic: Any) -> dict[str, Any]:
+        """Model field name → ``(annotation, pydantic.Field)``."""
+        return {
+            internal: (
+                annotation,
+                pydantic.Field(default, alias=pname, description=description),
+            )
+            for (pname, annotation, default, description), (_, internal) in zip(
+                self.params, self.bindings, strict=True
+            )
+        }
 
 
 def _build_tool(
@@ -138,16 +160,26 @@ def _build_tool(
     needs_approval: bool | Callable[[ToolCallContent], bool],
     localns: Mapping[str, Any] | None,
 ) -> FunctionTool[..., Any]:
-    pydantic = _import_pydantic()
+    _require_pydantic()
     if not callable(fn) or not hasattr(fn, "__name__"):
         raise PrismConfigError(f"@tool needs a function, got {type(fn).__name__}")
     label = getattr(fn, "__qualname__", fn.__name__)
     doc_description, doc_params = split_docstring(inspect.getdoc(fn))
-    signature = _read_signature(pydantic, fn, label, localns, doc_params)
-    adapter, schema = _argument_model(pydantic, fn, label, signature)
+    signature = _read_signature(fn, label, localns, doc_params)
+    model_name = re.sub(r"\W", "_", fn.__name__) or "tool"
+    fast = fast_signature(model_name, signature.params)
+    validate: Callable[[Any], Any]
+    if fast is None:
+        adapter, schema = _argument_model(_import_pydantic(), model_name, label, signature)
+        validate = adapter.validate_python
+    else:
+        schema = fast.schema
+        validate = _lazy_validate(model_name, label, signature)
     return FunctionTool(
         name=name if name is not None else fn.__name__,
-        execute=_make_execute(fn, label, adapter.validate_python, signature),
+        execute=_make_execute(
+            fn, label, validate, signature, None if fast is None else fast.convert
+        ),
         description=description if description is not None else doc_description,
         parameters=schema,
         exclusive=exclusive,
@@ -155,6 +187,23 @@ def _build_tool(
         needs_approval=needs_approval,
         function=fn,
     )
+
+
+def _require_pydantic() -> None:
+    """Raise the ``ImportError`` naming the extra when pydantic is not installed, without
+    importing it.
+
+    Raises:
+        ImportError: pydantic cannot be imported (names ``prism-runtime[pydantic]``).
+    """
+    if "pydantic" in sys.modules:
+        found = sys.modules["pydantic"] is not None
+    else:
+        # what importlib.util.find_spec does for a top-level name, without importing it
+        finders = (getattr(finder, "find_spec", None) for finder in sys.meta_path)
+        found = any(find is not None and find("pydantic", None) for find in finders)
+    if not found:
+        raise ImportError(_PYDANTIC_MISSING)
 
 
 def _import_pydantic() -> Any:
@@ -166,7 +215,6 @@ def _import_pydantic() -> Any:
 
 
 def _read_signature(
-    pydantic: Any,
     fn: Callable[..., Any],
     label: str,
     localns: Mapping[str, Any] | None,
@@ -183,7 +231,7 @@ def _read_signature(
         hints = inspect.get_annotations(fn, eval_str=True, locals=localns)
     except Exception:
         hints = _resolve_each(fn, signature, label, localns)
-    fields: dict[str, Any] = {}
+    params: list[tuple[str, Any, Any, str | None]] = []
     bindings: list[tuple[str, str]] = []
     context_params: list[str] = []
     for index, (pname, param) in enumerate(signature.parameters.items()):
@@ -203,16 +251,13 @@ def _read_signature(
         # works; the alias is the name the model sees
         internal = f"p{index}"
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[internal] = (
-            annotation,
-            pydantic.Field(default, alias=pname, description=doc_params.get(pname)),
-        )
+        params.append((pname, annotation, default, doc_params.get(pname)))
         bindings.append((pname, internal))
-    return _Signature(fields, tuple(bindings), tuple(context_params))
+    return _Signature(tuple(params), tuple(bindings), tuple(context_params))
 
 
 def _argument_model(
-    pydantic: Any, fn: Callable[..., Any], label: str, signature: _Signature
+    pydantic: Any, model_name: str, label: str, signature: _Signature
 ) -> tuple[Any, dict[str, Any]]:
     """The pydantic ``TypeAdapter`` of the arguments model and its JSON Schema.
 
@@ -220,7 +265,6 @@ def _argument_model(
         PrismConfigError: an annotation pydantic cannot describe as JSON Schema (names the
             parameter when one alone is the cause).
     """
-    model_name = re.sub(r"\W", "_", fn.__name__) or "tool"
     try:
         model = pydantic.create_model(
             model_name,
@@ -230,7 +274,7 @@ def _argument_model(
             __config__=pydantic.ConfigDict(
                 protected_namespaces=(), arbitrary_types_allowed=False, extra="forbid"
             ),
-            **signature.fields,
+            **signature.fields(pydantic),
         )
         adapter = pydantic.TypeAdapter(model)
         schema = adapter.json_schema()
@@ -243,20 +287,39 @@ def _argument_model(
     return adapter, schema
 
 
+def _lazy_validate(model_name: str, label: str, signature: _Signature) -> Callable[[Any], Any]:
+    """``validate_python`` of the arguments model, built (and pydantic imported) on first call.
+
+    Two threads calling it first may both build the model; either result is the same."""
+    built: list[Callable[[Any], Any]] = []
+
+    def validate(arguments: Any) -> Any:
+        if not built:
+            adapter, _ = _argument_model(_import_pydantic(), model_name, label, signature)
+            built.append(adapter.validate_python)
+        return built[0](arguments)
+
+    return validate
+
+
 def _make_execute(
     fn: Callable[..., Any],
     label: str,
     validate: Callable[[Any], Any],
     signature: _Signature,
+    convert: Callable[[Any], dict[str, Any] | None] | None = None,
 ) -> Callable[..., Any]:
     """The tool's ``execute``: validate the arguments, call ``fn`` with keywords, convert the
-    result; async exactly when ``fn`` is."""
+    result; async exactly when ``fn`` is. ``convert`` (the fast path) answers first when given;
+    ``validate`` decides the arguments it leaves (``None``)."""
     ctx_names = signature.context_params
     binds = signature.bindings
 
     def kwargs_for(arguments: Any, context: ToolExecutionContext) -> dict[str, Any]:
-        model_value = validate(arguments)
-        kwargs = {pname: getattr(model_value, internal) for pname, internal in binds}
+        kwargs = None if convert is None else convert(arguments)
+        if kwargs is None:
+            model_value = validate(arguments)
+            kwargs = {pname: getattr(model_value, internal) for pname, internal in binds}
         for cname in ctx_names:
             kwargs[cname] = context
         return kwargs
@@ -337,9 +400,9 @@ def _resolve_each(
 
 def _find_bad_parameter(pydantic: Any, signature: _Signature) -> str | None:
     """The first parameter whose annotation alone cannot be described as JSON Schema."""
-    for pname, internal in signature.bindings:
+    for pname, annotation, _, _ in signature.params:
         try:
-            pydantic.TypeAdapter(signature.fields[internal][0]).json_schema()
+            pydantic.TypeAdapter(annotation).json_schema()
         except Exception:
             return pname
     return None
