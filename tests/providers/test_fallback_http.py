@@ -5,18 +5,21 @@ Each server is a plain HTTP/1.1 listener on ``127.0.0.1`` answering with scripte
 and Server-Sent-Event bodies written chunk by chunk, so the SDKs read a real socket: an Anthropic
 stream that opens (``message_start``, as the real API's first event) and then sends
 ``event: error`` / ``overloaded_error``; an OpenAI-compatible stream whose first chunk carries
-the role and some content and whose next chunk is an ``error`` object.
+the role and some content and whose next chunk is an ``error`` object; plain ``503`` responses.
 
 * FB-4: a provider whose stream opened and failed before any content delta is retried and then
   handed to the next provider; subscribers see exactly one ``message_started`` for the turn; the
   failed attempts are recorded (usage rows, ``provider_turn_finished`` events, the chat span)
   and leave no partial assistant message. After the first content delta nothing falls back.
+* FB-5: when every provider tried fails, the error lists each one (provider id, model, status
+  or error code, redacted message) and chains the last failure as its cause.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import traceback
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,12 +31,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import prism
-from prism.errors import AgentRunError
+from prism.errors import AgentRunError, ProviderTurnError
 from prism.events import MessageStartedEvent, ProviderTurnFinishedEvent
 from prism.otel import OpenTelemetryTracing
 from prism.providers import fallback
 from prism.providers.anthropic import create_anthropic_provider
 from prism.providers.openai import create_openai_compatible_provider
+from prism.redaction import create_secret_redactor
 from prism.retry import RetryOptions
 from prism.testing import MemoryRunLedger
 from prism.types import ModelConfig
@@ -45,6 +49,7 @@ CLAUDE = ModelConfig(provider="claude", model="claude-primary")
 COMPATIBLE = ModelConfig(provider="backup", model="compatible-backup")
 COMPATIBLE_THIRD = ModelConfig(provider="third", model="compatible-third")
 TWO_TRIES = RetryOptions(max_attempts=2, base_delay_ms=0, jitter=0)
+SECRET = "sk-live-fallback-http-0123456789"
 
 _REASONS = {200: "OK", 400: "Bad Request", 503: "Service Unavailable"}
 
@@ -176,6 +181,11 @@ def compatible_content_then_error(content: str) -> Reply:
     return Reply(200, "text/event-stream", (sse(None, first), sse(None, error)))
 
 
+def status_503(message: str) -> Reply:
+    body = json.dumps({"error": {"message": message, "type": "server_error"}}).encode()
+    return Reply(503, "application/json", (body,))
+
+
 def anthropic(server: LocalServer, id: str) -> Any:
     return create_anthropic_provider(api_key="sk-ant-test", base_url=server.url, id=id)
 
@@ -281,3 +291,42 @@ async def test_no_fallback_after_the_first_content_delta_http_fb_4() -> None:
         for seen in (events, subscribed):
             assert len(starts(seen)) == 1
             assert [e.content.text for e in seen if e.type == "message_delta"] == ["Par"]
+
+
+# --------------------------------------------------------------------------- FB-5
+
+
+async def test_all_failed_error_lists_every_provider_http_fb_5() -> None:
+    from prism.types import ProviderFailure  # new with FB-5
+
+    async with servers(
+        [status_503(f"no capacity (key {SECRET})")],
+        [anthropic_opens_then_overloaded("msg_b", f"Overloaded for {SECRET}")],
+    ) as (primary, backup):
+        agent = prism.create_agent(
+            model=COMPATIBLE,
+            provider=fallback(compatible(primary, "backup"), (anthropic(backup, "claude"), CLAUDE)),
+            retry=TWO_TRIES,
+            redactor=create_secret_redactor([SECRET]),
+        )
+        result, _, _ = await run_subscribed(agent)
+        assert isinstance(result, AgentRunError)
+        error = result.result.error
+        assert error is not None and error.providers is not None
+        assert [(p.provider_id, p.model, p.code, p.attempts) for p in error.providers] == [
+            ("backup", "compatible-backup", 503, 2),
+            ("claude", "claude-primary", "overloaded_error", 2),
+        ]
+        first, last = error.providers
+        assert "no capacity (key [REDACTED])" in first.message
+        assert last == ProviderFailure(
+            "claude", "claude-primary", "Overloaded for [REDACTED]", "overloaded_error", attempts=2
+        )
+        assert error.code == "overloaded_error"
+        assert "backup (compatible-backup) 503: " in error.message
+        assert "claude (claude-primary) overloaded_error: Overloaded for [REDACTED]" in error.message
+        cause = result.__cause__
+        assert isinstance(cause, ProviderTurnError) and cause.failures == error.providers
+        assert isinstance(cause.__cause__, ProviderTurnError)
+        assert cause.__cause__.info.code == "overloaded_error"
+        assert SECRET not in "".join(traceback.format_exception(result))

@@ -5,13 +5,15 @@ non-transient 400 and an aborted run never fall back.
 
 Issue 21 with the scripted mock provider (FB-4, FB-5): a stream that opened (a message start)
 and failed before its first content, thinking or tool-call delta is retried and falls back, with
-one ``message_started`` per turn; after the first delta nothing falls back. The same through
+one ``message_started`` per turn; after the first delta nothing falls back; when every provider
+tried fails, the error lists each one and chains the last failure as its cause. The same through
 the real SDK adapters and local HTTP servers: ``tests/providers/test_fallback_http.py``."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import traceback
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -22,8 +24,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import prism
-from prism.errors import AgentRunError, PrismConfigError
+from prism.errors import AgentRunError, PrismConfigError, ProviderTurnError
 from prism.events import (
+    ErrorEvent,
     MessageStartedEvent,
     ProviderTurnFinishedEvent,
     ProviderTurnStartedEvent,
@@ -42,6 +45,7 @@ from prism.providers.base import (
 )
 from prism.providers.mock import create_mock_provider
 from prism.providers.openai import create_openai_compatible_provider
+from prism.redaction import create_secret_redactor
 from prism.retry import RetryOptions
 from prism.testing import MemoryRunLedger
 from prism.types import ErrorInfo, ModelConfig, TextContent, Usage
@@ -258,11 +262,13 @@ def test_fallback_configuration_errors() -> None:
 # --------------------------------------------------------------------------- issue 21, items 4-5
 # A stream that opens (a message start: a real provider's first chunk) and fails before any
 # content, thinking or tool-call delta is still retried and handed to a fallback; subscribers see
-# one ``message_started`` per turn (held until the first delta).
+# one ``message_started`` per turn (held until the first delta). When every provider tried fails,
+# the error lists each one with its code and message, the last failure as the cause.
 
 MOCK_PRIMARY = ModelConfig(provider="mock", model="big-model")
 MOCK_BACKUP = {"provider": "mock", "model": "small-model"}
 MOCK_THIRD = {"provider": "mock", "model": "tiny-model"}
+SECRET = "sk-live-fallback-0123456789"
 
 
 def opens_then_fails(message_id: str, code: int | str = 503, message: str = "overloaded") -> list[Any]:
@@ -405,3 +411,58 @@ async def test_no_fallback_after_the_first_delta_fb_4(first_delta: Any) -> None:
     assert error is not None and error.code == 503 and "overloaded mid-answer" in error.message
     for seen in (events, subscribed):
         assert [s.message.id for s in message_started(seen)] == ["msg_backup"]
+
+
+async def test_all_failed_error_lists_every_provider_fb_5() -> None:
+    from prism.types import ProviderFailure  # new with FB-5
+
+    primary = create_mock_provider(
+        id="primary-llm", events=[provider_error(ErrorInfo(message="overloaded", code=503))]
+    )
+    backup = create_mock_provider(
+        id="backup-llm", events=opens_then_fails("msg_b", 429, f"rate limited for key {SECRET}")
+    )
+    third = create_mock_provider(
+        id="third-llm",
+        events=[provider_error(ErrorInfo(message="upstream timed out", code="timeout", name="TimeoutError"))],
+    )
+    agent = mock_chain(primary, backup, third, redactor=create_secret_redactor([SECRET]))
+    result, events, _ = await run_subscribed(agent)
+    assert isinstance(result, AgentRunError)
+    error = result.result.error
+    assert error is not None
+    assert error.providers == (
+        ProviderFailure("primary-llm", "big-model", "overloaded", 503, attempts=3),
+        ProviderFailure("backup-llm", "small-model", "rate limited for key [REDACTED]", 429, attempts=3),
+        ProviderFailure("third-llm", "tiny-model", "upstream timed out", "timeout", attempts=3),
+    )
+    # the last failure names the error; the message names every provider with its code
+    assert (error.code, error.name) == ("timeout", "TimeoutError")
+    for text in (
+        "primary-llm (big-model) 503: overloaded",
+        "backup-llm (small-model) 429: rate limited for key [REDACTED]",
+        "third-llm (tiny-model) timeout: upstream timed out",
+    ):
+        assert text in error.message and text in str(result)
+    # the cause chain: the run error, the all-failed provider error, the last failure
+    cause = result.__cause__
+    assert isinstance(cause, ProviderTurnError) and cause.failures == error.providers
+    last = cause.__cause__
+    assert isinstance(last, ProviderTurnError) and not last.failures
+    assert (last.info.code, last.info.message) == ("timeout", "upstream timed out")
+    # redacted everywhere: the raised chain, the emitted error, the stored form
+    assert SECRET not in "".join(traceback.format_exception(result))
+    emitted = [e for e in events if isinstance(e, ErrorEvent)]
+    assert [e.error for e in emitted] == [error]
+    assert SECRET not in json.dumps(error.to_dict())
+    assert ErrorInfo.from_dict(error.to_dict()) == error
+
+
+async def test_a_single_provider_failure_lists_no_providers_fb_5() -> None:
+    """Without a fallback the error stays the provider's own (nothing else was tried)."""
+    primary = create_mock_provider(events=[provider_error(ErrorInfo(message="bad", code=400))])
+    backup = create_mock_provider(events=[provider_text_delta("never"), provider_done()])
+    result, _, _ = await run_subscribed(mock_chain(primary, backup))
+    assert isinstance(result, AgentRunError)
+    assert result.result.error == ErrorInfo(message="bad", code=400)
+    assert isinstance(result.__cause__, ProviderTurnError) and result.__cause__.failures == ()

@@ -15,6 +15,10 @@ names the model it is asked for instead. The runtime drives the chain for every 
   never when the run was aborted or cancelled, never for errors the policy does not name (a
   ``400`` surfaces at once), and never for a provider that broke the stream protocol.
 
+When every provider tried fails, the error (``ProviderTurnError``, ``RunResult.error``) lists each
+one in ``ErrorInfo.providers`` (:class:`~prism.types.ProviderFailure`: provider id, model, code,
+redacted message, attempts) and in its message; its ``__cause__`` is the last failure's.
+
 Every attempt's ``provider_turn_started`` / ``provider_turn_finished`` event names the provider and
 the model that served it (``metadata.provider_id`` / ``metadata.model``), so do the ledger's
 ``provider_turn`` usage rows (``provider_id``, ``model``): usage and cost are attributed to the

@@ -40,6 +40,10 @@ The next link then serves the same request with its own model and a fresh retry 
 attempts' ``provider_id`` and ``model`` (the metadata of their events and usage rows) follow it.
 A failed attempt keeps its own record: ``provider_turn_finished`` with the error, a usage row for
 what it reported (a message start's input tokens), the failed provider's chat span.
+
+When the turn fails after a fallback, the ``ProviderTurnError`` lists every provider tried
+(``info.providers``: id, model, code, message, attempts; the message names them all) and chains
+the last one's ``ProviderTurnError`` as its ``__cause__``.
 """
 
 from __future__ import annotations
@@ -96,6 +100,7 @@ from prism.types import (
     ModelConfig,
     ProviderErrorEvent,
     ProviderEvent,
+    ProviderFailure,
     ProviderRequest,
     ProviderToolCall,
     ProviderTurnResult,
@@ -213,6 +218,39 @@ class FallbackChain:
             and failure.retry
             and not signal.aborted
             and self.policy.applies(failure.info)
+        )
+
+    def failed(
+        self, tried: list[ProviderFailure] | None, info: ErrorInfo, attempts: int
+    ) -> list[ProviderFailure]:
+        """``tried`` with the current link's failure appended: its last attempt's (redacted)
+        ``info`` after ``attempts`` attempts."""
+        _, provider_id, model = self.links[self.index]
+        failure = ProviderFailure(
+            provider_id=provider_id,
+            model=model.model,
+            message=info.message,
+            code=info.code,
+            attempts=attempts,
+        )
+        return [failure] if tried is None else [*tried, failure]
+
+    @staticmethod
+    def all_failed(tried: list[ProviderFailure], last: ErrorInfo) -> ErrorInfo:
+        """The error of a turn every provider tried failed: ``last``'s name, code and retry hint,
+        a message naming each provider with its model, code and message, and the list itself
+        as ``providers``."""
+        parts = []
+        for failure in tried:
+            code = "" if failure.code is None else f" {failure.code}"
+            parts.append(f"{failure.provider_id} ({failure.model}){code}: {failure.message}")
+        return ErrorInfo(
+            message=f"all {len(tried)} providers tried failed: {'; '.join(parts)}",
+            name=last.name,
+            code=last.code,
+            retry_after_ms=last.retry_after_ms,
+            cause=last.message,
+            providers=tuple(tried),
         )
 
     def switch(self, attempts: Any, index: int, request: ProviderRequest) -> ProviderRequest:
@@ -433,12 +471,15 @@ class ProviderAttempts:
 
         Raises:
             ProviderTurnError: ``ERR_PRISM_PROVIDER`` — the last attempt failed and was not
-                retried nor taken over by a fallback (:class:`FallbackChain`).
+                retried nor taken over by a fallback (:class:`FallbackChain`). After a fallback,
+                its ``info.providers`` lists every provider tried and its ``__cause__`` is the
+                last one's ``ProviderTurnError`` (:meth:`FallbackChain.all_failed`).
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — a limit breached during an attempt.
             GuardrailError: an output guardrail did not allow the draft.
             Exception: the run signal's abort reason when the run was aborted.
         """
         attempt = 1
+        tried: list[ProviderFailure] | None = None  # the chain's failed links, once one failed
         if (chain := self._chain) is not None and chain.index:
             request = chain.switch(self, 0, request)  # each request starts with the primary
         while True:
@@ -472,9 +513,16 @@ class ProviderAttempts:
                     hook=self._retry_hook,
                 )
             if decision is None or not decision.retry:
-                if chain is not None and chain.falls_back(failure, self._signal):
-                    request, attempt = chain.switch(self, chain.index + 1, request), 1
-                    continue
+                if chain is not None:
+                    if chain.falls_back(failure, self._signal):
+                        tried = chain.failed(tried, info, attempt)
+                        request, attempt = chain.switch(self, chain.index + 1, request), 1
+                        continue
+                    if tried is not None:  # every provider tried failed
+                        last = ProviderTurnError(info)
+                        last.__cause__ = failure.cause
+                        combined = chain.all_failed(chain.failed(tried, info, attempt), info)
+                        raise ProviderTurnError(self._redact_info(combined, secrets)) from last
                 raise ProviderTurnError(info) from failure.cause
             delay = float(decision.delay_ms or 0)
             self.emit(
