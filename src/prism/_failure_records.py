@@ -1,5 +1,5 @@
-"""The small records that describe a failure: ``ErrorInfo``, ``RunLimitBreach`` and
-``GuardrailRecord``, and the :class:`FailedLeg` view of a failed run's result.
+"""The small records that describe a failure: ``ErrorInfo`` (with the ``ProviderFailure`` of each
+provider a fallback chain tried), ``RunLimitBreach`` and ``GuardrailRecord``, and the :class:`FailedLeg` view of a failed run's result.
 
 Exceptions in :mod:`prism.errors` carry these records, and results and events hold them too, so
 they sit below both: this module imports only the serialisation mixin and ``JsonValue``. Import
@@ -21,8 +21,25 @@ __all__ = [
     "GuardrailAction",
     "GuardrailRecord",
     "GuardrailStage",
+    "ProviderFailure",
     "RunLimitBreach",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderFailure(Serializable):
+    """How one provider of a fallback chain failed a turn: its last attempt's error."""
+
+    provider_id: str
+    """The provider's id."""
+    model: str
+    """The model it was asked for."""
+    message: str
+    """Its last attempt's error message (redacted like every provider error)."""
+    code: str | int | None = None
+    """Its last attempt's code: an HTTP status int or an error code."""
+    attempts: int = 1
+    """How many attempts it made (its retries included)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +56,10 @@ class ErrorInfo(Serializable):
     """Server retry hint in milliseconds (finite, >= 0)."""
     cause: str | None = None
     """``str(exc.__cause__)`` (redacted) when the exception had a cause."""
+    providers: tuple[ProviderFailure, ...] | None = None
+    """Every provider a fallback chain tried for the turn, in order, each with its failure:
+    set when the turn failed after a fallback (the last entry is the failure that ended it, as
+    ``name``/``code`` are)."""
 
 
 @dataclass(frozen=True, slots=True)

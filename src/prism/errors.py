@@ -8,7 +8,7 @@ Hierarchy::
     ├── AgentSessionBusyError                   ERR_PRISM_SESSION_BUSY
     ├── SteerError                              ERR_PRISM_STEER_{NO_RUN,EMPTY,LIMIT}
     ├── ProviderResolutionError                 ERR_PRISM_PROVIDER_UNKNOWN
-    ├── ProviderTurnError                       ERR_PRISM_PROVIDER (.info)
+    ├── ProviderTurnError                       ERR_PRISM_PROVIDER (.info, .failures)
     ├── ProviderTransportError                  lowercase transport codes (data)
     ├── RunLimitExceeded                        ERR_PRISM_RUN_LIMIT (.breach)
     ├── AgentRunError                           ERR_PRISM_RUN_{FAILED,ABORTED} / artifact reason /
@@ -54,7 +54,13 @@ from typing import Any
 from prism._error_root import ERR_PRISM_CONFIG as ERR_PRISM_CONFIG
 from prism._error_root import PrismConfigError as PrismConfigError
 from prism._error_root import PrismError as PrismError
-from prism._failure_records import ErrorInfo, FailedLeg, GuardrailRecord, RunLimitBreach
+from prism._failure_records import (
+    ErrorInfo,
+    FailedLeg,
+    GuardrailRecord,
+    ProviderFailure,
+    RunLimitBreach,
+)
 
 __all__ = [
     "ERR_PRISM_ABORTED",
@@ -236,6 +242,11 @@ class ProviderTurnError(PrismError):
 
     Code ``ERR_PRISM_PROVIDER``. ``str(err)`` is ``info.message``.
 
+    When a fallback chain tried several providers and every one failed, ``info.providers`` (and
+    :attr:`failures`) lists each provider tried with its model, code and message, ``info.message``
+    names them all, ``info.name``/``info.code`` are the last failure's, and ``__cause__`` is the
+    ``ProviderTurnError`` of that last failure (chained to the provider's own exception, if any).
+
     Attributes:
         info: The (redacted) provider ``ErrorInfo``; it becomes ``RunResult.error`` unchanged.
     """
@@ -246,6 +257,12 @@ class ProviderTurnError(PrismError):
     def __init__(self, info: ErrorInfo, message: str | None = None) -> None:
         super().__init__(message if message is not None else info.message)
         self.info = info
+
+    @property
+    def failures(self) -> tuple[ProviderFailure, ...]:
+        """Each provider a fallback chain tried, with its failure (``info.providers``); empty
+        when the turn failed without a fallback."""
+        return self.info.providers or ()
 
 
 class ProviderTransportError(_MultiCodeError):

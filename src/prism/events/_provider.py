@@ -90,7 +90,13 @@ class RetryScheduledEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageStartedEvent(Serializable):
-    """An assistant draft opened; at most once per attempt."""
+    """An assistant draft opened; at most once per attempt, and once per turn.
+
+    Held until the attempt's first content, thinking or tool-call delta (or the end of a message
+    without one): an attempt whose stream opened and failed before that emits none, so when it is
+    retried or a fallback provider takes the turn over, subscribers see the one start of the
+    message that comes. ``message.id`` is the id of the provider's message start.
+    """
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""

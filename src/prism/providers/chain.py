@@ -9,10 +9,15 @@ names the model it is asked for instead. The runtime drives the chain for every 
   overloaded, rate-limited, timeouts and connection errors, see :data:`DEFAULT_FALLBACK_CODES`),
   the next provider serves the same request with its own model, again with the whole retry
   budget; and so on down the chain;
-* never after the failing attempt emitted its first streamed delta (the host saw part of an
-  answer: the error surfaces), never when the run was aborted or cancelled, never for errors the
-  policy does not name (a ``400`` surfaces at once), and never for a provider that broke the
-  stream protocol.
+* never after the failing attempt's first content, thinking or tool-call delta (part of an
+  answer streamed: the error surfaces) — a stream that only opened (a message start) and failed
+  still falls back, and its ``message_started`` was never emitted (held until the first delta) —
+  never when the run was aborted or cancelled, never for errors the policy does not name (a
+  ``400`` surfaces at once), and never for a provider that broke the stream protocol.
+
+When every provider tried fails, the error (``ProviderTurnError``, ``RunResult.error``) lists each
+one in ``ErrorInfo.providers`` (:class:`~prism.types.ProviderFailure`: provider id, model, code,
+redacted message, attempts) and in its message; its ``__cause__`` is the last failure's.
 
 Every attempt's ``provider_turn_started`` / ``provider_turn_finished`` event names the provider and
 the model that served it (``metadata.provider_id`` / ``metadata.model``), so do the ledger's

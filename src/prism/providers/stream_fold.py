@@ -15,6 +15,8 @@ The rules of the fold:
   except those whose id also arrived as a final ``tool_call``;
 * ``message_id`` is the id of a ``message_start`` that arrives before any content (a stream has
   at most one); ``started`` is set by a message start, any content or any tool call;
+  :attr:`StreamFold.streamed` tells whether content, thinking or a tool call (final or fragment)
+  arrived — a message start alone is not part of an answer;
 * ``usage`` is the last usage reported, ``done.usage`` winning; ``done`` gives the stop reason
   and ends the stream.
 
@@ -318,6 +320,13 @@ class StreamFold:
         elif isinstance(event, ProviderErrorEvent):
             raise ProviderTurnError(event.error)
         return False
+
+    @property
+    def streamed(self) -> bool:
+        """Whether a content, thinking or tool-call delta (or a final tool call) was folded; a
+        message start alone does not count. Read from the fold's state, so folding costs
+        nothing more."""
+        return bool(self.content) or self._open != _NONE or self._fragments is not None
 
     def finish(
         self, *, check: Callable[[ToolCallContent], ToolCallContent] | None = None

@@ -5,9 +5,9 @@ values are tuples (a list given to a constructor is converted); mappings are kep
 
 The package is a table of contents; each name lives in the module of its concept:
 
-* JSON values and the failure records (``ErrorInfo``, ``RunLimitBreach``, ``GuardrailRecord``)
-  live below :mod:`prism.errors`, in ``prism._json`` and ``prism._failure_records``, so that
-  exceptions can carry them;
+* JSON values and the failure records (``ErrorInfo``, ``ProviderFailure``, ``RunLimitBreach``,
+  ``GuardrailRecord``) live below :mod:`prism.errors`, in ``prism._json`` and
+  ``prism._failure_records``, so that exceptions can carry them;
 * ``_content`` (message parts), ``_messages``, ``_usage``, ``_models`` (model configuration and
   provider options), ``_tools``, ``_requests``, ``_provider_stream`` (stream events and the result
   of one attempt) and ``_runs`` (run references, ownership, ``RunResult``).
@@ -17,6 +17,7 @@ from prism._failure_records import ErrorInfo as ErrorInfo
 from prism._failure_records import GuardrailAction as GuardrailAction
 from prism._failure_records import GuardrailRecord as GuardrailRecord
 from prism._failure_records import GuardrailStage as GuardrailStage
+from prism._failure_records import ProviderFailure as ProviderFailure
 from prism._failure_records import RunLimitBreach as RunLimitBreach
 from prism._json import JsonValue as JsonValue
 from prism._json import canonical_json as canonical_json
@@ -95,6 +96,7 @@ __all__ = [
     "ProviderDone",
     "ProviderErrorEvent",
     "ProviderEvent",
+    "ProviderFailure",
     "ProviderMessageStart",
     "ProviderRequest",
     "ProviderRequestOptions",

@@ -34,7 +34,6 @@ from prism.types import (
     ModelConfig,
     ProviderContentDelta,
     ProviderEvent,
-    ProviderMessageStart,
     ProviderToolCall,
     ProviderToolCallDelta,
     ProviderTurnResult,
@@ -98,19 +97,19 @@ class AttemptFailed(Exception):
 
 EVENT_TYPES: Final[tuple[type[Any], ...]] = get_args(ProviderEvent)
 EVENT_KINDS: Final = frozenset(EVENT_TYPES)
-MESSAGE_KINDS: Final = frozenset(
-    (ProviderMessageStart, ProviderContentDelta, ProviderToolCall, ProviderToolCallDelta)
-)
-"""The provider events that start the message or add to it (announced as message events)."""
+MESSAGE_KINDS: Final = frozenset((ProviderContentDelta, ProviderToolCall, ProviderToolCallDelta))
+"""The provider events that add to the message (announced as message events). A message start
+is not one: only the fold sees it, and ``message_started`` is held until the first of these
+(:meth:`AttemptState.announce`)."""
 
 
-def as_event(event: object, started: bool) -> Any:
+def as_event(event: object, observable: bool) -> Any:
     """A stream item that is not exactly a provider event class.
 
     An instance of a subclass is rebuilt as its provider event class (so the fold sees the exact
     type); anything else (a dict, a str, ``None``) fails the attempt with
     ``ErrorInfo(name="ProviderTurnError", code="invalid_stream_chunk")`` — a provider bug, never
-    retried.
+    retried (``observable``: whether a delta had already arrived).
     """
     for base in EVENT_TYPES:
         if isinstance(event, base):
@@ -128,7 +127,7 @@ def as_event(event: object, started: bool) -> Any:
                 "ProviderToolCall, ProviderUsage, ProviderDone or ProviderErrorEvent)"
             ),
         ),
-        started,
+        observable,
         None,
         retry=False,
     )
@@ -227,6 +226,7 @@ class AttemptState:
         "buffered",
         "fold",
         "held",
+        "opened",
         "runner",
         "started_at",
         "turn",
@@ -240,6 +240,8 @@ class AttemptState:
         self.started_at = 0.0
         self.buffered: list[AgentEvent] | None = [] if runner.buffer_output else None
         self.usage_recorded = False
+        self.opened = False
+        """Whether ``message_started`` went out (held until the first delta)."""
         self.fold = StreamFold()
         secrets = runner.held_secrets
         self.held = StreamRedaction(secrets) if secrets else None
@@ -275,32 +277,20 @@ class AttemptState:
                 )
 
     def announce(self, event: ProviderEvent) -> None:
-        """Emit the message events of a message start, a content delta or a tool call (final or
-        fragment), before it is folded: ``message_started`` ahead of the attempt's first one,
-        then the ``message_delta`` of the fragment itself (through :meth:`delta`)."""
+        """Emit the message events of a content delta or a tool call (final or fragment), before
+        it is folded: ``message_started`` ahead of the attempt's first one, then the
+        ``message_delta`` of the fragment itself (through :meth:`delta`).
+
+        A message start is never announced: ``message_started`` is held until the first content,
+        thinking or tool-call delta (or the end of the message, :meth:`open_message`), so an
+        attempt that fails before any of them — and is retried or handed to a fallback — leaves
+        subscribers no start of a message that never comes. The fold keeps the start's id."""
         runner = self.runner
         if not runner.observed():
             return
         kind = type(event)
-        sid = runner.session_id
-        rid = runner.run_id
-        if not self.fold.started:
-            message_id = None
-            if kind is ProviderMessageStart:
-                message_id = event.message_id  # type: ignore[union-attr]
-            self.out(
-                MessageStartedEvent(
-                    session_id=sid,
-                    run_id=rid,
-                    message=(
-                        _EMPTY_DRAFT
-                        if message_id is None
-                        else Message("assistant", (), id=message_id)
-                    ),
-                )
-            )
-        if kind is ProviderMessageStart:
-            return
+        if not self.opened:
+            self.open_message()
         content: Any
         if kind is ProviderContentDelta:
             content = event.content  # type: ignore[union-attr]
@@ -315,6 +305,23 @@ class AttemptState:
                 authority=event.authority,  # type: ignore[union-attr]
             )
         self.delta(content)
+
+    def open_message(self) -> None:
+        """Emit the attempt's ``message_started`` (once), its draft carrying the id of the
+        message start the fold kept. Called at the first delta, and at the end of a message that
+        had a start and no delta."""
+        self.opened = True
+        runner = self.runner
+        message_id = self.fold.message_id
+        self.out(
+            MessageStartedEvent(
+                session_id=runner.session_id,
+                run_id=runner.run_id,
+                message=(
+                    _EMPTY_DRAFT if message_id is None else Message("assistant", (), id=message_id)
+                ),
+            )
+        )
 
     def announce_call(self, call: ToolCallContent) -> None:
         """Emit the ``message_delta`` of a call rebuilt from fragments after the stream."""

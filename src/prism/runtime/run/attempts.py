@@ -7,8 +7,9 @@ succeeds or the retry policy gives up.
 One attempt charges ``max_provider_attempts`` and ``max_request_bytes``, emits
 ``provider_turn_started``, opens a child abort signal linked to the run signal (a steer's soft
 interrupt aborts only the child), reads ``provider.generate(request)`` event by event (each one
-charged to ``max_response_bytes``, folded into the draft and emitted as ``message_started`` /
-``message_delta`` — held back while output buffering is on), rebuilds streamed tool calls,
+charged to ``max_response_bytes``, folded into the draft and emitted as ``message_delta`` — held
+back while output buffering is on — after one ``message_started``, which waits for the first
+delta: a message start alone is only folded), rebuilds streamed tool calls,
 records usage exactly once, runs the output guardrails, flushes the held-back events and emits
 ``provider_turn_finished``. The draft and its events live in :mod:`prism.runtime.run._attempt`.
 
@@ -27,14 +28,22 @@ failed (its retry budget spent, or an error the retry policy does not retry) the
 the next link when all of these hold:
 
 * a next link exists;
-* the failed attempt emitted no streamed delta (``observable`` is false): once the host saw part
-  of an answer, the error surfaces;
+* no content, thinking or tool-call delta had arrived (``observable`` is false): a stream that
+  only opened (a message start, a real provider's first chunk) still falls back — and is
+  retried — and subscribers never saw its start, which is held until the first delta; once part
+  of an answer streamed, the error surfaces;
 * the failure is a provider's, not a broken stream protocol (``retry`` is true);
 * the run is not aborted (an abort or a cancellation never falls back);
 * the chain's :class:`~prism.providers.chain.FallbackPolicy` names the error.
 
 The next link then serves the same request with its own model and a fresh retry budget; the
 attempts' ``provider_id`` and ``model`` (the metadata of their events and usage rows) follow it.
+A failed attempt keeps its own record: ``provider_turn_finished`` with the error, a usage row for
+what it reported (a message start's input tokens), the failed provider's chat span.
+
+When the turn fails after a fallback, the ``ProviderTurnError`` lists every provider tried
+(``info.providers``: id, model, code, message, attempts; the message names them all) and chains
+the last one's ``ProviderTurnError`` as its ``__cause__``.
 """
 
 from __future__ import annotations
@@ -91,6 +100,7 @@ from prism.types import (
     ModelConfig,
     ProviderErrorEvent,
     ProviderEvent,
+    ProviderFailure,
     ProviderRequest,
     ProviderToolCall,
     ProviderTurnResult,
@@ -208,6 +218,39 @@ class FallbackChain:
             and failure.retry
             and not signal.aborted
             and self.policy.applies(failure.info)
+        )
+
+    def failed(
+        self, tried: list[ProviderFailure] | None, info: ErrorInfo, attempts: int
+    ) -> list[ProviderFailure]:
+        """``tried`` with the current link's failure appended: its last attempt's (redacted)
+        ``info`` after ``attempts`` attempts."""
+        _, provider_id, model = self.links[self.index]
+        failure = ProviderFailure(
+            provider_id=provider_id,
+            model=model.model,
+            message=info.message,
+            code=info.code,
+            attempts=attempts,
+        )
+        return [failure] if tried is None else [*tried, failure]
+
+    @staticmethod
+    def all_failed(tried: list[ProviderFailure], last: ErrorInfo) -> ErrorInfo:
+        """The error of a turn every provider tried failed: ``last``'s name, code and retry hint,
+        a message naming each provider with its model, code and message, and the list itself
+        as ``providers``."""
+        parts = []
+        for failure in tried:
+            code = "" if failure.code is None else f" {failure.code}"
+            parts.append(f"{failure.provider_id} ({failure.model}){code}: {failure.message}")
+        return ErrorInfo(
+            message=f"all {len(tried)} providers tried failed: {'; '.join(parts)}",
+            name=last.name,
+            code=last.code,
+            retry_after_ms=last.retry_after_ms,
+            cause=last.message,
+            providers=tuple(tried),
         )
 
     def switch(self, attempts: Any, index: int, request: ProviderRequest) -> ProviderRequest:
@@ -428,12 +471,15 @@ class ProviderAttempts:
 
         Raises:
             ProviderTurnError: ``ERR_PRISM_PROVIDER`` — the last attempt failed and was not
-                retried nor taken over by a fallback (:class:`FallbackChain`).
+                retried nor taken over by a fallback (:class:`FallbackChain`). After a fallback,
+                its ``info.providers`` lists every provider tried and its ``__cause__`` is the
+                last one's ``ProviderTurnError`` (:meth:`FallbackChain.all_failed`).
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — a limit breached during an attempt.
             GuardrailError: an output guardrail did not allow the draft.
             Exception: the run signal's abort reason when the run was aborted.
         """
         attempt = 1
+        tried: list[ProviderFailure] | None = None  # the chain's failed links, once one failed
         if (chain := self._chain) is not None and chain.index:
             request = chain.switch(self, 0, request)  # each request starts with the primary
         while True:
@@ -467,9 +513,16 @@ class ProviderAttempts:
                     hook=self._retry_hook,
                 )
             if decision is None or not decision.retry:
-                if chain is not None and chain.falls_back(failure, self._signal):
-                    request, attempt = chain.switch(self, chain.index + 1, request), 1
-                    continue
+                if chain is not None:
+                    if chain.falls_back(failure, self._signal):
+                        tried = chain.failed(tried, info, attempt)
+                        request, attempt = chain.switch(self, chain.index + 1, request), 1
+                        continue
+                    if tried is not None:  # every provider tried failed
+                        last = ProviderTurnError(info)
+                        last.__cause__ = failure.cause
+                        combined = chain.all_failed(chain.failed(tried, info, attempt), info)
+                        raise ProviderTurnError(self._redact_info(combined, secrets)) from last
                 raise ProviderTurnError(info) from failure.cause
             delay = float(decision.delay_ms or 0)
             self.emit(
@@ -617,7 +670,7 @@ class ProviderAttempts:
                 return self._after_stop(st, child, secrets)
             info = self._redact_info(error_to_error_info(exc), secrets)
             st.fail(info)
-            raise AttemptFailed(info, st.fold.started, self._clean_cause(exc, secrets)) from None
+            raise AttemptFailed(info, st.fold.streamed, self._clean_cause(exc, secrets)) from None
         finally:
             unlink()
             self._child = None
@@ -662,9 +715,11 @@ class ProviderAttempts:
         child: AbortSignal,
     ) -> None:
         """Read provider events until ``done`` or exhaustion. Each event is checked, charged to
-        ``max_response_bytes``, announced as message events and added to the attempt's fold. At
-        the end the held channels release what they hold, then the calls rebuilt from fragments
-        (each without a piece of a secret its invalid-arguments excerpt cut) are announced."""
+        ``max_response_bytes``, announced as message events and added to the attempt's fold
+        (``message_started`` waits for the first delta: a message start alone is only folded). At
+        the end the held channels release what they hold, the start of a message that had no
+        delta goes out, then the calls rebuilt from fragments (each without a piece of a secret
+        its invalid-arguments excerpt cut) are announced."""
         charge = self.tracker.charge_response_bytes
         fold = st.fold
         add = fold.add
@@ -688,7 +743,7 @@ class ProviderAttempts:
                 child.throw_if_aborted()
             kind = type(event)
             if kind not in event_kinds:
-                event = as_event(event, fold.started)
+                event = as_event(event, fold.streamed)
                 kind = type(event)
             if kind is ProviderToolCall:
                 size = -1 if carry is None else carry.call_size(event)  # type: ignore[arg-type]
@@ -701,7 +756,7 @@ class ProviderAttempts:
             if kind in message_kinds:
                 announce(event)
             elif kind is ProviderErrorEvent:
-                raise AttemptFailed(event.error, fold.started, None)  # type: ignore[union-attr]
+                raise AttemptFailed(event.error, fold.streamed, None)  # type: ignore[union-attr]
             if add(event):
                 break
         if st.held is not None:
@@ -709,6 +764,8 @@ class ProviderAttempts:
         rebuilt = fold.finish(
             check=(lambda call: without_split_secret(call, held)) if held else None
         )
+        if fold.started and not st.opened and self.observed():
+            st.open_message()  # a message without a delta: its held start goes out at its end
         for call in rebuilt:
             st.announce_call(call)
 
