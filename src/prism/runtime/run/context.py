@@ -72,7 +72,9 @@ from prism.tracing import RunTrace
 from prism.types import (
     AgentInput,
     ErrorInfo,
+    JsonValue,
     Message,
+    ModelConfig,
     ProviderRequest,
     ProviderStopReason,
     ProviderTurnResult,
@@ -425,15 +427,25 @@ class RunContext:
         await self.state.append(stored, idempotency_key=self.plan.idempotency_key)
         return stored
 
-    async def append_run_entry(self, kind: SessionEntryKind, /, **fields: Any) -> SessionEntry:
-        """Append a new ``kind`` entry of this run (``fields`` as :func:`new_session_entry`
-        takes them) under the session's leaf, redacted; return the stored entry."""
+    async def append_run_entry(
+        self,
+        kind: SessionEntryKind,
+        /,
+        *,
+        model: ModelConfig | None = None,
+        previous_model: ModelConfig | None = None,
+        data: Mapping[str, JsonValue] | None = None,
+    ) -> SessionEntry:
+        """Append a new ``kind`` entry of this run under the session's leaf, redacted (a model
+        change, or a ``custom`` entry's ``data``); return the stored entry."""
         entry = new_session_entry(
             kind,
             session_id=self.session_id,
             parent_id=self.state.leaf_id,
             run_id=self.run_id,
-            **fields,
+            model=model,
+            previous_model=previous_model,
+            data=data,
         )
         return await self.append_entry(entry)
 
