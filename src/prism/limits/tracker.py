@@ -25,7 +25,7 @@ from prism.errors import RunLimitExceeded
 from prism.limits.options import DEFAULT_RUN_LIMITS, UNLIMITED, LimitValue, RunCost, RunLimits
 from prism.types import DelegatingRun, JsonValue, RunLimitBreach, Usage
 
-__all__ = ["BreachCallback", "RunLimitCounters", "RunLimitTracker"]
+__all__ = ["BreachCallback", "RunLimitCounters", "RunLimitTracker", "coerce_counters"]
 
 _log = logging.getLogger("prism")
 
@@ -89,7 +89,14 @@ def _or_default(value: LimitValue | None, name: str) -> LimitValue:
     return _D[name] if value is None else value
 
 
-def _coerce_counters(value: RunLimitCounters | Mapping[str, Any] | None) -> RunLimitCounters:
+def coerce_counters(value: RunLimitCounters | Mapping[str, Any] | None) -> RunLimitCounters:
+    """The counters a tracker starts from (``None``: zero), checked.
+
+    Raises:
+        PrismConfigError: an unknown key.
+        TypeError: not a mapping.
+        ValueError: a counter is negative or not a number (``cost`` may be fractional).
+    """
     if value is None:
         return RunLimitCounters()
     if isinstance(value, RunLimitCounters):
@@ -230,7 +237,7 @@ class RunLimitTracker:
             self._wall_base_ms: float = 0.0
             self._cost: float = 0.0
         else:
-            c = _coerce_counters(counters)
+            c = coerce_counters(counters)
             self._turns = c.turns
             self._provider_attempts = c.provider_attempts
             self._tool_rounds = c.tool_rounds

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from prism.checkpoints import CheckpointStore
 from prism.errors import AgentRunStateError, AgentSessionBusyError, CheckpointConflictError
+from prism.limits.tracker import coerce_counters
 from prism.runtime.durable._approvals import (
     apply_decisions,
     check_bound_arguments,
@@ -182,6 +183,7 @@ async def resume_agent_run(
     owner = None if ownership is None else OwnershipScope.coerce(ownership)
     record, state = await load_state(options.checkpoints, key, stated_session, owner)
     _check_stored(state, config, options, key, record.version, version, decision, batch)
+    check_fields(state)
     if session is None:
         assert not isinstance(agent_or_session, AgentSession)
         session = agent_or_session.create_session(state.session_id)
@@ -337,6 +339,48 @@ def _check_stored(
             raise decision_error(INVALID, f"a {status} run takes decision='continue' only")
     else:
         raise AgentRunStateError(not_resumable_message(key, status))
+
+
+def check_fields(state: RunEnvelope) -> None:
+    """The stored fields a resumed leg starts from must be usable, checked before anything is
+    written: the limit counters, the held input messages and the trace link. A corrupt one
+    fails the resume here, not after the claim (which would lose the pending approvals).
+
+    Raises:
+        AgentRunStateError: ``reason="invalid_field"``, ``field`` naming the stored field.
+    """
+    field, problem = None, ""
+    try:
+        coerce_counters(state.counters)
+    except Exception as exc:
+        field, problem = "counters", str(exc)
+    if field is None:
+        try:
+            state.input_messages()
+        except Exception as exc:
+            field, problem = "input", str(exc)
+    if field is None and state.trace is not None and not isinstance(state.trace, Mapping):
+        field, problem = "trace", f"not an object ({type(state.trace).__name__})"
+    if field is None:
+        return
+    raise refusal(
+        f"run {state.run_id} cannot be resumed: its stored {field} are invalid ({problem}); "
+        f"nothing was written, the run stays {state.status}",
+        "invalid_field",
+        state.run_id,
+        field=field,
+    )
+
+
+def refusal(
+    message: str, reason: str, run_id: str, *, field: str | None = None
+) -> AgentRunStateError:
+    """An ``AgentRunStateError`` refusing a resume before anything was written."""
+    error = AgentRunStateError(message)
+    error.reason = reason
+    error.run_id = run_id
+    error.field = field
+    return error
 
 
 async def _recover(
