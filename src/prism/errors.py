@@ -462,7 +462,7 @@ class AgentRunStateError(PrismError):
     ``reason``: what a resume refused, before anything was written (the run stays as stored and
     can be resumed once the cause is fixed), else ``None``:
 
-    * ``"invalid_field"`` — a stored field (``field`` names it: ``counters``, ``input``, ``trace``)
+    * ``"invalid_field"`` — a stored field (``field`` names it: ``counters``, ``input``)
       cannot be used;
     * ``"agent_changed"`` — the agent tree changed since the run was stored: a child run an agent
       tool started belongs to another agent definition, or a pending call's tool is gone;

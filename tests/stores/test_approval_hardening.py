@@ -6,12 +6,15 @@ refused before the claim."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
+import prism
 from prism.errors import AgentRunStateError
+from prism.middleware import MiddlewareRegistry
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
 from prism.runtime.agent import Agent, create_agent
@@ -21,7 +24,7 @@ from prism.runtime.durable import (
     resume_agent_run,
     save_agent_run_state,
 )
-from prism.types import ModelConfig, ToolDefinition
+from prism.types import ModelConfig, ToolCallContent, ToolDefinition
 
 MODEL = ModelConfig(provider="mock", model="approvals")
 TEXT = [provider_text_delta("done"), provider_done()]
@@ -122,3 +125,94 @@ async def test_corrupt_counters_fail_the_approval_before_the_claim(
         _agent(durable_stores, [TEXT], tools), first.run_id, decision="approve"
     )
     assert done.status == "succeeded" and [r["amount"] for r in ran] == [5]
+
+
+# --------------------------------------------------------------------------- item 6
+
+
+def _capping(cap: list[int]) -> MiddlewareRegistry:
+    """A ``tool_call`` hook capping ``amount`` at ``cap[0]`` (read at each call)."""
+
+    def hook(call: ToolCallContent) -> ToolCallContent:
+        amount = call.arguments.get("amount")
+        if isinstance(amount, int) and amount > cap[0]:
+            return dataclasses.replace(call, arguments={**call.arguments, "amount": cap[0]})
+        return call
+
+    return MiddlewareRegistry({"tool_call": hook})
+
+
+async def test_the_approval_shows_the_arguments_that_run_and_asks_again_when_they_change(
+    durable_stores: tuple[Any, Any],
+) -> None:
+    ran: list[Any] = []
+    cap = [50]
+    tools = [_pay_tool(ran, needs_approval=True)]
+
+    def agent(turns: list[Any]) -> Agent:
+        return _agent(durable_stores, turns, tools, middleware=_capping(cap))
+
+    first = await agent([_call("pay", {"amount": 100})]).create_session().run("pay 100")
+    assert first.status == "suspended"
+    (pending,) = first.interruption.pending_decisions
+    # after the middleware, with the schema's default: what the tool will receive
+    assert json.loads(pending.arguments) == {"amount": 50, "currency": "EUR"}
+    cap[0] = 30  # the middleware says something else on resume: ask again, run nothing
+    again = await resume_agent_run(agent([TEXT]), first.run_id, decision="approve")
+    assert again.status == "suspended" and ran == []
+    (pending,) = again.interruption.pending_decisions
+    assert json.loads(pending.arguments) == {"amount": 30, "currency": "EUR"}
+    done = await resume_agent_run(agent([TEXT]), again.run_id, decision="approve")
+    assert done.status == "succeeded"
+    assert ran == [{"amount": 30, "currency": "EUR"}]  # exactly what was approved
+
+
+# --------------------------------------------------------------------------- item 7
+
+
+async def test_needs_approval_decides_from_validated_arguments_with_defaults(
+    durable_stores: tuple[Any, Any],
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def large(call: ToolCallContent) -> bool:
+        seen.append(dict(call.arguments))
+        return bool(call.arguments["amount"] > 1000)
+
+    @prism.tool(needs_approval=large)
+    def transfer(amount: int, currency: str = "EUR") -> str:
+        """Transfer an amount."""
+        sent.append((amount, currency))
+        return "sent"
+
+    sent: list[Any] = []
+    turns = [
+        _call("transfer", {"amount": 5}, "c1"),
+        _call("transfer", {"amount": "lots"}, "c2"),  # invalid: an error row, nobody asked
+        _call("transfer", {"amount": 5000}, "c3"),
+    ]
+    first = await _agent(durable_stores, turns, [transfer]).create_session().run("go")
+    assert first.status == "suspended"
+    assert seen == [{"amount": 5, "currency": "EUR"}, {"amount": 5000, "currency": "EUR"}]
+    assert sent == [(5, "EUR")]
+    (pending,) = first.interruption.pending_decisions
+    assert pending.tool_call_id == "c3"
+    assert json.loads(pending.arguments) == {"amount": 5000, "currency": "EUR"}
+
+
+async def test_a_raising_needs_approval_never_lets_the_call_through(
+    durable_stores: tuple[Any, Any],
+) -> None:
+    ran: list[Any] = []
+
+    def broken(call: ToolCallContent) -> bool:
+        raise KeyError("limit")
+
+    tools = [_pay_tool(ran, needs_approval=broken)]
+    session = _agent(durable_stores, [_call("pay", {"amount": 5}), TEXT], tools).create_session()
+    result = await session.run("pay")
+    assert ran == []  # fails closed
+    rows = [m for m in result.messages if m.role == "tool"]
+    (row,) = rows
+    error = row.content[0].error
+    assert error is not None and "needs_approval of tool pay raised KeyError" in error.message

@@ -494,6 +494,15 @@ class RunLimitTracker:
         if self._tool_calls > self._max_tool_calls:
             raise self._exceeded("max_tool_calls", self._max_tool_calls, self._tool_calls)
 
+    def refund_tool_call(self) -> None:
+        """Take back one :meth:`charge_tool_call` (of this run and its parents): the call was
+        held without running (an approval asked for it; its replay is charged)."""
+        refund = getattr(self._parent, "refund_tool_call", None)
+        if refund is not None:
+            refund()
+        if self._tool_calls > 0:
+            self._tool_calls -= 1
+
     def charge_usage(self, usage: Usage | None) -> None:
         """Charge one provider attempt's usage; call it also when ``None``.
 

@@ -60,12 +60,12 @@ __all__ = [
 
 
 def sticky_match(
-    stickies: Sequence[StickyDecision], call: ToolCallContent
+    stickies: Sequence[StickyDecision], call: ToolCallContent, digest: str | None = None
 ) -> StickyDecision | None:
-    """The first sticky decision whose set scope fields equal the call's."""
+    """The first sticky decision whose set scope fields equal the call's (``digest``: the hash
+    of its arguments as an approval shows them, else computed from ``call``)."""
     if not stickies:
         return None
-    digest: str | None = None
     for sticky in stickies:
         scope = sticky.scope
         if scope.tool_name is not None and scope.tool_name != call.name:

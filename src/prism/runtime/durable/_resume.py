@@ -343,7 +343,7 @@ def _check_stored(
 
 def check_fields(state: RunEnvelope) -> None:
     """The stored fields a resumed leg starts from must be usable, checked before anything is
-    written: the limit counters, the held input messages and the trace link. A corrupt one
+    written: the limit counters and the held input messages. A corrupt one
     fails the resume here, not after the claim (which would lose the pending approvals).
 
     Raises:
@@ -359,8 +359,6 @@ def check_fields(state: RunEnvelope) -> None:
             state.input_messages()
         except Exception as exc:
             field, problem = "input", str(exc)
-    if field is None and state.trace is not None and not isinstance(state.trace, Mapping):
-        field, problem = "trace", f"not an object ({type(state.trace).__name__})"
     if field is None:
         return
     raise refusal(
