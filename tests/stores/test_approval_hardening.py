@@ -216,3 +216,84 @@ async def test_a_raising_needs_approval_never_lets_the_call_through(
     (row,) = rows
     error = row.content[0].error
     assert error is not None and "needs_approval of tool pay raised KeyError" in error.message
+
+
+# --------------------------------------------------------------------------- item 8
+
+
+def _child(name: str, turns: list[Any], ran: list[Any], *, with_pay: bool = True) -> Agent:
+    tools: list[Any] = [_pay_tool(ran, needs_approval=True)] if with_pay else []
+    tools.append(ToolDefinition(name="lookup", execute=lambda a, c: "found"))
+    return create_agent(
+        name=name, model=MODEL, provider=create_mock_provider(turns=turns), tools=tools
+    )
+
+
+def _lead(stores: tuple[Any, Any], turns: list[Any], child: Agent) -> Agent:
+    sessions, checkpoints = stores
+    return create_agent(
+        name="lead",
+        model=MODEL,
+        provider=create_mock_provider(turns=turns),
+        tools=[child.as_tool(name="clerk")],
+        store=sessions,
+        run_state=RunStateOptions(checkpoints, "v1"),
+    )
+
+
+@pytest.mark.parametrize("change", ["renamed child agent", "tool removed from the child"])
+async def test_a_changed_agent_tree_fails_the_resume_before_the_claim(
+    durable_stores: tuple[Any, Any], change: str
+) -> None:
+    ran: list[Any] = []
+    child = _child("clerk", [_call("pay", {"amount": 7}, "k1")], ran)
+    first = await _lead(durable_stores, [_call("clerk", {"input": "pay 7"}, "p1")], child)\
+        .create_session().run("go")
+    assert first.status == "suspended"
+    checkpoints = durable_stores[1]
+    before = await _status(checkpoints, first.run_id)
+    changed = (
+        _child("clerk-2", [TEXT], ran)
+        if change == "renamed child agent"
+        else _child("clerk", [TEXT], ran, with_pay=False)
+    )
+    with pytest.raises(AgentRunStateError, match="child run") as info:
+        await resume_agent_run(
+            _lead(durable_stores, [TEXT], changed), first.run_id, decision="approve"
+        )
+    assert info.value.reason == "agent_changed"
+    assert await _status(checkpoints, first.run_id) == before  # nothing claimed
+    assert ran == []
+    # still resumable with the right agent
+    done = await resume_agent_run(
+        _lead(durable_stores, [TEXT], _child("clerk", [TEXT], ran)),
+        first.run_id,
+        decision="approve",
+    )
+    assert done.status == "succeeded" and [r["amount"] for r in ran] == [7]
+
+
+async def test_an_edited_pending_entry_fails_the_resume_before_the_claim(
+    durable_stores: tuple[Any, Any],
+) -> None:
+    ran: list[Any] = []
+    wiped: list[Any] = []
+    tools = [
+        _pay_tool(ran, needs_approval=True),
+        ToolDefinition(name="wipe", execute=lambda a, c: wiped.append(a) or "wiped"),
+    ]
+    first = await _agent(durable_stores, [_call("pay", {"amount": 5})], tools).create_session()\
+        .run("pay")
+    checkpoints = durable_stores[1]
+
+    def rename(state: dict[str, Any]) -> None:
+        state["pending_calls"][0]["call"]["name"] = "wipe"
+
+    saved = await _edit(checkpoints, first.run_id, rename)
+    with pytest.raises(AgentRunStateError, match="wipe") as info:
+        await resume_agent_run(
+            _agent(durable_stores, [TEXT], tools), first.run_id, decision="approve"
+        )
+    assert info.value.reason == "pending_call_edited"
+    assert await _status(checkpoints, first.run_id) == ("suspended", saved.record.version)
+    assert ran == [] and wiped == []
