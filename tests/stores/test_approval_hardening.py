@@ -17,6 +17,7 @@ from prism.errors import AgentRunStateError
 from prism.middleware import MiddlewareRegistry
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
+from prism.redaction import create_secret_redactor
 from prism.runtime.agent import Agent, create_agent
 from prism.runtime.durable import (
     RunStateOptions,
@@ -247,8 +248,11 @@ async def test_a_changed_agent_tree_fails_the_resume_before_the_claim(
 ) -> None:
     ran: list[Any] = []
     child = _child("clerk", [_call("pay", {"amount": 7}, "k1")], ran)
-    first = await _lead(durable_stores, [_call("clerk", {"input": "pay 7"}, "p1")], child)\
-        .create_session().run("go")
+    first = (
+        await _lead(durable_stores, [_call("clerk", {"input": "pay 7"}, "p1")], child)
+        .create_session()
+        .run("go")
+    )
     assert first.status == "suspended"
     checkpoints = durable_stores[1]
     before = await _status(checkpoints, first.run_id)
@@ -282,8 +286,11 @@ async def test_an_edited_pending_entry_fails_the_resume_before_the_claim(
         _pay_tool(ran, needs_approval=True),
         ToolDefinition(name="wipe", execute=lambda a, c: wiped.append(a) or "wiped"),
     ]
-    first = await _agent(durable_stores, [_call("pay", {"amount": 5})], tools).create_session()\
+    first = (
+        await _agent(durable_stores, [_call("pay", {"amount": 5})], tools)
+        .create_session()
         .run("pay")
+    )
     checkpoints = durable_stores[1]
 
     def rename(state: dict[str, Any]) -> None:
@@ -297,3 +304,42 @@ async def test_an_edited_pending_entry_fails_the_resume_before_the_claim(
     assert info.value.reason == "pending_call_edited"
     assert await _status(checkpoints, first.run_id) == ("suspended", saved.record.version)
     assert ran == [] and wiped == []
+
+
+# --------------------------------------------------------------------------- item 9
+
+SECRET = "sk-live-4242"
+
+
+async def test_a_call_holding_a_secret_is_approved_as_shown_and_runs_with_the_real_value(
+    durable_stores: tuple[Any, Any],
+) -> None:
+    ran: list[Any] = []
+    tools = [_pay_tool(ran, needs_approval=True)]
+    redactor = create_secret_redactor(["other-secret", SECRET])
+
+    def agent(turns: list[Any], **options: Any) -> Agent:
+        return _agent(durable_stores, turns, tools, **options)
+
+    call = _call("pay", {"amount": 5, "note": f"key {SECRET}"})
+    first = await agent([call], redactor=redactor).create_session().run("pay")
+    assert first.status == "suspended"
+    (pending,) = first.interruption.pending_decisions
+    assert json.loads(pending.arguments)["note"] == "key [REDACTED]"  # what the approver saw
+    checkpoints = durable_stores[1]
+    loaded = await load_agent_run_state(checkpoints, run_id=first.run_id)
+    assert SECRET not in json.dumps(loaded.state)
+    before = await _status(checkpoints, first.run_id)
+    # the resuming agent cannot restore the secret: refused before the claim
+    for other in (None, create_secret_redactor(["not-it"])):
+        with pytest.raises(AgentRunStateError) as info:
+            await resume_agent_run(agent([TEXT], redactor=other), first.run_id, decision="approve")
+        assert info.value.reason == "arguments_not_restorable"
+        assert await _status(checkpoints, first.run_id) == before
+    done = await resume_agent_run(
+        agent([TEXT], redactor=redactor), first.run_id, decision="approve"
+    )
+    assert done.status == "succeeded"
+    assert ran == [{"amount": 5, "currency": "EUR", "note": f"key {SECRET}"}]  # once, real value
+    loaded = await load_agent_run_state(checkpoints, run_id=first.run_id)
+    assert SECRET not in json.dumps(loaded.state)

@@ -258,7 +258,7 @@ class DurableDriver:
                 pending_calls=run.replay_pending_calls(),
             )
             return None
-        held = run.hold(call, self.ctx.open_calls.get(call.id))
+        held = run.hold(call)
         if held is not None:
             if (held.metadata or {}).get("approval_pending") and not run.announced(call):
                 raise await self.suspend_round()  # the backstop: no announced round

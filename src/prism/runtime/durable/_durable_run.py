@@ -153,6 +153,7 @@ class DurableRun:
         "_open",
         "_replaying",
         "_round",
+        "_round_calls",
         "checkpoints",
         "gating",
         "loop_state",
@@ -239,6 +240,8 @@ class DurableRun:
         self._replaying: dict[str, _Entry] = {}
         self._round: dict[str, int] = {}
         """The current tool round's call ids (announced by the loop), in call order."""
+        self._round_calls: dict[str, ToolCallContent] = {}
+        """The current tool round's calls as the model gave them (unredacted)."""
         self._marked: dict[str, _Entry] = {}
         """Every-turn dispatch marking of the open tool round: call id → entry."""
         self._stray: list[_Entry] = []
@@ -380,6 +383,7 @@ class DurableRun:
         if not self.approvals:
             return
         self._round = {call.id: index for index, call in enumerate(calls)}
+        self._round_calls = {call.id: call for call in calls}
         # the calls that certainly ask (a callable decides later, per call)
         certain = sum(
             1
@@ -491,13 +495,10 @@ class DurableRun:
             return _held(call)
         return None
 
-    def hold(
-        self, call: ToolCallContent, original: ToolCallContent | None = None
-    ) -> ToolResult | None:
+    def hold(self, call: ToolCallContent) -> ToolResult | None:
         """Ask for an approval of ``call`` (its arguments as the tool will run with them) when it
         needs one: the call joins the open gated round and is held (the returned
         ``approval_pending`` result); a sticky rejection answers it; else ``None`` (it runs).
-        ``original`` is the call as the model gave it.
 
         Raises:
             RuntimeError: the tool's ``needs_approval`` callable raised (never lets the call
@@ -516,7 +517,7 @@ class DurableRun:
                 return rejection_result(call, sticky.reason, "Rejected for this run")
             if sticky.outcome == "allow_for_run":
                 return None
-        self._open_entry(self._entry_for(call, original))
+        self._open_entry(self._entry_for(call, self._round_calls.get(call.id)))
         return _held(call)
 
     def announced(self, call: ToolCallContent) -> bool:
@@ -616,6 +617,7 @@ class DurableRun:
         self._open.clear()
         self._gated.clear()
         self._round = {}
+        self._round_calls = {}
 
     # ----------------------------------------------------------------- replay
 

@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from prism.checkpoints import AGENT_RUN_NAMESPACE, CheckpointStore
 from prism.errors import AgentRunStateError, AgentSessionBusyError, CheckpointConflictError
 from prism.limits.tracker import coerce_counters
+from prism.loop_needs import handoff_tools
 from prism.runtime.durable._approvals import (
     apply_decisions,
     check_bound_arguments,
     coerce_decisions,
     decision_error,
+    restore_arguments,
 )
 from prism.runtime.durable._durable_leg import DURABLE_HOOKS
 from prism.runtime.durable._envelope import (
@@ -69,6 +71,7 @@ from prism.types import (
 
 if TYPE_CHECKING:
     from prism.abort import AbortSignal
+    from prism.redaction import SecretRedactor
 
 
 class ResumableAgent(Protocol):
@@ -207,7 +210,10 @@ async def resume_agent_run(
         tools = await open_leg_tools(config, scope)
         check_source_tools(state.source_tools, tools.digests)
         # The calls and the child runs the resume would continue, before anything is written.
-        await check_pending_calls(session, state, tools.registry)
+        handoff = {tool.name for tool in handoff_tools(config.loop)}
+        await check_pending_calls(
+            session, state, lambda name: tools.registry.get(name) is not None or name in handoff
+        )
         await check_children(state, tools.registry, options, owner)
         if state.status == "suspended":
             applied = apply_decisions(state, batch, tools.registry)
@@ -216,10 +222,14 @@ async def resume_agent_run(
             )
             check_bound_arguments(new_state)
             check_ambiguity(new_state)
+            if not applied.remaining:
+                new_state = restore_arguments(new_state, config.redactor)
             if applied.remaining:
                 return await resuspend(session, new_state, applied.remaining, writer)
         else:
-            new_state = await _recover(state, session, tools.registry, options, writer)
+            new_state = await _recover(
+                state, session, tools.registry, options, writer, config.redactor
+            )
         # Claim the run, then start the resumed leg.
         claim = _claimer(new_state.claimed(), writer, crash=state.status == "running")
         if session.is_running:
@@ -375,7 +385,9 @@ def check_fields(state: RunEnvelope) -> None:
     )
 
 
-async def check_pending_calls(session: AgentSession, state: RunEnvelope, registry: Any) -> None:
+async def check_pending_calls(
+    session: AgentSession, state: RunEnvelope, has_tool: Callable[[str], bool]
+) -> None:
     """Every pending call the resume would answer or run must be the call the run's stored
     transcript holds (same id, tool and arguments, as stored) and a tool the agent has.
 
@@ -415,7 +427,7 @@ async def check_pending_calls(session: AgentSession, state: RunEnvelope, registr
                 "pending_call_edited",
                 run_id,
             )
-        if registry.get(call.name) is None:
+        if not has_tool(call.name):
             raise refusal(
                 f"run {run_id} cannot be resumed: its pending call {call.id} is of tool "
                 f"{call.name}, which the agent no longer has; nothing was written, the run "
@@ -506,6 +518,7 @@ async def _recover(
     registry: Any,
     options: RunStateOptions,
     writer: EnvelopeWriter,
+    redactor: SecretRedactor | None = None,
 ) -> RunEnvelope:
     """A ``running`` run (crash recovery) or a policy stop about to be claimed: adopt the result
     rows a crash left after the leaf, then refuse ambiguous calls (this run's, or a recorded
@@ -513,6 +526,7 @@ async def _recover(
     adopted = await adopt_stored_rows(session, state) if state.status == "running" else None
     new_state = adopted or state
     check_bound_arguments(new_state)
+    new_state = restore_arguments(new_state, redactor)
     ambiguous = ambiguity_error(new_state)
     if ambiguous is None:  # a child run left ambiguous is reported before the claim
         ambiguous = await _child_ambiguity(new_state, registry, options, session)
