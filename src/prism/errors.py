@@ -474,12 +474,25 @@ class AgentRunStateError(PrismError):
     """Durable preflight, envelope or resume failure. Code ``ERR_PRISM_AGENT_RUN_STATE``.
 
     ``calls``: an ambiguity report's ``(tool_call_id, tool_name)`` pairs (as
-    :class:`RunAmbiguousError`'s), else ``()``; ``run_id``: the run they belong to, else ``None``."""
+    :class:`RunAmbiguousError`'s), else ``()``; ``run_id``: the run they belong to, else ``None``.
+
+    ``reason``: what a resume refused, before anything was written (the run stays as stored and
+    can be resumed once the cause is fixed), else ``None``:
+
+    * ``"invalid_field"`` — a stored field (``field`` names it: ``counters``, ``input``)
+      cannot be used;
+    * ``"agent_changed"`` — the agent tree changed since the run was stored: a child run an agent
+      tool started belongs to another agent definition, or a pending call's tool is gone;
+    * ``"pending_call_edited"`` — a stored pending call is not the call the transcript holds;
+    * ``"arguments_not_restorable"`` — an approved call's arguments held registered secrets that
+      the resuming agent's redactor cannot restore (no redactor, or other secrets)."""
 
     code = ERR_PRISM_AGENT_RUN_STATE
     default_message = "Invalid agent run state"
     calls: tuple[tuple[str, str], ...] = ()
     run_id: str | None = None
+    reason: str | None = None
+    field: str | None = None
 
 
 class AgentLoopStateError(_MultiCodeError):

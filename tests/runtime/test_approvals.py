@@ -103,10 +103,17 @@ def durable(gating: bool = True) -> DurableRun:
     )
 
 
+def gate(run: DurableRun, calls: list[Any]) -> list[Any]:
+    """Announce a tool round, then let each call reach the pre-execution step (``hold``): the
+    answers (``None``: it runs)."""
+    run.gate_round(calls)
+    return [run.hold(c) for c in calls]
+
+
 def test_apr2_gate_round_records_pending_decisions_in_call_order() -> None:
     """APR-2: each call gets ``{call, ready, approval_…}`` and a PendingDecision with the hash."""
     run = durable()
-    run.gate_round([call(1), call(2)])
+    gate(run, [call(1), call(2)])
     entries = run.open_pending_calls()
     assert [e["call"]["id"] for e in entries] == ["c1", "c2"]
     assert all(e["status"] == "ready" and e["approval_id"].startswith("approval_") for e in entries)
@@ -123,7 +130,7 @@ def test_apr2_gate_round_records_pending_decisions_in_call_order() -> None:
 def test_apr5_single_decision_interruption_carries_call_fields() -> None:
     """APR-5: one decision → its reason, tool_call_id and tool_name."""
     run = durable()
-    run.gate_round([call(1)])
+    gate(run, [call(1)])
     i = run.round_interruption()
     assert (i.reason, i.tool_call_id, i.tool_name) == (
         "Tool side effect requires approval",
@@ -135,18 +142,17 @@ def test_apr5_single_decision_interruption_carries_call_fields() -> None:
 def test_apr2_more_than_32_open_gated_calls_fail() -> None:
     """APR-2: the 33rd open gated call raises ERR_PRISM_DECISION_LIMIT."""
     run = durable()
-    run.gate_round([call(i) for i in range(32)])
+    gate(run, [call(i) for i in range(32)])
     with pytest.raises(AgentDecisionError) as info:
-        run.gate_round([call(99)])
+        run.hold(call(99))
     assert info.value.code == "ERR_PRISM_DECISION_LIMIT"
 
 
 def test_apr1_no_gating_without_interrupt_before_tool() -> None:
     """APR-1: gating only with ``interrupt_before_tool=True``."""
     run = durable(gating=False)
-    run.gate_round([call(1)])
+    assert gate(run, [call(1)]) == [None]
     assert not run.has_open_round and run.before_dispatch(call(1)) is None
-    assert not run.needs_backstop(call(1))
 
 
 def test_apr3_gated_calls_and_sticky_rejections_are_answered_without_dispatch() -> None:
@@ -156,16 +162,15 @@ def test_apr3_gated_calls_and_sticky_rejections_are_answered_without_dispatch() 
         StickyDecision(scope=DecisionScope(tool_name="wipe"), outcome="reject_for_run",
                        reason="never", decided_at="t"),
     ]
-    run.gate_round([call(1), call(2, "wipe")])
-    pending = run.before_dispatch(call(1))
+    pending, rejected = gate(run, [call(1), call(2, "wipe")])
     assert pending is not None and pending.metadata == {"approval_pending": True}
-    rejected = run.before_dispatch(call(2, "wipe"))
+    assert run.before_dispatch(call(1)) == pending
     assert rejected is not None and rejected.error is not None
     assert (rejected.error.code, rejected.error.message) == ("approval_rejected", "never")
     assert [e["call"]["id"] for e in run.open_pending_calls()] == ["c1"]
     run.sticky[0] = StickyDecision(scope=DecisionScope(tool_name="wipe"),
                                    outcome="reject_for_run", decided_at="t")
-    default = run.before_dispatch(call(2, "wipe"))
+    default = run.hold(call(3, "wipe"))
     assert default is not None and default.error is not None
     assert default.error.message == "Rejected for this run"
 
@@ -187,17 +192,18 @@ def test_apr10_sticky_scope_matching() -> None:
     assert d.sticky_match([anything], call(2, "other")) is anything
 
 
-def test_apr4_backstop_applies_only_to_ungated_unallowed_calls() -> None:
-    """APR-4: needed for an ungated call unless an allow_for_run sticky matches."""
+def test_apr4_backstop_applies_only_to_unannounced_unallowed_calls() -> None:
+    """APR-4: a call held outside an announced round suspends at once (the backstop) unless an
+    allow_for_run sticky matches."""
     run = durable()
-    assert run.needs_backstop(call(1))
-    run.gate_round([call(2)])
-    assert not run.needs_backstop(call(2))
+    assert run.hold(call(1)) is not None and not run.announced(call(1))
+    gate(run, [call(2)])
+    assert run.announced(call(2))
     run.sticky = [StickyDecision(scope=DecisionScope(tool_name="refund"),
                                  outcome="allow_for_run", decided_at="t")]
-    assert not run.needs_backstop(call(3))
-    run.gate_round([call(4)])  # matches the sticky: not gated
-    assert [e["call"]["id"] for e in run.open_pending_calls()] == ["c2"]
+    assert run.hold(call(3)) is None
+    assert gate(run, [call(4)]) == [None]  # matches the sticky: not gated
+    assert [e["call"]["id"] for e in run.open_pending_calls()] == ["c1", "c2"]
 
 
 # --------------------------------------------------------------------------- APR-8
@@ -220,7 +226,7 @@ REGISTRY = ToolRegistry(
 
 def suspended_state(n: int = 2) -> dict[str, Any]:
     run = durable()
-    run.gate_round([call(i) for i in range(1, n + 1)])
+    gate(run, [call(i) for i in range(1, n + 1)])
     return {
         "pending_calls": run.open_pending_calls(),
         "sticky_decisions": [],
@@ -406,7 +412,8 @@ async def test_the_interruption_shows_the_arguments_redacted_and_capped() -> Non
     assert "sk-1" not in pending.arguments and '"token": "[REDACTED]"' in pending.arguments
     assert len(pending.arguments.encode()) <= 4096 and pending.arguments_truncated
     assert pending.arguments.endswith("…")
-    assert pending.scope.arguments_hash == arguments_hash(args)  # the full arguments
+    # the full arguments, as shown (redacted): what the approval binds to
+    assert pending.scope.arguments_hash == arguments_hash({**args, "token": "[REDACTED]"})
     assert "sk-1" not in json.dumps(result.run_state.to_dict())
     stored = json.dumps((await load_agent_run_state(desk.checkpoints, run_id=result.run_id)).state)
     assert "sk-1" not in stored

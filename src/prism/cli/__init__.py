@@ -15,7 +15,7 @@
     prism run --mcp "python files_server.py" "List the files"   # an MCP server's tools
     prism run --mcp-url https://host/mcp --mcp-header Authorization=MCP_TOKEN "Search"
     OTEL_TRACES_EXPORTER=console prism run --otel "hi"          # OpenTelemetry spans on stderr
-    prism resume RUN_ID [--approve | --deny]                    # continue a stopped run
+    prism resume RUN_ID [--approve [--arguments JSON] | --deny] # continue a stopped run
     prism sessions list
     prism sessions show SESSION_ID
     prism runs                                                  # the runs to resume
@@ -56,7 +56,8 @@ continues the conversation).
 Exit codes (:data:`EXIT_CODES_HELP`): 0 done (also a ``--max-turns`` stop and a ``--deny`` that
 denied as asked), 1 the run failed or was aborted, 2 invalid command line, configuration or store,
 or a run that cannot be resumed, 3 the run waits for an approval (``prism resume RUN_ID
---approve`` or ``--deny``), 130 Ctrl-C, 141 the output was closed.
+--approve`` or ``--deny``; also a resume refused before it changed anything: "still suspended"),
+130 Ctrl-C, 141 the output was closed.
 
 Commands are registered in :func:`build_parser`; each has a ``_cmd_<name>`` coroutine.
 """
@@ -99,7 +100,9 @@ exit codes:
        or prism resume --deny denied the waiting tool calls as asked
   1    the run failed or was aborted
   2    invalid command line, configuration or store; a run that cannot be resumed
-  3    the run waits for an approval: prism resume RUN_ID --approve (or --deny)
+  3    the run waits for an approval: prism resume RUN_ID --approve (or --deny); also
+       "still suspended": a resume refused before it changed anything (the agent or a stored
+       field changed, arguments holding a secret that cannot be restored), the run still waits
   130  Ctrl-C: the first stops prism run at the next turn boundary (resumable),
        a second aborts the run (final; prism run --session ID continues the conversation)
   141  the output was closed (e.g. | head): the run was aborted, nothing more printed
@@ -292,6 +295,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--deny",
         action="store_true",
         help="refuse them: the run ends as denied (exit 0), nothing runs",
+    )
+    resume.add_argument(
+        "--arguments",
+        metavar="JSON",
+        help="with --approve: run the one waiting tool call with these arguments (a JSON object) "
+        "instead of the stored ones; they are the arguments approved (e.g. when the stored ones "
+        "hold a secret this command cannot restore)",
     )
     add_store_option(resume)
     add_output_options(resume)

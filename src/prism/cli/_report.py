@@ -131,6 +131,25 @@ class RunReport:
             f"session {session_id} · run {run_id}" if run_id else f"session {session_id}"
         )
 
+    def still_suspended(self, session_id: str, run_id: str, message: str, code: str | None) -> int:
+        """A resume refused before it claimed the run: nothing was written and the run still
+        waits for its approval (exit 3, as a run that waits)."""
+        if self.broken():
+            return EXIT_BROKEN_PIPE
+        self.renderer.notice(f"still suspended: {message}")
+        self._footer(session_id, run_id)
+        error = {"message": message, "code": str(code)}
+        self.renderer.result(
+            self._summary(
+                status="suspended",
+                run_id=run_id,
+                session_id=session_id,
+                code=EXIT_SUSPENDED,
+                error=error,
+            )
+        )
+        return EXIT_SUSPENDED
+
     def still_waiting(self, session_id: str, run_id: str) -> int:
         code = EXIT_INTERRUPTED if self.interrupts.count else EXIT_SUSPENDED
         if self.broken():

@@ -39,12 +39,13 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import json
 import os
 import socket
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Final, Literal, cast
+from typing import IO, TYPE_CHECKING, Any, Final, Literal, cast
 from urllib.parse import urlsplit
 
 from prism.abort import AbortController
@@ -84,7 +85,7 @@ from prism.cli._store import (
     save_settings,
     store_url,
 )
-from prism.errors import AgentRunError, CheckpointConflictError, PrismError
+from prism.errors import AgentRunError, AgentRunStateError, CheckpointConflictError, PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
 from prism.runtime.durable import RunDecision, not_resumable_message, resume_agent_run
 from prism.runtime.durable._run_envelope import RunEnvelope
@@ -410,8 +411,15 @@ class RunCommand:
         renderer = self._make_renderer()
         session = built.agent.create_session(session_id, on_event=renderer.event)
 
+        operator = getattr(self.args, "arguments", None)
+        if operator is not None and (status != "suspended" or choice != "approve"):
+            raise UsageError("--arguments goes with --approve, for a run waiting for an approval")
+        given = (
+            None if operator is None else _operator_decisions(state.interruption, operator, run_id)
+        )
+
         async def first() -> RunResult:
-            decisions: list[RunDecision] | None = None
+            decisions: list[RunDecision] | None = given
             if status == "suspended" and choice is None:
                 decisions = await self._approvals.ask(session, renderer, state.interruption)
                 if decisions is None:
@@ -461,6 +469,11 @@ class RunCommand:
                 return report.error(session.id, run_id, message, exc.code, EXIT_FAILED)
             except AgentRunError as exc:
                 return await report.failed(session, exc)
+            except AgentRunStateError as exc:
+                message = self._redact(str(exc))
+                if exc.reason is not None and run_id and await _suspended(store, run_id):
+                    return report.still_suspended(session.id, run_id, message, exc.code)
+                return report.error(session.id, run_id, message, exc.code, EXIT_FAILED)
             except PrismError as exc:
                 code = getattr(exc, "code", "ERR_PRISM")
                 exit_code = EXIT_USAGE if code == "ERR_PRISM_CONFIG" else EXIT_FAILED
@@ -490,6 +503,40 @@ class RunCommand:
             )
             self._usage.add(result.usage)
         return result
+
+
+async def _suspended(store: DatabaseStore, run_id: str) -> bool:
+    """Whether the stored run still waits for an approval (best effort)."""
+    try:
+        loaded = await check_run(store, run_id)
+    except Exception:
+        return False
+    return RunEnvelope.from_json(loaded.state).status == "suspended"
+
+
+def _operator_decisions(
+    interruption: Mapping[str, Any] | None, arguments: str, run_id: str
+) -> list[RunDecision]:
+    """``--approve --arguments JSON``: the one call the run waits for is allowed with the
+    operator's arguments (they are the approved arguments; a ``tool_call`` middleware that
+    changes them asks again)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError as exc:
+        raise UsageError(f"--arguments is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError("--arguments must be a JSON object")
+    pending = [
+        p
+        for p in (interruption or {}).get("pending_decisions") or ()
+        if isinstance(p, Mapping) and p.get("subagent") is None
+    ]
+    if len(pending) != 1:
+        raise UsageError(
+            f"--arguments needs a run waiting for exactly one tool call; run {run_id} waits "
+            f"for {len(pending)}"
+        )
+    return [RunDecision(str(pending[0]["approval_id"]), "allow_once", modified_arguments=value)]
 
 
 def _not_resumable(run_id: str, session_id: str, status: str) -> str:

@@ -24,7 +24,7 @@ from prism.errors import RunLimitExceeded
 from prism.limits.options import DEFAULT_RUN_LIMITS, UNLIMITED, LimitValue, RunCost, RunLimits
 from prism.types import DelegatingRun, JsonValue, RunLimitBreach, Usage
 
-__all__ = ["BreachCallback", "RunLimitCounters", "RunLimitTracker"]
+__all__ = ["BreachCallback", "RunLimitCounters", "RunLimitTracker", "coerce_counters"]
 
 _log = logging.getLogger("prism")
 
@@ -88,7 +88,14 @@ def _or_default(value: LimitValue | None, name: str) -> LimitValue:
     return _D[name] if value is None else value
 
 
-def _coerce_counters(value: RunLimitCounters | Mapping[str, Any] | None) -> RunLimitCounters:
+def coerce_counters(value: RunLimitCounters | Mapping[str, Any] | None) -> RunLimitCounters:
+    """The counters a tracker starts from (``None``: zero), checked.
+
+    Raises:
+        PrismConfigError: an unknown key.
+        TypeError: not a mapping.
+        ValueError: a counter is negative or not a number (``cost`` may be fractional).
+    """
     if value is None:
         return RunLimitCounters()
     if isinstance(value, RunLimitCounters):
@@ -229,7 +236,7 @@ class RunLimitTracker:
             self._wall_base_ms: float = 0.0
             self._cost: float = 0.0
         else:
-            c = _coerce_counters(counters)
+            c = coerce_counters(counters)
             self._turns = c.turns
             self._provider_attempts = c.provider_attempts
             self._tool_rounds = c.tool_rounds
@@ -487,6 +494,15 @@ class RunLimitTracker:
         self._tool_calls += 1
         if self._tool_calls > self._max_tool_calls:
             raise self._exceeded("max_tool_calls", self._max_tool_calls, self._tool_calls)
+
+    def refund_tool_call(self) -> None:
+        """Take back one :meth:`charge_tool_call` (of this run and its parents): the call was
+        held without running (an approval asked for it; its replay is charged)."""
+        refund = getattr(self._parent, "refund_tool_call", None)
+        if refund is not None:
+            refund()
+        if self._tool_calls > 0:
+            self._tool_calls -= 1
 
     def charge_usage(self, usage: Usage | None) -> None:
         """Charge one provider attempt's usage; call it also when ``None``.

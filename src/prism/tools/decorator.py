@@ -186,6 +186,7 @@ def _build_tool(
         metadata=metadata,
         needs_approval=needs_approval,
         function=fn,
+        arguments_adapter=adapter,
     )
 
 

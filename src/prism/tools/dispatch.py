@@ -39,6 +39,7 @@ from prism.tools.execution import PARALLEL_ROUND, run_execute
 from prism.tools.failure_log import log_tool_exception
 from prism.tools.filters import ToolFilter, is_tool_allowed
 from prism.tools.permission import PermissionPolicy, PermissionRequest, ask_permission
+from prism.tools.preparation import prepare_arguments
 from prism.tools.registry import ToolRegistry
 from prism.tools.reporting import BlockedReason, CallReport, ToolCallLedger, ledger_writer
 from prism.tools.results import KeepMeasured, NotJsonError, normalise_result
@@ -63,8 +64,12 @@ __all__ = ["BeforeExecute", "ToolDispatcher"]
 BeforeExecute: TypeAlias = Callable[
     [ToolCallContent, ToolDefinition, ToolExecutionContext], "Any | Awaitable[Any]"
 ]
-"""Pre-execution hook, called after validation and before the call is reported started (the
-runtime's durable hook records approvals and pending calls here)."""
+"""Pre-execution hook, called after validation (and the preparation of the arguments, see
+``prepares``) and before the call is reported started (the runtime's durable hook asks for
+approvals and records pending calls here). Returning a ``ToolResult`` holds the call: that
+result is its answer, ``execute`` never runs, no event or row is written and the call's
+``max_tool_calls`` charge is taken back (an approval pending, or a rejection); returning
+anything else lets the call run."""
 
 _INTERRUPTED_RUN_ENDED = "tool call interrupted: the run ended before its result was recorded"
 
@@ -135,6 +140,11 @@ class ToolDispatcher:
             runs in; what it returns is called right after ``execute`` and the ``tool_result``
             hook, whatever their outcome (a run's trace makes its tool span current here, so
             the tool's own spans nest under it). ``None``: nothing is called.
+        prepares: Whether a call's arguments are prepared before ``before_execute``: parsed and
+            completed with their defaults (:func:`~prism.tools.preparation.prepare_arguments`),
+            so that the hook, the events, the rows and ``execute`` all see the arguments the tool
+            runs with; arguments that do not parse block the call ``validation_failed``.
+            ``None``: never.
         measured: Receives ``(value, copy, size)`` for a ``dict`` value ``execute`` returned:
             the one walk that checks the value also copies it (new dicts and lists) and measures
             ``len(canonical_json(value).encode())``. Only used while nothing can change the
@@ -157,6 +167,7 @@ class ToolDispatcher:
         "on_worker_thread",
         "ownership",
         "permission",
+        "prepares",
         "redactor",
         "registry",
         "secrets",
@@ -188,6 +199,7 @@ class ToolDispatcher:
         on_worker_thread: Callable[[asyncio.Future[object]], object] | None = None,
         execute_scope: Callable[[ToolCallContent], Callable[[], None]] | None = None,
         measured: KeepMeasured | None = None,
+        prepares: Callable[[ToolCallContent], bool] | None = None,
     ) -> None:
         self.registry = registry
         self.context = context
@@ -219,6 +231,7 @@ class ToolDispatcher:
         self.on_worker_thread = on_worker_thread
         self.execute_scope = execute_scope
         self.measured = measured
+        self.prepares = prepares
 
     # ----------------------------------------------------------------- one call, top to bottom
 
@@ -269,6 +282,17 @@ class ToolDispatcher:
             blocked = await self._validate(validator, tool, arguments, context, report)
             if blocked is not None:
                 return blocked
+        prepares = self.prepares
+        if prepares is not None and prepares(call):
+            try:
+                prepared = prepare_arguments(tool, arguments)
+            except Exception as exc:
+                return await report.blocked(
+                    "validation_failed", str(exc), report.error_info(exc, "validation_failed")
+                )
+            if prepared is not arguments:
+                call = report.call = dataclasses.replace(call, arguments=prepared)
+                arguments = prepared
         if self.before_execute is not None:
             blocked = await self._run_before_execute(self.before_execute, tool, context, report)
             if blocked is not None:
@@ -404,21 +428,33 @@ class ToolDispatcher:
         context: ToolExecutionContext,
         report: CallReport,
     ) -> ToolResult | None:
-        """Call the pre-execution hook: ``None`` to go on, else the ``execution_denied`` result.
+        """Call the pre-execution hook: ``None`` to go on, else the result the hook held the call
+        with, or the ``execution_denied`` result of an exception.
 
         Raises:
             AgentRunSuspended: a suspension signal raised by the hook (it propagates as raised).
+            PrismConfigError: a configuration error raised by the hook (the program's fault).
         """
         try:
             out = before_execute(report.call, tool, context)
             if inspect.isawaitable(out):
-                await out
+                out = await out
         except Exception as exc:
-            if _is_suspension_signal(exc):
+            code = getattr(exc, "code", None)
+            if (
+                _is_suspension_signal(exc)
+                or isinstance(exc, PrismConfigError)
+                or (isinstance(code, str) and code.startswith("ERR_PRISM_CONFIG"))
+            ):
                 raise
             return await report.blocked(
                 "execution_denied", str(exc), report.error_info(exc, "execution_denied")
             )
+        if isinstance(out, ToolResult):  # held: answered without running, not charged
+            report.done = True
+            if self.limit_tracker is not None:
+                self.limit_tracker.refund_tool_call()
+            return out
         return None
 
     # ----------------------------------------------------------------- execute and after

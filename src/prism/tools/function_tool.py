@@ -56,6 +56,12 @@ class FunctionTool(ToolDefinition, Generic[_P, _R]):
 
     function: Callable[_P, _R] = field(kw_only=True, repr=False, metadata={"serialize": False})
     """The decorated function, as written."""
+    arguments_adapter: Any = field(
+        default=None, kw_only=True, repr=False, compare=False, metadata={"serialize": False}
+    )
+    """The pydantic ``TypeAdapter`` of the argument model ``execute`` validates with (``None``:
+    none); :func:`~prism.tools.preparation.prepare_arguments` uses it to show the arguments as
+    the function will receive them."""
 
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         """Call the function with these arguments and return what it returns."""

@@ -131,7 +131,9 @@ class ToolDefinition(Serializable):
         default=False, metadata={"serialize": False}
     )
     """Ask an operator before each call runs: ``True``, or a sync callable deciding from the
-    call (``needs_approval(call) -> bool``; an exception fails the run). Beside the agent-wide
+    call (``needs_approval(call) -> bool``), which gets the arguments the tool will run with
+    (after the ``tool_call`` middleware hook, validated, parsed, defaults filled in); one that
+    raises answers the call with an error row and the call never runs. Beside the agent-wide
     ``RunStateOptions(interrupt_before_tool=True)``; it needs durable run state (a run
     without it raises ``PrismConfigError``) and joins the agent fingerprint. A waiting call
     suspends the run as ``interrupt_before_tool`` does."""

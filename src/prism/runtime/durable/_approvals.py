@@ -6,13 +6,15 @@ and writes envelopes is :class:`~prism.runtime.durable._durable_run.DurableRun`.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from prism._util import now_iso
 from prism.errors import AgentDecisionError, AgentRunStateError
+from prism.redaction import REDACTED
 from prism.runtime.durable._envelope import (
     arguments_hash,
 )
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "apply_decisions",
+    "restore_arguments",
     "check_bound_arguments",
     "coerce_decisions",
     "decision_error",
@@ -60,12 +63,12 @@ __all__ = [
 
 
 def sticky_match(
-    stickies: Sequence[StickyDecision], call: ToolCallContent
+    stickies: Sequence[StickyDecision], call: ToolCallContent, digest: str | None = None
 ) -> StickyDecision | None:
-    """The first sticky decision whose set scope fields equal the call's."""
+    """The first sticky decision whose set scope fields equal the call's (``digest``: the hash
+    of its arguments as an approval shows them, else computed from ``call``)."""
     if not stickies:
         return None
-    digest: str | None = None
     for sticky in stickies:
         scope = sticky.scope
         if scope.tool_name is not None and scope.tool_name != call.name:
@@ -415,3 +418,97 @@ def rejection_result(call: ToolCallContent, reason: str | None, default: str) ->
         name=call.name,
         error=ErrorInfo(message=reason or default, code="approval_rejected"),
     )
+
+
+# --------------------------------------------------------------------------- secrets (item 9)
+
+MAX_RESTORE_CANDIDATES = 4096
+"""At most this many ways to fill a call's redaction placeholders are tried."""
+
+
+def _placeholders(value: Any) -> int:
+    if isinstance(value, str):
+        return value.count(REDACTED)
+    if isinstance(value, dict):
+        return sum(_placeholders(k) + _placeholders(v) for k, v in value.items())
+    if isinstance(value, list):
+        return sum(_placeholders(v) for v in value)
+    return 0
+
+
+def _fill(value: Any, fills: Iterator[str]) -> Any:
+    if isinstance(value, str):
+        if REDACTED not in value:
+            return value
+        parts = value.split(REDACTED)
+        out = parts[0]
+        for part in parts[1:]:
+            out += next(fills) + part
+        return out
+    if isinstance(value, dict):
+        return {_fill(k, fills): _fill(v, fills) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, fills) for v in value]
+    return value
+
+
+def restore_secrets(
+    arguments: dict[str, Any], secrets: Sequence[str], digest: str
+) -> dict[str, Any] | None:
+    """The arguments whose redaction placeholders, filled with registered ``secrets`` (or kept
+    where the text itself said ``[REDACTED]``), hash to ``digest`` — the hash of the arguments
+    before redaction — else ``None`` (other secrets, or too many ways to fill them)."""
+    slots = _placeholders(arguments)
+    choices = (*dict.fromkeys(secrets), REDACTED)
+    if slots == 0 or len(choices) ** slots > MAX_RESTORE_CANDIDATES:
+        return None
+    for combo in itertools.product(choices, repeat=slots):
+        candidate = _fill(arguments, iter(combo))
+        try:
+            if arguments_hash(candidate) == digest:
+                return cast(dict[str, Any], candidate)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def restore_arguments(state: RunEnvelope, redactor: SecretRedactor | None) -> RunEnvelope:
+    """The envelope with the registered secrets of its approved calls restored.
+
+    A gated call whose arguments held a registered secret is stored redacted (``[REDACTED]``
+    placeholders) with ``restore_hash``, the hash of the arguments before redaction. The
+    approval was compared with the redacted arguments the approver saw; the tool must run with
+    the real values: each placeholder is filled with one of the resuming agent's registered
+    secrets, the one way that gives ``restore_hash``. Only in memory: every write redacts again.
+
+    Raises:
+        AgentRunStateError: ``reason="arguments_not_restorable"`` — the agent has no redactor, or
+            not the secrets the arguments held; nothing was written (the run stays as stored;
+            resume with the agent's secrets registered, or decide with ``modified_arguments``).
+    """
+    calls = list(state.calls)
+    changed = False
+    for index, entry in enumerate(calls):
+        if entry.status != "ready" or entry.restore_hash is None or not entry.allowing_unmodified:
+            continue
+        call = entry.tool_call()
+        secrets = redactor.secrets if redactor is not None else ()
+        restored = restore_secrets(call.arguments, secrets, entry.restore_hash) if secrets else None
+        if restored is None:
+            error = AgentRunStateError(
+                f"run {state.run_id} cannot be resumed: the approved call {call.id} "
+                f"({call.name}) has arguments holding registered secrets, stored redacted, and "
+                + (
+                    "the resuming agent has no redactor"
+                    if not secrets
+                    else "the resuming agent's redactor does not hold those secrets"
+                )
+                + " to restore them; nothing was written, the run stays suspended — resume with "
+                "the agent's secrets registered, or decide with modified_arguments"
+            )
+            error.reason = "arguments_not_restorable"
+            error.run_id = state.run_id
+            raise error
+        calls[index] = replace(entry, call={**entry.call, "arguments": restored})
+        changed = True
+    return replace(state, pending_calls=tuple(calls)) if changed else state

@@ -224,14 +224,33 @@ class DurableDriver:
         """The answer of a gated or sticky-rejected call, without dispatching."""
         return self.run.before_dispatch(call)
 
+    def prepares(self, call: ToolCallContent) -> bool:
+        """Whether ``call``'s arguments are prepared (parsed, defaults filled) before
+        :meth:`before_execute`: the calls an approval may be asked for, and replayed ones."""
+        return self.run.prepares(call)
+
     async def before_execute(
         self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
-    ) -> None:
-        """Right before a host tool executes: mark a replayed call ``dispatched`` or suspend on
-        a call that reached execution without being gated."""
+    ) -> ToolResult | None:
+        """Right before a host tool executes, ``call`` carrying the arguments it will run with
+        (after the ``tool_call`` middleware hook, parsing and defaults):
+
+        * a replayed approved call runs only with the arguments approved — other ones (the
+          middleware said something else this time) ask again: the call is held;
+        * a call that needs an approval is held (the run suspends on the round at the next
+          boundary; at once when the loop never announced the round — the backstop), a sticky
+          rejection answers it;
+        * else a replayed call is marked ``dispatched``, or an ``every-turn`` dispatch marked.
+
+        Returns:
+            The result holding the call, else ``None`` (it runs).
+        """
         run = self.run
         entry = run.replaying(call)
         if entry is not None:
+            held = run.recheck(entry, call, tool)
+            if held is not None:
+                return held
             entry.status = "dispatched"
             await run.write(
                 "running",
@@ -239,12 +258,15 @@ class DurableDriver:
                 loop_state=run.loop_state,
                 pending_calls=run.replay_pending_calls(),
             )
-            return
-        if run.needs_backstop(call):
-            run.open_backstop(call)
-            raise await self.suspend_round()
+            return None
+        held = run.hold(call)
+        if held is not None:
+            if (held.metadata or {}).get("approval_pending") and not run.announced(call):
+                raise await self.suspend_round()  # the backstop: no announced round
+            return held
         if self.marks and child_agent(tool) is None:  # an agent tool marks with its child
             await self._mark(call)
+        return None
 
     # ----------------------------------------------------------------- child runs
 

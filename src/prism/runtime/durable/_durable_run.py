@@ -50,6 +50,7 @@ from prism.runtime.durable._run_state import (
 )
 from prism.runtime.durable._turn_writes import TurnWrites
 from prism.runtime.run.seam import ResumePoint
+from prism.tools.preparation import prepare_arguments
 from prism.types import (
     Message,
     OwnershipScope,
@@ -80,8 +81,12 @@ class _Entry:
     call_json: dict[str, Any] | None = None
     """``call.to_dict()`` once computed (a marked call is written several times)."""
     arguments_hash: str | None = None
-    """The hash of the arguments an approval is asked for (gated calls): the resume refuses
+    """The hash of the call's arguments as stored (redacted), for gated calls: the resume refuses
     to run the call with stored arguments that hash differently."""
+    shown_hash: str | None = None
+    """The hash of the (redacted) arguments the approval showed: those the tool runs with."""
+    restore_hash: str | None = None
+    """The hash of the call's unredacted arguments, when redaction changed them."""
     resolution: dict[str, Any] | None = None
     """An operator's ``succeeded`` resolution of an ambiguous call: answered, never run."""
     child: ChildRun | None = None
@@ -103,6 +108,10 @@ class _Entry:
         }
         if self.arguments_hash is not None:
             out["arguments_hash"] = self.arguments_hash
+        if self.shown_hash is not None:
+            out["shown_hash"] = self.shown_hash
+        if self.restore_hash is not None:
+            out["restore_hash"] = self.restore_hash
         if self.decision is not None:
             out["decision"] = self.decision.to_dict()
         if self.resolution is not None:
@@ -143,6 +152,8 @@ class DurableRun:
         "_names",
         "_open",
         "_replaying",
+        "_round",
+        "_round_calls",
         "checkpoints",
         "gating",
         "loop_state",
@@ -227,6 +238,10 @@ class DurableRun:
         self._names: dict[str, str] = {}
         self._entries: list[_Entry] = []
         self._replaying: dict[str, _Entry] = {}
+        self._round: dict[str, int] = {}
+        """The current tool round's call ids (announced by the loop), in call order."""
+        self._round_calls: dict[str, ToolCallContent] = {}
+        """The current tool round's calls as the model gave them (unredacted)."""
         self._marked: dict[str, _Entry] = {}
         """Every-turn dispatch marking of the open tool round: call id → entry."""
         self._stray: list[_Entry] = []
@@ -251,6 +266,8 @@ class DurableRun:
                         status="ready" if stored.status == "ready" else "dispatched",
                         decision=stored.run_decision(),
                         arguments_hash=stored.arguments_hash,
+                        shown_hash=stored.shown_hash,
+                        restore_hash=stored.restore_hash,
                         resolution=None if stored.resolution is None else dict(stored.resolution),
                         child=stored.child,
                     )
@@ -356,35 +373,44 @@ class DurableRun:
         return bool(self._open)
 
     def gate_round(self, calls: Sequence[ToolCallContent]) -> None:
-        """Record every call not matching a sticky decision in the open gated round.
+        """The loop announced a tool round: its calls are asked for approval as each reaches
+        execution (:meth:`hold`), with the arguments it will run with.
 
         Raises:
-            AgentDecisionError: ``ERR_PRISM_DECISION_LIMIT`` — more than 32 gated calls open.
+            AgentDecisionError: ``ERR_PRISM_DECISION_LIMIT`` — the round would open more than 32
+                gated calls (counting those that always ask), before any of them runs.
         """
         if not self.approvals:
             return
-        for call in calls:
-            if not self._needs_approval(call):
-                continue
-            if sticky_match(self.sticky, call) is not None:
-                continue
-            if call.id in self._gated:
-                continue
-            if len(self._open) >= MAX_GATED:
-                raise decision_error(
-                    "ERR_PRISM_DECISION_LIMIT", f"more than {MAX_GATED} gated tool calls open"
-                )
-            entry = self._entry_for(call)
-            self._open.append(entry)
-            self._gated[call.id] = entry
+        self._round = {call.id: index for index, call in enumerate(calls)}
+        self._round_calls = {call.id: call for call in calls}
+        # the calls that certainly ask (a callable decides later, per call)
+        certain = sum(
+            1
+            for call in calls
+            if (self.gating or self._gates.get(call.name) is True)
+            and call.id not in self._gated
+            and sticky_match(self.sticky, call) is None
+        )
+        if len(self._open) + certain > MAX_GATED:
+            raise decision_error(
+                "ERR_PRISM_DECISION_LIMIT", f"more than {MAX_GATED} gated tool calls open"
+            )
+
+    def prepares(self, call: ToolCallContent) -> bool:
+        """Whether ``call``'s arguments are prepared before the pre-execution hook (they may be
+        asked for an approval, or are an approved call's being replayed)."""
+        return self.gating or call.name in self._gates or call.id in self._replaying
 
     def _needs_approval(self, call: ToolCallContent) -> bool:
         """The agent-wide switch, else the tool's ``needs_approval`` (a callable is asked once
-        per call).
+        per call, with the arguments the tool will run with).
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — the callable returned something other than
                 a bool (an ``async`` callable is not supported).
+            RuntimeError: the callable raised: the call is answered with an error row and never
+                runs (fails closed).
         """
         if self.gating:
             return True
@@ -396,7 +422,13 @@ class DurableRun:
         known = self._gated_calls.get(call.id)
         if known is not None:
             return known
-        decided = gate(call)
+        try:
+            decided = gate(call)
+        except Exception as exc:
+            raise RuntimeError(
+                f"needs_approval of tool {call.name} raised {type(exc).__name__}: {exc}; "
+                "the call was not run"
+            ) from exc
         if not isinstance(decided, bool):
             close = getattr(decided, "close", None)
             if callable(close):  # a coroutine from an async callable: never awaited
@@ -408,49 +440,130 @@ class DurableRun:
         self._gated_calls[call.id] = decided
         return decided
 
-    def _entry_for(self, call: ToolCallContent) -> _Entry:
+    def _shown(self, arguments: Mapping[str, Any]) -> str | None:
+        """The hash of ``arguments`` as an approval shows them (redacted)."""
+        redactor = self.redactor
+        shown = redactor.redact(arguments) if redactor is not None else arguments
         try:
-            digest: str | None = arguments_hash(call.arguments)
+            return arguments_hash(shown)
         except (TypeError, ValueError):
-            digest = None
+            return None
+
+    def _entry_for(self, call: ToolCallContent, original: ToolCallContent | None = None) -> _Entry:
+        """The gated entry of ``call`` (its arguments as they will run); ``original`` is the
+        call as the model gave it (stored, replayed through the middleware again)."""
+        stored_call = call if original is None else original
+        redactor = self.redactor
+        stored = (
+            redactor.redact(stored_call.arguments)
+            if redactor is not None
+            else stored_call.arguments
+        )
+        try:
+            digest: str | None = arguments_hash(stored)
+            restore = (
+                None if stored == stored_call.arguments else arguments_hash(stored_call.arguments)
+            )
+        except (TypeError, ValueError):
+            digest = restore = None
+        shown = self._shown(call.arguments)
         approval_id = new_id("approval")
-        pending = pending_decision(approval_id, call, digest, self.redactor)
+        pending = pending_decision(approval_id, call, shown, redactor)
         self._names[call.id] = call.name
-        return _Entry(call=call, approval_id=approval_id, pending=pending, arguments_hash=digest)
+        return _Entry(
+            call=stored_call,
+            approval_id=approval_id,
+            pending=pending,
+            arguments_hash=digest,
+            shown_hash=shown,
+            restore_hash=restore,
+        )
+
+    def _open_entry(self, entry: _Entry) -> None:
+        if len(self._open) >= MAX_GATED:
+            raise decision_error(
+                "ERR_PRISM_DECISION_LIMIT", f"more than {MAX_GATED} gated tool calls open"
+            )
+        self._open.append(entry)
+        self._gated[entry.call.id] = entry
 
     def before_dispatch(self, call: ToolCallContent) -> ToolResult | None:
-        """The result a gated or sticky-rejected call gets without dispatching, else
-        ``None`` (dispatch normally)."""
+        """The answer of a call already gated, without dispatching, else ``None``."""
         if call.id in self._replaying:
             return None
         if call.id in self._gated:
-            return ToolResult(
-                tool_call_id=call.id, name=call.name, metadata={"approval_pending": True}
-            )
-        sticky = sticky_match(self.sticky, call)
-        if sticky is not None and sticky.outcome == "reject_for_run":
-            return rejection_result(call, sticky.reason, "Rejected for this run")
+            return _held(call)
         return None
 
-    def needs_backstop(self, call: ToolCallContent) -> bool:
-        """Whether ``call`` reached the pre-execution step without having been gated (the backstop
-        then suspends the run on it alone)."""
-        if not self.approvals or call.id in self._replaying or call.id in self._gated:
-            return False
+    def hold(self, call: ToolCallContent) -> ToolResult | None:
+        """Ask for an approval of ``call`` (its arguments as the tool will run with them) when it
+        needs one: the call joins the open gated round and is held (the returned
+        ``approval_pending`` result); a sticky rejection answers it; else ``None`` (it runs).
+
+        Raises:
+            RuntimeError: the tool's ``needs_approval`` callable raised (never lets the call
+                through).
+            AgentDecisionError: ``ERR_PRISM_DECISION_LIMIT`` — more than 32 gated calls open.
+        """
+        if not self.approvals or call.id in self._replaying:
+            return None
+        if call.id in self._gated:
+            return _held(call)
         if not self._needs_approval(call):
-            return False
-        sticky = sticky_match(self.sticky, call)
-        return sticky is None or sticky.outcome != "allow_for_run"
+            return None
+        sticky = sticky_match(self.sticky, call, self._shown(call.arguments))
+        if sticky is not None:
+            if sticky.outcome == "reject_for_run":
+                return rejection_result(call, sticky.reason, "Rejected for this run")
+            if sticky.outcome == "allow_for_run":
+                return None
+        self._open_entry(self._entry_for(call, self._round_calls.get(call.id)))
+        return _held(call)
+
+    def announced(self, call: ToolCallContent) -> bool:
+        """Whether ``call`` belongs to a tool round the loop announced (else a held call
+        suspends the run at once: the backstop)."""
+        return call.id in self._round
+
+    def recheck(self, entry: _Entry, call: ToolCallContent, tool: Any) -> ToolResult | None:
+        """An approved call about to be replayed with ``call``'s arguments (as they will run):
+        ``None`` when they are the approved ones, else the approval is asked again with them
+        (the call joins the open round, held).
+
+        The approved arguments are those the approval showed (``shown_hash``), or the
+        operator's own ``modified_arguments``, parsed and with their defaults. An entry written
+        before ``shown_hash`` existed is not rechecked (its stored arguments were checked
+        before the claim).
+        """
+        if entry.shown_hash is None:
+            return None
+        decision = entry.decision
+        approved: str | None = entry.shown_hash
+        if decision is not None and decision.modified_arguments is not None:
+            try:
+                approved = self._shown(prepare_arguments(tool, dict(decision.modified_arguments)))
+            except ValueError:
+                approved = None
+        if approved is not None and self._shown(call.arguments) == approved:
+            return None
+        self._replaying.pop(call.id, None)
+        if entry in self._entries:
+            self._entries.remove(entry)
+        self._gated_calls.pop(call.id, None)
+        self._open_entry(self._entry_for(call, entry.call))
+        return _held(call)
 
     def open_backstop(self, call: ToolCallContent) -> None:
         """Gate ``call`` alone (after any open entries) so the leg suspends on it."""
-        entry = self._entry_for(call)
-        self._open.append(entry)
-        self._gated[call.id] = entry
+        if call.id not in self._gated:
+            self._open_entry(self._entry_for(call))
 
     def round_interruption(self) -> AgentRunInterruption:
         """The interruption of the open gated round: its own pending decisions, then those of
         its suspended child runs (none for a child waiting on its input guardrail)."""
+        order = self._round
+        last = len(order)
+        self._open.sort(key=lambda e: order.get(e.call.id, last))
         decisions = [e.pending for e in self._open if e.pending is not None]
         decisions += [p for e in self._open for p in e.child_pending]
         if not decisions:  # decision="approve" approves the child's input
@@ -489,6 +602,9 @@ class DurableRun:
 
     def open_pending_calls(self) -> list[dict[str, Any]]:
         """The open gated round as ``pending_calls`` entries, in call order."""
+        order = self._round
+        last = len(order)
+        self._open.sort(key=lambda e: order.get(e.call.id, last))
         return [e.to_json() for e in self._open]
 
     def hold_steers(self, messages: Sequence[Message]) -> None:
@@ -500,6 +616,8 @@ class DurableRun:
         """Forget the open gated round (cleanup)."""
         self._open.clear()
         self._gated.clear()
+        self._round = {}
+        self._round_calls = {}
 
     # ----------------------------------------------------------------- replay
 
@@ -574,3 +692,8 @@ class DurableRun:
         if self._marked:
             self._marked.clear()
             self._stray.clear()
+
+
+def _held(call: ToolCallContent) -> ToolResult:
+    """The answer of a call held for an approval (no row: the round stays open)."""
+    return ToolResult(tool_call_id=call.id, name=call.name, metadata={"approval_pending": True})

@@ -7,13 +7,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from prism.checkpoints import CheckpointStore
+from prism.checkpoints import AGENT_RUN_NAMESPACE, CheckpointStore
 from prism.errors import AgentRunStateError, AgentSessionBusyError, CheckpointConflictError
+from prism.limits.tracker import coerce_counters
+from prism.loop_needs import handoff_tools
 from prism.runtime.durable._approvals import (
     apply_decisions,
     check_bound_arguments,
     coerce_decisions,
     decision_error,
+    restore_arguments,
 )
 from prism.runtime.durable._durable_leg import DURABLE_HOOKS
 from prism.runtime.durable._envelope import (
@@ -57,15 +60,18 @@ from prism.runtime.run.plan import plan_run
 from prism.runtime.run.seam import ResumePoint
 from prism.runtime.run.session import AgentSession
 from prism.runtime.run.turn_policy import TurnPolicy
+from prism.store import read_branch
 from prism.types import (
     AgentRunRef,
     OwnershipScope,
     RunResult,
+    ToolCallContent,
     ToolExecutionContext,
 )
 
 if TYPE_CHECKING:
     from prism.abort import AbortSignal
+    from prism.redaction import SecretRedactor
 
 
 class ResumableAgent(Protocol):
@@ -182,6 +188,7 @@ async def resume_agent_run(
     owner = None if ownership is None else OwnershipScope.coerce(ownership)
     record, state = await load_state(options.checkpoints, key, stated_session, owner)
     _check_stored(state, config, options, key, record.version, version, decision, batch)
+    check_fields(state)
     if session is None:
         assert not isinstance(agent_or_session, AgentSession)
         session = agent_or_session.create_session(state.session_id)
@@ -202,6 +209,12 @@ async def resume_agent_run(
     async with AsyncExitStack() as scope:
         tools = await open_leg_tools(config, scope)
         check_source_tools(state.source_tools, tools.digests)
+        # The calls and the child runs the resume would continue, before anything is written.
+        handoff = {tool.name for tool in handoff_tools(config.loop)}
+        await check_pending_calls(
+            session, state, lambda name: tools.registry.get(name) is not None or name in handoff
+        )
+        await check_children(state, tools.registry, options, owner)
         if state.status == "suspended":
             applied = apply_decisions(state, batch, tools.registry)
             new_state = dataclasses.replace(
@@ -209,10 +222,14 @@ async def resume_agent_run(
             )
             check_bound_arguments(new_state)
             check_ambiguity(new_state)
+            if not applied.remaining:
+                new_state = restore_arguments(new_state, config.redactor)
             if applied.remaining:
                 return await resuspend(session, new_state, applied.remaining, writer)
         else:
-            new_state = await _recover(state, session, tools.registry, options, writer)
+            new_state = await _recover(
+                state, session, tools.registry, options, writer, config.redactor
+            )
         # Claim the run, then start the resumed leg.
         claim = _claimer(new_state.claimed(), writer, crash=state.status == "running")
         if session.is_running:
@@ -339,12 +356,169 @@ def _check_stored(
         raise AgentRunStateError(not_resumable_message(key, status))
 
 
+def check_fields(state: RunEnvelope) -> None:
+    """The stored fields a resumed leg starts from must be usable, checked before anything is
+    written: the limit counters and the held input messages. A corrupt one
+    fails the resume here, not after the claim (which would lose the pending approvals).
+
+    Raises:
+        AgentRunStateError: ``reason="invalid_field"``, ``field`` naming the stored field.
+    """
+    field, problem = None, ""
+    try:
+        coerce_counters(state.counters)
+    except Exception as exc:
+        field, problem = "counters", str(exc)
+    if field is None:
+        try:
+            state.input_messages()
+        except Exception as exc:
+            field, problem = "input", str(exc)
+    if field is None:
+        return
+    raise refusal(
+        f"run {state.run_id} cannot be resumed: its stored {field} are invalid ({problem}); "
+        f"nothing was written, the run stays {state.status}",
+        "invalid_field",
+        state.run_id,
+        field=field,
+    )
+
+
+async def check_pending_calls(
+    session: AgentSession, state: RunEnvelope, has_tool: Callable[[str], bool]
+) -> None:
+    """Every pending call the resume would answer or run must be the call the run's stored
+    transcript holds (same id, tool and arguments, as stored) and a tool the agent has.
+
+    Raises:
+        AgentRunStateError: ``reason="pending_call_edited"`` — an entry names another tool or
+            other arguments than the transcript's call, or a call the transcript does not hold;
+            ``reason="agent_changed"`` — the call's tool is not one of the agent's tools.
+    """
+    entries = [e for e in state.calls if e.status == "ready" or e.child is not None]
+    if not entries:
+        return
+    run_id = state.run_id
+    transcript: dict[str, ToolCallContent] = {}
+    if state.leaf_id is not None:
+        for row in await read_branch(session.store, session.id, state.leaf_id):
+            message = row.message
+            if row.kind != "message" or message is None or message.role != "assistant":
+                continue
+            for part in message.content:
+                if isinstance(part, ToolCallContent):
+                    transcript[part.id] = part
+    for pending in entries:
+        call = pending.tool_call()
+        stored = transcript.get(call.id)
+        if stored is None or stored.name != call.name or stored.arguments != call.arguments:
+            told = (
+                "no call of the run's transcript"
+                if stored is None
+                else f"the transcript's call is {stored.name} with other arguments"
+                if stored.name == call.name
+                else f"the transcript's call is {stored.name}"
+            )
+            raise refusal(
+                f"run {run_id} cannot be resumed: its pending call {call.id} names {call.name} "
+                f"but {told} (the stored entry was edited); nothing was written, the run stays "
+                f"{state.status}",
+                "pending_call_edited",
+                run_id,
+            )
+        if not has_tool(call.name):
+            raise refusal(
+                f"run {run_id} cannot be resumed: its pending call {call.id} is of tool "
+                f"{call.name}, which the agent no longer has; nothing was written, the run "
+                f"stays {state.status} — resume it with the agent it was started with",
+                "agent_changed",
+                run_id,
+            )
+
+
+async def check_children(
+    state: RunEnvelope,
+    registry: Any,
+    options: RunStateOptions,
+    ownership: OwnershipScope | None,
+) -> None:
+    """Every child run a pending call continues (an agent tool's) must belong to the child
+    agent the tool now runs: same agent id, definition revision and fingerprint, its own pending
+    calls of tools that agent has, and so on down the tree.
+
+    Raises:
+        AgentRunStateError: ``reason="agent_changed"`` — names the call, the child run and what
+            changed.
+    """
+    run_id = state.run_id
+    for entry in state.calls:
+        link = entry.child
+        if link is None:
+            continue
+        agent = child_agent(registry.get(entry.tool_name))
+        where = f"its pending call {entry.call_id} ({entry.tool_name}) continues child run {link.run_id}"
+        if agent is None:
+            raise refusal(
+                f"run {run_id} cannot be resumed: {where}, but {entry.tool_name} no longer "
+                f"runs a child agent; nothing was written, the run stays {state.status}",
+                "agent_changed",
+                run_id,
+            )
+        config: AgentConfig = agent.config
+        own = _agent_options(config)
+        child_options = own if own is not None else options
+        record = await child_options.checkpoints.load_checkpoint(
+            namespace=AGENT_RUN_NAMESPACE, key=link.run_id
+        )
+        if record is None:
+            continue
+        _, child_state = await load_state(child_options.checkpoints, link.run_id, None, ownership)
+        if not child_state.continuable:
+            continue
+        changed = definition_mismatch(child_state, config, child_options.definition_revision)
+        if changed is None:
+            tools = {tool.name: tool for tool in config.tools}
+            gone = [
+                e for e in child_state.calls if e.status == "ready" and e.tool_name not in tools
+            ]
+            if gone:
+                changed = f"its pending call {gone[0].call_id} is of tool {gone[0].tool_name}, "
+                changed += "which the child agent no longer has"
+        if changed is not None:
+            raise refusal(
+                f"run {run_id} cannot be resumed: {where}, whose agent changed ({changed}); "
+                f"nothing was written, the run stays {state.status} — resume it with the "
+                "agent tree it was started with",
+                "agent_changed",
+                run_id,
+            )
+        await check_children(child_state, tools_of(config), child_options, ownership)
+
+
+def tools_of(config: AgentConfig) -> dict[str, Any]:
+    """Tool name → tool of an agent's static tools."""
+    return {tool.name: tool for tool in config.tools}
+
+
+def refusal(
+    message: str, reason: str, run_id: str, *, field: str | None = None
+) -> AgentRunStateError:
+    """An ``AgentRunStateError`` refusing a resume before anything was written."""
+    error = AgentRunStateError(message)
+    error.reason = reason
+    error.run_id = run_id
+    error.field = field
+    return error
+
+
 async def _recover(
     state: RunEnvelope,
     session: AgentSession,
     registry: Any,
     options: RunStateOptions,
     writer: EnvelopeWriter,
+    redactor: SecretRedactor | None = None,
 ) -> RunEnvelope:
     """A ``running`` run (crash recovery) or a policy stop about to be claimed: adopt the result
     rows a crash left after the leaf, then refuse ambiguous calls (this run's, or a recorded
@@ -352,6 +526,7 @@ async def _recover(
     adopted = await adopt_stored_rows(session, state) if state.status == "running" else None
     new_state = adopted or state
     check_bound_arguments(new_state)
+    new_state = restore_arguments(new_state, redactor)
     ambiguous = ambiguity_error(new_state)
     if ambiguous is None:  # a child run left ambiguous is reported before the claim
         ambiguous = await _child_ambiguity(new_state, registry, options, session)

@@ -217,7 +217,17 @@ class ChildRun:
 
 
 _CALL_KEYS: Final = frozenset(
-    ("call", "status", "approval_id", "arguments_hash", "decision", "resolution", "child")
+    (
+        "call",
+        "status",
+        "approval_id",
+        "arguments_hash",
+        "shown_hash",
+        "restore_hash",
+        "decision",
+        "resolution",
+        "child",
+    )
 )
 
 
@@ -231,7 +241,16 @@ class PendingCall:
     status: str
     approval_id: str
     arguments_hash: str | None = None
-    """The hash of the arguments its approval was asked for."""
+    """The hash of the call's arguments as stored when its approval was asked (an envelope
+    written before ``shown_hash`` existed: as the model gave them)."""
+    shown_hash: str | None = None
+    """The hash of the arguments the approval showed: the ones the tool runs with (after the
+    ``tool_call`` middleware hook, parsing and defaults), redacted. The replay asks again when
+    the arguments about to run hash differently. Absent in envelopes written before it."""
+    restore_hash: str | None = None
+    """The hash of the call's arguments before redaction, when redaction changed them (they
+    held a registered secret): the resume restores the secrets with the resuming agent's
+    redactor and checks the restored arguments against it."""
     decision: Mapping[str, Any] | None = None
     """The operator's decision (``RunDecision`` JSON)."""
     resolution: Mapping[str, Any] | None = None
@@ -249,6 +268,8 @@ class PendingCall:
             status=data["status"],
             approval_id=data["approval_id"],
             arguments_hash=data.get("arguments_hash"),
+            shown_hash=data.get("shown_hash"),
+            restore_hash=data.get("restore_hash"),
             decision=data.get("decision"),
             resolution=data.get("resolution"),
             child=None if child is None else ChildRun.from_json(child),
@@ -264,6 +285,10 @@ class PendingCall:
         }
         if self.arguments_hash is not None:
             out["arguments_hash"] = self.arguments_hash
+        if self.shown_hash is not None:
+            out["shown_hash"] = self.shown_hash
+        if self.restore_hash is not None:
+            out["restore_hash"] = self.restore_hash
         if self.decision is not None:
             out["decision"] = self.decision
         if self.resolution is not None:
@@ -657,10 +682,9 @@ def check_envelope(state: Any) -> dict[str, Any]:
                     raise ValueError("invalid pending call resolution")
                 if resolution.get("error") is not None:
                     ErrorInfo.from_dict(resolution["error"])
-            if entry.get("arguments_hash") is not None and not isinstance(
-                entry["arguments_hash"], str
-            ):
-                raise ValueError("invalid pending call arguments_hash")
+            for digest in ("arguments_hash", "shown_hash", "restore_hash"):
+                if entry.get(digest) is not None and not isinstance(entry[digest], str):
+                    raise ValueError(f"invalid pending call {digest}")
         for message in state.get("steers") or ():
             Message.from_dict(message)
     except Exception as exc:

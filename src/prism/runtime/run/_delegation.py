@@ -190,6 +190,10 @@ class RunDelegation:
         """Charge one tool call to the run's budget (raises ``RunLimitExceeded``)."""
         self._tracker.charge_tool_call()
 
+    def refund_tool_call(self) -> None:
+        """Take back one tool call charge (a child's call held for an approval)."""
+        self._tracker.refund_tool_call()
+
     def charge_usage(self, usage: Usage | None, /) -> None:
         """Add ``usage`` to the run's usage, then charge its token and cost limits."""
         if usage is not None:

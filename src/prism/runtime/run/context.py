@@ -654,6 +654,7 @@ class RunContext:
             ownership=plan.ownership,
             tool_abort_grace_ms=self.config.tool_abort_grace_ms,
             before_execute=None if durable is None else durable.before_execute,
+            prepares=None if durable is None else durable.prepares,
             on_worker_thread=self.worker_threads.append,
             execute_scope=None if self.trace is None else self.trace.tool_scope,
             measured=None if self.carry is None else self.carry.keep,

@@ -153,10 +153,16 @@ class DurableGate(ChildRuns, Protocol):
         """The answer of a gated or sticky-rejected call, without dispatching."""
         ...
 
+    def prepares(self, call: ToolCallContent) -> bool:
+        """Whether the call's arguments are prepared (parsed, defaults filled) before
+        ``before_execute``."""
+        ...
+
     async def before_execute(
         self, call: ToolCallContent, tool: ToolDefinition, context: ToolExecutionContext
-    ) -> None:
-        """Runs right before a host tool executes; may suspend the run."""
+    ) -> ToolResult | None:
+        """Runs right before a host tool executes, with the arguments it will run with; may
+        hold the call (its answer, e.g. an approval pending) or suspend the run."""
         ...
 
     def record_source_tools(self, digests: Mapping[str, str]) -> None:
