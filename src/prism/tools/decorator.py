@@ -168,13 +168,12 @@ def _build_tool(
     signature = _read_signature(fn, label, localns, doc_params)
     model_name = re.sub(r"\W", "_", fn.__name__) or "tool"
     fast = fast_signature(model_name, signature.params)
-    validate: Callable[[Any], Any]
+    adapter: Any
     if fast is None:
         adapter, schema = _argument_model(_import_pydantic(), model_name, label, signature)
-        validate = adapter.validate_python
     else:
-        schema = fast.schema
-        validate = _lazy_validate(model_name, label, signature)
+        adapter, schema = _LazyAdapter(model_name, label, signature), fast.schema
+    validate: Callable[[Any], Any] = adapter.validate_python
     return FunctionTool(
         name=name if name is not None else fn.__name__,
         execute=_make_execute(
@@ -288,19 +287,32 @@ def _argument_model(
     return adapter, schema
 
 
-def _lazy_validate(model_name: str, label: str, signature: _Signature) -> Callable[[Any], Any]:
-    """``validate_python`` of the arguments model, built (and pydantic imported) on first call.
+class _LazyAdapter:
+    """The pydantic ``TypeAdapter`` of a fast-path tool's argument model, built (and pydantic
+    imported) the first time arguments leave the fast path or are prepared for an approval.
 
-    Two threads calling it first may both build the model; either result is the same."""
-    built: list[Callable[[Any], Any]] = []
+    Two threads using it first may both build the model; either result is the same."""
 
-    def validate(arguments: Any) -> Any:
-        if not built:
-            adapter, _ = _argument_model(_import_pydantic(), model_name, label, signature)
-            built.append(adapter.validate_python)
-        return built[0](arguments)
+    __slots__ = ("_built", "_label", "_model_name", "_signature")
 
-    return validate
+    def __init__(self, model_name: str, label: str, signature: _Signature) -> None:
+        self._model_name = model_name
+        self._label = label
+        self._signature = signature
+        self._built: Any = None
+
+    def _adapter(self) -> Any:
+        if self._built is None:
+            self._built, _ = _argument_model(
+                _import_pydantic(), self._model_name, self._label, self._signature
+            )
+        return self._built
+
+    def validate_python(self, arguments: Any) -> Any:
+        return self._adapter().validate_python(arguments)
+
+    def dump_python(self, value: Any, **options: Any) -> Any:
+        return self._adapter().dump_python(value, **options)
 
 
 def _make_execute(

@@ -56,6 +56,7 @@ from prism.types import (
     OwnershipScope,
     RunStopReason,
     ToolCallContent,
+    ToolDefinition,
     ToolResult,
     canonical_json,
 )
@@ -525,7 +526,7 @@ class DurableRun:
         suspends the run at once: the backstop)."""
         return call.id in self._round
 
-    def recheck(self, entry: _Entry, call: ToolCallContent, tool: Any) -> ToolResult | None:
+    def recheck(self, entry: _Entry, call: ToolCallContent, tool: ToolDefinition) -> ToolResult | None:
         """An approved call about to be replayed with ``call``'s arguments (as they will run):
         ``None`` when they are the approved ones, else the approval is asked again with them
         (the call joins the open round, held).
