@@ -25,7 +25,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
-from prism._keys import reject_unknown_keys
 from prism._util import maybe_await
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError
@@ -115,24 +114,15 @@ class CompactionOptions(_Options):
 
     @classmethod
     def coerce(cls, value: CompactionOptions | Mapping[str, Any]) -> CompactionOptions:
-        """Return ``value`` itself, or the options built from a snake_case mapping.
+        """Return ``value`` itself, or the options built from a snake_case mapping, which may
+        carry ``strategy`` (a host callable, never serialised).
 
-        The mapping may carry ``strategy`` (a host callable, never serialised). Values are not
-        validated here (:func:`validate_compaction_options` does).
+        Values are not validated here (:func:`validate_compaction_options` does).
 
         Raises:
-            PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key (a
-                camelCase key is reported with its snake_case name).
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key.
         """
-        if isinstance(value, CompactionOptions):
-            return value
-        if not isinstance(value, Mapping):
-            raise PrismConfigError(
-                "CompactionOptions expects a CompactionOptions or a mapping, "
-                f"got {type(value).__name__}"
-            )
-        reject_unknown_keys(cls.__name__, value, {f.name for f in dataclasses.fields(cls)})
-        return cls(**{str(k): v for k, v in value.items()})
+        return cls._coerce_as_given(value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

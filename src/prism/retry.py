@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from prism._keys import reject_unknown_keys
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError
 from prism.types import ErrorInfo, JsonValue, _Options
@@ -169,26 +168,14 @@ class RetryOptions(_Options):
 
     @classmethod
     def coerce(cls, value: RetryOptions | Mapping[str, Any]) -> RetryOptions:
-        """Return ``value`` itself, or the options built from a snake_case mapping.
-
-        The mapping may carry ``policy`` (a host object, never serialised). Values are not
-        validated here (:func:`validate_retry_options` does).
+        """Return ``value`` itself, or the options built from a snake_case mapping; it may carry
+        ``policy`` (a host object, never serialised), and its values are validated by
+        :func:`validate_retry_options`, not here.
 
         Raises:
-            PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key (a
-                camelCase key is reported with its snake_case name).
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key.
         """
-        if isinstance(value, RetryOptions):
-            return value
-        if not isinstance(value, Mapping):
-            raise PrismConfigError(
-                f"RetryOptions expects a RetryOptions or a mapping, got {type(value).__name__}"
-            )
-        reject_unknown_keys(cls.__name__, value, _RETRY_FIELDS)
-        return cls(**{str(k): v for k, v in value.items()})
-
-
-_RETRY_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RetryOptions))
+        return cls._coerce_as_given(value)
 
 
 # --------------------------------------------------------------------------- validation
