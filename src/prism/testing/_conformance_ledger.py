@@ -88,6 +88,18 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
         await maybe_await(method(record))
         written[kind].append(record)
 
+    async def put_event(event: Any, **extra: Any) -> None:
+        record = AgentEventRecord(
+            id=new_id("event"),
+            session_id=sid,
+            run_id=event.run_id,
+            type=event.type,
+            timestamp=now_iso(),
+            event=event,
+            **extra,
+        )
+        await put("event", record)
+
     starts = [
         start_run_record(
             run_id=rid,
@@ -113,20 +125,12 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
                     run_id=rid,
                     message=Message(role="assistant", content=(TextContent(text="done ✓ \x00"),)),
                 )
-            await put(
-                "event",
-                AgentEventRecord(
-                    id=new_id("event"),
-                    session_id=sid,
-                    run_id=rid,
-                    type=event.type,
-                    timestamp=now_iso(),
-                    event=event,
-                    redacted=turn == 2,
-                    tenant_id=owner.tenant_id,
-                    account_id=owner.account_id,
-                    user_id=owner.user_id,
-                ),
+            await put_event(
+                event,
+                redacted=turn == 2,
+                tenant_id=owner.tenant_id,
+                account_id=owner.account_id,
+                user_id=owner.user_id,
             )
     result = ToolResult(tool_call_id="call_1", name="lookup", value={"rows": [1, 2]})
     for rid in runs:
@@ -158,18 +162,7 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
                 redacted=True,
             ),
         )
-        finished = AgentFinishedEvent(session_id=sid, run_id=rid)
-        await put(
-            "event",
-            AgentEventRecord(
-                id=new_id("event"),
-                session_id=sid,
-                run_id=rid,
-                type=finished.type,
-                timestamp=now_iso(),
-                event=finished,
-            ),
-        )
+        await put_event(AgentFinishedEvent(session_id=sid, run_id=rid))
         await put(
             "usage",
             UsageRecord(
@@ -207,22 +200,13 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
     )
     await put("run", finish_run_record(starts[1], status="succeeded", stop_reason="host_policy"))
     # a tool-execution event with nested dataclasses
-    tool_event = ToolExecutionFinishedEvent(
-        session_id=sid,
-        run_id=runs[1],
-        result=result,
-        metadata=ToolExecutionMetadata(duration_ms=12, status="finished"),
-    )
-    await put(
-        "event",
-        AgentEventRecord(
-            id=new_id("event"),
+    await put_event(
+        ToolExecutionFinishedEvent(
             session_id=sid,
             run_id=runs[1],
-            type=tool_event.type,
-            timestamp=now_iso(),
-            event=tool_event,
-        ),
+            result=result,
+            metadata=ToolExecutionMetadata(duration_ms=12, status="finished"),
+        )
     )
 
     for kind, rows in written.items():
