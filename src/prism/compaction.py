@@ -39,6 +39,7 @@ from prism.types import (
     ToolResultContent,
     _Options,
 )
+from prism.types._options import resolve_option_layers
 
 __all__ = [
     "NO_OLDER_ENTRIES_SUMMARY",
@@ -207,30 +208,13 @@ def resolve_compaction_options(
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — a layer is invalid or of another type.
     """
-    base: CompactionOptions | None
-    if agent is None or agent is False:
-        base = None
-    elif isinstance(agent, (CompactionOptions, Mapping)):
-        base = validate_compaction_options(agent)
-    else:
-        raise PrismConfigError(
-            "compaction must be a CompactionOptions, a mapping, False or None, "
-            f"got {type(agent).__name__}"
-        )
-    if run is None:
-        return base
-    if run is False:
-        return None
-    if isinstance(run, CompactionOptions):
-        return validate_compaction_options(run)
-    if isinstance(run, Mapping):
-        overlay = validate_compaction_options(run)  # reports unknown keys first
-        start = base if base is not None else CompactionOptions()
-        changes = {k: getattr(overlay, k) for k in run}
-        return validate_compaction_options(dataclasses.replace(start, **changes))
-    raise PrismConfigError(
-        "compaction must be a CompactionOptions, a mapping, False or None, "
-        f"got {type(run).__name__}"
+    return resolve_option_layers(
+        CompactionOptions,
+        agent,
+        run,
+        validate=validate_compaction_options,
+        label="compaction",
+        unset=None,
     )
 
 

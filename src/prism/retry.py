@@ -25,6 +25,7 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError
 from prism.types import ErrorInfo, JsonValue, _Options
+from prism.types._options import resolve_option_layers
 
 __all__ = [
     "DEFAULT_TRANSIENT_CODES",
@@ -263,35 +264,14 @@ def resolve_retry_options(
         PrismConfigError: ``ERR_PRISM_CONFIG`` — either layer is invalid or not a
             ``RetryOptions``/mapping/``False``/``None``.
     """
-    base: RetryOptions | None
-    if agent is None:
-        base = RetryOptions()
-    elif agent is False:
-        base = None
-    elif isinstance(agent, (RetryOptions, Mapping)):
-        base = validate_retry_options(agent)
-    else:
-        raise PrismConfigError(
-            f"retry must be a RetryOptions, a mapping, False or None, got {type(agent).__name__}"
-        )
-    if run is None:
-        return base
-    if run is False:
-        return None
-    if isinstance(run, RetryOptions):
-        return validate_retry_options(run)
-    if isinstance(run, Mapping):
-        # Unknown keys are reported before the overlay is applied.
-        validate_retry_options(run)
-        merged = {**_fields_of(base if base is not None else RetryOptions()), **dict(run)}
-        return validate_retry_options(RetryOptions(**merged))
-    raise PrismConfigError(
-        f"retry must be a RetryOptions, a mapping, False or None, got {type(run).__name__}"
+    return resolve_option_layers(
+        RetryOptions,
+        agent,
+        run,
+        validate=validate_retry_options,
+        label="retry",
+        unset=RetryOptions(),
     )
-
-
-def _fields_of(options: RetryOptions) -> dict[str, Any]:
-    return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
 
 
 # --------------------------------------------------------------------------- transient

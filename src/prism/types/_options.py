@@ -6,8 +6,9 @@ may pass either the record or a snake_case mapping of its fields.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from prism._serde import Serializable, from_fields
 from prism.errors import PrismConfigError
@@ -15,7 +16,9 @@ from prism.errors import PrismConfigError
 if TYPE_CHECKING:
     from typing import Self
 
-__all__: list[str] = []
+__all__ = ["resolve_option_layers"]
+
+_O = TypeVar("_O", bound="_Options")
 
 
 class _Options(Serializable):
@@ -60,3 +63,52 @@ class _Options(Serializable):
                 f"{cls.__name__} expects a {cls.__name__} or a mapping, got {type(value).__name__}"
             )
         return value
+
+
+def resolve_option_layers(
+    cls: type[_O],
+    agent: _O | Mapping[str, Any] | Literal[False] | None,
+    run: _O | Mapping[str, Any] | Literal[False] | None,
+    *,
+    validate: Callable[[_O | Mapping[str, Any]], _O],
+    label: str,
+    unset: _O | None,
+) -> _O | None:
+    """The effective ``cls`` options of an agent layer and a run layer, each validated.
+
+    The agent layer gives the base: ``unset`` for ``None``, nothing for ``False``. Run ``None``
+    keeps the base, run ``False`` gives ``None``, a run record replaces the base, and a run
+    mapping overrides only the keys it names on top of the base (``cls()`` when there is none);
+    its unknown keys are reported before it is applied.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — a layer is invalid, or is not a record, a
+            mapping, ``False`` or ``None`` (``"<label> must be a <class>, a mapping, …"``).
+    """
+    base: _O | None
+    if agent is None:
+        base = unset
+    elif agent is False:
+        base = None
+    elif isinstance(agent, (cls, Mapping)):
+        base = validate(agent)
+    else:
+        raise _not_a_layer(cls, label, agent)
+    if run is None:
+        return base
+    if run is False:
+        return None
+    if isinstance(run, cls):
+        return validate(run)
+    if isinstance(run, Mapping):
+        overlay = validate(run)  # reports unknown keys first
+        start = base if base is not None else cls()
+        changes = {k: getattr(overlay, k) for k in run}
+        return validate(dataclasses.replace(start, **changes))  # type: ignore[type-var]
+    raise _not_a_layer(cls, label, run)
+
+
+def _not_a_layer(cls: type, label: str, value: object) -> PrismConfigError:
+    return PrismConfigError(
+        f"{label} must be a {cls.__name__}, a mapping, False or None, got {type(value).__name__}"
+    )
