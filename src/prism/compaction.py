@@ -21,7 +21,7 @@ appending the entry, are the runtime's.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
@@ -39,7 +39,7 @@ from prism.types import (
     ToolResultContent,
     _Options,
 )
-from prism.types._options import resolve_option_layers
+from prism.types._options import check_secrets_option, resolve_option_layers
 
 __all__ = [
     "NO_OLDER_ENTRIES_SUMMARY",
@@ -182,12 +182,7 @@ def validate_compaction_options(
     if options.strategy is not None and not callable(options.strategy):
         raise PrismConfigError(f"{label}.strategy must be None or callable")
     secrets: Any = options.secrets
-    if (
-        isinstance(secrets, (str, bytes))
-        or not isinstance(secrets, Iterable)
-        or not all(isinstance(s, str) for s in secrets)
-    ):
-        raise PrismConfigError(f"{label}.secrets must be a sequence of str")
+    check_secrets_option(secrets, label)
     if not isinstance(secrets, tuple):
         options = dataclasses.replace(options, secrets=tuple(secrets))
     return options

@@ -25,7 +25,7 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError
 from prism.types import ErrorInfo, JsonValue, _Options
-from prism.types._options import resolve_option_layers
+from prism.types._options import check_secrets_option, resolve_option_layers
 
 __all__ = [
     "DEFAULT_TRANSIENT_CODES",
@@ -225,12 +225,7 @@ def validate_retry_options(
     ):
         raise PrismConfigError(f"{label}.transient_codes must be a sequence of str or int")
     secrets: Any = options.secrets
-    if (
-        isinstance(secrets, (str, bytes))
-        or not isinstance(secrets, Iterable)
-        or not all(isinstance(s, str) for s in secrets)
-    ):
-        raise PrismConfigError(f"{label}.secrets must be a sequence of str")
+    check_secrets_option(secrets, label)
     if not isinstance(codes, tuple) or not isinstance(secrets, tuple):
         options = dataclasses.replace(options, transient_codes=tuple(codes), secrets=tuple(secrets))
     if options.metadata is not None and not isinstance(options.metadata, Mapping):

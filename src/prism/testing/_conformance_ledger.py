@@ -10,6 +10,7 @@ write-only, so the suite reads back through ``list_runs``/``list_events``/``list
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from typing import Any, Final
 
 from prism._util import maybe_await, new_id, now_iso
@@ -146,22 +147,16 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
             tenant_id=owner.tenant_id,
         )
         await put("tool_call", started)
-        await put(
-            "tool_call",
-            ToolCallRecord(
-                id=new_id("toolcall"),
-                session_id=sid,
-                run_id=rid,
-                tool_call_id="call_1",
-                name="lookup",
-                arguments={"q": "x", "n": [1, None]},
-                status="finished",
-                started_at=started.started_at,
-                finished_at=now_iso(),
-                result=result,
-                redacted=True,
-            ),
+        finished = dataclasses.replace(  # the terminal row of the same call
+            started,
+            id=new_id("toolcall"),
+            status="finished",
+            finished_at=now_iso(),
+            result=result,
+            redacted=True,
+            tenant_id=None,
         )
+        await put("tool_call", finished)
         await put_event(AgentFinishedEvent(session_id=sid, run_id=rid))
         await put(
             "usage",

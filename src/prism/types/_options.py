@@ -7,7 +7,7 @@ may pass either the record or a snake_case mapping of its fields.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from prism._serde import Serializable, from_fields
@@ -16,7 +16,7 @@ from prism.errors import PrismConfigError
 if TYPE_CHECKING:
     from typing import Self
 
-__all__ = ["resolve_option_layers"]
+__all__ = ["check_secrets_option", "resolve_option_layers"]
 
 _O = TypeVar("_O", bound="_Options")
 
@@ -112,3 +112,18 @@ def _not_a_layer(cls: type, label: str, value: object) -> PrismConfigError:
     return PrismConfigError(
         f"{label} must be a {cls.__name__}, a mapping, False or None, got {type(value).__name__}"
     )
+
+
+def check_secrets_option(secrets: object, label: str) -> None:
+    """Check the ``secrets`` field of an options record: a sequence of ``str``.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — ``<label>.secrets must be a sequence of str``
+            (also for a bare string).
+    """
+    if (
+        isinstance(secrets, (str, bytes))
+        or not isinstance(secrets, Iterable)
+        or not all(isinstance(s, str) for s in secrets)
+    ):
+        raise PrismConfigError(f"{label}.secrets must be a sequence of str")
