@@ -28,7 +28,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from prism._keys import reject_unknown_keys
 
-__all__ = ["Serializable", "from_json_value", "to_json_value"]
+__all__ = ["Serializable", "from_fields", "from_json_value", "to_json_value"]
 
 _S = TypeVar("_S", bound="Serializable")
 
@@ -96,6 +96,21 @@ def to_json_value(value: Any) -> Any:
 def from_json_value(hint: Any, value: Any, owner: type | None = None) -> Any:
     """Decode ``value`` according to the type ``hint`` (used by ``from_dict``)."""
     return _decoder_for(hint, owner)(value)
+
+
+def from_fields(cls: type[_S], data: Mapping[str, Any]) -> _S:
+    """Build ``cls`` from a snake_case mapping of its fields, the values taken as they are.
+
+    Unlike ``from_dict`` nothing is decoded, and every field counts, serialised or not: for
+    options that hold host objects (a callable, a policy), which are never serialised.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` (a ``ValueError``) — keys that are not fields
+            (all named; a camelCase key is reported with its snake_case name).
+    """
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # a dataclass
+    reject_unknown_keys(cls.__name__, data, names)
+    return cls(**{str(k): v for k, v in data.items()})
 
 
 # --------------------------------------------------------------------------- plans

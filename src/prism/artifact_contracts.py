@@ -63,13 +63,14 @@ class ArtifactError(Serializable):
         """
         if isinstance(value, ArtifactError):
             return value
-        if not isinstance(value, Mapping):
-            raise TypeError(
-                f"artifact error must be an ArtifactError or a mapping, got {type(value).__name__}"
-            )
-        reject_unknown_keys("artifact error", value, _ERROR_KEYS)
-        message = value.get("message")
-        path = value.get("path")
+        fields = _fields_of(
+            value,
+            _ERROR_KEYS,
+            "artifact error",
+            "artifact error must be an ArtifactError or a mapping",
+        )
+        message = fields.get("message")
+        path = fields.get("path")
         if not isinstance(message, str):
             raise TypeError("artifact error 'message' must be a str")
         if path is not None and not isinstance(path, str):
@@ -80,6 +81,21 @@ class ArtifactError(Serializable):
 _ERROR_KEYS = frozenset({"message", "path"})
 _VALIDATION_KEYS = frozenset({"ok", "errors", "metadata"})
 _PARSE_KEYS = frozenset({"ok", "value", "error"})
+
+
+def _fields_of(
+    value: object, keys: frozenset[str], label: str, not_a_mapping: str
+) -> Mapping[str, Any]:
+    """``value`` as the mapping a ``coerce`` builds from: a mapping with only ``keys``.
+
+    Raises:
+        TypeError: ``value`` is not a mapping (``"<not_a_mapping>, got <type name>"``).
+        ValueError: the mapping has keys outside ``keys`` (``unknown <label> key(s): …``).
+    """
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{not_a_mapping}, got {type(value).__name__}")
+    reject_unknown_keys(label, value, keys)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,19 +143,19 @@ class ArtifactValidation(Serializable):
         """
         if isinstance(value, ArtifactValidation):
             return value
-        if not isinstance(value, Mapping):
-            raise TypeError(
-                "artifact validator must return an ArtifactValidation or a mapping, "
-                f"got {type(value).__name__}"
-            )
-        reject_unknown_keys("artifact validation", value, _VALIDATION_KEYS)
-        ok = value.get("ok")
+        fields = _fields_of(
+            value,
+            _VALIDATION_KEYS,
+            "artifact validation",
+            "artifact validator must return an ArtifactValidation or a mapping",
+        )
+        ok = fields.get("ok")
         if not isinstance(ok, bool):
             raise TypeError("artifact validation 'ok' must be a bool")
-        metadata = value.get("metadata")
+        metadata = fields.get("metadata")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise TypeError("artifact validation 'metadata' must be a mapping or None")
-        errors = value.get("errors")
+        errors = fields.get("errors")
         return cls(ok=ok, errors=() if errors is None else errors, metadata=metadata)
 
 
@@ -202,19 +218,19 @@ class ArtifactParseResult(Serializable, Generic[T]):  # setting ``__orig_class__
         """
         if isinstance(value, ArtifactParseResult):
             return value
-        if not isinstance(value, Mapping):
-            raise TypeError(
-                "artifact parser must return an ArtifactParseResult or a mapping, "
-                f"got {type(value).__name__}"
-            )
-        reject_unknown_keys("artifact parse result", value, _PARSE_KEYS)
-        ok = value.get("ok")
-        error = value.get("error")
+        fields = _fields_of(
+            value,
+            _PARSE_KEYS,
+            "artifact parse result",
+            "artifact parser must return an ArtifactParseResult or a mapping",
+        )
+        ok = fields.get("ok")
+        error = fields.get("error")
         if not isinstance(ok, bool):
             raise TypeError("artifact parse result 'ok' must be a bool")
         if error is not None and not isinstance(error, str):
             raise TypeError("artifact parse result 'error' must be a str or None")
-        return ArtifactParseResult(ok=ok, value=value.get("value"), error=error)
+        return ArtifactParseResult(ok=ok, value=fields.get("value"), error=error)
 
 
 ArtifactParser: TypeAlias = Callable[

@@ -21,11 +21,10 @@ appending the entry, are the runtime's.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
-from prism._keys import reject_unknown_keys
 from prism._util import maybe_await
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError
@@ -40,6 +39,7 @@ from prism.types import (
     ToolResultContent,
     _Options,
 )
+from prism.types._options import check_secrets_option, resolve_option_layers
 
 __all__ = [
     "NO_OLDER_ENTRIES_SUMMARY",
@@ -115,24 +115,15 @@ class CompactionOptions(_Options):
 
     @classmethod
     def coerce(cls, value: CompactionOptions | Mapping[str, Any]) -> CompactionOptions:
-        """Return ``value`` itself, or the options built from a snake_case mapping.
+        """Return ``value`` itself, or the options built from a snake_case mapping, which may
+        carry ``strategy`` (a host callable, never serialised).
 
-        The mapping may carry ``strategy`` (a host callable, never serialised). Values are not
-        validated here (:func:`validate_compaction_options` does).
+        Values are not validated here (:func:`validate_compaction_options` does).
 
         Raises:
-            PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key (a
-                camelCase key is reported with its snake_case name).
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key.
         """
-        if isinstance(value, CompactionOptions):
-            return value
-        if not isinstance(value, Mapping):
-            raise PrismConfigError(
-                "CompactionOptions expects a CompactionOptions or a mapping, "
-                f"got {type(value).__name__}"
-            )
-        reject_unknown_keys(cls.__name__, value, {f.name for f in dataclasses.fields(cls)})
-        return cls(**{str(k): v for k, v in value.items()})
+        return cls._coerce_as_given(value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,12 +182,7 @@ def validate_compaction_options(
     if options.strategy is not None and not callable(options.strategy):
         raise PrismConfigError(f"{label}.strategy must be None or callable")
     secrets: Any = options.secrets
-    if (
-        isinstance(secrets, (str, bytes))
-        or not isinstance(secrets, Iterable)
-        or not all(isinstance(s, str) for s in secrets)
-    ):
-        raise PrismConfigError(f"{label}.secrets must be a sequence of str")
+    check_secrets_option(secrets, label)
     if not isinstance(secrets, tuple):
         options = dataclasses.replace(options, secrets=tuple(secrets))
     return options
@@ -217,30 +203,13 @@ def resolve_compaction_options(
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — a layer is invalid or of another type.
     """
-    base: CompactionOptions | None
-    if agent is None or agent is False:
-        base = None
-    elif isinstance(agent, (CompactionOptions, Mapping)):
-        base = validate_compaction_options(agent)
-    else:
-        raise PrismConfigError(
-            "compaction must be a CompactionOptions, a mapping, False or None, "
-            f"got {type(agent).__name__}"
-        )
-    if run is None:
-        return base
-    if run is False:
-        return None
-    if isinstance(run, CompactionOptions):
-        return validate_compaction_options(run)
-    if isinstance(run, Mapping):
-        overlay = validate_compaction_options(run)  # reports unknown keys first
-        start = base if base is not None else CompactionOptions()
-        changes = {k: getattr(overlay, k) for k in run}
-        return validate_compaction_options(dataclasses.replace(start, **changes))
-    raise PrismConfigError(
-        "compaction must be a CompactionOptions, a mapping, False or None, "
-        f"got {type(run).__name__}"
+    return resolve_option_layers(
+        CompactionOptions,
+        agent,
+        run,
+        validate=validate_compaction_options,
+        label="compaction",
+        unset=None,
     )
 
 

@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from prism._keys import reject_unknown_keys
 from prism.abort import AbortSignal
 from prism.errors import PrismConfigError
 from prism.types import ErrorInfo, JsonValue, _Options
+from prism.types._options import check_secrets_option, resolve_option_layers
 
 __all__ = [
     "DEFAULT_TRANSIENT_CODES",
@@ -168,26 +168,14 @@ class RetryOptions(_Options):
 
     @classmethod
     def coerce(cls, value: RetryOptions | Mapping[str, Any]) -> RetryOptions:
-        """Return ``value`` itself, or the options built from a snake_case mapping.
-
-        The mapping may carry ``policy`` (a host object, never serialised). Values are not
-        validated here (:func:`validate_retry_options` does).
+        """Return ``value`` itself, or the options built from a snake_case mapping; it may carry
+        ``policy`` (a host object, never serialised), and its values are validated by
+        :func:`validate_retry_options`, not here.
 
         Raises:
-            PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key (a
-                camelCase key is reported with its snake_case name).
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key.
         """
-        if isinstance(value, RetryOptions):
-            return value
-        if not isinstance(value, Mapping):
-            raise PrismConfigError(
-                f"RetryOptions expects a RetryOptions or a mapping, got {type(value).__name__}"
-            )
-        reject_unknown_keys(cls.__name__, value, _RETRY_FIELDS)
-        return cls(**{str(k): v for k, v in value.items()})
-
-
-_RETRY_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RetryOptions))
+        return cls._coerce_as_given(value)
 
 
 # --------------------------------------------------------------------------- validation
@@ -236,12 +224,7 @@ def validate_retry_options(
     ):
         raise PrismConfigError(f"{label}.transient_codes must be a sequence of str or int")
     secrets: Any = options.secrets
-    if (
-        isinstance(secrets, (str, bytes))
-        or not isinstance(secrets, Iterable)
-        or not all(isinstance(s, str) for s in secrets)
-    ):
-        raise PrismConfigError(f"{label}.secrets must be a sequence of str")
+    check_secrets_option(secrets, label)
     if not isinstance(codes, tuple) or not isinstance(secrets, tuple):
         options = dataclasses.replace(options, transient_codes=tuple(codes), secrets=tuple(secrets))
     if options.metadata is not None and not isinstance(options.metadata, Mapping):
@@ -275,35 +258,14 @@ def resolve_retry_options(
         PrismConfigError: ``ERR_PRISM_CONFIG`` — either layer is invalid or not a
             ``RetryOptions``/mapping/``False``/``None``.
     """
-    base: RetryOptions | None
-    if agent is None:
-        base = RetryOptions()
-    elif agent is False:
-        base = None
-    elif isinstance(agent, (RetryOptions, Mapping)):
-        base = validate_retry_options(agent)
-    else:
-        raise PrismConfigError(
-            f"retry must be a RetryOptions, a mapping, False or None, got {type(agent).__name__}"
-        )
-    if run is None:
-        return base
-    if run is False:
-        return None
-    if isinstance(run, RetryOptions):
-        return validate_retry_options(run)
-    if isinstance(run, Mapping):
-        # Unknown keys are reported before the overlay is applied.
-        validate_retry_options(run)
-        merged = {**_fields_of(base if base is not None else RetryOptions()), **dict(run)}
-        return validate_retry_options(RetryOptions(**merged))
-    raise PrismConfigError(
-        f"retry must be a RetryOptions, a mapping, False or None, got {type(run).__name__}"
+    return resolve_option_layers(
+        RetryOptions,
+        agent,
+        run,
+        validate=validate_retry_options,
+        label="retry",
+        unset=RetryOptions(),
     )
-
-
-def _fields_of(options: RetryOptions) -> dict[str, Any]:
-    return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
 
 
 # --------------------------------------------------------------------------- transient

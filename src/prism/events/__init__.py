@@ -5,9 +5,10 @@ runtime stamps empty ids), its own fields, and a ``type`` literal declared last 
 ``__init__`` parameter. ``event.to_dict()`` is JSON-safe and includes ``"type"``;
 :func:`event_from_dict` rebuilds the right class.
 
-This package is a table of contents: run lifecycle events live in ``_run``, provider attempt and
-message events in ``_provider``, tool events in ``_tools``, artifact loop events in
-``_artifacts``, and the ``AgentEvent`` union with its registry in ``_union``.
+This package is a table of contents: the fields events open with (the ids, the turn) live in
+``_base``, run lifecycle events in ``_run``, provider attempt and message events in
+``_provider``, tool events in ``_tools``, artifact loop events in ``_artifacts``, and the
+``AgentEvent`` union with its registry in ``_union``.
 """
 
 from prism.events._artifacts import ArtifactFailedEvent as ArtifactFailedEvent

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from prism._serde import Serializable
 from prism.artifact_contracts import ArtifactValidation
+from prism.events._base import ArtifactEventFields
 
 __all__ = [
     "ArtifactFailedEvent",
@@ -18,34 +18,18 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ArtifactValidationStartedEvent(Serializable):
+class ArtifactValidationStartedEvent(ArtifactEventFields):
     """Validation of a candidate began."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
-    turn: int
-    """Turn index."""
-    attempt: int
-    """1-based call-free candidate count."""
     type: Literal["artifact_validation_started"] = field(
         default="artifact_validation_started", init=False
     )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ArtifactValidationFinishedEvent(Serializable):
+class ArtifactValidationFinishedEvent(ArtifactEventFields):
     """Validation of a candidate ended."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
-    turn: int
-    """Turn index."""
-    attempt: int
-    """1-based call-free candidate count."""
     result: ArtifactValidation
     """The validation outcome."""
     type: Literal["artifact_validation_finished"] = field(
@@ -54,17 +38,9 @@ class ArtifactValidationFinishedEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ArtifactRevisionStartedEvent(Serializable):
+class ArtifactRevisionStartedEvent(ArtifactEventFields):
     """A revision turn follows a failed candidate."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
-    turn: int
-    """Turn index."""
-    attempt: int
-    """1-based call-free candidate count."""
     failure: ArtifactValidation
     """The failure being revised."""
     type: Literal["artifact_revision_started"] = field(
@@ -73,34 +49,18 @@ class ArtifactRevisionStartedEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ArtifactFinishedEvent(Serializable):
+class ArtifactFinishedEvent(ArtifactEventFields):
     """A candidate was accepted."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
-    turn: int
-    """Turn index."""
-    attempt: int
-    """1-based call-free candidate count."""
     result: ArtifactValidation
     """The accepting validation."""
     type: Literal["artifact_finished"] = field(default="artifact_finished", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ArtifactFailedEvent(Serializable):
+class ArtifactFailedEvent(ArtifactEventFields):
     """The artifact loop failed terminally."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
-    turn: int
-    """Turn index."""
-    attempt: int
-    """1-based call-free candidate count."""
     result: ArtifactValidation
     """The failing validation; ``metadata['reason']`` is the error code."""
     type: Literal["artifact_failed"] = field(default="artifact_failed", init=False)

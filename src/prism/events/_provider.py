@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from prism._serde import Serializable
+from prism.events._base import RunEventFields, TurnEventFields
 from prism.types import ContentBlock, ErrorInfo, Message, ModelConfig, ProviderStopReason, Usage
 
 __all__ = [
@@ -36,30 +37,18 @@ class ProviderTurnMetadata(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProviderTurnStartedEvent(Serializable):
+class ProviderTurnStartedEvent(TurnEventFields):
     """A provider attempt began."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
-    turn: int
-    """Turn index."""
     metadata: ProviderTurnMetadata
     """Provider, model and attempt."""
     type: Literal["provider_turn_started"] = field(default="provider_turn_started", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProviderTurnFinishedEvent(Serializable):
+class ProviderTurnFinishedEvent(TurnEventFields):
     """A provider attempt ended."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
-    turn: int
-    """Turn index."""
     metadata: ProviderTurnMetadata
     """Provider, model, attempt, latency and HTTP status."""
     usage: Usage | None = None
@@ -72,13 +61,9 @@ class ProviderTurnFinishedEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RetryScheduledEvent(Serializable):
+class RetryScheduledEvent(RunEventFields):
     """A failed provider attempt will be retried."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     attempt: int
     """The failed attempt (1-based)."""
     delay_ms: float
@@ -89,7 +74,7 @@ class RetryScheduledEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MessageStartedEvent(Serializable):
+class MessageStartedEvent(RunEventFields):
     """An assistant draft opened; at most once per attempt, and once per turn.
 
     Held until the attempt's first content, thinking or tool-call delta (or the end of a message
@@ -98,36 +83,24 @@ class MessageStartedEvent(Serializable):
     message that comes. ``message.id`` is the id of the provider's message start.
     """
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     message: Message
     """The assistant message, empty content."""
     type: Literal["message_started"] = field(default="message_started", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MessageDeltaEvent(Serializable):
+class MessageDeltaEvent(RunEventFields):
     """One stream fragment of the draft."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     content: ContentBlock
     """The fragment; may be a ``ToolCallDeltaContent``."""
     type: Literal["message_delta"] = field(default="message_delta", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MessageFinishedEvent(Serializable):
+class MessageFinishedEvent(RunEventFields):
     """The complete assistant draft, after it was stored."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     message: Message
     """The complete assistant message."""
     type: Literal["message_finished"] = field(default="message_finished", init=False)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from prism._serde import Serializable
+from prism.events._base import RunEventFields, SessionEventFields, TurnEventFields
 from prism.types import (
     ErrorInfo,
     GuardrailRecord,
@@ -38,37 +39,25 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AgentStartedEvent(Serializable):
+class AgentStartedEvent(RunEventFields):
     """First event of a run leg."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     type: Literal["agent_started"] = field(default="agent_started", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AgentResumedEvent(Serializable):
+class AgentResumedEvent(RunEventFields):
     """A resumed leg started; immediately follows ``agent_started``."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     version: int
     """Run-state version the leg resumed from."""
     type: Literal["agent_resumed"] = field(default="agent_resumed", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AgentFinishedEvent(Serializable):
+class AgentFinishedEvent(RunEventFields):
     """Terminal event of a succeeded leg."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     usage: Usage | None = None
     """Aggregated usage of the leg."""
     finish_reason: RunStopReason | None = None
@@ -81,13 +70,9 @@ class AgentFinishedEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AgentSuspendedEvent(Serializable):
+class AgentSuspendedEvent(RunEventFields):
     """Terminal event of a suspended leg."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     interruption: Any
     """The runtime's ``AgentRunInterruption`` (typed ``Any`` because events sit below the
     runtime that defines it)."""
@@ -97,13 +82,9 @@ class AgentSuspendedEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AgentDeniedEvent(Serializable):
+class AgentDeniedEvent(RunEventFields):
     """Emitted alone by a ``deny`` resume."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     interruption: Any
     """The runtime's ``AgentRunInterruption`` (typed ``Any`` because events sit below the
     runtime that defines it)."""
@@ -113,28 +94,16 @@ class AgentDeniedEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TurnStartedEvent(Serializable):
+class TurnStartedEvent(TurnEventFields):
     """A loop turn began."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
-    turn: int
-    """1-based turn index within the leg."""
     type: Literal["turn_started"] = field(default="turn_started", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TurnFinishedEvent(Serializable):
+class TurnFinishedEvent(TurnEventFields):
     """A loop turn ended."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
-    turn: int
-    """1-based turn index within the leg."""
     type: Literal["turn_finished"] = field(default="turn_finished", init=False)
 
 
@@ -152,26 +121,18 @@ class ErrorEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunLimitExceededEvent(Serializable):
+class RunLimitExceededEvent(RunEventFields):
     """The first limit breach of a run."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     breach: RunLimitBreach
     """The breach."""
     type: Literal["run_limit_exceeded"] = field(default="run_limit_exceeded", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GuardrailDecisionEvent(Serializable):
+class GuardrailDecisionEvent(RunEventFields):
     """A guardrail decided."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     record: GuardrailRecord
     """The bounded decision record."""
     tool_call_id: str | None = None
@@ -182,26 +143,18 @@ class GuardrailDecisionEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class QueueUpdatedEvent(Serializable):
+class QueueUpdatedEvent(RunEventFields):
     """The steer queue changed."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     size: int
     """Pending steer messages."""
     type: Literal["queue_updated"] = field(default="queue_updated", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SteerRejectedEvent(Serializable):
+class SteerRejectedEvent(RunEventFields):
     """A steered message was rejected by an input guardrail."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     message: Message
     """The rejected message (redacted)."""
     record: GuardrailRecord
@@ -210,13 +163,9 @@ class SteerRejectedEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EventSubscriberOverflowEvent(Serializable):
+class EventSubscriberOverflowEvent(SessionEventFields):
     """A subscriber queue overflowed."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str | None = None
-    """Run id, when the event belongs to a run."""
     dropped_events: int
     """Events dropped so far."""
     max_queued_events: int
@@ -229,24 +178,16 @@ class EventSubscriberOverflowEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CompactionStartedEvent(Serializable):
+class CompactionStartedEvent(SessionEventFields):
     """Compaction began."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str | None = None
-    """Run id, when the event belongs to a run."""
     type: Literal["compaction_started"] = field(default="compaction_started", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CompactionFinishedEvent(Serializable):
+class CompactionFinishedEvent(SessionEventFields):
     """Compaction ended."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str | None = None
-    """Run id, when the event belongs to a run."""
     summary: str
     """The summary text."""
     type: Literal["compaction_finished"] = field(default="compaction_finished", init=False)

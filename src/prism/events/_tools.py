@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from prism._serde import Serializable
+from prism.events._base import RunEventFields
 from prism.types import ErrorInfo, JsonValue, ToolCallContent, ToolResult
 
 __all__ = [
@@ -35,26 +36,18 @@ class ToolExecutionMetadata(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolExecutionStartedEvent(Serializable):
+class ToolExecutionStartedEvent(RunEventFields):
     """A tool call started executing."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     call: ToolCallContent
     """The call."""
     type: Literal["tool_execution_started"] = field(default="tool_execution_started", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolExecutionProgressEvent(Serializable):
+class ToolExecutionProgressEvent(RunEventFields):
     """A tool reported progress."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     tool_call_id: str
     """The call id."""
     name: str
@@ -67,13 +60,9 @@ class ToolExecutionProgressEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolExecutionFinishedEvent(Serializable):
+class ToolExecutionFinishedEvent(RunEventFields):
     """A tool call finished."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     result: ToolResult
     """The result."""
     metadata: ToolExecutionMetadata
@@ -82,13 +71,9 @@ class ToolExecutionFinishedEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolExecutionErrorEvent(Serializable):
+class ToolExecutionErrorEvent(RunEventFields):
     """A tool call raised or returned an error."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     call: ToolCallContent
     """The call."""
     error: ErrorInfo
@@ -99,14 +84,10 @@ class ToolExecutionErrorEvent(Serializable):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolExecutionBlockedEvent(Serializable):
+class ToolExecutionBlockedEvent(RunEventFields):
     """A tool call was blocked before it executed (guardrail, unknown or denied tool, invalid
     arguments, permission or validation failure); ``execute`` was never called."""
 
-    session_id: str = ""
-    """Session id (stamped by the runtime when empty)."""
-    run_id: str = ""
-    """Run id (stamped by the runtime when empty)."""
     tool_call_id: str
     """The call id."""
     name: str

@@ -23,6 +23,7 @@ from prism.types import _Options
 __all__ = [
     "DEFAULT_RUN_LIMITS",
     "MAX_BYTES_LIMIT",
+    "NUMERIC_LIMIT_AXES",
     "UNLIMITED",
     "UNLIMITED_TEXT",
     "LimitValue",
@@ -135,6 +136,11 @@ class RunLimits(_Options):
 
 
 _RUN_LIMIT_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunLimits))
+
+NUMERIC_LIMIT_AXES: Final = tuple(
+    f.name for f in dataclasses.fields(RunLimits) if f.name != "max_cost"
+)
+"""Every numeric axis of :class:`RunLimits` (all but ``max_cost``), in field order."""
 
 DEFAULT_RUN_LIMITS: Final = RunLimits(
     max_turns=16,

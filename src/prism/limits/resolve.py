@@ -15,6 +15,7 @@ from prism.errors import PrismConfigError
 from prism.limits.options import (
     DEFAULT_RUN_LIMITS,
     MAX_BYTES_LIMIT,
+    NUMERIC_LIMIT_AXES,
     UNLIMITED,
     UNLIMITED_TEXT,
     RunCost,
@@ -38,20 +39,6 @@ _COUNT_AXES: Final = (
 
 _BYTE_AXES: Final = ("max_request_bytes", "max_response_bytes")
 """Integer axes capped at 64 MiB that never accept UNLIMITED."""
-
-_ALL_NUMERIC_AXES: Final = (
-    "max_turns",
-    "max_provider_attempts",
-    "max_tool_rounds",
-    "max_tool_calls",
-    "max_wall_time_ms",
-    "max_request_bytes",
-    "max_response_bytes",
-    "max_input_tokens",
-    "max_output_tokens",
-    "max_total_tokens",
-)
-"""Every numeric axis, in field order (the order errors are reported in)."""
 
 
 def _fmt(value: Any) -> str:
@@ -157,7 +144,7 @@ def resolve_run_limits(
         _validate_layer(run, "limits")
 
     values: dict[str, Any] = {}
-    for axis in _ALL_NUMERIC_AXES:
+    for axis in NUMERIC_LIMIT_AXES:
         a = getattr(agent, axis) if agent is not None else None
         r = getattr(run, axis) if run is not None else None
         if a is not None and r is not None:
@@ -190,7 +177,7 @@ def resolve_run_limits(
     else:
         cost = run_cost if run_cost is not None else agent_cost
 
-    for axis in _ALL_NUMERIC_AXES:
+    for axis in NUMERIC_LIMIT_AXES:
         if values[axis] is None and axis != "max_provider_attempts":
             values[axis] = getattr(DEFAULT_RUN_LIMITS, axis)
     max_turns = values["max_turns"]

@@ -21,7 +21,14 @@ from typing import Any, Final, TypeAlias
 from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.errors import RunLimitExceeded
-from prism.limits.options import DEFAULT_RUN_LIMITS, UNLIMITED, LimitValue, RunCost, RunLimits
+from prism.limits.options import (
+    DEFAULT_RUN_LIMITS,
+    NUMERIC_LIMIT_AXES,
+    UNLIMITED,
+    LimitValue,
+    RunCost,
+    RunLimits,
+)
 from prism.types import DelegatingRun, JsonValue, RunLimitBreach, Usage
 
 __all__ = ["BreachCallback", "RunLimitCounters", "RunLimitTracker", "coerce_counters"]
@@ -67,20 +74,9 @@ _COUNTER_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RunLimitCounte
 
 
 _D: Final[dict[str, LimitValue]] = {
-    axis: getattr(DEFAULT_RUN_LIMITS, axis)
-    for axis in (
-        "max_turns",
-        "max_tool_rounds",
-        "max_tool_calls",
-        "max_wall_time_ms",
-        "max_request_bytes",
-        "max_response_bytes",
-        "max_input_tokens",
-        "max_output_tokens",
-        "max_total_tokens",
-    )
+    axis: getattr(DEFAULT_RUN_LIMITS, axis) for axis in NUMERIC_LIMIT_AXES
 }
-"""The default of each axis a tracker reads when neither layer set it."""
+"""The default of each axis, which a tracker reads when neither layer set it."""
 
 
 def _or_default(value: LimitValue | None, name: str) -> LimitValue:

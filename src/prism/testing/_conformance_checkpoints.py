@@ -199,21 +199,18 @@ async def _checkpoint_copies(store: CheckpointStore) -> None:
     saved = await _save(store, key, value, 1, 0)
     value["items"].append(3)
     value["inner"]["b"] = 2
-    if isinstance(saved.value, dict):
-        saved.value["mutated"] = True
     loaded = await _load(store, key)
-    check(
-        loaded is not None and loaded.value == {"items": [1, 2], "inner": {"a": 1}},
-        "values are copied on save (caller and returned objects are not the store's)",
-    )
-    assert loaded is not None
-    if isinstance(loaded.value, dict):
-        loaded.value["mutated"] = True
-    again = await _load(store, key)
-    check(
-        again is not None and again.value == {"items": [1, 2], "inner": {"a": 1}},
-        "values are copied on load",
-    )
+    for handed_out, requirement in (
+        (saved, "values are copied on save (caller and returned objects are not the store's)"),
+        (loaded, "values are copied on load"),
+    ):
+        if handed_out is not None and isinstance(handed_out.value, dict):
+            handed_out.value["mutated"] = True
+        stored = await _load(store, key)
+        check(
+            stored is not None and stored.value == {"items": [1, 2], "inner": {"a": 1}},
+            requirement,
+        )
 
 
 async def _checkpoint_isolation(store: CheckpointStore) -> None:

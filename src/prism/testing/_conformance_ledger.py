@@ -10,6 +10,7 @@ write-only, so the suite reads back through ``list_runs``/``list_events``/``list
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from typing import Any, Final
 
 from prism._util import maybe_await, new_id, now_iso
@@ -88,6 +89,18 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
         await maybe_await(method(record))
         written[kind].append(record)
 
+    async def put_event(event: Any, **extra: Any) -> None:
+        record = AgentEventRecord(
+            id=new_id("event"),
+            session_id=sid,
+            run_id=event.run_id,
+            type=event.type,
+            timestamp=now_iso(),
+            event=event,
+            **extra,
+        )
+        await put("event", record)
+
     starts = [
         start_run_record(
             run_id=rid,
@@ -113,20 +126,12 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
                     run_id=rid,
                     message=Message(role="assistant", content=(TextContent(text="done ✓ \x00"),)),
                 )
-            await put(
-                "event",
-                AgentEventRecord(
-                    id=new_id("event"),
-                    session_id=sid,
-                    run_id=rid,
-                    type=event.type,
-                    timestamp=now_iso(),
-                    event=event,
-                    redacted=turn == 2,
-                    tenant_id=owner.tenant_id,
-                    account_id=owner.account_id,
-                    user_id=owner.user_id,
-                ),
+            await put_event(
+                event,
+                redacted=turn == 2,
+                tenant_id=owner.tenant_id,
+                account_id=owner.account_id,
+                user_id=owner.user_id,
             )
     result = ToolResult(tool_call_id="call_1", name="lookup", value={"rows": [1, 2]})
     for rid in runs:
@@ -142,34 +147,17 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
             tenant_id=owner.tenant_id,
         )
         await put("tool_call", started)
-        await put(
-            "tool_call",
-            ToolCallRecord(
-                id=new_id("toolcall"),
-                session_id=sid,
-                run_id=rid,
-                tool_call_id="call_1",
-                name="lookup",
-                arguments={"q": "x", "n": [1, None]},
-                status="finished",
-                started_at=started.started_at,
-                finished_at=now_iso(),
-                result=result,
-                redacted=True,
-            ),
+        finished = dataclasses.replace(  # the terminal row of the same call
+            started,
+            id=new_id("toolcall"),
+            status="finished",
+            finished_at=now_iso(),
+            result=result,
+            redacted=True,
+            tenant_id=None,
         )
-        finished = AgentFinishedEvent(session_id=sid, run_id=rid)
-        await put(
-            "event",
-            AgentEventRecord(
-                id=new_id("event"),
-                session_id=sid,
-                run_id=rid,
-                type=finished.type,
-                timestamp=now_iso(),
-                event=finished,
-            ),
-        )
+        await put("tool_call", finished)
+        await put_event(AgentFinishedEvent(session_id=sid, run_id=rid))
         await put(
             "usage",
             UsageRecord(
@@ -207,22 +195,13 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
     )
     await put("run", finish_run_record(starts[1], status="succeeded", stop_reason="host_policy"))
     # a tool-execution event with nested dataclasses
-    tool_event = ToolExecutionFinishedEvent(
-        session_id=sid,
-        run_id=runs[1],
-        result=result,
-        metadata=ToolExecutionMetadata(duration_ms=12, status="finished"),
-    )
-    await put(
-        "event",
-        AgentEventRecord(
-            id=new_id("event"),
+    await put_event(
+        ToolExecutionFinishedEvent(
             session_id=sid,
             run_id=runs[1],
-            type=tool_event.type,
-            timestamp=now_iso(),
-            event=tool_event,
-        ),
+            result=result,
+            metadata=ToolExecutionMetadata(duration_ms=12, status="finished"),
+        )
     )
 
     for kind, rows in written.items():

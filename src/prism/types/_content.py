@@ -22,6 +22,7 @@ __all__ = [
     "ToolAuthority",
     "ToolCallContent",
     "ToolCallDeltaContent",
+    "ToolCallDeltaFields",
     "ToolResultContent",
 ]
 
@@ -73,8 +74,10 @@ class ImageContent(Serializable):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallDeltaContent(Serializable):
-    """Streamed tool-call fragment; only in live ``message_delta`` events, never stored."""
+class ToolCallDeltaFields(Serializable):
+    """The fields of a streamed tool-call fragment, as a provider streams it
+    (:class:`~prism.types.ProviderToolCallDelta`) and as a ``message_delta`` event carries it
+    (:class:`ToolCallDeltaContent`)."""
 
     index: int
     """Position of the call within the response."""
@@ -86,6 +89,12 @@ class ToolCallDeltaContent(Serializable):
     """Raw JSON argument text fragment."""
     authority: ToolAuthority | None = None
     """``"provider-hosted"`` for server-executed calls."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDeltaContent(ToolCallDeltaFields):
+    """Streamed tool-call fragment; only in live ``message_delta`` events, never stored."""
+
     type: Literal["tool_call_delta"] = field(default="tool_call_delta", init=False)
 
 

@@ -14,8 +14,8 @@ from prism.types._content import (
     ImageContent,
     TextContent,
     ThinkingContent,
-    ToolAuthority,
     ToolCallContent,
+    ToolCallDeltaFields,
     _text_of,
 )
 from prism.types._usage import Usage
@@ -66,19 +66,9 @@ class ProviderContentDelta(Serializable):
 
 
 @dataclass(frozen=True, slots=True)
-class ProviderToolCallDelta(Serializable):
+class ProviderToolCallDelta(ToolCallDeltaFields):
     """A tool-call fragment; reconstructed into ``ProviderToolCall``."""
 
-    index: int
-    """Position of the call within the response."""
-    id: str | None = None
-    """Call id, once known."""
-    name: str | None = None
-    """Tool name, once known."""
-    arguments_text: str | None = None
-    """Raw JSON argument fragment."""
-    authority: ToolAuthority | None = None
-    """``"provider-hosted"`` for server-executed calls."""
     type: Literal["tool_call_delta"] = field(default="tool_call_delta", init=False)
 
 
