@@ -65,18 +65,28 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float = 
 
 
 class HttpServer:
-    """The HTTP test server process."""
+    """The HTTP test server process (``env`` adds to its environment)."""
 
-    def __init__(self, marker: Path) -> None:
+    def __init__(self, marker: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.process = subprocess.Popen(
+        self.env = {
+            **os.environ,
+            "MCP_TEST_MARKER": str(marker),
+            "MCP_TEST_TOKEN": "tok-http",
+            **(env or {}),
+        }
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
             [sys.executable, SERVER, "--http", str(self.port)],
-            env={**os.environ, "MCP_TEST_MARKER": str(marker), "MCP_TEST_TOKEN": "tok-http"},
+            env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_for_port(self.port, self.process)
+        wait_for_port(self.port, process)
+        return process
 
     def client(self, **options: Any) -> MCPServerHTTP:
         return MCPServerHTTP(self.url, **options)
@@ -86,6 +96,20 @@ class HttpServer:
             os.kill(self.process.pid, signal.SIGKILL)
             self.process.wait(10)
 
+    def restart(self) -> None:
+        """Kill the server (its sessions are lost) and start it again on the same port."""
+        self.kill()
+        self.process = self._start()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+
 
 @pytest.fixture
 def http_server(marker: Path) -> Iterator[HttpServer]:
@@ -93,10 +117,21 @@ def http_server(marker: Path) -> Iterator[HttpServer]:
     try:
         yield server
     finally:
-        if server.process.poll() is None:
-            os.kill(server.process.pid, signal.SIGTERM)
-            try:
-                server.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.kill(server.process.pid, signal.SIGKILL)
-                server.process.wait(10)
+        server.stop()
+
+
+@pytest.fixture
+def make_http_server(marker: Path) -> Iterator[Callable[..., HttpServer]]:
+    """``make_http_server(env={...})``: an HTTP test server with extra environment."""
+    started: list[HttpServer] = []
+
+    def make(env: dict[str, str] | None = None) -> HttpServer:
+        server = HttpServer(marker, env)
+        started.append(server)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in started:
+            server.stop()

@@ -5,12 +5,18 @@ serves streamable HTTP on 127.0.0.1:PORT at ``/mcp``. ``MCP_TEST_MARKER`` names 
 ``slow`` tool writes ``started`` and, when the client cancels it, ``cancelled``.
 ``MCP_TEST_SCHEMA=v2`` changes the ``add`` tool's parameter schema (a schema-change check).
 ``MCP_TEST_TOKEN`` is echoed (as ``[token]``) in stderr and by ``whoami`` (redaction checks).
+``MCP_TEST_CALLS`` names a file where ``add`` writes one line per call it runs (``add a b``).
+Over HTTP, ``MCP_TEST_REQUIRE_AUTH=1`` makes every request need ``Authorization: Bearer TOKEN``
+(else HTTP 401), and while the file ``MCP_TEST_REVOKED`` exists every request is refused with
+HTTP 403 (a credential revoked mid-session). ``MCP_TEST_STDOUT_NOISE=1`` makes the stdio server
+write a line that is not JSON-RPC (holding the token) to stdout before serving.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -19,6 +25,7 @@ from mcp.types import ImageContent, TextContent
 
 MARKER = os.environ.get("MCP_TEST_MARKER", "")
 TOKEN = os.environ.get("MCP_TEST_TOKEN", "")
+CALLS = os.environ.get("MCP_TEST_CALLS", "")
 app = MCPServer("prism-test-server", log_level="WARNING")
 
 
@@ -40,6 +47,9 @@ else:
     @app.tool()
     def add(a: int, b: int) -> int:
         """Add two integers."""
+        if CALLS:
+            with open(CALLS, "a", encoding="utf-8") as handle:
+                handle.write(f"add {a} {b}\n")
         return a + b
 
 
@@ -104,8 +114,47 @@ async def grow(ctx: Context) -> str:
     return "grown"
 
 
+def _guarded(inner: Any) -> Any:
+    """The ASGI app behind the bearer-token check (``MCP_TEST_REQUIRE_AUTH``/``_REVOKED``)."""
+    revoked = os.environ.get("MCP_TEST_REVOKED", "")
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            status = 0
+            if revoked and os.path.exists(revoked):  # noqa: ASYNC240 — a test server's check
+                status = 403
+            elif headers.get(b"authorization", b"").decode() != f"Bearer {TOKEN}":
+                status = 401
+            if status:
+                body = b"access denied"
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": status,
+                        "headers": [(b"content-type", b"text/plain")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await inner(scope, receive, send)
+
+    return guarded
+
+
+def serve_http(port: int) -> None:
+    import uvicorn
+
+    asgi: Any = app.streamable_http_app()
+    if os.environ.get("MCP_TEST_REQUIRE_AUTH"):
+        asgi = _guarded(asgi)
+    uvicorn.run(asgi, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        serve_http(int(sys.argv[2]))
     else:
+        if os.environ.get("MCP_TEST_STDOUT_NOISE"):
+            print(f"starting up with token {TOKEN}", flush=True)
         app.run()

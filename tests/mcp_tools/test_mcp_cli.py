@@ -113,3 +113,20 @@ def test_mcp_option_errors_are_usage_errors(_private_store: Path) -> None:
     )
     assert code == 2 and "PRISM_NO_SUCH_VAR is not set" in err
     assert not _private_store.exists()
+
+
+def test_a_bare_python_command_is_the_running_interpreter_i21_also(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no virtual environment activated: no python (let alone one with the SDK) on PATH
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    model = script(
+        tmp_path,
+        [
+            [provider_tool_call("c1", "add", {"a": 2, "b": 3}), provider_done()],
+            [provider_text_delta("5"), provider_done()],
+        ],
+    )
+    code, events, err = run(["run", "2+3?", "--model", model, "--mcp", f"python {SERVER}", "--json"])
+    assert code == 0, err
+    assert values(events) == [{"result": 5}]

@@ -166,7 +166,7 @@ async def test_a_server_that_crashes_mid_call_is_an_error_row_with_its_stderr_ta
     assert result.status == "succeeded"  # the model read both errors and answered
     first, second = of_type(events, "tool_execution_error")
     assert first.error.code == "ERR_PRISM_MCP_CLOSED"
-    assert "closed the connection" in first.error.message
+    assert "exited with code 3" in first.error.message
     assert "server stderr (last lines):\nfatal: giving up [[REDACTED]]" in first.error.message
     assert "s3cret-token" not in repr(events) and "s3cret-token" not in repr(ledger.tool_calls)
     assert second.error.code == "ERR_PRISM_MCP_CLOSED"  # later calls fail at once

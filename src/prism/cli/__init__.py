@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="COMMAND",
         help="use the tools of an MCP server started as COMMAND over stdio (repeatable; "
-        "quoted, e.g. --mcp 'python server.py')",
+        "quoted, e.g. --mcp 'python server.py'; a bare python is the interpreter running prism)",
     )
     run.add_argument(
         "--mcp-url",

@@ -18,11 +18,14 @@ Modules:
     errors: ``MCPServerError`` and its ``ERR_PRISM_MCP_*`` codes.
     _connection: the connection and its owner task; calls, cancellation, list refresh.
     _convert: tool names and call results, MCP to prism.
-    _stderr: the bounded stderr tail of a stdio server.
+    _stderr: the bounded stderr tail and the exit status of a stdio server.
+    _log_filter: the SDK's and httpx's log records without secrets.
 """
 
+from prism.mcp.errors import ERR_PRISM_MCP_AUTH as ERR_PRISM_MCP_AUTH
 from prism.mcp.errors import ERR_PRISM_MCP_CLOSED as ERR_PRISM_MCP_CLOSED
 from prism.mcp.errors import ERR_PRISM_MCP_CONNECT as ERR_PRISM_MCP_CONNECT
+from prism.mcp.errors import ERR_PRISM_MCP_INTERRUPTED as ERR_PRISM_MCP_INTERRUPTED
 from prism.mcp.errors import ERR_PRISM_MCP_PROTOCOL as ERR_PRISM_MCP_PROTOCOL
 from prism.mcp.errors import ERR_PRISM_MCP_TIMEOUT as ERR_PRISM_MCP_TIMEOUT
 from prism.mcp.errors import ERR_PRISM_MCP_TOOL_ERROR as ERR_PRISM_MCP_TOOL_ERROR
@@ -32,8 +35,10 @@ from prism.mcp.server import MCPServerHTTP as MCPServerHTTP
 from prism.mcp.server import MCPServerStdio as MCPServerStdio
 
 __all__ = [
+    "ERR_PRISM_MCP_AUTH",
     "ERR_PRISM_MCP_CLOSED",
     "ERR_PRISM_MCP_CONNECT",
+    "ERR_PRISM_MCP_INTERRUPTED",
     "ERR_PRISM_MCP_PROTOCOL",
     "ERR_PRISM_MCP_TIMEOUT",
     "ERR_PRISM_MCP_TOOL_ERROR",

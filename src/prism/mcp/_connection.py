@@ -10,6 +10,18 @@ connection is marked dead and every later call fails at once with ``ERR_PRISM_MC
 
 The tool list is read once at connect (all pages) and again whenever the server sends
 ``notifications/tools/list_changed``.
+
+A call that ends with the connection says what ended it: this process closing the connection
+(``ERR_PRISM_MCP_INTERRUPTED``: the server may be alive and may have run it), a stdio server's
+exit (``ERR_PRISM_MCP_CLOSED`` with ``exited with code N`` and its stderr tail), or the server
+closing it. An HTTP error status reaches here as the JSON-RPC error that ``prism.mcp.server``'s
+HTTP transport puts in place of the body, with the status in the error's data
+(:data:`HTTP_STATUS`): 401/403 become ``ERR_PRISM_MCP_AUTH``; a refusal because the session is
+unknown (:data:`SESSION_LOST`) raises :class:`SessionLost`, which the server answers by
+initialising a new session and sending the call once more.
+
+While the connection is open its secrets (and the HTTP session id) are kept out of the ``mcp``,
+``httpx*`` and ``httpcore*`` loggers' records (``prism.mcp._log_filter``).
 """
 
 from __future__ import annotations
@@ -23,10 +35,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from prism.abort import AbortSignal
 from prism.errors import AbortError
-from prism.mcp._stderr import StderrTail
+from prism.mcp import _log_filter
+from prism.mcp._stderr import StderrTail, describe_exit
 from prism.mcp.errors import (
+    ERR_PRISM_MCP_AUTH,
     ERR_PRISM_MCP_CLOSED,
     ERR_PRISM_MCP_CONNECT,
+    ERR_PRISM_MCP_INTERRUPTED,
     ERR_PRISM_MCP_PROTOCOL,
     ERR_PRISM_MCP_TIMEOUT,
     MCPServerError,
@@ -37,15 +52,43 @@ if TYPE_CHECKING:
     from mcp.shared.dispatcher import ProgressFnT
     from mcp.types import CallToolResult, Tool
 
-__all__ = ["Connection", "OpenTransport", "describe"]
+__all__ = [
+    "HTTP_STATUS",
+    "SESSION_LOST",
+    "Connection",
+    "OpenTransport",
+    "SessionLost",
+    "describe",
+    "http_status_text",
+]
 
 _log = logging.getLogger("prism.mcp")
 
-OpenTransport = Callable[[AsyncExitStack], Awaitable[tuple[Any, Any]]]
+OpenTransport = Callable[[AsyncExitStack, "Connection"], Awaitable[tuple[Any, Any]]]
 """Enters the SDK transport on the stack (in the owner task) and returns its stream pair."""
+
+HTTP_STATUS = "prism_http_status"
+"""Key of the HTTP status in the data of a JSON-RPC error made from an HTTP error response."""
+SESSION_LOST = "prism_session_lost"
+"""Key (``True``) in that data when the server refused the request's session id: HTTP 404, or
+"Session not found", for a request that carried one (the server did not process it)."""
 
 _CONNECTION_CLOSED = -32000
 _REQUEST_TIMEOUT = -32001
+
+
+class SessionLost(MCPServerError):
+    """The HTTP server does not know the connection's session (it did not process the call)."""
+
+
+def http_status_text(status: int) -> str:
+    """``HTTP 401 Unauthorized`` (the reason phrase when the status has one)."""
+    from http import HTTPStatus
+
+    try:
+        return f"HTTP {status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"HTTP {status}"
 
 
 def describe(exc: BaseException) -> str:
@@ -66,6 +109,7 @@ class Connection:
         redact: Removes the server's secrets from a text.
         stderr: The stderr tail of a stdio server, else ``None``.
         on_tools: Called with each new tool list (the first one and every refresh).
+        secrets: The server's secrets, kept out of the SDK's and httpx's log records.
     """
 
     label: str
@@ -73,6 +117,7 @@ class Connection:
     redact: Callable[[str], str] = field(repr=False)
     stderr: StderrTail | None = field(repr=False)
     on_tools: Callable[[list[Tool]], None] = field(repr=False)
+    secrets: tuple[str, ...] = field(default=(), repr=False)
     session: ClientSession | None = field(default=None, init=False, repr=False)
     dead: bool = field(default=False, init=False)
     """The server exited or the transport failed: every call fails."""
@@ -83,6 +128,7 @@ class Connection:
     _stop: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _refresh: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _log_secrets: list[str] = field(default_factory=list, init=False, repr=False)
 
     # ----------------------------------------------------------------- lifetime
 
@@ -95,6 +141,7 @@ class Connection:
         """
         if self.stderr is not None:
             await self.stderr.start()
+        self.add_log_secret(*self.secrets)
         task = self._task = asyncio.get_running_loop().create_task(self._main())
         ready = asyncio.ensure_future(self._ready.wait())
         try:
@@ -104,16 +151,29 @@ class Connection:
                 ready.cancel()
         if self._ready.is_set() and not task.done():
             return
+        status = None
+        code = ERR_PRISM_MCP_CONNECT
         if task.done():
             cause = self.failure
-            reason = describe(cause) if cause is not None else "the connection closed"
+            status = _http_status(cause)
+            if status is not None:
+                reason = f"the server answered {http_status_text(status)}"
+                if status in (401, 403):
+                    code = ERR_PRISM_MCP_AUTH
+                    reason += " (check the credentials in its headers)"
+            else:
+                reason = describe(cause) if cause is not None else "the connection closed"
+            ended = await self._ended()
+            if ended:
+                reason = f"{reason} (the server {ended})"
         else:
             reason = f"no answer within {timeout:g} s"
             await self.close()
         raise MCPServerError(
-            ERR_PRISM_MCP_CONNECT,
+            code,
             await self._message(f"could not connect to MCP server {self.label}: {reason}"),
             server=self.label,
+            http_status=status,
         )
 
     async def _main(self) -> None:
@@ -122,7 +182,8 @@ class Connection:
             from mcp.types import Implementation
 
             async with AsyncExitStack() as stack:
-                read, write = await self.open_transport(stack)
+                read, write = await self.open_transport(stack, self)
+                self.add_log_secret()  # on the loggers of the modules imported by now
                 if self.stderr is not None:
                     self.stderr.close_writer()
                 session = await stack.enter_async_context(
@@ -144,12 +205,22 @@ class Connection:
         except BaseException as exc:  # anyio wraps transport failures in exception groups
             self.failure = exc
             self.dead = True
-            _log.debug("MCP server %s: connection ended: %s", self.label, describe(exc))
+            _log.debug(
+                "MCP server %s: connection ended: %s", self.label, self.redact(describe(exc))
+            )
         finally:
             self.dead = True
             self.closed.set()
             if self.stderr is not None:
                 self.stderr.close_writer()
+            _log_filter.unregister(id(self))
+
+    def add_log_secret(self, *values: str) -> None:
+        """Keep ``values`` (e.g. the session id the server assigned) out of the log records of
+        the SDK and httpx while this connection is open."""
+        self._log_secrets.extend(v for v in values if v and v not in self._log_secrets)
+        if not self.closed.is_set():
+            _log_filter.register(id(self), self._log_secrets)
 
     async def close(self) -> None:
         """Stop the owner task (which closes the session and the transport) and wait for it."""
@@ -169,6 +240,7 @@ class Connection:
                 await asyncio.wait({task})
         if self.stderr is not None:
             self.stderr.close()
+        _log_filter.unregister(id(self))
 
     # ----------------------------------------------------------------- tools
 
@@ -202,7 +274,9 @@ class Connection:
         try:
             self.on_tools(await self._list(session))
         except Exception as exc:
-            _log.warning("MCP server %s: re-listing tools failed: %s", self.label, describe(exc))
+            _log.warning(
+                "MCP server %s: re-listing tools failed: %s", self.label, self.redact(describe(exc))
+            )
 
     # ----------------------------------------------------------------- calls
 
@@ -261,36 +335,98 @@ class Connection:
         if aborted.is_set() and not (request.done() and not request.cancelled()):
             raise AbortError("tool call aborted; the MCP server was sent a cancellation")
         if request.cancelled():
-            raise await self.closed_error()
+            if self.closed.is_set() and not self._stop.is_set():
+                raise await self.closed_error()
+            raise self._interrupted(name)
         try:
             return request.result()
         except MCPError as exc:
-            code = exc.error.code
-            if code == _CONNECTION_CLOSED:
-                self.dead = True
-                raise await self.closed_error() from None
-            if code == _REQUEST_TIMEOUT:
-                raise MCPServerError(
-                    ERR_PRISM_MCP_TIMEOUT,
-                    f"MCP tool {name} of {self.label} did not answer within {timeout:g} s "
-                    "(the server was sent a cancellation)",
-                    server=self.label,
-                ) from None
-            raise MCPServerError(
-                ERR_PRISM_MCP_PROTOCOL,
-                self.redact(f"MCP server {self.label} answered error {code}: {exc.error.message}"),
-                server=self.label,
-            ) from None
+            raise await self._call_error(name, exc, timeout) from None
 
-    async def closed_error(self) -> MCPServerError:
-        """The ``ERR_PRISM_MCP_CLOSED`` error of a dead connection, with the stderr tail."""
-        failure = self.failure
-        reason = f": {describe(failure)}" if failure is not None else ""
+    async def _call_error(self, name: str, exc: Any, timeout: float | None) -> MCPServerError:  # noqa: ASYNC109
+        """The error of a call the SDK answered with ``MCPError`` ``exc``."""
+        code: int = exc.error.code
+        data = exc.error.data
+        status = data.get(HTTP_STATUS) if isinstance(data, dict) else None
+        if code == _CONNECTION_CLOSED:
+            if self._stop.is_set():
+                return self._interrupted(name)
+            self.dead = True
+            return await self.closed_error()
+        if code == _REQUEST_TIMEOUT:
+            return MCPServerError(
+                ERR_PRISM_MCP_TIMEOUT,
+                f"MCP tool {name} of {self.label} did not answer within {timeout:g} s "
+                "(the server was sent a cancellation)",
+                server=self.label,
+            )
+        said = f"{exc.error.message}"
+        if isinstance(status, int):
+            said = f"{http_status_text(status)}: {said}"
+        if isinstance(data, dict) and data.get(SESSION_LOST):
+            return SessionLost(
+                ERR_PRISM_MCP_PROTOCOL,
+                self.redact(
+                    f"MCP server {self.label} does not know this client's session ({said}); "
+                    "it did not run the call"
+                ),
+                server=self.label,
+                http_status=status if isinstance(status, int) else None,
+            )
+        if status in (401, 403):
+            return MCPServerError(
+                ERR_PRISM_MCP_AUTH,
+                self.redact(
+                    f"MCP server {self.label} refused the call to {name}: {said} "
+                    "(check the credentials in its headers)"
+                ),
+                server=self.label,
+                http_status=status,
+            )
         return MCPServerError(
-            ERR_PRISM_MCP_CLOSED,
-            await self._message(f"MCP server {self.label} closed the connection{reason}"),
+            ERR_PRISM_MCP_PROTOCOL,
+            self.redact(f"MCP server {self.label} answered error {code}: {said}"),
+            server=self.label,
+            http_status=status if isinstance(status, int) else None,
+        )
+
+    def _interrupted(self, name: str) -> MCPServerError:
+        why = (
+            "this process closed the connection while the call was running"
+            if self._stop.is_set()
+            else "its request was cancelled in this process"
+        )
+        return MCPServerError(
+            ERR_PRISM_MCP_INTERRUPTED,
+            f"MCP tool {name} of {self.label} was interrupted: {why} "
+            "(the server may still be running and may have run the call)",
             server=self.label,
         )
+
+    async def closed_error(self) -> MCPServerError:
+        """The ``ERR_PRISM_MCP_CLOSED`` error of a dead connection: how it ended (a stdio
+        server's exit code) and the stderr tail."""
+        if self._stop.is_set():
+            text = f"MCP server {self.label}: this process closed the connection"
+        else:
+            ended = await self._ended()
+            if ended:
+                text = f"MCP server {self.label} {ended}"
+            else:
+                failure = self.failure
+                reason = f": {describe(failure)}" if failure is not None else ""
+                text = f"MCP server {self.label} closed the connection{reason}"
+        return MCPServerError(ERR_PRISM_MCP_CLOSED, await self._message(text), server=self.label)
+
+    async def _ended(self) -> str | None:
+        """``exited with code N`` (or ``was killed by signal …``) of a stdio server that ended
+        (after its stderr closed, at most 1 s), else ``None``."""
+        stderr = self.stderr
+        if stderr is None:
+            return None
+        await stderr.settle()
+        status = stderr.exit_status
+        return None if status is None else describe_exit(status)
 
     async def _message(self, text: str) -> str:
         """``text`` plus the stderr tail (after the child's end closed, at most 1 s), redacted."""
@@ -302,3 +438,13 @@ class Connection:
             if tail:
                 text = f"{text}\nserver stderr (last lines):\n{tail}"
         return self.redact(text)
+
+
+def _http_status(exc: BaseException | None) -> int | None:
+    """The HTTP status carried by the ``MCPError`` in ``exc`` (groups unwrapped), if any."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    error = getattr(exc, "error", None)
+    data = getattr(error, "data", None)
+    status = data.get(HTTP_STATUS) if isinstance(data, dict) else None
+    return status if isinstance(status, int) else None

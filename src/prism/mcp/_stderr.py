@@ -1,22 +1,73 @@
-"""The bounded tail of a stdio server's standard error.
+"""A stdio server's process as prism sees it: the bounded tail of its stderr, and its exit status.
 
 The server's stderr is a pipe whose read end the event loop drains into a buffer that keeps only
 the last :data:`TAIL_BYTES` bytes, so a chatty server costs bounded memory and a server that
 exits can be reported with the last lines it wrote.
+
+The ``mcp`` SDK spawns the server and keeps the process to itself, so its exit status is learnt
+through a small launcher (:func:`launcher_command`, POSIX): the SDK runs ``python -c`` with the
+launcher code, which runs the server (same stdin, stdout, stderr, environment and working
+directory; signals it receives are passed on), waits for it, writes one status line
+(:data:`_STATUS` and the code) to stderr and exits with the server's code.
+:attr:`StderrTail.exit_status` reads that line; :meth:`StderrTail.text` leaves it out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import sys
 from typing import IO, Any, Final
 
-__all__ = ["TAIL_BYTES", "TAIL_LINES", "StderrTail"]
+__all__ = ["TAIL_BYTES", "TAIL_LINES", "StderrTail", "describe_exit", "launcher_command"]
 
 TAIL_BYTES: Final = 8192
 """Bytes of standard error kept."""
 TAIL_LINES: Final = 20
 """Lines of standard error shown in an error message."""
+
+
+_STATUS: Final = "prism.mcp launcher: the server's exit status is "
+"""Starts the launcher's status line, which :meth:`StderrTail.text` leaves out."""
+
+_LAUNCHER: Final = f"""
+import signal, subprocess, sys
+try:
+    child = subprocess.Popen(sys.argv[1:])
+except OSError as exc:
+    sys.stderr.write(f"cannot start {{sys.argv[1]!r}}: {{exc}}\\n")
+    code = 127
+else:
+    def forward(signum, frame):
+        if child.poll() is None:
+            child.send_signal(signum)
+    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        signal.signal(getattr(signal, name), forward)
+    code = child.wait()
+sys.stderr.write("{_STATUS}%d\\n" % code)
+sys.stderr.flush()
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def launcher_command(command: str, args: list[str]) -> tuple[str, list[str]]:
+    """The command and arguments that run ``command args`` under the exit-status launcher
+    (unchanged where there is no launcher: Windows, or no known interpreter)."""
+    if sys.platform == "win32" or not sys.executable:
+        return command, args
+    return sys.executable, ["-I", "-S", "-c", _LAUNCHER, command, *args]
+
+
+def describe_exit(code: int) -> str:
+    """``exited with code N`` or ``was killed by signal SIGNAME`` for a process's return code."""
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = str(-code)
+    return f"was killed by signal {name}"
 
 
 class _Reader(asyncio.Protocol):
@@ -73,10 +124,22 @@ class StderrTail:
             pass
 
     def text(self) -> str:
-        """The last :data:`TAIL_LINES` non-empty lines written (``""`` when none)."""
+        """The last :data:`TAIL_LINES` non-empty lines the server wrote (``""`` when none)."""
         lines = self.buffer.decode("utf-8", "replace").splitlines()
-        kept = [line.rstrip() for line in lines if line.strip()]
+        kept = [line.rstrip() for line in lines if line.strip() and not line.startswith(_STATUS)]
         return "\n".join(kept[-TAIL_LINES:])
+
+    @property
+    def exit_status(self) -> int | None:
+        """The server's return code once the launcher reported it (negative: killed by that
+        signal), else ``None``."""
+        for line in reversed(self.buffer.decode("utf-8", "replace").splitlines()):
+            if line.startswith(_STATUS):
+                try:
+                    return int(line[len(_STATUS) :])
+                except ValueError:
+                    return None
+        return None
 
     def close(self) -> None:
         """Close both ends."""

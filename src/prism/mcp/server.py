@@ -19,13 +19,23 @@ progress notifications become ``tool_execution_progress`` events (``progress`` i
 the request at once (``notifications/cancelled``) and the call's error is ``ERR_PRISM_ABORTED``.
 Failures are raised as :class:`~prism.mcp.errors.MCPServerError`, which the dispatcher turns
 into the call's error result for the model to read.
+
+An HTTP server that no longer knows the connection's session — it answered HTTP 404, or
+"Session not found", to a request carrying the session id, which the MCP specification says it
+did not process (a restarted server) — gets a new connection (a new session is initialised) and
+the refused call is sent once more; no other failure is ever retried. A dead HTTP connection
+(the server went away) is connected again before the next call is sent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
+import logging
 import math
 import os
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -33,10 +43,21 @@ from urllib.parse import urlsplit, urlunsplit
 
 from prism._json import JsonValue, canonical_json
 from prism.errors import PrismConfigError
-from prism.mcp._connection import Connection
+from prism.mcp._connection import (
+    HTTP_STATUS,
+    SESSION_LOST,
+    Connection,
+    SessionLost,
+    http_status_text,
+)
 from prism.mcp._convert import convert_result, prism_tool_name
-from prism.mcp._stderr import StderrTail
-from prism.mcp.errors import ERR_PRISM_MCP_CLOSED, ERR_PRISM_MCP_TOOL_ERROR, MCPServerError
+from prism.mcp._stderr import StderrTail, launcher_command
+from prism.mcp.errors import (
+    ERR_PRISM_MCP_CLOSED,
+    ERR_PRISM_MCP_PROTOCOL,
+    ERR_PRISM_MCP_TOOL_ERROR,
+    MCPServerError,
+)
 from prism.redaction import create_secret_redactor
 from prism.types import ToolDefinition, ToolExecutionContext, ToolResult
 
@@ -44,6 +65,10 @@ if TYPE_CHECKING:
     from mcp.types import Tool
 
 __all__ = ["MCPServer", "MCPServerHTTP", "MCPServerStdio"]
+
+_log = logging.getLogger("prism.mcp")
+
+_BARE_PYTHON = frozenset({"python", "python3"})
 
 
 def _names(value: Any, label: str) -> tuple[str, ...] | None:
@@ -145,6 +170,7 @@ class MCPServer:
             raise PrismConfigError("secrets must be a sequence of strings, not a string")
         self._secrets: list[str] = [s for s in secrets if isinstance(s, str) and s]
         self._connection: Connection | None = None
+        self._reconnecting = asyncio.Lock()
         self._users = 0
         self._tools: tuple[ToolDefinition, ...] = ()
         self._problem: str | None = None
@@ -160,11 +186,14 @@ class MCPServer:
     def _identity(self) -> dict[str, JsonValue]:
         raise NotImplementedError
 
-    async def _open_transport(self, stack: AsyncExitStack, stderr: StderrTail | None) -> Any:
+    async def _open_transport(self, stack: AsyncExitStack, connection: Connection) -> Any:
         raise NotImplementedError
 
     def _stderr(self) -> StderrTail | None:
         return None
+
+    _reconnects = False
+    """Whether a dead connection is connected again before the next call (HTTP)."""
 
     # ----------------------------------------------------------------- public view
 
@@ -210,18 +239,56 @@ class MCPServer:
             self._connection = None
             if connection is not None:
                 await connection.close()
-            stderr = self._stderr()
-            connection = Connection(
-                label=repr(self),
-                open_transport=lambda stack: self._open_transport(stack, stderr),
-                redact=self.redact,
-                stderr=stderr,
-                on_tools=self._set_tools,
-            )
-            await connection.start(self.connect_timeout or 30.0)
-            self._connection = connection
+            self._connection = await self._connect()
         self._users += 1
         return self
+
+    async def _connect(self) -> Connection:
+        """A new, started connection (``ERR_PRISM_MCP_CONNECT``/``_AUTH`` when it fails)."""
+        connection = Connection(
+            label=repr(self),
+            open_transport=self._open_transport,
+            redact=self.redact,
+            stderr=self._stderr(),
+            on_tools=self._set_tools,
+            secrets=tuple(self._secrets),
+        )
+        await connection.start(self.connect_timeout or 30.0)
+        return connection
+
+    async def _reconnect(self, old: Connection, why: str) -> Connection:
+        """Replace the connection ``old`` (dead, or its session lost) with a new one — a new
+        session — unless another call did so already. The replaced connection is closed.
+
+        Raises:
+            MCPServerError: ``ERR_PRISM_MCP_CONNECT``/``_AUTH`` (the new connection failed), or
+                ``ERR_PRISM_MCP_CLOSED`` (the last user left meanwhile).
+        """
+        async with self._reconnecting:
+            current = self._connection
+            if current is not None and current is not old and not current.dead:
+                return current
+            if current is None:
+                raise MCPServerError(
+                    ERR_PRISM_MCP_CLOSED, f"MCP server {self!r} is not connected", server=repr(self)
+                )
+            _log.info("MCP server %r: %s; connecting again", self, self.redact(why))
+            try:
+                connection = await self._connect()
+            finally:
+                await current.close()
+            replaced = self._connection
+            if replaced is not current:  # the last user left, or an entry connected, meanwhile
+                await connection.close()
+                if replaced is None or replaced.dead:
+                    raise MCPServerError(
+                        ERR_PRISM_MCP_CLOSED,
+                        f"MCP server {self!r} is not connected",
+                        server=repr(self),
+                    )
+                return replaced
+            self._connection = connection
+            return connection
 
     async def __aexit__(self, *exc_info: object) -> None:
         """Leave (whatever the exception); the last one out closes the connection."""
@@ -304,6 +371,8 @@ class MCPServer:
             raise MCPServerError(
                 ERR_PRISM_MCP_CLOSED, f"MCP server {self!r} is not connected", server=repr(self)
             )
+        if connection.dead and self._reconnects:
+            connection = await self._reconnect(connection, "the connection was lost")
 
         async def progress(value: float, total: float | None, message: str | None) -> None:
             data: dict[str, JsonValue] = {"progress": value}
@@ -313,13 +382,28 @@ class MCPServer:
                 data["message"] = self.redact(message)
             await ctx.progress(data)
 
-        result = await connection.call(
-            remote,
-            arguments,
-            timeout=self.call_timeout,
-            signal=ctx.signal,
-            progress=progress,
-        )
+        try:
+            result = await connection.call(
+                remote, arguments, timeout=self.call_timeout, signal=ctx.signal, progress=progress
+            )
+        except SessionLost as lost:
+            # the server did not process the call: a new session, and the call once more
+            connection = await self._reconnect(connection, f"session lost ({lost})")
+            try:
+                result = await connection.call(
+                    remote,
+                    arguments,
+                    timeout=self.call_timeout,
+                    signal=ctx.signal,
+                    progress=progress,
+                )
+            except SessionLost as again:
+                raise MCPServerError(
+                    ERR_PRISM_MCP_PROTOCOL,
+                    f"{again} (also after initialising a new session; not retried again)",
+                    server=repr(self),
+                    http_status=again.http_status,
+                ) from None
         converted = convert_result(result)
         if converted.error_text is not None:
             raise MCPServerError(
@@ -338,7 +422,9 @@ class MCPServerStdio(MCPServer):
     """An MCP server started as a subprocess and spoken to over its stdin/stdout.
 
     Args:
-        command: The executable (looked up on ``PATH``).
+        command: The executable (looked up on the ``PATH`` the server gets). A bare ``python`` or
+            ``python3`` is the interpreter running prism (``sys.executable``), so a server
+            written with the ``mcp`` SDK starts without an activated virtual environment.
         args: Its arguments.
         env: Environment variables for the server, over the ``mcp`` SDK's safe default set
             (``HOME``, ``PATH``, ``USER``, …; the host's other variables are not passed on).
@@ -347,7 +433,9 @@ class MCPServerStdio(MCPServer):
         prefix, allow, deny, connect_timeout, call_timeout, secrets: See :class:`MCPServer`.
 
     The server's stderr is captured (the last 8 KiB are kept); when the server exits, the
-    error says so with its last lines, redacted. Leaving the connection closes the server's
+    error says so with its exit code (``exited with code N``) and its last lines, redacted. On
+    POSIX the server runs under a small Python launcher that reports its exit code (see
+    ``prism.mcp._stderr``). Leaving the connection closes the server's
     stdin and stops it (terminated, then killed, after a grace of a few seconds).
     """
 
@@ -398,12 +486,15 @@ class MCPServerStdio(MCPServer):
     def _stderr(self) -> StderrTail | None:
         return StderrTail()
 
-    async def _open_transport(self, stack: AsyncExitStack, stderr: StderrTail | None) -> Any:
+    async def _open_transport(self, stack: AsyncExitStack, connection: Connection) -> Any:
         from mcp import StdioServerParameters, stdio_client
 
-        params = StdioServerParameters(
-            command=self.command, args=list(self.args), env=self.env, cwd=self.cwd
-        )
+        command = self.command
+        if command in _BARE_PYTHON and sys.executable:
+            command = sys.executable
+        command, args = launcher_command(command, list(self.args))
+        params = StdioServerParameters(command=command, args=args, env=self.env, cwd=self.cwd)
+        stderr = connection.stderr
         errlog: Any = stderr.writer if stderr is not None else None
         if errlog is None:
             return await stack.enter_async_context(stdio_client(params))
@@ -420,7 +511,15 @@ class MCPServerHTTP(MCPServer):
             is a secret: removed from messages, results, ``repr`` and events; only the header
             names join the fingerprint.
         prefix, allow, deny, connect_timeout, call_timeout, secrets: See :class:`MCPServer`.
+
+    An HTTP error status is named in the error: 401 and 403 are ``ERR_PRISM_MCP_AUTH`` (at
+    connect or on a call), others ``ERR_PRISM_MCP_PROTOCOL`` (``ERR_PRISM_MCP_CONNECT`` at
+    connect) with ``http_status`` set. A server that lost the session (restarted) gets a new one
+    and the refused call is sent once more (see the module docstring). The session id the
+    server assigns is a secret too in the ``mcp``/``httpx`` log records.
     """
+
+    _reconnects = True
 
     def __init__(
         self,
@@ -471,7 +570,7 @@ class MCPServerHTTP(MCPServer):
             "headers": _json_names(self.headers),
         }
 
-    async def _open_transport(self, stack: AsyncExitStack, stderr: StderrTail | None) -> Any:
+    async def _open_transport(self, stack: AsyncExitStack, connection: Connection) -> Any:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
@@ -479,6 +578,79 @@ class MCPServerHTTP(MCPServer):
             httpx2.AsyncClient(
                 headers=self.headers,
                 timeout=httpx2.Timeout(self.connect_timeout or 30.0, read=300.0),
+                transport=_status_transport(httpx2.AsyncHTTPTransport(), connection),
             )
         )
         return await stack.enter_async_context(streamable_http_client(self.url, http_client=client))
+
+
+_SESSION_HEADER = "mcp-session-id"
+
+
+def _status_transport(inner: Any, connection: Connection) -> Any:
+    """An ``httpx2`` transport over ``inner`` that keeps the HTTP status of a refused request.
+
+    The SDK turns an HTTP error answer to a request into a JSON-RPC error without its status
+    (``-32603 Server returned an error response``). Here the answer to a JSON-RPC request POST
+    with status >= 400 is replaced by a JSON-RPC error (the server's own, when its body is one)
+    whose data holds the status (``HTTP_STATUS``) and, when the request carried a session id
+    and the answer was 404 or "Session not found", ``SESSION_LOST``. Every session id the
+    server assigns is handed to ``connection.add_log_secret``.
+    """
+    import httpx2
+
+    class StatusTransport(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            response: httpx2.Response = await inner.handle_async_request(request)
+            session = response.headers.get(_SESSION_HEADER)
+            if session:
+                connection.add_log_secret(session)
+            if request.method != "POST" or response.status_code < 400:
+                return response
+            try:
+                sent = json.loads(request.content)
+            except (ValueError, httpx2.RequestNotRead):
+                return response
+            if not isinstance(sent, dict) or "method" not in sent or "id" not in sent:
+                return response  # a notification or a response: the SDK expects no answer
+            try:
+                body = await response.aread()
+            finally:
+                await response.aclose()
+            error = _refusal(response.status_code, body, _SESSION_HEADER in request.headers)
+            return httpx2.Response(
+                response.status_code,
+                headers={"content-type": "application/json"},
+                content=json.dumps({"jsonrpc": "2.0", "id": sent["id"], "error": error}),
+                request=request,
+            )
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    return StatusTransport()
+
+
+def _refusal(status: int, body: bytes, had_session: bool) -> dict[str, Any]:
+    """The JSON-RPC error for an HTTP error answer (see :func:`_status_transport`)."""
+    error: dict[str, Any] | None = None
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        found = parsed["error"]
+        if isinstance(found.get("code"), int) and isinstance(found.get("message"), str):
+            error = {"code": found["code"], "message": found["message"]}
+            if "data" in found:
+                error["data"] = found["data"]
+    if error is None:
+        text = body.decode("utf-8", "replace").strip()[:200]
+        error = {"code": -32603, "message": text or http_status_text(status)}
+    data: dict[str, Any] = {HTTP_STATUS: status}
+    if had_session and (status == 404 or "session not found" in str(error["message"]).lower()):
+        data[SESSION_LOST] = True
+    if "data" in error:
+        data["server_data"] = error["data"]
+    error["data"] = data
+    return error
