@@ -295,7 +295,9 @@ class RunContext:
         self.provider_stop_reason: ProviderStopReason | None = None
         """The stop reason of the last provider turn (``RunResult.provider_stop_reason``)."""
         self.answer_after_tool_rounds: int | None = None
-        """The run's tool-round policy (:mod:`prism.runtime.run._tool_rounds`), set by the leg."""
+        """The run's tool-round count (``tracker.tool_rounds``) from which requests must answer in
+        text, ``None``: never (:mod:`prism.runtime.run._tool_rounds`); set by the leg and by a
+        handoff."""
         # The leg's live state.
         self.state = state
         self.config = config
