@@ -376,7 +376,7 @@ def test_status_line_numbers_turns_on_across_legs() -> None:
     [
         (["--max-tokens", "0"], "--max-tokens must be at least 1"),
         (["--temperature", "-1"], "--temperature must be a finite number >= 0"),
-        (["--tool-rounds", "-1"], "--tool-rounds must be 0 (unlimited) or more"),
+        (["--tool-rounds", "-1"], "--tool-rounds must be 0 (answer at once) or more, or unlimited"),
         (["--max-tool-rounds", "0"], "--max-tool-rounds must be at least 1"),
         (["--max-turns", "0"], "--max-turns must be at least 1"),
         (["--max-revisions", "2"], "--max-revisions needs --loop gvr"),
