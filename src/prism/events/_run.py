@@ -114,7 +114,10 @@ class AgentDeniedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStartedEvent(Serializable):
-    """A loop turn began."""
+    """A loop turn began: its boundary passed (the approval suspension, the turn policy,
+    ``max_turns``), so a provider request follows. A turn stopped or suspended at its boundary
+    emits none; every ``turn_started`` is closed by the ``turn_finished`` of the same ``turn``,
+    unless the leg fails or is aborted in between (its ``error`` event ends the leg)."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
@@ -127,7 +130,7 @@ class TurnStartedEvent(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnFinishedEvent(Serializable):
-    """A loop turn ended."""
+    """A loop turn ended (closes the ``turn_started`` of the same ``turn``)."""
 
     session_id: str = ""
     """Session id (stamped by the runtime when empty)."""
