@@ -103,7 +103,8 @@ class AgentSwitch(Protocol):
 
     async def switch(self, name: str, /) -> None:
         """Hand the rest of the run to the handoff target named ``name``: later turns use its
-        instructions, tools, model and provider (the history is kept).
+        instructions, tools, model and provider (the history is kept), and its tool-round
+        policy, counted from the switch: ``ctx.max_tool_rounds`` becomes its budget from here.
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — no handoff target has that name.

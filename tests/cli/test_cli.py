@@ -274,13 +274,13 @@ def test_tool_choice_policy_sets_the_first_turns_choice_only() -> None:
 
 
 def test_tool_rounds_become_the_public_answer_after_option(tmp_path: Path) -> None:
-    """``--tool-rounds N`` is ``answer_after_tool_rounds=N`` (0: ``False``); unset, the
-    provider's default applies."""
+    """``--tool-rounds N`` is ``answer_after_tool_rounds=N`` (0: at once; ``unlimited``:
+    ``False``); unset, the provider's default applies."""
     from prism.cli._settings import RunSettings, build_agent
     from prism.stores import SqliteStore
 
     store = SqliteStore(tmp_path / "s.db")
-    for rounds, expected in ((None, None), (0, False), (2, 2)):
+    for rounds, expected in ((None, None), (0, 0), (False, False), (2, 2)):
         settings = RunSettings(model=_script(tmp_path, [[provider_done()]]), tools=("calculator",),
                                tool_rounds=rounds)
         built = build_agent(settings, store, environ={})

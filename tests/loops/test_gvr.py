@@ -423,7 +423,7 @@ async def test_gvr6_repair_message_reaches_every_store_and_history_exactly_once(
 
 
 async def test_gvr4_default_repairer_joins_error_messages() -> None:
-    """GVR-5: one user message, errors joined by newlines."""
+    """GVR-5: one user message, one line per error, its field path first (issue 21, item 18)."""
 
     def validator(value: Any, ctx: ArtifactContext) -> Any:
         if value == "ok":
@@ -433,7 +433,7 @@ async def test_gvr4_default_repairer_joins_error_messages() -> None:
     ctx = StubContext([text("no"), text("ok")])
     await generate_validate_revise_loop(validator=validator).run(ctx.as_ctx)
     assert ctx.stored[1].role == "user"
-    assert ctx.stored[1].text == "first\nsecond"
+    assert ctx.stored[1].text == "first\na: second"
 
 
 async def test_gvr5_default_repairer_without_errors_says_invalid_artifact() -> None:

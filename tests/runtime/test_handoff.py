@@ -208,3 +208,138 @@ def test_issue16_a_targets_gated_tool_needs_a_durable_run() -> None:
     )
     with pytest.raises(PrismConfigError, match="tool refund needs approval"):
         asyncio.run(triage.create_session().run("Refund me"))
+
+
+def capped_desk(
+    *,
+    triage_rounds: Any,
+    billing_rounds: Any,
+    triage_turns: list[Any],
+    billing_turns: list[Any],
+    effects: list[str],
+) -> tuple[Any, Any, Any]:
+    """``(triage, its provider, billing's provider)`` with a tool-round cap on each agent."""
+
+    def refund(arguments: dict[str, Any], context: Any) -> Any:
+        effects.append(context.tool_call_id)
+        return {"refunded": True}
+
+    b_provider = create_mock_provider(turns=billing_turns)
+    billing = create_agent(
+        model=ModelConfig(provider="mock", model="billing-model"),
+        provider=b_provider,
+        name="billing",
+        tools=[ToolDefinition(name="refund", execute=refund)],
+        answer_after_tool_rounds=billing_rounds,
+    )
+    a_provider = create_mock_provider(turns=triage_turns)
+    triage = create_agent(
+        model=MODEL,
+        provider=a_provider,
+        name="triage",
+        tools=[ToolDefinition(name="faq", execute=lambda arguments, context: "faq")],
+        loop=handoff_loop(billing),
+        answer_after_tool_rounds=triage_rounds,
+    )
+    return triage, a_provider, b_provider
+
+
+def _choices(provider: Any) -> list[Any]:
+    return [r.options.tool_choice if r.options else None for r in provider.requests]
+
+
+async def test_handoff_under_a_round_cap_answers_with_text_i21_15() -> None:
+    """Both agents capped at one round (the embedded model's default): the transfer does not
+    spend the target's round; the target uses its tool once, is then asked for the answer and
+    gives it; the run succeeds with that text."""
+    effects: list[str] = []
+    triage, a_provider, b_provider = capped_desk(
+        triage_rounds=1,
+        billing_rounds=1,
+        triage_turns=[[provider_tool_call("t1", "transfer_to_billing", {}), provider_done()]],
+        billing_turns=[
+            [provider_tool_call("r1", "refund", {}), provider_done()],
+            [provider_text_delta("refund issued"), provider_done()],
+        ],
+        effects=effects,
+    )
+    result = await triage.create_session().run("I want a refund")
+    assert result.status == "succeeded" and result.stop_reason is None
+    assert message_text(result.messages[-1]) == "refund issued"
+    assert effects == ["r1"]
+    assert _choices(a_provider) == [None]
+    assert _choices(b_provider) == [None, "none"]
+
+
+async def test_handoff_target_s_own_round_cap_applies_after_the_switch_i21_15() -> None:
+    """Triage never forces an answer, billing after one round: billing's cap governs its
+    turns; and the other way round, billing without a cap is never forced."""
+    triage, _, b_provider = capped_desk(
+        triage_rounds=False,
+        billing_rounds=1,
+        triage_turns=[
+            [provider_tool_call("f1", "faq", {}), provider_done()],
+            [provider_tool_call("t1", "transfer_to_billing", {}), provider_done()],
+        ],
+        billing_turns=[
+            [provider_tool_call("r1", "refund", {}), provider_done()],
+            [provider_text_delta("refund issued"), provider_done()],
+        ],
+        effects=[],
+    )
+    result = await triage.create_session().run("I want a refund")
+    assert result.status == "succeeded" and result.stop_reason is None
+    assert _choices(b_provider) == [None, "none"]
+
+    effects: list[str] = []
+    triage, _, b_provider = capped_desk(
+        triage_rounds=2,
+        billing_rounds=False,
+        triage_turns=[
+            [provider_tool_call("f1", "faq", {}), provider_done()],
+            [provider_tool_call("t1", "transfer_to_billing", {}), provider_done()],
+        ],
+        billing_turns=[
+            [provider_tool_call("r1", "refund", {}), provider_done()],
+            [provider_tool_call("r2", "refund", {}), provider_done()],
+            [provider_text_delta("two refunds"), provider_done()],
+        ],
+        effects=effects,
+    )
+    result = await triage.create_session().run("Two refunds")
+    assert result.status == "succeeded" and result.stop_reason is None
+    assert effects == ["r1", "r2"]
+    assert _choices(b_provider) == [None, None, None]
+
+
+async def test_handoff_round_cap_stop_reasons_match_single_shot_i21_15() -> None:
+    """A call made anyway after the cap is answered 'not dispatched' and the run stops with
+    ``tool_round_limit``; so does an empty answer after the cap."""
+    effects: list[str] = []
+    triage, _, b_provider = capped_desk(
+        triage_rounds=1,
+        billing_rounds=1,
+        triage_turns=[[provider_tool_call("t1", "transfer_to_billing", {}), provider_done()]],
+        billing_turns=[
+            [provider_tool_call("r1", "refund", {}), provider_done()],
+            [provider_tool_call("r2", "refund", {}), provider_done()],
+        ],
+        effects=effects,
+    )
+    result = await triage.create_session().run("I want a refund")
+    assert result.stop_reason == "tool_round_limit"
+    assert effects == ["r1"]
+
+    triage, _, b_provider = capped_desk(
+        triage_rounds=1,
+        billing_rounds=1,
+        triage_turns=[[provider_tool_call("t1", "transfer_to_billing", {}), provider_done()]],
+        billing_turns=[
+            [provider_tool_call("r1", "refund", {}), provider_done()],
+            [provider_text_delta("  "), provider_done()],
+        ],
+        effects=[],
+    )
+    result = await triage.create_session().run("I want a refund")
+    assert result.stop_reason == "tool_round_limit"
+

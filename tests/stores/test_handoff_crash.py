@@ -56,7 +56,7 @@ async def _crash_then_resume(directory: Path, url: str, schema: str | None, kill
     assert assistants[-1]["text"] == "refund issued"
     switches = [e for e in branch if e["kind"] == "custom"]
     assert [s["data"] for s in switches] == [
-        {"type": "handoff", "agent": "billing", "previous_agent": "triage"}
+        {"type": "handoff", "agent": "billing", "previous_agent": "triage", "tool_rounds": 0}
     ]
     models = [e["model"] for e in branch if e["kind"] == "model_change"]
     assert models == ["billing-model"]  # the resume stored no change back to triage's model

@@ -72,7 +72,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING, Literal, cast
 
 from prism.cli import _host_tools, _mcp, _models, _otel, _run, _runs, _sessions, _tools, _worker
 from prism.cli._exit_codes import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE
@@ -234,10 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rounds.add_argument(
         "--tool-rounds",
-        type=int,
-        metavar="N",
+        type=_tool_rounds_option,
+        metavar="N|unlimited",
         help="tool rounds after which the model must answer in text (later turns get "
-        "tool_choice none; default: 1 for the local model, unlimited for others; 0 = unlimited)",
+        "tool_choice none; 0 = answer at once, the first request already gets it; unlimited = "
+        "never force the answer; default: 1 for the local model, unlimited for others)",
     )
     run.add_argument(
         "--approve-tools",
@@ -353,6 +354,26 @@ def _tool_option(value: str) -> str:
         f"invalid choice: {value!r} (built-in tools: {', '.join(sorted(_tools.BUILTIN_TOOLS))}; "
         "or MODULE:ATTR for your own tool)"
     )
+
+
+def _tool_rounds_option(value: str) -> int | Literal[False]:
+    """``--tool-rounds`` values: a whole number of rounds ≥ 0 (``0``: answer at once) or
+    ``unlimited`` (``False``: never force the answer).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (argparse reports it with the usage, exit 2).
+    """
+    if value.strip().lower() == "unlimited":
+        return False
+    try:
+        rounds = int(value)
+    except ValueError:
+        rounds = -1
+    if rounds < 0:
+        raise argparse.ArgumentTypeError(
+            f"--tool-rounds must be 0 (answer at once) or more, or unlimited, got {value!r}"
+        )
+    return rounds
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,9 @@ __all__ = [
 
 _DEFAULT_TOOL_SYSTEM = "You are a helpful assistant. Use the tools when they help."
 
-_SETTINGS_VERSION = 1
+_SETTINGS_VERSION = 2
+"""2: ``tool_rounds`` 0 means "answer at once" and ``False`` "unlimited" (in 1, 0 meant
+unlimited; :meth:`RunSettings.from_json` reads it so)."""
 
 
 class UsageError(Exception):
@@ -71,9 +73,10 @@ class RunSettings:
     """Tools enabled with ``--tool``: built-in names and ``MODULE:ATTR`` specs."""
     tool_choice: str = "auto"
     """``--tool-choice``: ``auto``, ``required`` or ``none``."""
-    tool_rounds: int | None = None
+    tool_rounds: int | Literal[False] | None = None
     """``--tool-rounds``: tool rounds after which the model is asked for its text answer
-    (``None``: 1 for the local model, else unlimited; 0: unlimited)."""
+    (``None``: 1 for the local model, else unlimited; 0: at once; ``False``: ``unlimited``,
+    never forced)."""
     system: str | None = None
     """``--system``."""
     loop: str = "single-shot"
@@ -115,6 +118,9 @@ class RunSettings:
             data["mcp"] = tuple(data["mcp"] or ())
         if "mcp_urls" in data:
             data["mcp_urls"] = _url_specs(data["mcp_urls"])
+        rounds = data.get("tool_rounds")
+        if value.get("version", 1) == 1 and type(rounds) is int and rounds == 0:
+            data["tool_rounds"] = False  # version 1 stored "unlimited" as 0
         try:
             return cls(**data)
         except TypeError as exc:
@@ -243,7 +249,6 @@ def _scheme(model: str) -> str:
 
 _AT_LEAST: dict[str, tuple[int, str]] = {
     "max_tokens": (1, "--max-tokens must be at least 1"),
-    "tool_rounds": (0, "--tool-rounds must be 0 (unlimited) or more"),
     "max_revisions": (0, "--max-revisions must be 0 or more"),
     "max_tool_rounds": (1, "--max-tool-rounds must be at least 1"),
     "max_turns": (1, "--max-turns must be at least 1"),
@@ -255,7 +260,7 @@ def check_number_options(args: argparse.Namespace) -> None:
 
     Raises:
         UsageError: ``--max-tokens``, ``--max-tool-rounds`` or ``--max-turns`` below 1,
-            ``--tool-rounds`` or ``--max-revisions`` below 0, a ``--temperature`` that is not a
+            ``--max-revisions`` below 0, a ``--temperature`` that is not a
             finite number ≥ 0.
     """
     for name, (minimum, message) in _AT_LEAST.items():
@@ -397,12 +402,10 @@ def build_agent(
             provider = choice.make_provider()
         except (ImportError, PrismError) as exc:
             raise UsageError(redactor.redact(str(exc))) from None
-    # --tool-rounds is the public answer_after_tool_rounds option (0: never force the answer);
-    # unset, the provider's default applies (the embedded model: one round, then the answer)
-    rounds = settings.tool_rounds
-    answer_after: int | Literal[False] | None = (
-        None if rounds is None else (rounds if rounds > 0 else False)
-    )
+    # --tool-rounds is the public answer_after_tool_rounds option (0: answer at once; False,
+    # "unlimited": never force the answer); unset, the provider's default applies (the
+    # embedded model: one round, then the answer)
+    answer_after = settings.tool_rounds
     policies = []
     if tools and settings.tool_choice != "auto":
         policies.append(tool_choice_policy(choice.model.provider, first=settings.tool_choice))

@@ -95,14 +95,17 @@ class AgentDeniedEvent(RunEventFields):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStartedEvent(TurnEventFields):
-    """A loop turn began."""
+    """A loop turn began: its boundary passed (the approval suspension, the turn policy,
+    ``max_turns``), so a provider request follows. A turn stopped or suspended at its boundary
+    emits none; every ``turn_started`` is closed by the ``turn_finished`` of the same ``turn``,
+    unless the leg fails or is aborted in between (its ``error`` event ends the leg)."""
 
     type: Literal["turn_started"] = field(default="turn_started", init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnFinishedEvent(TurnEventFields):
-    """A loop turn ended."""
+    """A loop turn ended (closes the ``turn_started`` of the same ``turn``)."""
 
     type: Literal["turn_finished"] = field(default="turn_finished", init=False)
 

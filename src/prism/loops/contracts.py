@@ -467,7 +467,9 @@ class LoopContext(Protocol):
     @property
     def max_tool_rounds(self) -> float:
         """Tool rounds left for the whole run (an ``int``), or ``prism.UNLIMITED`` (``math.inf``):
-        ``limits.max_tool_rounds`` capped by the run's ``answer_after_tool_rounds`` policy."""
+        ``limits.max_tool_rounds`` capped by the run's ``answer_after_tool_rounds`` policy.
+        After a handoff (``ctx.handoff.switch``) it is the target agent's budget, counted from
+        the switch."""
         ...
 
     @property

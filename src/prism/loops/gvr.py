@@ -15,6 +15,8 @@ Example::
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -65,7 +67,7 @@ from prism.types import (
     to_messages,
 )
 
-__all__ = ["GenerateValidateReviseLoop", "generate_validate_revise_loop"]
+__all__ = ["GenerateValidateReviseLoop", "field_path", "generate_validate_revise_loop"]
 
 _NO_ARTIFACT_TEXT: Final = "no artifact text in model output"
 """Parse error for empty, whitespace-only or thinking-only drafts."""
@@ -83,12 +85,43 @@ def _tool_round_limit_result() -> ArtifactValidation:
     )
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def field_path(pointer: str | None) -> str | None:
+    """An error location as a model reads it: the RFC 6901 pointer ``"/items/2/price"`` as
+    ``"items[2].price"``.
+
+    Array indexes (all digits) become ``[n]``, names ``.name`` (no dot first), other keys
+    ``["key"]`` (JSON-quoted). ``None`` and ``""`` (the root) give ``None``; a ``path`` that
+    is not a pointer (a custom validator's free text) is returned unchanged.
+    """
+    if not pointer:
+        return None
+    if not pointer.startswith("/"):
+        return pointer
+    parts: list[str] = []
+    for token in pointer[1:].split("/"):
+        key = token.replace("~1", "/").replace("~0", "~")
+        if key.isdigit() and key.isascii():
+            parts.append(f"[{key}]")
+        elif _NAME.fullmatch(key):
+            parts.append(f".{key}" if parts else key)
+        else:
+            parts.append(f"[{json.dumps(key)}]")
+    return "".join(parts)
+
+
 def _default_repairer(
     value: object, failure: ArtifactValidation, ctx: ArtifactContext
 ) -> AgentInput:
-    """One user message with the ``"\\n"``-joined error messages (or ``invalid artifact``)."""
-    text = "\n".join(e.message for e in failure.errors) or "invalid artifact"
-    return text
+    """One user message with one line per error, ``<field path>: <message>`` (the message alone
+    at the root; :func:`field_path`), or ``invalid artifact`` without errors."""
+    lines = []
+    for error in failure.errors:
+        where = field_path(error.path)
+        lines.append(error.message if where is None else f"{where}: {error.message}")
+    return "\n".join(lines) or "invalid artifact"
 
 
 class GenerateValidateReviseLoop:
@@ -530,7 +563,8 @@ def generate_validate_revise_loop(
         validator: ``(value, ctx) -> ArtifactValidation`` (or mapping), sync or async.
         parser: ``(text, ctx) -> ArtifactParseResult`` (or mapping); ``None`` = the text itself.
         repairer: ``(value | None, failure, ctx) -> AgentInput``; ``None`` = one user message with
-            the ``"\\n"``-joined error messages.
+            one line per error, its field path first (``items[2].price: Input should be less
+            than 100``; :func:`field_path`).
         max_revisions: Revisions after the first failed candidate (``int`` ≥ 0; default 3); the run
             makes at most ``1 + max_revisions`` candidates.
         tool_calls: ``"disabled"`` (host calls answered with ``tool_call_not_dispatched`` rows; a

@@ -9,6 +9,13 @@ provider; the targets join the agent's durable fingerprint through ``needs.hando
 loop is durable-capable (its snapshot is empty): a durable run resumed after a suspension or a
 crash goes on with the agent that answered last, which the runtime reads from the stored switch.
 
+Tool rounds count per agent: after a switch the target's own ``answer_after_tool_rounds`` applies
+from the switch on (the transfer does not spend the target's rounds; the runtime sets
+``ctx.max_tool_rounds`` to the target's budget), and the run stops as the single-shot loop's
+does: calls beyond the budget are answered "not dispatched" and the run stops with
+``stop_reason="tool_round_limit"``, as it does when the turn after the last allowed round
+answers with no text.
+
 Every assistant message the loop stores names the agent that answered in its metadata
 (``{"agent": <name>}``), so the stored session shows who answered each turn.
 
@@ -34,6 +41,7 @@ from prism.loops.dispatch import (
     dispatch_tool_calls_in_order,
     dispatchable_tool_calls,
 )
+from prism.loops.single_shot import ROUND_LIMIT_MESSAGE
 from prism.types import (
     AgentInput,
     JsonValue,
@@ -51,7 +59,6 @@ TRANSFER_PREFIX: Final = "transfer_to_"
 AGENT_KEY: Final = "agent"
 """Metadata key of a stored assistant message: the name of the agent that answered."""
 
-_ROUND_LIMIT = "tool call not dispatched: tool round limit reached"
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,52}")
 
 
@@ -171,22 +178,26 @@ class HandoffLoop:
                 ctx.emit(MessageFinishedEvent(session_id=sid, run_id=rid, message=message))
             ctx.emit(TurnFinishedEvent(session_id=sid, run_id=rid, turn=turn))
             calls = dispatchable_tool_calls(result.calls) if result.calls else []
-            if not calls:
+            # tool_rounds: the rounds of the agent answering now; ctx.max_tool_rounds is its
+            # budget (the runtime sets a target's at the switch)
+            if not calls or tool_rounds >= ctx.max_tool_rounds:
+                if calls:
+                    ctx.finish_reason = "tool_round_limit"
+                    await append_unanswered_rows(ctx, calls, ROUND_LIMIT_MESSAGE)
+                elif tool_rounds and tool_rounds >= ctx.max_tool_rounds and not result.text.strip():
+                    # the answer the spent round budget asked for is empty
+                    ctx.finish_reason = "tool_round_limit"
                 return usage
-            if tool_rounds >= ctx.max_tool_rounds:
-                ctx.finish_reason = "turn_limit"
-                await append_unanswered_rows(ctx, calls, _ROUND_LIMIT)
-                return usage
-            tool_rounds += 1
-            await self._round(ctx, switch, calls)
+            switched = await self._round(ctx, switch, calls)
+            tool_rounds = 0 if switched else tool_rounds + 1
             next_input = []
             turn += 1
 
     async def _round(
         self, ctx: LoopContext, switch: AgentSwitch, calls: Sequence[ToolCallContent]
-    ) -> None:
+    ) -> bool:
         """Dispatch the host calls, then answer the transfers and switch to the first one's
-        target."""
+        target; whether it switched."""
         transfers = [
             c
             for c in calls
@@ -206,8 +217,10 @@ class HandoffLoop:
             await append_result_row(
                 ctx, ToolResult(tool_call_id=call.id, name=call.name, value=value)
             )
-        if target is not None:
-            await switch.switch(target)
+        if target is None:
+            return False
+        await switch.switch(target)
+        return True
 
 
 def _description(target: HandoffTarget) -> str:

@@ -296,7 +296,9 @@ def create_agent(
             text: once that many rounds ran, requests carry ``tool_choice="none"`` and calls
             beyond them are not dispatched (the run then stops with ``stop_reason=
             "tool_round_limit"``). ``None`` inherits the provider's default
-            (``provider.defaults``; the embedded model: 1); ``False`` never forces an answer.
+            (``provider.defaults``; the embedded model: 1); ``0`` asks for the answer at once
+            (the first request carries ``tool_choice="none"``); ``False`` never forces an
+            answer. A handoff target's own value applies after the switch, counted from it.
         tracing: A tracer (e.g. ``prism.otel.OpenTelemetryTracing()``) tracing every run,
             ``False`` for none, or ``None`` for the default tracer set with
             ``prism.tracing.set_default_tracer`` (none unless set).

@@ -8,28 +8,36 @@ with the target's instructions, system prompt, context providers, skills, provid
 provider. The history, compaction summaries, limits, usage, redactor, run options and durable
 state stay the run's.
 
+The target's tool-round policy (``answer_after_tool_rounds``: the run's own value, else the
+target's, else its provider's default) applies after the switch and counts the rounds from the
+switch, so the transfer does not spend the target's rounds (:mod:`prism.runtime.run._tool_rounds`);
+``ctx.max_tool_rounds`` becomes the target's round budget from the switch on.
+
 Every switch is stored: a ``custom`` entry whose ``data`` is ``{"type": "handoff", "agent":
-<target>, "previous_agent": <name before>}`` (:func:`handoff_entry_agent` reads it), then a
-``model_change`` entry when the target's model differs, as for a run with another model. A durable
-run resumed after a crash or a suspension reads the last switch its run stored on the branch it
-resumes from (:func:`handed_off_to`) and makes that agent answer again (:meth:`RunHandoff.restore`)
-before its first turn, without storing anything; the stored model is already the target's.
+<target>, "previous_agent": <name before>, "tool_rounds": <the run's tool rounds at the
+switch>}`` (:func:`handoff_entry_agent` reads the agent), then a ``model_change`` entry when the
+target's model differs, as for a run with another model. A durable run resumed after a crash or a
+suspension reads the last switch its run stored on the branch it resumes from
+(:func:`handed_off_to`) and makes that agent answer again (:meth:`RunHandoff.restore`) before its
+first turn, without storing anything; the stored model is already the target's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from prism.assembly import select_skills
 from prism.errors import AgentRunStateError, PrismConfigError
 from prism.providers.base import AIProvider
 from prism.runtime.run._setup import resolve_provider, setup_assembly, setup_attempts
+from prism.runtime.run._tool_rounds import tool_rounds
 from prism.runtime.run.context import RunContext
 from prism.store import SessionEntry
 from prism.structured_output import resolve_structured_output
 
-__all__ = ["HANDOFF_ENTRY", "RunHandoff", "handed_off_to", "handoff_entry_agent"]
+__all__ = ["HANDOFF_ENTRY", "Handover", "RunHandoff", "handed_off_to", "handoff_entry_agent"]
 
 HANDOFF_ENTRY: Final = "handoff"
 """``data["type"]`` of the ``custom`` entry a switch stores."""
@@ -44,15 +52,26 @@ def handoff_entry_agent(entry: SessionEntry) -> str | None:
     return agent if isinstance(agent, str) else None
 
 
-def handed_off_to(branch: Sequence[SessionEntry], run_id: str) -> str | None:
-    """The agent the run ``run_id`` last handed over to on ``branch`` (root→leaf), or ``None``
-    when it never switched there (its own agent answers). Switches of earlier runs do not count:
-    every run starts with the session's agent. O(len(branch))."""
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """A stored switch: the ``agent`` the run was handed to, at ``tool_rounds`` (the run's tool
+    rounds then; 0 in switches stored before it was recorded)."""
+
+    agent: str
+    tool_rounds: int = 0
+
+
+def handed_off_to(branch: Sequence[SessionEntry], run_id: str) -> Handover | None:
+    """The last switch of the run ``run_id`` on ``branch`` (root→leaf), or ``None`` when it
+    never switched there (its own agent answers). Switches of earlier runs do not count: every
+    run starts with the session's agent. O(len(branch))."""
     for entry in reversed(branch):
         if entry.run_id == run_id:
             agent = handoff_entry_agent(entry)
             if agent is not None:
-                return agent
+                assert entry.data is not None
+                rounds = entry.data.get("tool_rounds")
+                return Handover(agent, rounds if type(rounds) is int and rounds >= 0 else 0)
     return None
 
 
@@ -65,20 +84,23 @@ class RunHandoff:
         targets: The loop's ``needs.handoffs`` (agents, by name).
     """
 
-    __slots__ = ("_ctx", "_loop", "_targets")
+    __slots__ = ("_ctx", "_leg_start", "_loop", "_targets")
 
     def __init__(self, ctx: RunContext, loop: Any, targets: tuple[Any, ...]) -> None:
         self._ctx = ctx
         self._loop = loop
         self._targets = {target.name: target for target in targets}
+        self._leg_start = ctx.tracker.tool_rounds
+        """The run's tool rounds when this leg started."""
 
     @classmethod
     async def attach(
-        cls, ctx: RunContext, loop: Any, targets: tuple[Any, ...], handed_to: str | None
+        cls, ctx: RunContext, loop: Any, targets: tuple[Any, ...], handed_to: Handover | None
     ) -> RunHandoff | None:
         """The switch of a leg (``ctx.handoff``): ``None`` when the loop declares no targets and
         the run never handed over; in a resumed leg of a run that handed over to ``handed_to``
-        (:func:`handed_off_to`), that agent answers again (:meth:`restore`).
+        (:func:`handed_off_to`), that agent answers again (:meth:`restore`), its tool rounds
+        counted from that switch.
 
         Raises:
             AgentRunStateError: as :meth:`restore`.
@@ -88,7 +110,7 @@ class RunHandoff:
             return None
         switch = cls(ctx, loop, targets)
         if handed_to is not None:
-            await switch.restore(handed_to)
+            await switch.restore(handed_to.agent, taken_over_at=handed_to.tool_rounds)
         return switch
 
     @property
@@ -98,7 +120,8 @@ class RunHandoff:
         return name
 
     async def switch(self, name: str, /) -> None:
-        """Make the target named ``name`` answer the rest of the run.
+        """Make the target named ``name`` answer the rest of the run; its tool-round policy
+        counts from here and ``ctx.max_tool_rounds`` becomes its round budget from here.
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — no target has that name.
@@ -112,17 +135,24 @@ class RunHandoff:
         previous = ctx.plan.model
         provider = await self._take_over(target)
         model = target.config.model
+        rounds = ctx.tracker.tool_rounds
         await ctx.append_run_entry(
             "custom",
-            data={"type": HANDOFF_ENTRY, "agent": name, "previous_agent": previous_agent},
+            data={
+                "type": HANDOFF_ENTRY,
+                "agent": name,
+                "previous_agent": previous_agent,
+                "tool_rounds": rounds,
+            },
         )
         if previous.to_dict() != model.to_dict():
             await ctx.append_run_entry("model_change", model=model, previous_model=previous)
-        self._set_up(provider)
+        self._set_up(provider, rounds)
 
-    async def restore(self, name: str, /) -> None:
+    async def restore(self, name: str, /, *, taken_over_at: int = 0) -> None:
         """Make the target named ``name`` answer again in a resumed leg of a run that handed over
-        to it before it stopped (see :func:`handed_off_to`); nothing is stored.
+        to it before it stopped (see :func:`handed_off_to`), at ``taken_over_at`` (the run's
+        tool rounds at that switch); nothing is stored.
 
         Raises:
             AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — no handoff target of the agent
@@ -137,7 +167,7 @@ class RunHandoff:
             )
         if target.config is self._ctx.config:
             return
-        self._set_up(await self._take_over(target))
+        self._set_up(await self._take_over(target), taken_over_at)
 
     async def _take_over(self, target: Any) -> AIProvider:
         """The target's configuration, tools, middleware, model and tool filters become the
@@ -151,11 +181,14 @@ class RunHandoff:
         ctx.dispatcher = None
         plan.model = config.model
         plan.tool_filters = config.tool_filter
+        if plan.run_answer_after_tool_rounds is None:
+            plan.answer_after_tool_rounds = config.answer_after_tool_rounds
         return await resolve_provider(ctx)
 
-    def _set_up(self, provider: AIProvider) -> None:
+    def _set_up(self, provider: AIProvider, taken_over_at: int) -> None:
         """The request assembler and the provider attempts again, with the target's parts and
-        the run's compaction summaries."""
+        the run's compaction summaries; the target's tool-round policy from ``taken_over_at``
+        (the run's tool rounds at the switch) within the rounds the leg's limit has left."""
         ctx = self._ctx
         config = ctx.config
         plan = ctx.plan
@@ -171,3 +204,8 @@ class RunHandoff:
             ctx, options, select_skills(config.skills, None), summaries, self._loop, provider
         )
         setup_attempts(ctx, provider)
+        tracker = ctx.tracker
+        left = max(0, tracker.leg_max_tool_rounds - (tracker.tool_rounds - self._leg_start))
+        ctx.answer_after_tool_rounds, ctx.max_tool_rounds = tool_rounds(
+            plan, provider, tracker, taken_over_at=taken_over_at, leg_budget=left
+        )

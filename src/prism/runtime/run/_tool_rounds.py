@@ -10,6 +10,10 @@ of the run have been dispatched:
   are answered with "not dispatched" rows and the run stops with
   ``stop_reason="tool_round_limit"``.
 
+``0`` forces the answer at once (the first request carries ``tool_choice="none"``); ``False``
+never forces one. After a handoff the target agent's own policy applies (unless the run set
+one), counting the rounds from the switch: a transfer does not spend the target's rounds.
+
 Small models (the embedded 135M one) otherwise call the same tool again and again; the
 embedded provider declares N = 1.
 """
@@ -50,13 +54,28 @@ def round_budget(leg_budget: LimitValue, answer_after: int | None, rounds_done: 
 
 
 def tool_rounds(
-    plan: RunPlan, provider: object, tracker: RunLimitTracker
+    plan: RunPlan,
+    provider: object,
+    tracker: RunLimitTracker,
+    *,
+    taken_over_at: int = 0,
+    leg_budget: LimitValue | None = None,
 ) -> tuple[int | None, LimitValue]:
-    """The leg's ``(answer_after_tool_rounds, max_tool_rounds)``: the policy's N
-    (:func:`resolve_answer_after`) and the loop's round budget (:func:`round_budget`)."""
+    """The leg's ``(answer_after, max_tool_rounds)``.
+
+    ``answer_after`` is the run's tool-round count (``tracker.tool_rounds``) from which requests
+    must answer in text: ``taken_over_at`` plus the policy's N (:func:`resolve_answer_after`),
+    ``None`` when no answer is forced. ``taken_over_at`` is the run's tool-round count when the
+    agent answering now took the run over (a handoff; 0 for the run's own agent): each agent's
+    policy counts its own rounds. ``max_tool_rounds`` is the loop's round budget from now
+    (:func:`round_budget`) within ``leg_budget`` (the limit's rounds left; default the leg's,
+    ``tracker.leg_max_tool_rounds``).
+    """
     answer_after = resolve_answer_after(plan.answer_after_tool_rounds, provider)
-    budget = round_budget(tracker.leg_max_tool_rounds, answer_after, tracker.tool_rounds)
-    return answer_after, budget
+    if leg_budget is None:
+        leg_budget = tracker.leg_max_tool_rounds
+    budget = round_budget(leg_budget, answer_after, tracker.tool_rounds - taken_over_at)
+    return (None if answer_after is None else taken_over_at + answer_after), budget
 
 
 def force_text_answer(request: ProviderRequest) -> ProviderRequest:

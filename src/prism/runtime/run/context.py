@@ -49,6 +49,7 @@ from prism.events import (
     QueueUpdatedEvent,
     RunLimitExceededEvent,
     SteerRejectedEvent,
+    TurnStartedEvent,
 )
 from prism.guardrails import GuardrailContext, GuardrailStage, run_guardrails
 from prism.ledger import LedgerWriter
@@ -217,6 +218,8 @@ class RunContext:
     """
 
     __slots__ = (
+        "_entering",
+        "_held_turn_start",
         "_layout",
         "_layout_version",
         "accumulator",
@@ -295,7 +298,9 @@ class RunContext:
         self.provider_stop_reason: ProviderStopReason | None = None
         """The stop reason of the last provider turn (``RunResult.provider_stop_reason``)."""
         self.answer_after_tool_rounds: int | None = None
-        """The run's tool-round policy (:mod:`prism.runtime.run._tool_rounds`), set by the leg."""
+        """The run's tool-round count (``tracker.tool_rounds``) from which requests must answer in
+        text, ``None``: never (:mod:`prism.runtime.run._tool_rounds`); set by the leg and by a
+        handoff."""
         # The leg's live state.
         self.state = state
         self.config = config
@@ -345,6 +350,10 @@ class RunContext:
         used then)."""
         self.tool_calls = 0
         self.terminal_emitted = False
+        self._held_turn_start: AgentEvent | None = None
+        """A loop's ``turn_started`` held until the turn's boundary passes (see :meth:`emit`)."""
+        self._entering = False
+        """The turn boundary is running (its own events do not release a held turn start)."""
         self.artifact_finished = False
         self.last_artifact_failed: ArtifactFailedEvent | None = None
         self.worker_threads: list[asyncio.Future[Any]] = []
@@ -380,9 +389,28 @@ class RunContext:
 
         Empty ids are stamped, the event is redacted once, and all observers get the same object.
         Nothing is emitted after the leg's terminal event. O(size of the event).
+
+        A turn starts once its boundary has passed: a ``turn_started`` the loop emits before the
+        turn's boundary ran (the approval suspension, the turn policy, ``max_turns``) is held
+        until it passes, and dropped when the boundary suspends or stops the leg or the leg
+        ends first, so every ``turn_started`` subscribers, the ledger and tracers see is closed
+        by its ``turn_finished`` (or the leg fails in between). Another event the loop emits
+        meanwhile releases it first, in order.
         """
         if self.terminal_emitted:
             return
+        if self._held_turn_start is not None and not self._entering:
+            held, self._held_turn_start = self._held_turn_start, None
+            self._deliver(held)
+        elif type(event) is TurnStartedEvent:
+            boundary = self.boundary
+            if boundary.failure is None and boundary.entered != boundary.completed + 1:
+                self._held_turn_start = event
+                return
+        self._deliver(event)
+
+    def _deliver(self, event: AgentEvent) -> None:
+        """Stamp, redact and hand ``event`` to observers, the ledger and the parent run."""
         observers = self.observers
         ledger_on = self.ledger_on
         forward = self.forward
@@ -399,7 +427,9 @@ class RunContext:
             forward(event)
 
     def emit_terminal(self, event: AgentEvent) -> None:
-        """Emit the leg's last event; later :meth:`emit` calls are dropped."""
+        """Emit the leg's last event (a held ``turn_started`` is dropped: that turn never began);
+        later :meth:`emit` calls are dropped."""
+        self._held_turn_start = None
         self.emit(event)
         self.terminal_emitted = True
 
@@ -523,7 +553,7 @@ class RunContext:
             self.check_live()
         boundary_turn = boundary.completed + 1
         if boundary.entered != boundary_turn:
-            await boundary.enter()
+            await self._enter(boundary)
         if turn is not None:
             self.turn = turn
         assembler = self.assembler
@@ -538,6 +568,22 @@ class RunContext:
         self._layout_version = self.history.mutations
         return request
 
+    async def _enter(self, boundary: TurnBoundary) -> None:
+        """Run the turn's boundary, then release the loop's held ``turn_started``; a boundary
+        that raises (a suspension, a stop, a breach) drops it."""
+        self._entering = True
+        try:
+            await boundary.enter()
+        except BaseException:
+            self._held_turn_start = None
+            raise
+        finally:
+            self._entering = False
+        held = self._held_turn_start
+        if held is not None and not self.terminal_emitted:
+            self._held_turn_start = None
+            self._deliver(held)
+
     async def generate(self, request: ProviderRequest, /) -> ProviderTurnResult:
         """Policies, middleware, redaction and byte count, then the provider attempts.
 
@@ -549,7 +595,7 @@ class RunContext:
         if boundary.failure is not None or self.signal.aborted:
             self.check_live()
         if boundary.entered != boundary.completed + 1:
-            await boundary.enter()
+            await self._enter(boundary)
         answer_after = self.answer_after_tool_rounds
         if answer_after is not None and self.tracker.tool_rounds >= answer_after:
             request = force_text_answer(request)

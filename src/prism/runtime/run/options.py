@@ -104,8 +104,9 @@ class RunOptions:
     """Cap on the tokens generated per provider request (int ≥ 1); wins over the agent's (see
     ``create_agent``). A cut reply has ``provider_stop_reason="max_tokens"``."""
     answer_after_tool_rounds: int | Literal[False] | None = None
-    """Tool rounds before the model must answer in text (int ≥ 0); ``False`` never forces an
-    answer; ``None`` takes the agent's, else the provider's default (see ``create_agent``)."""
+    """Tool rounds before the model must answer in text (int ≥ 0; ``0``: at once, the first
+    request carries ``tool_choice="none"``); ``False`` never forces an answer; ``None`` takes the
+    agent's (after a handoff, the target's), else the provider's default (see ``create_agent``)."""
     parent: ToolExecutionContext | None = None
     """The tool call that runs this run as a child agent run (its ``context``; agent tools
     pass it): the run then redacts with the parent run's secrets too, charges the parent's limit

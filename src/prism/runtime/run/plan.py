@@ -105,8 +105,11 @@ class RunPlan:
     """The durable mode the leg opens its hooks from (handed over by whoever planned the run)."""
     durable: RunStateOptions | None = None
     answer_after_tool_rounds: int | Literal[False] | None = None
-    """The run's tool-round policy, else the agent's; ``None``: the provider's default applies
-    (resolved by the leg, which knows the provider)."""
+    """The run's tool-round policy, else the answering agent's; ``None``: the provider's default
+    applies (resolved by the leg, which knows the provider)."""
+    run_answer_after_tool_rounds: int | Literal[False] | None = None
+    """The run's own ``answer_after_tool_rounds`` (``None``: not set; a handoff target's own
+    policy then applies after the switch)."""
     parent: ToolExecutionContext | None = None
 
 
@@ -283,7 +286,8 @@ def plan_run(
     if validator is not None and validator is not False and not callable(validator):
         raise PrismConfigError("tool_validator must be None, False or callable")
     ownership = agent.ownership if opts.ownership is None else OwnershipScope.coerce(opts.ownership)
-    answer_after = check_answer_after_tool_rounds(opts.answer_after_tool_rounds)
+    run_answer_after = check_answer_after_tool_rounds(opts.answer_after_tool_rounds)
+    answer_after = run_answer_after
     if answer_after is None:
         answer_after = config.answer_after_tool_rounds
     return RunPlan(
@@ -333,5 +337,6 @@ def plan_run(
         durable_hooks=hooks,
         durable=durable,
         answer_after_tool_rounds=answer_after,
+        run_answer_after_tool_rounds=run_answer_after,
         parent=parent,
     )
