@@ -19,6 +19,7 @@ from prism.errors import (
     AgentSessionBusyError,
     ArtifactFailedError,
     CheckpointConflictError,
+    EngineNotReadyError,
     EngineVersionError,
     GuardrailError,
     PrismConfigError,
@@ -50,6 +51,7 @@ SINGLE_CODE = {
     RunLedgerError: "ERR_PRISM_LEDGER",
     StoreSchemaError: "ERR_PRISM_STORE_SCHEMA",
     EngineVersionError: "ERR_PRISM_ENGINE_VERSION",
+    EngineNotReadyError: "ERR_PRISM_ENGINE_NOT_READY",
     RunAmbiguousError: "ERR_PRISM_RUN_AMBIGUOUS",
 }
 
@@ -65,7 +67,7 @@ def test_err1_every_class_derives_from_prism_error() -> None:
         for name, obj in vars(errors_module).items()
         if inspect.isclass(obj) and issubclass(obj, BaseException) and not name.startswith("_")
     ]
-    assert len(classes) == 27
+    assert len(classes) == 28
     for cls in classes:
         assert issubclass(cls, PrismError)
         assert isinstance(cls.code, str) and cls.code

@@ -81,6 +81,7 @@ if _moved.TYPE_CHECKING:
     from .errors import AgentSessionBusyError as AgentSessionBusyError
     from .errors import ArtifactFailedError as ArtifactFailedError
     from .errors import CheckpointConflictError as CheckpointConflictError
+    from .errors import EngineNotReadyError as EngineNotReadyError
     from .errors import EngineVersionError as EngineVersionError
     from .errors import GuardrailError as GuardrailError
     from .errors import PrismConfigError as PrismConfigError
@@ -168,7 +169,8 @@ __all__ = [
     # Errors
     "AbortError", "AgentDecisionError", "AgentLoopStateError", "AgentRunError",
     "AgentRunLimitError", "AgentRunStateError", "AgentRunSuspended", "AgentSessionBusyError",
-    "ArtifactFailedError", "CheckpointConflictError", "EngineVersionError", "GuardrailError",
+    "ArtifactFailedError", "CheckpointConflictError", "EngineNotReadyError", "EngineVersionError",
+    "GuardrailError",
     "PrismConfigError", "PrismError", "ProviderResolutionError", "ProviderTransportError",
     "ProviderTurnError", "RedactedError", "RunAmbiguousError", "RunLedgerError",
     "RunLimitExceeded", "SessionAppendConflictError",

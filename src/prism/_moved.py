@@ -37,10 +37,11 @@ HOMES: dict[str, str] = {
     "errors": (
         "AbortError AgentDecisionError AgentLoopStateError AgentRunError AgentRunLimitError"
         " AgentRunStateError AgentRunSuspended AgentSessionBusyError ArtifactFailedError"
-        " CheckpointConflictError EngineVersionError GuardrailError PrismConfigError PrismError"
-        " ProviderResolutionError ProviderTransportError ProviderTurnError RedactedError"
-        " RunAmbiguousError RunLedgerError RunLimitExceeded SessionAppendConflictError SteerError"
-        " StoreError StoreSchemaError StructuredOutputError TurnPolicyError"
+        " CheckpointConflictError EngineNotReadyError EngineVersionError GuardrailError"
+        " PrismConfigError PrismError ProviderResolutionError ProviderTransportError"
+        " ProviderTurnError RedactedError RunAmbiguousError RunLedgerError RunLimitExceeded"
+        " SessionAppendConflictError SteerError StoreError StoreSchemaError StructuredOutputError"
+        " TurnPolicyError"
     ),
     "events": (
         "AgentEvent AgentFinishedEvent ErrorEvent MessageDeltaEvent MessageFinishedEvent"

@@ -29,6 +29,7 @@ Hierarchy::
     │   └── StoreSchemaError                    ERR_PRISM_STORE_SCHEMA
     ├── RedactedError                           ERR_PRISM_REDACTED (.original_type)
     ├── EngineVersionError                      ERR_PRISM_ENGINE_VERSION
+    ├── EngineNotReadyError                     ERR_PRISM_ENGINE_NOT_READY
     └── RunAmbiguousError                       ERR_PRISM_RUN_AMBIGUOUS (.calls)
 
 Constructor conventions: classes with several codes take the code first
@@ -73,6 +74,7 @@ __all__ = [
     "ERR_PRISM_DECISION_LIMIT",
     "ERR_PRISM_DECISION_UNKNOWN",
     "ERR_PRISM_DELEGATION_SUSPENDED",
+    "ERR_PRISM_ENGINE_NOT_READY",
     "ERR_PRISM_ENGINE_VERSION",
     "ERR_PRISM_GUARDRAIL_BLOCKED",
     "ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE",
@@ -107,6 +109,7 @@ __all__ = [
     "AgentSessionBusyError",
     "ArtifactFailedError",
     "CheckpointConflictError",
+    "EngineNotReadyError",
     "EngineVersionError",
     "GuardrailError",
     "PrismConfigError",
@@ -159,6 +162,7 @@ ERR_PRISM_STORE_CORRUPT = "ERR_PRISM_STORE_CORRUPT"
 ERR_PRISM_STORE_UNDECODABLE = "ERR_PRISM_STORE_UNDECODABLE"
 ERR_PRISM_REDACTED = "ERR_PRISM_REDACTED"
 ERR_PRISM_ENGINE_VERSION = "ERR_PRISM_ENGINE_VERSION"
+ERR_PRISM_ENGINE_NOT_READY = "ERR_PRISM_ENGINE_NOT_READY"
 ERR_PRISM_RUN_AMBIGUOUS = "ERR_PRISM_RUN_AMBIGUOUS"
 ERR_PRISM_DELEGATION_SUSPENDED = "ERR_PRISM_DELEGATION_SUSPENDED"
 """A child run started by a tool call (an agent tool) suspended, so the calling run suspends too;
@@ -656,6 +660,17 @@ class EngineVersionError(PrismError):
 
     code = ERR_PRISM_ENGINE_VERSION
     default_message = "Application version mismatch"
+
+
+class EngineNotReadyError(PrismError):
+    """The engine's tables in the database are not there yet: no worker has started on it, or
+    the one starting has not finished creating them within the wait.
+
+    Retryable: submit again once a worker is ready. Code ``ERR_PRISM_ENGINE_NOT_READY``.
+    """
+
+    code = ERR_PRISM_ENGINE_NOT_READY
+    default_message = "The engine's tables are not ready"
 
 
 class RunAmbiguousError(PrismError):

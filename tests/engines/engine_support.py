@@ -87,6 +87,7 @@ class Fleet:
         *,
         concurrency: int = 3,
         extra_env: dict[str, str] | None = None,
+        extra_args: tuple[str, ...] = (),
         wait: bool = True,
     ) -> Worker:
         log = self.tmp / f"worker-{name}.log"
@@ -100,6 +101,7 @@ class Fleet:
                 # is not mistaken for a dead worker; short enough to keep recovery quick.
                 "--lease", "6", "--heartbeat", "0.5",
                 "--poll", "0.1", "--decision-wait", "1", "--drain-timeout", "30",
+                *extra_args,
             ],
             cwd=ENGINE_DIR,
             env=self.environment(extra_env),
@@ -123,3 +125,45 @@ def read_log(path: Path) -> list[list[str]]:
     if not path.exists():
         return []
     return [line.split() for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+@dataclass
+class PrivateCluster:
+    """A PostgreSQL cluster of this test alone, on a free loopback port."""
+
+    url: str
+    """``postgresql://postgres@127.0.0.1:PORT/postgres`` (trust authentication)."""
+    pg_ctl: list[str]
+    """``pg_ctl -D DATA`` (run as the ``postgres`` user when this process is root)."""
+
+    def restart(self) -> None:
+        """Stop the server (fast: every session is ended) and start it again; returns once it
+        accepts connections."""
+        subprocess.run([*self.pg_ctl, "restart", "-m", "fast", "-w", "-t", "60"], check=True,
+                       capture_output=True)
+
+
+def terminate_backends(url: str) -> int:
+    """End every other session on the database of ``url`` as a restart does
+    (``pg_terminate_backend``: SQLSTATE 57P01, ``AdminShutdown``); return how many."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            # The 5 s timeout: return once each session has ended, not when it was signalled.
+            "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def lease_rows(url: str) -> dict[str, tuple[str, float]]:
+    """Worker id → (lease state, seconds since its last heartbeat), by the database's clock."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT worker_id, state, extract(epoch FROM now() - heartbeat_at) "
+            "FROM prism_engine.dbos_workers"
+        ).fetchall()
+    return {r[0]: (r[1], float(r[2])) for r in rows}

@@ -266,3 +266,26 @@ async def test_db1_synchronous_commit_is_set_on_the_pool_sessions(
 async def test_db1_synchronous_commit_must_be_a_setting_value(pg_url: str) -> None:
     with pytest.raises(ValueError, match="synchronous_commit"):
         await PostgresStore.connect(pg_url, synchronous_commit="sometimes")  # type: ignore[arg-type]
+
+
+async def test_a_store_whose_connections_the_server_ended_uses_fresh_ones_i21_14c(
+    pg_store: PostgresStore, pg_url: str
+) -> None:
+    """Every pooled connection of the store is ended by the server while idle (as a database
+    restart does: ``pg_terminate_backend``, SQLSTATE 57P01): the next statements run on new
+    connections instead of failing with ``AdminShutdown``."""
+    import psycopg
+
+    await pg_store.append(_entry("s", id="a"))
+    pool = pg_store.pool
+    held = [await pool.getconn() for _ in range(4)]  # the pool now keeps four connections
+    pids = [conn.info.backend_pid for conn in held]
+    for conn in held:
+        await pool.putconn(conn)
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+        for pid in pids:  # this store's sessions only: the database is shared
+            await admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+    for _ in range(6):
+        assert [e.id for e in await pg_store.list("s")] == ["a"]
+    await pg_store.append(_entry("s", parent_id="a", id="b"))
+    assert [e.id for e in await pg_store.list("s")] == ["a", "b"]

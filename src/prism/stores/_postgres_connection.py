@@ -9,6 +9,14 @@ connection. Migrations are applied on open in one transaction holding
 machine serialise and apply them once. :func:`jsonb` / :func:`unwrap` turn JSON values into
 ``jsonb`` parameters and back, keeping values with NUL characters storable. ``psycopg`` and
 ``psycopg_pool`` are imported only when a store is created (the ``postgres`` extra).
+
+**Dead connections.** A database restart (or ``pg_terminate_backend``) ends every session the
+pool holds; the pool learns of it only when a connection is used. A store made by
+:meth:`PostgresConnection.connect` checks each connection the pool hands out
+(:class:`PooledConnectionCheck`): an idle connection whose socket has something to read — the
+server's goodbye, or the end of the stream — is tried with one round trip and, dead, discarded
+together with every other dead idle connection of the pool, so the statement runs on a fresh
+connection. A quiet socket costs one ``select`` call, no round trip.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import asyncio
 import hashlib
 import json
 import re
+import select
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeAlias, TypeVar, get_args
 
@@ -29,7 +38,14 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["PostgresConnection", "SynchronousCommit", "jsonb", "lock_key", "unwrap"]
+__all__ = [
+    "PooledConnectionCheck",
+    "PostgresConnection",
+    "SynchronousCommit",
+    "jsonb",
+    "lock_key",
+    "unwrap",
+]
 
 _T = TypeVar("_T")
 
@@ -77,6 +93,55 @@ def unwrap(value: Any) -> Any:
     return value
 
 
+class PooledConnectionCheck:
+    """The ``check`` callback of the store's pool: keeps connections the server ended out of use.
+
+    Called by the pool before it hands a connection out. A connection already closed, or whose
+    socket is readable while it is idle (the server said goodbye: a restart, an administrator's
+    ``pg_terminate_backend``, an idle timeout), gets one round trip; when that fails, every
+    other idle connection of the pool is checked too (they most likely died together) and the
+    pool opens new ones, then the error makes the pool discard this one and hand out another.
+    A quiet socket costs one ``select`` call and no round trip.
+
+    Set :attr:`pool` to the pool it checks (the callback is given to the pool's constructor).
+    """
+
+    __slots__ = ("_sweeping", "pool")
+
+    def __init__(self) -> None:
+        self.pool: AsyncConnectionPool[Any] | None = None
+        self._sweeping = False
+
+    async def __call__(self, conn: AsyncConnection[Any]) -> None:
+        from psycopg import OperationalError
+        from psycopg_pool import AsyncConnectionPool
+
+        if conn.closed:
+            raise OperationalError("the connection is closed")
+        try:
+            readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        except (OSError, ValueError):
+            readable = [True]
+        if not readable:
+            return
+        try:
+            await AsyncConnectionPool.check_connection(conn)
+        except Exception:
+            await self._sweep()
+            raise
+
+    async def _sweep(self) -> None:
+        """Check every idle connection of the pool, replacing the dead ones (one sweep at a
+        time)."""
+        if self.pool is None or self._sweeping:
+            return
+        self._sweeping = True
+        try:
+            await self.pool.check()
+        finally:
+            self._sweeping = False
+
+
 class PostgresConnection(DatabaseAccess):
     """The store's connection layer: the pool, ``open``/``aclose`` and the database access of
     the concept mixins (see :class:`~prism.stores.postgres.PostgresStore`)."""
@@ -107,6 +172,9 @@ class PostgresConnection(DatabaseAccess):
         synchronous_commit: SynchronousCommit | None = None,
     ) -> Self:
         """Open a pool on ``conninfo``, migrate the schema and return the store.
+
+        The pool replaces connections the server ended (a restart) before they are used
+        (:class:`PooledConnectionCheck`).
 
         Args:
             conninfo: libpq connection string or ``postgresql://`` URL.
@@ -141,6 +209,7 @@ class PostgresConnection(DatabaseAccess):
         kwargs: dict[str, Any] = {"autocommit": True}
         if synchronous_commit is not None:
             kwargs["options"] = f"-c synchronous_commit={synchronous_commit}"
+        check = PooledConnectionCheck()
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             conninfo,
             min_size=min_size,
@@ -148,7 +217,9 @@ class PostgresConnection(DatabaseAccess):
             open=False,
             kwargs=kwargs,
             name=f"prism-store-{schema}",
+            check=check,
         )
+        check.pool = pool
         await pool.open(wait=True)
         try:
             store = cls(pool=pool, schema=schema, owns_pool=True)

@@ -64,7 +64,9 @@ class PostgresStore(PostgresSessions, PostgresCheckpoints, LedgerMethods):
     Create it with :meth:`connect` (the store owns its pool), or over a host pool with
     ``PostgresStore(pool=...)`` (the host opens and closes that pool; its connections may be in
     autocommit mode or not). The schema is migrated by :meth:`open`, ``async with``, or lazily
-    on first use.
+    on first use. A pool made by :meth:`connect` replaces connections the server ended (a
+    database restart) before they are used; give a host pool a ``check`` callback for the same
+    (``psycopg_pool.AsyncConnectionPool.check_connection``, one round trip per checkout).
 
     Example::
 

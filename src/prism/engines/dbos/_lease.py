@@ -19,19 +19,29 @@ lease each — one row in ``<schema>.dbos_workers`` — and watch each other's:
 All times come from the database clock (``now()``), so machines' clocks need not agree. Only
 rows of the same application version are taken over: DBOS continues a run only on a worker of
 the version it was submitted under.
+
+**A database restart.** The lease keeps one connection; a statement that finds it ended (a
+restart, ``pg_terminate_backend``) opens a new one and runs again — every lease statement may
+run twice. A take-over is recorded in two steps (``state='dead'`` by one janitor, then
+``resumed_at`` once that janitor has put the dead worker's runs back on the queue), so a claim
+whose answer was lost with the connection is finished at the claimer's next round. After a
+reconnect a janitor takes nothing over for one lease: the other workers, cut off as it was, get
+that long to renew theirs.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from prism.errors import EngineVersionError, PrismConfigError
 
-__all__ = ["LiveWorker", "WorkerLease", "live_workers", "version_mismatch"]
+__all__ = ["LiveWorker", "WorkerLease", "is_connection_lost", "live_workers", "version_mismatch"]
+
 
 _SCHEMA_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -62,7 +72,17 @@ def _ddl(schema: str) -> str:
             recovered_by text,
             recovered_at timestamptz
         );
+        ALTER TABLE {table} ADD COLUMN IF NOT EXISTS resumed_at timestamptz;
     """
+
+
+def is_connection_lost(exc: BaseException, conn: Any) -> bool:
+    """Whether ``exc``, raised by a statement on the ``psycopg`` connection ``conn``, means the
+    connection is gone (closed or broken: the server ended it or cannot be reached) rather than
+    that the statement failed."""
+    from psycopg import OperationalError
+
+    return isinstance(exc, OperationalError) and (conn is None or conn.closed or conn.broken)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +151,10 @@ class WorkerLease:
         queue_name: The DBOS queue it dequeues from.
         concurrency: Its per-worker run limit.
         lease_s: Seconds without a renewal after which it counts as dead.
+
+    Raises:
+        psycopg.OperationalError: the database cannot be reached (at construction; later
+            statements reconnect, see the module docstring).
     """
 
     def __init__(
@@ -145,8 +169,6 @@ class WorkerLease:
         concurrency: int,
         lease_s: float,
     ) -> None:
-        import psycopg
-
         self.table = _table(schema)
         self.schema = schema
         self.worker_id = worker_id
@@ -154,15 +176,49 @@ class WorkerLease:
         self.agents = dict(agents)
         self.queue_name = queue_name
         self.concurrency = concurrency
+        self.lease_s = lease_s
         self.lease_ms = max(1, int(lease_s * 1000))
-        self._conn = psycopg.connect(conninfo, autocommit=True)
+        self._conninfo = conninfo
+        self._quiet_until = 0.0
+        """``time.monotonic()`` before which :meth:`take_over` claims nothing (a reconnect)."""
+        self.released = False
+        """Set once this worker marked its lease ``stopped`` (its janitor stops then)."""
+        self._conn: Any = None
+        self._connect()
+
+    def _connect(self) -> None:
+        import psycopg
+
+        self._conn = psycopg.connect(self._conninfo, autocommit=True)
+
+    def _run(self, statement: Callable[[Any], Any]) -> Any:
+        """Run ``statement(connection)``; on a lost connection, reconnect and run it again once.
+
+        Raises:
+            psycopg.OperationalError: the database cannot be reached (the next call tries again).
+        """
+        try:
+            return statement(self._conn)
+        except Exception as exc:
+            if not is_connection_lost(exc, self._conn):
+                raise
+        self._conn.close()
+        self._connect()
+        # The others lost the database too: give them one lease to renew before taking over.
+        self._quiet_until = time.monotonic() + self.lease_s
+        return statement(self._conn)
 
     def register(self, *, allow_mixed_versions: bool = False) -> None:
         """Create the table if needed, refuse a version mismatch, insert the ``alive`` row.
 
+        A row of this worker id whose lease is over (``dead``, ``stopped``, or not renewed
+        within its lease) is taken over by the new process: DBOS, launched with the same
+        executor id, continues the runs the row's old process left.
+
         Raises:
             EngineVersionError: ``ERR_PRISM_ENGINE_VERSION`` — live workers run another
                 application version (unless ``allow_mixed_versions``).
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — a live worker already has this worker id.
         """
         import os
         import socket
@@ -173,9 +229,18 @@ class WorkerLease:
         others = [w for w in live_workers(conn, self.schema) if w.app_version != self.app_version]
         if others and not allow_mixed_versions:
             raise version_mismatch("this worker", self.app_version, self.agents, others)
-        conn.execute(
-            f"INSERT INTO {self.table} (worker_id, app_version, agents, host, pid, queue_name, "
-            "concurrency, lease_ms, state) VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s, %s, 'alive')",
+        table = self.table
+        row = conn.execute(
+            f"INSERT INTO {table} AS w (worker_id, app_version, agents, host, pid, queue_name, "
+            "concurrency, lease_ms, state) VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s, %s, 'alive') "
+            "ON CONFLICT (worker_id) DO UPDATE SET app_version = EXCLUDED.app_version, "
+            "agents = EXCLUDED.agents, host = EXCLUDED.host, pid = EXCLUDED.pid, "
+            "queue_name = EXCLUDED.queue_name, concurrency = EXCLUDED.concurrency, "
+            "lease_ms = EXCLUDED.lease_ms, state = 'alive', started_at = now(), "
+            "heartbeat_at = now(), recovered_by = NULL, recovered_at = NULL, resumed_at = NULL "
+            "WHERE w.state NOT IN ('alive', 'draining') "
+            "OR w.heartbeat_at < now() - w.lease_ms * interval '1 millisecond' "
+            "RETURNING worker_id",
             (
                 self.worker_id,
                 self.app_version,
@@ -186,37 +251,79 @@ class WorkerLease:
                 self.concurrency,
                 self.lease_ms,
             ),
-        )
+        ).fetchone()
+        if row is None:
+            holder = conn.execute(
+                f"SELECT host, pid, state, extract(epoch FROM now() - heartbeat_at) "
+                f"FROM {table} WHERE worker_id = %s",
+                (self.worker_id,),
+            ).fetchone()
+            where = "" if holder is None else f" (host {holder[0]}, pid {holder[1]}, {holder[2]}, "
+            if holder is not None:
+                where += f"last heartbeat {float(holder[3]):.1f} s ago)"
+            raise PrismConfigError(
+                f"worker id {self.worker_id!r} is in use by a live worker{where}: give each "
+                "worker its own --worker-id (or leave it out for a fresh one), or stop that "
+                "worker first"
+            )
 
     def renew(self) -> bool:
-        """Renew the heartbeat; ``False`` when another worker has declared this one dead."""
-        row = self._conn.execute(
-            f"UPDATE {self.table} SET heartbeat_at = now() "
-            "WHERE worker_id = %s AND state IN ('alive', 'draining') RETURNING worker_id",
-            (self.worker_id,),
-        ).fetchone()
+        """Renew the heartbeat; ``False`` when another worker has declared this one dead.
+        After this worker released its runs (``stopped``) there is nothing to renew: ``True``."""
+        if self.released:
+            return True
+        row = self._run(
+            lambda conn: conn.execute(
+                f"UPDATE {self.table} SET heartbeat_at = now() "
+                "WHERE worker_id = %s AND state IN ('alive', 'draining') RETURNING worker_id",
+                (self.worker_id,),
+            ).fetchone()
+        )
         return row is not None
 
     def set_state(self, state: str) -> None:
         """``draining`` (still renewing) or ``stopped`` (released: taken over at once)."""
-        self._conn.execute(
-            f"UPDATE {self.table} SET state = %s, heartbeat_at = now() "
-            "WHERE worker_id = %s AND state IN ('alive', 'draining')",
-            (state, self.worker_id),
+        self.released = self.released or state == "stopped"
+        self._run(
+            lambda conn: conn.execute(
+                f"UPDATE {self.table} SET state = %s, heartbeat_at = now() "
+                "WHERE worker_id = %s AND state IN ('alive', 'draining')",
+                (state, self.worker_id),
+            )
         )
 
     def take_over(self) -> list[str]:
         """Declare dead every worker of this version whose lease ran out or who released its
-        runs, and return their ids; of several janitors exactly one gets a given id."""
-        rows = self._conn.execute(
-            f"UPDATE {self.table} SET state = 'dead', recovered_by = %s, recovered_at = now() "
-            "WHERE app_version = %s AND worker_id <> %s AND ("
-            "state = 'stopped' OR (state IN ('alive', 'draining') "
-            "AND heartbeat_at < now() - lease_ms * interval '1 millisecond')) "
-            "RETURNING worker_id",
-            (self.worker_id, self.app_version, self.worker_id),
-        ).fetchall()
-        return [r[0] for r in rows]
+        runs, and return their ids, with the ids this janitor declared dead earlier and whose
+        runs it has not yet put back (:meth:`resumed`); of several janitors exactly one gets a
+        given id. Nothing is declared dead for one lease after a reconnect, nor once this
+        worker released its own runs."""
+        if self.released or time.monotonic() < self._quiet_until:
+            return []
+        rows = self._run(
+            lambda conn: conn.execute(
+                f"WITH claimed AS (UPDATE {self.table} SET state = 'dead', recovered_by = %s, "
+                "recovered_at = now(), resumed_at = NULL "
+                "WHERE app_version = %s AND worker_id <> %s AND ("
+                "state = 'stopped' OR (state IN ('alive', 'draining') "
+                "AND heartbeat_at < now() - lease_ms * interval '1 millisecond')) "
+                "RETURNING worker_id) "
+                f"SELECT worker_id FROM claimed UNION SELECT worker_id FROM {self.table} "
+                "WHERE state = 'dead' AND recovered_by = %s AND resumed_at IS NULL",
+                (self.worker_id, self.app_version, self.worker_id, self.worker_id),
+            ).fetchall()
+        )
+        return sorted(r[0] for r in rows)
+
+    def resumed(self, dead: str) -> None:
+        """Record that the runs of ``dead`` (taken over by this janitor) are back on the queue."""
+        self._run(
+            lambda conn: conn.execute(
+                f"UPDATE {self.table} SET resumed_at = now() "
+                "WHERE worker_id = %s AND state = 'dead' AND recovered_by = %s",
+                (dead, self.worker_id),
+            )
+        )
 
     def close(self) -> None:
         self._conn.close()

@@ -16,6 +16,10 @@ stored envelope says happened:
   it;
 * anything else is final: report it.
 
+A leg that ended ``failed``/``aborted`` without the store taking that end (the database went
+away) raises :class:`LegNotStoredError`, so the step runs again; a run whose step runs out of
+attempts is ended ``failed`` in the store by :func:`fail_run`: the store and the engine agree.
+
 Every leg runs under the worker's turn policy: when the worker shuts down, the leg stops at its
 next turn boundary, and the step records the hand-over in the envelope (its ``release``,
 :data:`~prism.runtime.durable.RELEASE_KEY`) and reports ``released``.
@@ -26,6 +30,7 @@ A ``CheckpointConflictError`` means another worker claimed the run: this one los
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, cast
@@ -33,12 +38,14 @@ from typing import Any, Final, Literal, cast
 from prism._util import now_iso
 from prism.checkpoints import AGENT_RUN_NAMESPACE
 from prism.errors import (
+    ERR_PRISM_RUN_FAILED,
     AgentDecisionError,
     AgentRunError,
     AgentRunStateError,
     CheckpointConflictError,
 )
 from prism.runtime.durable import (
+    RELEASE_KEY,
     load_agent_run_state,
     resume_agent_run,
     save_agent_run_state,
@@ -50,6 +57,7 @@ from prism.runtime.run.plan import plan_run
 from prism.runtime.run.turn_policy import Continue, Stop, TurnBoundaryContext, TurnPolicy
 from prism.store import SessionEntry
 from prism.types import (
+    ErrorInfo,
     JsonValue,
     Message,
     RunResult,
@@ -59,11 +67,25 @@ from prism.types import (
 from ._outcome import outcome_json
 from ._registry import ServedAgent
 
-__all__ = ["DRAIN_REASON", "LegContext", "run_leg"]
+__all__ = [
+    "DRAIN_REASON",
+    "LegContext",
+    "LegNotStoredError",
+    "fail_run",
+    "run_leg",
+    "wait_for_store",
+]
 
 DRAIN_REASON: Final = "worker shutdown"
 """``stop_detail`` of a leg stopped because its worker shuts down, and the ``reason`` of the
 release it writes."""
+
+
+class LegNotStoredError(RuntimeError):
+    """A leg ended ``failed`` or ``aborted`` but the store did not take its end (the write
+    failed: the database went away, or refused it), so the stored run says it goes on. The
+    engine's step runs the leg again from the stored state, and gives the run up as ``failed``
+    when its attempts run out (see :func:`fail_run`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +201,15 @@ async def run_leg(
     except AgentRunError as exc:
         failed = exc.result
         assert isinstance(failed, RunResult)
+        stored = failed.run_state
+        if stored is not None and stored.status != failed.status:
+            # The store refused the leg's end (it failed too, or is unreachable): the stored
+            # run still goes on, so the leg has not ended. The step runs it again from there.
+            raise LegNotStoredError(
+                f"run {run_id}: the leg ended {failed.status}, but the store did not take its "
+                f"end and still says {stored.status}"
+                + ("" if failed.error is None else f" ({failed.error.message})")
+            ) from exc
         return outcome_json(failed.status, result=failed, worker=ctx.worker_id)
     if (
         result.status == "succeeded"
@@ -188,6 +219,62 @@ async def run_leg(
         await _release(ctx, run_id)
         return outcome_json("released", result=result, worker=ctx.worker_id)
     return outcome_json(result.status, result=result, worker=ctx.worker_id)
+
+
+async def fail_run(ctx: LegContext, run_id: str, reason: str) -> dict[str, JsonValue]:
+    """The outcome of a run whose leg the engine gave up on (its step ran out of retries), with
+    the stored run made to agree: an envelope that is not final (``running``, ``suspended``,
+    released) is written ``failed`` (compare-and-set); a final one is reported as stored.
+
+    Args:
+        ctx: The worker's side.
+        run_id: The run.
+        reason: What the last attempt raised.
+
+    Returns:
+        A ``failed`` outcome (its ``RunResult`` carries the reason as an ``ERR_PRISM_RUN_FAILED``
+        error, and ``note`` says it), or the outcome of the stored final state.
+
+    Raises:
+        CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — another process wrote the
+            run meanwhile (the step tries again).
+        Exception: whatever the store raises (the step tries again).
+    """
+    store = ctx.store
+    note = f"the engine gave up on the run: {reason}"
+    if await store.load_checkpoint(namespace=AGENT_RUN_NAMESPACE, key=run_id) is None:
+        return outcome_json("failed", worker=ctx.worker_id, note=note)  # nothing stored
+    loaded = await load_agent_run_state(store, run_id=run_id)
+    state = RunEnvelope.from_json(loaded.state)
+    version = loaded.record.version
+    if not state.continuable and state.release is None:  # the leg's end was stored after all
+        stored = await _stored_result(store, state, version)
+        return outcome_json(stored.status, result=stored, worker=ctx.worker_id)
+    state = state.without("interruption", "stop_reason", "loop_state", RELEASE_KEY, status="failed")
+    saved = await save_agent_run_state(
+        checkpoints=store, state=state.to_json(), expected_version=version
+    )
+    failed = await _stored_result(store, state, saved.record.version)
+    error = ErrorInfo(message=note, code=ERR_PRISM_RUN_FAILED)
+    return outcome_json(
+        "failed", result=replace(failed, error=error), worker=ctx.worker_id, note=note
+    )
+
+
+async def wait_for_store(store: Any, timeout_s: float) -> bool:
+    """Wait until the store's database answers (``SELECT 1`` through its pool, every half
+    second), at most ``timeout_s``; ``False`` when it never did."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        try:
+            async with store.pool.connection(timeout=max(0.5, deadline - loop.time())) as conn:
+                await conn.execute("SELECT 1")
+            return True
+        except Exception:
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.5)
 
 
 async def _start(

@@ -14,6 +14,11 @@ One prism run is one DBOS workflow, ``prism.run``, whose workflow id is the run 
    leg on the worker that takes the workflow over.
 4. A final outcome is the workflow's result.
 
+A leg's step has three attempts; after a failed one, the next waits until the database answers
+(a restart), up to ``_STORE_WAIT_S``. A step that runs out of attempts does not fail
+the workflow alone: ``prism.give_up`` (:func:`~prism.engines.dbos._legs.fail_run`) writes the
+stored run ``failed`` and the workflow returns that outcome, so prism's store and DBOS agree.
+
 A workflow on a worker that shuts down — or that lost its run to another worker — *parks*:
 it waits, without recording anything, until the process ends; DBOS then continues it elsewhere
 from its recorded steps. The decorators register the workflow when this module is imported,
@@ -31,14 +36,18 @@ from dbos import DBOS
 
 from prism.types import JsonValue
 
-from ._legs import LegContext, run_leg
+from ._legs import LegContext, fail_run, run_leg, wait_for_store
 from ._outcome import DECISION_TOPIC, FINAL_STATUSES, OUTCOME_EVENT, WORKFLOW_NAME
 
-__all__ = ["LEG_STEP", "WORKFLOW_NAME", "WorkerRuntime", "install", "run_workflow"]
+__all__ = ["GIVE_UP_STEP", "LEG_STEP", "WORKFLOW_NAME", "WorkerRuntime", "install", "run_workflow"]
 
 LEG_STEP: Final = "prism.leg"
 """The DBOS step name of one leg."""
+GIVE_UP_STEP: Final = "prism.give_up"
+"""The DBOS step name that ends a run whose leg ran out of retries as ``failed``."""
 _LOST_RETRIES: Final = 40
+_STORE_WAIT_S: Final = 120.0
+"""Most seconds a leg that lost the database waits for it before its step's next attempt."""
 
 
 class WorkerRuntime:
@@ -105,7 +114,13 @@ async def leg_step(
     runtime.in_leg.add(run_id)
     try:
         for attempt in range(_LOST_RETRIES):
-            outcome = await run_leg(runtime.ctx, run_id, request, decision, answers_version)
+            try:
+                outcome = await run_leg(runtime.ctx, run_id, request, decision, answers_version)
+            except Exception:
+                # When the database went away (a restart), the step's next attempt starts once
+                # it answers again, rather than spending the attempts while it is down.
+                await wait_for_store(runtime.ctx.store, _STORE_WAIT_S)
+                raise
             if outcome["status"] != "lost":
                 return outcome
             # Another process wrote the run's checkpoint: a worker declared dead that has not
@@ -121,6 +136,16 @@ async def leg_step(
         runtime.leg_ended.set()
 
 
+def _reason(exc: Exception) -> str:
+    """What a leg's step that ran out of attempts raised last (at most 2,000 characters)."""
+    errors = getattr(exc, "errors", None)  # DBOSMaxStepRetriesExceeded keeps every attempt's
+    last = errors[-1] if isinstance(errors, list) and errors else exc
+    text = f"{type(exc).__name__}: {exc}"
+    if last is not exc:
+        text += f"; the last attempt raised {type(last).__name__}: {last}"
+    return text[:2000]
+
+
 def _answers_version(outcome: dict[str, JsonValue]) -> int | None:
     """The envelope version of the suspension an outcome reports."""
     result = outcome.get("result")
@@ -131,6 +156,19 @@ def _answers_version(outcome: dict[str, JsonValue]) -> int | None:
         return None
     version = state.get("version")
     return version if isinstance(version, int) else None
+
+
+@DBOS.step(
+    name=GIVE_UP_STEP,
+    retries_allowed=True,
+    max_attempts=16,
+    interval_seconds=1.0,
+    backoff_rate=1.5,
+)
+async def give_up_step(run_id: str, reason: str) -> dict[str, JsonValue]:
+    """Record in the store that the engine gave up on the run (see ``fail_run``); tried again
+    at growing intervals (for about 15 minutes in all) while the store refuses the write."""
+    return await fail_run(_current().ctx, run_id, reason)
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
@@ -149,7 +187,15 @@ async def run_workflow(request: dict[str, Any]) -> dict[str, JsonValue]:
         while True:
             if runtime.draining.is_set():
                 await runtime.park()
-            outcome = await leg_step(run_id, request, decision, answers)
+            try:
+                outcome = await leg_step(run_id, request, decision, answers)
+            except Exception as exc:
+                # The leg's step ran out of retries: end the run as failed in the store too,
+                # so that prism and the engine agree (unless this worker is going away: then
+                # the run continues elsewhere).
+                if runtime.draining.is_set():
+                    await runtime.park()
+                outcome = await give_up_step(run_id, _reason(exc))
             leg += 1
             outcome["leg"] = leg
             status = outcome["status"]

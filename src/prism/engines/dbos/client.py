@@ -31,16 +31,16 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from prism._util import new_id
-from prism.errors import EngineVersionError, PrismConfigError
+from prism.errors import EngineNotReadyError, EngineVersionError, PrismConfigError
 from prism.ledger_records import AgentEventRecord
 from prism.runtime.durable import RunDecision
 from prism.store import SessionEntry
 from prism.types import JsonValue, Message, RunResult
 
-from ._lease import live_workers, version_mismatch
+from ._lease import LiveWorker, is_connection_lost, live_workers, version_mismatch
 from ._outcome import (
     DECISION_TOPIC,
     FINAL_STATUSES,
@@ -86,6 +86,7 @@ class RunClient:
         queue: str,
         engine_schema: str,
         revisions: Mapping[str, str] | None,
+        system_schema: str = "dbos",
     ) -> None:
         self.store = store
         """The prism store (sessions, checkpoints, ledger)."""
@@ -93,6 +94,7 @@ class RunClient:
         self._conninfo = conninfo
         self._queue = queue
         self._engine_schema = engine_schema
+        self._system_schema = system_schema
         self._revisions = dict(revisions) if revisions is not None else None
         self._conn: Any = None
         self._conn_lock = threading.Lock()
@@ -153,6 +155,7 @@ class RunClient:
             queue=queue,
             engine_schema=engine_schema,
             revisions=revisions,
+            system_schema=system_schema,
         )
 
     async def aclose(self) -> None:
@@ -193,6 +196,13 @@ class RunClient:
             EngineVersionError: ``ERR_PRISM_ENGINE_VERSION`` — the run's version is served by
                 no live worker while live workers run another one; or, without ``agents``, no
                 live worker serves ``agent``.
+            EngineNotReadyError: ``ERR_PRISM_ENGINE_NOT_READY`` — DBOS's tables are not in
+                the database: no worker has started on it yet, or a starting worker did not
+                finish creating them within 60 s (a submit waits for it). Retryable.
+
+        A connection the server ended (a database restart) is opened again: the submit's read
+        of the live workers is made once more, and DBOS retries its own statements until the
+        database answers. The run id is the workflow id, so the run is queued once.
         """
         checked = check_run_options(options)
         if isinstance(input, str):
@@ -208,7 +218,7 @@ class RunClient:
         run = run_id or new_id("run")
         session = session_id or new_id("session")
         request = {"agent": agent, "session_id": session, "input": payload, "options": checked}
-        await self._dbos.enqueue_async(
+        await self._enqueue(
             {
                 "workflow_name": WORKFLOW_NAME,
                 "queue_name": self._queue,
@@ -220,16 +230,40 @@ class RunClient:
         self._sessions[run] = session
         return RunHandle(self, run)
 
+    async def _enqueue(self, options: Any, request: dict[str, Any]) -> None:
+        """Put the run on the queue. While a worker that is starting has not finished creating
+        DBOS's tables (a live lease, the tables missing or half-migrated), wait for it, at most
+        ``_SCHEMA_WAIT_S``. A failed insert wrote nothing, so trying again is safe; DBOS's own
+        retries of a lost connection recognise a row they already committed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _SCHEMA_WAIT_S
+        delay = 0.05
+        while True:
+            try:
+                await self._dbos.enqueue_async(options, request)
+                return
+            except Exception as exc:
+                if not _schema_missing(exc):
+                    raise
+                starting = bool(await asyncio.to_thread(self._live_workers))
+                if not starting or loop.time() >= deadline:
+                    what = (
+                        f"a worker has not finished creating them within {_SCHEMA_WAIT_S:.0f} s"
+                        if starting
+                        else "no worker has started on this database yet"
+                    )
+                    raise EngineNotReadyError(
+                        f"the engine's tables (schema {self._system_schema!r}) are not ready: "
+                        f"{what}. Start a worker (it creates them) and submit again"
+                    ) from exc
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
     def _pin(self, agent: str) -> str:
         """The application version a run of ``agent`` is submitted under (see :meth:`submit`)."""
         import prism
 
-        with self._conn_lock:
-            if self._conn is None:
-                import psycopg
-
-                self._conn = psycopg.connect(self._conninfo, autocommit=True)
-            live = live_workers(self._conn, self._engine_schema)
+        live = self._live_workers()
         if self._revisions is not None:
             if agent not in self._revisions:
                 raise PrismConfigError(
@@ -251,6 +285,24 @@ class RunClient:
             f"live workers serve agent {agent!r} under several versions ({', '.join(sorted(serving))}): "
             "connect with agents=REGISTRY to pick one"
         )
+
+    def _live_workers(self) -> list[LiveWorker]:
+        """The live workers, over this client's connection; a connection the server ended (a
+        database restart) is opened again and the read made once more."""
+        import psycopg
+
+        with self._conn_lock:
+            for attempt in (1, 2):
+                if self._conn is None:
+                    self._conn = psycopg.connect(self._conninfo, autocommit=True)
+                try:
+                    return live_workers(self._conn, self._engine_schema)
+                except Exception as exc:
+                    if attempt == 2 or not is_connection_lost(exc, self._conn):
+                        raise
+                    self._conn.close()
+                    self._conn = None
+        raise AssertionError("unreachable")
 
     def handle(self, run_id: str) -> RunHandle:
         """A handle on a run submitted earlier (by any process)."""
@@ -432,6 +484,19 @@ class RunClient:
                     yield row
                 return
             await asyncio.sleep(poll_s)
+
+
+_SCHEMA_WAIT_S: Final = 60.0
+"""Most seconds a submit waits for a starting worker to create DBOS's tables."""
+_SCHEMA_STATES: Final = frozenset(("42P01", "42703", "3F000", "42883"))
+"""SQLSTATEs of a missing table, column, schema or function."""
+
+
+def _schema_missing(exc: BaseException) -> bool:
+    """Whether ``exc`` (SQLAlchemy's, wrapping ``psycopg``'s) says a table, column, schema or
+    function does not exist: DBOS's tables are missing or half-migrated."""
+    orig = getattr(exc, "orig", None)
+    return getattr(orig, "sqlstate", None) in _SCHEMA_STATES
 
 
 def _mapping(value: object) -> dict[str, Any]:

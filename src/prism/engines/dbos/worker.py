@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from prism.errors import PrismConfigError
 
-from ._lease import WorkerLease
+from ._lease import WorkerLease, is_connection_lost
 from ._legs import LegContext
 from ._registry import (
     AgentFactory,
@@ -127,7 +127,8 @@ async def serve(
         :data:`EXIT_FENCED`.
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — a registry or agent that cannot be served.
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — a registry or agent that cannot be served,
+            or a worker id a live worker already has.
         EngineVersionError: ``ERR_PRISM_ENGINE_VERSION`` — live workers run another version.
         ImportError: the ``dbos`` or ``postgres`` extra is missing.
     """
@@ -219,6 +220,7 @@ async def serve(
             )
 
         def lease_loop() -> None:
+            unreachable = False
             while not stop_janitor.wait(options.heartbeat_s):
                 try:
                     if not renew():
@@ -226,12 +228,21 @@ async def serve(
                             "worker %s was declared dead by another worker: exiting", worker_id
                         )
                         os._exit(EXIT_FENCED)
+                    if unreachable:
+                        _log.warning("worker %s: the database answers again", worker_id)
+                        unreachable = False
                     with lease_lock:
                         dead_workers = active_lease.take_over()
                     for dead in dead_workers:
                         take_over(dead)
-                except Exception:
-                    _log.exception("worker %s: lease round failed", worker_id)
+                        with lease_lock:
+                            active_lease.resumed(dead)
+                except Exception as exc:
+                    if not is_connection_lost(exc, None):
+                        _log.exception("worker %s: lease round failed", worker_id)
+                    elif not unreachable:  # said once per outage; every round retries
+                        _log.warning("worker %s: the database is unreachable: %s", worker_id, exc)
+                        unreachable = True
 
         janitor = threading.Thread(target=lease_loop, name="prism-lease", daemon=True)
         janitor.start()
