@@ -133,6 +133,8 @@ if _moved.TYPE_CHECKING:
     from .runtime.durable import load_agent_run_state as load_agent_run_state
     from .runtime.durable import resume_agent_run as resume_agent_run
     from .runtime.durable import save_agent_run_state as save_agent_run_state
+    from .runtime.durable._run_listing import PendingDecisionRecord as PendingDecisionRecord
+    from .runtime.durable._run_listing import list_pending_decisions as list_pending_decisions
 
     # Turn policy: stop cleanly at a turn boundary.
     from .runtime.run.turn_policy import Continue as Continue
@@ -186,6 +188,7 @@ __all__ = [
     # Durable runs
     "AgentRunState", "LoadedRunState", "PendingDecision", "RunDecision", "RunStateOptions",
     "list_agent_runs", "load_agent_run_state", "resume_agent_run", "save_agent_run_state",
+    "PendingDecisionRecord", "list_pending_decisions",
     # Turn policy
     "Continue", "Stop", "TurnBoundaryContext", "TurnDecision", "TurnPolicy",
     # Loops

@@ -64,6 +64,7 @@ HOMES: dict[str, str] = {
         "AgentRunState LoadedRunState PendingDecision RunDecision RunStateOptions"
         " list_agent_runs load_agent_run_state resume_agent_run save_agent_run_state"
     ),
+    "runtime.durable._run_listing": "PendingDecisionRecord list_pending_decisions",
     "runtime.run.session": "AgentSession RunOptions RunStream",
     "runtime.run.turn_policy": "Continue Stop TurnBoundaryContext TurnDecision TurnPolicy",
     "store": "SessionStore",

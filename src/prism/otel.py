@@ -22,11 +22,16 @@ Each run leg gives one span tree, under the span that is current where the host 
   checkpoint), so the legs of one run are linked traces.
 * ``chat {model}`` (kind ``CLIENT``), one per provider turn (and one more for each fallback
   provider that took the turn over, ``prism.providers.fallback``), a child of ``invoke_agent``:
-  ``gen_ai.operation.name="chat"``, ``gen_ai.provider.name`` and ``gen_ai.response.model`` (the
-  provider and model that served the turn: a fallback's when one did), ``gen_ai.request.model``,
+  ``gen_ai.operation.name="chat"``, ``gen_ai.provider.name`` (the provider that served the turn:
+  a fallback's when one did), ``gen_ai.request.model``, ``gen_ai.response.model`` (the model the
+  response names, e.g. the dated ``gpt-4o-mini-2024-07-18`` of a requested ``gpt-4o-mini``; the
+  served model's configured name when the provider does not say),
   ``gen_ai.request.temperature``/``max_tokens``/``top_p`` (from the model's parameters),
-  ``gen_ai.response.id``, ``gen_ai.response.finish_reasons`` (prism's stop reason, e.g.
-  ``["tool_use"]``), ``gen_ai.usage.input_tokens``/``output_tokens``, ``gen_ai.conversation.id``,
+  ``gen_ai.response.id``, ``gen_ai.response.finish_reasons`` (the conventions' values, mapped from
+  the provider's stop reason: ``stop`` for ``end_turn`` and ``stop_sequence``, ``tool_call`` for
+  ``tool_use``, ``length`` for ``max_tokens``, ``content_filter`` for ``content_filter`` and
+  ``refusal``, ``error`` for a turn that failed; any other reason as prism names it),
+  ``gen_ai.usage.input_tokens``/``output_tokens``, ``gen_ai.conversation.id``,
   ``prism.turn``, ``prism.attempts``. Each provider attempt is a span event
   ``prism.provider_attempt`` (attempt, latency, HTTP status, ``error.type``), each scheduled retry
   a ``prism.retry_scheduled`` event.
@@ -92,7 +97,20 @@ _PARAMETERS: Final = (
     ("max_tokens", "gen_ai.request.max_tokens"),
     ("top_p", "gen_ai.request.top_p"),
 )
-_FINISH: Final = {"end_turn": "stop", "tool_use": "tool_call", "max_tokens": "length"}
+_FINISH: Final = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_call",
+    "max_tokens": "length",
+    "content_filter": "content_filter",
+    "refusal": "content_filter",
+}
+"""Provider stop reason -> the GenAI conventions' finish reason (``stop``, ``length``,
+``content_filter``, ``tool_call``; ``error`` is a failed turn's); others pass unchanged."""
+
+
+def _finish_reason(reason: str) -> str:
+    return _FINISH.get(reason, reason)
 
 
 class OpenTelemetryTracing:
@@ -309,6 +327,7 @@ class _RunSpans:
             error = self._chat_error
             if error is not None:
                 self._chat_error = None
+                chat.set_attribute("gen_ai.response.finish_reasons", ("error",))
                 _fail(chat, error)
             chat.end()
 
@@ -371,7 +390,7 @@ class _RunSpans:
         attributes: dict[str, Any] = {
             "prism.attempts": metadata.attempt,
             "gen_ai.provider.name": metadata.provider_id or self._provider,
-            "gen_ai.response.model": metadata.model.model,
+            "gen_ai.response.model": event.response_model or metadata.model.model,
         }
         if usage is not None:
             if usage.input_tokens is not None:
@@ -380,7 +399,7 @@ class _RunSpans:
                 attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
         self._finish = event.stop_reason
         if event.stop_reason is not None:
-            attributes["gen_ai.response.finish_reasons"] = (event.stop_reason,)
+            attributes["gen_ai.response.finish_reasons"] = (_finish_reason(event.stop_reason),)
         chat.set_attributes(attributes)
         if self._capture:
             self._chat_done = True  # ends with its message (content) or the next event
@@ -415,7 +434,7 @@ class _RunSpans:
         output = {
             "role": "assistant",
             "parts": [_part(block) for block in message.content],
-            "finish_reason": "stop" if reason is None else _FINISH.get(reason, reason),
+            "finish_reason": "stop" if reason is None else _finish_reason(reason),
         }
         chat.set_attribute("gen_ai.output.messages", self._content([output]))
         self._end_chat()

@@ -72,7 +72,8 @@ def test_runs_started_from_python_point_to_resume_agent_run(_private_store: Path
     code, out, err = _cli("runs")
     assert code == 0, err
     assert "prism resume" not in out
-    lines = {line.split()[0]: line for line in out.splitlines()}
+    listing = out.splitlines()
+    lines = {line.split()[0]: line for line in listing}
     assert lines[lead].endswith(f"suspended (waiting for approval) — started from Python; {python}")
     # the child is marked as its parent's child; resuming the parent continues it
     assert lines[child].endswith(
@@ -86,11 +87,20 @@ def test_runs_started_from_python_point_to_resume_agent_run(_private_store: Path
         "session_id": session_id, "run_id": lead, "tool_call_id": "c1"
     }
 
+    # the child's approval is listed once, under the run that answers it
+    (approval,) = [line for line in listing if "waits for approval" in line]
+    assert approval == (
+        f'  waits for approval: refund {{"order": 42}} (call r1 in run {child} of agent '
+        f"refunder, through agent-tool call c1 (refunder), approval {approval.split()[-1]}"
+    )
+    assert listing.index(approval) == listing.index(lines[lead]) + 1
+
     code, out, err = _cli("sessions", "show", session_id)
     assert code == 0, err
-    assert out.splitlines()[-1] == (
-        f"run {lead}: suspended (waiting for approval) — started from Python; {python}"
-    )
+    assert out.splitlines()[-2:] == [
+        f"run {lead}: suspended (waiting for approval) — started from Python; {python}",
+        approval,
+    ]
 
     code, out, err = _cli("resume", lead, "--approve")
     assert code == 2 and out == ""

@@ -50,13 +50,19 @@ def test_prism_runs_lists_what_prism_resume_continues(tmp_path: Path) -> None:
     session_id, run_id = _ids(err)
     code, out, err = _run(["runs"])
     assert code == 0, err
-    assert out == (
+    head, approval = out.splitlines()
+    assert head == (
         f"{run_id}  session {session_id}  suspended (waiting for approval) — prism resume "
-        f"{run_id} --approve (or --deny)\n"
+        f"{run_id} --approve (or --deny)"
+    )
+    assert approval.startswith(
+        '  waits for approval: calculator {"expression": "6*7"} (call c1, approval approval_'
     )
     code, out, _ = _run(["runs", "--json", "--session", session_id])
     (item,) = [json.loads(line) for line in out.splitlines()]
     assert item["run_id"] == run_id and item["status"] == "suspended" and item["resumable"]
+    (pending,) = item["pending"]
+    assert (pending["tool_name"], pending["tool_call_id"]) == ("calculator", "c1")
     _script(tmp_path, [ANSWER])
     assert _run(["resume", run_id, "--approve"])[0] == 0
     code, out, err = _run(["runs"])
@@ -179,7 +185,9 @@ def test_prism_runs_resolve_refuses_to_reject_a_call_that_ran(_private_store: Pa
     code, _, err = _run(["runs", "resolve", run_id, "c2", "--succeeded", "--result",
                          '{"booked": "c2"}'])
     assert code == 0, err
-    assert f"continue with: prism resume {run_id}" in err
+    # started from Python: the hint is the Python call, not a prism resume it would refuse
+    assert "prism resume" not in err
+    assert f'prism.resume_agent_run(agent, "{run_id}")' in err
     assert _run(["runs", "resolve", run_id, "c2", "--rejected", "--result", "1"])[0] == 2
 
     async def finish() -> Any:

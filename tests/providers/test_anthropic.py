@@ -785,7 +785,7 @@ async def test_text_answer_deltas_usage_and_done() -> None:
         ProviderContentDelta(content=TextContent(text="Hel")),
         ProviderContentDelta(content=TextContent(text="lo")),
         ProviderUsage(usage=final_usage),
-        ProviderDone(usage=final_usage, stop_reason="end_turn"),
+        ProviderDone(usage=final_usage, stop_reason="end_turn", model="claude-test"),
     ]
     assert final_usage.total_tokens is None  # ANT-5: left to the accumulator
 
@@ -826,7 +826,7 @@ async def test_streamed_tool_call_fragments_then_final_call() -> None:
         ProviderToolCall(call=c) for c in calls
     ]
     assert events[-1] == ProviderDone(
-        usage=Usage(input_tokens=10, output_tokens=5), stop_reason="tool_use"
+        usage=Usage(input_tokens=10, output_tokens=5), stop_reason="tool_use", model="claude-test"
     )
     result = fold_provider_events(events)
     assert result.content == (TextContent(text="Let me look."), *calls)

@@ -249,7 +249,10 @@ async def test_stream_thinking_replays_to_a_signed_thinking_part_and_text() -> N
         stop_reason="end_turn",
     )
     assert events[0] == ProviderMessageStart(message_id="msg_01ALwQ87pTS7hH1PjSdC9wJD")
-    assert events[-1] == ProviderDone(usage=usage, stop_reason="end_turn")
+    # the response names the dated model that served the requested "claude-sonnet-4-0"
+    assert events[-1] == ProviderDone(
+        usage=usage, stop_reason="end_turn", model="claude-sonnet-4-20250514"
+    )
 
     # Next turn (ANT-3): the thinking block goes back unchanged, signature included. The
     # cassette has one exchange; its response is served again only so the request completes.
@@ -368,7 +371,7 @@ async def test_stream_refusal_without_content_blocks() -> None:
         ProviderMessageStart(message_id="msg_011Cef1BfCEZn512shRMGG4q"),
         ProviderUsage(usage=usage),
         ProviderUsage(usage=usage),
-        ProviderDone(usage=usage, stop_reason="refusal"),
+        ProviderDone(usage=usage, stop_reason="refusal", model="claude-fable-5-1"),
     ]
     assert fold_provider_events(events) == ProviderTurnResult(
         content=(),

@@ -708,14 +708,14 @@ async def test_a_text_answer_streams_deltas_usage_and_done() -> None:
         ProviderContentDelta(content=TextContent(text="Hel")),
         ProviderContentDelta(content=TextContent(text="lo")),
         ProviderUsage(usage=usage),
-        ProviderDone(usage=usage, stop_reason="end_turn"),
+        ProviderDone(usage=usage, stop_reason="end_turn", model="m"),
     ]
 
 
 async def test_usage_that_never_arrives_leaves_done_usage_empty() -> None:
     """OAI-7: no usage chunk -> done.usage is None."""
     events = await events_of(compatible(Server(text_stream("hi"))), request())
-    assert events[-1] == ProviderDone(usage=None, stop_reason="end_turn")
+    assert events[-1] == ProviderDone(usage=None, stop_reason="end_turn", model="m")
 
 
 @pytest.mark.parametrize(
@@ -749,7 +749,7 @@ async def test_usage_field_mapping(raw: dict[str, Any], expected: Usage) -> None
     """OAI-7: prompt/completion/total, cached and cache-write tokens, reasoning tokens."""
     body = sse(chunk({"content": "x"}, "stop"), chunk(usage=raw, choices=False))
     events = await events_of(compatible(Server(sse_response(body))), request())
-    assert events[-1] == ProviderDone(usage=expected, stop_reason="end_turn")
+    assert events[-1] == ProviderDone(usage=expected, stop_reason="end_turn", model="m")
 
 
 async def test_a_usage_without_known_fields_is_not_reported() -> None:
@@ -757,7 +757,7 @@ async def test_a_usage_without_known_fields_is_not_reported() -> None:
     body = sse(chunk({"content": "x"}, "stop"), chunk(usage={"queue_time": 0.1}, choices=False))
     events = await events_of(compatible(Server(sse_response(body))), request())
     assert not any(isinstance(e, ProviderUsage) for e in events)
-    assert events[-1] == ProviderDone(usage=None, stop_reason="end_turn")
+    assert events[-1] == ProviderDone(usage=None, stop_reason="end_turn", model="m")
 
 
 async def test_a_negative_token_count_fails_the_turn_with_type_error() -> None:
@@ -807,7 +807,7 @@ async def test_a_streamed_tool_call_is_assembled_by_index() -> None:
         ProviderToolCallDelta(index=0, arguments_text='{"q":'),
         ProviderToolCallDelta(index=0, arguments_text=' "x"}'),
         ProviderToolCall(call=call),
-        ProviderDone(stop_reason="tool_use"),
+        ProviderDone(stop_reason="tool_use", model="m"),
     ]
     assert fold_provider_events(events).calls == (call,)
 
@@ -884,7 +884,7 @@ async def test_malformed_streamed_arguments_give_arguments_error() -> None:
 async def test_finish_reasons_are_normalised(finish: str, stop: str) -> None:
     """OAI-6: finish_reason -> ProviderStopReason."""
     events = await events_of(compatible(Server(text_stream("x", finish=finish))), request())
-    assert events[-1] == ProviderDone(stop_reason=stop)  # type: ignore[arg-type]
+    assert events[-1] == ProviderDone(stop_reason=stop, model="m")  # type: ignore[arg-type]
 
 
 async def test_missing_done_marker_fails_closed() -> None:
@@ -952,7 +952,7 @@ async def test_without_strict_completion_a_truncated_stream_still_completes() ->
     events = await events_of(compatible(Server(sse_response(body)), strict_completion=False), request())
     assert events[-2:] == [
         ProviderToolCall(call=ToolCallContent(id="c", name="f", arguments={})),
-        ProviderDone(stop_reason=None),
+        ProviderDone(stop_reason=None, model="m"),
     ]
 
 

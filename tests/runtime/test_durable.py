@@ -529,7 +529,9 @@ async def test_dur2_preflight_raises_before_any_side_effect() -> None:
 
     w = World()
     cases: list[tuple[dict[str, Any], dict[str, Any], type[Exception]]] = [
-        ({"id": None}, {}, AgentRunStateError),
+        # a nameless agent: refused by create_agent when it has run_state (issue 21), by the
+        # run when the run brings it
+        ({"id": None, "run_state": None}, {"run_state": w.options()}, AgentRunStateError),
         ({"loop": Hookless()}, {}, AgentLoopStateError),
         ({}, {"loop": Hookless()}, AgentLoopStateError),
         ({}, {"model": MODEL}, AgentRunStateError),
@@ -548,6 +550,8 @@ async def test_dur2_preflight_raises_before_any_side_effect() -> None:
         assert w.events == [] and await session.entries() == []
     assert w.provider_calls == 0
     assert w.checkpoints._records == {}
+    with pytest.raises(AgentRunStateError, match="id or a name"):
+        w.agent([text_turn("x")], id=None)
 
 
 async def test_dur1_run_level_run_state_makes_the_run_durable() -> None:

@@ -129,9 +129,9 @@ async def test_three_turn_tool_run_span_tree_and_attributes(
     assert attrs["gen_ai.request.model"] == attrs["gen_ai.response.model"] == "demo-1"
     assert attrs["gen_ai.request.temperature"] == 0.2
     assert attrs["gen_ai.usage.input_tokens"] == 10 and attrs["gen_ai.usage.output_tokens"] == 3
-    assert attrs["gen_ai.response.finish_reasons"] == ("tool_use",)
+    assert attrs["gen_ai.response.finish_reasons"] == ("tool_call",)  # the conventions' value
     assert attrs["gen_ai.conversation.id"] == session.id and attrs["prism.turn"] == 1
-    assert dict(chats[2].attributes or {})["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert dict(chats[2].attributes or {})["gen_ai.response.finish_reasons"] == ("stop",)
     assert [e.name for e in first.events] == ["prism.provider_attempt"]
 
     tool_attrs = dict(tools[0].attributes or {})

@@ -272,8 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="hard limit on tool rounds per run: the calls of a later round are answered "
-        "'not dispatched' and the run stops (stop reason turn_limit; default: the runtime's "
-        "limit, 8)",
+        "'not dispatched' and the run stops (stop reason tool_round_limit; default: the "
+        "runtime's limit, 8)",
     )
     add_output_options(run)
     run.set_defaults(handler=_cmd_run)

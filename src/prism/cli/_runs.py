@@ -6,15 +6,22 @@ its prompt was stored), most recently updated first, each with how to continue i
 RUN_ID`` for a run the prism command started; for a run started from Python (no settings stored
 for its session) the ``prism.resume_agent_run(agent, RUN_ID, …)`` call with the same agent
 definition; for the child run of an agent tool (its stored input names its ``parent_run``) the
-same for its parent run, which continues the child. ``--all`` lists every stored run,
-``--session ID`` one session's. ``--json`` prints one ``{"run_id", "session_id", "status",
-"stop_reason"?, "version", "resumable", "started_by_prism", "parent_run"?}`` object per run.
+same for its parent run, which continues the child. Under a run waiting for approvals, one line
+per approval names its tool, the arguments the tool will run with (as the approval shows them,
+secrets redacted), the call id and the approval id — for a child run's call (an agent tool's
+child) also the child's agent and run and the agent-tool calls leading to it
+(:func:`prism.list_pending_decisions`). ``--all`` lists every stored run, ``--session ID`` one
+session's. ``--json`` prints one ``{"run_id", "session_id", "status", "stop_reason"?, "version",
+"resumable", "started_by_prism", "parent_run"?, "pending"?}`` object per run (``pending``: the
+``PendingDecisionRecord.to_dict()`` of each approval it waits for).
 
 ``prism runs resolve RUN_ID CALL_ID --rejected|--succeeded`` is the operator's repair of a call a
 crash left ambiguous (``prism resume`` names them): ``--rejected`` answers it with an error row
 (refused when its result is stored: it ran), ``--succeeded`` with its stored result, or
-``--result JSON``. ``prism resume RUN_ID`` then continues the run. Both are read-only unless they
-resolve; a SQLite store file that does not exist holds no runs (nothing is created).
+``--result JSON``. It then says what continues the run: ``prism resume RUN_ID`` for a run the
+command started, the ``prism.resume_agent_run`` call for one started from Python, the calling run
+for a child run. Both are read-only unless they resolve; a SQLite store file that does not exist
+holds no runs (nothing is created).
 """
 
 from __future__ import annotations
@@ -37,9 +44,22 @@ from prism.cli._store import (
     store_url,
 )
 from prism.errors import PrismError
-from prism.runtime.durable import list_agent_runs, resolve_ambiguous_call
+from prism.runtime.durable import (
+    PendingDecisionRecord,
+    list_agent_runs,
+    list_pending_decisions,
+    resolve_ambiguous_call,
+)
 
-__all__ = ["RunsCommand", "StoreCommand", "add_runs_parser", "child_mark", "resume_hint"]
+__all__ = [
+    "RunsCommand",
+    "StoreCommand",
+    "add_runs_parser",
+    "child_mark",
+    "pending_approvals",
+    "pending_lines",
+    "resume_hint",
+]
 
 _EXIT_USAGE = 2
 _EXIT_BROKEN_PIPE = 141
@@ -184,6 +204,7 @@ class RunsCommand(StoreCommand):
             if self.out.broken:
                 return _EXIT_BROKEN_PIPE
             info = await load_run(store, state.run_id)
+            pending = await pending_approvals(store, state.run_id, state.status)
             if self.args.json:
                 item = {
                     "run_id": state.run_id,
@@ -194,6 +215,7 @@ class RunsCommand(StoreCommand):
                     "resumable": info.continuable,
                     "started_by_prism": info.by_command,
                     "parent_run": None if info.parent_run is None else dict(info.parent_run),
+                    "pending": [p.to_dict() for p in pending] or None,
                 }
                 self.out.write(json.dumps({k: v for k, v in item.items() if v is not None}) + "\n")
             else:
@@ -201,6 +223,8 @@ class RunsCommand(StoreCommand):
                     f"{state.run_id}  session {state.session_id}  {info.describe()}"
                     f"{child_mark(info)}{resume_hint(info)}\n"
                 )
+                for line in pending_lines(pending):
+                    self.out.write(f"  {line}\n")
         if not states and not self.args.json:
             what = "runs" if self.args.all else "runs to resume"
             self._problem(f"no {what} in {display_url(self.url)}")
@@ -217,11 +241,45 @@ class RunsCommand(StoreCommand):
             )
         except PrismError as exc:
             return self._problem(str(exc))
-        self.err.write(
-            f"call {call_id} of run {run_id} resolved as {outcome}; continue with: "
-            f"prism resume {run_id}\n"
-        )
+        info = await load_run(store, run_id)
+        if info.by_command and info.parent_run is None:
+            hint = f"continue with: prism resume {run_id}"
+        else:  # started from Python, or a child run continued through its calling run
+            hint = info.how_to_continue() or f"continue with: prism resume {run_id}"
+        self.err.write(f"call {call_id} of run {run_id} resolved as {outcome}; {hint}\n")
         return 0
+
+
+async def pending_approvals(
+    store: Any, run_id: str, status: str | None
+) -> list[PendingDecisionRecord]:
+    """The approvals a suspended run waits for (none for another status, or for a child run
+    whose calling run lists them)."""
+    if status != "suspended":
+        return []
+    return await list_pending_decisions(store, run_id=run_id, limit=1_000)
+
+
+def pending_lines(pending: list[PendingDecisionRecord]) -> list[str]:
+    """One line per approval: ``waits for approval: pay {"invoice": 7} (call c1, approval
+    approval_…)``; a child run's call also names the child's run and agent and the agent-tool
+    calls leading to it (``… in run R of agent payer, through agent-tool calls l1 (clerk) → k1
+    (payer)``)."""
+    lines = []
+    for item in pending:
+        where = f"call {item.tool_call_id}"
+        if item.chain:
+            path = " → ".join(f"{link.tool_call_id} ({link.agent})" for link in item.chain)
+            where += (
+                f" in run {item.calling_run_id} of agent {item.calling_agent}, through "
+                f"agent-tool call{'s' if len(item.chain) > 1 else ''} {path}"
+            )
+        arguments = " " + item.arguments if item.arguments is not None else ""
+        lines.append(
+            f"waits for approval: {item.tool_name}{arguments} ({where}, approval "
+            f"{item.approval_id})"
+        )
+    return lines
 
 
 def resume_hint(info: RunInfo) -> str:

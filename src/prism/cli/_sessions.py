@@ -9,8 +9,10 @@ and counted on standard error; ``--all`` lists each one indented (``↳``) under
 redacted error; a run whose process ended before its prompt was stored too), and how to continue
 a run that can be resumed. ``--json`` prints JSON lines
 instead (``SessionInfo`` objects for ``list``; the branch's ``SessionEntry`` objects followed by
-one ``{"type": "run", "run_id", "status", "stop_reason"?, "stop_detail"?, "error"?, "version"}``
-object per run for ``show``).
+one ``{"type": "run", "run_id", "status", "stop_reason"?, "stop_detail"?, "error"?, "version",
+"pending"?}`` object per run for ``show``; ``pending``: the approvals a suspended run waits for, as
+``prism runs --json`` gives them). Under a run waiting for approvals, ``show`` prints one line per
+approval, as ``prism runs`` does.
 
 ``show`` nests the child runs of agent tools (``agent.as_tool``) under the tool call that started
 them, when the store holds the child session (``<run id>.<tool call id>``): an indented block with
@@ -33,7 +35,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from prism.cli._runs import StoreCommand, resume_hint
+from prism.cli._runs import StoreCommand, pending_approvals, pending_lines, resume_hint
 from prism.cli._store import (
     StoreError,
     StoreMissingError,
@@ -183,6 +185,7 @@ class SessionsCommand(StoreCommand):
                     if child["entry_id"] == entry.id:
                         write(redact(json.dumps(child, ensure_ascii=False)) + "\n")
             for run in runs:
+                pending = await pending_approvals(store, run.run_id, run.status)
                 item: dict[str, Any] = {
                     "type": "run",
                     "run_id": run.run_id,
@@ -191,6 +194,7 @@ class SessionsCommand(StoreCommand):
                     "stop_detail": run.stop_detail,
                     "error": None if run.error is None else {"message": run.error},
                     "version": run.version,
+                    "pending": [p.to_dict() for p in pending] or None,
                 }
                 item = {k: v for k, v in item.items() if v is not None}
                 write(redact(json.dumps(item, ensure_ascii=False)) + "\n")
@@ -200,6 +204,8 @@ class SessionsCommand(StoreCommand):
             write(redact(f"  {line}\n"))
         for run in runs:
             write(redact(f"run {run.run_id}: {run.describe()}{resume_hint(run)}\n"))
+            for line in pending_lines(await pending_approvals(store, run.run_id, run.status)):
+                write(redact(f"  {line}\n"))
         return 0
 
 

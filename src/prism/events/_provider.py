@@ -57,6 +57,9 @@ class ProviderTurnFinishedEvent(TurnEventFields):
     """Failure of the attempt, if any."""
     stop_reason: ProviderStopReason | None = None
     """Why the provider stopped, when the attempt succeeded and the provider said."""
+    response_model: str | None = None
+    """The model that generated the response as the provider named it (e.g. a dated snapshot of
+    ``metadata.model.model``), when the attempt succeeded and the provider said."""
     type: Literal["provider_turn_finished"] = field(default="provider_turn_finished", init=False)
 
 

@@ -97,10 +97,19 @@ class _ToolBlock:
 class StreamMapper:
     """Maps raw Messages stream events to provider events; O(1) per event."""
 
-    __slots__ = ("_done", "_pending_signature", "_started", "_stop_reason", "_tools", "_usage")
+    __slots__ = (
+        "_done",
+        "_model",
+        "_pending_signature",
+        "_started",
+        "_stop_reason",
+        "_tools",
+        "_usage",
+    )
 
     def __init__(self) -> None:
         self._started = False
+        self._model: str | None = None  # message_start's message.model
         self._done = False
         self._usage: Usage | None = None
         self._stop_reason: Any = None
@@ -139,6 +148,8 @@ class StreamMapper:
             self._started = True
             message = getattr(event, "message", None)
             message_id = getattr(message, "id", None)
+            model = getattr(message, "model", None)
+            self._model = model if isinstance(model, str) and model else None
             out: list[ProviderEvent] = [
                 provider_message_start(message_id if isinstance(message_id, str) else None)
             ]
@@ -263,6 +274,7 @@ class StreamMapper:
             provider_done(
                 self._usage,
                 _STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other",
+                model=self._model,
             )
         )
         return out

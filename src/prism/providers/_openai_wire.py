@@ -258,11 +258,13 @@ class _CallAccumulator:
 class ResponseMapper:
     """Turns Chat Completions chunks (or one completion) into provider events."""
 
-    __slots__ = ("calls", "done_seen", "finish_reason", "open_calls", "usage")
+    __slots__ = ("calls", "done_seen", "finish_reason", "model", "open_calls", "usage")
 
     def __init__(self) -> None:
         self.done_seen = False
         self.finish_reason: str | None = None
+        self.model: str | None = None
+        """The response's ``model`` (the first chunk naming one)."""
         self.usage: Usage | None = None
         self.calls: list[_CallAccumulator] = []
         self.open_calls: dict[int, _CallAccumulator] = {}
@@ -299,6 +301,10 @@ class ResponseMapper:
         if error is not None:
             raise StreamFailure(_error_object_info(error))
         events: list[ProviderEvent] = []
+        if self.model is None:
+            model = chunk.get("model")
+            if isinstance(model, str) and model:
+                self.model = model
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
             mapped = map_usage(usage)
@@ -420,7 +426,7 @@ class ResponseMapper:
         stop = (
             None if self.finish_reason is None else _STOP_REASONS.get(self.finish_reason, "other")
         )
-        events.append(ProviderDone(usage=self.usage, stop_reason=stop))
+        events.append(ProviderDone(usage=self.usage, stop_reason=stop, model=self.model))
         return events
 
 

@@ -5,7 +5,8 @@ same exception classes (``APIStatusError``, ``APIConnectionError``, ``APITimeout
 module holds what the OpenAI and the Anthropic adapter do alike on top of them: importing the
 optional SDK, resolving a callable API key, interrupting an SDK await when the request's abort
 signal fires (:class:`AbortBridge`), and turning HTTP statuses and transport failures into
-``ErrorInfo`` (:func:`sdk_error_info`).
+``ErrorInfo`` (:func:`sdk_error_info`; a transport failure names the server's base URL, its
+credentials masked by :func:`shown_url`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 from collections.abc import Awaitable, Callable
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from prism._util import maybe_await
 from prism.errors import PrismConfigError, ProviderTransportError
@@ -31,8 +33,10 @@ __all__ = [
     "AbortBridge",
     "import_sdk",
     "resolve_api_key",
+    "client_url",
     "sdk_error_info",
     "sdk_timeout",
+    "shown_url",
     "transport_code",
 ]
 
@@ -197,13 +201,59 @@ def transport_code(exc: BaseException) -> str | None:
     return None
 
 
-def sdk_error_info(sdk: Any, exc: BaseException, prefix: str) -> ErrorInfo | None:
+_MASK: Final = "***"
+
+
+def shown_url(url: str) -> str:
+    """``url`` fit for a message: the userinfo's password and every query value replaced by
+    ``***`` (``http://user:***@host:8080/v1?key=***``), the fragment dropped. A text that is not
+    a URL is returned unchanged."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not parts.scheme or not parts.netloc:
+        return url
+    netloc = parts.netloc
+    userinfo, at, host = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.partition(':')[0]}:{_MASK}@{host}"
+    query = "&".join(
+        f"{pair.partition('=')[0]}={_MASK}" if "=" in pair else pair
+        for pair in parts.query.split("&")
+        if pair
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def client_url(client: Any) -> str | None:
+    """The base URL of an SDK client (its ``base_url``, without the path's trailing slash),
+    shown with :func:`shown_url`; ``None`` when the client has none."""
+    base = getattr(client, "base_url", None)
+    text = str(base) if base is not None else ""
+    if not text:
+        return None
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return shown_url(text)
+    # the SDKs keep the base URL with a trailing slash on its path; show it as it was given
+    return shown_url(parts._replace(path=parts.path.rstrip("/")).geturl())
+
+
+def sdk_error_info(
+    sdk: Any, exc: BaseException, prefix: str, *, url: str | None = None
+) -> ErrorInfo | None:
     """The failures both SDKs raise alike, as ``ErrorInfo``; ``None`` for any other exception.
 
     Args:
         sdk: The imported SDK package (its exception classes are matched).
         exc: The exception raised while sending the request or reading the response.
         prefix: Start of the message (``"<provider> request failed"``).
+        url: The server's base URL, credentials already masked (:func:`client_url`): a transport
+            failure's message names it (``"<prefix>: cannot reach http://127.0.0.1:8080/v1:
+            Connection error."``; ``timed out waiting for URL``, ``connection to URL failed``),
+            as the ``prism`` command's reachability check does.
 
     Returns:
         A :class:`~prism.errors.ProviderTransportError` with its own code; an
@@ -211,7 +261,7 @@ def sdk_error_info(sdk: Any, exc: BaseException, prefix: str) -> ErrorInfo | Non
         (at most :data:`MAX_ERROR_BODY_BYTES` bytes of the body) and ``retry_after_ms`` from
         ``Retry-After``; ``timeout`` for ``APITimeoutError``; ``timeout``, ``ECONNREFUSED`` or
         ``ECONNRESET`` for a transport exception (:func:`transport_code`); ``ECONNRESET`` for any
-        other ``APIConnectionError``.
+        other ``APIConnectionError``. The message of these transport codes names ``url``.
     """
     name = type(exc).__name__
     if isinstance(exc, ProviderTransportError):
@@ -230,14 +280,18 @@ def sdk_error_info(sdk: Any, exc: BaseException, prefix: str) -> ErrorInfo | Non
     if code is None and not isinstance(exc, sdk.APIConnectionError):
         return None
     cause = exc.__cause__
+    # The SDK's own message ("Connection error.") says little; a bare transport exception's
+    # class names what failed, and the URL which server.
+    detail = str(exc) if isinstance(exc, sdk.APIConnectionError) else f"{name}: {exc}"
+    if url:
+        if code == "ECONNREFUSED":
+            detail = f"cannot reach {url}: {detail}"
+        elif code == "timeout":
+            detail = f"timed out waiting for {url}: {detail}"
+        else:
+            detail = f"connection to {url} failed: {detail}"
     return ErrorInfo(
-        # The SDK's own message ("Connection error.") says little; a bare transport exception's
-        # class names what failed.
-        message=(
-            f"{prefix}: {exc}"
-            if isinstance(exc, sdk.APIConnectionError)
-            else f"{prefix}: {name}: {exc}"
-        ),
+        message=f"{prefix}: {detail}",
         name=name,
         code=code or "ECONNRESET",
         cause=f"{type(cause).__name__}: {cause}" if cause is not None else None,

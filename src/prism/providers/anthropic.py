@@ -40,6 +40,7 @@ from prism.providers._anthropic_stream import MAX_EVENT_BYTES, StreamMapper, eve
 from prism.providers._anthropic_wire import build_body
 from prism.providers._sdk import (
     AbortBridge,
+    client_url,
     import_sdk,
     resolve_api_key,
     sdk_error_info,
@@ -223,7 +224,7 @@ class AnthropicProvider:
             except Exception as exc:
                 if signal is not None and signal.aborted:
                     signal.throw_if_aborted()
-                info = _error_info(self._sdk, exc)
+                info = _error_info(self._sdk, exc, client_url(self._client))
                 if info is None:
                     raise
                 if mapper.complete and not finishing:
@@ -270,9 +271,10 @@ class AnthropicProvider:
 # --------------------------------------------------------------------------- failures
 
 
-def _error_info(sdk: Any, exc: Exception) -> ErrorInfo | None:
+def _error_info(sdk: Any, exc: Exception, url: str | None = None) -> ErrorInfo | None:
     """An SDK/transport exception as ``ErrorInfo``; ``None`` for exceptions this adapter does
-    not own (they propagate).
+    not own (they propagate). A transport failure names ``url`` (the server's base URL, its
+    credentials masked).
 
     Beyond :func:`~prism.providers._sdk.sdk_error_info`: an ``APIStatusError`` below 400 is an
     in-stream ``error`` event, and stream data the SDK cannot parse is ``invalid_stream_chunk``.
@@ -287,7 +289,7 @@ def _error_info(sdk: Any, exc: Exception) -> ErrorInfo | None:
             name=type(exc).__name__,
             code="invalid_stream_chunk",
         )
-    return sdk_error_info(sdk, exc, _REQUEST_FAILED)
+    return sdk_error_info(sdk, exc, _REQUEST_FAILED, url=url)
 
 
 def _stream_error_info(exc: Any) -> ErrorInfo:

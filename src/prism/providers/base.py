@@ -199,15 +199,20 @@ def provider_usage(usage: Usage) -> ProviderUsage:
 
 
 def provider_done(
-    usage: Usage | None = None, stop_reason: ProviderStopReason | None = None
+    usage: Usage | None = None,
+    stop_reason: ProviderStopReason | None = None,
+    *,
+    model: str | None = None,
 ) -> ProviderDone:
     """Build the terminal ``done`` event.
 
     Args:
         usage: Final usage of the attempt; when set it wins over earlier ``usage`` events.
         stop_reason: Normalised stop reason, or ``None``.
+        model: The model that generated the response, as the provider named it (``None``: it
+            did not say).
     """
-    return ProviderDone(usage=usage, stop_reason=stop_reason)
+    return ProviderDone(usage=usage, stop_reason=stop_reason, model=model)
 
 
 def provider_error(

@@ -54,6 +54,7 @@ from prism.providers._openai_wire import (
 from prism.providers._sdk import MAX_ERROR_BODY_BYTES as MAX_ERROR_BODY_BYTES
 from prism.providers._sdk import (
     AbortBridge,
+    client_url,
     import_sdk,
     resolve_api_key,
     sdk_error_info,
@@ -283,7 +284,7 @@ class OpenAICompatibleProvider:
                 yield self._error(exc)
 
     def _error(self, exc: BaseException) -> ProviderErrorEvent:
-        info = _exception_info(exc, self._prefix)
+        info = _exception_info(exc, self._prefix, client_url(self._client))
         return provider_error(redact_error_info(info, tuple(self._secrets)))
 
     # ----------------------------------------------------------------- request side
@@ -333,11 +334,12 @@ def _sdk_body(body: Mapping[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- failures
 
 
-def _exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
+def _exception_info(exc: BaseException, prefix: str, url: str | None = None) -> ErrorInfo:
     """An exception raised while building, sending or reading the request as ``ErrorInfo``:
     ``invalid_request``, ``invalid_stream_chunk``, what :func:`~prism.providers._sdk.sdk_error_info`
     makes of it (HTTP status, ``timeout``, ``ECONNREFUSED``, ``ECONNRESET``), or the exception's
-    own ``code``; ``prefix`` starts the message (``"<provider id> request failed"``)."""
+    own ``code``; ``prefix`` starts the message (``"<provider id> request failed"``), and a
+    transport failure names ``url`` (the server's base URL, credentials masked)."""
     import openai as sdk
 
     if isinstance(exc, StreamFailure):
@@ -354,7 +356,7 @@ def _exception_info(exc: BaseException, prefix: str) -> ErrorInfo:
             code="invalid_request",
             message=f"{prefix}: invalid request: {exc}",
         )
-    info = sdk_error_info(sdk, exc, prefix)
+    info = sdk_error_info(sdk, exc, prefix, url=url)
     if info is not None:
         return info
     code = getattr(exc, "code", None)

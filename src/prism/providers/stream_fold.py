@@ -250,6 +250,7 @@ class StreamFold:
         "calls",
         "content",
         "message_id",
+        "model",
         "started",
         "stop_reason",
         "usage",
@@ -262,6 +263,8 @@ class StreamFold:
         self.started = False
         self.usage: Usage | None = None
         self.stop_reason: ProviderStopReason | None = None
+        self.model: str | None = None
+        """The model the ``done`` event says generated the response."""
         self._open = _NONE
         self._parts: list[str] = []
         self._fragments: _Fragments | None = None
@@ -304,6 +307,7 @@ class StreamFold:
             if event.usage is not None:
                 self.usage = event.usage
             self.stop_reason = event.stop_reason
+            self.model = event.model
             return True
         elif isinstance(event, ProviderUsage):
             self.usage = event.usage

@@ -52,10 +52,17 @@ class ToolRegistry:
         """Add ``tool`` (see the class docstring for duplicates).
 
         Raises:
-            PrismConfigError: not a ``ToolDefinition``, empty name, a ``needs_approval`` that
+            PrismConfigError: not a ``ToolDefinition`` (a plain function: the message says to
+                decorate it with ``@prism.tool``), empty name, a ``needs_approval`` that
                 is neither a bool nor callable, or a duplicate under ``duplicate="error"``.
         """
         if not isinstance(tool, ToolDefinition):
+            if callable(tool) and not isinstance(tool, type):
+                label = getattr(tool, "__name__", None) or "fn"
+                raise PrismConfigError(
+                    f"tools must be ToolDefinition objects, got {type(tool).__name__} {label}: "
+                    f"decorate it with @prism.tool (or pass prism.tool({label}))"
+                )
             raise PrismConfigError(
                 f"tools must be ToolDefinition objects, got {type(tool).__name__}"
             )

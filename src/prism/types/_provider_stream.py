@@ -98,6 +98,10 @@ class ProviderDone(Serializable):
     """Final usage; wins over earlier ``usage`` events."""
     stop_reason: ProviderStopReason | None = None
     """Why the provider stopped."""
+    model: str | None = None
+    """The model that generated the response as the provider names it (e.g. the dated snapshot
+    ``"gpt-4o-mini-2024-07-18"`` of a requested ``"gpt-4o-mini"``), when the provider said;
+    ``None`` otherwise."""
     type: Literal["done"] = field(default="done", init=False)
 
 

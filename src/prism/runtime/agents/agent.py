@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from prism.assembly import ContextProvider, Skill, SystemPromptContribution
-from prism.errors import PrismConfigError
+from prism.errors import AgentRunStateError, PrismConfigError
 from prism.guardrails import Guardrails, coerce_guardrails
 from prism.ledger import RunLedger
 from prism.limits import RunLimits, coerce_run_limits, resolve_run_limits
@@ -316,10 +316,18 @@ def create_agent(
             an invalid ``tool_filter``; ``tool_validator`` not ``None``/``False``/callable;
             ``tool_abort_grace_ms`` not a finite number ≥ 0 (``bool`` rejected); a
             ``tracing`` that is not ``None``, ``False`` or an object with ``start_run``.
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — ``run_state`` without ``id`` and
+            ``name`` (a durable run's envelope names its agent), as ``run()`` would raise it.
     """
     if provider is not None and not callable(getattr(provider, "generate", None)):
         raise PrismConfigError("provider must have a callable generate(request)")
     model_config = _model(model, provider)
+    if run_state is not None and not (id or name):
+        # the envelope is keyed by the agent's id or name: refuse here, not at the first run()
+        raise AgentRunStateError(
+            "a durable run needs an agent with an id or a name: create_agent(run_state=...) "
+            "needs id= or name= too"
+        )
     registry, sources = _tools(tools)
     agent_limits = coerce_run_limits(limits)
     if agent_limits is not None:

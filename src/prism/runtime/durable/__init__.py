@@ -18,7 +18,9 @@ Public surface (re-exported from ``prism``):
   access to the stored envelope;
 * :func:`resolve_ambiguous_call` — the operator's repair of a call a crash left ambiguous;
 * :func:`list_agent_runs` — the stored runs (by default the resumable ones), for a worker or an
-  operator to resume.
+  operator to resume;
+* :func:`list_pending_decisions` / :class:`PendingDecisionRecord` — the tool approvals the
+  suspended runs wait for (also importable from here, outside ``__all__``, which stays as it was).
 
 The per-leg machinery the runtime drives (gating, checkpoint writes, suspension, replay) is
 :class:`DurableRun`; :func:`check_durable_run` is the durable preflight.
@@ -47,7 +49,10 @@ from prism.runtime.durable._resume import resume_agent_run as resume_agent_run
 from prism.runtime.durable._resume_writes import DENIED_MESSAGE as DENIED_MESSAGE
 from prism.runtime.durable._run_envelope import AgentRunState as AgentRunState
 from prism.runtime.durable._run_envelope import LoadedRunState as LoadedRunState
+from prism.runtime.durable._run_listing import PendingDecisionRecord as PendingDecisionRecord
+from prism.runtime.durable._run_listing import SubagentLink as SubagentLink
 from prism.runtime.durable._run_listing import list_agent_runs as list_agent_runs
+from prism.runtime.durable._run_listing import list_pending_decisions as list_pending_decisions
 from prism.runtime.durable._run_state import MAX_LOADED_STATE_BYTES as MAX_LOADED_STATE_BYTES
 from prism.runtime.durable._run_state import RELEASE_KEY as RELEASE_KEY
 from prism.runtime.durable._run_state import AgentRunInterruption as AgentRunInterruption

@@ -720,6 +720,17 @@ def _is_release(value: object) -> bool:
     )
 
 
+def subagent_fields(tag: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """``(tool_call_id, agent, session_id, run_id)`` of a pending decision's ``subagent`` tag
+    (:meth:`ChildRun.tag` plus the calling run's ``tool_call_id``), each as a string."""
+    return (
+        str(tag.get("tool_call_id")),
+        str(tag.get("agent")),
+        str(tag.get("session_id")),
+        str(tag.get("run_id")),
+    )
+
+
 def names_of(calls: Sequence[PendingCall]) -> dict[str, str]:
     """Call id → tool name of ``calls``."""
     return {e.call_id: e.tool_name for e in calls}

@@ -383,6 +383,7 @@ class AttemptState:
                 usage=self.fold.usage,
                 error=error,
                 stop_reason=self.fold.stop_reason if error is None else None,
+                response_model=self.fold.model if error is None else None,
             )
         )
 
