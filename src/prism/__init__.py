@@ -6,15 +6,12 @@ Everything else has its own namespace:
 
 * ``prism.providers`` — what a provider author needs (the provider protocol, provider events and
   their constructors); the adapters are ``prism.providers.openai``, ``.anthropic``, ``.llama_cpp``;
-* ``prism.testing`` — test doubles (the scripted mock provider, the memory stores) and the store
-  conformance suites;
-* ``prism.stores`` — the SQLite and PostgreSQL stores; ``prism.artifacts`` — artifact helpers;
-* ``prism.events``, ``prism.types``, ``prism.tools`` … — every event, value type and tool helper.
+* ``prism.testing`` — test doubles (mock provider, memory stores) and store conformance suites;
+* ``prism.stores`` (SQLite, PostgreSQL), ``prism.artifacts``, ``prism.events``, ``prism.types``…
 
 Importing ``prism`` imports none of the modules below: each name's module is imported the first
-time the name is read (``prism._moved`` says where each one lives), so ``import prism`` performs
-no I/O, loads no optional extra and not asyncio or jsonschema. A name that left this namespace
-raises an ``AttributeError`` that names the module to import it from.
+time it is read (``prism._moved`` says where each lives), so ``import prism`` loads no extra, nor
+asyncio or jsonschema. A name that left raises an ``AttributeError`` naming its new module.
 """
 
 # The imports are grouped by topic (one comment per group), not sorted as one block.
