@@ -27,7 +27,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, Final
 
-from prism.errors import AgentLoopStateError, AgentRunSuspended
+from prism.errors import AgentLoopStateError, AgentRunSuspended, CheckpointConflictError
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
 from prism.runtime.durable._approvals import rejection_result
 from prism.runtime.durable._durable_run import DurableRun
@@ -55,6 +55,7 @@ from prism.types import (
     ToolDefinition,
     ToolExecutionContext,
     ToolResult,
+    ToolResultContent,
 )
 
 __all__ = ["DURABLE_HOOKS", "DurableDriver"]
@@ -494,19 +495,64 @@ class DurableDriver:
 
         Skipped when no envelope exists, or when the success path's own terminal write is what
         failed (the stored envelope then keeps its previous, resumable content).
+
+        On a store that writes entries with the envelope, a terminal write refused with the
+        held entries (one of them not storable: a value the store cannot encode, a row larger
+        than the database takes) is made once more without them: the held entries are dropped,
+        the calls whose result rows were among them are answered with ``tool_call_interrupted``
+        rows instead, and the run is stored ``failed``/``aborted`` with every call answered, so
+        the session's next run sends the provider a complete history. A refusal that is not
+        about the entries (a lost compare-and-set) is not retried.
         """
         run = self.run
         try:
             if run.version == 0 or self.terminal_write_failed:
                 return run.state
-            return await run.write(
-                "failed" if status == "failed" else "aborted",
-                **self._frame(),
-                loop_state=None,
-                keep_sticky=False,
-            )
+            try:
+                return await self._write_terminal(status)
+            except CheckpointConflictError:
+                raise
+            except Exception:
+                if not await self._answer_dropped():
+                    raise
+                return await self._write_terminal(status)
         finally:
             self._release()
+
+    async def _write_terminal(self, status: str) -> AgentRunState:
+        return await self.run.write(
+            "failed" if status == "failed" else "aborted",
+            **self._frame(),
+            loop_state=None,
+            keep_sticky=False,
+        )
+
+    async def _answer_dropped(self) -> bool:
+        """Drop the held entries (the leaf goes back to the last stored entry) and answer the
+        stored calls whose result rows were among them with ``tool_call_interrupted`` rows, held
+        for the next write; ``False`` when nothing was held."""
+        turn_writes = self.turn_writes
+        if turn_writes is None or not turn_writes.held:
+            return False
+        opened: set[str] = set()
+        answered: dict[str, str] = {}
+        for append in turn_writes.held:
+            message = append.entry.message
+            if message is None:
+                continue
+            for part in message.content:
+                if type(part) is ToolCallContent:
+                    opened.add(part.id)
+                elif type(part) is ToolResultContent:
+                    answered[part.tool_call_id] = part.name
+        turn_writes.release()
+        turn_writes.hold()
+        ctx = self.ctx
+        for call_id, name in answered.items():
+            if call_id not in opened:  # its call is stored: it needs an answer
+                ctx.open_calls[call_id] = ToolCallContent(id=call_id, name=name, arguments={})
+        await ctx.answer_open_calls()
+        return True
 
     def _release(self) -> None:
         """Stop holding appends: those no write took are forgotten, the leaf goes back."""
