@@ -10,10 +10,17 @@ from __future__ import annotations
 import json
 import json.encoder
 import math
+import re
 from collections.abc import Callable
 from typing import Any, TypeAlias, TypeGuard, Union
 
-__all__ = ["JsonValue", "canonical_json", "copy_json", "is_json_value"]
+__all__ = [
+    "JsonValue",
+    "canonical_json",
+    "copy_json",
+    "is_json_value",
+    "without_lone_surrogates",
+]
 
 JsonValue: TypeAlias = Union[  # noqa: UP007 - recursive alias needs the Union form at runtime
     None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]
@@ -110,13 +117,21 @@ def copy_json(value: object, max_depth: int = _JSON_MAX_DEPTH) -> tuple[Any, int
     deep. For such a value it returns ``(copy, size)``: a copy whose dicts and lists are new
     (scalars are shared), and ``len(canonical_json(value).encode())``. Anything else (a tuple,
     a subclass, a non-finite float, a non-``str`` key, too deep) returns ``None``: the caller
-    takes the general path (:func:`is_json_value`), which decides whether it is JSON at all.
-    Never raises (the depth bound keeps the recursion short).
+    takes the general path (:func:`is_json_value`), which decides whether it is JSON at all;
+    so does a string holding a lone surrogate (it has no UTF-8 form, see
+    :func:`without_lone_surrogates`). Never raises (the depth bound keeps the recursion short).
 
     The scalar cases are written out inside the dict and list loops rather than called per
     item: measured on the realistic benchmark's ~1 KB tool result, 16.3–17.2 µs per walk
     against 22.7–23.9 µs with one shared scalar helper (about 12 µs per turn of two results).
     """
+    try:
+        return _copy_json(value, max_depth)
+    except UnicodeEncodeError:  # a lone surrogate
+        return None
+
+
+def _copy_json(value: object, max_depth: int) -> tuple[Any, int] | None:
     budget = max_depth
     t = type(value)
     if t is dict:
@@ -149,7 +164,7 @@ def copy_json(value: object, max_depth: int = _JSON_MAX_DEPTH) -> tuple[Any, int
                     return None
                 total += len(float.__repr__(item))
             else:
-                walked = copy_json(item, inner)
+                walked = _copy_json(item, inner)
                 if walked is None:
                     return None
                 item, size = walked
@@ -179,7 +194,7 @@ def copy_json(value: object, max_depth: int = _JSON_MAX_DEPTH) -> tuple[Any, int
                     return None
                 total += len(float.__repr__(item))
             else:
-                walked = copy_json(item, inner)
+                walked = _copy_json(item, inner)
                 if walked is None:
                     return None
                 item, size = walked
@@ -214,3 +229,47 @@ def canonical_json(value: object) -> str:
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT_CHARACTER = "\ufffd"
+"""What :func:`without_lone_surrogates` puts in place of each lone surrogate."""
+
+
+def without_lone_surrogates(value: Any, max_depth: int = _JSON_MAX_DEPTH) -> Any:
+    """``value``, or a copy of it in which every lone surrogate (a code point in
+    ``U+D800..U+DFFF``) of a string or a key is replaced by ``U+FFFD`` (the replacement
+    character).
+
+    :func:`is_json_value` accepts such strings — they are Python ``str`` — but they have no UTF-8
+    form: a store, a provider request or a size measure that encodes them fails. What a tool
+    returns passes through here (:func:`prism.tools.results.normalise_result`), so the model
+    reads a result with the bad characters replaced instead of the run failing. A value without
+    lone surrogates is returned as it is (the same object); containers are copied only along the
+    paths that change. ASCII strings cost one O(1) check each; O(size of the value) otherwise.
+    Containers deeper than ``max_depth`` are left as they are (:func:`is_json_value` refuses
+    them anyway).
+    """
+    t = type(value)
+    if t is str:
+        if value.isascii() or _SURROGATE.search(value) is None:
+            return value
+        return _SURROGATE.sub(REPLACEMENT_CHARACTER, value)
+    if max_depth <= 0:
+        return value
+    if t is dict or isinstance(value, dict):
+        changed: dict[Any, Any] | None = None
+        for index, (key, item) in enumerate(value.items()):
+            new_key = without_lone_surrogates(key, 0) if type(key) is str else key
+            new_item = without_lone_surrogates(item, max_depth - 1)
+            if changed is None and (new_key is not key or new_item is not item):
+                changed = dict(list(value.items())[:index])
+            if changed is not None:
+                changed[new_key] = new_item
+        return value if changed is None else changed
+    if t is list or t is tuple or isinstance(value, (list, tuple)):
+        items = [without_lone_surrogates(item, max_depth - 1) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return items
+    return value

@@ -243,9 +243,11 @@ async def test_db10_every_turn_records_each_dispatch_before_its_side_effect() ->
     assert "input" in w.checkpoints.saves[0] and "input" not in w.checkpoints.saves[1]
 
 
-async def test_db10_parallel_round_lists_every_started_call_before_its_side_effect() -> None:
-    """DB-10: in a parallel round each call is ``dispatched`` in the stored envelope before it
-    runs; writes waiting behind one in flight are coalesced into one."""
+async def test_db10_parallel_round_dispatches_each_call_by_its_own_write_i21_13() -> None:
+    """DB-10, issue 21 item 13: in a parallel round each call is ``dispatched`` in the stored
+    envelope before it runs, by a write of its own made right before its ``execute``; a call
+    still waiting for its write is ``ready`` (a crash then re-dispatches it instead of
+    reporting it ambiguous)."""
     w = World()
     executing: list[tuple[str, list[tuple[str, str]]]] = []
 
@@ -280,9 +282,12 @@ async def test_db10_parallel_round_lists_every_started_call_before_its_side_effe
     for call_id, listed in executing:
         assert (call_id, "dispatched") in listed
         assert [c for c, _ in listed] == ["c1", "c2", "c3"]
-    # input, boundary 1, the marking, boundary 2, terminal: the 3 calls started together
-    # cost ONE marking write (the first marking waits one loop pass for the others)
-    assert Slow.writes == 2 + 1 + 2
+    # the envelope seen by the first call to execute: itself dispatched, the others (waiting
+    # for their own marking writes) ready
+    first, listed = executing[0]
+    assert [status for c, status in listed if c != first] == ["ready", "ready"]
+    # input, boundary 1, one marking per call, boundary 2, terminal
+    assert Slow.writes == 2 + 3 + 2
 
 
 async def test_db10_on_suspend_and_non_durable_runs_write_nothing_per_tool_call() -> None:

@@ -34,7 +34,9 @@ Hook points, in the order a clean run meets them (``trace-<phase>.log`` lists th
 * ``save.before <status…>`` / ``save.after <status…>`` — around every checkpoint write (every-turn,
   suspension, claim, dispatch marking, terminal);
 * ``tool.before <call>`` / ``tool.after <call>`` — inside the tool, around its side effect (one
-  line in ``effects.log``).
+  line in ``effects.log``); before both, the tool's first step writes ``<call> <phase>`` to
+  ``started.log`` (its ``execute`` began: a call reported ambiguous without that line had never
+  started, a needless ambiguity).
 
 Recovery is what a host and an operator do (DUR-16..DUR-24): find the session's last run; if it
 has no envelope it never became durable, so start it again from the entry before it (STORE-6);
@@ -80,6 +82,7 @@ from pathlib import Path
 from typing import Any
 
 from prism.errors import AgentRunStateError
+from prism.loops.contracts import SingleShotLoopOptions
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.runtime.agent import Agent, create_agent
 from prism.runtime.checkpoints import AGENT_RUN_NAMESPACE
@@ -317,18 +320,25 @@ def build_agent(
     gated: bool,
     delegated: bool = False,
     together: bool = False,
+    parallel: bool = False,
 ) -> Agent:
     """The run's agent; ``delegated``: turn 1 asks the ``helper`` agent (an agent tool, durable
     with the parent's run state) to record b, and the helper records it with its own call;
     ``together``: one store object is the session and the checkpoint store, so every-turn
-    boundaries write their entries with the envelope."""
+    boundaries write their entries with the envelope; ``parallel``: a tool round's calls run two
+    at a time (``tool_concurrency=2``), each tool giving up the event loop once after its side
+    effect, as a tool doing I/O does."""
     effects = directory / "effects.log"
 
     async def record(arguments: dict[str, Any], context: Any) -> Any:
         call_id = context.tool_call_id
+        # the call's execute began: an ambiguity report of a call without this line is needless
+        append_line(directory / "started.log", f"{call_id} {killer.phase}")
         killer.hit(f"tool.before {call_id}")
         append_line(effects, f"{call_id} {killer.phase}")
         killer.hit(f"tool.after {call_id}")
+        if parallel:
+            await asyncio.sleep(0)  # the other call of the round runs meanwhile
         return {"recorded": arguments["key"]}
 
     hooked: Any = HookedStore(store, killer) if together else HookedSessionStore(store, killer)
@@ -361,6 +371,7 @@ def build_agent(
         ),
         tools=tools,
         store=hooked,
+        **({"loop": SingleShotLoopOptions(tool_concurrency=2)} if parallel else {}),
         run_state=RunStateOptions(
             checkpoints,
             REVISION,
@@ -524,6 +535,7 @@ async def start(job: dict[str, Any], store: Any, killer: Killer, directory: Path
         gated=job.get("gated", True),
         delegated=job.get("delegated", False),
         together=job.get("together", False),
+        parallel=job.get("parallel", False),
     )
     session = agent.create_session(job["session"])
     result = await approve_all(agent, await session.run(PROMPT))
@@ -596,6 +608,7 @@ async def recover(
         gated=job.get("gated", True),
         delegated=job.get("delegated", False),
         together=job.get("together", False),
+        parallel=job.get("parallel", False),
     )
     run_id = before["run_id"]
     envelope = before["envelope"]

@@ -30,6 +30,10 @@ What every case must show (DB-10), with approvals and without:
   the operator (DUR-24); a recorded dispatch whose row *was* stored is adopted by the resume, not
   reported; every tool side effect happens exactly once (``effects.log``), so nothing is silently
   re-run;
+* no call that had not started is reported (issue 21, item 13): a call is recorded
+  ``dispatched`` only by the write made right before its own ``execute``, so every reported call
+  has a ``started.log`` line (its tool's first step) from before the report; each matrix prints
+  how many calls were reported and the share of those that had not started (zero);
 * the input is checkpointed before it is appended: a run that stored an entry always has an
   envelope, and a kill right after the input append resumes the run, the input appended again on
   a fork and present once on the final branch.
@@ -179,6 +183,7 @@ class Case:
     gated: bool = True
     delegated: bool = False
     together: bool = False
+    parallel: bool = False
     outcomes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -206,6 +211,7 @@ class Case:
                     "gated": self.gated,
                     "delegated": self.delegated,
                     "together": self.together,
+                    "parallel": self.parallel,
                 }
             )
             self.outcomes.append(outcome)
@@ -411,6 +417,78 @@ def check_case(case: Case) -> list[str]:
     return problems
 
 
+def _dispatched_in(label: str) -> set[str]:
+    """The calls a ``save`` hook label lists as ``dispatched``."""
+    return {t.split(":")[1] for t in label.split() if t.startswith("dispatched:")}
+
+
+def _killed_before_execute(case: Case, phase: int, call: str) -> bool:
+    """Whether phase ``phase`` was killed right after the write that dispatched ``call`` alone
+    (its own marking, the last step before its ``execute``): the one window in which a call
+    that had not started must still be reported, since nothing in the store tells it from a call
+    killed inside its tool."""
+    lines = _read_lines(case.directory / f"trace-{phase}.log")
+    if not lines or not lines[-1].startswith("KILL ") or " save.after " not in lines[-1]:
+        return False
+    label = lines[-1].split(" save.after ", 1)[1]
+    earlier = [
+        line.split(" save.after ", 1)[1] for line in lines[:-1] if " save.after " in line
+    ]
+    before = _dispatched_in(earlier[-1]) if earlier else set()
+    return _dispatched_in(label) - before == {call}
+
+
+def ambiguity_counts(case: Case) -> tuple[int, list[str], list[str]]:
+    """``(ambiguous calls reported, those that had not started, those of them killed between
+    their own dispatch write and their execute)``.
+
+    A call a resume reported ambiguous whose ``execute`` never began before the report (no
+    ``started.log`` line of an earlier phase) had not started. Unless the crash fell right
+    after the write that dispatched it alone — the step before its ``execute`` — it is a
+    needless ambiguity (issue 21, item 13: none)."""
+    d = case.directory
+    started = [line.split() for line in _read_lines(d / "started.log")]
+    reported = 0
+    not_started: list[str] = []
+    window: list[str] = []
+    for line in _read_lines(d / "reports.log"):
+        phase, action, *rest = line.split()
+        if action == "ambiguous":
+            continue
+        reported += 1
+        call = rest[0]
+        if any(c == call and int(p) < int(phase) for c, p in started):
+            continue
+        name = f"{case.name} phase {phase}: {call}"
+        not_started.append(name)
+        if _killed_before_execute(case, int(phase) - 1, call):
+            window.append(name)
+    return reported, not_started, window
+
+
+def assert_no_needless_ambiguity(label: str, cases: list[Case]) -> None:
+    """Report the share of ambiguous calls that had not started (printed with ``-s``) and
+    require every one of them to have been killed between its own dispatch write and its
+    ``execute``."""
+    reported = 0
+    not_started: list[str] = []
+    window: list[str] = []
+    for case in cases:
+        count, never, at_dispatch = ambiguity_counts(case)
+        reported += count
+        not_started += never
+        window += at_dispatch
+    needless = [name for name in not_started if name not in window]
+    share = 100.0 * len(needless) / reported if reported else 0.0
+    print(
+        f"\n{label}: {reported} ambiguous calls reported; {len(window)} killed between their own "
+        f"dispatch write and their execute; {len(needless)} that had not started otherwise "
+        f"({share:.0f} % of the reported)"
+    )
+    assert reported, f"{label}: no ambiguous call was reported"
+    assert not needless, f"{label}: ambiguous calls that had not started: {needless}"
+
+
 def _child_problems(child: dict[str, Any] | None) -> list[str]:
     """The ``delegated`` run's child finished with exactly the expected transcript, each of its
     calls answered once on every branch of its session."""
@@ -445,6 +523,8 @@ class Mode:
     together: bool = False
     """One store object for sessions and checkpoints: a turn's entries and its envelope are
     written in one transaction (``save_checkpoint_with_entries``)."""
+    parallel: bool = False
+    """A round's calls run two at a time (``tool_concurrency=2``)."""
 
 
 GATED = Mode(
@@ -477,12 +557,25 @@ TOGETHER = Mode(
 """Ungated tools on one store object: from the first turn boundary on, each append is held and
 written with the next envelope in one transaction, so no kill falls between a turn's entries
 and its envelope; a stored result row is never left for a resume to adopt."""
+PARALLEL = Mode(
+    gated=False,
+    hook_points=30,
+    kinds={"provider": 6, "tool": 6, "append": 2, "save": 16},
+    chained=((4, 3), (10, 2), (12, 4), (14, 4), (18, 2), (22, 3)),
+    paths=frozenset({"restart", "running", "finished"}),
+    reports=frozenset({"ambiguous", "reject", "rerun"}),
+    together=True,
+    parallel=True,
+)
+"""``TOGETHER`` with the first round's two calls running at once: each call is dispatched by a
+marking write of its own right before its ``execute`` (issue 21, item 13), so a crash while
+the first runs leaves the second ``ready`` (one marking for both reported both)."""
 
 
 async def _crash_matrix(
     tmp_path: Path, url_for: Any, schema: str | None, runners: Any, mode: Mode
 ) -> None:
-    prefix = "t" if mode.together else "g" if mode.gated else "p"
+    prefix = "x" if mode.parallel else "t" if mode.together else "g" if mode.gated else "p"
 
     def case(kills: tuple[int, ...]) -> Case:
         name = prefix + ("clean" if not kills else "k" + "_".join(map(str, kills)))
@@ -490,7 +583,7 @@ async def _crash_matrix(
         directory.mkdir()
         return Case(
             kills, directory, url_for(directory), schema, f"sess_{name}", mode.gated,
-            together=mode.together,
+            together=mode.together, parallel=mode.parallel,
         )
 
     clean = case(())
@@ -506,6 +599,8 @@ async def _crash_matrix(
     await run_cases(cases, runners)
     failures = {c.name: p for c in cases if (p := check_case(c))}
     assert not failures, json.dumps(failures, indent=1)
+    store = "sqlite" if schema is None else "postgres"
+    assert_no_needless_ambiguity(f"{store} {prefix}-matrix", cases)
     # the kills really are spread over all kinds of hook points (at least 20 distinct ones)
     killed = {label for c in cases for label in kill_labels(c)}
     assert len(killed) >= 20
@@ -549,7 +644,7 @@ async def _crash_matrix(
     assert final is not None and final["path"] == "running", final
 
 
-DELEGATED_HOOK_POINTS = {False: 64, True: 84}
+DELEGATED_HOOK_POINTS = {False: 64, True: 80}
 """Hook points of a clean ``delegated`` run, ungated and gated: the parent's with the agent
 tool's call instead of a plain one, and the child's (its provider turns, appends, checkpoint
 writes and tool); gated, every call of either agent waits for an approval the host gives at
@@ -597,6 +692,8 @@ async def _delegated_crash_cases(
     await run_cases(cases, runners)
     failures = {c.name: p for c in cases if (p := check_case(c))}
     assert not failures, f"seed {SEED}: " + json.dumps(failures, indent=1)
+    store = "sqlite" if schema is None else "postgres"
+    assert_no_needless_ambiguity(f"{store} delegated{' gated' if gated else ''}", cases)
     killed = {label for c in cases for label in kill_labels(c)}
     assert any(" c" in label or "child_1" in label for label in killed), killed
     paths = Counter(
@@ -614,7 +711,7 @@ async def test_db10_sqlite_sigkill_at_every_hook_point_then_resume(tmp_path: Pat
     (every hook point) and 10 chained ones; without, 42 and 6; with a turn's entries and
     envelope written together, 30 and 6."""
     async with fork_servers(SERVERS) as servers:
-        for mode in (GATED, PLAIN, TOGETHER):
+        for mode in (GATED, PLAIN, TOGETHER, PARALLEL):
             await _crash_matrix(tmp_path, lambda d: f"sqlite:///{d}/store.db", None, servers, mode)
 
 
@@ -625,7 +722,7 @@ async def test_db10_postgres_sigkill_at_every_hook_point_then_resume(
     store = await PostgresStore.connect(pg_url, schema=pg_schema, max_size=1)
     await store.aclose()  # migrated before the workers start
     async with fork_servers(SERVERS) as servers:
-        for mode in (GATED, PLAIN, TOGETHER):
+        for mode in (GATED, PLAIN, TOGETHER, PARALLEL):
             await _crash_matrix(tmp_path, lambda d: pg_url, pg_schema, servers, mode)
 
 
@@ -644,10 +741,10 @@ async def test_delegated_gated_sqlite_sigkill_at_random_points_of_parent_and_chi
     tmp_path: Path,
 ) -> None:
     """Issue 16 on SQLite, every call of either agent gated (the child's approvals given through
-    the parent): killed at every hook point of either agent (84), and 10 random chained kills."""
+    the parent): killed at every hook point of either agent (80), and 10 random chained kills."""
     async with fork_servers(SERVERS) as servers:
         await _delegated_crash_cases(
-            tmp_path, lambda d: f"sqlite:///{d}/store.db", None, servers, singles=84, chained=10,
+            tmp_path, lambda d: f"sqlite:///{d}/store.db", None, servers, singles=80, chained=10,
             gated=True,
         )
 

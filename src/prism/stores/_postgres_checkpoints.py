@@ -16,13 +16,19 @@ generated columns of the row, so a save writes nothing else.
 Measured (``benchmarks/bench_checkpoint_writes.py``, per turn of the realistic scenario): with
 ``conn.transaction()`` around the pipelined statements psycopg syncs at ``BEGIN``, before and
 after ``COMMIT`` too — five round trips per write; the explicit ``BEGIN``/``COMMIT`` make it two.
+
+A write whose parameters are larger than :data:`PIPELINE_MAX_BYTES` is not pipelined: psycopg's
+pipeline mode stops sending a large message part-way and waits for results that never come (a
+tool result of 16 MB or more hung the write, and the run, for good — psycopg issue 685); such a
+write runs its statements one by one inside ``conn.transaction()`` (three round trips more,
+nothing next to sending megabytes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from prism.checkpoints import SessionAppend
 from prism.stores._checkpoints import (
@@ -38,7 +44,16 @@ from prism.stores._sessions import Appends, append_error
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, AsyncCursor
 
-__all__ = ["PostgresCheckpointSql", "PostgresCheckpoints", "checkpoint_params", "save_with_entries"]
+__all__ = [
+    "PIPELINE_MAX_BYTES",
+    "PostgresCheckpointSql",
+    "PostgresCheckpoints",
+    "checkpoint_params",
+    "save_with_entries",
+]
+
+PIPELINE_MAX_BYTES: Final = 1 << 20
+"""Most characters of text parameters (entries and envelope) a pipelined write sends."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,8 +169,8 @@ async def save_with_entries(
 
     On an autocommit connection (the store's own pool) the statements are pipelined:
     ``BEGIN``, the appends and the save in one round trip, then ``COMMIT`` or ``ROLLBACK``
-    in a second. A host pool's connection outside autocommit runs them one by one inside
-    ``conn.transaction()``.
+    in a second. A host pool's connection outside autocommit, or a write larger than
+    :data:`PIPELINE_MAX_BYTES`, runs them one by one inside ``conn.transaction()``.
 
     Returns:
         The record's ``created_at``.
@@ -166,7 +181,7 @@ async def save_with_entries(
         CheckpointConflictError: the save was refused; nothing is stored.
     """
     statement = sql.insert if write.expected_version == 0 else sql.update
-    if not conn.autocommit:
+    if not conn.autocommit or _text_size(params, write) > PIPELINE_MAX_BYTES:
         async with conn.transaction():
             cursors = [await conn.execute(append, values) for values in params]
             saved = await conn.execute(statement, save)
@@ -183,6 +198,16 @@ async def save_with_entries(
             raise
         await conn.execute("COMMIT")  # sent, and its result read, when the pipeline closes
     return created_at
+
+
+def _text_size(params: Sequence[tuple[Any, ...]], write: CheckpointWrite) -> int:
+    """Characters of the write's text parameters (the encoded entries and envelope). O(params)."""
+    size = len(write.text)
+    for values in params:
+        for value in values:
+            if type(value) is str:
+                size += len(value)
+    return size
 
 
 async def _outcome(

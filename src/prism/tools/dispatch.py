@@ -493,8 +493,8 @@ class ToolDispatcher:
             if hooked:
                 assert middleware is not None
                 replaced = await middleware.run("tool_result", result)
-                if replaced is not None:
-                    result = replaced
+                if replaced is not None:  # checked and cleaned as a returned result is
+                    result = normalise_result(replaced, call)
         except ToolInterrupted:
             return await report.failed(_interrupted_error(self.grace_ms))
         except NotJsonError as exc:

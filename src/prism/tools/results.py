@@ -5,6 +5,12 @@ or a dataclass instance (``dataclasses.asdict``). Anything else cannot be stored
 model: :class:`NotJsonError` names its type, and the dispatcher answers the call with an
 ``invalid_tool_result`` error result.
 
+A string (a value, a key, a text block's text) holding a lone surrogate (``"\\ud800"``, as a
+decoded ``\\ud800`` JSON escape or a bad ``surrogateescape`` decoding produces) is JSON for
+:func:`prism.types.is_json_value` but has no UTF-8 form, so no store and no provider could take
+it: each lone surrogate is replaced by ``U+FFFD`` here
+(:func:`prism._json.without_lone_surrogates`), and the model reads the rest of the result.
+
 Passes over a returned ``dict``: with a ``keep`` receiver (see :func:`normalise_result`) one —
 :func:`prism._json.copy_json` checks the value, copies it and measures its canonical JSON size in
 the same walk, and the receiver carries the copy and the size on (the runtime's store takes the
@@ -19,7 +25,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeAlias, cast
 
-from prism._json import copy_json
+from prism._json import copy_json, without_lone_surrogates
 from prism.types import JsonValue, ToolCallContent, ToolResult, is_json_value
 
 __all__ = ["KeepMeasured", "NotJsonError", "normalise_result", "to_json_value"]
@@ -69,7 +75,8 @@ def normalise_result(
     """Wrap what ``execute`` returned as the call's ``ToolResult``.
 
     A returned ``ToolResult`` keeps its fields, with ``tool_call_id`` and ``name`` replaced by the
-    call's; any other value is converted by :func:`to_json_value`.
+    call's; any other value is converted by :func:`to_json_value`. Lone surrogates in strings,
+    keys and text blocks are replaced by ``U+FFFD`` (see the module).
 
     Args:
         raw: What ``execute`` returned.
@@ -82,15 +89,33 @@ def normalise_result(
     """
     if isinstance(raw, ToolResult):
         value = raw.value
+        result: ToolResult = raw
         if type(value) is dict and keep is not None and (walked := copy_json(value)) is not None:
             keep(value, walked[0], walked[1])
         elif not (value is None or type(value) in (str, int, bool) or is_json_value(value)):
             raise NotJsonError(type(value).__name__)
-        result: ToolResult = raw
+        elif (clean := without_lone_surrogates(value)) is not value:
+            result = dataclasses.replace(result, value=clean)
+        if result.content:
+            result = _clean_blocks(result)
         if result.tool_call_id != call.id or result.name != call.name:
             result = dataclasses.replace(result, tool_call_id=call.id, name=call.name)
         return result
     if type(raw) is dict and keep is not None and (walked := copy_json(raw)) is not None:
         keep(raw, walked[0], walked[1])
         return ToolResult(tool_call_id=call.id, name=call.name, value=raw)
-    return ToolResult(tool_call_id=call.id, name=call.name, value=to_json_value(raw))
+    value = without_lone_surrogates(to_json_value(raw))
+    return ToolResult(tool_call_id=call.id, name=call.name, value=value)
+
+
+def _clean_blocks(result: ToolResult) -> ToolResult:
+    """``result`` with the lone surrogates of its text blocks replaced (see the module)."""
+    blocks = []
+    changed = False
+    for block in result.content:
+        text = getattr(block, "text", None)
+        if type(text) is str and (clean := without_lone_surrogates(text)) is not text:
+            block = dataclasses.replace(block, text=clean)
+            changed = True
+        blocks.append(block)
+    return dataclasses.replace(result, content=tuple(blocks)) if changed else result

@@ -14,8 +14,9 @@ seams:
 * the outcomes: suspension and terminal writes;
 * crash safety of ``every-turn`` runs without gating: the first ``running`` envelope is
   written before the input is appended (with the input, so a resume appends it exactly once), and
-  every host tool dispatch is recorded as ``dispatched`` before its side effect, so a crash inside
-  a tool is reported instead of re-running it.
+  every host tool dispatch is recorded as ``dispatched`` by a write of its own made right before
+  its ``execute`` is invoked, so a crash inside a tool is reported instead of re-running it, and
+  a call that had not started is dispatched again instead of being reported.
 
 Every write costs O(envelope), never O(history).
 """
@@ -26,7 +27,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, Final
 
-from prism.errors import AgentLoopStateError, AgentRunSuspended
+from prism.errors import AgentLoopStateError, AgentRunSuspended, CheckpointConflictError
 from prism.loops.contracts import AgentLoopStrategy, effective_loop_revision
 from prism.runtime.durable._approvals import rejection_result
 from prism.runtime.durable._durable_run import DurableRun
@@ -54,6 +55,7 @@ from prism.types import (
     ToolDefinition,
     ToolExecutionContext,
     ToolResult,
+    ToolResultContent,
 )
 
 __all__ = ["DURABLE_HOOKS", "DurableDriver"]
@@ -76,8 +78,6 @@ class DurableDriver:
 
     __slots__ = (
         "_mark_lock",
-        "_mark_wanted",
-        "_mark_written",
         "ctx",
         "loop",
         "marks",
@@ -115,8 +115,6 @@ class DurableDriver:
         appends from its first turn boundary on (see ``prism.runtime.durable._turn_writes``)."""
         self.run.turn_writes = self.turn_writes
         self._mark_lock: asyncio.Lock | None = None
-        self._mark_wanted = 0
-        self._mark_written = 0
 
     # ----------------------------------------------------------------- helpers
 
@@ -240,7 +238,9 @@ class DurableDriver:
         * a call that needs an approval is held (the run suspends on the round at the next
           boundary; at once when the loop never announced the round — the backstop), a sticky
           rejection answers it;
-        * else a replayed call is marked ``dispatched``, or an ``every-turn`` dispatch marked.
+        * else a replayed call is marked ``dispatched``, or an ``every-turn`` dispatch marked —
+          by a write of its own; an agent tool's call is marked by the write that records its
+          child run, before the child starts (:meth:`record_child`).
 
         Returns:
             The result holding the call, else ``None`` (it runs).
@@ -251,6 +251,8 @@ class DurableDriver:
             held = run.recheck(entry, call, tool)
             if held is not None:
                 return held
+            if child_agent(tool) is not None:
+                return None  # an agent tool is marked with its child (``record_child``)
             entry.status = "dispatched"
             await run.write(
                 "running",
@@ -297,28 +299,32 @@ class DurableDriver:
         run = self.run
         open_calls = self.ctx.open_calls
         call = open_calls.get(tool_call_id)
-        if self.marks and call is not None and run.child_entry(tool_call_id) is None:
-            run.mark_dispatched(call, open_calls)  # one write: dispatched, with the child
-        entry = run.child_entry(tool_call_id)
-        if entry is None:
-            return
-        entry.status, entry.child = "dispatched", ChildRun.from_json(link)
-        if entry in run.replay_entries():
+        entry = run.replaying(call) if call is not None else None
+        if entry is not None:
+            entry.status, entry.child = "dispatched", ChildRun.from_json(link)
             pending = run.replay_pending_calls()
             await run.write(
                 "running", **self._frame(), loop_state=run.loop_state, pending_calls=pending
             )
             return
+        if not self.marks or call is None:
+            return
         lock = self._mark_lock
         if lock is None:
             lock = self._mark_lock = asyncio.Lock()
-        async with lock:
-            await run.write(
-                "running",
-                **self._frame(),
-                loop_state=self._snapshot(),
-                pending_calls=run.marked_pending_calls(open_calls),
-            )
+        async with lock:  # one write of its own: dispatched, with the child
+            entry = run.mark_dispatched(call, open_calls)
+            entry.child = ChildRun.from_json(link)
+            try:
+                await run.write(
+                    "running",
+                    **self._frame(),
+                    loop_state=self._snapshot(),
+                    pending_calls=run.marked_pending_calls(open_calls),
+                )
+            except BaseException:
+                entry.status, entry.child = "ready", None
+                raise
 
     def delegated(self, call: ToolCallContent, signal: ChildRunSuspended) -> ToolResult:
         """``call``'s child run suspended: the call joins the open round (the run suspends at
@@ -329,46 +335,42 @@ class DurableDriver:
         return ToolResult(tool_call_id=call.id, name=call.name, metadata={"approval_pending": True})
 
     async def _mark(self, call: ToolCallContent) -> None:
-        """Write ``call`` as ``dispatched`` before its side effect.
+        """Write ``call`` as ``dispatched`` right before its ``execute`` is invoked.
 
         The envelope gets the current leaf (the round's assistant message and the rows stored so
-        far), a fresh loop snapshot (as the backstop suspension takes), and the open round: this call
-        and the others already started ``dispatched``, the rest ``ready``; calls whose rows are
-        stored drop out (the next boundary clears the list). A crash then resumes this round
-        without requesting its provider turn again: a stored row is adopted, a ``ready`` call is
-        dispatched, and a ``dispatched`` call without a row is reported.
+        far), a fresh loop snapshot (as the backstop suspension takes), and the open round: this
+        call and the others whose own marking write is done ``dispatched``, the rest ``ready``;
+        calls whose rows are stored drop out (the next boundary clears the list). A crash then
+        resumes this round without requesting its provider turn again: a stored row is adopted,
+        a ``ready`` call is dispatched, and a ``dispatched`` call without a row is reported.
 
-        Parallel rounds: the writes are serialised and coalesced — a call whose marking is
-        waiting while another write is in flight is covered by the next single write, which
-        lists every call marked until then.
+        A call is ``dispatched`` only from its own write: a call waiting on the pool, on the
+        write of another call of a parallel round, or on an earlier call of a sequential round
+        stays ``ready``, so a crash before its ``execute`` began never makes it ambiguous.
+        Parallel rounds: the writes are serialised, one per call (a round of N calls costs N
+        marking writes).
 
         A failing write (store down, envelope over ``max_state_bytes``, a lost compare-and-set)
-        raises out of ``before_execute``: the call does not run and gets an
-        ``execution_denied`` row.
+        raises out of ``before_execute``: the call does not run, stays ``ready`` in the next
+        write, and gets an ``execution_denied`` row.
         """
         run = self.run
         open_calls = self.ctx.open_calls
-        run.mark_dispatched(call, open_calls)
-        self._mark_wanted += 1
-        wanted = self._mark_wanted
         lock = self._mark_lock
         if lock is None:
             lock = self._mark_lock = asyncio.Lock()
         async with lock:
-            if self._mark_written >= wanted:
-                return  # a write that started after this call was marked covered it
-            if len(open_calls) > 1:
-                # Let the round's other calls that start now reach their marking first: one
-                # write then covers them all.
-                await asyncio.sleep(0)
-            target = self._mark_wanted
-            await run.write(
-                "running",
-                **self._frame(),
-                loop_state=self._snapshot(),
-                pending_calls=run.marked_pending_calls(open_calls),
-            )
-            self._mark_written = target
+            entry = run.mark_dispatched(call, open_calls)
+            try:
+                await run.write(
+                    "running",
+                    **self._frame(),
+                    loop_state=self._snapshot(),
+                    pending_calls=run.marked_pending_calls(open_calls),
+                )
+            except BaseException:
+                entry.status = "ready"  # it does not run
+                raise
 
     # ----------------------------------------------------------------- setup
 
@@ -493,19 +495,64 @@ class DurableDriver:
 
         Skipped when no envelope exists, or when the success path's own terminal write is what
         failed (the stored envelope then keeps its previous, resumable content).
+
+        On a store that writes entries with the envelope, a terminal write refused with the
+        held entries (one of them not storable: a value the store cannot encode, a row larger
+        than the database takes) is made once more without them: the held entries are dropped,
+        the calls whose result rows were among them are answered with ``tool_call_interrupted``
+        rows instead, and the run is stored ``failed``/``aborted`` with every call answered, so
+        the session's next run sends the provider a complete history. A refusal that is not
+        about the entries (a lost compare-and-set) is not retried.
         """
         run = self.run
         try:
             if run.version == 0 or self.terminal_write_failed:
                 return run.state
-            return await run.write(
-                "failed" if status == "failed" else "aborted",
-                **self._frame(),
-                loop_state=None,
-                keep_sticky=False,
-            )
+            try:
+                return await self._write_terminal(status)
+            except CheckpointConflictError:
+                raise
+            except Exception:
+                if not await self._answer_dropped():
+                    raise
+                return await self._write_terminal(status)
         finally:
             self._release()
+
+    async def _write_terminal(self, status: str) -> AgentRunState:
+        return await self.run.write(
+            "failed" if status == "failed" else "aborted",
+            **self._frame(),
+            loop_state=None,
+            keep_sticky=False,
+        )
+
+    async def _answer_dropped(self) -> bool:
+        """Drop the held entries (the leaf goes back to the last stored entry) and answer the
+        stored calls whose result rows were among them with ``tool_call_interrupted`` rows, held
+        for the next write; ``False`` when nothing was held."""
+        turn_writes = self.turn_writes
+        if turn_writes is None or not turn_writes.held:
+            return False
+        opened: set[str] = set()
+        answered: dict[str, str] = {}
+        for append in turn_writes.held:
+            message = append.entry.message
+            if message is None:
+                continue
+            for part in message.content:
+                if type(part) is ToolCallContent:
+                    opened.add(part.id)
+                elif type(part) is ToolResultContent:
+                    answered[part.tool_call_id] = part.name
+        turn_writes.release()
+        turn_writes.hold()
+        ctx = self.ctx
+        for call_id, name in answered.items():
+            if call_id not in opened:  # its call is stored: it needs an answer
+                ctx.open_calls[call_id] = ToolCallContent(id=call_id, name=name, arguments={})
+        await ctx.answer_open_calls()
+        return True
 
     def _release(self) -> None:
         """Stop holding appends: those no write took are forgotten, the leaf goes back."""

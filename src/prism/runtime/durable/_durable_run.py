@@ -526,7 +526,9 @@ class DurableRun:
         suspends the run at once: the backstop)."""
         return call.id in self._round
 
-    def recheck(self, entry: _Entry, call: ToolCallContent, tool: ToolDefinition) -> ToolResult | None:
+    def recheck(
+        self, entry: _Entry, call: ToolCallContent, tool: ToolDefinition
+    ) -> ToolResult | None:
         """An approved call about to be replayed with ``call``'s arguments (as they will run):
         ``None`` when they are the approved ones, else the approval is asked again with them
         (the call joins the open round, held).
@@ -648,11 +650,11 @@ class DurableRun:
 
     def mark_dispatched(
         self, call: ToolCallContent, open_calls: Mapping[str, ToolCallContent]
-    ) -> None:
-        """Record that ``call`` is about to run (an ``every-turn`` run without gating).
-
-        The entry is written by the next :meth:`marked_pending_calls` write and stays
-        ``dispatched`` until its result row is stored (it then leaves ``open_calls``).
+    ) -> _Entry:
+        """Record that ``call`` is about to run (an ``every-turn`` run without gating); its
+        entry, which the caller writes at once (:meth:`marked_pending_calls`) before the call
+        starts. It stays ``dispatched`` until its result row is stored (it then leaves
+        ``open_calls``).
         """
         marked = self._marked
         entry = marked.get(call.id)
@@ -661,6 +663,7 @@ class DurableRun:
             if call.id not in open_calls:  # no stored assistant message carries it
                 self._stray.append(entry)
         entry.status = "dispatched"
+        return entry
 
     def marked_pending_calls(
         self, open_calls: Mapping[str, ToolCallContent]

@@ -43,6 +43,7 @@ from prism.checkpoints import (
     EntryCheckpointStore,
     SessionAppend,
 )
+from prism.errors import AgentRunStateError
 from prism.runtime.durable._run_state import RunStateOptions
 from prism.runtime.run._shield import shielded
 from prism.runtime.run.state import SessionState
@@ -91,12 +92,17 @@ class TurnWrites:
         Raises:
             CheckpointConflictError, SessionAppendConflictError, ValueError: the store refused
                 the save or an append; nothing is stored and the appends stay held.
+            AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — an entry holds a string with
+                no UTF-8 form (a lone surrogate); nothing is stored and the appends stay held.
         """
         held = self.held
         if not held:
             return await self._write((), key, value, version, ownership)
         appends = tuple(held)
-        record = await shielded(self._write(appends, key, value, version, ownership))
+        try:
+            record = await shielded(self._write(appends, key, value, version, ownership))
+        except UnicodeEncodeError as exc:
+            raise AgentRunStateError(f"a session entry is not storable: {exc}") from exc
         del held[: len(appends)]
         return record
 
