@@ -31,7 +31,8 @@ llama-cpp-python's chat formats:
   default is 1.0, no penalty; with the bundled model and a name/age/hobbies schema 2 of 8 prompts
   gave complete JSON without it, 16 of 16 with it).
 * ``tool_choice``: ``"auto"`` (default with tools), ``"none"``, ``"required"`` (forces the only
-  tool; ``"auto"`` when there are several) or ``{"type": "function", "function": {"name": ...}}``.
+  tool; ``"auto"`` when there are several) or a named tool, ``{"name": ...}`` or ``{"type":
+  "function", "function": {"name": ...}}``.
 """
 
 from __future__ import annotations
@@ -280,7 +281,7 @@ def _tool_choice(value: Any, tools: list[dict[str, Any]]) -> Any:
         return value
     if isinstance(value, Mapping):
         function = value.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else value.get("name")
         if isinstance(name, str) and name in names:
             return {"type": "function", "function": {"name": name}}
         raise InvalidRequest(f"tool_choice names a tool that is not in the request: {name!r}")

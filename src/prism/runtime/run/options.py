@@ -34,6 +34,7 @@ from prism.types import (
     OwnershipScope,
     ProviderRequestOptions,
     StructuredOutputOptions,
+    ToolChoice,
     ToolExecutionContext,
 )
 
@@ -106,6 +107,9 @@ class RunOptions:
     answer_after_tool_rounds: int | Literal[False] | None = None
     """Tool rounds before the model must answer in text (int ≥ 0); ``False`` never forces an
     answer; ``None`` takes the agent's, else the provider's default (see ``create_agent``)."""
+    tool_choice: ToolChoice | None = None
+    """``"auto"``, ``"none"``, ``"required"`` or ``{"name": TOOL}``; wins over the agent's
+    (see ``create_agent`` for when a forced choice applies). Checked when the run is planned."""
     parent: ToolExecutionContext | None = None
     """The tool call that runs this run as a child agent run (its ``context``; agent tools
     pass it): the run then redacts with the parent run's secrets too, charges the parent's limit
@@ -180,4 +184,5 @@ class RunOptionKeywords(TypedDict, total=False):
     tool_validator: ToolValidator | Literal[False] | None
     max_tokens: int | None
     answer_after_tool_rounds: int | Literal[False] | None
+    tool_choice: ToolChoice | None
     parent: ToolExecutionContext | None
