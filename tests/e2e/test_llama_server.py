@@ -1,17 +1,17 @@
 """End to end against a real model: llama.cpp's OpenAI-compatible server and the in-process provider.
 
 The server is llama-cpp-python's own (``llama_cpp.server``), started through
-``python -m prism.providers.llama_cpp`` — the same server and arguments, with llama.cpp's extra
-weight-buffer types turned off, because on CPUs with AMX they crash multi-token batches. It serves
-the bundled SmolLM2-135M-Instruct with ``--chat_format chatml-function-calling --n_threads 1`` on
-127.0.0.1 and a free port, and is stopped by PID afterwards (terminate, wait, kill).
+``python -m prism.providers.llama_cpp`` with its defaults — the bundled SmolLM2-135M-Instruct,
+prism's chat handler (``prism-chatml-function-calling``), ``--n_threads 1``, llama.cpp's extra
+weight-buffer types turned off (on CPUs with AMX they crash multi-token batches) — on 127.0.0.1
+and a free port, and is stopped by PID afterwards (terminate, wait, kill).
 
 ``session.run`` then goes through ``create_openai_compatible_provider`` with one tool, and the same
 run through the in-process provider. The model is tiny, so the tests assert the protocol — a tool
 call was made and answered, the run finished, usage (or its absence) was handled — not the answer.
-The first turn forces the tool with ``tool_choice`` (a provider-request policy, RUN-14), the turn
-after the tool result asks for text (``tool_choice: "none"``): this server cannot stream an
-automatically chosen tool call.
+Decoding is greedy (temperature 0, fixed seed). Some tests force the tool with ``tool_choice`` (a
+provider-request policy, RUN-14, or the run option); the tests of issue 21 item 16 send nothing
+but the tools, as a plain client does, and the model calls them as it does in-process.
 
 Skipped with a message without the ``local`` extra, unless ``PRISM_REQUIRE_LOCAL_MODEL=1`` (CI),
 which turns the skip into a failure. Select with ``-m local_model``.
@@ -79,10 +79,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=15)
 
 
-@pytest.fixture(scope="module")
-def llama_server() -> Iterator[str]:
-    """Start the server, wait until ``/v1/models`` answers, yield its base URL, stop it by PID."""
-    _require_local_model()
+def _start_server(*extra: str) -> tuple[subprocess.Popen[bytes], Any, str]:
+    """Start the launcher on a free port with ``extra`` arguments; wait until ``/v1/models``
+    answers. Returns the process, its log file and the base URL."""
     import httpx
 
     from prism.providers.llama_cpp import bundled_model_path
@@ -93,12 +92,10 @@ def llama_server() -> Iterator[str]:
         [
             sys.executable, "-m", "prism.providers.llama_cpp",
             "--model", bundled_model_path(),
-            "--chat_format", "chatml-function-calling",
             "--n_ctx", "4096",
-            "--n_threads", "1",
-            "--n_threads_batch", "1",
-            "--host", "127.0.0.1",
+            "--seed", "1",
             "--port", str(port),
+            *extra,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -119,6 +116,19 @@ def llama_server() -> Iterator[str]:
             if time.monotonic() > deadline:
                 pytest.fail(f"llama.cpp server not ready after {READY_TIMEOUT_S:.0f} s")
             time.sleep(0.25)
+    except BaseException:
+        _stop(proc)
+        log.close()
+        raise
+    return proc, log, base_url
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Iterator[str]:
+    """Start the server with the launcher's defaults, yield its base URL, stop it by PID."""
+    _require_local_model()
+    proc, log, base_url = _start_server()
+    try:
         yield base_url
     finally:
         _stop(proc)
@@ -277,14 +287,27 @@ async def test_a_two_prompt_tool_conversation_with_the_default_compatible_provid
         assert len(tool_rows) == 1 and tool_rows[0].error is None
 
 
-async def test_a_stream_the_server_abandons_names_the_status(llama_server: str) -> None:
-    """This server cannot stream an automatically chosen tool call: it answers 200, logs the
-    error and closes an empty stream. The error says so (HTTP status, nothing received, where
-    the cause is) instead of only the missing end-of-stream evidence."""
+@pytest.fixture
+def library_format_server() -> Iterator[str]:
+    """The server with llama-cpp-python's own ``chatml-function-calling`` chat format."""
+    _require_local_model()
+    proc, log, base_url = _start_server("--chat_format", "chatml-function-calling")
+    try:
+        yield base_url
+    finally:
+        _stop(proc)
+        log.close()
+
+
+async def test_a_stream_the_server_abandons_names_the_status(library_format_server: str) -> None:
+    """With llama-cpp-python's own ``chatml-function-calling`` the server cannot stream an
+    automatically chosen tool call: it answers 200, logs the error and closes an empty stream.
+    The error says so (HTTP status, nothing received, where the cause is) instead of only the
+    missing end-of-stream evidence."""
     from prism.providers.openai import create_openai_compatible_provider
     from prism.types import ProviderErrorEvent, ProviderRequest
 
-    provider = create_openai_compatible_provider(base_url=llama_server, auth_style="none")
+    provider = create_openai_compatible_provider(base_url=library_format_server, auth_style="none")
     request = ProviderRequest(
         model=ModelConfig(
             provider="openai-compatible",
@@ -300,6 +323,73 @@ async def test_a_stream_the_server_abandons_names_the_status(llama_server: str) 
     assert error.code == "incomplete_stream"
     assert "HTTP 200, no data event received, empty body" in error.message
     assert "its log has the cause" in error.message
+
+
+# --------------------------------------------------------------------------- issue 21, items 16/17
+
+GREEDY = {"temperature": 0, "max_tokens": MAX_TOKENS, "seed": 1}
+
+
+def _server_agent(base_url: str, tool: AddTool, **options: Any) -> Any:
+    """An agent on the server as docs/models.md shows it: the tools, one tool round, nothing
+    else (no request policy, no ``transform_body``)."""
+    from prism.providers.openai import create_openai_compatible_provider
+
+    provider = create_openai_compatible_provider(base_url=base_url, auth_style="none")
+    model = ModelConfig(
+        provider="openai-compatible", model="smollm2-135m-instruct", parameters=GREEDY
+    )
+    return create_agent(
+        model=model,
+        provider=provider,
+        tools=[tool.definition()],
+        instructions="You add numbers with the add tool.",
+        answer_after_tool_rounds=1,
+        retry=False,
+        **options,
+    )
+
+
+def _assert_called_and_answered(result: RunResult, tool_calls_before: int, tool: AddTool) -> None:
+    assert result.status == "succeeded", result.error
+    assert [message.role for message in result.messages] == [
+        "user", "assistant", "tool", "assistant"
+    ]
+    (call,) = result.tool_calls
+    assert call.name == "add" and call.arguments_error is None
+    assert tool.calls[tool_calls_before:] == [call.arguments]
+    (row,) = result.tool_results
+    assert row.tool_call_id == call.id and row.error is None
+    assert result.text.strip() and "functions." not in result.text
+
+
+async def test_a_two_prompt_tool_conversation_through_the_server_by_default_i21_16(
+    llama_server: str,
+) -> None:
+    """Through the launcher's defaults, a client that sends only the tools (no ``tool_choice``)
+    gets the tool called on both prompts of one session, and text answers after the results."""
+    tool = AddTool()
+    session = _server_agent(llama_server, tool).create_session()
+    first = await session.run("What is 2 plus 3?")
+    _assert_called_and_answered(first, 0, tool)
+    second = await session.run("And what is 4 plus 5?")
+    _assert_called_and_answered(second, 1, tool)
+    assert len(tool.calls) == 2
+    roles = [entry.message.role for entry in await session.entries() if entry.message is not None]
+    assert roles == ["user", "assistant", "tool", "assistant"] * 2
+
+
+@pytest.mark.parametrize("choice", ["required", {"name": "add"}])
+async def test_a_forced_tool_choice_through_the_server_i21_17(
+    llama_server: str, choice: Any
+) -> None:
+    """``run(tool_choice=...)`` through the server: ``"required"`` and a named tool both call
+    the tool (the server answered 500 to ``"required"``, prism refused a named tool)."""
+    tool = AddTool()
+    result = await _server_agent(llama_server, tool).create_session().run(
+        "What is 2 plus 3?", tool_choice=choice
+    )
+    _assert_called_and_answered(result, 0, tool)
 
 
 async def test_session_run_through_the_in_process_provider() -> None:

@@ -561,6 +561,23 @@ async def test_real_model_automatic_tool_choice_completes(local_provider: LlamaC
 
 
 @pytest.mark.local_model
+async def test_real_model_answers_in_text_when_it_picks_no_tool_i21_16(
+    local_provider: LlamaCppProvider,
+) -> None:
+    """With tools offered and no call chosen, the answer is text (llama-cpp-python's own format
+    constrained it to ``functions.NAME:`` or nothing, so it came out empty)."""
+    request = _request(
+        [user_message("Say hi.")],
+        tools=[_calc_tool()],
+        parameters={"temperature": 0, "max_tokens": 24},
+    )
+    result = fold_provider_events(await _collect(local_provider, request))
+    assert not result.calls
+    text = "".join(p.text for p in result.content if isinstance(p, TextContent))
+    assert text.strip() and "functions." not in text
+
+
+@pytest.mark.local_model
 async def test_real_model_structured_output_is_valid_json(local_provider: LlamaCppProvider) -> None:
     schema: dict[str, Any] = {
         "type": "object",
@@ -651,7 +668,7 @@ def test_server_args_add_the_embedded_defaults_without_overriding_given_options(
     assert args[:5] == ["--model", "m.gguf", "--n_threads=4", "--port", "8123"]
     rest = dict(zip(args[5::2], args[6::2], strict=True))
     assert rest == {
-        "--chat_format": "chatml-function-calling",
+        "--chat_format": "prism-chatml-function-calling",
         "--n_threads_batch": "1",
         "--host": "127.0.0.1",
     }

@@ -35,7 +35,8 @@ def build_body(request: ProviderRequest, *, default_max_tokens: int = 4096) -> d
 
     ``max_tokens`` is ``options.max_tokens``, else ``model.parameters["max_tokens"]``, else
     ``model.limits.max_output_tokens``, else ``default_max_tokens``; ``options.tool_choice`` is
-    sent (``"required"`` as ``any``) when the request has tools; ``options.extra`` goes last.
+    sent when the request has tools (``{"type": "auto" | "none" | "any"}``, ``"required"`` being
+    ``any``; a named tool as ``{"type": "tool", "name": ...}``); ``options.extra`` goes last.
 
     Raises:
         InvalidRequest: an image the model cannot take, an image without a MIME type, or an
@@ -73,8 +74,10 @@ def build_body(request: ProviderRequest, *, default_max_tokens: int = 4096) -> d
             tools.append(spec)
         body["tools"] = tools
         choice = options.tool_choice if options is not None else None
-        if choice is not None:
+        if isinstance(choice, str):
             body["tool_choice"] = {"type": _TOOL_CHOICE[choice]}
+        elif choice is not None:
+            body["tool_choice"] = {"type": "tool", "name": choice["name"]}
     for name, value in params.items():
         if name != "max_tokens":
             body[name] = value

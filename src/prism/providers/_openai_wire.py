@@ -146,7 +146,8 @@ def build_request_body(
 
     ``model.parameters`` then ``options.extra`` are copied into the body; ``options.max_tokens``
     replaces any ``max_tokens``/``max_completion_tokens`` there under ``max_tokens_field``;
-    ``options.tool_choice`` is sent when the request has tools.
+    ``options.tool_choice`` is sent when the request has tools (``"auto"``, ``"none"``,
+    ``"required"``; a named tool as ``{"type": "function", "function": {"name": ...}}``).
 
     Raises:
         InvalidRequest: an image for a model without image input, a tool message without a
@@ -185,8 +186,13 @@ def build_request_body(
             body.pop("max_tokens", None)
             body.pop("max_completion_tokens", None)
             body[max_tokens_field] = options.max_tokens
-        if options.tool_choice is not None and request.tools:
-            body["tool_choice"] = options.tool_choice
+        choice = options.tool_choice
+        if choice is not None and request.tools:
+            body["tool_choice"] = (
+                choice
+                if isinstance(choice, str)
+                else {"type": "function", "function": {"name": choice["name"]}}
+            )
         structured = options.structured_output
         if structured is not None:
             schema: dict[str, Any] = {"name": structured.name, "schema": structured.schema}

@@ -44,9 +44,11 @@ from ._models import ModelCapabilities as ModelCapabilities
 from ._models import ModelConfig as ModelConfig
 from ._models import ModelLimits as ModelLimits
 from ._models import ModelPricing as ModelPricing
+from ._models import NamedToolChoice as NamedToolChoice
 from ._models import ProviderRequestOptions as ProviderRequestOptions
 from ._models import StructuredOutputOptions as StructuredOutputOptions
 from ._models import ToolChoice as ToolChoice
+from ._models import check_tool_choice as check_tool_choice
 from ._models import merge_provider_options as merge_provider_options
 from ._options import _Options as _Options
 from ._provider_stream import ProviderContentDelta as ProviderContentDelta
@@ -110,8 +112,10 @@ __all__ = [
     "RunStatus",
     "RunStopReason",
     "ModelPricing",
+    "NamedToolChoice",
     "StructuredOutputOptions",
     "ToolChoice",
+    "check_tool_choice",
     "TextContent",
     "ThinkingContent",
     "ToolAuthority",

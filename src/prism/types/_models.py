@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, TypeVar
 
 from prism._json import JsonValue
 from prism.errors import PrismConfigError
@@ -18,9 +18,11 @@ __all__ = [
     "ModelConfig",
     "ModelLimits",
     "ModelPricing",
+    "NamedToolChoice",
     "ProviderRequestOptions",
     "StructuredOutputOptions",
     "ToolChoice",
+    "check_tool_choice",
     "merge_provider_options",
 ]
 
@@ -162,22 +164,57 @@ class ProviderRequestOptions(_Options):
     ``"max_tokens"``."""
     tool_choice: ToolChoice | None = None
     """Whether the model may (``"auto"``), must (``"required"``) or must not (``"none"``) call
-    the request's tools; each provider maps it to its own wire form. ``None``: the provider's
-    default (``"auto"``)."""
+    the request's tools, or must call the one named (``{"name": TOOL}``, a tool of the
+    request); each provider maps it to its own wire form. ``None``: the provider's default
+    (``"auto"``)."""
 
     def __post_init__(self) -> None:
         max_tokens = self.max_tokens
         if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
             raise PrismConfigError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
-        choice = self.tool_choice
-        if choice is not None and choice not in ("auto", "none", "required"):
-            raise PrismConfigError(
-                f"tool_choice must be 'auto', 'none' or 'required', got {choice!r}"
-            )
+        if self.tool_choice is not None:
+            object.__setattr__(self, "tool_choice", check_tool_choice(self.tool_choice))
 
 
-ToolChoice: TypeAlias = Literal["auto", "none", "required"]
-"""Provider-neutral tool choice of :attr:`ProviderRequestOptions.tool_choice`."""
+class NamedToolChoice(TypedDict):
+    """A tool choice that forces one tool: ``{"name": "search"}``."""
+
+    name: str
+    """The tool's name."""
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | NamedToolChoice
+"""Provider-neutral tool choice (:attr:`ProviderRequestOptions.tool_choice`, and the
+``tool_choice`` option of ``create_agent`` and ``run()``): ``"auto"``, ``"none"``,
+``"required"`` or ``{"name": TOOL}``."""
+
+
+def check_tool_choice(value: object, tool_names: Sequence[str] | None = None) -> ToolChoice:
+    """Check a tool choice and return it (a named choice as a new plain ``{"name": TOOL}``).
+
+    Args:
+        value: The choice to check.
+        tool_names: The tools a named choice may name; ``None`` checks only the shape.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — not one of ``"auto"``, ``"none"``,
+            ``"required"`` or a mapping with exactly the key ``"name"`` holding a non-empty
+            string (the message names the value), or a name not in ``tool_names`` (the message
+            names the tool and the known ones).
+    """
+    if isinstance(value, str) and value in ("auto", "none", "required"):
+        return value  # type: ignore[return-value]  # narrowed by the check above
+    name = value.get("name") if isinstance(value, Mapping) and set(value) == {"name"} else None
+    if not isinstance(name, str) or not name:
+        raise PrismConfigError(
+            f"tool_choice must be 'auto', 'none', 'required' or {{'name': TOOL}}, got {value!r}"
+        )
+    if tool_names is not None and name not in tool_names:
+        known = ", ".join(sorted(tool_names)) or "none"
+        raise PrismConfigError(
+            f"tool_choice names the tool {name!r}, which is not among the tools (known: {known})"
+        )
+    return {"name": name}
 
 
 def _merge_maps(

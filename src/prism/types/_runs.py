@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from prism._failure_records import ErrorInfo, RunLimitBreach
 from prism._serde import Serializable
-from prism.types._content import _text_of
+from prism.types._content import ToolCallContent, ToolResultContent, _text_of
 from prism.types._messages import Message
 from prism.types._options import _Options
 from prism.types._provider_stream import ProviderStopReason
@@ -143,3 +143,29 @@ class RunResult(Serializable):
         """Text of ``message``, or ``""``."""
         msg = self.message
         return "" if msg is None else _text_of(msg.content)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallContent, ...]:
+        """Every tool call the model made in this leg, in order: the ``ToolCallContent`` parts
+        of the assistant messages among ``messages`` (``.id``, ``.name``, ``.arguments``; as
+        stored, so redacted)."""
+        return tuple(
+            part
+            for msg in self.messages
+            if msg.role == "assistant"
+            for part in msg.content
+            if isinstance(part, ToolCallContent)
+        )
+
+    @property
+    def tool_results(self) -> tuple[ToolResultContent, ...]:
+        """Every tool result of this leg, in order: the ``ToolResultContent`` parts of the tool
+        messages among ``messages`` (``.tool_call_id`` pairs it with its call; ``.result`` or
+        ``.error``)."""
+        return tuple(
+            part
+            for msg in self.messages
+            if msg.role == "tool"
+            for part in msg.content
+            if isinstance(part, ToolResultContent)
+        )

@@ -9,13 +9,15 @@ server, the way SQLite is an embedded database::
     agent = create_agent(model=default_model_config(), provider=provider, tools=[...])
 
 The provider follows the provider protocol: it streams text deltas as llama.cpp
-produces them, reports tool calls made through the ``chatml-function-calling`` chat format, the
-token usage it counted, and a normalised stop reason.
+produces them, reports tool calls made through prism's chat handler (the
+``chatml-function-calling`` prompt with tool calls that work, registered as
+``prism-chatml-function-calling``), the token usage it counted, and a normalised stop reason.
 
 ``python -m prism.providers.llama_cpp [llama_cpp.server options]`` runs llama-cpp-python's own
-OpenAI-compatible server with the same defaults (the bundled model, ``chatml-function-calling``,
-one thread, no extra weight-buffer types), for use with
-``prism.providers.openai.create_openai_compatible_provider``.
+OpenAI-compatible server with the same defaults (the bundled model, prism's chat handler, one
+thread, no extra weight-buffer types), for use with
+``prism.providers.openai.create_openai_compatible_provider``: the server prompts the model for
+tools as the in-process provider does.
 
 Kernel note: llama.cpp's extra weight-buffer types (repacked and AMX kernels) crash with a
 segmentation fault on multi-token batches on some x86 CPUs with AMX (observed with
@@ -26,7 +28,9 @@ Modules of this package:
 
 * ``_provider`` — :class:`LlamaCppProvider` and :func:`create_local_provider` (worker thread,
   abort, error codes);
-* ``_wire`` — a ``ProviderRequest`` as ``create_chat_completion`` arguments;
+* ``_wire`` — a ``ProviderRequest`` as ``create_chat_completion`` arguments, and the messages as
+  the function-calling prompt shows them;
+* ``_chat_handler`` — prism's chat handler, used in-process and by the server launcher;
 * ``_chunks`` — llama-cpp-python chunks and responses as provider events;
 * ``_model_files`` — the bundled model file, its ``ModelConfig`` and the extra;
 * ``_workarounds`` — what is changed in llama-cpp-python, and why (extra buffer types off;

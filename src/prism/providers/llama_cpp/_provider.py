@@ -32,7 +32,7 @@ from prism.providers.llama_cpp._model_files import (
     file_model_config,
     require_llama_cpp,
 )
-from prism.providers.llama_cpp._wire import completion_kwargs
+from prism.providers.llama_cpp._wire import PRISM_CHAT_FORMAT, completion_kwargs
 from prism.providers.llama_cpp._workarounds import TokenMeter, load_llama
 from prism.providers.wire import InvalidRequest
 from prism.types import ErrorInfo, ProviderEvent, ProviderRequest
@@ -330,7 +330,7 @@ def create_local_provider(
     n_ctx: int = 4096,
     n_threads: int = 1,
     n_threads_batch: int | None = None,
-    chat_format: str = "chatml-function-calling",
+    chat_format: str = PRISM_CHAT_FORMAT,
     default_max_tokens: int = 512,
     extra_buffer_types: bool = False,
     seed: int | None = None,
@@ -353,7 +353,9 @@ def create_local_provider(
         n_threads: Threads used to generate. The default 1 is right on small machines: on 2 cores,
             two threads contending with other work drop generation from ~30 to ~5 tokens/s.
         n_threads_batch: Threads used for prompt evaluation; ``None`` means ``n_threads``.
-        chat_format: llama-cpp-python chat format; ``"chatml-function-calling"`` enables tools.
+        chat_format: llama-cpp-python chat format; the default, ``"prism-chatml-function-calling"``
+            (prism's chat handler, ``prism.providers.llama_cpp._chat_handler``), and
+            ``"chatml-function-calling"`` enable tools.
         default_max_tokens: Cap on generated tokens per turn when neither
             ``model.parameters["max_tokens"]`` nor ``model.limits.max_output_tokens`` is set.
         extra_buffer_types: Let llama.cpp use its repacked/AMX weight buffers (see the module

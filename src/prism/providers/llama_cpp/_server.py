@@ -1,10 +1,16 @@
 """The server launcher: llama-cpp-python's OpenAI-compatible server with the embedded defaults.
 
 ``python -m prism.providers.llama_cpp [llama_cpp.server options]`` runs ``llama_cpp.server`` with
-the defaults of the in-process provider (the bundled model, ``chatml-function-calling``, one
-thread, no extra weight-buffer types), for use with
+the defaults of the in-process provider (the bundled model, prism's chat handler
+``prism-chatml-function-calling``, one thread, no extra weight-buffer types), for use with
 ``prism.providers.openai.create_openai_compatible_provider`` (whose defaults suit this server; no
 ``transform_body`` is needed).
+
+The chat handler (``prism.providers.llama_cpp._chat_handler``) is registered with the server
+process, so a client speaking plain Chat Completions gets what the in-process provider does: the
+tools are offered without a ``tool_choice`` (``"auto"``), an automatic or ``"required"`` tool
+call streams, a text answer is not cut to ``functions.NAME:``, and the history is not
+HTML-escaped.
 """
 
 from __future__ import annotations
@@ -13,14 +19,16 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Final
 
+from prism.providers.llama_cpp._chat_handler import register_chat_handler
 from prism.providers.llama_cpp._model_files import bundled_model_path, require_llama_cpp
+from prism.providers.llama_cpp._wire import PRISM_CHAT_FORMAT
 from prism.providers.llama_cpp._workarounds import patch_default_params
 from prism.types import ProviderRequest
 
 __all__ = ["llama_server_transform_body", "main", "server_args"]
 
 _SERVER_DEFAULTS: Final = {
-    "--chat_format": "chatml-function-calling",
+    "--chat_format": PRISM_CHAT_FORMAT,
     "--n_threads": "1",
     "--n_threads_batch": "1",
     "--host": "127.0.0.1",
@@ -61,7 +69,7 @@ def server_args(argv: Sequence[str]) -> list[str]:
     """The ``llama_cpp.server`` arguments for ``argv``: the given ones plus the defaults.
 
     ``--model`` defaults to the bundled GGUF (unless ``--config_file`` is given),
-    ``--chat_format`` to ``chatml-function-calling``, ``--n_threads``/``--n_threads_batch`` to 1
+    ``--chat_format`` to ``prism-chatml-function-calling`` (prism's chat handler), ``--n_threads``/``--n_threads_batch`` to 1
     and ``--host`` to ``127.0.0.1``; an option given in ``argv`` (as ``--name value`` or
     ``--name=value``) is never overridden.
 
@@ -82,8 +90,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run llama-cpp-python's OpenAI-compatible server with the embedded model's defaults.
 
     ``python -m prism.providers.llama_cpp [options]`` accepts every ``llama_cpp.server`` option
-    (defaults in :func:`server_args`). llama.cpp's extra buffer types are turned off for the whole
-    server process (see ``prism.providers.llama_cpp._workarounds``).
+    (defaults in :func:`server_args`). prism's chat handler is registered and llama.cpp's extra
+    buffer types are turned off for the whole server process (see
+    ``prism.providers.llama_cpp._workarounds``).
 
     Args:
         argv: Server arguments; ``None`` means ``sys.argv[1:]``.
@@ -93,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """
     args = server_args(sys.argv[1:] if argv is None else argv)
     require_llama_cpp()
+    register_chat_handler()
     patch_default_params()  # for the whole server process
     from llama_cpp.server.__main__ import main as server_main
 

@@ -9,11 +9,12 @@ llama-cpp-python's chat formats:
 * ``user`` text → ``{"role": "user", "content": text}`` (images → ``invalid_request``);
 * ``assistant`` → text plus ``tool_calls`` for host calls; thinking parts are dropped;
 * ``tool`` results carry the tool-result payload text every provider sends (the result, or the
-  error text, or a fixed "no output" text). ``chatml-function-calling`` renders only system,
-  user and assistant turns, so there a result is sent as a user turn ``"Result of <name>:
-  <payload>"`` (the phrasing the bundled model answers best from); other chat formats get
-  ``{"role": "tool", ...}``. Message text is passed verbatim: that template is rendered with
-  HTML autoescaping, which would otherwise turn quotes into ``&#34;``;
+  error text, or a fixed "no output" text). ``chatml-function-calling`` (and prism's
+  :data:`PRISM_CHAT_FORMAT`) renders only system, user and assistant turns, so there a result is
+  sent as a user turn ``"Result of <name>: <payload>"`` (the phrasing the bundled model answers
+  best from; :func:`function_calling_messages`); other chat formats get ``{"role": "tool",
+  ...}``. Message text is passed verbatim: that template is rendered with HTML autoescaping,
+  which would otherwise turn quotes into ``&#34;``;
 * ``request.model.parameters`` then ``request.options.extra`` give the sampling settings
   (``temperature``, ``top_p``, ``top_k``, ``min_p``, ``typical_p``, ``max_tokens`` or
   ``max_completion_tokens``, ``stop``, ``seed``, ``repeat_penalty``, ``presence_penalty``,
@@ -31,7 +32,9 @@ llama-cpp-python's chat formats:
   default is 1.0, no penalty; with the bundled model and a name/age/hobbies schema 2 of 8 prompts
   gave complete JSON without it, 16 of 16 with it).
 * ``tool_choice``: ``"auto"`` (default with tools), ``"none"``, ``"required"`` (forces the only
-  tool; ``"auto"`` when there are several) or ``{"type": "function", "function": {"name": ...}}``.
+  tool; with several, :data:`PRISM_CHAT_FORMAT` makes the model pick one, other formats get
+  ``"auto"``) or a named tool, ``{"name": ...}`` or ``{"type": "function", "function": {"name":
+  ...}}``.
 """
 
 from __future__ import annotations
@@ -51,7 +54,21 @@ from prism.types import (
     ToolResultContent,
 )
 
-__all__ = ["SCHEMA_REPEAT_PENALTY", "completion_kwargs"]
+__all__ = [
+    "FUNCTION_CALLING_FORMATS",
+    "PRISM_CHAT_FORMAT",
+    "SCHEMA_REPEAT_PENALTY",
+    "completion_kwargs",
+    "function_calling_messages",
+]
+
+PRISM_CHAT_FORMAT: Final = "prism-chatml-function-calling"
+"""Name of prism's chat handler (:mod:`prism.providers.llama_cpp._chat_handler`): the default
+chat format of the in-process provider and of the server launcher."""
+
+FUNCTION_CALLING_FORMATS: Final = frozenset({PRISM_CHAT_FORMAT, "chatml-function-calling"})
+"""The chat formats whose prompt is ``chatml-function-calling``'s (tools listed in the system
+message, calls as ``functions.NAME:`` text)."""
 
 SCHEMA_REPEAT_PENALTY: Final = 1.15
 """``repeat_penalty`` of a request decoded under a JSON-Schema grammar, unless its parameters set
@@ -114,8 +131,10 @@ def completion_kwargs(
         )
     tools = _chat_tools(request.tools or ())
     kwargs: dict[str, Any] = {k: v for k, v in settings.items() if k in _SAMPLING_KEYS}
-    function_calling = chat_format == "chatml-function-calling"
-    choice = _tool_choice(settings.get("tool_choice"), tools)
+    function_calling = chat_format in FUNCTION_CALLING_FORMATS
+    choice = _tool_choice(
+        settings.get("tool_choice"), tools, required_ok=chat_format == PRISM_CHAT_FORMAT
+    )
     has_tools = bool(tools)
     if function_calling and choice == "none":
         # no call may be made this turn (e.g. the answer after the tool rounds): this chat
@@ -125,8 +144,8 @@ def completion_kwargs(
     kwargs["messages"] = _chat_messages(
         request.messages,
         has_tools=has_tools,
-        tool_results_as_user=function_calling,
-        show_calls=bool(tools) or not function_calling,
+        function_calling=function_calling,
+        show_calls=bool(tools),
     )
     if tools:
         kwargs["tools"] = tools
@@ -179,28 +198,104 @@ def _verbatim(text: str) -> str:
 
 
 def _chat_messages(
-    messages: Sequence[Message], *, has_tools: bool, tool_results_as_user: bool, show_calls: bool
+    messages: Sequence[Message], *, has_tools: bool, function_calling: bool, show_calls: bool
 ) -> list[dict[str, Any]]:
     """Map prism messages to llama-cpp-python chat messages (see the module docstring), with
-    every text marked verbatim for the template; ``show_calls=False`` leaves the assistant's
-    earlier tool calls out (their results, as user text, say what each returned)."""
-    out = _chat_messages_raw(
-        messages,
-        has_tools=has_tools,
-        tool_results_as_user=tool_results_as_user,
-        show_calls=show_calls,
-    )
+    every text marked verbatim for the template. With ``function_calling`` the OpenAI form is
+    then shown the way the bundled model reads it (:func:`function_calling_messages`)."""
+    out = _chat_messages_raw(messages, has_tools=has_tools)
+    if function_calling:
+        return function_calling_messages(out, has_tools=has_tools, show_calls=show_calls)
     for entry in out:
-        if isinstance(entry.get("content"), str):
-            entry["content"] = _verbatim(entry["content"])
-        for call in entry.get("tool_calls", ()):
-            call["function"]["arguments"] = _verbatim(call["function"]["arguments"])
+        if entry["role"] == "tool":
+            del entry["name"]  # prism's own key, for the function-calling mapping
+        _mark_verbatim(entry)
     return out
 
 
-def _chat_messages_raw(
-    messages: Sequence[Message], *, has_tools: bool, tool_results_as_user: bool, show_calls: bool
+def _mark_verbatim(entry: dict[str, Any]) -> None:
+    if isinstance(entry.get("content"), str):
+        entry["content"] = _verbatim(entry["content"])
+    for call in entry.get("tool_calls") or ():
+        function = call.get("function")
+        if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+            function["arguments"] = _verbatim(function["arguments"])
+
+
+def _content_text(content: Any) -> str:
+    """The text of an OpenAI message ``content``: a string, or the text parts of a list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, Mapping) and part.get("type") == "text"
+        )
+    return ""
+
+
+def function_calling_messages(
+    messages: Sequence[Mapping[str, Any]], *, has_tools: bool, show_calls: bool
 ) -> list[dict[str, Any]]:
+    """OpenAI-form chat messages as ``chatml-function-calling`` should show them to the model.
+
+    The one mapping of the in-process provider and of the server's chat handler
+    (:mod:`prism.providers.llama_cpp._chat_handler`), so both prompt the model alike:
+
+    * every ``system`` message joins one leading system message (``"\n\n"``); with tools and no
+      system text it is ``"You are a helpful assistant."`` (the format lists the tools there);
+    * a ``tool`` message becomes a user turn ``"Result of NAME: CONTENT"`` (the format renders
+      no tool turns; NAME is the message's ``name``, else that of the assistant call with its
+      ``tool_call_id``);
+    * ``show_calls=False`` leaves out the assistant's tool calls (and assistant turns left
+      empty), for a turn offered no tools;
+    * every text is marked verbatim (the template escapes HTML otherwise).
+
+    Idempotent: messages already mapped come back unchanged. The input is not modified.
+    """
+    names: dict[str, str] = {}
+    system_parts: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "system":
+            text = _content_text(message.get("content"))
+            if text:
+                system_parts.append(text)
+        elif role in ("tool", "function"):
+            call_id = message.get("tool_call_id")
+            name = message.get("name") or (names.get(call_id) if isinstance(call_id, str) else "")
+            payload = _content_text(message.get("content"))
+            out.append({"role": "user", "content": f"Result of {name or 'tool'}: {payload}"})
+        elif role == "assistant":
+            entry = dict(message)
+            calls = [dict(call) for call in entry.pop("tool_calls", None) or ()]
+            for call in calls:
+                function = call.get("function")
+                if isinstance(function, Mapping):
+                    call["function"] = dict(function)
+                    if isinstance(call.get("id"), str):
+                        names[call["id"]] = str(function.get("name", ""))
+            entry.pop("function_call", None)
+            if show_calls and calls:
+                entry["tool_calls"] = calls
+            elif not entry.get("content"):
+                continue
+            out.append(entry)
+        else:
+            out.append(dict(message))
+    system = "\n\n".join(system_parts)
+    if not system and has_tools:
+        system = _DEFAULT_SYSTEM
+    if system:
+        out.insert(0, {"role": "system", "content": system})
+    for entry in out:
+        _mark_verbatim(entry)
+    return out
+
+
+def _chat_messages_raw(messages: Sequence[Message], *, has_tools: bool) -> list[dict[str, Any]]:
     system_parts: list[str] = []
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -221,8 +316,6 @@ def _chat_messages_raw(
             ]
             text = _text_of(message)
             entry: dict[str, Any] = {"role": "assistant", "content": text or None}
-            if not show_calls:
-                calls = []
             if calls:
                 entry["tool_calls"] = [
                     {
@@ -238,10 +331,7 @@ def _chat_messages_raw(
         elif role == "tool":
             payload = tool_result_payload_text(message)
             name, call_id = _tool_result_ids(message)
-            if tool_results_as_user:
-                out.append({"role": "user", "content": f"Result of {name}: {payload}"})
-            else:
-                out.append({"role": "tool", "tool_call_id": call_id, "content": payload})
+            out.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": payload})
     system = "\n\n".join(system_parts)
     if not system and has_tools:
         system = _DEFAULT_SYSTEM
@@ -268,19 +358,23 @@ def _chat_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_choice(value: Any, tools: list[dict[str, Any]]) -> Any:
+def _tool_choice(value: Any, tools: list[dict[str, Any]], *, required_ok: bool) -> Any:
+    """The chat format's ``tool_choice`` for ``value``: ``None`` is ``"auto"`` with tools;
+    ``"required"`` names the only tool, else stays ``"required"`` when the chat format takes it
+    (``required_ok``) or becomes ``"auto"``; a named tool (``{"name": ...}`` or the OpenAI form)
+    becomes the OpenAI form."""
     if value is None:
         return "auto" if tools else None
     names = [tool["function"]["name"] for tool in tools]
     if value == "required":
         if len(names) == 1:
             return {"type": "function", "function": {"name": names[0]}}
-        return "auto"
+        return "required" if required_ok else "auto"
     if value in ("auto", "none"):
         return value
     if isinstance(value, Mapping):
         function = value.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else value.get("name")
         if isinstance(name, str) and name in names:
             return {"type": "function", "function": {"name": name}}
         raise InvalidRequest(f"tool_choice names a tool that is not in the request: {name!r}")

@@ -25,7 +25,9 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from prism.providers.llama_cpp._chat_handler import register_chat_handler
 from prism.providers.llama_cpp._model_files import import_llama_cpp
+from prism.providers.llama_cpp._wire import PRISM_CHAT_FORMAT
 from prism.types import Usage
 
 __all__ = [
@@ -183,7 +185,8 @@ def load_llama(
         n_ctx: Context window in tokens.
         n_threads: Generation threads.
         n_threads_batch: Prompt-evaluation threads.
-        chat_format: llama-cpp-python chat format name.
+        chat_format: llama-cpp-python chat format name (``PRISM_CHAT_FORMAT`` registers prism's
+            chat handler first).
         extra_buffer_types: ``False`` loads without the extra weight-buffer types (see the module
             docstring).
         seed: Sampling seed; ``None`` keeps the library's default.
@@ -198,6 +201,8 @@ def load_llama(
         ValueError: llama.cpp could not load the file.
     """
     cls = counting_llama_class()
+    if chat_format == PRISM_CHAT_FORMAT:
+        register_chat_handler()
     kwargs: dict[str, Any] = {
         "model_path": model_path,
         "n_ctx": n_ctx,

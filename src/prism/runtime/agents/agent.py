@@ -28,7 +28,11 @@ from prism.retry import RetryOptions, validate_retry_options
 from prism.runtime.run._delegation import child_agent
 from prism.runtime.run.config import AgentConfig as AgentConfig
 from prism.runtime.run.config import ProviderSource as ProviderSource
-from prism.runtime.run.config import check_answer_after_tool_rounds, with_max_tokens
+from prism.runtime.run.config import (
+    check_answer_after_tool_rounds,
+    check_run_tool_choice,
+    with_max_tokens,
+)
 from prism.runtime.run.seam import DurableHooks, LegHooks, ResumePoint, RunStateOptions
 from prism.store import CompactionOptions, SessionStore, validate_compaction_options
 from prism.tools import (
@@ -43,7 +47,13 @@ from prism.tools import (
     normalize_tool_filters,
 )
 from prism.tracing import TracingOption
-from prism.types import ModelConfig, OwnershipScope, ProviderRequestOptions, ToolDefinition
+from prism.types import (
+    ModelConfig,
+    OwnershipScope,
+    ProviderRequestOptions,
+    ToolChoice,
+    ToolDefinition,
+)
 
 if TYPE_CHECKING:
     from prism.runtime.run._observers import OnEvent
@@ -245,6 +255,7 @@ def create_agent(
     tool_abort_grace_ms: float = 5000,
     max_tokens: int | None = None,
     answer_after_tool_rounds: int | Literal[False] | None = None,
+    tool_choice: ToolChoice | None = None,
     tracing: TracingOption = None,
 ) -> Agent:
     """Validate and freeze an agent's configuration. Performs no I/O.
@@ -299,6 +310,13 @@ def create_agent(
             (``provider.defaults``; the embedded model: 1); ``0`` asks for the answer at once
             (the first request carries ``tool_choice="none"``); ``False`` never forces an
             answer. A handoff target's own value applies after the switch, counted from it.
+        tool_choice: Whether the model may (``"auto"``), must (``"required"``) or must not
+            (``"none"``) call tools, or must call one (``{"name": TOOL}``); every provider maps
+            it to its own form. ``"auto"`` and ``"none"`` apply to every request of a run; a
+            forced choice (``"required"``, a named tool) applies until the run's first tool round,
+            then the requests are ``"auto"`` so the model can answer with the results. The
+            ``"none"`` of ``answer_after_tool_rounds`` wins over it. ``None``: the provider's
+            default (``"auto"``). A run's ``tool_choice`` wins.
         tracing: A tracer (e.g. ``prism.otel.OpenTelemetryTracing()``) tracing every run,
             ``False`` for none, or ``None`` for the default tracer set with
             ``prism.tracing.set_default_tracer`` (none unless set).
@@ -315,6 +333,8 @@ def create_agent(
             not a valid JSON Schema (``check_schema``; checked once per ``ToolDefinition``);
             an invalid ``tool_filter``; ``tool_validator`` not ``None``/``False``/callable;
             ``tool_abort_grace_ms`` not a finite number ≥ 0 (``bool`` rejected); a
+            ``tool_choice`` that is not one of its forms, or names a tool the agent does not
+            have (unless tool sources or handoff targets add tools at run time); a
             ``tracing`` that is not ``None``, ``False`` or an object with ``start_run``.
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — ``run_state`` without ``id`` and
             ``name`` (a durable run's envelope names its agent), as ``run()`` would raise it.
@@ -383,6 +403,9 @@ def create_agent(
         tool_abort_grace_ms=_check_grace(tool_abort_grace_ms),
         max_tokens=max_tokens,
         answer_after_tool_rounds=check_answer_after_tool_rounds(answer_after_tool_rounds),
+        tool_choice=check_run_tool_choice(
+            tool_choice, tools=registry, tool_sources=sources, loop=loop
+        ),
         tracing=tracing,
     )
     return Agent(config)

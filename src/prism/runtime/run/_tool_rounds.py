@@ -16,6 +16,9 @@ one), counting the rounds from the switch: a transfer does not spend the target'
 
 Small models (the embedded 135M one) otherwise call the same tool again and again; the
 embedded provider declares N = 1.
+
+The ``tool_choice`` option (of ``create_agent`` and ``run()``) is put on the request before
+that (:func:`apply_tool_choice`), so the policy's ``"none"`` wins over it.
 """
 
 from __future__ import annotations
@@ -23,14 +26,21 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Literal
 
+from prism.errors import PrismConfigError
 from prism.limits import LimitValue, RunLimitTracker
 from prism.providers.defaults import provider_defaults
-from prism.types import ProviderRequest, ProviderRequestOptions, merge_provider_options
+from prism.types import ProviderRequest, ProviderRequestOptions, ToolChoice, merge_provider_options
 
 if TYPE_CHECKING:
     from prism.runtime.run.plan import RunPlan
 
-__all__ = ["force_text_answer", "resolve_answer_after", "round_budget", "tool_rounds"]
+__all__ = [
+    "apply_tool_choice",
+    "force_text_answer",
+    "resolve_answer_after",
+    "round_budget",
+    "tool_rounds",
+]
 
 _NO_TOOLS = ProviderRequestOptions(tool_choice="none")
 
@@ -83,3 +93,33 @@ def force_text_answer(request: ProviderRequest) -> ProviderRequest:
     if not request.tools:
         return request
     return dataclasses.replace(request, options=merge_provider_options(request.options, _NO_TOOLS))
+
+
+def apply_tool_choice(
+    request: ProviderRequest, choice: ToolChoice, rounds_done: int
+) -> ProviderRequest:
+    """``request`` with the run's ``tool_choice`` when it offers tools (else unchanged).
+
+    ``"auto"`` and ``"none"`` apply to every request; a forced choice (``"required"`` or a named
+    tool) only before the run's first tool round (``rounds_done == 0``): after it, the request
+    keeps its own choice, so the model can answer with the results instead of calling again.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — a named tool the request does not offer (the
+            message names it and the offered tools).
+    """
+    if not request.tools:
+        return request
+    if not isinstance(choice, str):
+        if rounds_done:
+            return request
+        offered = [tool.name for tool in request.tools]
+        if choice["name"] not in offered:
+            raise PrismConfigError(
+                f"tool_choice names the tool {choice['name']!r}, which this request does not "
+                f"offer (offered: {', '.join(offered)})"
+            )
+    elif choice == "required" and rounds_done:
+        return request
+    options = ProviderRequestOptions(tool_choice=choice)
+    return dataclasses.replace(request, options=merge_provider_options(request.options, options))

@@ -18,6 +18,7 @@ from prism.errors import PrismConfigError
 from prism.guardrails import Guardrails
 from prism.ledger import RunLedger
 from prism.limits import RunLimits
+from prism.loop_needs import loop_needs
 from prism.loops.contracts import AgentLoopOptions, AgentLoopStrategy
 from prism.middleware import MiddlewareRegistry
 from prism.providers.base import AIProvider
@@ -30,6 +31,8 @@ from prism.types import (
     ModelConfig,
     OwnershipScope,
     ProviderRequestOptions,
+    ToolChoice,
+    check_tool_choice,
     merge_provider_options,
 )
 
@@ -42,6 +45,7 @@ __all__ = [
     "ConfiguredAgent",
     "ProviderSource",
     "check_answer_after_tool_rounds",
+    "check_run_tool_choice",
     "with_max_tokens",
 ]
 
@@ -132,6 +136,9 @@ class AgentConfig:
     answer_after_tool_rounds: int | Literal[False] | None = None
     """Tool rounds before the model must answer in text; ``None``: the provider's default,
     ``False``: never forced (a run's value wins)."""
+    tool_choice: ToolChoice | None = None
+    """The runs' tool choice (a run's value wins); ``None``: the provider's default (see
+    ``create_agent``)."""
     tracing: TracingOption = None
     """The tracer of the agent's runs; ``None``: the default tracer (``prism.tracing``), if
     one is set; ``False``: never traced."""
@@ -155,6 +162,33 @@ def check_answer_after_tool_rounds(value: object) -> int | Literal[False] | None
         "answer_after_tool_rounds must be None (inherit), False (never force an answer) or an "
         f"int >= 0, got {value!r}"
     )
+
+
+def check_run_tool_choice(
+    value: object, *, tools: ToolRegistry, tool_sources: tuple[ToolSource, ...], loop: object
+) -> ToolChoice | None:
+    """Check a ``tool_choice`` option of ``create_agent`` or ``run()`` (``None``: not set).
+
+    A named tool must be one of ``tools`` when they are all the tools a run may offer; with
+    tool sources (e.g. MCP servers) or a loop with handoff targets it is checked against the
+    first request that offers tools instead
+    (:func:`prism.runtime.run._tool_rounds.apply_tool_choice`).
+
+    Args:
+        value: The option.
+        tools: The agent's tools.
+        tool_sources: The agent's tool sources.
+        loop: The run's loop (its handoff targets add tools).
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — a value that is not ``"auto"``, ``"none"``,
+            ``"required"`` or ``{"name": TOOL}`` (the message names it), or a tool name the
+            agent does not have (the message names it).
+    """
+    if value is None:
+        return None
+    known = not tool_sources and not loop_needs(loop).handoffs
+    return check_tool_choice(value, [tool.name for tool in tools] if known else None)
 
 
 def with_max_tokens(

@@ -59,7 +59,7 @@ from prism.runtime.run._carry import PayloadCarry
 from prism.runtime.run._delegation import RunDelegation, child_forward, parent_run
 from prism.runtime.run._observers import stamp_ids
 from prism.runtime.run._request_codec import LiveHistory, RequestCodec
-from prism.runtime.run._tool_rounds import force_text_answer
+from prism.runtime.run._tool_rounds import apply_tool_choice, force_text_answer
 from prism.runtime.run.attempts import ProviderAttempts
 from prism.runtime.run.config import AgentConfig
 from prism.runtime.run.plan import RunPlan, run_defaults
@@ -596,6 +596,9 @@ class RunContext:
             self.check_live()
         if boundary.entered != boundary.completed + 1:
             await self._enter(boundary)
+        choice = self.plan.tool_choice
+        if choice is not None:
+            request = apply_tool_choice(request, choice, self.tracker.tool_rounds)
         answer_after = self.answer_after_tool_rounds
         if answer_after is not None and self.tracker.tool_rounds >= answer_after:
             request = force_text_answer(request)

@@ -34,6 +34,7 @@ from prism.types import (
     OwnershipScope,
     ProviderRequestOptions,
     StructuredOutputOptions,
+    ToolChoice,
     ToolExecutionContext,
 )
 
@@ -107,6 +108,9 @@ class RunOptions:
     """Tool rounds before the model must answer in text (int ≥ 0; ``0``: at once, the first
     request carries ``tool_choice="none"``); ``False`` never forces an answer; ``None`` takes the
     agent's (after a handoff, the target's), else the provider's default (see ``create_agent``)."""
+    tool_choice: ToolChoice | None = None
+    """``"auto"``, ``"none"``, ``"required"`` or ``{"name": TOOL}``; wins over the agent's
+    (see ``create_agent`` for when a forced choice applies). Checked when the run is planned."""
     parent: ToolExecutionContext | None = None
     """The tool call that runs this run as a child agent run (its ``context``; agent tools
     pass it): the run then redacts with the parent run's secrets too, charges the parent's limit
@@ -181,4 +185,5 @@ class RunOptionKeywords(TypedDict, total=False):
     tool_validator: ToolValidator | Literal[False] | None
     max_tokens: int | None
     answer_after_tool_rounds: int | Literal[False] | None
+    tool_choice: ToolChoice | None
     parent: ToolExecutionContext | None

@@ -48,6 +48,7 @@ from prism.runtime.run.config import (
     AgentConfig,
     ProviderSource,
     check_answer_after_tool_rounds,
+    check_run_tool_choice,
     with_max_tokens,
 )
 from prism.runtime.run.options import RunOptions
@@ -62,6 +63,7 @@ from prism.types import (
     OwnershipScope,
     ProviderRequestOptions,
     StructuredOutputOptions,
+    ToolChoice,
     ToolExecutionContext,
 )
 
@@ -110,6 +112,8 @@ class RunPlan:
     run_answer_after_tool_rounds: int | Literal[False] | None = None
     """The run's own ``answer_after_tool_rounds`` (``None``: not set; a handoff target's own
     policy then applies after the switch)."""
+    tool_choice: ToolChoice | None = None
+    """The run's tool choice, else the agent's; ``None``: the provider's default."""
     parent: ToolExecutionContext | None = None
 
 
@@ -290,6 +294,14 @@ def plan_run(
     answer_after = run_answer_after
     if answer_after is None:
         answer_after = config.answer_after_tool_rounds
+    tool_choice = config.tool_choice
+    if opts.tool_choice is not None:
+        tool_choice = check_run_tool_choice(
+            opts.tool_choice,
+            tools=config.tools,
+            tool_sources=config.tool_sources,
+            loop=opts.loop if opts.loop is not None else config.loop,
+        )
     return RunPlan(
         input=input,
         limits=resolved_limits,
@@ -338,5 +350,6 @@ def plan_run(
         durable=durable,
         answer_after_tool_rounds=answer_after,
         run_answer_after_tool_rounds=run_answer_after,
+        tool_choice=tool_choice,
         parent=parent,
     )
