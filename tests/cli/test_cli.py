@@ -22,7 +22,6 @@ import pytest
 from prism.cli import main
 from prism.cli._models import ModelSpecError, parse_model_spec
 from prism.cli._render import LiveRenderer, RunStats, summarize
-from prism.cli._run import tool_choice_policy
 from prism.cli._tools import CalculatorError, calculator_tool, clock_tool, evaluate_arithmetic
 from prism.events import event_from_dict
 from prism.providers.base import (
@@ -35,14 +34,11 @@ from prism.providers.mock import create_mock_provider
 from prism.types import (
     ErrorInfo,
     Message,
-    ModelConfig,
     ProviderEvent,
-    ProviderRequest,
     TextContent,
     ToolCallContent,
     ToolExecutionContext,
     Usage,
-    user_message,
 )
 
 # --------------------------------------------------------------------------- helpers
@@ -242,35 +238,19 @@ def test_gvr_needs_a_readable_schema(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- tool choice policy
 
 
-def _policy_request(messages: Sequence[Message]) -> Any:
-    from prism.runtime.provider_turn import PolicyContext
+def test_tool_choice_becomes_the_public_tool_choice_option(tmp_path: Path) -> None:
+    """RUN-14 step 2: ``--tool-choice`` is the agent's ``tool_choice`` (a forced choice holds
+    until the run's first tool round); one required tool is named; ``auto`` sets nothing."""
+    from prism.cli._settings import RunSettings, build_agent
+    from prism.stores import SqliteStore
 
-    request = ProviderRequest(
-        model=ModelConfig(provider="local", model="m"),
-        messages=tuple(messages),
-        tools=(calculator_tool(),),
-    )
-    return PolicyContext(request=request, session_id="s", run_id="r", metadata={})
-
-
-def test_tool_choice_policy_sets_the_first_turns_choice_only() -> None:
-    """RUN-14 step 2: ``--tool-choice`` applies to the turn answering the user; later turns keep
-    the request's choice (the answer after the allowed rounds is the runtime's option)."""
-    policy = tool_choice_policy("local", first="required")
-    call = Message("assistant", (ToolCallContent("c1", "calculator", {}),))
-    first = policy(_policy_request([user_message("q")]))
-    after = policy(_policy_request([user_message("q"), call, Message("tool", "r")]))
-    assert first.options.extra == {
-        "tool_choice": {"type": "function", "function": {"name": "calculator"}}
-    }
-    assert after is None
-    anthropic = tool_choice_policy("anthropic", first="required")
-    assert anthropic(_policy_request([user_message("q")])).options.extra == {
-        "tool_choice": {"type": "tool", "name": "calculator"}
-    }
-    assert anthropic(_policy_request([user_message("q"), call])) is None
-    auto = tool_choice_policy("openai", first="auto")
-    assert auto(_policy_request([user_message("q")])) is None
+    store = SqliteStore(tmp_path / "s.db")
+    script = _script(tmp_path, [[provider_done()]])
+    for choice, expected in (("auto", None), ("none", "none"), ("required", {"name": "calculator"})):
+        settings = RunSettings(model=script, tools=("calculator",), tool_choice=choice)
+        built = build_agent(settings, store, environ={})
+        assert built.agent.config.tool_choice == expected
+        assert built.agent.config.provider_request_policies == ()
 
 
 def test_tool_rounds_become_the_public_answer_after_option(tmp_path: Path) -> None:

@@ -70,7 +70,6 @@ from prism.cli._settings import (
     check_model,
     check_number_options,
 )
-from prism.cli._settings import tool_choice_policy as tool_choice_policy
 from prism.cli._store import (
     StoreError,
     check_run,
@@ -100,7 +99,6 @@ if TYPE_CHECKING:
 __all__ = [
     "RunCommand",
     "UsageError",
-    "tool_choice_policy",
 ]
 
 

@@ -29,11 +29,6 @@ from prism.stores import DatabaseStore
 if TYPE_CHECKING:
     from prism import Agent
     from prism.providers.base import AIProvider
-    from prism.runtime.provider_turn import (
-        PolicyContext,
-        ProviderRequestPolicy,
-        ProviderRequestPolicyResult,
-    )
     from prism.types import ToolDefinition
 
 __all__ = [
@@ -43,7 +38,6 @@ __all__ = [
     "build_agent",
     "check_model",
     "check_number_options",
-    "tool_choice_policy",
 ]
 
 _DEFAULT_TOOL_SYSTEM = "You are a helpful assistant. Use the tools when they help."
@@ -299,58 +293,6 @@ def _parameters(settings: RunSettings) -> dict[str, Any]:
     return params
 
 
-def _tool_choice_value(provider: str, choice: str, tool_names: list[str]) -> Any:
-    """``auto``/``required``/``none`` in the wire form of the model's provider.
-
-    ``required`` with a single tool names that tool, the form every server understands
-    (llama-cpp-python's server rejects the string ``"required"``).
-    """
-    only = tool_names[0] if choice == "required" and len(tool_names) == 1 else None
-    if provider == "anthropic":
-        if only is not None:
-            return {"type": "tool", "name": only}
-        return {"type": {"required": "any"}.get(choice, choice)}
-    if only is not None:
-        return {"type": "function", "function": {"name": only}}
-    return choice
-
-
-def tool_choice_policy(provider: str, *, first: str) -> ProviderRequestPolicy:
-    """Provider-request policy that sets ``tool_choice`` on the turns that answer the user.
-
-    The runtime calls it before each provider request, after the request is built; the
-    options it returns are merged into the request.
-
-    Turns that answer the user's latest message directly get ``first``; later turns (after a tool
-    round) keep the request's own choice — ``auto``, or ``none`` once the run's
-    ``answer_after_tool_rounds`` policy forces the text answer.
-
-    Args:
-        provider: ``ModelConfig.provider`` (the wire form differs for Anthropic).
-        first: ``auto``, ``required`` or ``none``.
-    """
-    from prism.runtime.provider_turn import ProviderRequestPolicyResult
-    from prism.types import ProviderRequestOptions
-
-    def policy(ctx: PolicyContext) -> ProviderRequestPolicyResult | None:
-        request = ctx.request
-        if not request.tools or first == "auto":
-            return None
-        for message in reversed(request.messages):
-            if message.role == "user":
-                break
-            if message.role == "assistant" and any(
-                part.type == "tool_call" for part in message.content
-            ):
-                return None
-        value = _tool_choice_value(provider, first, [tool.name for tool in request.tools])
-        return ProviderRequestPolicyResult(
-            options=ProviderRequestOptions(extra={"tool_choice": value})
-        )
-
-    return policy
-
-
 @dataclass(frozen=True, slots=True)
 class BuiltAgent:
     """An agent built from :class:`RunSettings`."""
@@ -406,9 +348,13 @@ def build_agent(
     # "unlimited": never force the answer); unset, the provider's default applies (the
     # embedded model: one round, then the answer)
     answer_after = settings.tool_rounds
-    policies = []
+    # --tool-choice is the public tool_choice option: a forced choice holds until the run's first
+    # tool round; one required tool is named, the form every OpenAI-compatible server accepts
+    tool_choice: Any = None
     if tools and settings.tool_choice != "auto":
-        policies.append(tool_choice_policy(choice.model.provider, first=settings.tool_choice))
+        tool_choice = settings.tool_choice
+        if tool_choice == "required" and len(tools) == 1:
+            tool_choice = {"name": tools[0].name}
     limits = None
     if settings.max_tool_rounds is not None:
         from prism.limits import RunLimits
@@ -427,7 +373,7 @@ def build_agent(
             redactor=redactor,
             loop=loop,
             limits=limits,
-            provider_request_policies=policies or None,
+            tool_choice=tool_choice,
             answer_after_tool_rounds=answer_after,
             store=store,
             run_state=RunStateOptions(
