@@ -1,27 +1,31 @@
-"""The runtime: agents, sessions, runs and provider turns.
+"""The runtime: agents, sessions, runs and provider turns, in three rooms with one-way doors.
 
 The host-facing names (``create_agent``, ``Agent``, ``AgentSession``, ``RunOptions``,
 ``RunStream``) are re-exported from ``prism``; this package also exports the agent's frozen
 configuration and the provider request policies, which ``prism`` does not.
 
-The modules, in layers (each imports only the ones above it in this list):
+* :mod:`prism.runtime.run` — the run path and only it: ``session`` (``AgentSession``) →
+  ``plan`` (``plan_run``, with ``options`` and ``config``) → ``leg`` (``RunLeg``, ``start_leg``,
+  ``resume_leg``; its setup in ``_setup``, handoffs in ``_handoff``) → ``context`` (``RunContext``,
+  the loop's ``ctx``, with the turn boundary and the open calls) → ``attempts`` (the provider
+  attempts of one request, with retry and the fallback chain; one attempt's stream in
+  ``_attempt``, streamed text held back where a secret could be split in ``_stream_redaction``).
+  Beside them: ``state`` (``SessionState``), ``stream`` (``RunStream``), ``_observers``,
+  ``policies`` and ``turn_policy``, ``_request_codec`` with the speed modules ``_carry`` and
+  ``_json_size``, ``_tool_sources``, ``_tool_rounds``, ``_delegation`` (what a run lends the
+  child runs of its agent tools), ``_shield`` (steps that finish under cancellation), and
+  ``seam`` — the one door to durable runs (the run-state options value, the resume point, the
+  durable gate, the leg's hooks). The run path never imports the other two rooms.
+* :mod:`prism.runtime.durable` — durable runs, implementing the seam: the preflight
+  (``_run_state``), the stored envelope (``_run_envelope``; fingerprint, load and save in
+  ``_envelope``), approvals (``_approvals``), a leg's durable driver (``_durable_leg``, over the
+  per-leg ``_durable_run``), turn writes, resume (``_resume``, ``_resume_writes``), the repair of
+  an ambiguous call (``_repair``) and run listing (``_run_listing``).
+* :mod:`prism.runtime.agents` — ``agent`` (``create_agent``, ``Agent``), ``agent_tool``
+  (``agent.as_tool``) and the child runs of agent tools (``_child_runs``).
 
-* leaves: ``_json_size``, ``checkpoints``, ``turn_policy``, ``_observers``, ``_request_codec``,
-  ``_shield`` (steps that finish under cancellation), ``policies``, ``_stream_redaction``
-  (streamed text held back where a secret could be split), ``_delegation`` (what a run lends
-  the child agent runs of its tools: redactor, limit budget, usage, events), ``_durable_gate``
-  (the durable run's hooks around tool dispatch);
-* ``config`` (``AgentConfig``), ``_run_state`` and ``_approvals`` (durable envelope and
-  approvals), ``_repair`` (the operator's repair of an ambiguous call) and ``_run_listing``
-  (``list_agent_runs``), ``_attempt`` and ``attempts`` (the provider attempts of one request,
-  with retry and a fallback provider's chain);
-* ``options`` (``RunOptions``) → ``plan`` (``plan_run``) → ``state`` (``SessionState``),
-  ``context`` (``RunContext``, the loop's ``ctx``, with the turn boundary) → ``_setup``,
-  ``_durable_leg`` → ``leg`` (``RunLeg``, ``start_leg``, ``resume_leg``);
-* ``stream`` → ``session`` (``AgentSession``) → ``_resume_writes`` → ``durable``
-  (``resume_agent_run``); ``agent_tool`` (``agent.as_tool``: an agent run as a child of the
-  calling run) → ``agent`` (``create_agent``); ``provider_turn`` keeps older import paths.
-
+The earlier module paths (``prism.runtime.agent``, ``.session``, ``.leg``, ``.checkpoints``, …)
+are the same module objects as their new homes; ``provider_turn`` keeps ``generate_with_retry``.
 A run goes one way: ``session`` → ``plan`` → ``leg`` → ``context`` → ``attempts``.
 """
 
