@@ -64,21 +64,11 @@ __all__ = [
     "start_run_record",
 ]
 
-_TIMELINE_NAMES: Final = frozenset(
-    {
-        "ExecutionTimeline",
-        "TimelineArtifactAttempt",
-        "TimelineStatus",
-        "TimelineToolCall",
-        "TimelineTurn",
-        "project_execution_timeline",
-    }
-)
-
 
 def __getattr__(name: str) -> Any:
-    """Bind a name of :mod:`prism.timeline` on first access."""
-    if name in _TIMELINE_NAMES:
+    """Bind a name of :mod:`prism.timeline` on first access (the names of ``__all__`` not bound
+    at import)."""
+    if name in __all__:
         from prism import timeline
 
         value = getattr(timeline, name)
@@ -88,7 +78,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_TIMELINE_NAMES})
+    return sorted({*globals(), *__all__})
 
 
 # --------------------------------------------------------------------------- protocol

@@ -28,11 +28,10 @@ from prism.events import (
     ArtifactRevisionStartedEvent,
     ArtifactValidationFinishedEvent,
     ArtifactValidationStartedEvent,
-    MessageFinishedEvent,
-    TurnFinishedEvent,
     TurnStartedEvent,
 )
 from prism.loop_needs import LoopNeeds
+from prism.loops._turn import ROUND_LIMIT_MESSAGE, record_turn
 from prism.loops.contracts import (
     ArtifactContext,
     ArtifactError,
@@ -72,7 +71,6 @@ __all__ = ["GenerateValidateReviseLoop", "field_path", "generate_validate_revise
 _NO_ARTIFACT_TEXT: Final = "no artifact text in model output"
 """Parse error for empty, whitespace-only or thinking-only drafts."""
 
-_ROUND_LIMIT_MESSAGE: Final = "tool call not dispatched: tool round limit reached"
 _DISABLED_MESSAGE: Final = "tool call not dispatched: tool calls are disabled for this loop"
 
 
@@ -390,20 +388,11 @@ class GenerateValidateReviseLoop:
             result = await ctx.generate(request)
             usage = result.usage or usage
 
-            # history catches up only now: repair messages, then first-turn input
+            # history catches up only now: repair messages, then first-turn input and the draft
             if self._pending_history:
                 history.extend(self._pending_history)
                 self._pending_history = []
-            if turn == 1:
-                history.extend(ctx.input_messages)
-
-            # the assistant draft
-            if result.started:
-                draft = Message(id=result.message_id, role="assistant", content=result.content)
-                history.append(draft)
-                await ctx.append_message(draft)
-                ctx.emit(MessageFinishedEvent(session_id=session_id, run_id=run_id, message=draft))
-            ctx.emit(TurnFinishedEvent(session_id=session_id, run_id=run_id, turn=turn))
+            await record_turn(ctx, result, turn, session_id, run_id)
 
             calls = result.calls
             if calls:
@@ -416,7 +405,7 @@ class GenerateValidateReviseLoop:
                         continue
                     if tool_rounds >= ctx.max_tool_rounds:
                         ctx.finish_reason = "tool_round_limit"
-                        await append_unanswered_rows(ctx, host_calls, _ROUND_LIMIT_MESSAGE)
+                        await append_unanswered_rows(ctx, host_calls, ROUND_LIMIT_MESSAGE)
                         report_artifact(
                             ArtifactFailedEvent(
                                 session_id=session_id,
@@ -491,24 +480,13 @@ class GenerateValidateReviseLoop:
                 )
             )
 
-            # accepted
-            if validation.ok:
-                ctx.artifact = parsed.value
+            # the verdict: accepted, or rejected with the revision budget exhausted
+            if validation.ok or attempt > max_revisions:
+                if validation.ok:
+                    ctx.artifact = parsed.value
+                verdict = ArtifactFinishedEvent if validation.ok else ArtifactFailedEvent
                 report_artifact(
-                    ArtifactFinishedEvent(
-                        session_id=session_id,
-                        run_id=run_id,
-                        turn=turn,
-                        attempt=attempt,
-                        result=validation,
-                    )
-                )
-                return usage
-
-            # budget exhausted
-            if attempt > max_revisions:
-                report_artifact(
-                    ArtifactFailedEvent(
+                    verdict(
                         session_id=session_id,
                         run_id=run_id,
                         turn=turn,

@@ -32,25 +32,16 @@ from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
 from prism.errors import AgentLoopStateError, PrismConfigError
-from prism.events import MessageFinishedEvent, TurnFinishedEvent, TurnStartedEvent
+from prism.events import TurnStartedEvent
 from prism.loop_needs import AgentSwitch, LoopNeeds
+from prism.loops._turn import end_tool_rounds, record_turn
 from prism.loops.contracts import LoopContext
 from prism.loops.dispatch import (
     append_result_row,
-    append_unanswered_rows,
     dispatch_tool_calls_in_order,
     dispatchable_tool_calls,
 )
-from prism.loops.single_shot import ROUND_LIMIT_MESSAGE
-from prism.types import (
-    AgentInput,
-    JsonValue,
-    Message,
-    ToolCallContent,
-    ToolDefinition,
-    ToolResult,
-    Usage,
-)
+from prism.types import AgentInput, JsonValue, ToolCallContent, ToolDefinition, ToolResult, Usage
 
 __all__ = ["AGENT_KEY", "TRANSFER_PREFIX", "HandoffLoop", "HandoffTarget", "handoff_loop"]
 
@@ -164,29 +155,12 @@ class HandoffLoop:
             result = await ctx.generate(self._offer(request, switch.agent_name))
             if result.usage is not None:
                 usage = result.usage
-            if turn == 1:
-                ctx.history.extend(ctx.input_messages)
-            if result.started:
-                message = Message(
-                    role="assistant",
-                    content=result.content,
-                    id=result.message_id,
-                    metadata={AGENT_KEY: switch.agent_name},
-                )
-                ctx.history.append(message)
-                await ctx.append_message(message)
-                ctx.emit(MessageFinishedEvent(session_id=sid, run_id=rid, message=message))
-            ctx.emit(TurnFinishedEvent(session_id=sid, run_id=rid, turn=turn))
+            await record_turn(ctx, result, turn, sid, rid, {AGENT_KEY: switch.agent_name})
             calls = dispatchable_tool_calls(result.calls) if result.calls else []
             # tool_rounds: the rounds of the agent answering now; ctx.max_tool_rounds is its
             # budget (the runtime sets a target's at the switch)
             if not calls or tool_rounds >= ctx.max_tool_rounds:
-                if calls:
-                    ctx.finish_reason = "tool_round_limit"
-                    await append_unanswered_rows(ctx, calls, ROUND_LIMIT_MESSAGE)
-                elif tool_rounds and tool_rounds >= ctx.max_tool_rounds and not result.text.strip():
-                    # the answer the spent round budget asked for is empty
-                    ctx.finish_reason = "tool_round_limit"
+                await end_tool_rounds(ctx, calls, tool_rounds, result.text)
                 return usage
             switched = await self._round(ctx, switch, calls)
             tool_rounds = 0 if switched else tool_rounds + 1

@@ -15,19 +15,14 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from prism.events import MessageFinishedEvent, TurnFinishedEvent, TurnStartedEvent
+from prism.events import TurnStartedEvent
+from prism.loops._turn import ROUND_LIMIT_MESSAGE as ROUND_LIMIT_MESSAGE
+from prism.loops._turn import end_tool_rounds, record_turn
 from prism.loops.contracts import LoopContext
-from prism.loops.dispatch import (
-    append_unanswered_rows,
-    dispatch_tool_calls_in_order,
-    dispatchable_tool_calls,
-)
-from prism.types import AgentInput, Message, Usage
+from prism.loops.dispatch import dispatch_tool_calls_in_order, dispatchable_tool_calls
+from prism.types import AgentInput, Usage
 
 __all__ = ["ROUND_LIMIT_MESSAGE", "SingleShotLoop", "single_shot_loop"]
-
-ROUND_LIMIT_MESSAGE: Final = "tool call not dispatched: tool round limit reached"
-"""Message of the rows that answer calls beyond ``max_tool_rounds``."""
 
 
 class SingleShotLoop:
@@ -72,7 +67,6 @@ class SingleShotLoop:
         next_input: AgentInput = ctx.input
         turn = 1
         signal = ctx.signal
-        history = ctx.history
         # optional; called as a method each time, so the loop keeps no bound method alive
         steers = getattr(ctx, "apply_pending_steers", None) is not None
         # events carry the run's ids from the start, so the runtime need not copy them to stamp
@@ -89,22 +83,10 @@ class SingleShotLoop:
             result = await ctx.generate(request)
             if result.usage is not None:
                 usage = result.usage
-            if turn == 1:
-                history.extend(ctx.input_messages)
-            if result.started:
-                message = Message(role="assistant", content=result.content, id=result.message_id)
-                history.append(message)
-                await ctx.append_message(message)
-                ctx.emit(MessageFinishedEvent(session_id=sid, run_id=rid, message=message))
-            ctx.emit(TurnFinishedEvent(session_id=sid, run_id=rid, turn=turn))
+            await record_turn(ctx, result, turn, sid, rid)
             calls = dispatchable_tool_calls(result.calls) if result.calls else []
             if not calls or tool_rounds >= ctx.max_tool_rounds:
-                if calls:
-                    ctx.finish_reason = "tool_round_limit"
-                    await append_unanswered_rows(ctx, calls, ROUND_LIMIT_MESSAGE)
-                elif tool_rounds and tool_rounds >= ctx.max_tool_rounds and not result.text.strip():
-                    # the answer the spent round budget asked for is empty
-                    ctx.finish_reason = "tool_round_limit"
+                await end_tool_rounds(ctx, calls, tool_rounds, result.text)
                 if steers and await ctx.apply_pending_steers():
                     next_input = []
                     turn += 1

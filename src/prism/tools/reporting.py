@@ -14,7 +14,7 @@ import dataclasses
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, Protocol, TypeAlias, cast
+from typing import Any, Literal, Protocol, TypeAlias, cast, get_args
 
 from prism._util import new_id, now_iso
 from prism.events import (
@@ -53,17 +53,7 @@ BlockedReason: TypeAlias = Literal[
 ]
 """Why a call was blocked before its tool ran."""
 
-BLOCKED_REASONS: frozenset[str] = frozenset(
-    {
-        "guardrail_blocked",
-        "unknown_tool",
-        "tool_denied",
-        "invalid_arguments",
-        "permission_denied",
-        "validation_failed",
-        "execution_denied",
-    }
-)
+BLOCKED_REASONS: frozenset[str] = frozenset(get_args(BlockedReason))
 """Every :data:`BlockedReason`."""
 
 

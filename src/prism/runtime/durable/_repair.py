@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 from prism.checkpoints import CheckpointStore
 from prism.errors import AgentRunStateError, PrismConfigError
 from prism.runtime.durable._envelope import load_state, save_agent_run_state
+from prism.runtime.durable._resume_writes import run_results
 from prism.runtime.durable._run_envelope import LoadedRunState
 from prism.runtime.durable._run_state import RunDecision, is_int
 from prism.store import SessionStore
@@ -143,13 +144,7 @@ async def _stored_result(
 ) -> ToolResultContent | None:
     """The result this run stored for ``call_id`` on any branch of the session, else ``None``.
     O(session)."""
-    for entry in await store.list(session_id):
-        message = entry.message
-        if entry.kind != "message" or entry.run_id != run_id or message is None:
-            continue
-        if message.role != "tool":
-            continue
-        for part in message.content:
-            if isinstance(part, ToolResultContent) and part.tool_call_id == call_id:
-                return part
+    for _entry, result in run_results(await store.list(session_id), run_id):
+        if result.tool_call_id == call_id:
+            return result
     return None

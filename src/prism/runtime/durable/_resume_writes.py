@@ -8,7 +8,7 @@ denial of a suspended run, and its re-suspension when decisions remain.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -97,11 +97,11 @@ async def adopt_stored_rows(session: AgentSession, state: RunEnvelope) -> RunEnv
     return replace(state, leaf_id=leaf, pending_calls=kept)
 
 
-def _row_answering(
-    entries: Sequence[SessionEntry], run_id: str, call_ids: set[str]
-) -> tuple[str, str] | None:
-    """``(entry id, call id)`` of the first of ``entries`` that is this run's result row for
-    one of ``call_ids``."""
+def run_results(
+    entries: Iterable[SessionEntry], run_id: str
+) -> Iterator[tuple[SessionEntry, ToolResultContent]]:
+    """``(entry, result)`` for each tool result of the tool messages ``run_id`` stored among
+    ``entries``, in order."""
     for entry in entries:
         message = entry.message
         if entry.kind != "message" or entry.run_id != run_id or message is None:
@@ -109,8 +109,18 @@ def _row_answering(
         if message.role != "tool":
             continue
         for part in message.content:
-            if isinstance(part, ToolResultContent) and part.tool_call_id in call_ids:
-                return entry.id, part.tool_call_id
+            if isinstance(part, ToolResultContent):
+                yield entry, part
+
+
+def _row_answering(
+    entries: Sequence[SessionEntry], run_id: str, call_ids: set[str]
+) -> tuple[str, str] | None:
+    """``(entry id, call id)`` of the first of ``entries`` that is this run's result row for
+    one of ``call_ids``."""
+    for entry, result in run_results(entries, run_id):
+        if result.tool_call_id in call_ids:
+            return entry.id, result.tool_call_id
     return None
 
 
@@ -344,20 +354,14 @@ def _rejection_row(
     entries: Sequence[SessionEntry], run_id: str, call_id: str
 ) -> SessionEntry | None:
     """The entry among ``entries`` that is this run's ``approval_rejected`` row for ``call_id``."""
-    for entry in entries:
-        message = entry.message
-        if entry.kind != "message" or entry.run_id != run_id or message is None:
-            continue
-        if message.role != "tool":
-            continue
-        for part in message.content:
-            if (
-                isinstance(part, ToolResultContent)
-                and part.tool_call_id == call_id
-                and part.error is not None
-                and part.error.code == "approval_rejected"
-            ):
-                return entry
+    for entry, result in run_results(entries, run_id):
+        error = result.error
+        if (
+            result.tool_call_id == call_id
+            and error is not None
+            and error.code == "approval_rejected"
+        ):
+            return entry
     return None
 
 

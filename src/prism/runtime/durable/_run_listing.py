@@ -38,6 +38,24 @@ from prism.runtime.durable._run_state import (
 __all__ = ["PendingDecisionRecord", "SubagentLink", "list_agent_runs", "list_pending_decisions"]
 
 
+def _run_index(caller: str, store: CheckpointStore, limit: int) -> AgentRunIndex:
+    """``store`` as a run index, checked with ``limit`` for the listing function ``caller``.
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — ``store`` has no run index, or ``limit`` is not
+            an int >= 1.
+    """
+    if not isinstance(store, AgentRunIndex):
+        raise PrismConfigError(
+            f"{type(store).__name__} cannot list runs: {caller} needs a checkpoint store "
+            "with the run index (list_run_checkpoints, prism.checkpoints.AgentRunIndex), "
+            "as the memory, SQLite and PostgreSQL stores have"
+        )
+    if not is_int(limit) or limit < 1:
+        raise PrismConfigError(f"limit must be an int >= 1, got {limit!r}")
+    return store
+
+
 async def list_agent_runs(
     store: CheckpointStore,
     *,
@@ -73,14 +91,7 @@ async def list_agent_runs(
             (the message names its run).
         StoreError: ``ERR_PRISM_STORE_UNDECODABLE`` — a listed value does not decode.
     """
-    if not isinstance(store, AgentRunIndex):
-        raise PrismConfigError(
-            f"{type(store).__name__} cannot list runs: list_agent_runs needs a checkpoint store "
-            "with the run index (list_run_checkpoints, prism.checkpoints.AgentRunIndex), "
-            "as the memory, SQLite and PostgreSQL stores have"
-        )
-    if not is_int(limit) or limit < 1:
-        raise PrismConfigError(f"limit must be an int >= 1, got {limit!r}")
+    runs = _run_index("list_agent_runs", store, limit)
     resumable = status == RESUMABLE
     statuses: tuple[str, ...] | None = None
     if status is not None and not resumable:
@@ -92,7 +103,7 @@ async def list_agent_runs(
                 f"unknown run status {unknown[0]!r} (expected 'resumable', one of {allowed}, "
                 "a collection of them, or None)"
             )
-    records = await store.list_run_checkpoints(
+    records = await runs.list_run_checkpoints(
         session_id=session_id, statuses=statuses, resumable=resumable, limit=limit
     )
     out: list[AgentRunState] = []
@@ -220,14 +231,7 @@ async def list_pending_decisions(
             message names its run).
         StoreError: ``ERR_PRISM_STORE_UNDECODABLE`` — a listed value does not decode.
     """
-    if not isinstance(store, AgentRunIndex):
-        raise PrismConfigError(
-            f"{type(store).__name__} cannot list runs: list_pending_decisions needs a "
-            "checkpoint store with the run index (list_run_checkpoints, "
-            "prism.checkpoints.AgentRunIndex), as the memory, SQLite and PostgreSQL stores have"
-        )
-    if not is_int(limit) or limit < 1:
-        raise PrismConfigError(f"limit must be an int >= 1, got {limit!r}")
+    runs = _run_index("list_pending_decisions", store, limit)
     for name, value in (("session_id", session_id), ("run_id", run_id)):
         if value is not None and not isinstance(value, str):
             raise PrismConfigError(f"{name} must be a str or None, got {type(value).__name__}")
@@ -242,7 +246,7 @@ async def list_pending_decisions(
         return (await reader.records(record, envelope))[:limit]
     window = limit
     while True:
-        listed = await store.list_run_checkpoints(
+        listed = await runs.list_run_checkpoints(
             session_id=session_id, statuses=_SUSPENDED, limit=window
         )
         out: list[PendingDecisionRecord] = []

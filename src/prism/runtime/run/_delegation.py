@@ -23,6 +23,7 @@ approvals.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 from weakref import WeakKeyDictionary
 
@@ -106,99 +107,81 @@ class ChildRuns(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class RunDelegation:
     """A run's :class:`~prism.types.DelegatingRun`: its redactor, store, limit tracker, usage and
-    event stream, lent to the child runs its tools start.
+    event stream, lent to the child runs its tools start."""
 
-    Args:
-        redactor: The run's redactor.
-        store: The run's session store.
-        tracker: The run's limit tracker.
-        accumulator: The run's usage sum.
-        emit: The run's ``emit``.
-        children: The run's durable side (a durable run), else ``None``.
-    """
-
-    __slots__ = ("_accumulator", "_children", "_emit", "_redactor", "_store", "_tracker")
-
-    def __init__(
-        self,
-        redactor: SecretRedactor | None,
-        store: object,
-        tracker: RunLimitTracker,
-        accumulator: UsageAccumulator,
-        emit: Callable[[AgentEvent], None],
-        children: ChildRuns | None = None,
-    ) -> None:
-        self._children = children
-        self._redactor = redactor
-        self._store = store
-        self._tracker = tracker
-        self._accumulator = accumulator
-        self._emit = emit
+    redactor: SecretRedactor | None
+    """The run's redactor."""
+    store: object
+    """The run's session store."""
+    tracker: RunLimitTracker
+    """The run's limit tracker."""
+    accumulator: UsageAccumulator
+    """The run's usage sum."""
+    emit: Callable[[AgentEvent], None]
+    """The run's ``emit``."""
+    children: ChildRuns | None = None
+    """The run's durable side (a durable run), else ``None``."""
 
     @property
     def redacting(self) -> bool:
         """Whether the run has a redactor."""
-        return self._redactor is not None
+        return self.redactor is not None
 
     @property
     def secrets(self) -> tuple[str, ...]:
         """The run's secrets."""
-        redactor = self._redactor
+        redactor = self.redactor
         return redactor.secrets if redactor is not None else ()
 
     def redact(self, value: _T, /) -> _T:
         """``value`` redacted with the run's redactor."""
-        redactor = self._redactor
+        redactor = self.redactor
         return redactor.redact(value) if redactor is not None else value
-
-    @property
-    def store(self) -> object:
-        """The run's session store."""
-        return self._store
 
     @property
     def run_state(self) -> Any:
         """The run's durable options (``RunStateOptions``), else ``None``."""
-        children = self._children
+        children = self.children
         return None if children is None else children.run_state
 
     @property
     def turn_policy(self) -> Any:
         """The turn policy a child run inherits (the ``stop`` callback of a durable run's)."""
-        children = self._children
+        children = self.children
         return None if children is None else children.turn_policy
 
     def recorded_child(self, tool_call_id: str, /) -> dict[str, Any] | None:
         """The child run recorded for ``tool_call_id`` when the resumed run replays it."""
-        children = self._children
+        children = self.children
         return None if children is None else children.recorded_child(tool_call_id)
 
     async def record_child(self, tool_call_id: str, link: dict[str, Any], /) -> None:
         """Record the child run ``link`` in the run's pending entry of ``tool_call_id`` before
         the child starts (no-op for a run that is not durable)."""
-        children = self._children
+        children = self.children
         if children is not None:
             await children.record_child(tool_call_id, link)
 
     def charge_turn(self) -> None:
         """Charge one turn to the run's budget (raises ``RunLimitExceeded``)."""
-        self._tracker.charge_turn()
+        self.tracker.charge_turn()
 
     def charge_tool_call(self) -> None:
         """Charge one tool call to the run's budget (raises ``RunLimitExceeded``)."""
-        self._tracker.charge_tool_call()
+        self.tracker.charge_tool_call()
 
     def refund_tool_call(self) -> None:
         """Take back one tool call charge (a child's call held for an approval)."""
-        self._tracker.refund_tool_call()
+        self.tracker.refund_tool_call()
 
     def charge_usage(self, usage: Usage | None, /) -> None:
         """Add ``usage`` to the run's usage, then charge its token and cost limits."""
         if usage is not None:
-            self._accumulator.add(usage)
-        self._tracker.charge_usage(usage)
+            self.accumulator.add(usage)
+        self.tracker.charge_usage(usage)
 
     def forward_event(
         self,
@@ -212,7 +195,7 @@ class RunDelegation:
     ) -> None:
         """Emit ``event`` of a child run wrapped in a ``SubagentEvent``."""
         inner: Any = event
-        self._emit(
+        self.emit(
             SubagentEvent(
                 tool_call_id=tool_call_id,
                 agent=agent,

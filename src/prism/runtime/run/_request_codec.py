@@ -23,6 +23,7 @@ codec that its prefix is stale.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
@@ -207,14 +208,7 @@ class RequestCodec:
             request.metadata,
             self._redactor,
         )
-        bare = ProviderRequest(
-            model=request.model,
-            messages=(),
-            tools=request.tools,
-            context=request.context,
-            options=request.options,
-            metadata=request.metadata,
-        )
+        bare = dataclasses.replace(request, messages=(), signal=None)
         red = bare if self._redactor is None else self._redactor.redact(bare)
         return key, (red, canonical_size(red))
 
@@ -280,18 +274,7 @@ class RequestCodec:
             if redactor is None:
                 return request, size
             red_messages = tuple(red_list)
-        return (
-            ProviderRequest(
-                model=head.model,
-                messages=red_messages,
-                tools=head.tools,
-                context=head.context,
-                options=head.options,
-                metadata=head.metadata,
-                signal=request.signal,
-            ),
-            size,
-        )
+        return dataclasses.replace(head, messages=red_messages, signal=request.signal), size
 
 
 _Head = tuple[tuple[Any, ...], tuple[ProviderRequest, int]]

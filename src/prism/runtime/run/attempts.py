@@ -171,27 +171,26 @@ ChainLink: TypeAlias = tuple[AIProvider, str, ModelConfig]
 """One link: the provider, its id and the model it is asked for."""
 
 
+@dataclasses.dataclass(slots=True, eq=False, repr=False)
 class FallbackChain:
     """The links of a fallback provider and the one serving the current request.
 
     It is itself a provider (``id`` and ``generate`` are the current link's).
     """
 
-    __slots__ = ("id", "index", "links", "policy", "redactor")
+    links: tuple[ChainLink, ...]
+    """The primary, then the fallbacks in order."""
+    policy: FallbackPolicy
+    """Which failures move to the next link."""
+    redactor: SecretRedactor | None = None
+    """Redacts the fallbacks' models in requests."""
+    index: int = dataclasses.field(default=0, init=False)
+    """The link serving the current request (0: the primary)."""
+    id: str = dataclasses.field(init=False)
+    """The current link's provider id."""
 
-    def __init__(
-        self,
-        links: tuple[ChainLink, ...],
-        policy: FallbackPolicy,
-        redactor: SecretRedactor | None = None,
-    ) -> None:
-        self.links = links
-        self.policy = policy
-        self.redactor = redactor
-        self.index = 0
-        """The link serving the current request (0: the primary)."""
-        self.id: str = links[0][1]
-        """The current link's provider id."""
+    def __post_init__(self) -> None:
+        self.id = self.links[0][1]
 
     @classmethod
     def of(
