@@ -31,6 +31,11 @@ llama-cpp-python's chat formats:
   ``repeat_penalty`` :data:`SCHEMA_REPEAT_PENALTY` unless its parameters set one (the library's
   default is 1.0, no penalty; with the bundled model and a name/age/hobbies schema 2 of 8 prompts
   gave complete JSON without it, 16 of 16 with it).
+  A request that offers tools gets ``repeat_penalty`` :data:`TOOL_REPEAT_PENALTY` unless its
+  parameters set one — the llama.cpp server's default, so a tool call's arguments come out as
+  they do through the server (without a penalty the bundled model can repeat inside a string
+  argument until ``max_tokens`` cuts it: a ``ticker`` argument looped to 512 tokens in-process
+  and closed at once through the server).
 * ``tool_choice``: ``"auto"`` (default with tools), ``"none"``, ``"required"`` (forces the only
   tool; with several, :data:`PRISM_CHAT_FORMAT` makes the model pick one, other formats get
   ``"auto"``) or a named tool, ``{"name": ...}`` or ``{"type": "function", "function": {"name":
@@ -73,6 +78,10 @@ message, calls as ``functions.NAME:`` text)."""
 SCHEMA_REPEAT_PENALTY: Final = 1.15
 """``repeat_penalty`` of a request decoded under a JSON-Schema grammar, unless its parameters set
 one (see the module docstring)."""
+
+TOOL_REPEAT_PENALTY: Final = 1.1
+"""``repeat_penalty`` of a request that offers tools, unless its parameters set one: the llama.cpp
+server's default (see the module docstring)."""
 
 _DEFAULT_SYSTEM: Final = "You are a helpful assistant."
 
@@ -164,6 +173,8 @@ def completion_kwargs(
     response_format = kwargs.get("response_format")
     if isinstance(response_format, Mapping) and "schema" in response_format:
         kwargs.setdefault("repeat_penalty", SCHEMA_REPEAT_PENALTY)
+    elif tools:
+        kwargs.setdefault("repeat_penalty", TOOL_REPEAT_PENALTY)
     return kwargs, cap
 
 
