@@ -244,7 +244,14 @@ class RunReport:
             if self.broken():
                 return EXIT_BROKEN_PIPE
             self.renderer.succeeded(self.usage.value(), result.artifact)
-            if result.stop_reason != "host_policy" and _empty_answer(result):
+            if result.stop_reason == "tool_round_limit":
+                # the model kept calling tools until the round limit; say which knob ends that
+                self.renderer.notice(
+                    "the run stopped at the tool-round limit (stop reason tool_round_limit) "
+                    "without a text answer; --tool-rounds N makes the model answer after N "
+                    "tool rounds"
+                )
+            elif result.stop_reason != "host_policy" and _empty_answer(result):
                 # exit 0 stays (the run did succeed), but say so: a small model or a too-low
                 # max_tokens often ends a run with no text at all
                 self.renderer.notice(
