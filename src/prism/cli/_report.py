@@ -244,7 +244,7 @@ class RunReport:
             if self.broken():
                 return EXIT_BROKEN_PIPE
             self.renderer.succeeded(self.usage.value(), result.artifact)
-            if result.stop_reason == "tool_round_limit":
+            if result.stop_reason == "tool_round_limit" and _empty_answer(result):
                 # the model kept calling tools until the round limit; say which knob ends that
                 self.renderer.notice(
                     "the run stopped at the tool-round limit (stop reason tool_round_limit) "
