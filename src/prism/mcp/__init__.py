@@ -16,10 +16,10 @@ dispatch. See ``docs/mcp.md``.
 Modules:
     server: ``MCPServer``, ``MCPServerStdio``, ``MCPServerHTTP``.
     errors: ``MCPServerError`` and its ``ERR_PRISM_MCP_*`` codes.
-    _connection: the connection and its owner task; calls, cancellation, list refresh.
+    _connection: the connection and its owner task; calls, cancellation, list refresh; the
+        logging filter that keeps secrets out of the SDK's and httpx's records.
     _convert: tool names and call results, MCP to prism.
     _stderr: the bounded stderr tail and the exit status of a stdio server.
-    _log_filter: the SDK's and httpx's log records without secrets.
 """
 
 from prism.mcp.errors import ERR_PRISM_MCP_AUTH as ERR_PRISM_MCP_AUTH

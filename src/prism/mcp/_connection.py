@@ -21,21 +21,22 @@ unknown (:data:`SESSION_LOST`) raises :class:`SessionLost`, which the server ans
 initialising a new session and sending the call once more.
 
 While the connection is open its secrets (and the HTTP session id) are kept out of the ``mcp``,
-``httpx*`` and ``httpcore*`` loggers' records (``prism.mcp._log_filter``).
+``httpx*`` and ``httpcore*`` loggers' records (``SecretLogFilter``, below).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import re
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from prism.abort import AbortSignal
 from prism.errors import AbortError
-from prism.mcp import _log_filter
 from prism.mcp._stderr import StderrTail, describe_exit
 from prism.mcp.errors import (
     ERR_PRISM_MCP_AUTH,
@@ -46,6 +47,7 @@ from prism.mcp.errors import (
     ERR_PRISM_MCP_TIMEOUT,
     MCPServerError,
 )
+from prism.redaction import create_secret_redactor
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -213,14 +215,14 @@ class Connection:
             self.closed.set()
             if self.stderr is not None:
                 self.stderr.close_writer()
-            _log_filter.unregister(id(self))
+            unregister_log_secrets(id(self))
 
     def add_log_secret(self, *values: str) -> None:
         """Keep ``values`` (e.g. the session id the server assigned) out of the log records of
         the SDK and httpx while this connection is open."""
         self._log_secrets.extend(v for v in values if v and v not in self._log_secrets)
         if not self.closed.is_set():
-            _log_filter.register(id(self), self._log_secrets)
+            register_log_secrets(id(self), self._log_secrets)
 
     async def close(self) -> None:
         """Stop the owner task (which closes the session and the transport) and wait for it."""
@@ -240,7 +242,7 @@ class Connection:
                 await asyncio.wait({task})
         if self.stderr is not None:
             self.stderr.close()
-        _log_filter.unregister(id(self))
+        unregister_log_secrets(id(self))
 
     # ----------------------------------------------------------------- tools
 
@@ -448,3 +450,120 @@ def _http_status(exc: BaseException | None) -> int | None:
     data = getattr(error, "data", None)
     status = data.get(HTTP_STATUS) if isinstance(data, dict) else None
     return status if isinstance(status, int) else None
+
+
+# ---------------------------------------------------------------------------
+# Secrets kept out of the log records of the libraries an MCP connection runs on.
+#
+# The ``mcp`` SDK logs raw messages at DEBUG (``SSE message: …``, tool results included) and its
+# session id at INFO; ``httpx2``/``httpcore2`` log requests. None of them knows prism's secrets, so
+# while a connection is open, ``SecretLogFilter`` sits on every logger of those libraries —
+# ``mcp`` and ``mcp.*``, ``client`` (the SDK's session logger), and any logger whose name starts with
+# ``httpx`` or ``httpcore`` — and rewrites each record before any handler sees it: the message is
+# formatted with its args, every registered secret is replaced by ``[REDACTED]``, and the result
+# becomes the record's ``msg`` (``args`` emptied); a traceback (``exc_info``) is rendered, redacted
+# into ``exc_text`` and dropped, as is redacted ``stack_info``. In the ``httpx*``/``httpcore*``
+# records every header value is replaced too (``httpcore`` logs the response headers as
+# ``(b'name', b'value')`` pairs — the session id among them — before anyone could register it).
+#
+# A filter on a logger applies only to records created on that very logger (records a child
+# logger propagates skip the parent's filters), so the filter is put on each matching logger that
+# exists, at every ``register_log_secrets`` (the SDK modules a connection uses are imported by
+# then, and their loggers are module-level). ``register_log_secrets`` adds a connection's
+# secrets; ``unregister_log_secrets`` removes them, and the filter from every logger once no
+# connection holds any.
+
+_PREFIXES: Final = ("httpx", "httpcore")
+_EXACT: Final = frozenset({"mcp", "client"})
+_HEADER: Final = re.compile(r"""\((b?(['"]).*?\2), b?(['"]).*?\3\)""")
+"""A ``(b'name', b'value')`` header pair as ``httpcore`` logs it."""
+
+
+def _covered(name: str) -> bool:
+    return name in _EXACT or name.startswith("mcp.") or name.startswith(_PREFIXES)
+
+
+class SecretLogFilter(logging.Filter):
+    """Redacts the registered secrets from each record it sees (never drops a record)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._secrets: dict[int, tuple[str, ...]] = {}
+        self._redact: Callable[[str], str] | None = None
+
+    def set_secrets(self, owner: int, secrets: Iterable[str] | None) -> None:
+        """Set ``owner``'s secrets (``None``: forget the owner)."""
+        with self._lock:
+            if secrets is None:
+                self._secrets.pop(owner, None)
+            else:
+                self._secrets[owner] = tuple(s for s in secrets if s)
+            every = sorted({s for group in self._secrets.values() for s in group})
+            self._redact = create_secret_redactor(every).redact if every else None
+
+    @property
+    def empty(self) -> bool:
+        """No owner is registered."""
+        return not self._secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        headers = record.name.startswith(_PREFIXES)
+        if self._redact is None and not headers:
+            return True
+        redact = self._redact or _keep
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format: keep the template, redacted
+            message = str(record.msg)
+        if headers:
+            message = _HEADER.sub(r"(\1, b'[REDACTED]')", message)
+        record.msg = redact(message)
+        record.args = None
+        if record.exc_info:
+            text = record.exc_text or logging.Formatter().formatException(record.exc_info)
+            record.exc_text = redact(text)
+            record.exc_info = None
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+def _keep(text: str) -> str:
+    return text
+
+
+_FILTER: Final = SecretLogFilter()
+_GUARD: Final = threading.Lock()
+
+
+def _loggers() -> list[logging.Logger]:
+    for name in ("mcp", "client", "httpx2", "httpcore2"):
+        logging.getLogger(name)
+    manager = logging.Logger.manager
+    return [
+        logger
+        for name, logger in list(manager.loggerDict.items())
+        if isinstance(logger, logging.Logger) and _covered(name)
+    ]
+
+
+def register_log_secrets(owner: int, secrets: Iterable[str]) -> None:
+    """Redact ``secrets`` (of connection ``owner``, e.g. its ``id``; replacing those it
+    registered before) and header values from the covered loggers' records, and put the filter
+    on every covered logger that exists now (idempotent)."""
+    with _GUARD:
+        _FILTER.set_secrets(owner, secrets)
+        for logger in _loggers():
+            logger.addFilter(_FILTER)  # no-op when already there
+
+
+def unregister_log_secrets(owner: int) -> None:
+    """Forget ``owner``'s secrets; with none left, take the filter off every logger."""
+    with _GUARD:
+        _FILTER.set_secrets(owner, None)
+        if _FILTER.empty:
+            for logger in _loggers():
+                logger.removeFilter(_FILTER)

@@ -37,6 +37,7 @@ from prism.runtime.durable._run_envelope import (
     RunEnvelope,
     envelope_view,
     model_of,
+    pending_call_json,
 )
 from prism.runtime.durable._run_state import (
     MAX_GATED,
@@ -102,24 +103,17 @@ class _Entry:
         call_json = self.call_json
         if call_json is None:
             call_json = self.call_json = self.call.to_dict()
-        out: dict[str, Any] = {
-            "call": call_json,
-            "status": self.status,
-            "approval_id": self.approval_id,
-        }
-        if self.arguments_hash is not None:
-            out["arguments_hash"] = self.arguments_hash
-        if self.shown_hash is not None:
-            out["shown_hash"] = self.shown_hash
-        if self.restore_hash is not None:
-            out["restore_hash"] = self.restore_hash
-        if self.decision is not None:
-            out["decision"] = self.decision.to_dict()
-        if self.resolution is not None:
-            out["resolution"] = self.resolution
-        if self.child is not None:
-            out["child"] = self.child.to_json()
-        return out
+        return pending_call_json(
+            call=call_json,
+            status=self.status,
+            approval_id=self.approval_id,
+            arguments_hash=self.arguments_hash,
+            shown_hash=self.shown_hash,
+            restore_hash=self.restore_hash,
+            decision=None if self.decision is None else self.decision.to_dict(),
+            resolution=self.resolution,
+            child=None if self.child is None else self.child.to_json(),
+        )
 
 
 class DurableRun:

@@ -57,6 +57,7 @@ from prism.types import (
 )
 
 __all__ = [
+    "pending_call_json",
     "AgentRunState",
     "ChildRun",
     "LoadedRunState",
@@ -148,6 +149,35 @@ def _split(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
     """The members of ``data`` a record keeps as they are: unknown keys, and known keys stored
     as ``null``."""
     return {k: v for k, v in data.items() if k not in known or v is None}
+
+
+def pending_call_json(
+    *,
+    call: Any,
+    status: str,
+    approval_id: str,
+    arguments_hash: str | None,
+    shown_hash: str | None,
+    restore_hash: str | None,
+    decision: Any,
+    resolution: Any,
+    child: Any,
+) -> dict[str, Any]:
+    """The stored JSON object of one pending call, keys in the order a leg writes them (an absent
+    optional field is an absent key). Both the stored record (:class:`PendingCall`) and the live
+    entry of a durable leg write through it, so the format is written once."""
+    out: dict[str, Any] = {"call": call, "status": status, "approval_id": approval_id}
+    for key, value in (
+        ("arguments_hash", arguments_hash),
+        ("shown_hash", shown_hash),
+        ("restore_hash", restore_hash),
+        ("decision", decision),
+        ("resolution", resolution),
+        ("child", child),
+    ):
+        if value is not None:
+            out[key] = value
+    return out
 
 
 def _emit(out: dict[str, Any], extra: Mapping[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
@@ -278,23 +308,17 @@ class PendingCall:
         )
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "call": self.call,
-            "status": self.status,
-            "approval_id": self.approval_id,
-        }
-        if self.arguments_hash is not None:
-            out["arguments_hash"] = self.arguments_hash
-        if self.shown_hash is not None:
-            out["shown_hash"] = self.shown_hash
-        if self.restore_hash is not None:
-            out["restore_hash"] = self.restore_hash
-        if self.decision is not None:
-            out["decision"] = self.decision
-        if self.resolution is not None:
-            out["resolution"] = self.resolution
-        if self.child is not None:
-            out["child"] = self.child.to_json()
+        out = pending_call_json(
+            call=self.call,
+            status=self.status,
+            approval_id=self.approval_id,
+            arguments_hash=self.arguments_hash,
+            shown_hash=self.shown_hash,
+            restore_hash=self.restore_hash,
+            decision=self.decision,
+            resolution=self.resolution,
+            child=None if self.child is None else self.child.to_json(),
+        )
         return _emit(out, self.extra, self.order)
 
     @property

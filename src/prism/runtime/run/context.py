@@ -1,6 +1,7 @@
-"""The loop context of a run leg: what a loop calls to reach the model, tools, store and events.
-It is one concept — the one object a loop holds — so its methods, the turn boundary they pass
-and the open calls they track stay together rather than split by size.
+"""The loop context, one concept: the one object a loop holds to reach model, tools, store, events.
+
+Its methods, the turn boundary they pass and the open calls they track stay together rather than
+split by size.
 
 :class:`RunContext` implements :class:`~prism.loops.contracts.LoopContext`. One is built
 per run leg by :class:`~prism.runtime.run.leg.RunLeg`; the loop receives it as ``ctx`` and reaches
