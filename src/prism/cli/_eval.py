@@ -368,13 +368,13 @@ def render_report(report: EvalReport, out: IO[str]) -> None:
     for evaluator, rate in report.evaluators.items():
         evaluators.add_row(evaluator, rate.format(interval=interval))
     console.print(evaluators)
-    console.print(rich.text.Text(report.summary_line()))
+    console.print(rich.text.Text(report.summary_line()), soft_wrap=True)
     for attempt in report.failures:
         head = f"{attempt.outcome.upper()} {attempt.case} (repeat {attempt.repeat}" + (
             f", run {attempt.run_id})" if attempt.run_id else ")"
         )
-        console.print(rich.text.Text(head, style=styles[attempt.outcome]))
+        console.print(rich.text.Text(head, style=styles[attempt.outcome]), soft_wrap=True)
         for problem in attempt.problems:
-            console.print(rich.text.Text(f"  {problem}"))
+            console.print(rich.text.Text(f"  {problem}"), soft_wrap=True)
         for line in attempt.transcript(max_chars=300).splitlines():
-            console.print(rich.text.Text(f"    {line}", style="dim"))
+            console.print(rich.text.Text(f"    {line}", style="dim"), soft_wrap=True)

@@ -254,7 +254,7 @@ class RegexMatch:
 
 
 def _regex_name(pattern: str) -> str:
-    return f"regex({_short(pattern, 40)!r})"
+    return f"regex(/{_short(pattern, 40)}/)"
 
 
 def regex(pattern: str, *, name: str | None = None) -> RegexMatch:

@@ -77,7 +77,10 @@ def match_trajectory(
                     f"({_arguments(got)}); calls: {_shown(actual)}"
                 )
         if len(calls) != len(actual):
-            return False, (f"expected {len(calls)} call(s), got {len(actual)}: {_shown(actual)}")
+            return (
+                False,
+                f"expected {len(calls)} call(s), got {len(actual)}; calls: {_shown(actual)}",
+            )
         return True, f"the {len(calls)} call(s) match exactly"
     if expected.mode == "in_order":
         position = 0
