@@ -182,7 +182,7 @@ def test_a_yaml_list_of_cases_is_a_dataset_named_after_its_file(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("cases:\n  - name: a\n    input: x\n    colour: red\n", "case 'a': unknown key(s): colour"),
+        ("cases:\n  - name: a\n    input: x\n    colour: red\n", "unknown case 'a' key(s): colour"),
         ("cases:\n  - name: a\n", "case 'a': input must be text or a list of messages"),
         ("cases:\n  - {name: a, input: x}\n  - {name: a, input: y}\n", "two cases are named 'a'"),
         ("cases: []\n", "cases must be a non-empty sequence"),
@@ -195,7 +195,7 @@ def test_a_yaml_list_of_cases_is_a_dataset_named_after_its_file(tmp_path: Path) 
         ("cases:\n  - name: a\n    input: x\n    expected_tools: [{name: t, arguments: {a: {$near: 1}}}]\n",
          "unknown argument matcher '$near'"),
         ("name: [\n", "not valid YAML"),
-        ("surprise: 1\ncases: []\n", "unknown key(s): surprise"),
+        ("surprise: 1\ncases: []\n", "unknown dataset key(s): surprise"),
     ],
 )
 def test_invalid_dataset_files_are_config_errors_naming_the_problem(

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar, Final, TypeAlias
 
+from prism._keys import reject_unknown_keys
 from prism.errors import PrismConfigError
 from prism.evals._model import EvalContext, EvalScore, Evaluator
 from prism.tools.schema import compile_schema, schema_errors
@@ -84,9 +85,7 @@ def _short(value: object, limit: int = 200) -> str:
 def _options(kind: str, value: object, allowed: tuple[str, ...]) -> Mapping[str, object]:
     if not isinstance(value, Mapping):
         raise PrismConfigError(f"evaluator {kind}: expected a mapping of options, got {value!r}")
-    unknown = sorted(str(k) for k in value if k not in allowed)
-    if unknown:
-        raise PrismConfigError(f"evaluator {kind}: unknown option(s): {', '.join(unknown)}")
+    reject_unknown_keys(f"evaluator {kind}", value, allowed)
     return value
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from prism._keys import reject_unknown_keys
 from prism.errors import PrismConfigError
 from prism.evals._evaluators import (
     ArtifactEquals,
@@ -170,9 +171,7 @@ def _message(value: object, label: str) -> Message:
     try:
         if not isinstance(content, str):
             return Message.from_dict(value)
-        unknown = sorted(str(k) for k in value if k not in ("role", "content", "id", "metadata"))
-        if unknown:
-            raise PrismConfigError(f"unknown message key(s): {', '.join(unknown)}")
+        reject_unknown_keys("message", value, ("role", "content", "id", "metadata"))
         role, message_id, metadata = value.get("role"), value.get("id"), value.get("metadata")
         return Message(role, content, message_id, metadata)  # type: ignore[arg-type]
     except (TypeError, ValueError) as exc:
@@ -189,9 +188,7 @@ def case_from_dict(data: object) -> Case:
     if not isinstance(data, Mapping):
         raise PrismConfigError(f"a case is an object, got {type(data).__name__}")
     label = f"case {data.get('name')!r}"
-    unknown = sorted(str(k) for k in data if k not in CASE_KEYS)
-    if unknown:
-        raise PrismConfigError(f"{label}: unknown key(s): {', '.join(unknown)}")
+    reject_unknown_keys(label, data, CASE_KEYS)
     raw_input = data.get("input")
     run_input: object = raw_input
     if isinstance(raw_input, list):
@@ -271,9 +268,7 @@ def dataset_from_dict(data: object, *, name: str | None = None) -> Dataset:
         raise PrismConfigError(
             f"a dataset is an object or a list of cases, got {type(data).__name__}"
         )
-    unknown = sorted(str(k) for k in data if k not in _DATASET_KEYS)
-    if unknown:
-        raise PrismConfigError(f"dataset: unknown key(s): {', '.join(unknown)}")
+    reject_unknown_keys("dataset", data, _DATASET_KEYS)
     cases = data.get("cases")
     if not isinstance(cases, list):
         raise PrismConfigError("dataset: cases must be a list")

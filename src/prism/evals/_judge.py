@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
+from prism._keys import reject_unknown_keys
 from prism.errors import AgentRunError, PrismConfigError, PrismError
 from prism.evals._model import EvalContext, EvalScore
 from prism.providers.base import AIProvider
@@ -180,9 +181,7 @@ class LLMJudge:
             raise PrismConfigError(
                 "evaluator judge: expected a rubric, or {rubric, threshold?, max_tokens?}"
             )
-        unknown = sorted(str(k) for k in value if k not in ("rubric", "threshold", "max_tokens"))
-        if unknown:
-            raise PrismConfigError(f"evaluator judge: unknown option(s): {', '.join(unknown)}")
+        reject_unknown_keys("evaluator judge", value, ("rubric", "threshold", "max_tokens"))
         threshold = value.get("threshold")
         if threshold is not None and (
             isinstance(threshold, bool) or not isinstance(threshold, (int, float))

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from prism._keys import reject_unknown_keys
 from prism.errors import PrismConfigError
 from prism.evals._model import (
     TRAJECTORY_MODES,
@@ -255,9 +256,7 @@ def expected_tools_from_json(value: object, label: str) -> ExpectedTools:
     mode: TrajectoryMode = "exact"
     calls = value
     if isinstance(value, Mapping):
-        unknown = sorted(str(k) for k in value if k not in ("mode", "calls"))
-        if unknown:
-            raise PrismConfigError(f"{label}: unknown key(s): {', '.join(unknown)}")
+        reject_unknown_keys(label, value, ("mode", "calls"))
         mode = _mode(value.get("mode", "exact"))
         calls = value.get("calls")
     if not isinstance(calls, list):
@@ -269,9 +268,7 @@ def expected_tools_from_json(value: object, label: str) -> ExpectedTools:
             continue
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise PrismConfigError(f"{label}: a call is a tool name or {{name, arguments}}")
-        unknown = sorted(str(k) for k in item if k not in ("name", "arguments"))
-        if unknown:
-            raise PrismConfigError(f"{label}: unknown call key(s): {', '.join(unknown)}")
+        reject_unknown_keys(f"{label} call", item, ("name", "arguments"))
         arguments = item.get("arguments")
         if arguments is not None and not isinstance(arguments, Mapping):
             raise PrismConfigError(f"{label}: the arguments of {item['name']!r} must be an object")
