@@ -46,9 +46,17 @@ def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+# Imported by prism without being declared, each with its reason.
+UNDECLARED_IMPORTS = {
+    # prism.evals.pytest_cases builds pytest params; it is called only by a test module that
+    # pytest is collecting, so pytest is there whenever it runs (no extra installs it).
+    "pytest",
+}
+
+
 def _allowed_top_level_modules() -> set[str]:
     declared = _declared_distributions()
-    allowed = {"prism"} | set(sys.stdlib_module_names)
+    allowed = {"prism"} | set(sys.stdlib_module_names) | UNDECLARED_IMPORTS
     # installed declared distributions: their real top-level import names
     for module, dists in importlib.metadata.packages_distributions().items():
         if any(_normalise(d) in declared for d in dists):

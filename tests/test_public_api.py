@@ -20,6 +20,7 @@ PUBLIC_MODULES = [
     "prism.loops",
     "prism.artifacts",
     "prism.stores",
+    "prism.evals",
 ]
 
 
@@ -32,6 +33,7 @@ REEXPORT_NAMESPACES = {
     "prism.events",
     "prism.loops",
     "prism.stores",
+    "prism.evals",
 }
 
 

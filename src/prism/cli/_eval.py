@@ -1,0 +1,380 @@
+"""``prism eval``: run a dataset against an agent of a registry and report per case.
+
+::
+
+    prism eval run evals/refunds.yaml --agents myagents:REGISTRY --agent refunds \\
+        --repeat 3 --concurrency 8 --junit eval-results.xml
+
+``--agents MODULE:REGISTRY`` names a mapping of agent names to factory functions
+``factory(store) -> Agent``, the registry ``prism worker`` serves; each factory is given the
+eval's store (``--store URL``, default an in-memory SQLite store that ends with the command), and
+every run of the eval goes there, tagged ``metadata["prism.eval"]``. With several agents in the
+registry, ``--agent NAME`` picks one. LLM judges without a provider of their own run on
+``--judge-model`` (default ``local``, the embedded model).
+
+The report is a table on standard output (``--json``: the report as JSON instead); ``--junit
+FILE`` writes JUnit XML, one test per case. A progress bar is drawn on standard error when it is
+a terminal. Exit codes (:data:`EVAL_EXIT_CODES_HELP`): 0 every case passed, 1 a case failed, was
+flaky or erred, 2 invalid command line, dataset, registry, agent or store.
+
+``prism eval`` has room for more subcommands beside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from typing import IO, Any, Final
+
+from prism.cli._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from prism.cli._models import MODEL_SPEC_HELP, ModelSpecError, parse_model_spec
+from prism.cli._store import StoreError, display_url, open_cli_store
+from prism.errors import PrismConfigError
+from prism.evals import (
+    AttemptReport,
+    Dataset,
+    EvalReport,
+    LLMJudge,
+    case_evaluators,
+    junit_xml,
+    load_dataset,
+    run_eval,
+)
+from prism.providers.base import AIProvider
+from prism.runtime import Agent
+from prism.types import ModelConfig, Usage
+
+__all__ = [
+    "EVAL_EXIT_CODES_HELP",
+    "AgentFactory",
+    "add_eval_parser",
+    "load_agent_registry",
+    "run_eval_command",
+]
+
+AgentFactory = Callable[[Any], Agent]
+"""``factory(store) -> Agent``: one agent of a registry, built over the given store."""
+
+EVAL_EXIT_CODES_HELP: Final = """\
+exit codes:
+  0    every case passed
+  1    a case failed, was flaky (some repeats passed, some failed) or erred (an evaluator
+       could not evaluate, e.g. a judge whose answer did not parse)
+  2    invalid command line, dataset, registry, agent or store
+"""
+"""The exit codes of ``prism eval run``."""
+
+MEMORY_STORE: Final = "sqlite://:memory:"
+"""The default store of an eval: in memory, gone when the command ends."""
+
+_DOTTED: Final = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+def add_eval_parser(commands: Any) -> argparse.ArgumentParser:
+    """Register ``prism eval`` (and ``prism eval run``) on the ``commands`` subparsers; return
+    the ``eval`` parser."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "eval",
+        help="run evaluation datasets against an agent",
+        description="Evaluate an agent: run the cases of a dataset file and check each run.",
+    )
+    sub = parser.add_subparsers(dest="eval_command", metavar="SUBCOMMAND")
+    run = sub.add_parser(
+        "run",
+        help="run a dataset (YAML, JSONL or JSON) against an agent of a registry",
+        description="Run every case of DATASET against an agent of the --agents registry, "
+        "evaluate each run and report per case (pass rate, flakiness, failures with their "
+        "transcript). Runs go to --store, tagged metadata['prism.eval'].",
+        epilog=EVAL_EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("dataset", metavar="DATASET", help="the dataset file (.yaml, .jsonl, .json)")
+    run.add_argument(
+        "--agents",
+        required=True,
+        metavar="MODULE:REGISTRY",
+        help="import path of the mapping of agent names to factory functions (factory(store)), "
+        "imported with the current directory on the path",
+    )
+    run.add_argument("--agent", metavar="NAME", help="the registry's agent to evaluate")
+    run.add_argument(
+        "--replay",
+        action="store_true",
+        help="replay the cases' recorded provider traffic instead of calling the model",
+    )
+    run.add_argument(
+        "--store",
+        metavar="URL",
+        help="where the eval's runs go (sqlite:///FILE.db, postgresql://…); default: in memory",
+    )
+    run.add_argument(
+        "--concurrency", type=int, default=4, metavar="N", help="most runs at once (default 4)"
+    )
+    run.add_argument("--repeat", type=int, default=1, metavar="K", help="runs per case (default 1)")
+    run.add_argument(
+        "--judge-model",
+        metavar="SPEC",
+        help=f"model of LLM judges without their own: {MODEL_SPEC_HELP} (default local)",
+    )
+    run.add_argument(
+        "--json", action="store_true", help="print the report as JSON instead of the table"
+    )
+    run.add_argument("--junit", metavar="FILE", help="also write the report as JUnit XML")
+    parser.set_defaults(eval_command=None)
+    return parser
+
+
+def load_agent_registry(spec: str) -> Mapping[str, AgentFactory]:
+    """Import the ``--agents MODULE:REGISTRY`` registry: a non-empty mapping of agent names to
+    factory functions, found by the same rules as ``prism worker``'s (``ATTR`` may be dotted;
+    the module is imported with the current directory first on ``sys.path``).
+
+    Raises:
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — a malformed spec, a module that cannot be
+            imported, a missing attribute, or not a non-empty mapping of names to callables.
+    """
+    module_name, _, attr_path = spec.partition(":")
+    if not _DOTTED.match(module_name) or not _DOTTED.match(attr_path):
+        raise PrismConfigError(
+            f"--agents {spec}: expected MODULE:ATTR with Python names, e.g. myagents:REGISTRY"
+        )
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        target: object = importlib.import_module(module_name)
+    except Exception as exc:
+        raise PrismConfigError(
+            f"--agents {spec}: importing {module_name} failed: {type(exc).__name__}: {exc}"
+        ) from None
+    for part in attr_path.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise PrismConfigError(
+                f"--agents {spec}: {module_name} has no attribute {attr_path!r}"
+            ) from None
+    if not isinstance(target, Mapping) or not target:
+        raise PrismConfigError(
+            f"--agents {spec}: expected a non-empty mapping of agent names to factory "
+            f"functions, got {type(target).__name__}"
+        )
+    for name, factory in target.items():
+        if not isinstance(name, str) or not name or not callable(factory):
+            raise PrismConfigError(
+                f"--agents {spec}: {name!r} must be a non-empty name mapped to a factory function"
+            )
+    return target
+
+
+def _pick(registry: Mapping[str, AgentFactory], name: str | None, spec: str) -> str:
+    if name is not None:
+        if name not in registry:
+            raise PrismConfigError(
+                f"--agent {name}: not in {spec} (its agents: {', '.join(sorted(registry))})"
+            )
+        return name
+    if len(registry) == 1:
+        return next(iter(registry))
+    raise PrismConfigError(
+        f"{spec} has several agents: choose one with --agent ({', '.join(sorted(registry))})"
+    )
+
+
+def _build(factory: AgentFactory, name: str, store: object) -> Agent:
+    try:
+        agent = factory(store)
+    except PrismConfigError:
+        raise
+    except Exception as exc:
+        raise PrismConfigError(
+            f"agent {name!r}: its factory raised {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(agent, Agent):
+        raise PrismConfigError(
+            f"agent {name!r}: the factory returned {type(agent).__name__}, not an Agent"
+        )
+    return agent
+
+
+def _needs_judge(dataset: Dataset) -> bool:
+    return any(
+        isinstance(evaluator, LLMJudge) and evaluator.provider is None
+        for case in dataset.cases
+        for evaluator in case_evaluators(dataset, case)
+    )
+
+
+def _judge(spec: str | None) -> tuple[AIProvider, ModelConfig]:
+    choice = parse_model_spec(spec or "local")
+    provider: AIProvider = choice.make_provider()
+    return provider, choice.model
+
+
+async def run_eval_command(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    """The ``prism eval`` command; returns its exit code."""
+    if args.eval_command is None:
+        err.write("prism: eval needs a subcommand: run DATASET --agents MODULE:REGISTRY\n")
+        return EXIT_USAGE
+    if args.replay:
+        err.write(
+            "prism eval run --replay: replaying recorded cases is not available yet; run "
+            "without --replay to call the agent's model\n"
+        )
+        return EXIT_USAGE
+    if args.concurrency < 1 or args.repeat < 1:
+        err.write("prism eval run: --concurrency and --repeat must be 1 or more\n")
+        return EXIT_USAGE
+    try:
+        dataset = load_dataset(args.dataset)
+        registry = load_agent_registry(args.agents)
+        name = _pick(registry, args.agent, args.agents)
+        judge = _judge(args.judge_model) if _needs_judge(dataset) else None
+    except (PrismConfigError, ModelSpecError, ImportError, OSError) as exc:
+        err.write(f"prism eval run: {exc}\n")
+        return EXIT_USAGE
+    url = args.store or MEMORY_STORE
+    try:
+        store = await open_cli_store(url)
+    except StoreError as exc:
+        err.write(f"prism eval run: {exc}\n")
+        return EXIT_USAGE
+    try:
+        try:
+            agent = _build(registry[name], name, store)
+        except PrismConfigError as exc:
+            err.write(f"prism eval run: {exc}\n")
+            return EXIT_USAGE
+        with _Progress(err, total=len(dataset.cases) * args.repeat) as progress:
+            report = await run_eval(
+                agent,
+                dataset,
+                concurrency=args.concurrency,
+                repeat=args.repeat,
+                store=store,
+                judge_provider=judge[0] if judge else None,
+                judge_model=judge[1] if judge else None,
+                on_progress=progress.advance,
+            )
+    finally:
+        await store.aclose()
+    if args.junit:
+        try:
+            _write(args.junit, junit_xml(report))
+        except OSError as exc:
+            err.write(f"prism eval run: cannot write {args.junit}: {exc.strerror or exc}\n")
+            return EXIT_USAGE
+    if args.json:
+        out.write(report.to_json() + "\n")
+    else:
+        render_report(report, out)
+        if args.store:
+            out.write(f"runs stored in {display_url(url)}, eval run {report.eval_run_id}\n")
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+class _Progress:
+    """A ``rich`` progress bar on ``err`` when it is a terminal and ``rich`` is installed;
+    otherwise nothing."""
+
+    def __init__(self, err: IO[str], *, total: int) -> None:
+        self._bar: Any = None
+        self._task: Any = None
+        isatty = getattr(err, "isatty", None)
+        if not (isatty and isatty()):
+            return
+        try:
+            import rich.console
+            import rich.progress
+        except ImportError:
+            return
+        self._bar = rich.progress.Progress(
+            rich.progress.TextColumn("eval"),
+            rich.progress.BarColumn(),
+            rich.progress.MofNCompleteColumn(),
+            rich.progress.TextColumn("{task.description}"),
+            rich.progress.TimeElapsedColumn(),
+            console=rich.console.Console(file=err),
+            transient=True,
+        )
+        self._task = self._bar.add_task("", total=total)
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def advance(self, done: int, total: int, attempt: AttemptReport) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, description=f"{attempt.case}")
+
+
+def _usage_cells(usage: Usage | None) -> tuple[str, str]:
+    if usage is None:
+        return "—", "—"
+    tokens = "—" if usage.total_tokens is None else str(usage.total_tokens)
+    cost = (
+        "—"
+        if usage.cost is None
+        else f"{usage.cost:.6g}{' ' + usage.currency if usage.currency else ''}"
+    )
+    return tokens, cost
+
+
+def render_report(report: EvalReport, out: IO[str]) -> None:
+    """The report as tables on ``out``: cases, evaluators, totals, then the failures with their
+    transcripts (``rich`` when installed, else plain text)."""
+    try:
+        import rich.console
+        import rich.table
+        import rich.text
+    except ImportError:
+        out.write(report.format_text() + "\n")
+        return
+    console = rich.console.Console(file=out, highlight=False, soft_wrap=False)
+    interval = report.repeat > 1
+    styles = {"pass": "green", "fail": "red", "flaky": "yellow", "error": "magenta"}
+    cases = rich.table.Table(title=f"{report.dataset} — agent {report.agent}", title_justify="left")
+    for column in ("case", "outcome", "pass rate", "not passing", "tokens", "cost"):
+        cases.add_column(column, overflow="fold")
+    for case in report.cases:
+        failing = sorted({n for n, rate in case.evaluators.items() if rate.failures or rate.errors})
+        tokens, cost = _usage_cells(case.usage)
+        cases.add_row(
+            case.name,
+            rich.text.Text(case.outcome, style=styles[case.outcome]),
+            case.pass_rate.format(interval=interval),
+            ", ".join(failing),
+            tokens,
+            cost,
+        )
+    console.print(cases)
+    evaluators = rich.table.Table(title="evaluators", title_justify="left")
+    evaluators.add_column("evaluator", overflow="fold")
+    evaluators.add_column("pass rate")
+    for evaluator, rate in report.evaluators.items():
+        evaluators.add_row(evaluator, rate.format(interval=interval))
+    console.print(evaluators)
+    console.print(rich.text.Text(report.summary_line()), soft_wrap=True)
+    for attempt in report.failures:
+        head = f"{attempt.outcome.upper()} {attempt.case} (repeat {attempt.repeat}" + (
+            f", run {attempt.run_id})" if attempt.run_id else ")"
+        )
+        console.print(rich.text.Text(head, style=styles[attempt.outcome]), soft_wrap=True)
+        for problem in attempt.problems:
+            console.print(rich.text.Text(f"  {problem}"), soft_wrap=True)
+        for line in attempt.transcript(max_chars=300).splitlines():
+            console.print(rich.text.Text(f"    {line}", style="dim"), soft_wrap=True)
