@@ -1,6 +1,10 @@
 """Run ledger: the ledger protocol, the memory ledger and the per-run writer.
 
-* :class:`RunLedger` — the write-only sink protocol; :class:`MemoryRunLedger` keeps four lists.
+* :class:`RunLedger` — the write-only sink protocol; :class:`MemoryRunLedger` keeps four lists
+  (and the request rows);
+* :class:`RequestLedger` — the optional fifth method, ``append_request``: a ledger that has it
+  gets a :class:`~prism.ledger_records.RequestRecord` per provider attempt; one without it keeps
+  working and gets none.
 * :class:`LedgerWriter` — one per run: a single writer task consuming an ``asyncio.Queue`` in
   emission order, remembering the first failure, skipping later records, and raising
   ``RunLedgerError`` at the next drain point. Free when no ledger is configured.
@@ -23,6 +27,7 @@ from prism.errors import RunLedgerError
 from prism.events import AgentEvent
 from prism.ledger_records import AgentEventRecord as AgentEventRecord
 from prism.ledger_records import LedgerRecord as LedgerRecord
+from prism.ledger_records import RequestRecord as RequestRecord
 from prism.ledger_records import RunRecord as RunRecord
 from prism.ledger_records import RunRecordStatus as RunRecordStatus
 from prism.ledger_records import ToolCallRecord as ToolCallRecord
@@ -48,6 +53,8 @@ __all__ = [
     "LedgerRecord",
     "LedgerWriter",
     "MemoryRunLedger",
+    "RequestLedger",
+    "RequestRecord",
     "RunLedger",
     "RunRecord",
     "RunRecordStatus",
@@ -105,23 +112,41 @@ class RunLedger(Protocol):
         ...
 
 
+@runtime_checkable
+class RequestLedger(Protocol):
+    """The optional method of a :class:`RunLedger` that stores request rows.
+
+    A run whose ledger has ``append_request`` appends one :class:`RequestRecord` per provider
+    attempt, when the attempt starts; its ``head`` is set on the run's first row with a given
+    ``head_hash`` and ``None`` on later ones, so a store keeps one head per distinct hash.
+    """
+
+    def append_request(self, record: RequestRecord, /) -> Awaitable[None] | None:
+        """Store a request row (and its head, when it carries one)."""
+        ...
+
+
 class MemoryRunLedger:
-    """In-memory :class:`RunLedger` keeping four append-only lists.
+    """In-memory :class:`RunLedger` (and :class:`RequestLedger`) keeping append-only lists.
 
     Attributes:
         runs: Run rows in append order.
         events: Event rows in append (= emission) order.
         tool_calls: Tool-call rows in append order.
         usage: Usage rows in append order.
+        requests: Request rows in append order (their ``head`` moved to ``request_heads``).
+        request_heads: Each distinct request head by its hash.
     """
 
-    __slots__ = ("events", "runs", "tool_calls", "usage")
+    __slots__ = ("events", "request_heads", "requests", "runs", "tool_calls", "usage")
 
     def __init__(self) -> None:
         self.runs: list[RunRecord] = []
         self.events: list[AgentEventRecord] = []
         self.tool_calls: list[ToolCallRecord] = []
         self.usage: list[UsageRecord] = []
+        self.requests: list[RequestRecord] = []
+        self.request_heads: dict[str, Mapping[str, Any]] = {}
 
     async def append_run(self, record: RunRecord, /) -> None:
         """Append a run row."""
@@ -139,6 +164,18 @@ class MemoryRunLedger:
         """Append a usage row."""
         self.usage.append(record)
 
+    async def append_request(self, record: RequestRecord, /) -> None:
+        """Append a request row; its head goes to :attr:`request_heads` (once per hash)."""
+        head = record.head
+        if head is not None:
+            self.request_heads.setdefault(record.head_hash, head)
+            record = dataclasses.replace(record, head=None)
+        self.requests.append(record)
+
+    def run_requests(self, run_id: str) -> list[RequestRecord]:
+        """The request rows of one run, in order."""
+        return [r for r in self.requests if r.run_id == run_id]
+
     def run_events(self, run_id: str) -> list[AgentEventRecord]:
         """The event rows of one run, in order (input for :func:`project_execution_timeline`)."""
         return [r for r in self.events if r.run_id == run_id]
@@ -150,12 +187,13 @@ class MemoryRunLedger:
 
 # --------------------------------------------------------------------------- writer
 
-_Kind: TypeAlias = Literal["run", "event", "tool_call", "usage"]
+_Kind: TypeAlias = Literal["run", "event", "tool_call", "usage", "request"]
 _METHODS: Final[Mapping[str, str]] = {
     "run": "append_run",
     "event": "append_event",
     "tool_call": "append_tool_call",
     "usage": "append_usage",
+    "request": "append_request",
 }
 
 
@@ -187,12 +225,14 @@ class LedgerWriter:
 
     __slots__ = (
         "_failure",
+        "_heads",
         "_ledger",
         "_ownership",
         "_queue",
         "_redactor",
         "_reported",
         "_task",
+        "records_requests",
         "run_id",
         "session_id",
     )
@@ -220,6 +260,10 @@ class LedgerWriter:
         self._task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
         self._reported = False
+        self.records_requests = callable(getattr(ledger, "append_request", None))
+        """Whether the ledger stores request rows (it has ``append_request``)."""
+        self._heads: set[str] = set()
+        """The head hashes whose head this writer already sent."""
 
     @property
     def enabled(self) -> bool:
@@ -314,6 +358,45 @@ class LedgerWriter:
             model=model if per_turn else None,
         )
         self._submit("usage", record, False)
+
+    def record_request(
+        self,
+        *,
+        turn: int,
+        attempt: int,
+        provider_id: str,
+        model: str,
+        request_hash: str,
+        head_hash: str,
+        messages: int,
+        head: Mapping[str, Any],
+    ) -> None:
+        """Queue a :class:`RequestRecord` with a new ``request_…`` id and the current time; the
+        row carries ``head`` only the first time this writer sees ``head_hash``. Nothing happens
+        when the ledger has no ``append_request``."""
+        if not self.records_requests or self._failure is not None:
+            return
+        heads = self._heads
+        if head_hash in heads:
+            shown: Mapping[str, Any] | None = None
+        else:
+            heads.add(head_hash)
+            shown = head
+        record = RequestRecord(
+            id=new_id("request"),
+            session_id=self.session_id,
+            run_id=self.run_id,
+            turn=turn,
+            attempt=attempt,
+            provider_id=provider_id,
+            model=model,
+            request_hash=request_hash,
+            head_hash=head_hash,
+            messages=messages,
+            timestamp=now_iso(),
+            head=shown,
+        )
+        self._submit("request", record, False)
 
     # ----------------------------------------------------------------- writing
 

@@ -4,7 +4,10 @@
   and :func:`finish_run_record`);
 * :class:`AgentEventRecord` — one emitted event;
 * :class:`ToolCallRecord` — one tool-call state change;
-* :class:`UsageRecord` — token and cost usage of one provider attempt or of the whole run.
+* :class:`UsageRecord` — token and cost usage of one provider attempt or of the whole run;
+* :class:`RequestRecord` — the hash of what one provider attempt asked the model
+  (:mod:`prism.request_hash`), with the request's head on the first row of a run that carries
+  it.
 
 Every record carries the ownership fields ``tenant_id``/``account_id``/``user_id``. This module
 sits below the ledger protocol and writer (:mod:`prism.ledger`) and the timeline projection
@@ -26,6 +29,7 @@ from prism.types import ErrorInfo, JsonValue, ModelConfig, OwnershipScope, ToolR
 __all__ = [
     "AgentEventRecord",
     "LedgerRecord",
+    "RequestRecord",
     "RunRecord",
     "RunRecordStatus",
     "ToolCallRecord",
@@ -205,8 +209,53 @@ class UsageRecord(Serializable):
     """Ownership: user."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestRecord(Serializable):
+    """Ledger row of one provider attempt's request: the canonical hash of what the model was
+    asked (:func:`prism.request_hash.fingerprint_request`), the hash of its head (system
+    prompt, tool schemas, model and options) and, on the first row of a run with that head, the
+    head itself (a store keeps one head per distinct hash). Written when the attempt starts, by
+    ledgers that have ``append_request`` (:class:`prism.ledger.RequestLedger`).
+    """
+
+    id: str
+    """Record id (``request_…``)."""
+    session_id: str
+    """Session of the run."""
+    run_id: str
+    """Run id."""
+    turn: int
+    """The provider turn (1-based)."""
+    attempt: int
+    """The attempt of that turn (1-based; a fallback's first attempt is 1 again)."""
+    provider_id: str
+    """Provider asked (a fallback's when one took over)."""
+    model: str
+    """Model name asked."""
+    request_hash: str
+    """SHA-256 hex of the request as the model sees it (:mod:`prism.request_hash`)."""
+    head_hash: str
+    """SHA-256 hex of the request's head."""
+    messages: int
+    """Messages of the conversation after the leading system messages."""
+    timestamp: str
+    """ISO-8601 UTC time the attempt started."""
+    head: Mapping[str, JsonValue] | None = None
+    """The head (``prism.request_hash.request_head``), on the run's first row with
+    ``head_hash``; ``None`` on later ones."""
+    hash_version: int = 1
+    """Version of the hash definition (``prism.request_hash.REQUEST_HASH_VERSION``)."""
+    tenant_id: str | None = None
+    """Ownership: tenant."""
+    account_id: str | None = None
+    """Ownership: account."""
+    user_id: str | None = None
+    """Ownership: user."""
+
+
 LedgerRecord: TypeAlias = RunRecord | AgentEventRecord | ToolCallRecord | UsageRecord
-"""Any ledger record."""
+"""Any record of the four ledger tables every ledger has (request rows are optional:
+:class:`RequestRecord`)."""
 
 
 def start_run_record(

@@ -1,9 +1,11 @@
-"""The run ledger in a database store: four append-only tables and their listings, the same in
+"""The run ledger in a database store: its append-only tables and their listings, the same in
 both stores.
 
 :class:`LedgerMethods` implements :class:`~prism.ledger.RunLedger` (``append_run``,
-``append_event``, ``append_tool_call``, ``append_usage``) and the ledger reads for tooling
-(``list_runs``, ``list_events``, ``list_tool_calls``, ``list_usage``) over
+``append_event``, ``append_tool_call``, ``append_usage``), :class:`~prism.ledger.RequestLedger`
+(``append_request``: request rows, their heads kept once per hash, since schema migration 4)
+and the ledger reads for tooling (``list_runs``, ``list_events``, ``list_tool_calls``,
+``list_usage``, ``list_requests``, ``load_request_heads``) over
 :class:`~prism.stores._common.DatabaseAccess`. Every append is one insert; a row's ``body`` is
 the record's ``to_dict()``. The statements differ between the dialects only in the table prefix,
 the parameter marker and the cast of ``body``, so :class:`LedgerSql` builds both. The summaries
@@ -14,10 +16,10 @@ transaction of each insert.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from prism.ledger import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
+from prism.ledger import AgentEventRecord, RequestRecord, RunRecord, ToolCallRecord, UsageRecord
 from prism.stores._common import DatabaseAccess, decoded
 
 __all__ = ["LedgerMethods", "LedgerSql"]
@@ -42,6 +44,10 @@ _TABLES = {
             "cost",
         ),
     ),
+    "requests": (
+        "prism_requests",
+        ("id", "session_id", "run_id", "request_hash", "head_hash"),
+    ),
 }
 """Each ledger table and its columns before ``body`` (a usage row's timestamp, model, tokens
 and cost are columns since schema migration 3, for the usage report)."""
@@ -58,6 +64,8 @@ class LedgerSql:
 
     __slots__ = (
         "insert_event",
+        "insert_head",
+        "insert_request",
         "insert_run",
         "insert_tool_call",
         "insert_usage",
@@ -81,6 +89,20 @@ class LedgerSql:
         self.insert_event = insert("events")
         self.insert_tool_call = insert("tool_calls")
         self.insert_usage = insert("usage")
+        self.insert_request = insert("requests")
+        self.insert_head = (
+            f"INSERT INTO {prefix}prism_request_heads (head_hash, created_at, body) "
+            f"VALUES ({placeholder}, {placeholder}, {placeholder}{body_cast}) "
+            "ON CONFLICT (head_hash) DO NOTHING"
+        )
+
+    def heads(self, count: int) -> str:
+        """The query of ``count`` request heads by hash."""
+        marks = ", ".join([self.placeholder] * count)
+        return (
+            f"SELECT head_hash, body FROM {self.prefix}prism_request_heads "
+            f"WHERE head_hash IN ({marks})"
+        )
 
     def listing(
         self, table: str, run_column: str, session_id: str | None, run_id: str | None
@@ -162,6 +184,57 @@ class LedgerMethods(DatabaseAccess):
             self._encode(record.to_dict()),
         )
         await self._execute(self._ledger_sql.insert_usage, params)
+
+    async def append_request(self, record: RequestRecord, /) -> None:
+        """Append a request row; a row carrying its head stores the head first, once per
+        ``head_hash`` (a head already stored is kept)."""
+        sql = self._ledger_sql
+        body = record.to_dict()
+        head = body.pop("head", None)
+        if head is not None:
+            await self._execute(
+                sql.insert_head, (record.head_hash, record.timestamp, self._encode(head))
+            )
+        params = (
+            record.id,
+            record.session_id,
+            record.run_id,
+            record.request_hash,
+            record.head_hash,
+            self._encode(body),
+        )
+        await self._execute(sql.insert_request, params)
+
+    async def list_requests(
+        self, session_id: str | None = None, *, run_id: str | None = None
+    ) -> builtins.list[RequestRecord]:
+        """Request rows in append order (without their heads: :meth:`load_request_heads`),
+        filtered by session and/or run (at least one).
+
+        Raises:
+            ValueError: neither ``session_id`` nor ``run_id`` given.
+        """
+        return await self._list_ledger(
+            "prism_requests", "run_id", session_id, run_id, RequestRecord.from_dict
+        )
+
+    async def load_request_heads(
+        self, head_hashes: Iterable[str]
+    ) -> builtins.dict[str, Mapping[str, Any]]:
+        """The stored request heads of ``head_hashes``, by hash (unknown hashes are left out).
+
+        Raises:
+            StoreError: ``ERR_PRISM_STORE_UNDECODABLE`` — a stored head does not decode.
+        """
+        wanted = sorted(set(head_hashes))
+        if not wanted:
+            return {}
+        load = self._decode
+
+        def finish(rows: builtins.list[Any]) -> builtins.dict[str, Mapping[str, Any]]:
+            return {key: decoded(load, body, f"request head {key}") for key, body in rows}
+
+        return await self._query(self._ledger_sql.heads(len(wanted)), tuple(wanted), finish)
 
     async def list_runs(
         self, session_id: str | None = None, *, run_id: str | None = None

@@ -16,6 +16,13 @@ Exactness: the result equals the full computation.
   ``request.messages``; the built-in walk's depth cap (``[MaxDepth]``) therefore applies at the
   same place.
 
+:meth:`RequestCodec.fingerprint` hashes a redacted request the way
+:func:`prism.request_hash.fingerprint_request` does, for the request rows of a ledger
+(:class:`~prism.ledger_records.RequestRecord`), at the same O(new messages): each message's
+digest is kept for the run, the conversation's live-history part is one running hash that a turn
+copies and extends with its tail, and the head is hashed once while its parts are the same
+objects. Only a run whose ledger stores request rows turns this on (``hashing``).
+
 :class:`LiveHistory` is the ``list`` subclass shared as ``ctx.history``: appends and extends are
 plain list operations; every other mutation bumps :attr:`LiveHistory.mutations`, which tells the
 codec that its prefix is stale.
@@ -24,12 +31,20 @@ codec that its prefix is stale.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
 from prism.redaction import SecretRedactor
+from prism.request_hash import (
+    combine_hashes,
+    head_hash,
+    leading_system_count,
+    message_digest,
+    request_head,
+)
 from prism.runtime.run._json_size import canonical_size, canonical_size_known
-from prism.types import Message, ProviderRequest
+from prism.types import JsonValue, Message, ProviderRequest
 
 __all__ = ["HeadMemo", "LiveHistory", "RequestCodec"]
 
@@ -96,14 +111,20 @@ class RequestCodec:
 
     __slots__ = (
         "_cache",
+        "_chain",
+        "_digests",
+        "_fingerprint",
+        "_head_fp",
         "_known",
         "_h_cum",
         "_h_red",
         "_h_version",
         "_head",
         "_history",
+        "_last",
         "_memo",
         "_redactor",
+        "hashing",
     )
 
     def __init__(
@@ -121,6 +142,14 @@ class RequestCodec:
         self._h_cum: list[int] = [0]
         self._h_version = history.mutations
         self._head: _Head | None = None
+        self.hashing = False
+        """Whether :meth:`encode` keeps what :meth:`fingerprint` needs (request rows are on)."""
+        self._digests: dict[int, tuple[Message, bytes]] = {}
+        self._chain: tuple[int, int, Any] | None = None
+        self._last: tuple[tuple[Message, ...], int, int] | None = None
+        self._head_fp: tuple[tuple[Any, ...], dict[str, JsonValue], str] | None = None
+        self._fingerprint: tuple[ProviderRequest, tuple[str, str, int, dict[str, JsonValue]]] | None
+        self._fingerprint = None
 
     # ----------------------------------------------------------------- per message
 
@@ -249,6 +278,8 @@ class RequestCodec:
             and self._sync(history_len)
         ):
             end = prefix_len + history_len
+            if self.hashing:
+                self._last = (messages, prefix_len, history_len)
             size += self._h_cum[history_len]
             prefix_red: list[Message] = []
             tail_red: list[Message] = []
@@ -265,7 +296,10 @@ class RequestCodec:
             hred = self._h_red
             part = hred if len(hred) == history_len else hred[:history_len]
             red_messages = (*prefix_red, *part, *tail_red)
+            if self.hashing:
+                self._last = (red_messages, prefix_len, history_len)
         else:
+            self._last = None
             red_list: list[Message] = []
             for item in messages:
                 red, n = message(item)
@@ -275,6 +309,84 @@ class RequestCodec:
                 return request, size
             red_messages = tuple(red_list)
         return dataclasses.replace(head, messages=red_messages, signal=request.signal), size
+
+    # ----------------------------------------------------------------- request hashes
+
+    def _digest(self, message: Message) -> bytes:
+        entry = self._digests.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
+        digest = message_digest(message)
+        self._digests[id(message)] = (message, digest)
+        return digest
+
+    def _history_chain(self, count: int) -> Any:
+        """The running SHA-256 over the digests of the first ``count`` (redacted) live-history
+        messages; rebuilt after a non-append mutation of the history."""
+        version = self._history.mutations
+        chain = self._chain
+        if chain is None or chain[0] != version or chain[1] > count:
+            chain = (version, 0, hashlib.sha256())
+        done, hasher = chain[1], chain[2]
+        if done < count:
+            items = self._h_red if self._redactor is not None else self._history
+            digest = self._digest
+            for item in items[done:count]:
+                hasher.update(digest(item))
+            chain = (version, count, hasher)
+        self._chain = chain
+        return hasher
+
+    def fingerprint(self, request: ProviderRequest) -> tuple[str, str, int, dict[str, JsonValue]]:
+        """``(request_hash, head_hash, conversation messages, head)`` of a redacted request, as
+        :func:`prism.request_hash.fingerprint_request` computes them; the request :meth:`encode`
+        returned last costs O(its new messages), a repeated call for the same request object
+        (a retried attempt) nothing."""
+        cached = self._fingerprint
+        if cached is not None and cached[0] is request:
+            return cached[1]
+        messages = request.messages
+        skip = leading_system_count(messages)
+        last = self._last
+        digest = self._digest
+        if (
+            last is not None
+            and last[0] is messages
+            and last[1] == skip
+            and self._history.mutations == self._h_version
+        ):
+            history_len = last[2]
+            hasher = self._history_chain(history_len).copy()
+            for item in messages[skip + history_len :]:
+                hasher.update(digest(item))
+        else:
+            hasher = hashlib.sha256()
+            for item in messages[skip:]:
+                hasher.update(digest(item))
+        head, head_digest = self._head_fingerprint(request, messages[:skip])
+        result = (
+            combine_hashes(head_digest, hasher.digest()),
+            head_digest,
+            len(messages) - skip,
+            head,
+        )
+        self._fingerprint = (request, result)
+        return result
+
+    def _head_fingerprint(
+        self, request: ProviderRequest, system: tuple[Message, ...]
+    ) -> tuple[dict[str, JsonValue], str]:
+        """The request's head and its hash, kept while its parts are the same objects."""
+        key = (request.model, request.tools, request.context, request.options, *system)
+        entry = self._head_fp
+        if entry is not None:
+            old = entry[0]
+            if len(old) == len(key) and all(a is b for a, b in zip(old, key, strict=True)):
+                return entry[1], entry[2]
+        head = request_head(request)
+        digest = head_hash(head)
+        self._head_fp = (key, head, digest)
+        return head, digest
 
 
 _Head = tuple[tuple[Any, ...], tuple[ProviderRequest, int]]

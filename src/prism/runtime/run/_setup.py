@@ -39,7 +39,7 @@ from prism.store import (
 from prism.structured_output import deliver_shown_schema, resolve_structured_output
 from prism.tools import filter_tools
 from prism.tracing import TracedRun, lend_tracer, resolve_tracer
-from prism.types import Message, ProviderRequestOptions, Usage
+from prism.types import Message, ProviderRequest, ProviderRequestOptions, Usage
 
 _log = logging.getLogger("prism")
 
@@ -293,6 +293,26 @@ def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
 
     writer = ctx.writer
     on_usage = None
+    on_request = None
+    if writer.records_requests:
+        codec = ctx.codec
+        codec.hashing = True
+
+        def on_request(turn: int, attempt: int, request: ProviderRequest) -> None:
+            attempts = ctx.attempts  # the serving provider: a fallback's when one took over
+            assert attempts is not None
+            request_hash, head_hash, messages, head = codec.fingerprint(request)
+            writer.record_request(
+                turn=turn,
+                attempt=attempt,
+                provider_id=attempts.provider_id,
+                model=attempts.model.model,
+                request_hash=request_hash,
+                head_hash=head_hash,
+                messages=messages,
+                head=head,
+            )
+
     if writer.enabled:
 
         def on_usage(turn: int, attempt: int, usage: Usage) -> None:
@@ -320,6 +340,7 @@ def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
         tracker=ctx.tracker,
         accumulator=ctx.accumulator,
         on_usage=on_usage,
+        on_request=on_request,
         retry=plan.retry,
         retry_policy=plan.retry_policy,
         retry_hook=retry_hook,

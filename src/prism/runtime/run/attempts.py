@@ -4,7 +4,8 @@
 redacted request through :meth:`ProviderAttempts.run`, which runs attempts ``1, 2, …`` until one
 succeeds or the retry policy gives up.
 
-One attempt charges ``max_provider_attempts`` and ``max_request_bytes``, emits
+One attempt charges ``max_provider_attempts`` and ``max_request_bytes``, hands its request to
+``on_request`` (the ledger's request row, when the ledger stores them), emits
 ``provider_turn_started``, opens a child abort signal linked to the run signal (a steer's soft
 interrupt aborts only the child), reads ``provider.generate(request)`` event by event (each one
 charged to ``max_response_bytes``, folded into the draft and emitted as ``message_delta`` — held
@@ -297,6 +298,7 @@ def _drop(event: AgentEvent) -> None:
 
 Emit = Callable[[AgentEvent], None]
 UsageSink = Callable[[int, int, Usage], None]
+RequestSink = Callable[[int, int, ProviderRequest], None]
 
 
 class ProviderAttempts:
@@ -316,6 +318,9 @@ class ProviderAttempts:
         accumulator: The leg's usage accumulator.
         on_usage: Called once per attempt with usage, as ``(turn, attempt, usage)`` — the ledger
             ``provider_turn`` row; ``None`` skips it.
+        on_request: Called when an attempt starts, as ``(turn, attempt, request)`` with the
+            redacted request the provider is handed (a fallback's model in it) — the ledger's
+            request row; ``None`` skips it.
         retry: Effective retry options, or ``None`` when retry is off.
         retry_random: Injectable jitter source for the default policy (tests).
         retry_policy: The built-in policy of ``retry``, when one is already built (shared by
@@ -343,6 +348,7 @@ class ProviderAttempts:
         "held_secrets",
         "_metadata",
         "model",
+        "on_request",
         "on_usage",
         "_policy",
         "_provider",
@@ -374,6 +380,7 @@ class ProviderAttempts:
         observed: Callable[[], bool] | None = None,
         accumulator: UsageAccumulator,
         on_usage: UsageSink | None = None,
+        on_request: RequestSink | None = None,
         retry: RetryOptions | None = None,
         retry_random: Callable[[], float] | None = None,
         retry_policy: RetryPolicy | None = None,
@@ -396,6 +403,7 @@ class ProviderAttempts:
         self.tracker = tracker
         self.accumulator = accumulator
         self.on_usage = on_usage
+        self.on_request = on_request
         self._retry = retry
         self._policy: RetryPolicy | None = None
         if retry is not None and retry.max_attempts > 1:
@@ -604,6 +612,9 @@ class ProviderAttempts:
         secrets: tuple[str, ...],
     ) -> ProviderTurnResult:
         self.tracker.charge_provider_attempt(request_bytes)
+        on_request = self.on_request
+        if on_request is not None:
+            on_request(turn, attempt, request)
         st = AttemptState(self, turn, attempt)
         if self.observed():
             st.started_at = time.perf_counter()
