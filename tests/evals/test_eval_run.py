@@ -185,8 +185,8 @@ async def test_provider_for_gives_a_run_its_own_provider() -> None:
     assert report.passed and sorted(seen) == [("refund", 1), ("refund", 2)]
 
 
-async def test_replay_is_refused_until_recorded_cases_exist() -> None:
-    with pytest.raises(PrismConfigError, match="replaying recorded cases is not available yet"):
+async def test_replay_refuses_a_case_without_a_cassette() -> None:
+    with pytest.raises(PrismConfigError, match="case 'refund' has no cassette to replay"):
         await run_eval(scripted_agent(), Dataset(cases=[CASE]), replay=True)
 
 

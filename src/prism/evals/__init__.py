@@ -22,12 +22,25 @@
 * running: :func:`run_eval`, :func:`run_case` → :class:`EvalReport` / :class:`CaseReport`
   (pass rates with their Wilson interval, flaky cases, usage, failures with transcripts), and
   :func:`junit_xml`;
-* pytest: :func:`pytest_cases`.
+* pytest: :func:`pytest_cases`;
+* record and replay: :func:`capture_run` turns a stored run into a case with its
+  :class:`Cassette` (the recorded provider attempts and tool calls); ``run_eval(replay=True)``
+  runs cases against their recordings (:func:`replay_agent`, :class:`ReplayProvider`), inside
+  :func:`no_network`; :func:`event_stream_diff` compares two runs' ledger events.
 
-The ``prism eval run`` command runs a dataset file against an agent of a registry
-(``docs/evals.md``). Importing this package imports neither PyYAML, pytest nor a provider SDK.
+The ``prism eval run`` command runs a dataset file against an agent of a registry, ``prism eval
+capture`` stores a run as a case (``docs/evals.md``). Importing this package imports neither PyYAML, pytest nor a provider SDK.
 """
 
+from prism.evals._capture import CapturedRun as CapturedRun
+from prism.evals._capture import capture_run as capture_run
+from prism.evals._cassette import CASSETTE_VERSION as CASSETTE_VERSION
+from prism.evals._cassette import Cassette as Cassette
+from prism.evals._cassette import CassetteMatching as CassetteMatching
+from prism.evals._cassette import RecordedAttempt as RecordedAttempt
+from prism.evals._cassette import RecordedCall as RecordedCall
+from prism.evals._cassette import ReplayTools as ReplayTools
+from prism.evals._diff import event_stream_diff as event_stream_diff
 from prism.evals._evaluators import DENIED_CALL_CODES as DENIED_CALL_CODES
 from prism.evals._evaluators import PythonCheckFunction as PythonCheckFunction
 from prism.evals._evaluators import artifact_equals as artifact_equals
@@ -66,6 +79,12 @@ from prism.evals._model import arg_any as arg_any
 from prism.evals._model import arg_contains as arg_contains
 from prism.evals._model import arg_regex as arg_regex
 from prism.evals._pytest import pytest_cases as pytest_cases
+from prism.evals._replay import REPLAY_MISMATCH as REPLAY_MISMATCH
+from prism.evals._replay import NetworkRefusedError as NetworkRefusedError
+from prism.evals._replay import ReplayProvider as ReplayProvider
+from prism.evals._replay import ReplaySession as ReplaySession
+from prism.evals._replay import no_network as no_network
+from prism.evals._replay import replay_agent as replay_agent
 from prism.evals._report import AttemptOutcome as AttemptOutcome
 from prism.evals._report import AttemptReport as AttemptReport
 from prism.evals._report import CaseOutcome as CaseOutcome
@@ -82,17 +101,22 @@ from prism.evals._runner import run_eval as run_eval
 from prism.evals._trajectory import tool_trajectory as tool_trajectory
 
 __all__ = [
+    "CASSETTE_VERSION",
     "DENIED_CALL_CODES",
     "EVALUATOR_KINDS",
     "EVAL_METADATA_KEY",
     "JUDGE_SCHEMA",
     "LLMJudge",
+    "REPLAY_MISMATCH",
     "ArgumentMatcher",
     "AttemptOutcome",
     "AttemptReport",
+    "CapturedRun",
     "Case",
     "CaseOutcome",
     "CaseReport",
+    "Cassette",
+    "CassetteMatching",
     "Dataset",
     "EvalContext",
     "EvalReport",
@@ -100,21 +124,29 @@ __all__ = [
     "Evaluator",
     "ExpectedToolCall",
     "ExpectedTools",
+    "NetworkRefusedError",
     "PassRate",
     "ProgressCallback",
     "ProviderFor",
     "PythonCheckFunction",
+    "RecordedAttempt",
+    "RecordedCall",
+    "ReplayProvider",
+    "ReplaySession",
+    "ReplayTools",
     "ScoreOutcome",
     "TrajectoryMode",
     "arg_any",
     "arg_contains",
     "arg_regex",
     "artifact_equals",
+    "capture_run",
     "case_evaluators",
     "contains",
     "dataset_from_dict",
     "dataset_to_dict",
     "evaluator_from_spec",
+    "event_stream_diff",
     "exact",
     "json_schema",
     "junit_xml",
@@ -124,11 +156,13 @@ __all__ = [
     "max_latency",
     "max_tokens",
     "max_turns",
+    "no_network",
     "no_denied_or_ambiguous_calls",
     "pydantic_model",
     "pytest_cases",
     "python_evaluator",
     "regex",
+    "replay_agent",
     "run_case",
     "run_eval",
     "save_dataset",

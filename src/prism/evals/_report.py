@@ -221,6 +221,8 @@ class AttemptReport:
     """The run's status."""
     usage: Usage | None = None
     """The agent's usage in this run (the judges' is apart: :attr:`judge_usage`)."""
+    usage_source: Literal["live", "recorded"] = "live"
+    """``"recorded"`` when the run was replayed: its usage is the recording's, served back."""
     latency_s: float = 0.0
     """Wall-clock seconds of the run."""
     messages: tuple[Message, ...] = ()
@@ -263,6 +265,7 @@ class AttemptReport:
             "status": self.status,
             "latency_s": round(self.latency_s, 6),
             "usage": None if self.usage is None else self.usage.to_dict(),
+            "usage_source": self.usage_source,
             "scores": [score.to_dict() for score in self.scores],
         }
         if self.error is not None:
@@ -419,6 +422,12 @@ class EvalReport:
         return sum_usage(case.judge_usage for case in self.cases)
 
     @property
+    def usage_recorded(self) -> bool:
+        """Every attempt was replayed: :attr:`usage` is the recordings', served back."""
+        attempts = [a for case in self.cases for a in case.attempts]
+        return bool(attempts) and all(a.usage_source == "recorded" for a in attempts)
+
+    @property
     def failures(self) -> tuple[AttemptReport, ...]:
         """Every attempt that did not pass, in case order."""
         return tuple(a for case in self.cases for a in case.attempts if a.outcome != "pass")
@@ -437,6 +446,7 @@ class EvalReport:
             "passed": self.passed,
             "counts": dict(self.counts),
             "usage": None if usage is None else usage.to_dict(),
+            "usage_source": "recorded" if self.usage_recorded else "live",
             "judge_usage": None if judge is None else judge.to_dict(),
             "evaluators": {name: rate.to_dict() for name, rate in self.evaluators.items()},
             "cases": [case.to_dict() for case in self.cases],
@@ -448,12 +458,13 @@ class EvalReport:
 
     def summary_line(self) -> str:
         """``"5 cases: 4 pass, 1 fail, 0 flaky, 0 error; agent: 120 tokens, cost …; judge: …;
-        3.2s"``."""
+        3.2s"`` (the agent's usage marked ``(recorded)`` in a replay)."""
         counts = self.counts
         text = (
             f"{len(self.cases)} cases: "
             + ", ".join(f"{n} {k}" for k, n in counts.items())
             + f"; agent: {_usage_text(self.usage)}"
+            + (" (recorded)" if self.usage_recorded else "")
         )
         judge = self.judge_usage
         if judge is not None:

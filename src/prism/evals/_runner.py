@@ -7,13 +7,18 @@ case's evaluators (:func:`case_evaluators`), after the run-status check; the att
 in dataset order whatever order they finished in, so the report does not depend on
 ``concurrency``. :func:`run_case` runs one case (what a pytest case calls).
 
-``provider_for(case, repeat)`` may hand a run another provider than the agent's (a scripted or a
-replaying one); replaying recorded cases (``replay=True``) is not available yet.
+``provider_for(case, repeat)`` may hand a run another provider than the agent's (a scripted
+one). ``replay=True`` runs every case against its recording instead (its ``cassette``, from
+``prism.evals.capture_run``): the agent's replaying twin (``prism.evals.replay_agent``) serves
+the recorded provider attempts and tool results, each run gets a ``"replay"`` score naming the
+first mismatch, its usage is reported as ``"recorded"``, and the whole eval runs inside the
+socket guard (``prism.evals.no_network``): a connect that is not ``AF_UNIX`` is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
@@ -21,8 +26,10 @@ from typing import Final, TypeAlias
 
 from prism._util import maybe_await, new_id, now_iso
 from prism.errors import AgentRunError, PrismConfigError
+from prism.evals._cassette import Cassette
 from prism.evals._evaluators import artifact_equals, exact
 from prism.evals._model import Case, Dataset, EvalContext, EvalScore, Evaluator
+from prism.evals._replay import ReplaySession, cassette_of, no_network, replay_agent
 from prism.evals._report import AttemptOutcome, AttemptReport, CaseReport, EvalReport
 from prism.evals._trajectory import tool_trajectory
 from prism.providers.base import AIProvider
@@ -135,8 +142,11 @@ class _EvalRun:
         provider_for: ProviderFor | None,
         judge_provider: AIProvider | None,
         judge_model: ModelConfig | None,
+        cassettes: Mapping[str, Cassette] | None = None,
     ) -> None:
         self.agent = agent
+        self.cassettes = cassettes
+        """Each case's recording by case name, in replay mode; else ``None``."""
         self.eval_run_id = eval_run_id
         self.store = store
         self.options = options
@@ -163,9 +173,15 @@ class _EvalRun:
         if self.ledger is not None:
             options = dataclasses.replace(options, run_ledger=self.ledger)  # type: ignore[arg-type]
         run_input = case.input if isinstance(case.input, str) else list(case.input)
+        replay: ReplaySession | None = None
         started = time.perf_counter()
         try:
-            session = self._agent(case, repeat).create_session(store=self.store)
+            if self.cassettes is not None:
+                replay = ReplaySession(self.cassettes[case.name])
+                agent = replay_agent(self.agent, replay)
+            else:
+                agent = self._agent(case, repeat)
+            session = agent.create_session(store=self.store)
             result = await session.run(run_input, options=options)
         except asyncio.CancelledError:
             raise
@@ -192,6 +208,8 @@ class _EvalRun:
             judge_model=self.judge_model,
         )
         scores = [_status_score(case, result)]
+        if replay is not None:
+            scores.append(replay.verdict(result))
         for evaluator in evaluators:
             scores.append(await _score(evaluator, ctx))
         named = _unique_names(scores)
@@ -204,6 +222,7 @@ class _EvalRun:
             session_id=result.session_id,
             status=result.status,
             usage=result.usage,
+            usage_source="recorded" if replay is not None else "live",
             latency_s=latency,
             messages=result.messages,
         )
@@ -252,7 +271,8 @@ async def run_eval(
         judge_model: Their model (default: the provider's default model).
         provider_for: ``provider_for(case, repeat)`` → a provider for that run instead of the
             agent's, or ``None`` for the agent's.
-        replay: Replay recorded cases; not available yet (raises).
+        replay: Run every case against its recording (its ``cassette``) instead of the agent's
+            model and tools, inside the socket guard; each run gets a ``"replay"`` score.
         on_progress: ``on_progress(done, total, attempt)`` after each attempt (sync or async).
         eval_run_id: The eval run's id (default: a new ``eval_…`` id).
 
@@ -261,14 +281,9 @@ async def run_eval(
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — ``agent`` is not an ``Agent``, ``dataset`` not a
-            ``Dataset``, ``concurrency`` or ``repeat`` not an int >= 1, invalid ``options``, or
-            ``replay=True``.
+            ``Dataset``, ``concurrency`` or ``repeat`` not an int >= 1, invalid ``options``; with
+            ``replay=True``, a case without a valid cassette, or ``provider_for`` given too.
     """
-    if replay:
-        raise PrismConfigError(
-            "run_eval(replay=True): replaying recorded cases is not available yet; run the agent "
-            "live, or give provider_for= to run cases against a provider of your choice"
-        )
     if not isinstance(agent, Agent):
         raise PrismConfigError(f"run_eval: agent must be an Agent, got {type(agent).__name__}")
     if not isinstance(dataset, Dataset):
@@ -277,6 +292,11 @@ async def run_eval(
     repeat = _positive_int(repeat, "repeat")
     run_options = RunOptions.coerce(options)
     judge = ModelConfig.coerce(judge_model) if isinstance(judge_model, Mapping) else judge_model
+    cassettes: dict[str, Cassette] | None = None
+    if replay:
+        if provider_for is not None:
+            raise PrismConfigError("run_eval: give either replay=True or provider_for=, not both")
+        cassettes = {c.name: cassette_of(c.cassette, f"case {c.name!r}") for c in dataset.cases}
     run_id = eval_run_id or new_id("eval")
     runner = _EvalRun(
         agent,
@@ -286,6 +306,7 @@ async def run_eval(
         provider_for=provider_for,
         judge_provider=judge_provider,
         judge_model=judge,
+        cassettes=cassettes,
     )
     plan = [
         (case, r, case_evaluators(dataset, case))
@@ -307,9 +328,10 @@ async def run_eval(
         if on_progress is not None:
             await maybe_await(on_progress(done, len(plan), report))
 
-    async with asyncio.TaskGroup() as group:
-        for index in range(len(plan)):
-            group.create_task(one(index))
+    with no_network() if replay else contextlib.nullcontext():
+        async with asyncio.TaskGroup() as group:
+            for index in range(len(plan)):
+                group.create_task(one(index))
     attempts = [a for a in results if a is not None]
     cases = tuple(
         CaseReport(
@@ -342,6 +364,7 @@ async def run_case(
     judge_provider: AIProvider | None = None,
     judge_model: ModelConfig | Mapping[str, object] | None = None,
     provider_for: ProviderFor | None = None,
+    replay: bool = False,
 ) -> CaseReport:
     """Run one case (``repeat`` times) as :func:`run_eval` would, and return its report; call
     ``assert_passed()`` on it in a test.
@@ -357,6 +380,7 @@ async def run_case(
         judge_provider: As for :func:`run_eval`.
         judge_model: As for :func:`run_eval`.
         provider_for: As for :func:`run_eval`.
+        replay: As for :func:`run_eval`.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — as :func:`run_eval`.
@@ -377,5 +401,6 @@ async def run_case(
         judge_provider=judge_provider,
         judge_model=judge_model,
         provider_for=provider_for,
+        replay=replay,
     )
     return report.cases[0]
