@@ -139,8 +139,8 @@ def _schema_diff(recorded: Any, current: Any, where: str = "") -> str | None:
             continue
         old, new = recorded.get(key, _MISSING), current.get(key, _MISSING)
         if first_difference(old, new) is not None:
-            subject = f"property `{where[:-1]}`" if where else "the schema"
-            return _change(f"{subject}: `{key}`", old, new)
+            subject = f"property `{where[:-1]}`: " if where else ""
+            return _change(f"{subject}`{key}`", old, new)
     return None
 
 
