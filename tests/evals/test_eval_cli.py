@@ -118,7 +118,7 @@ def test_runs_go_to_the_store_given(project: tuple[Path, str]) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--replay"], "replaying recorded cases is not available yet"),
+        (["--replay"], "case 'approved' has no cassette to replay"),
         (["--agent", "nobody"], "--agent nobody: not in"),
         (["--repeat", "0"], "--concurrency and --repeat must be 1 or more"),
     ],

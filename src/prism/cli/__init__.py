@@ -436,7 +436,9 @@ async def _cmd_worker(args: argparse.Namespace, streams: _Streams) -> int:
 
 
 async def _cmd_eval(args: argparse.Namespace, streams: _Streams) -> int:
-    return await _eval.run_eval_command(args, streams.out, streams.err)
+    return await _eval.run_eval_command(
+        args, streams.out, streams.err, provider_override=streams.provider_override
+    )
 
 
 def _isatty(stream: IO[str]) -> bool:

@@ -285,8 +285,16 @@ def _judge(spec: str | None) -> tuple[AIProvider, ModelConfig]:
     return provider, choice.model
 
 
-async def run_eval_command(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    """The ``prism eval`` command; returns its exit code."""
+async def run_eval_command(
+    args: argparse.Namespace,
+    out: IO[str],
+    err: IO[str],
+    *,
+    provider_override: Callable[[], AIProvider] | None = None,
+) -> int:
+    """The ``prism eval`` command; returns its exit code. ``provider_override`` is the test
+    seam of ``prism run``: the provider the agent of a ``prism run`` case is built with (a
+    replay uses its id and defaults only)."""
     if args.eval_command is None:
         err.write(
             "prism: eval needs a subcommand: run DATASET --agents MODULE:REGISTRY, or capture "
@@ -325,7 +333,7 @@ async def run_eval_command(args: argparse.Namespace, out: IO[str], err: IO[str])
             groups = (
                 [(_build(registry[name], name, store), dataset)]
                 if registry is not None
-                else _cli_groups(dataset, store)
+                else _cli_groups(dataset, store, provider_override)
             )
         except (PrismConfigError, UsageError) as exc:
             err.write(f"prism eval run: {exc}\n")
@@ -372,7 +380,9 @@ def _cli_cases(dataset: Dataset) -> bool:
     return all(isinstance(c.metadata.get(CLI_SETTINGS_KEY), Mapping) for c in dataset.cases)
 
 
-def _cli_groups(dataset: Dataset, store: Any) -> list[tuple[Agent, Dataset]]:
+def _cli_groups(
+    dataset: Dataset, store: Any, provider_override: Callable[[], AIProvider] | None
+) -> list[tuple[Agent, Dataset]]:
     """One agent per distinct ``prism run`` settings of the cases, with its cases.
 
     Raises:
@@ -389,7 +399,12 @@ def _cli_groups(dataset: Dataset, store: Any) -> list[tuple[Agent, Dataset]]:
         settings[key] = value
     out = []
     for key, cases in groups.items():
-        built = build_agent(RunSettings.from_json(settings[key]), store, environ=os.environ)
+        built = build_agent(
+            RunSettings.from_json(settings[key]),
+            store,
+            environ=os.environ,
+            provider_override=provider_override,
+        )
         out.append(
             (
                 built.agent,

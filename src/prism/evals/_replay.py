@@ -3,8 +3,9 @@
 :func:`replay_agent` turns an agent into its replaying twin over a :class:`ReplaySession` (one
 per replayed run): the same configuration, with
 
-* a :class:`ReplayProvider` as its provider (each of a fallback chain's links gets one, with the
-  link's id), carrying the original provider's id and defaults. Each request is matched with the
+* a :class:`ReplayProvider` as its provider, with the recorded provider's id and the original
+  provider's defaults (each link of a fallback chain gets one, with the link's id, and an
+  attempt is served only by the link that served it). Each request is matched with the
   next recorded attempt: by the canonical request hash (:mod:`prism.request_hash`), or by the
   conversation alone for a cassette captured without request rows. A match streams the recorded
   events back as they came — deltas, tool calls, the recorded usage and stop reason — or the
@@ -322,7 +323,8 @@ def _provider(original: Any, session: ReplaySession) -> Any:
             for link in original.fallbacks
         )
         return FallbackProvider(primary, links, original.policy)
-    provider_id = str(getattr(original, "id", "") or first)
+    # one provider served every attempt: the recording names it (a test double may stand in)
+    provider_id = first or str(getattr(original, "id", "") or "")
     return ReplayProvider(session, id=provider_id, defaults=provider_defaults(original))
 
 
