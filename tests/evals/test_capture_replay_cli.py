@@ -17,7 +17,12 @@ import pytest
 
 from prism.cli import main
 from prism.evals import Cassette, load_dataset
-from prism.testing import create_mock_provider, provider_done, provider_text_delta, provider_tool_call
+from prism.testing import (
+    create_mock_provider,
+    provider_done,
+    provider_text_delta,
+    provider_tool_call,
+)
 from prism.types import ProviderEvent, ProviderRequest, Usage
 
 README_PROMPT = "What is 17 * 23? Use the calculator."
