@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import socket
-import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,6 @@ from prism.evals import (
 from prism.ledger import MemoryRunLedger
 from prism.middleware import MiddlewareRegistry
 from prism.providers.mock import MockScriptItem
-from prism.stores import PostgresStore, SqliteStore
 from prism.testing import (
     create_mock_provider,
     provider_done,
@@ -39,35 +36,8 @@ from prism.testing import (
 )
 from prism.types import RunResult, ToolCallContent, Usage
 
-PG_ENV = "PRISM_TEST_POSTGRES_URL"
 MODEL = {"provider": "mock", "model": "scripted"}
 PROMPT = "You are the order desk. Look orders up before you answer."
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
-    """A migrated SQLite or PostgreSQL store (PostgreSQL skips without its URL)."""
-    if request.param == "sqlite":
-        sqlite = SqliteStore(str(tmp_path / "runs.db"))
-        await sqlite.open()
-        try:
-            yield sqlite
-        finally:
-            await sqlite.aclose()
-        return
-    url = os.environ.get(PG_ENV)
-    if not url:
-        pytest.skip(f"PostgreSQL tests need {PG_ENV}")
-    schema = f"prism_test_{uuid.uuid4().hex[:16]}"
-    postgres = await PostgresStore.connect(url, schema=schema, max_size=4)
-    try:
-        yield postgres
-    finally:
-        await postgres.aclose()
-        import psycopg
-
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def usage(tokens: int) -> Usage:

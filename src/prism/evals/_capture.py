@@ -28,6 +28,7 @@ not, and capture warns about every tool argument that holds a redacted value.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -346,9 +347,15 @@ async def _capture(
     input_end = first_message + answered
     drafts = _attempts_from_events(rows.events, run_id, warnings)
     if drafts:
-        by_key = {(r.turn, r.attempt): r for r in rows.requests}
-        for draft in drafts:
-            request = by_key.get((draft["turn"], draft["attempt"]))
+        # one request row per attempt, written as it starts: paired in order (a resumed leg
+        # numbers its turns from 1 again), each pair agreeing on its turn and attempt
+        requests = rows.requests
+        paired = len(requests) == len(drafts) and all(
+            (r.turn, r.attempt) == (d["turn"], d["attempt"])
+            for r, d in zip(requests, drafts, strict=True)
+        )
+        for index, draft in enumerate(drafts):
+            request = requests[index] if paired else None
             draft["request_hash"] = None if request is None else request.request_hash
             draft["head_hash"] = None if request is None else request.head_hash
             draft["messages"] = None if request is None else request.messages
@@ -402,7 +409,7 @@ async def _capture(
         children=children,
         tools=tools,
         ignore_paths={k: tuple(v) for k, v in ignore_paths.items()},
-        approvals=_approvals(rows.events, run_id),
+        approvals=_approvals(rows, run_id, transcript),
         hash_version=REQUEST_HASH_VERSION,
     )
     return cassette, transcript, input_end, rows
@@ -429,15 +436,60 @@ async def _child(
 
 
 def _approvals(
-    events: Sequence[AgentEventRecord], run_id: str
+    rows: _Rows, run_id: str, messages: Sequence[Message]
 ) -> tuple[Mapping[str, JsonValue], ...]:
+    """The decisions each suspension of the run was resumed with, read from what followed:
+    a pending call that ran was allowed (with other arguments: modified), one answered with an
+    ``approval_rejected`` row was rejected (with its reason), a run that ended ``denied`` was
+    denied; an approval of another kind (an input guardrail's) was approved."""
+    calls = {r.tool_call_id: r for r in rows.tool_calls if r.status != "started"}
+    rejected = {
+        part.tool_call_id: part.error.message
+        for message in messages
+        for part in message.content
+        if isinstance(part, ToolResultContent)
+        and part.error is not None
+        and part.error.code == "approval_rejected"
+    }
+    denied = any(r.status == "denied" for r in rows.runs)
     found: list[Mapping[str, JsonValue]] = []
-    for record in events:
+    for record in rows.events:
         event: Any = record.event
-        if record.run_id == run_id and event.type == "agent_resumed":
-            decisions = getattr(event, "decisions", None)
-            if decisions:
-                found.append({"decisions": to_json_value(decisions)})
+        if record.run_id != run_id or event.type != "agent_suspended":
+            continue
+        interruption = to_json_value(event.interruption)
+        pending = (
+            interruption.get("pending_decisions") if isinstance(interruption, Mapping) else None
+        )
+        for item in pending or ():
+            call_id = item.get("tool_call_id")
+            decision: dict[str, JsonValue] = {"tool_call_id": call_id}
+            ran = calls.get(call_id) if isinstance(call_id, str) else None
+            error = ran.result.error if ran is not None and ran.result is not None else None
+            if item.get("kind") != "tool_approval":
+                decision["outcome"] = "approve"
+            elif call_id in rejected:
+                decision["outcome"] = "reject_once"
+                if rejected[call_id]:
+                    decision["reason"] = rejected[call_id]
+            elif ran is None:
+                decision["outcome"] = "deny" if denied else "pending"
+            elif ran.status == "blocked" or (
+                error is not None and error.code == "approval_rejected"
+            ):
+                decision["outcome"] = "reject_once"
+                reason = error.message if error is not None else ran.reason
+                if reason:
+                    decision["reason"] = reason
+            else:
+                decision["outcome"] = "allow_once"
+                try:
+                    shown = json.loads(str(item.get("arguments") or "null"))
+                except ValueError:
+                    shown = None
+                if isinstance(ran.arguments, Mapping) and shown != ran.arguments:
+                    decision["modified_arguments"] = dict(ran.arguments)
+            found.append(decision)
     return tuple(found)
 
 
@@ -448,13 +500,17 @@ def _status(rows: _Rows, transcript: Sequence[Message]) -> str:
     return "succeeded" if transcript and transcript[-1].role == "assistant" else "failed"
 
 
-def _artifact(rows: _Rows) -> JsonValue:
-    for record in reversed(rows.events):
-        event: Any = record.event
-        if event.type == "artifact_finished":
-            value: JsonValue = to_json_value(getattr(event, "artifact", None))
-            return value
-    return None
+def _artifact(rows: _Rows, answer: str | None) -> JsonValue:
+    """The accepted artifact of an artifact loop's run (an ``artifact_finished`` event): its
+    final answer read as JSON (the event holds the validation, not the value)."""
+    finished = any(getattr(r.event, "type", None) == "artifact_finished" for r in rows.events)
+    if not finished or answer is None:
+        return None
+    try:
+        value: JsonValue = json.loads(answer)
+    except ValueError:
+        return None
+    return value
 
 
 async def capture_run(
@@ -520,7 +576,7 @@ async def capture_run(
         name=name or run_id,
         input=run_input,
         expected_output=answer if status == "succeeded" else None,
-        expected_artifact=_artifact(rows),
+        expected_artifact=_artifact(rows, answer if status == "succeeded" else None),
         expected_tools=ExpectedTools(
             calls=[ExpectedToolCall(c.name, dict(c.arguments)) for c in host_calls]
         )

@@ -18,7 +18,10 @@ A :class:`Cassette` is what ``prism eval capture`` stores in a case's ``cassette
 * ``tools`` — ``"recorded"`` (default: a call's arguments must equal the recorded ones and the
   recorded result is served) or ``"real"`` (the tool runs; its result must equal the recorded
   one outside ``ignore_paths``, per tool, and the recorded result is what the model reads);
-* ``approvals`` — the approval decisions a durable run over several legs was resumed with.
+* ``approvals`` — the decisions a durable run over several legs was resumed with, one per
+  pending approval in order: ``{"tool_call_id", "outcome", "reason"?, "modified_arguments"?}``
+  with ``outcome`` ``allow_once``, ``reject_once``, ``deny``, ``approve`` (an approval that is
+  not a tool call's) or ``pending`` (the run ended waiting).
 
 ``matching`` is ``"requests"`` when every attempt has a request hash, else ``"messages"``: a
 run captured without request rows is replayed by comparing messages only, so a change of its
@@ -234,7 +237,7 @@ class Cassette:
     ignore_paths: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _EMPTY)
     """Per tool, the result paths a real tool may change (``tools="real"``)."""
     approvals: tuple[Mapping[str, JsonValue], ...] = ()
-    """Approval decisions, in order: ``{"tool_call_id", "decision"}``."""
+    """The decisions the run was resumed with, in order (see the module docstring)."""
     hash_version: int = 1
     """The request-hash definition of ``request_hash`` (``prism.request_hash``)."""
 

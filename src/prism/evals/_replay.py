@@ -30,7 +30,7 @@ import contextlib
 import dataclasses
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from prism._util import maybe_await
@@ -168,6 +168,27 @@ class ReplaySession:
             "the request's messages differ from the recorded ones in a part the recording "
             "does not keep (a message the provider_request hook changed?)"
         )
+
+    def resumption(self, pending: Sequence[Any]) -> dict[str, Any] | None:
+        """How to resume a run that suspended on ``pending`` (its ``PendingDecision`` values)
+        as the recorded run was: ``resume_agent_run`` keyword arguments (``decision=`` or
+        ``decisions=``), or ``None`` when the recording has no decision for one of them (the
+        recorded run ended waiting)."""
+        recorded = {a.get("tool_call_id"): a for a in self.cassette.approvals}
+        decisions: list[dict[str, Any]] = []
+        for item in pending:
+            found = recorded.get(getattr(item, "tool_call_id", None))
+            outcome = None if found is None else found.get("outcome")
+            if outcome is None or outcome == "pending":
+                return None
+            if outcome in ("deny", "approve"):
+                return {"decision": outcome}
+            decision: dict[str, Any] = {"approval_id": item.approval_id, "outcome": outcome}
+            for key in ("reason", "modified_arguments"):
+                if found is not None and found.get(key) is not None:
+                    decision[key] = found[key]
+            decisions.append(decision)
+        return {"decisions": decisions} if decisions else None
 
     def verdict(self, result: RunResult | None = None) -> EvalScore:
         """The ``"replay"`` score of the run: a fail naming the first mismatch, a fail when the
@@ -323,8 +344,11 @@ def _provider(original: Any, session: ReplaySession) -> Any:
             for link in original.fallbacks
         )
         return FallbackProvider(primary, links, original.policy)
-    # one provider served every attempt: the recording names it (a test double may stand in)
-    provider_id = first or str(getattr(original, "id", "") or "")
+    # the agent's provider when it served attempts (a handoff's agents each have theirs), else
+    # the recorded one (a test double standing in for the recorded provider)
+    own = str(getattr(original, "id", "") or "")
+    recorded = {a.provider_id for a in session.cassette.attempts}
+    provider_id = own if own in recorded or not first else first
     return ReplayProvider(session, id=provider_id, defaults=provider_defaults(original))
 
 

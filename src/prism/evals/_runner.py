@@ -22,7 +22,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from prism._util import maybe_await, new_id, now_iso
 from prism.errors import AgentRunError, PrismConfigError
@@ -30,10 +30,11 @@ from prism.evals._cassette import Cassette
 from prism.evals._evaluators import artifact_equals, exact
 from prism.evals._model import Case, Dataset, EvalContext, EvalScore, Evaluator
 from prism.evals._replay import ReplaySession, cassette_of, no_network, replay_agent
-from prism.evals._report import AttemptOutcome, AttemptReport, CaseReport, EvalReport
+from prism.evals._report import AttemptOutcome, AttemptReport, CaseReport, EvalReport, sum_usage
 from prism.evals._trajectory import tool_trajectory
 from prism.providers.base import AIProvider
 from prism.runtime import Agent, RunOptions
+from prism.runtime.durable import resume_agent_run
 from prism.store import MemorySessionStore, SessionStore
 from prism.types import ModelConfig, RunResult
 
@@ -129,6 +130,24 @@ def _outcome(scores: tuple[EvalScore, ...]) -> AttemptOutcome:
     return "pass"
 
 
+async def _resume_as_recorded(
+    session: Any, result: RunResult, replay: ReplaySession
+) -> RunResult | None:
+    """Resume a suspended replayed run with the decisions its recording was resumed with;
+    ``None`` when it has none (the recorded run ended waiting too)."""
+    interruption, state = result.interruption, result.run_state
+    how = None if interruption is None else replay.resumption(interruption.pending_decisions)
+    if how is None or state is None:
+        return None
+    resumed: RunResult = await resume_agent_run(session, state, **how)
+    # the run is judged whole: every leg's messages and usage (a leg's result holds its own)
+    return dataclasses.replace(
+        resumed,
+        messages=(*result.messages, *resumed.messages),
+        usage=sum_usage((result.usage, resumed.usage)),
+    )
+
+
 class _EvalRun:
     """One eval run's shared settings; :meth:`attempt` runs one case once."""
 
@@ -179,10 +198,18 @@ class _EvalRun:
             if self.cassettes is not None:
                 replay = ReplaySession(self.cassettes[case.name])
                 agent = replay_agent(self.agent, replay)
+                if options.run_ledger is not None and agent.config.run_ledger is None:
+                    # the legs a replay resumes write where its first leg writes
+                    agent.config = dataclasses.replace(agent.config, run_ledger=options.run_ledger)
             else:
                 agent = self._agent(case, repeat)
             session = agent.create_session(store=self.store)
             result = await session.run(run_input, options=options)
+            while replay is not None and result.status == "suspended":
+                resumed = await _resume_as_recorded(session, result, replay)
+                if resumed is None:
+                    break
+                result = resumed
         except asyncio.CancelledError:
             raise
         except AgentRunError as exc:
