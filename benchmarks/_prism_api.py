@@ -24,6 +24,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
     "MemoryCheckpointStore": ("prism.testing",),
     "MemorySessionStore": ("prism.testing",),
     "SqliteStore": ("prism.stores",),
+    "MemoryRunLedger": ("prism.ledger",),
     "PostgresStore": ("prism.stores",),
     "UNLIMITED": ("prism.limits",),
     "RunLimits": ("prism.limits",),

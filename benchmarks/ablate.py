@@ -14,6 +14,8 @@ Scenarios (``--scenarios``, default ``turns:1000 realistic:1000``):
 * ``realistic:N`` — ``bench_realistic.py --n N`` with the memory store, CPU µs per turn;
 * ``realistic-sqlite:N`` — the same with SQLite and every-turn durable checkpoints;
 * ``realistic-durable:N`` — every-turn durable checkpoints over the memory checkpoint store;
+* ``realistic-ledger:N`` / ``realistic-sqlite-ledger:N`` — ``realistic`` with a memory run
+  ledger / ``realistic-sqlite`` with the store as the run ledger (what request rows cost);
 * ``concurrent:N`` / ``sequential:N`` — ``bench_concurrency.py``: N two-turn runs of one agent
   started at once / one by one, CPU µs per run (one sample per process; ``--repeat`` unused);
 * ``startup`` / ``first-use`` — ``bench_startup.py``: CPU ms of ``import prism`` / of import +
@@ -107,6 +109,8 @@ def scenario(spec: str, repeat: int) -> Scenario:
         )
     stores = {"realistic": "memory", "realistic-sqlite": "sqlite"}
     stores["realistic-durable"] = "memory-durable"
+    stores["realistic-ledger"] = "memory-ledger"
+    stores["realistic-sqlite-ledger"] = "sqlite-ledger"
     if name in stores:
         store = stores[name]
         return Scenario(
@@ -185,8 +189,8 @@ def main() -> None:
         nargs="+",
         default=["turns:1000", "realistic:1000"],
         help=(
-            "turns:N, realistic:N, realistic-sqlite:N, realistic-durable:N, concurrent:N, "
-            "sequential:N, startup, first-use"
+            "turns:N, realistic:N, realistic-sqlite:N, realistic-durable:N, realistic-ledger:N, "
+            "realistic-sqlite-ledger:N, concurrent:N, sequential:N, startup, first-use"
         ),
     )
     parser.add_argument("--rounds", type=int, default=11, help="A/B rounds per scenario (≥ 11)")

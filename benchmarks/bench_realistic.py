@@ -22,7 +22,11 @@ Store configurations (``--stores``):
   separates the checkpointing cost from SQLite's;
 * ``postgres`` (optional) — as ``sqlite``, with ``prism.stores.PostgresStore`` on the server of
   ``$PRISM_TEST_POSTGRES_URL`` (a fresh schema per run, dropped afterwards), the server's
-  ``synchronous_commit``; ``postgres-async-commit``: the same with ``synchronous_commit="off"``.
+  ``synchronous_commit``; ``postgres-async-commit``: the same with ``synchronous_commit="off"``;
+* ``memory-ledger`` (optional) — ``memory`` with a ``MemoryRunLedger`` (run rows, every event,
+  tool-call and usage rows, and request rows where the tree writes them);
+* ``sqlite-ledger`` (optional) — ``sqlite`` with the store as the run ledger too (as ``prism
+  run`` has it).
 
 Each sample is one complete ``session.run`` of N turns on a new agent and session (construction,
 opening the database and closing it are not timed), after ``gc.collect()``. The configurations
@@ -68,7 +72,15 @@ P = api(
     "MemoryCheckpointStore",
 )
 
-STORES = ("memory", "sqlite", "memory-durable", "postgres", "postgres-async-commit")
+STORES = (
+    "memory",
+    "sqlite",
+    "memory-durable",
+    "postgres",
+    "postgres-async-commit",
+    "memory-ledger",
+    "sqlite-ledger",
+)
 TEXT_CHUNKS = 4
 """Deltas the ~200 bytes of assistant text of a turn are streamed in."""
 FINAL_TEXT = (
@@ -367,7 +379,9 @@ async def run_once(n: int, store_kind: str) -> tuple[float, float]:
     store: Any = None
     tmp: tempfile.TemporaryDirectory[str] | None = None
     schema = ""
-    if store_kind == "sqlite":
+    if store_kind == "memory-ledger":
+        options["run_ledger"] = api("MemoryRunLedger").MemoryRunLedger()
+    if store_kind in ("sqlite", "sqlite-ledger"):
         tmp = tempfile.TemporaryDirectory(prefix="prism-bench-")
         sqlite_store = api("SqliteStore").SqliteStore
         store = sqlite_store(os.path.join(tmp.name, "bench.db"))
@@ -375,6 +389,8 @@ async def run_once(n: int, store_kind: str) -> tuple[float, float]:
         options["store"] = store
         options["id"] = "bench-realistic"
         options["run_state"] = P.RunStateOptions(store, "bench-1", checkpoint_policy="every-turn")
+        if store_kind == "sqlite-ledger":
+            options["run_ledger"] = store
     elif store_kind.startswith("postgres"):
         schema = f"bench_{os.getpid()}_{time.monotonic_ns()}"
         sync = {"synchronous_commit": "off"} if store_kind == "postgres-async-commit" else {}

@@ -38,13 +38,21 @@ O(new messages): the run path does that (:mod:`prism.runtime.run._request_codec`
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from prism._json import canonical_json
 from prism._serde import to_json_value
-from prism.types import JsonValue, Message, ProviderRequest
+from prism.types import (
+    JsonValue,
+    Message,
+    ProviderRequest,
+    TextContent,
+    ToolCallContent,
+    ToolResultContent,
+)
 
 __all__ = [
     "REQUEST_HASH_VERSION",
@@ -104,9 +112,51 @@ def _digest_text(value: object) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
+_encode: Callable[[object], str] = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+"""``canonical_json``'s encoder, built once."""
+
+
+def _part_text(part: object) -> str:
+    """``canonical_json(part.to_dict())`` of one content part, written directly for the common
+    parts: a tool call's arguments and a tool result's value go to the C encoder as they are
+    (``to_dict`` would copy them first); the keys are in sorted order."""
+    kind = type(part)
+    if kind is TextContent:
+        return '{"text":' + _encode(part.text) + ',"type":"text"}'  # type: ignore[attr-defined]
+    if kind is ToolResultContent and part.error is None:  # type: ignore[attr-defined]
+        text = '{"name":' + _encode(part.name)  # type: ignore[attr-defined]
+        if part.result is not None:  # type: ignore[attr-defined]
+            text += ',"result":' + _encode(part.result)  # type: ignore[attr-defined]
+        return text + ',"tool_call_id":' + _encode(part.tool_call_id) + ',"type":"tool_result"}'  # type: ignore[attr-defined]
+    if kind is ToolCallContent and part.arguments_error is None and part.authority is None:  # type: ignore[attr-defined]
+        return (
+            '{"arguments":'
+            + _encode(part.arguments)  # type: ignore[attr-defined]
+            + ',"id":'
+            + _encode(part.id)  # type: ignore[attr-defined]
+            + ',"name":'
+            + _encode(part.name)  # type: ignore[attr-defined]
+            + ',"type":"tool_call"}'
+        )
+    return _encode(part.to_dict())  # type: ignore[attr-defined]
+
+
 def message_digest(message: Message) -> bytes:
-    """SHA-256 (32 bytes) of ``canonical_json(message_json(message))``."""
-    return _digest_text(message_json(message))
+    """SHA-256 (32 bytes) of ``canonical_json(message_json(message))``: one serialisation of
+    the message (the text is built part by part, equal to that one)."""
+    try:
+        text = (
+            '{"content":['
+            + ",".join([_part_text(part) for part in message.content])
+            + '],"role":'
+            + _encode(message.role)
+            + "}"
+        )
+    except (TypeError, ValueError):  # not plain JSON inside: the general path decides
+        return _digest_text(message_json(message))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 def conversation_digest(digests: Iterable[bytes]) -> bytes:

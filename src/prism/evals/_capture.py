@@ -201,8 +201,32 @@ def _attempts_from_events(
     return found
 
 
+def _conversation_start(transcript: Sequence[Message]) -> int:
+    return next((i for i, m in enumerate(transcript) if m.role != "system"), len(transcript))
+
+
+def _count_messages(
+    drafts: list[dict[str, Any]], transcript: Sequence[Message], first: int
+) -> None:
+    """Give attempts without request rows the conversation length their requests had: the
+    n-th attempt that succeeded wrote the n-th assistant message of the run, so its request held
+    the messages before it; a failed attempt asked what the next one asked."""
+    skip = _conversation_start(transcript)
+    answers = [i - skip for i in range(first, len(transcript)) if transcript[i].role == "assistant"]
+    pending: list[dict[str, Any]] = []
+    for draft in drafts:
+        pending.append(draft)
+        if draft["events"] and isinstance(draft["events"][-1], ProviderErrorEvent):
+            continue
+        count = answers.pop(0) if answers else None
+        for waiting in pending:
+            waiting["messages"] = count
+        pending = []
+
+
 def _attempts_from_messages(transcript: Sequence[Message], first: int) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
+    skip = _conversation_start(transcript)
     for index in range(first, len(transcript)):
         message = transcript[index]
         if message.role != "assistant":
@@ -221,7 +245,7 @@ def _attempts_from_messages(transcript: Sequence[Message], first: int) -> list[d
                 "provider_id": "",
                 "model": "",
                 "events": events,
-                "messages": index,
+                "messages": index - skip,
             }
         )
     return found
@@ -359,6 +383,8 @@ async def _capture(
             draft["request_hash"] = None if request is None else request.request_hash
             draft["head_hash"] = None if request is None else request.head_hash
             draft["messages"] = None if request is None else request.messages
+        if not paired:
+            _count_messages(drafts, transcript, input_end)
     else:
         drafts = _attempts_from_messages(transcript, input_end)
     matching: CassetteMatching = (

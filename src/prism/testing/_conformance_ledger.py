@@ -5,6 +5,11 @@ and reads them back, per session and per run, in append order. The ledger protoc
 write-only, so the suite reads back through ``list_runs``/``list_events``/``list_tool_calls``/
 ``list_usage`` (the database stores) or the ``runs``/``events``/``tool_calls``/``usage`` lists
 (:class:`~prism.ledger.MemoryRunLedger`). It creates its own session and run ids.
+
+A ledger with ``append_request`` (:class:`~prism.ledger.RequestLedger`) is checked for request
+rows too: read back without their heads (``list_requests`` or ``run_requests``), in order, and
+each head once per hash (``load_request_heads`` or ``request_heads``), a head sent again by
+another run kept as first stored.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from prism.events import (
 )
 from prism.ledger import (
     AgentEventRecord,
+    RequestRecord,
     RunLedger,
     ToolCallRecord,
     UsageRecord,
@@ -224,6 +230,55 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
             )
     other = await _read_ledger(ledger, "event", new_id("session"), None)
     check(other == [], "rows are scoped to their session")
+    if callable(getattr(ledger, "append_request", None)):
+        await _request_rows(ledger, sid, runs)
+
+
+async def _request_rows(ledger: Any, sid: str, runs: builtins.list[str]) -> None:
+    heads = {
+        "a" * 64: {"model": {"provider": "mock", "model": "m-1"}, "system": [], "tools": []},
+        "b" * 64: {"model": {"provider": "mock", "model": "m-1"}, "system": [[{"text": "Hi ✓"}]]},
+    }
+    written: builtins.list[RequestRecord] = []
+    for turn, (rid, head_hash, head) in enumerate(
+        [
+            (runs[0], "a" * 64, heads["a" * 64]),
+            (runs[1], "a" * 64, {"sent": "again"}),  # another run sends the stored head's hash
+            (runs[0], "a" * 64, None),
+            (runs[0], "b" * 64, heads["b" * 64]),
+        ],
+        1,
+    ):
+        record = RequestRecord(
+            id=new_id("request"),
+            session_id=sid,
+            run_id=rid,
+            turn=turn,
+            attempt=1,
+            provider_id="mock",
+            model="m-1",
+            request_hash=f"{turn:064x}",
+            head_hash=head_hash,
+            messages=turn,
+            timestamp=now_iso(),
+            head=head,
+        )
+        await maybe_await(ledger.append_request(record))
+        written.append(dataclasses.replace(record, head=None))
+    for rid in runs:
+        if callable(getattr(ledger, "list_requests", None)):
+            got = builtins.list(await maybe_await(ledger.list_requests(sid, run_id=rid)))
+        else:
+            got = builtins.list(ledger.run_requests(rid))
+        check(
+            got == [r for r in written if r.run_id == rid],
+            f"request rows of run {rid} must come back in append order, without their heads",
+        )
+    if callable(getattr(ledger, "load_request_heads", None)):
+        stored = dict(await maybe_await(ledger.load_request_heads([*heads, "c" * 64])))
+    else:
+        stored = {k: v for k, v in ledger.request_heads.items() if k in heads}
+    check(stored == heads, f"each request head is stored once, as first sent: {stored!r}")
 
 
 run_run_ledger_conformance = run_ledger_conformance
