@@ -22,6 +22,8 @@
     prism runs resolve RUN_ID CALL_ID --rejected|--succeeded    # repair an ambiguous call
     prism worker --engine dbos --store postgresql://… --agents myagents:REGISTRY --concurrency 8
     prism eval run evals/refunds.yaml --agents myagents:REGISTRY --junit results.xml
+    prism eval capture RUN_ID --into evals/refunds.yaml         # a stored run becomes a case
+    prism eval run evals/refunds.yaml --replay                  # replayed: no model, no network
 
 ``--tool`` takes a built-in tool name or ``MODULE:ATTR``, the import path of the host's own tool
 (a ``@prism.tool`` object or a plain function; ``prism.cli._host_tools``). ``--mcp COMMAND`` and

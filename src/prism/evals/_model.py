@@ -423,8 +423,8 @@ class Case:
     evaluators: tuple[Evaluator, ...] = ()
     """The case's own evaluators."""
     cassette: Mapping[str, JsonValue] | None = None
-    """Recorded provider traffic the case can be replayed from (kept in files; replaying it is
-    not available yet)."""
+    """The recording the case replays (``run_eval(replay=True)``): the JSON form of a
+    :class:`~prism.evals.Cassette`, written by ``prism.evals.capture_run``."""
 
     if TYPE_CHECKING:
 
