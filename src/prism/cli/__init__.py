@@ -21,6 +21,7 @@
     prism runs                                                  # the runs to resume
     prism runs resolve RUN_ID CALL_ID --rejected|--succeeded    # repair an ambiguous call
     prism worker --engine dbos --store postgresql://… --agents myagents:REGISTRY --concurrency 8
+    prism serve                                                 # inspect runs in a browser
 
 ``--tool`` takes a built-in tool name or ``MODULE:ATTR``, the import path of the host's own tool
 (a ``@prism.tool`` object or a plain function; ``prism.cli._host_tools``). ``--mcp COMMAND`` and
@@ -74,7 +75,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Literal, cast
 
-from prism.cli import _host_tools, _mcp, _models, _otel, _run, _runs, _sessions, _tools, _worker
+from prism.cli import (
+    _host_tools,
+    _mcp,
+    _models,
+    _otel,
+    _run,
+    _runs,
+    _serve,
+    _sessions,
+    _tools,
+    _worker,
+)
 from prism.cli._exit_codes import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE
 from prism.cli._render import PipeGuard, guard
 from prism.cli._settings import UsageError
@@ -339,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.set_defaults(handler=_cmd_sessions, sessions_command=None)
     _runs.add_runs_parser(commands, add_store_option).set_defaults(handler=_cmd_runs)
     _worker.add_worker_parser(commands).set_defaults(handler=_cmd_worker)
+    _serve.add_serve_parser(commands).set_defaults(handler=_cmd_serve)
     return parser
 
 
@@ -420,6 +433,10 @@ async def _cmd_runs(args: argparse.Namespace, streams: _Streams) -> int:
 
 async def _cmd_worker(args: argparse.Namespace, streams: _Streams) -> int:
     return await _worker.run_worker(args, streams.out, streams.err)
+
+
+async def _cmd_serve(args: argparse.Namespace, streams: _Streams) -> int:
+    return await _serve.run_serve(args, streams.out, streams.err)
 
 
 def _isatty(stream: IO[str]) -> bool:

@@ -376,6 +376,9 @@ def build_agent(
             tool_choice=tool_choice,
             answer_after_tool_rounds=answer_after,
             store=store,
+            # the run's ledger (turns, attempts, tool calls, usage) in the same store, for
+            # prism serve's timeline and waterfall
+            run_ledger=store,
             run_state=RunStateOptions(
                 store,
                 DEFINITION_REVISION,
