@@ -624,6 +624,8 @@ async def _inbox_decide(serve: _Serve, request: Request) -> Response:
             modified_arguments=decision.modified_arguments,
         )
     except PrismError as exc:
+        if getattr(exc, "decided", None):  # lost the race: the winner's outcome, who, when
+            return await _decided(serve, request, _inbox.notice_of(exc), 409)
         notice = _inbox.Notice(
             kind="refused", title="Not decided", detail=f"{exc} ({exc.code})", tone="bad"
         )

@@ -270,12 +270,15 @@ def _first(value: Any, *names: str) -> Any:
 def notice_of(result: Any) -> Notice:
     """The notice of a decision service's result (see the module docstring)."""
     kind = str(_first(result, "kind", "status", "result") or "recorded").lower()
-    kind = getattr(kind, "value", kind)
     winner = _first(result, "winner", "existing", "recorded_decision")
+    if winner is None:
+        decided = _first(result, "decided")
+        if isinstance(decided, Sequence) and not isinstance(decided, str) and decided:
+            winner = decided[0]
     if kind in ("lost", "lost_race", "conflict", "already_decided") or winner is not None:
         outcome = _first(winner, "outcome") if winner is not None else None
         by = _first(winner, "by", "decided_by") if winner is not None else None
-        when = _first(winner, "at", "decided_at", "time") if winner is not None else None
+        when = _first(winner, "decided_at", "at", "time") if winner is not None else None
         label = dict(OUTCOMES).get(str(outcome), str(outcome or "another decision"))
         parts = [f"“{label}”"]
         if by:

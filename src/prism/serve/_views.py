@@ -98,6 +98,10 @@ def format_cost(value: float | None, currency: str | None = None) -> str:
         return _EM_DASH
     digits = 2 if value >= 100 else 4 if value >= 0.01 else 6
     text = f"{value:,.{digits}f}"
+    if "." in text:
+        whole, frac = text.split(".")
+        frac = frac.rstrip("0").ljust(2, "0")
+        text = f"{whole}.{frac}"
     if currency is None or currency.upper() == "USD":
         return "$" + text
     return f"{text} {currency}"
@@ -324,13 +328,18 @@ def project_transcript(
             if strategy:
                 title += f" ({strategy})"
             items.append(
-                TranscriptItem(kind=entry.kind, title=title, text=entry.summary or "", **base.fields())
+                TranscriptItem(
+                    kind=entry.kind, title=title, text=entry.summary or "", **base.fields()
+                )
             )
         else:
             label = data.get("type") if isinstance(data.get("type"), str) else entry.kind
             items.append(
                 TranscriptItem(
-                    kind="custom", title=f"Entry: {label}", text=pretty_json(dict(data)), **base.fields()
+                    kind="custom",
+                    title=f"Entry: {label}",
+                    text=pretty_json(dict(data)),
+                    **base.fields(),
                 )
             )
     return items
@@ -370,6 +379,8 @@ class AttemptView:
     retry: RetryView | None
     status: str
     """``finished``, ``error`` or ``running``."""
+    offset_ms: float | None = None
+    """When it started, after the run's start."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -409,6 +420,8 @@ class ToolCallView:
     """Pretty JSON of the result value."""
     long: bool
     children: tuple[ChildRun, ...] = ()
+    offset_ms: float | None = None
+    """When it started, after the run's start."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -488,6 +501,15 @@ class _Turn:
     notes: list[Note] = field(default_factory=list)
 
 
+def _parse_json(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def _model_name(model: Any) -> str:
     name = _get(model, "model")
     return str(name) if name else "?"
@@ -503,7 +525,7 @@ def project_timeline(
 
     Args:
         rows: The run's rows from :meth:`~prism.inspection.InspectionReader.read_ledger`.
-        run: The run's summary: its model and provider mark the attempts a fallback served.
+        run: The run's summary (its start time when the rows hold no run row).
         children: Child runs by the tool call id that started them.
 
     Returns:
@@ -521,8 +543,6 @@ def project_timeline(
     current: _Turn | None = None
     started_at: str | None = None
     finished_at: str | None = None
-    own_provider = run.provider if run is not None else None
-    own_model = run.model if run is not None else None
     last_failed: _Attempt | None = None
 
     def note(item: Note) -> None:
@@ -546,10 +566,6 @@ def project_timeline(
         if isinstance(record, RunRecord):
             if started_at is None:
                 started_at = record.started_at
-            if own_model is None and record.model is not None:
-                own_model = record.model.model
-            if own_provider is None:
-                own_provider = record.provider
             if record.status != "running":
                 finished_at = record.finished_at
                 if record.status in ("failed", "aborted") and record.error is not None:
@@ -686,12 +702,17 @@ def project_timeline(
             names = []
             for item in pending:
                 call_id = str(_get(item, "tool_call_id"))
-                if _get(item, "subagent") is None:
-                    gated.add(call_id)
-                    found = calls.get(call_id)
-                    if found is not None and found.status == "running":
-                        found.status = "waiting"
-                names.append(str(_get(item, "tool_name") or "?"))
+                name = str(_get(item, "tool_name") or "?")
+                names.append(name)
+                if _get(item, "subagent") is not None:
+                    continue  # a child run's call: shown on the child's page
+                gated.add(call_id)
+                found = calls.get(call_id)
+                if found is None:  # gated before it ran: known from the suspension only
+                    found = call_of(call_id, name)
+                    found.arguments = _parse_json(_get(item, "arguments"))
+                if found.status == "running":
+                    found.status = "waiting" if kind == "agent_suspended" else "blocked"
             if kind == "agent_suspended":
                 title = "Suspended: waiting for approval" if names else "Suspended"
                 tone = "wait"
@@ -746,9 +767,15 @@ def project_timeline(
                 if call.status in ("waiting", "running")
                 else "allowed"
             )
+    origin = started_at or (run.started_at if run is not None else None)
+    if origin is None:
+        first = rows[0].record
+        origin = (
+            first.started_at if isinstance(first, (RunRecord, ToolCallRecord)) else first.timestamp
+        )
     return TimelineView(
         has_ledger=True,
-        turns=tuple(_turn_view(t, own_provider, own_model, children) for t in turns),
+        turns=tuple(_turn_view(t, children, origin) for t in turns),
         notes=tuple(loose),
         started_at=started_at,
         finished_at=finished_at,
@@ -758,9 +785,8 @@ def project_timeline(
 
 def _turn_view(
     turn: _Turn,
-    own_provider: str | None,
-    own_model: str | None,
     children: Mapping[str, Sequence[ChildRun]],
+    origin: str | None,
 ) -> TurnView:
     attempts = []
     for a in turn.attempts:
@@ -769,9 +795,10 @@ def _turn_view(
         duration = (
             a.latency_ms if a.latency_ms is not None else _ms_between(a.started_at, a.finished_at)
         )
-        fallback = (own_provider is not None and a.provider not in (own_provider, "?")) or (
-            own_model is not None and a.model not in (own_model, "?")
-        )
+        # every turn starts on the chain's primary: an attempt served by another provider or
+        # model than the turn's first one is a fallback (a handoff changes the first one too)
+        first = turn.attempts[0]
+        fallback = (a.provider, a.model) != (first.provider, first.model)
         attempts.append(
             AttemptView(
                 turn=turn.number,
@@ -791,6 +818,7 @@ def _turn_view(
                 error=a.error,
                 retry=a.retry,
                 status="running" if not a.done else "error" if a.error is not None else "finished",
+                offset_ms=_ms_between(origin, a.started_at),
             )
         )
     calls = []
@@ -815,6 +843,7 @@ def _turn_view(
                 result=result,
                 long=len(arguments) > LONG_TEXT or (result is not None and len(result) > LONG_TEXT),
                 children=tuple(children.get(c.call_id, ())),
+                offset_ms=_ms_between(origin, c.started_at),
             )
         )
     return TurnView(
@@ -985,12 +1014,14 @@ def project_waterfall(
     end = parse_time(finished_at)
     latest = max([*ends, *starts])
     if end is None:
-        end = max(latest, now) if any(e is None for _, e, _ in spans) or waits else latest
+        end = max(latest, now) if any(e is None for _, e, _ in spans) else latest
     end = max(end, latest)
     for when, info in waits:
+        # a wait that still lasts ends the axis (a run waiting for days would squash the rest);
+        # its label still says how long it has waited
         later = sorted(s for s in starts if s > when)
         done = later[0] if later else end
-        info["duration_ms"] = (done - when).total_seconds() * 1000
+        info["duration_ms"] = ((done if later else max(now, when)) - when).total_seconds() * 1000
         spans.append((when, done, info))
     total = max((end - begin).total_seconds() * 1000, 1.0)
     bars = []
