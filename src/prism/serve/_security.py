@@ -167,7 +167,9 @@ class SecurityPolicy:
             return False
         return hmac.compare_digest(candidate.encode(), self.csrf_token.encode())
 
-    def _authenticated(self, headers: dict[bytes, bytes]) -> bool:
+    def authenticated(self, headers: dict[bytes, bytes]) -> bool:
+        """Whether a request with these (lower-case) headers carries the session cookie or the
+        bearer token; always with no token set."""
         if self.token is None:
             return True
         assert self.session_value is not None
@@ -217,7 +219,7 @@ class SecurityMiddleware:
             )
             return
         public = path.startswith(_PUBLIC_PREFIXES)
-        if not public and not policy._authenticated(headers):
+        if not public and not policy.authenticated(headers):
             accept = headers.get(b"accept", b"").decode("latin-1")
             if method in _SAFE_METHODS and "text/html" in accept:
                 query = scope.get("query_string", b"").decode("latin-1")
