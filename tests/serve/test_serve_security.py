@@ -102,9 +102,14 @@ async def test_posts_check_origin_and_csrf(store: SqliteStore) -> None:
             "/inbox/decide", data=form, headers={**json_accept, "origin": "http://evil.example"}
         )
         assert foreign.status_code == 403
+        null_cross_site = await client.post(
+            "/inbox/decide", data=form,
+            headers={**json_accept, "origin": "null", "sec-fetch-site": "cross-site"},
+        )
+        assert null_cross_site.status_code == 403
         same_site = await client.post(
             "/inbox/decide", data={**form, "csrf": "forged"},
-            headers={**json_accept, "sec-fetch-site": "same-origin"},
+            headers={**json_accept, "origin": "null", "sec-fetch-site": "same-origin"},
         )
         assert same_site.status_code == 403 and same_site.json()["title"] == "The form expired"
         for method in ("PUT", "DELETE", "PATCH"):

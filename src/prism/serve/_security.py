@@ -12,7 +12,9 @@
    or an ``Authorization: Bearer <token>`` header, both compared in constant time; an HTML page
    without it redirects to ``/login``, anything else is 401;
 4. refuses a state-changing request that is not a ``POST`` (405) and a ``POST`` whose
-   ``Origin`` is not this origin (403); the route then checks its CSRF token
+   ``Origin`` is not this origin (403) — a browser's own form posts carry ``Origin: null``
+   under ``no-referrer``, so that (or no ``Origin``) passes only with
+   ``Sec-Fetch-Site: same-origin``; the route then checks its CSRF token
    (:meth:`SecurityPolicy.csrf_ok`);
 5. adds the security headers to every response: a Content-Security-Policy without inline
    script or style (``script-src 'self'``), ``frame-ancestors 'none'``,
@@ -236,9 +238,12 @@ class SecurityMiddleware:
             scheme = scope.get("scheme", "http")
             origin = headers.get(b"origin", b"").decode("latin-1")
             expected = f"{scheme}://{host_header}".lower()
-            if origin:
+            if origin and origin != "null":
                 same = origin.lower() == expected
-            else:  # no Origin: only a browser's own same-origin request, by its fetch metadata
+            else:
+                # ``Origin: null`` is what a browser sends for its own form posts under
+                # ``Referrer-Policy: no-referrer`` (and what a cross-site page can provoke too):
+                # only the browser's fetch metadata, which a page cannot set, tells them apart
                 same = headers.get(b"sec-fetch-site", b"") == b"same-origin"
             if not same:
                 await _plain(send, 403, "Cross-origin request refused.")
