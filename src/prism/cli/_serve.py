@@ -165,6 +165,12 @@ async def run_serve(
         shown = f"[{host}]" if ":" in host else host
 
         class Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: Any) -> None:
+                super().handle_exit(sig, frame)
+                # Ctrl-C or SIGTERM is how a server is stopped: exit 0 once it has shut down,
+                # instead of uvicorn raising the signal again afterwards
+                self._captured_signals.clear()
+
             async def startup(self, sockets: Any = None) -> None:
                 await super().startup(sockets=sockets)
                 if self.started:
