@@ -1,4 +1,6 @@
-"""The stored run envelope as a value: :class:`RunEnvelope`, its records, JSON and upgrades.
+"""The stored run envelope as a value: :class:`RunEnvelope`, its records, JSON and upgrades —
+one concept, the envelope's stored form, kept in one module because its JSON is read here and
+nowhere else.
 
 The JSON object a durable run checkpoints (``namespace="prism.agent-run"``, ``key=run_id``) is
 read here and nowhere else: the rest of the runtime reads the fields of a :class:`RunEnvelope`
