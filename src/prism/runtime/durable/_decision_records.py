@@ -33,13 +33,13 @@ from prism.runtime.durable._approvals import (
 )
 from prism.runtime.durable._envelope import load_state
 from prism.runtime.durable._run_envelope import RunEnvelope
-from prism.types import JsonValue
 from prism.runtime.durable._run_state import (
     ALLOWING,
     MAX_DECISIONS,
     DecidedApproval,
     RunDecision,
 )
+from prism.types import JsonValue
 
 __all__ = [
     "decided_error",
