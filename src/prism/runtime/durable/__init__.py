@@ -21,8 +21,9 @@ Public surface (re-exported from ``prism``):
   operator to resume;
 * :func:`list_pending_decisions` / :class:`PendingDecisionRecord` — the tool approvals the
   suspended runs wait for (also importable from here, outside ``__all__``, which stays as it was);
-* :func:`record_decisions` — decisions stored for a process with the run's agent to apply
-  (``resume_agent_run(agent, run_id, decisions="recorded")``); :func:`list_decided_approvals` /
+* :func:`record_decisions` / :func:`list_recorded_decisions` — decisions stored for a process
+  with the run's agent to apply (``resume_agent_run(agent, run_id, decisions="recorded")``);
+  :func:`list_decided_approvals` /
   :class:`DecidedApproval` — who decided a run's approvals, how and when (importable from here,
   outside ``__all__``).
 
@@ -43,6 +44,9 @@ Example (human approval)::
 from prism.runtime.durable._approvals import rejection_result as rejection_result
 from prism.runtime.durable._decision_records import (
     list_decided_approvals as list_decided_approvals,
+)
+from prism.runtime.durable._decision_records import (
+    list_recorded_decisions as list_recorded_decisions,
 )
 from prism.runtime.durable._decision_records import record_decisions as record_decisions
 from prism.runtime.durable._durable_leg import DURABLE_HOOKS as DURABLE_HOOKS

@@ -44,6 +44,7 @@ from prism.types import JsonValue
 __all__ = [
     "decided_error",
     "list_decided_approvals",
+    "list_recorded_decisions",
     "lost_to",
     "record_decisions",
     "recorded_batch",
@@ -285,3 +286,25 @@ async def list_decided_approvals(store: CheckpointStore, run_id: str) -> list[De
                 if d.approval_id in opened
             ]
     return out
+
+
+async def list_recorded_decisions(store: CheckpointStore, run_id: str) -> list[RunDecision]:
+    """The decisions recorded for run ``run_id`` (:func:`record_decisions`) that still wait for
+    an open approval, in recording order, as ``resume_agent_run(agent, run_id,
+    decisions="recorded")`` would apply them (``by`` included) — what a host that applies them
+    some other way sends (a DBOS run: ``RunClient.decide(run_id, decisions=...)``).
+
+    Returns:
+        ``[]`` when the store holds no run ``run_id`` or none waits. Nothing is written.
+
+    Raises:
+        AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — a malformed envelope or record.
+    """
+    if await store.load_checkpoint(namespace=AGENT_RUN_NAMESPACE, key=run_id) is None:
+        return []
+    _, state = await load_state(store, run_id, None, None)
+    record = await store.load_checkpoint(namespace=DECISION_NAMESPACE, key=run_id)
+    if record is None:
+        return []
+    opened = open_approvals(state)
+    return [d for d, _ in _recorded(record.value, run_id) if d.approval_id in opened]
