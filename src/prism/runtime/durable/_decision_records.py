@@ -37,6 +37,7 @@ from prism.runtime.durable._run_state import (
     ALLOWING,
     MAX_DECISIONS,
     DecidedApproval,
+    PendingDecision,
     RunDecision,
 )
 from prism.types import JsonValue
@@ -122,7 +123,10 @@ def _recorded(value: Any, run_id: str) -> list[tuple[RunDecision, str]]:
     return out
 
 
-def _waiting(run_id: str, decision: RunDecision, at: str) -> DecidedApproval:
+def _waiting(
+    run_id: str, decision: RunDecision, at: str, pending: PendingDecision | None
+) -> DecidedApproval:
+    """A recorded decision not applied yet (``pending``: the approval it answers)."""
     return DecidedApproval(
         run_id=run_id,
         approval_id=decision.approval_id,
@@ -131,6 +135,8 @@ def _waiting(run_id: str, decision: RunDecision, at: str) -> DecidedApproval:
         reason=decision.reason,
         decided_at=at,
         modified=decision.modified_arguments is not None and decision.outcome in ALLOWING,
+        tool_name=None if pending is None else pending.tool_name or pending.scope.tool_name,
+        tool_call_id=None if pending is None else pending.tool_call_id,
     )
 
 
@@ -205,7 +211,11 @@ async def record_decisions(
             if d.approval_id in opened
         ]
         taken = {d.approval_id: (d, at) for d, at in kept}
-        lost = [_waiting(run_id, *taken[d.approval_id]) for d in batch if d.approval_id in taken]
+        lost = [
+            _waiting(run_id, *taken[d.approval_id], opened.get(d.approval_id))
+            for d in batch
+            if d.approval_id in taken
+        ]
         if lost:
             raise decided_error(run_id, lost)
         now = now_iso()
@@ -228,7 +238,7 @@ async def record_decisions(
             )
         except CheckpointConflictError:
             continue  # another recorder wrote first: look again
-        return tuple(_waiting(run_id, d, now) for d in batch)
+        return tuple(_waiting(run_id, d, now, opened[d.approval_id]) for d in batch)
     raise CheckpointConflictError(
         f"the recorded decisions of run {run_id} kept changing; nothing was recorded, try again"
     )
@@ -281,7 +291,7 @@ async def list_decided_approvals(store: CheckpointStore, run_id: str) -> list[De
         record = await store.load_checkpoint(namespace=DECISION_NAMESPACE, key=run_id)
         if record is not None:
             out += [
-                _waiting(run_id, d, at)
+                _waiting(run_id, d, at, opened[d.approval_id])
                 for d, at in _recorded(record.value, run_id)
                 if d.approval_id in opened
             ]
