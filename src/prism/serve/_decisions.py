@@ -189,8 +189,11 @@ class DecisionResult:
     """The error code of a refusal, or of a resume that could not apply a recorded decision."""
 
 
-@dataclass(slots=True)
+@dataclass(eq=False, slots=True)
 class _Background:
+    """One background resume: its task, and set once it claimed the run."""
+
+    run_id: str
     task: asyncio.Task[RunResult | Exception]
     claimed: asyncio.Event
 
@@ -268,7 +271,7 @@ class DecisionService:
         self._on_finished = on_finished
         self._claim_wait_s = float(claim_wait_s)
         self._stop_wait_s = float(stop_wait_s)
-        self._background: dict[str, _Background] = {}
+        self._background: set[_Background] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._closing = False
         self._policy = TurnPolicy(stop=self._stop)
@@ -519,15 +522,14 @@ class DecisionService:
 
     def running(self, run_id: str) -> bool:
         """Whether a background resume of ``run_id`` started here is still going."""
-        background = self._background.get(run_id)
-        return background is not None and not background.task.done()
+        return any(b.run_id == run_id and not b.task.done() for b in self._background)
 
     async def aclose(self) -> None:
         """Stop the background resumes at their next turn boundary (each run is left resumable,
         ``stop_detail`` :data:`SHUTDOWN_REASON`), waiting at most ``stop_wait_s``; cancel those
         still going; close the engine client this service connected."""
         self._closing = True
-        tasks = [b.task for b in self._background.values() if not b.task.done()]
+        tasks = [b.task for b in self._background if not b.task.done()]
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=self._stop_wait_s)
             for task in late:
@@ -632,6 +634,9 @@ class DecisionService:
         """Resume the run here with what is recorded (ours included), in the background; wait
         for its claim (or its end)."""
         run_id = pending.run_id
+        if self._closing:
+            why = "prism serve is shutting down; the decision stays recorded"
+            return self._unapplied(pending, mode, recorded, why, None)
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         async with lock:
             agent = self._agents.get(pending.agent_id) if mode == "in_process" else None
@@ -710,8 +715,9 @@ class DecisionService:
 
         session = agent.create_session(session_id, on_event=on_event)
         task = asyncio.create_task(self._resume(run_id, session), name=f"prism serve {run_id}")
-        background = _Background(task, claimed)
-        self._background[run_id] = background
+        background = _Background(run_id, task, claimed)
+        self._background.add(background)
+        task.add_done_callback(lambda _: self._background.discard(background))
         return background
 
     async def _resume(self, run_id: str, session: Any) -> RunResult | Exception:
@@ -727,9 +733,17 @@ class DecisionService:
         except Exception as exc:  # refused before the claim: reported by decide()
             ended = exc
         if self._on_finished is not None:
-            reported = self._on_finished(run_id, ended)
-            if inspect.isawaitable(reported):
-                await reported
+            try:
+                reported = self._on_finished(run_id, ended)
+                if inspect.isawaitable(reported):
+                    await reported
+            except Exception as exc:  # the host's callback: reported, the resume's outcome kept
+                asyncio.get_running_loop().call_exception_handler(
+                    {
+                        "message": f"prism serve: on_finished failed for run {run_id}",
+                        "exception": exc,
+                    }
+                )
         return ended
 
     def _stop(self, _: TurnBoundaryContext) -> Continue | Stop:
