@@ -16,6 +16,7 @@
     prism run --mcp-url https://host/mcp --mcp-header Authorization=MCP_TOKEN "Search"
     OTEL_TRACES_EXPORTER=console prism run --otel "hi"          # OpenTelemetry spans on stderr
     prism resume RUN_ID [--approve [--arguments JSON] | --deny] # continue a stopped run
+    prism resume RUN_ID --recorded                              # apply recorded decisions
     prism sessions list
     prism sessions show SESSION_ID
     prism runs                                                  # the runs to resume
@@ -308,6 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--deny",
         action="store_true",
         help="refuse them: the run ends as denied (exit 0), nothing runs",
+    )
+    decide.add_argument(
+        "--recorded",
+        action="store_true",
+        help="apply the decisions recorded for the run (by prism serve --no-resume, or "
+        "prism.runtime.durable.record_decisions)",
     )
     resume.add_argument(
         "--arguments",
