@@ -250,11 +250,8 @@ async def seed(store: Any) -> Seeded:
     out.no_ledger = await agent.create_session().run("Run without a ledger")
 
     # 9. waiting for an approval, with a secret in the arguments
-    agent = _durable(
-        store,
-        [_call("w1", "pay", {"invoice": 7, "note": f"card {SECRET} {PROBE}"})],
-        name="desk",
-        tools=[pay],
+    agent = desk_agent(
+        store, [_call("w1", "pay", {"invoice": 7, "note": f"card {SECRET} {PROBE}"})]
     )
     out.waiting = await agent.create_session().run("Pay invoice 7")
 
@@ -268,6 +265,12 @@ async def seed(store: Any) -> Seeded:
     )
     out.waiting_child = await clerk.create_session().run("Have invoice 9 paid")
     return out
+
+
+def desk_agent(store: Any, turns: list[Any]) -> Any:
+    """The agent of the run that waits for an approval of ``pay`` (the same definition resumes
+    it)."""
+    return _durable(store, turns, name="desk", tools=[pay])
 
 
 def prism_filter(**fields: Any) -> Any:

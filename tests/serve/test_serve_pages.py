@@ -13,9 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _seed import PROBE, SECRET, Seeded
+from _seed import PROBE, SECRET, Seeded, desk_agent
 from conftest import client_for
 
+from prism.providers.base import provider_done, provider_text_delta
 from prism.serve import create_app
 from prism.stores import SqliteStore
 
@@ -163,28 +164,146 @@ async def test_the_inbox_lists_every_pending_decision_with_its_chain(
     assert nav is not None and nav.group(1) == "2"
 
 
+def _csrf(page: str) -> str:
+    found = re.search(r'<meta name="csrf-token" content="([^"]+)">', page)
+    assert found is not None
+    return found.group(1)
+
+
+JSON_POST = {"origin": "http://127.0.0.1:8765", "accept": "application/json"}
+
+
 async def test_edited_arguments_are_checked_inline(
     client: httpx.AsyncClient, seeded: tuple[Path, Seeded]
 ) -> None:
-    page = (await client.get("/inbox", headers=HTML)).text
-    csrf = re.search(r'<meta name="csrf-token" content="([^"]+)">', page)
-    assert csrf is not None
+    csrf = _csrf((await client.get("/inbox", headers=HTML)).text)
     waiting = seeded[1].waiting
-    form = {"csrf": csrf.group(1), "run_id": waiting.run_id, "approval_id": "x"}
-    headers = {"origin": "http://127.0.0.1:8765", "accept": "application/json"}
-    bad = await client.post("/inbox/validate", data={**form, "arguments": "{oops"}, headers=headers)
+    (pending,) = waiting.interruption.pending_decisions
+    form = {"csrf": csrf, "run_id": waiting.run_id, "approval_id": pending.approval_id}
+    bad = await client.post("/inbox/validate", data={**form, "arguments": "{oops"}, headers=JSON_POST)
     assert bad.status_code == 200 and not bad.json()["ok"]
-    assert "Not valid JSON" in bad.json()["problems"][0]
-    arr = await client.post("/inbox/validate", data={**form, "arguments": "[1]"}, headers=headers)
+    assert "Not valid JSON" in bad.json()["problems"][0] and "line 1" in bad.json()["problems"][0]
+    arr = await client.post("/inbox/validate", data={**form, "arguments": "[1]"}, headers=JSON_POST)
     assert "must be a JSON object" in arr.json()["problems"][0]
     ok = await client.post(
-        "/inbox/validate", data={**form, "arguments": '{"invoice": 8}'}, headers=headers
+        "/inbox/validate", data={**form, "arguments": '{"invoice": 8}'}, headers=JSON_POST
     )
-    assert ok.json() == {"ok": True, "problems": [], "schema": False}
+    # this app does not have the run's agent: JSON is checked, the schema when applied
+    assert ok.json()["ok"] and not ok.json()["schema"] and "does not have" in ok.json()["note"]
+    gone = await client.post(
+        "/inbox/validate", data={**form, "approval_id": "approval_x", "arguments": "{}"},
+        headers=JSON_POST,
+    )
+    assert gone.json()["note"] == "This decision is no longer pending."
     no_csrf = await client.post(
-        "/inbox/validate", data={**form, "csrf": "nope", "arguments": "{}"}, headers=headers
+        "/inbox/validate", data={**form, "csrf": "nope", "arguments": "{}"}, headers=JSON_POST
     )
     assert no_csrf.status_code == 403
+
+
+async def test_with_the_agent_edited_arguments_are_checked_against_the_tools_schema(
+    store: SqliteStore, seeded: tuple[Path, Seeded]
+) -> None:
+    agent = desk_agent(store, [])
+    async with client_for(create_app(store, agents={"desk": agent})) as client:
+        page = (await client.get("/inbox", headers=HTML)).text
+        assert "Tool parameter schema" in page and "approving runs the tool inside" in page
+        waiting = seeded[1].waiting
+        (pending,) = waiting.interruption.pending_decisions
+        form = {"csrf": _csrf(page), "run_id": waiting.run_id, "approval_id": pending.approval_id}
+        bad = await client.post(
+            "/inbox/validate", data={**form, "arguments": '{"invoice": "seven"}'},
+            headers=JSON_POST,
+        )
+        assert bad.json()["schema"] and not bad.json()["ok"]
+        assert bad.json()["problems"][0].startswith("/invoice: ")
+        refused = await client.post(
+            "/inbox/decide",
+            data={**form, "outcome": "allow_once", "edit": "1", "arguments": '{"invoice": "7"}'},
+            headers=JSON_POST,
+        )
+        assert refused.status_code == 422
+        assert refused.json()["title"] == "The arguments do not match the tool's schema"
+        assert "Nothing was recorded" in refused.json()["detail"]
+
+
+async def test_a_recorded_decision_and_the_one_that_lost_the_race(
+    fresh_seeded: tuple[Path, Seeded],
+) -> None:
+    """Without the run's agent the decision is recorded; a second decider is told the first
+    decision's outcome, who took it and when — as a notice, not a traceback."""
+    path, seeded = fresh_seeded
+    store = await SqliteStore(str(path)).open()
+    try:
+        async with client_for(create_app(store, by="alice")) as alice, client_for(
+            create_app(store, by="bob")
+        ) as bob:
+            waiting = seeded.waiting
+            (pending,) = waiting.interruption.pending_decisions
+            csrf_a = _csrf((await alice.get("/inbox", headers=HTML)).text)
+            csrf_b = _csrf((await bob.get("/inbox", headers=HTML)).text)
+            form = {"run_id": waiting.run_id, "approval_id": pending.approval_id}
+            first = await alice.post(
+                "/inbox/decide",
+                data={**form, "csrf": csrf_a, "outcome": "reject_once", "reason": "not today"},
+                headers=JSON_POST,
+            )
+            assert first.status_code == 200
+            assert first.json()["kind"] == "recorded" and first.json()["ok"]
+            second = await bob.post(
+                "/inbox/decide",
+                data={**form, "csrf": csrf_b, "outcome": "allow_once"},
+                headers=JSON_POST,
+            )
+            assert second.status_code == 409 and second.json()["kind"] == "lost"
+            detail = second.json()["detail"]
+            assert "“Reject once” by alice at 20" in detail and "Yours was not applied" in detail
+            # the page form (no script) gets the same notice on the page
+            third = await bob.post(
+                "/inbox/decide",
+                data={**form, "csrf": csrf_b, "outcome": "allow_for_run"},
+                headers={"origin": "http://127.0.0.1:8765", "accept": "text/html"},
+            )
+            assert third.status_code == 409 and "Someone decided first" in third.text
+            assert "Traceback" not in third.text
+            inbox = (await bob.get("/inbox", headers=HTML)).text
+            assert "Decided, waiting to be applied:" in inbox and "by alice" in inbox
+    finally:
+        await store.aclose()
+
+
+async def test_with_the_agent_a_decision_runs_the_tool_here_and_the_run_goes_on(
+    fresh_seeded: tuple[Path, Seeded],
+) -> None:
+    path, seeded = fresh_seeded
+    store = await SqliteStore(str(path)).open()
+    try:
+        agent = desk_agent(store, [[provider_text_delta("Paid."), provider_done()]])
+        async with client_for(create_app(store, agents={"desk": agent})) as client:
+            waiting = seeded.waiting
+            (pending,) = waiting.interruption.pending_decisions
+            csrf = _csrf((await client.get("/inbox", headers=HTML)).text)
+            decided = await client.post(
+                "/inbox/decide",
+                data={
+                    "csrf": csrf, "run_id": waiting.run_id, "approval_id": pending.approval_id,
+                    "outcome": "allow_once",
+                },
+                headers=JSON_POST,
+            )
+            assert decided.status_code == 200, decided.text
+            assert decided.json()["kind"] == "applied"
+            for _ in range(200):
+                run = await store.get_run_summary(waiting.run_id)
+                if run is not None and run.status == "succeeded":
+                    break
+                await asyncio.sleep(0.05)
+            assert run is not None and run.status == "succeeded"
+            page = (await client.get(f"/runs/{waiting.run_id}", headers=HTML)).text
+            assert "approval: allowed" in page and "Decided: allow once by prism serve" in page
+            assert "Paid." in page
+    finally:
+        await store.aclose()
 
 
 async def test_the_usage_page_charts_tokens_and_cost(
@@ -280,6 +399,7 @@ def _events(text: str) -> list[dict[str, str]]:
         ({"allowed_hosts": ["*"]}, "no wildcard"),
         ({"allowed_hosts": "localhost"}, "not a str"),
         ({"by": ""}, "by must be"),
+        ({"decisions": object()}, "DecisionService"),
     ],
 )
 async def test_bad_options_are_refused_when_the_app_is_built(

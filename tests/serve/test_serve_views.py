@@ -12,7 +12,8 @@ from pathlib import Path
 from _seed import PROBE, SECRET, Seeded
 
 from prism.inspection import LedgerRow, RunSummary, SessionFilter
-from prism.serve import _views
+from prism.serve import _charts, _views
+from prism.serve import _timeline as timeline_module
 from prism.serve._charts import ColumnDatum, meter, usage_columns, waterfall_track
 from prism.stores import SqliteStore
 
@@ -21,7 +22,7 @@ async def _ledger(store: SqliteStore, run_id: str) -> list[LedgerRow]:
     return list((await store.read_ledger(run_id, limit=10000)).rows)
 
 
-async def _timeline(store: SqliteStore, run_id: str) -> tuple[RunSummary, _views.TimelineView]:
+async def _timeline(store: SqliteStore, run_id: str) -> tuple[RunSummary, timeline_module.TimelineView]:
     run = await store.get_run_summary(run_id)
     assert run is not None
     children_sessions = await store.list_session_summaries(
@@ -33,8 +34,8 @@ async def _timeline(store: SqliteStore, run_id: str) -> tuple[RunSummary, _views
             found = await store.get_run_summary(child.last_run_id)
             if found is not None:
                 summaries[child.last_run_id] = found
-    children = _views.child_runs_by_call(run_id, children_sessions.items, summaries)
-    return run, _views.project_timeline(await _ledger(store, run_id), run=run, children=children)
+    children = timeline_module.child_runs_by_call(run_id, children_sessions.items, summaries)
+    return run, timeline_module.project_timeline(await _ledger(store, run_id), run=run, children=children)
 
 
 async def test_the_transcript_shows_calls_results_and_markup_as_plain_text(
@@ -131,7 +132,7 @@ async def test_parallel_tool_calls_overlap_on_the_waterfall(
     run, timeline = await _timeline(store, seeded[1].parallel.run_id)
     calls = timeline.turns[0].tool_calls
     assert [c.call_id for c in calls] == ["p1", "p2"]
-    waterfall = _views.project_waterfall(
+    waterfall = _charts.project_waterfall(
         timeline,
         started_at=timeline.started_at,
         finished_at=timeline.finished_at,
@@ -156,7 +157,7 @@ async def test_a_child_run_is_nested_under_the_call_that_started_it(
     (child,) = call.children
     assert child.run_id == seeded[1].child_run_id
     assert (child.agent, child.status, child.input_tokens) == ("geographer", "succeeded", 40)
-    waterfall = _views.project_waterfall(
+    waterfall = _charts.project_waterfall(
         timeline, started_at=timeline.started_at, finished_at=timeline.finished_at,
         now=datetime.now(UTC),
     )
@@ -174,7 +175,7 @@ async def test_a_call_waiting_for_approval_is_on_the_timeline(
     assert SECRET not in call.arguments and "[REDACTED]" in call.arguments
     notes = [n.title for t in timeline.turns for n in t.notes]
     assert "Suspended: waiting for approval" in notes
-    waterfall = _views.project_waterfall(
+    waterfall = _charts.project_waterfall(
         timeline, started_at=timeline.started_at, finished_at=timeline.finished_at,
         now=datetime.now(UTC) + timedelta(hours=3),
     )
@@ -191,7 +192,7 @@ async def test_a_run_without_a_ledger_has_a_transcript_and_no_timeline(
     run = seeded[1].no_ledger
     summary = await store.get_run_summary(run.run_id)
     assert summary is not None and not summary.has_ledger
-    timeline = _views.project_timeline(await _ledger(store, run.run_id), run=summary)
+    timeline = timeline_module.project_timeline(await _ledger(store, run.run_id), run=summary)
     assert not timeline.has_ledger and timeline.turns == ()
     items = _views.project_transcript(await store.read_entries(run.session_id), run_id=run.run_id)
     assert [i.role for i in items] == ["user", "assistant"]
@@ -211,7 +212,7 @@ def test_formatting_of_numbers_durations_and_times() -> None:
 
 
 def test_charts_escape_their_labels_and_carry_titles() -> None:
-    bar = _views.WaterfallBar(
+    bar = _charts.WaterfallBar(
         label="<b>tool</b>", detail='"x"', kind="tool", status="error", x=10, width=20, depth=1,
         duration_ms=12.0,
     )

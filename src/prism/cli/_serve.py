@@ -140,9 +140,19 @@ async def run_serve(
                 err.write(f"prism serve: --agents {args.agents}: {exc}\n")
                 return EXIT_SERVE_CONFIG
         try:
-            app = create_app(
-                store, agents=agents, resume=args.resume, token=token, allowed_hosts=allowed
+            from prism.cli._settings import command_agents
+            from prism.serve import DecisionService
+
+            # runs the prism command started are resumed here as prism resume would, with the
+            # agent rebuilt from the session's stored settings
+            decisions = DecisionService(
+                store,
+                agents=agents,
+                resume=args.resume,
+                by=_decider(env),
+                command_agents=command_agents(store, environ=env),
             )
+            app = create_app(store, token=token, allowed_hosts=allowed, decisions=decisions)
         except PrismError as exc:
             err.write(f"prism serve: {exc} ({exc.code})\n")
             return EXIT_SERVE_CONFIG
@@ -185,10 +195,19 @@ async def run_serve(
                     )
                     out.flush()
 
-        await Server(config).serve()
+        try:
+            await Server(config).serve()
+        finally:
+            await decisions.aclose()  # runs resumed here stop at their next turn boundary
     finally:
         await store.aclose()
     return 0
+
+
+def _decider(env: Mapping[str, str]) -> str:
+    """Who the decisions taken here are recorded as: ``prism serve (USER)``."""
+    user = env.get("USER") or env.get("USERNAME") or ""
+    return f"prism serve ({user})" if user else "prism serve"
 
 
 async def _open_existing(url: str) -> Any:

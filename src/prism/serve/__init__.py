@@ -44,30 +44,46 @@ except ImportError as _exc:  # pragma: no cover - exercised without the extra
     ) from None
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from starlette.applications import Starlette
 
-__all__ = ["create_app"]
+    from prism.runtime import Agent
+    from prism.serve._decisions import DecisionResult as DecisionResult
+    from prism.serve._decisions import DecisionService as DecisionService
+
+__all__ = ["DecisionResult", "DecisionService", "create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    """``DecisionService`` and ``DecisionResult``, imported on first access."""
+    if name in ("DecisionService", "DecisionResult"):
+        from prism.serve import _decisions
+
+        return getattr(_decisions, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def create_app(
     store: Any,
     *,
-    agents: Any = None,
+    agents: Mapping[str, Agent] | None = None,
     resume: bool = True,
     token: str | None = None,
     allowed_hosts: list[str] | tuple[str, ...] | None = None,
     poll_interval: float = 0.25,
     by: str = "prism serve",
+    decisions: DecisionService | None = None,
 ) -> Starlette:
     """Build the inspector over ``store`` as an ASGI application.
 
     Args:
         store: An open store that implements :class:`prism.inspection.InspectionReader` (a
             ``SqliteStore`` or a ``PostgresStore``); the app never opens, migrates or closes it.
-        agents: The agents of a registry (``prism serve --agents MODULE:REGISTRY``): a decision
-            on one of their runs is applied here — the tool runs inside this process and the
-            run continues. Without it a decision is recorded for the run's own process (or
-            sent to the engine for a DBOS run).
+        agents: Registry agents by name (``prism.registry.build_registry_agents``; ``prism
+            serve --agents MODULE:REGISTRY``): a decision on one of their runs is applied here —
+            the tool runs inside this process and the run continues. Without it a decision is
+            recorded for a process with the run's agent (or sent to the engine for a DBOS run).
         resume: With ``agents``: continue the run right after a decision (default); ``False``
             records the decision only.
         token: The access token (at least 16 characters). Required to answer clients beyond
@@ -78,6 +94,11 @@ def create_app(
         poll_interval: Seconds between two reads of the store by a live page, in (0, 1]
             (default 0.25: an appended row reaches the page within about half a second).
         by: Who decisions made here are recorded as (``RunDecision.by``).
+        decisions: A :class:`DecisionService` the host built itself (e.g. with
+            ``command_agents`` or an engine client); then ``agents``, ``resume`` and ``by`` are
+            its own, and the host closes it. By default the app builds one from ``agents``,
+            ``resume`` and ``by`` and closes it when the app shuts down (runs resumed here stop
+            at their next turn boundary, resumable).
 
     Returns:
         A Starlette application (ASGI). Its routes are listed in :mod:`prism.serve._app`.
@@ -86,7 +107,8 @@ def create_app(
         PrismConfigError: ``ERR_PRISM_CONFIG`` — ``store`` is not an inspection reader, a
             ``poll_interval`` outside (0, 1], a ``token`` shorter than 16 characters, an
             ``allowed_hosts`` entry that is empty or a wildcard, a host beyond loopback without
-            a ``token``, a ``by`` that is empty, or ``agents`` the decision service refuses.
+            a ``token``, a ``by`` that is empty, ``agents`` the decision service refuses, or
+            ``decisions`` together with ``agents``.
     """
     from prism.serve._app import create_app as build
 
@@ -98,4 +120,5 @@ def create_app(
         allowed_hosts=allowed_hosts,
         poll_interval=poll_interval,
         by=by,
+        decisions=decisions,
     )

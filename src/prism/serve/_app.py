@@ -57,8 +57,14 @@ from prism.inspection import (
     SessionSummary,
     StoredEntry,
 )
-from prism.runtime.durable import PendingDecisionRecord, list_pending_decisions
-from prism.serve import _charts, _inbox, _live, _views
+from prism.runtime import Agent
+from prism.runtime.durable import (
+    PendingDecisionRecord,
+    list_decided_approvals,
+    list_pending_decisions,
+)
+from prism.serve import _charts, _inbox, _live, _timeline, _views
+from prism.serve._decisions import DecisionService
 from prism.serve._security import COOKIE_NAME, SecurityMiddleware, SecurityPolicy
 
 __all__ = ["create_app"]
@@ -94,22 +100,21 @@ class _Serve:
     policy: SecurityPolicy
     env: Environment
     poll_interval: float
-    decisions: _inbox.DecisionPort | None
-    agents: Any
-    by: str
+    decisions: DecisionService
 
 
 def create_app(
     store: Any,
     *,
-    agents: Any = None,
+    agents: Mapping[str, Agent] | None = None,
     resume: bool = True,
     token: str | None = None,
     allowed_hosts: list[str] | tuple[str, ...] | None = None,
     poll_interval: float = 0.25,
     by: str = "prism serve",
+    decisions: DecisionService | None = None,
 ) -> Starlette:
-    """Build the inspector as an ASGI application (see :mod:`prism.serve`)."""
+    """Build the inspector as an ASGI application (see :func:`prism.serve.create_app`)."""
     if not isinstance(store, InspectionReader):
         raise PrismConfigError(
             "store must implement prism.inspection.InspectionReader (a SqliteStore or a "
@@ -126,10 +131,16 @@ def create_app(
         )
     if not isinstance(resume, bool):
         raise PrismConfigError(f"resume must be a bool, got {type(resume).__name__}")
-    if not isinstance(by, str) or not by.strip() or len(by) > 200:
-        raise PrismConfigError(f"by must be a non-empty str of at most 200 characters, got {by!r}")
     policy = SecurityPolicy.build(token=token, allowed_hosts=allowed_hosts)
-    decisions = _decision_service(store, agents=agents, resume=resume, by=by)
+    owned = decisions is None
+    if decisions is None:
+        decisions = DecisionService(store, agents=agents, resume=resume, by=by)
+    elif not isinstance(decisions, DecisionService):
+        raise PrismConfigError(
+            f"decisions must be a DecisionService, got {type(decisions).__name__}"
+        )
+    elif agents is not None:
+        raise PrismConfigError("give agents to the DecisionService passed as decisions=")
     env = Environment(
         loader=FileSystemLoader(_HERE / "templates"),
         autoescape=select_autoescape(["html"], default_for_string=True, default=True),
@@ -148,6 +159,7 @@ def create_app(
         axis_track=_charts.axis_track,
         meter=_charts.meter,
         outcomes=_inbox.OUTCOMES,
+        outcome_labels=dict(_inbox.OUTCOMES),
         statuses=_STATUSES,
     )
     serve = _Serve(
@@ -157,8 +169,6 @@ def create_app(
         env=env,
         poll_interval=float(poll_interval),
         decisions=decisions,
-        agents=agents,
-        by=by,
     )
 
     def page(
@@ -172,7 +182,7 @@ def create_app(
             except PrismConfigError as exc:
                 return await _error(serve, request, 400, "That request is not valid", exc)
             except Exception as exc:
-                _log.error("prism serve: %s failed: %s", request.url.path, type(exc).__name__)
+                _log.error("prism serve: %s failed: %s: %s", request.url.path, type(exc).__name__, exc)
                 return await _error(serve, request, 500, "This page could not be read", exc)
 
         return endpoint
@@ -203,7 +213,11 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
+        try:
+            yield
+        finally:
+            if owned:  # stop the runs it resumes here at their next turn boundary
+                await serve.decisions.aclose()
 
     return Starlette(
         routes=routes,
@@ -211,14 +225,6 @@ def create_app(
         exception_handlers={404: not_found, 405: not_found},
         lifespan=lifespan,
     )
-
-
-def _decision_service(store: Any, *, agents: Any, resume: bool, by: str) -> Any:
-    try:
-        from prism.serve._decisions import DecisionService
-    except ImportError:  # pragma: no cover - the decision service ships with this package
-        return None
-    return DecisionService(store, agents=agents, resume=resume, by=by)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -373,7 +379,7 @@ async def _session(serve: _Serve, request: Request) -> Response:
         "session.html",
         session=summary,
         runs=runs.items,
-        runs_with_duration=[(r, _views.run_duration_ms(r, now)) for r in runs.items],
+        runs_with_duration=[(r, _timeline.run_duration_ms(r, now)) for r in runs.items],
         children=list(children.items),
         transcript=transcript,
         parent=parent,
@@ -395,7 +401,7 @@ async def _runs(serve: _Serve, request: Request) -> Response:
         serve,
         request,
         "runs.html",
-        runs=[(r, _views.run_duration_ms(r, now)) for r in listing.items],
+        runs=[(r, _timeline.run_duration_ms(r, now)) for r in listing.items],
         filters=filters,
         filtered=any(filters.values()),
         next_cursor=listing.next_cursor,
@@ -415,8 +421,9 @@ class _RunData:
     rows: list[LedgerRow]
     cursor: str | None
     entries: list[StoredEntry]
-    children: dict[str, list[_views.ChildRun]]
+    children: dict[str, list[_timeline.ChildRun]]
     envelope: Mapping[str, Any] | None
+    decided: list[Any]
 
 
 async def _load_run(serve: _Serve, run_id: str) -> _RunData:
@@ -442,7 +449,11 @@ async def _load_run(serve: _Serve, run_id: str) -> _RunData:
             found = await serve.reader.get_run_summary(child.last_run_id)
             if found is not None:
                 summaries[child.last_run_id] = found
-    children = _views.child_runs_by_call(run_id, mine, summaries)
+    children = _timeline.child_runs_by_call(run_id, mine, summaries)
+    decided: list[Any] = []
+    if hasattr(serve.store, "load_checkpoint"):
+        with contextlib.suppress(PrismError):
+            decided = list(await list_decided_approvals(serve.store, run_id))
     envelope = None
     if not rows and hasattr(serve.store, "load_checkpoint"):
         record = await serve.store.load_checkpoint(namespace="prism.agent-run", key=run_id)
@@ -456,14 +467,16 @@ async def _load_run(serve: _Serve, run_id: str) -> _RunData:
                 "checkpoint_policy": value.get("checkpoint_policy"),
                 "updated_at": record.updated_at,
             }
-    return _RunData(run, rows, cursor, entries, children, envelope)
+    return _RunData(run, rows, cursor, entries, children, envelope, decided)
 
 
 def _run_context(data: _RunData) -> dict[str, Any]:
     now = datetime.now(UTC)
     run = data.run
-    timeline = _views.project_timeline(data.rows, run=run, children=data.children)
-    waterfall = _views.project_waterfall(
+    timeline = _timeline.project_timeline(
+        data.rows, run=run, children=data.children, decided=data.decided
+    )
+    waterfall = _charts.project_waterfall(
         timeline,
         started_at=timeline.started_at or run.started_at,
         finished_at=timeline.finished_at or run.finished_at,
@@ -475,7 +488,7 @@ def _run_context(data: _RunData) -> dict[str, Any]:
         "timeline": timeline,
         "waterfall": waterfall,
         "transcript": transcript,
-        "duration_ms": _views.run_duration_ms(run, now),
+        "duration_ms": _timeline.run_duration_ms(run, now),
         "live": run.status not in _views.FINAL_STATUSES,
         "cursor": data.cursor or "",
         "seq": data.entries[-1].seq if data.entries else 0,
@@ -522,31 +535,16 @@ async def _run_stream(serve: _Serve, request: Request) -> Response:
 # --------------------------------------------------------------------------- inbox
 
 
-def _schemas(serve: _Serve, items: list[PendingDecisionRecord]) -> dict[str, Mapping[str, Any]]:
-    """The parameter schema of each pending call's tool, when the server knows the agent."""
-    out: dict[str, Mapping[str, Any]] = {}
-    finder = getattr(serve.decisions, "tool_schema", None)
-    for item in items:
-        schema = None
-        if callable(finder):
-            with contextlib.suppress(Exception):
-                schema = finder(item)
-        if isinstance(schema, Mapping):
-            out[item.approval_id] = schema
-    return out
-
-
 async def _inbox_context(serve: _Serve) -> dict[str, Any]:
     items = await _pending(serve)
     cards = (
-        _inbox.inbox_cards(items, port=serve.decisions, schemas=_schemas(serve, items))
+        await _inbox.inbox_cards(items, service=serve.decisions, store=serve.store)
         if items is not None
         else []
     )
     return {
         "cards": cards,
         "supported": items is not None,
-        "can_decide": serve.decisions is not None,
         "pending_count": len(items) if items is not None else None,
     }
 
@@ -576,22 +574,29 @@ def _wants_json(request: Request) -> bool:
     return "application/json" in request.headers.get("accept", "")
 
 
-async def _schema_for(serve: _Serve, run_id: str, approval_id: str) -> Mapping[str, Any] | None:
-    items = await _pending(serve, run_id=run_id, limit=200) or []
-    for item in items:
-        if item.approval_id == approval_id:
-            return _schemas(serve, [item]).get(approval_id)
-    return None
+async def _pending_item(serve: _Serve, form: Mapping[str, str]) -> PendingDecisionRecord | None:
+    run_id, approval_id = form.get("run_id", ""), form.get("approval_id", "")
+    if not run_id or not approval_id:
+        return None
+    items = await _pending(serve, run_id=run_id, limit=1000) or []
+    return next((item for item in items if item.approval_id == approval_id), None)
 
 
 async def _inbox_validate(serve: _Serve, request: Request) -> Response:
     form = await _form(request)
     if not serve.policy.csrf_ok(form.get("csrf")):
-        return JSONResponse({"ok": False, "problems": ["The form expired: reload"]}, 403)
-    schema = await _schema_for(serve, form.get("run_id", ""), form.get("approval_id", ""))
-    check = _inbox.check_arguments(form.get("arguments", ""), schema)
+        return JSONResponse({"ok": False, "problems": ["The form expired: reload."]}, 403)
+    value, problems = _inbox.parse_arguments(form.get("arguments", ""))
+    schema_known, note = False, None
+    item = await _pending_item(serve, form)
+    if value is not None and item is not None:
+        check = await serve.decisions.check_arguments(item, value)
+        schema_known, note = check.schema is not None, check.note
+        problems = tuple(f"{p.path or '(the arguments)'}: {p.message}" for p in check.problems)
+    elif item is None and value is not None:
+        note = "This decision is no longer pending."
     return JSONResponse(
-        {"ok": not check.problems, "problems": list(check.problems), "schema": check.schema_known}
+        {"ok": not problems, "problems": list(problems), "schema": schema_known, "note": note}
     )
 
 
@@ -602,36 +607,25 @@ async def _inbox_decide(serve: _Serve, request: Request) -> Response:
             kind="refused", title="The form expired", detail="Reload the page.", tone="bad"
         )
         return await _decided(serve, request, notice, 403)
-    schema = await _schema_for(serve, form.get("run_id", ""), form.get("approval_id", ""))
-    decision = _inbox.read_decision(form, schema)
+    decision = _inbox.read_decision(form)
     if decision.problems:
         notice = _inbox.Notice(
-            kind="refused",
-            title="Not decided",
-            detail=" ".join(decision.problems),
-            tone="bad",
+            kind="refused", title="Not decided", detail=" ".join(decision.problems), tone="bad"
         )
         return await _decided(serve, request, notice, 422)
-    if serve.decisions is None:
-        notice = _inbox.Notice(kind="refused", title="Deciding is not available here", tone="bad")
-        return await _decided(serve, request, notice, 503)
     try:
         result = await serve.decisions.decide(
             decision.run_id,
             decision.approval_id,
-            decision.outcome,
+            decision.outcome,  # type: ignore[arg-type]  # checked by read_decision
             reason=decision.reason,
             modified_arguments=decision.modified_arguments,
         )
     except PrismError as exc:
-        if getattr(exc, "decided", None):  # lost the race: the winner's outcome, who, when
-            return await _decided(serve, request, _inbox.notice_of(exc), 409)
-        notice = _inbox.Notice(
-            kind="refused", title="Not decided", detail=f"{exc} ({exc.code})", tone="bad"
-        )
-        return await _decided(serve, request, notice, 409)
+        return await _decided(serve, request, _inbox.notice_of_error(exc), 422)
     notice = _inbox.notice_of(result)
-    return await _decided(serve, request, notice, 200)
+    status = {"lost": 409, "refused": 409}.get(notice.kind, 200)
+    return await _decided(serve, request, notice, status)
 
 
 async def _decided(serve: _Serve, request: Request, notice: _inbox.Notice, status: int) -> Response:
@@ -675,9 +669,9 @@ async def _usage(serve: _Serve, request: Request) -> Response:
     by_model = list(await serve.reader.usage_report(group_by="model", since=since, until=until))
     by_agent = list(await serve.reader.usage_report(group_by="agent", since=since, until=until))
     days_shown = _fill_days(by_day, since_day, until_day)
-    token_scale = _views.bar_scale([float(b.input_tokens + b.output_tokens) for b in days_shown])
+    token_scale = _charts.bar_scale([float(b.input_tokens + b.output_tokens) for b in days_shown])
     costs = [b.cost for b in days_shown if b.cost is not None]
-    cost_scale = _views.bar_scale([float(c) for c in costs])
+    cost_scale = _charts.bar_scale([float(c) for c in costs])
     token_chart = _charts.usage_columns(
         [
             _charts.ColumnDatum(b.key, (float(b.input_tokens), float(b.output_tokens)))
@@ -722,8 +716,8 @@ async def _usage(serve: _Serve, request: Request) -> Response:
             "turns": sum(b.turns for b in by_day),
             "cost": sum(day_costs) if day_costs else None,
         },
-        model_scale=_views.bar_scale([float(b.input_tokens + b.output_tokens) for b in by_model]),
-        agent_scale=_views.bar_scale([float(b.input_tokens + b.output_tokens) for b in by_agent]),
+        model_scale=_charts.bar_scale([float(b.input_tokens + b.output_tokens) for b in by_model]),
+        agent_scale=_charts.bar_scale([float(b.input_tokens + b.output_tokens) for b in by_agent]),
     )
 
 

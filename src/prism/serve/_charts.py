@@ -1,8 +1,10 @@
-"""The inspector's pictures: inline SVG rendered on the server, no script and no inline style.
+"""The inspector's pictures: the waterfall of a run and the usage charts, as inline SVG
+rendered on the server — no script and no inline style.
 
-* :func:`waterfall_track` — one bar of a run's waterfall on its time axis (a row of the
-  waterfall; the row's label is HTML beside it, so it stays readable on a phone);
-* :func:`axis_track` — the waterfall's gridlines;
+* :func:`project_waterfall` — a projected timeline as bars on a time axis (attempts, tool calls
+  side by side when they ran in parallel, child runs, waits for approval), positions in 0..1000;
+* :func:`waterfall_track` — one bar of the waterfall (a row; the row's label is HTML beside it,
+  so it stays readable on a phone); :func:`axis_track` — its gridlines;
 * :func:`usage_columns` — tokens (input and output stacked) or cost per day as columns;
 * :func:`meter` — one horizontal bar of a per-model or per-agent breakdown.
 
@@ -14,14 +16,204 @@ Every text is escaped here: the labels come from stored runs (tool names, model 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, Literal
 
 from markupsafe import Markup, escape
 
-from prism.serve._views import WaterfallBar, format_cost, format_duration, format_tokens
+from prism.serve._timeline import TimelineView
+from prism.serve._views import (
+    format_cost,
+    format_duration,
+    format_tokens,
+    ms_between,
+    parse_time,
+)
 
-__all__ = ["ColumnDatum", "axis_track", "meter", "usage_columns", "waterfall_track"]
+__all__ = [
+    "ColumnDatum",
+    "WaterfallBar",
+    "WaterfallView",
+    "axis_track",
+    "bar_scale",
+    "meter",
+    "project_waterfall",
+    "usage_columns",
+    "waterfall_track",
+]
+
+# --------------------------------------------------------------------------- waterfall
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaterfallBar:
+    """One bar: positions in 0..1000 of the run's time span."""
+
+    label: str
+    detail: str
+    kind: Literal["provider", "tool", "child", "wait"]
+    status: str
+    x: float
+    width: float
+    depth: int
+    """0 for attempts, 1 for tool calls and waits, 2 for child runs."""
+    duration_ms: float | None
+    href: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaterfallView:
+    """A run as bars on a time axis."""
+
+    total_ms: float
+    bars: tuple[WaterfallBar, ...]
+    ticks: tuple[str, ...]
+    """Labels of the 0 %, 25 %, 50 %, 75 % and 100 % marks."""
+
+
+_MIN_WIDTH: Final = 4.0
+
+
+def project_waterfall(
+    timeline: TimelineView, *, started_at: str | None, finished_at: str | None, now: datetime
+) -> WaterfallView | None:
+    """The waterfall of a projected timeline, or ``None`` when nothing has a time.
+
+    The axis runs from the run's start (else its first timed item) to its finish (else the last
+    timed item, or ``now`` while it runs). Attempts are depth 0, tool calls depth 1 (parallel
+    calls overlap on the axis, each on its own row), child runs depth 2 under their call, and a
+    wait for approval is a bar from the suspension to the next leg.
+    """
+    spans: list[tuple[datetime, datetime | None, dict[str, Any]]] = []
+    for turn in timeline.turns:
+        for a in turn.attempts:
+            start = parse_time(a.started_at) or parse_time(a.finished_at)
+            if start is None:
+                continue
+            detail = f"{a.provider} · {a.model}" + (" · fallback" if a.fallback else "")
+            spans.append(
+                (
+                    start,
+                    parse_time(a.finished_at),
+                    {
+                        "label": f"Turn {turn.number} · attempt {a.attempt}",
+                        "detail": detail,
+                        "kind": "provider",
+                        "status": a.status,
+                        "depth": 0,
+                        "duration_ms": a.duration_ms,
+                    },
+                )
+            )
+        for c in turn.tool_calls:
+            start = parse_time(c.started_at)
+            if start is None:
+                continue
+            spans.append(
+                (
+                    start,
+                    parse_time(c.finished_at),
+                    {
+                        "label": c.name,
+                        "detail": c.call_id,
+                        "kind": "tool",
+                        "status": c.status,
+                        "depth": 1,
+                        "duration_ms": c.duration_ms,
+                    },
+                )
+            )
+            for child in c.children:
+                child_start = parse_time(child.started_at)
+                if child_start is None:
+                    continue
+                spans.append(
+                    (
+                        child_start,
+                        parse_time(child.finished_at),
+                        {
+                            "label": f"child run · {child.agent or '?'}",
+                            "detail": child.run_id or child.session_id,
+                            "kind": "child",
+                            "status": child.status or "running",
+                            "depth": 2,
+                            "duration_ms": ms_between(child.started_at, child.finished_at),
+                            "href": f"/runs/{child.run_id}" if child.run_id else None,
+                        },
+                    )
+                )
+    # waits for approval: from a suspension to the next timed item after it
+    waits: list[tuple[datetime, dict[str, Any]]] = []
+    for turn in timeline.turns:
+        for n in turn.notes:
+            if n.title.startswith("Suspended"):
+                when = parse_time(n.timestamp)
+                if when is not None:
+                    waits.append(
+                        (
+                            when,
+                            {
+                                "label": "waiting for approval",
+                                "detail": n.detail,
+                                "kind": "wait",
+                                "status": "waiting",
+                                "depth": 1,
+                            },
+                        )
+                    )
+    if not spans and not waits:
+        return None
+    begin = parse_time(started_at)
+    starts = [s for s, _, _ in spans] + [w for w, _ in waits]
+    first = min(starts)
+    if begin is None or begin > first:
+        begin = first
+    ends = [e for _, e, _ in spans if e is not None]
+    end = parse_time(finished_at)
+    latest = max([*ends, *starts])
+    if end is None:
+        end = max(latest, now) if any(e is None for _, e, _ in spans) else latest
+    end = max(end, latest)
+    for when, info in waits:
+        # a wait that still lasts ends the axis (a run waiting for days would squash the rest);
+        # its label still says how long it has waited
+        later = sorted(s for s in starts if s > when)
+        done = later[0] if later else end
+        info["duration_ms"] = ((done if later else max(now, when)) - when).total_seconds() * 1000
+        spans.append((when, done, info))
+    total = max((end - begin).total_seconds() * 1000, 1.0)
+    bars = []
+    for start, stop, info in sorted(spans, key=lambda s: (s[0], s[2]["depth"])):
+        finish = stop if stop is not None else end
+        x = (start - begin).total_seconds() * 1000 / total * 1000
+        width = max((finish - start).total_seconds() * 1000 / total * 1000, _MIN_WIDTH)
+        x = min(max(x, 0.0), 1000.0 - _MIN_WIDTH)
+        width = min(width, 1000.0 - x)
+        status = info["status"] if stop is not None else "running"
+        bars.append(
+            WaterfallBar(
+                label=info["label"],
+                detail=info["detail"],
+                kind=info["kind"],
+                status=status,
+                x=round(x, 2),
+                width=round(width, 2),
+                depth=info["depth"],
+                duration_ms=info.get("duration_ms"),
+                href=info.get("href"),
+            )
+        )
+    ticks = tuple(format_duration(total * i / 4) if i else "0" for i in range(5))
+    return WaterfallView(total_ms=total, bars=tuple(bars), ticks=ticks)
+
+
+def bar_scale(values: Sequence[float]) -> float:
+    """The largest value, at least 1 (a chart's full-scale value)."""
+    top = max((v for v in values if math.isfinite(v)), default=0.0)
+    return top if top > 0 else 1.0
 
 
 def _svg(view_box: str, label: str, body: str, css: str) -> Markup:

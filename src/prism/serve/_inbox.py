@@ -3,18 +3,16 @@
 * :func:`inbox_cards` — :func:`prism.runtime.durable.list_pending_decisions` as the cards the
   inbox shows: run, agent, tool, the arguments as the tool will receive them (redacted, pretty
   JSON), since when it waits, the agent-tool chain of a sub-agent's call, the tool's parameter
-  schema when the server knows the agent, and what a decision does here (its *mode*);
-* :func:`check_arguments` — edited arguments checked as the runtime will check them: a JSON
-  object of at most 16 KiB, valid against the tool's schema when it is known (each problem with
-  its JSON path);
+  schema when this process knows the agent, what a decision does here (the route of
+  :meth:`prism.serve._decisions.DecisionService.route`), and a decision already recorded for it
+  that waits to be applied;
+* :func:`parse_arguments` — edited arguments read as the runtime takes them: a JSON object of at
+  most 16 KiB (the tool's schema is the decision service's to check);
 * :func:`read_decision` — a submitted form as the decision to make, or the problems that stop
   it;
 * :func:`notice_of` — what a decision came to (applied, recorded, sent to the engine, or lost a
   race to an earlier decision, with that decision's outcome, who made it and when), as the
   page says it — never a traceback.
-
-Deciding itself is :class:`prism.serve._decisions.DecisionService`'s; this module only shapes
-what goes in and out of it.
 """
 
 from __future__ import annotations
@@ -22,23 +20,22 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-import jsonschema
-
-from prism.runtime.durable import PendingDecisionRecord
+from prism.errors import PrismError
+from prism.runtime.durable import DecidedApproval, PendingDecisionRecord, list_decided_approvals
+from prism.serve._decisions import ArgumentsInvalidError, DecisionResult, DecisionService
 from prism.serve._views import pretty_json
 
 __all__ = [
     "OUTCOMES",
-    "ArgumentCheck",
     "Card",
     "DecisionForm",
-    "DecisionPort",
     "Notice",
-    "check_arguments",
     "inbox_cards",
     "notice_of",
+    "notice_of_error",
+    "parse_arguments",
     "read_decision",
 ]
 
@@ -54,52 +51,12 @@ MAX_ARGUMENTS_BYTES: Final = 16 * 1024
 MAX_REASON_BYTES: Final = 2048
 """Longest reason, as ``RunDecision.reason`` allows."""
 
-_MODES: Final = {
-    "in_process": (
-        "Runs here",
-        "Approving runs the tool inside this prism serve process (started with --agents), "
-        "then the run continues here.",
-    ),
-    "engine": (
-        "Sent to the engine",
-        "The decision is sent to the engine: a DBOS worker resumes the run.",
-    ),
-    "recorded": (
-        "Recorded",
-        "The decision is recorded in the store; the run's own process (or prism resume) "
-        "applies it when it resumes.",
-    ),
+_MODE_TITLES: Final = {
+    "in_process": "Runs here",
+    "cli": "Runs here",
+    "engine": "Sent to the engine",
+    "recorded": "Recorded",
 }
-
-
-class DecisionPort(Protocol):
-    """What the inbox needs of a decision service."""
-
-    def mode(self, pending: PendingDecisionRecord) -> Any:
-        """How a decision on ``pending`` takes effect."""
-        ...
-
-    async def decide(
-        self,
-        run_id: str,
-        approval_id: str,
-        outcome: str,
-        *,
-        reason: str | None = None,
-        modified_arguments: dict[str, Any] | None = None,
-    ) -> Any:
-        """Make the decision; the result says whether it applied, was recorded, was sent to
-        the engine or lost a race."""
-        ...
-
-
-def _mode_key(value: Any) -> str:
-    text = str(getattr(value, "value", value) or "").lower()
-    if text in ("in_process", "agents", "applied", "apply", "local", "run", "resume"):
-        return "in_process"
-    if text in ("engine", "dbos", "sent", "send"):
-        return "engine"
-    return "recorded"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,14 +68,19 @@ class Card:
     """Pretty JSON of the arguments (the raw text when it was cut)."""
     editable: str
     """What the edit box starts with (empty when the arguments were cut)."""
-    chain: tuple[str, ...]
-    """``agent (tool call)`` per agent-tool call from the run down to the calling child."""
+    can_edit: bool
+    """Whether the arguments may be changed (not for a child run's call)."""
     mode: str
-    """``in_process``, ``engine`` or ``recorded``."""
+    """``in_process``, ``cli``, ``engine`` or ``recorded``."""
     mode_title: str
     mode_text: str
+    """What deciding does here, in a sentence or two."""
     schema: str | None
-    """Pretty JSON of the tool's parameter schema, when known."""
+    """Pretty JSON of the tool's parameter schema, when this process knows it."""
+    schema_note: str | None
+    """Why the schema is not known here (or why the arguments cannot be changed)."""
+    recorded: DecidedApproval | None
+    """A decision already recorded for it that waits to be applied."""
 
 
 def _pretty_arguments(text: str | None, truncated: bool) -> tuple[str, str]:
@@ -134,77 +96,58 @@ def _pretty_arguments(text: str | None, truncated: bool) -> tuple[str, str]:
     return pretty, pretty
 
 
-def inbox_cards(
-    items: Sequence[PendingDecisionRecord],
-    *,
-    port: DecisionPort | None,
-    schemas: Mapping[str, Mapping[str, Any]],
+async def inbox_cards(
+    items: Sequence[PendingDecisionRecord], *, service: DecisionService, store: Any
 ) -> list[Card]:
-    """The cards of ``items``; ``schemas`` maps an approval id to its tool's parameter schema
-    (when the server knows the agent)."""
+    """The cards of ``items`` (reads the store; writes nothing)."""
+    decided: dict[str, list[DecidedApproval]] = {}
     cards = []
     for item in items:
         shown, editable = _pretty_arguments(item.arguments, item.arguments_truncated)
-        key = _mode_key(port.mode(item)) if port is not None else "recorded"
-        title, text = _MODES[key]
-        schema = schemas.get(item.approval_id)
+        route = await service.route(item)
+        check = await service.check_arguments(item, {})
+        if item.run_id not in decided:
+            try:
+                decided[item.run_id] = await list_decided_approvals(store, item.run_id)
+            except PrismError:
+                decided[item.run_id] = []
+        waiting = [
+            d
+            for d in decided[item.run_id]
+            if d.approval_id == item.approval_id and d.applied_at is None
+        ]
         cards.append(
             Card(
                 item=item,
                 arguments=shown,
                 editable=editable,
-                chain=tuple(f"{link.agent} ({link.tool_call_id})" for link in item.chain),
-                mode=key,
-                mode_title=title,
-                mode_text=text,
-                schema=pretty_json(dict(schema)) if schema is not None else None,
+                can_edit=not item.chain,
+                mode=route.mode,
+                mode_title=_MODE_TITLES.get(route.mode, route.mode),
+                mode_text=route.sentence,
+                schema=pretty_json(dict(check.schema)) if check.schema is not None else None,
+                schema_note=check.note,
+                recorded=waiting[-1] if waiting else None,
             )
         )
     return cards
 
 
-@dataclass(frozen=True, slots=True)
-class ArgumentCheck:
-    """The outcome of :func:`check_arguments`."""
-
-    value: dict[str, Any] | None
-    """The parsed object, when it passed."""
-    problems: tuple[str, ...]
-    """What is wrong (empty when it passed)."""
-    schema_known: bool
-
-
-def check_arguments(text: str, schema: Mapping[str, Any] | None) -> ArgumentCheck:
-    """Check edited arguments: JSON, an object, at most 16 KiB, valid against ``schema``."""
-    known = schema is not None
+def parse_arguments(text: str) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    """Edited arguments as an object, or the problems: longer than 16 KiB, not JSON (with the
+    line and column), not an object."""
     if len(text.encode()) > MAX_ARGUMENTS_BYTES:
-        return ArgumentCheck(None, ("The arguments are longer than 16 KiB.",), known)
+        return None, ("The arguments are longer than 16 KiB.",)
     try:
         value = json.loads(text)
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         column = getattr(exc, "colno", None)
         where = f" (line {line}, column {column})" if line is not None else ""
-        message = getattr(exc, "msg", str(exc))
-        return ArgumentCheck(None, (f"Not valid JSON: {message}{where}.",), known)
+        return None, (f"Not valid JSON: {getattr(exc, 'msg', str(exc))}{where}.",)
     if not isinstance(value, dict):
-        return ArgumentCheck(None, ("The arguments must be a JSON object ({…}).",), known)
-    if schema is not None:
-        try:
-            validator = jsonschema.validators.validator_for(schema)(schema)
-            errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
-        except jsonschema.exceptions.SchemaError:
-            errors = []
-        if errors:
-            return ArgumentCheck(
-                None,
-                tuple(
-                    f"{'/'.join(str(p) for p in e.absolute_path) or '(top level)'}: {e.message}"
-                    for e in errors[:10]
-                ),
-                known,
-            )
-    return ArgumentCheck(value, (), known)
+        return None, ("The arguments must be a JSON object ({…}).",)
+    return value, ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -219,7 +162,7 @@ class DecisionForm:
     problems: tuple[str, ...]
 
 
-def read_decision(form: Mapping[str, str], schema: Mapping[str, Any] | None) -> DecisionForm:
+def read_decision(form: Mapping[str, str]) -> DecisionForm:
     """Read a decision form: ``run_id``, ``approval_id``, ``outcome``, ``reason``, and — with
     ``edit`` on an allowing outcome — ``arguments``."""
     run_id = form.get("run_id", "").strip()
@@ -235,9 +178,8 @@ def read_decision(form: Mapping[str, str], schema: Mapping[str, Any] | None) -> 
         problems.append("The reason is longer than 2048 bytes.")
     arguments: dict[str, Any] | None = None
     if form.get("edit") and outcome.startswith("allow"):
-        check = check_arguments(form.get("arguments", ""), schema)
-        problems.extend(check.problems)
-        arguments = check.value
+        arguments, found = parse_arguments(form.get("arguments", ""))
+        problems.extend(found)
     return DecisionForm(
         run_id=run_id,
         approval_id=approval_id,
@@ -257,50 +199,48 @@ class Notice:
     title: str
     detail: str = ""
     tone: str = "ok"
+    winner: DecidedApproval | None = None
+    """For ``lost``: the decision that settled the approval first."""
 
 
-def _first(value: Any, *names: str) -> Any:
-    for name in names:
-        found = value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
-        if found is not None:
-            return found
-    return None
+_TITLES: Final = {
+    "applied": ("Applied: the run goes on", "ok"),
+    "recorded": ("Recorded", "ok"),
+    "sent": ("Sent to the engine", "ok"),
+    "lost": ("Someone decided first", "wait"),
+    "refused": ("Not decided", "bad"),
+}
 
 
-def notice_of(result: Any) -> Notice:
-    """The notice of a decision service's result (see the module docstring)."""
-    kind = str(_first(result, "kind", "status", "result") or "recorded").lower()
-    winner = _first(result, "winner", "existing", "recorded_decision")
-    if winner is None:
-        decided = _first(result, "decided")
-        if isinstance(decided, Sequence) and not isinstance(decided, str) and decided:
-            winner = decided[0]
-    if kind in ("lost", "lost_race", "conflict", "already_decided") or winner is not None:
-        outcome = _first(winner, "outcome") if winner is not None else None
-        by = _first(winner, "by", "decided_by") if winner is not None else None
-        when = _first(winner, "decided_at", "at", "time") if winner is not None else None
-        label = dict(OUTCOMES).get(str(outcome), str(outcome or "another decision"))
-        parts = [f"“{label}”"]
-        if by:
-            parts.append(f"by {by}")
-        if when:
-            parts.append(f"at {when}")
-        return Notice(
-            kind="lost",
-            title="Someone decided first",
-            detail="This call was already decided: " + " ".join(parts) + ". Yours was not applied.",
-            tone="wait",
+def notice_of(result: DecisionResult) -> Notice:
+    """The notice of a :class:`~prism.serve._decisions.DecisionResult`; a lost race names the
+    winning outcome, who decided and when."""
+    title, tone = _TITLES.get(result.status, ("Decided", "ok"))
+    detail = result.message
+    if result.status == "lost" and result.decided is not None:
+        winner = result.decided
+        label = dict(OUTCOMES).get(winner.outcome, winner.outcome)
+        by = f" by {winner.by}" if winner.by else ""
+        waiting = "" if winner.applied_at else " (recorded, waiting to be applied)"
+        detail = (
+            f"This call was already decided: “{label}”{by} at {winner.decided_at}{waiting}. "
+            "Yours was not applied."
         )
-    if kind in ("applied", "resumed", "in_process"):
-        status = _first(result, "run_status")
-        detail = f"The run continued here and is now {status}." if status else ""
-        return Notice(kind="applied", title="Applied: the run continued", detail=detail)
-    if kind in ("sent", "engine", "sent_to_engine"):
+        return Notice(kind="lost", title=title, detail=detail, tone=tone, winner=winner)
+    if result.code and result.status in ("recorded", "refused"):
+        detail += f" ({result.code})"
+    return Notice(kind=result.status, title=title, detail=detail, tone=tone)
+
+
+def notice_of_error(exc: PrismError) -> Notice:
+    """The notice of a decision the service refused before recording anything (arguments that
+    fail the tool's schema, a reason too long, …)."""
+    if isinstance(exc, ArgumentsInvalidError):
+        listed = "; ".join(f"{p.path or '(the arguments)'}: {p.message}" for p in exc.problems)
         return Notice(
-            kind="sent", title="Sent to the engine", detail="A worker resumes the run with it."
+            kind="refused",
+            title="The arguments do not match the tool's schema",
+            detail=listed + ". Nothing was recorded.",
+            tone="bad",
         )
-    return Notice(
-        kind="recorded",
-        title="Recorded",
-        detail="The run's own process applies it when the run resumes.",
-    )
+    return Notice(kind="refused", title="Not decided", detail=f"{exc} ({exc.code})", tone="bad")
