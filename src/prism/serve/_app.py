@@ -182,7 +182,9 @@ def create_app(
             except PrismConfigError as exc:
                 return await _error(serve, request, 400, "That request is not valid", exc)
             except Exception as exc:
-                _log.error("prism serve: %s failed: %s: %s", request.url.path, type(exc).__name__, exc)
+                _log.error(
+                    "prism serve: %s failed: %s: %s", request.url.path, type(exc).__name__, exc
+                )
                 return await _error(serve, request, 500, "This page could not be read", exc)
 
         return endpoint
