@@ -242,6 +242,7 @@ def project_timeline(
     calls: dict[str, _Call] = {}
     call_turn: dict[str, _Turn] = {}
     gated: set[str] = set()
+    shown: set[tuple[str | None, str]] = set()  # errors already on the timeline
     leg = 0
     current: _Turn | None = None
     started_at: str | None = None
@@ -271,13 +272,15 @@ def project_timeline(
                 started_at = record.started_at
             if record.status != "running":
                 finished_at = record.finished_at
-                if record.status in ("failed", "aborted") and record.error is not None:
+                if record.status in ("failed", "aborted"):
+                    error = ErrorView.of(record.error)
                     loose.append(
                         Note(
                             timestamp=record.finished_at or record.started_at,
                             title=f"Run {record.status}",
+                            detail=record.abort_reason or "",
                             tone="bad",
-                            error=ErrorView.of(record.error),
+                            error=error if error is None or error.key() not in shown else None,
                         )
                     )
             continue
@@ -351,6 +354,8 @@ def project_timeline(
             target.latency_ms = float(latency) if isinstance(latency, (int, float)) else None
             target.usage = field_of(event, "usage")
             target.error = ErrorView.of(field_of(event, "error"))
+            if target.error is not None:
+                shown.add(target.error.key())
             stop = field_of(event, "stop_reason")
             target.stop_reason = str(stop) if stop else None
             response_model = field_of(event, "response_model")
@@ -451,14 +456,10 @@ def project_timeline(
         elif kind == "compaction_finished":
             note(Note(timestamp=ts, title="History compacted"))
         elif kind == "error":
-            note(
-                Note(
-                    timestamp=ts,
-                    title="Error",
-                    tone="bad",
-                    error=ErrorView.of(field_of(event, "error")),
-                )
-            )
+            error = ErrorView.of(field_of(event, "error"))
+            if error is not None and error.key() not in shown:  # else already on its attempt
+                shown.add(error.key())
+                note(Note(timestamp=ts, title="Error", tone="bad", error=error))
         elif kind == "agent_finished":
             reason = field_of(event, "finish_reason")
             note(Note(timestamp=ts, title="Finished", detail=str(reason or ""), tone="ok"))

@@ -92,9 +92,14 @@ def format_cost(value: float | None, currency: str | None = None) -> str:
 
 
 def format_duration(ms: float | None) -> str:
-    """``850 ms``, ``1.24 s``, ``2 min 03 s``, ``1 h 04 min``; ``—`` for ``None``."""
+    """``0 ms``, ``2.5 ms``, ``850 ms``, ``1.24 s``, ``2 min 03 s``, ``1 h 04 min``; ``—`` for
+    ``None``."""
     if ms is None:
         return _EM_DASH
+    if ms == 0:
+        return "0 ms"
+    if ms < 10:
+        return f"{ms:.1f} ms"
     if ms < 1000:
         return f"{ms:.0f} ms"
     seconds = ms / 1000
@@ -166,6 +171,10 @@ class ErrorView:
     code: str | None
     name: str | None
     message: str
+
+    def key(self) -> tuple[str | None, str]:
+        """What makes two errors the same one (its code and message)."""
+        return self.code, self.message
 
     @classmethod
     def of(cls, error: ErrorInfo | Mapping[str, Any] | None) -> ErrorView | None:
