@@ -116,7 +116,11 @@ class Served:
         async def main() -> None:
             store = await SqliteStore(str(self.path)).open()
             try:
-                app = create_app(store, **self.options)
+                options = dict(self.options)
+                factory = options.pop("agents_factory", None)
+                if factory is not None:
+                    options["agents"] = factory(store)
+                app = create_app(store, **options)
                 sock = socket.socket()
                 sock.bind(("127.0.0.1", 0))
                 self.port = sock.getsockname()[1]
@@ -431,3 +435,39 @@ async def test_a_whole_session_opens_no_socket_beyond_loopback(
     foreign = [u for u in requested if (urlsplit(u).hostname or "") not in ("127.0.0.1", "localhost")]
     assert requested and foreign == []
     assert [a for a in _CONNECTS if not _loopback(a)] == []
+
+
+async def test_the_inbox_checks_edited_arguments_as_typed_and_decides_in_place(
+    fresh_seeded: tuple[Path, Seeded], chromium: Any
+) -> None:
+    """With the run's agent the schema is known: a wrong type is flagged while typing; a
+    decision sent from the page (fetch) is applied and the run goes on, the card says so."""
+    from _seed import desk_agent
+
+    path, seeded = fresh_seeded
+    answer = [[provider_text_delta("Paid."), provider_done()]]
+    server = Served(path, agents_factory=lambda store: {"desk": desk_agent(store, answer)}).start()
+    try:
+        page = await _page(chromium)
+        await page.goto(server.base + "/inbox")
+        (pending,) = seeded.waiting.interruption.pending_decisions
+        card = page.locator(f"#d-{pending.approval_id}")
+        await card.get_by_text("Edit arguments").click()
+        box = card.get_by_label("Arguments (a JSON object)")
+        await box.fill('{"invoice": "seven"}')
+        status = card.locator(".argcheck")
+        await status.filter(has_text="/invoice").wait_for(timeout=10000)
+        assert await box.get_attribute("aria-invalid") == "true"
+        await box.fill('{"invoice": 8, "currency": "EUR", "note": "edited"}')
+        await status.filter(has_text="Valid against the tool's schema").wait_for(timeout=10000)
+        await card.get_by_label("Allow once").check()
+        await card.get_by_role("button", name="Decide").click()
+        result = card.locator(".result")
+        await result.filter(has_text="Applied").wait_for(timeout=15000)
+        assert await card.get_by_role("button", name="Decide").is_disabled()
+        await page.goto(f"{server.base}/runs/{seeded.waiting.run_id}")
+        await page.locator("#run-status").filter(has_text="succeeded").wait_for(timeout=15000)
+        assert "paid 8 EUR" in await page.locator(".transcript").inner_text()
+        assert page.errors == []
+    finally:
+        server.stop()
