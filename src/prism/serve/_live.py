@@ -6,7 +6,9 @@ the run's ledger rows after its cursor, the session's entries after its sequence
 when something changed, the run's summary, and sends
 
 * ``update`` — ``{"cursor", "seq", "status", "rows": [{"kind", "type"}…], "entries": n}`` when
-  rows or entries of the run were appended (the page then fetches its panels again);
+  rows or entries of the run were appended, or its status changed (the page then fetches its
+  panels again); ``type`` is an event row's event type, a run or tool-call row's status, a usage
+  row's scope;
 * ``end`` — ``{"status"}`` once the run's status is final and nothing more came; the stream
   closes.
 
@@ -22,14 +24,28 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from sse_starlette.sse import EventSourceResponse
 
-from prism.inspection import InspectionReader
+from prism.inspection import InspectionReader, LedgerRow
+from prism.ledger_records import AgentEventRecord, RunRecord, ToolCallRecord
 from prism.serve._views import FINAL_STATUSES
 
 __all__ = ["decode_event_id", "inbox_events", "run_events"]
+
+_SUMMARY_EVERY: Final = 8
+"""Polls between two reads of the run's summary when no row came (2 s at the default 0.25 s)."""
+
+
+def _row(row: LedgerRow) -> dict[str, str]:
+    """What an update says of one row: its table and its event type or status."""
+    record = row.record
+    if isinstance(record, AgentEventRecord):
+        return {"kind": row.kind, "type": record.type}
+    if isinstance(record, (RunRecord, ToolCallRecord)):
+        return {"kind": row.kind, "type": record.status}
+    return {"kind": row.kind, "type": record.scope}
 
 
 def decode_event_id(value: str | None) -> tuple[int, str | None] | None:
@@ -58,6 +74,7 @@ def run_events(
     async def stream() -> AsyncIterator[dict[str, Any]]:
         cursor, entry_seq = after, seq
         status: str | None = None
+        polls = 0
         while True:
             sliced = await reader.read_ledger(run_id, after=cursor, limit=1000)
             entries = await reader.read_entries(session_id, after_seq=entry_seq, limit=1000)
@@ -66,14 +83,16 @@ def run_events(
                 entry_seq = entries[-1].seq
             changed = bool(sliced.rows or mine)
             cursor = sliced.cursor
-            if changed or status is None:
+            polls += 1
+            if changed or status is None or polls % _SUMMARY_EVERY == 0:
+                # the status also changes without rows: a run without a ledger, a durable run
+                # resumed or decided elsewhere
                 summary = await reader.get_run_summary(run_id)
-                status = summary.status if summary is not None else status
+                found = summary.status if summary is not None else status
+                changed = changed or (status is not None and found != status)
+                status = found
             if changed:
-                rows = [
-                    {"kind": row.kind, "type": getattr(row.record, "type", row.kind)}
-                    for row in sliced.rows
-                ]
+                rows = [_row(row) for row in sliced.rows]
                 payload = {
                     "cursor": cursor,
                     "seq": entry_seq,

@@ -249,18 +249,28 @@ class SecurityMiddleware:
                 await _plain(send, 403, "Cross-origin request refused.")
                 return
         static = path.startswith("/static/")
+        state = {"started": False, "ended": False}
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
+                state["started"] = True
                 raw = list(message.get("headers") or [])
                 present = {bytes(k).lower() for k, _ in raw}
                 raw.extend((k, v) for k, v in _HEADERS if k not in present)
                 if b"cache-control" not in present:
                     raw.append((b"cache-control", b"no-cache" if static else b"no-store"))
                 message["headers"] = raw
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                state["ended"] = True
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+        if state["started"] and not state["ended"]:
+            # an event stream cut short by the server's shutdown: end the response cleanly
+            try:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except Exception:  # the client is gone
+                pass
 
 
 async def _plain(send: Send, status: int, text: str) -> None:
