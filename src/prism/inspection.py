@@ -119,9 +119,9 @@ class SessionSummary(Serializable):
     runs: int
     """Runs known to the ledger or the run index."""
     turns: int
-    """Provider turns recorded in the ledger."""
+    """Turns its runs started (their ledger ``turn_started`` events)."""
     input_tokens: int
-    """Input tokens of its runs (ledger usage rows)."""
+    """Input tokens of its runs (ledger provider-turn usage rows)."""
     output_tokens: int
     """Output tokens of its runs."""
     cost: float | None
@@ -156,9 +156,9 @@ class RunSummary(Serializable):
     error: ErrorInfo | None
     """Redacted error of a failed or aborted run."""
     turns: int
-    """Provider turns recorded in the ledger."""
+    """Turns it started (its ledger ``turn_started`` events)."""
     input_tokens: int
-    """Input tokens."""
+    """Input tokens (its ledger provider-turn usage rows)."""
     output_tokens: int
     """Output tokens."""
     cost: float | None
@@ -185,9 +185,9 @@ class LedgerSlice:
 
     rows: tuple[LedgerRow, ...]
     """Rows in append order: each table's rows by ``seq``; of the tables' next rows the one
-    with the earliest record time first (a run's start row before, its finish row after the
-    other rows of the same millisecond). Reading on from :attr:`cursor` continues exactly
-    where a longer read would have."""
+    with the earliest record time first, rows of the same millisecond in the order run start
+    row, events, tool calls, usage, run finish row. Reading on from :attr:`cursor` continues
+    exactly where a longer read would have."""
     cursor: str
     """Opaque; pass it as ``after=`` to read only rows appended since. A slice with no rows
     returns the cursor it was given."""
@@ -212,7 +212,7 @@ class UsageBucket(Serializable):
     key: str
     """The day (``YYYY-MM-DD``, UTC), the model name or the agent id; ``"—"`` when unknown."""
     turns: int
-    """Provider attempts counted."""
+    """Provider attempts that reported usage (provider-turn usage rows)."""
     input_tokens: int
     """Input tokens."""
     output_tokens: int

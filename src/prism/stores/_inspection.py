@@ -193,19 +193,27 @@ class InspectionSql:
         placeholder: The driver's parameter marker (``?`` or ``%s``).
         substring: The dialect's ``position of needle in haystack`` function taking
             ``(haystack, needle)`` (``instr`` or ``strpos``).
+        text_cast: What follows a text parameter given to a function (``""`` or ``::text``).
         index_hints: Name the index a session's runs are searched with (SQLite's ``INDEXED
             BY``): without statistics its planner would search an agent's or a model's runs
             for each session instead.
     """
 
-    __slots__ = ("_p", "_q", "_session_runs", "_substring", "placeholder")
+    __slots__ = ("_p", "_q", "_session_runs", "_substring", "_text", "placeholder")
 
     def __init__(
-        self, prefix: str, placeholder: str, substring: str, *, index_hints: bool = False
+        self,
+        prefix: str,
+        placeholder: str,
+        substring: str,
+        *,
+        text_cast: str = "",
+        index_hints: bool = False,
     ) -> None:
         self._p = prefix
         self._q = self.placeholder = placeholder
         self._substring = substring
+        self._text = placeholder + text_cast
         hint = " INDEXED BY prism_run_summaries_session" if index_hints else ""
         self._session_runs = f"{prefix}prism_run_summaries r{hint}"
 
@@ -269,7 +277,7 @@ SELECT s.session_id, s.parent_session_id, s.created_at, s.updated_at, s.entries,
         if flt.top_level:
             where.append("s.parent_session_id IS NULL")
         if flt.text is not None:
-            where.append(f"{self._substring}(lower(s.first_input), lower({q})) > 0")
+            where.append(f"{self._substring}(lower(s.first_input), lower({self._text})) > 0")
             params.append(flt.text)
         for column, value in (("agent_id", flt.agent_id), ("model", flt.model)):
             if value is not None:

@@ -9,7 +9,7 @@
 --   entry, the first user message's text and the parent session of an agent tool's child
 --   session. One upsert per appended entry.
 -- * prism_run_summaries — one row per run, from its ledger run rows, its provider-turn usage
---   rows and its durable envelope (namespace 'prism.agent-run', only when the envelope's status
+--   rows, its turn_started events and its durable envelope (namespace 'prism.agent-run', only when the envelope's status
 --   changes, not on every turn's save). Of the ledger and the envelope, the newer status wins.
 --
 -- Usage rows get the columns a usage report groups and sums. Rows stored before this
@@ -136,22 +136,30 @@ BEGIN
         has_ledger = 1;
 END;
 
--- A provider turn's usage: the run's turn and token totals.
+-- A provider turn's usage: the run's token and cost totals.
 CREATE TRIGGER prism_run_summaries_usage AFTER INSERT ON prism_usage
 WHEN NEW.scope = 'provider_turn'
 BEGIN
     INSERT INTO prism_run_summaries (
-        run_id, session_id, started_at, has_ledger, turns, input_tokens, output_tokens, cost
+        run_id, session_id, started_at, has_ledger, input_tokens, output_tokens, cost
     ) VALUES (
-        NEW.run_id, NEW.session_id, coalesce(NEW."timestamp", ''), 1, 1,
+        NEW.run_id, NEW.session_id, coalesce(NEW."timestamp", ''), 1,
         coalesce(NEW.input_tokens, 0), coalesce(NEW.output_tokens, 0), NEW.cost
     )
     ON CONFLICT (run_id) DO UPDATE SET
-        turns = turns + 1,
         input_tokens = input_tokens + excluded.input_tokens,
         output_tokens = output_tokens + excluded.output_tokens,
         cost = CASE WHEN excluded.cost IS NULL THEN cost ELSE coalesce(cost, 0) + excluded.cost END,
         has_ledger = 1;
+END;
+
+-- A turn_started event: the run's turn count (other events change nothing).
+CREATE TRIGGER prism_run_summaries_turn AFTER INSERT ON prism_run_events
+WHEN NEW.type = 'turn_started'
+BEGIN
+    INSERT INTO prism_run_summaries (run_id, session_id, started_at, has_ledger, turns)
+    VALUES (NEW.run_id, NEW.session_id, coalesce(json_extract(NEW.body, '$.timestamp'), ''), 1, 1)
+    ON CONFLICT (run_id) DO UPDATE SET turns = turns + 1, has_ledger = 1;
 END;
 
 -- A durable run's envelope, when it is first saved and when its status changes (the store
@@ -267,18 +275,26 @@ SELECT r.id, r.session_id, json_extract(r.body, '$.agent_id'), r.status,
  WHERE r.seq = (SELECT max(l.seq) FROM prism_runs AS l WHERE l.id = r.id AND json_valid(l.body));
 
 INSERT INTO prism_run_summaries (
-    run_id, session_id, started_at, has_ledger, turns, input_tokens, output_tokens, cost
+    run_id, session_id, started_at, has_ledger, input_tokens, output_tokens, cost
 )
-SELECT run_id, min(session_id), coalesce(min("timestamp"), ''), 1, count(*),
+SELECT run_id, min(session_id), coalesce(min("timestamp"), ''), 1,
        coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), sum(cost)
   FROM prism_usage
  WHERE scope = 'provider_turn'
  GROUP BY run_id
     ON CONFLICT (run_id) DO UPDATE SET
-       turns = excluded.turns,
        input_tokens = excluded.input_tokens,
        output_tokens = excluded.output_tokens,
        cost = excluded.cost;
+
+INSERT INTO prism_run_summaries (run_id, session_id, started_at, has_ledger, turns)
+SELECT run_id, min(session_id),
+       coalesce(min(CASE WHEN json_valid(body) THEN json_extract(body, '$.timestamp') END), ''),
+       1, count(*)
+  FROM prism_run_events
+ WHERE type = 'turn_started'
+ GROUP BY run_id
+    ON CONFLICT (run_id) DO UPDATE SET turns = excluded.turns;
 
 INSERT INTO prism_run_summaries (
     run_id, session_id, agent_id, status, model, provider, started_at, finished_at,
