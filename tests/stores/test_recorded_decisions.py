@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -50,16 +52,20 @@ async def store_at(
     if request.param == "sqlite":
         url, schema = f"sqlite:///{tmp_path / 'store.db'}", None
     else:
-        from conftest import drop_schema, new_schema_name, postgres_url_or_skip
-
-        url, schema = postgres_url_or_skip(), new_schema_name()
+        url = os.environ.get("PRISM_TEST_POSTGRES_URL") or ""
+        if not url:
+            pytest.skip("PostgreSQL store tests need PRISM_TEST_POSTGRES_URL")
+        schema = f"prism_test_{uuid.uuid4().hex[:16]}"
     store = await open_store(url, **({} if schema is None else {"schema": schema, "max_size": 4}))
     try:
         yield store, url, schema
     finally:
         await store.aclose()
         if schema is not None:
-            await drop_schema(url, schema)
+            import psycopg
+
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+                await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 async def _suspended(store: Any, effects: Path) -> tuple[str, str]:
