@@ -186,6 +186,25 @@ async def test_of_two_deciders_racing_to_the_claim_the_loser_gets_the_winners_de
     assert await list_decided_approvals(store, run_id) == [won]
 
 
+async def test_the_same_decision_applied_twice_at_once_is_a_plain_conflict(
+    store_at: tuple[Any, str, str | None], tmp_path: Path
+) -> None:
+    """An engine re-running a step applies the same decision message again: the second claim
+    is a checkpoint conflict, as before, not a decision that lost."""
+    store, _, _ = store_at
+    effects = tmp_path / "effects.log"
+    run_id, approval = await _suspended(store, effects)
+    barrier = _ClaimBarrier(store, 2)
+    same = [RunDecision(approval, "allow_once", by="ops")]
+    results = await asyncio.gather(
+        *(resume_agent_run(build_agent(store, effects, [LAST_TURN], checkpoints=barrier), run_id,
+                           decisions=same) for _ in range(2)),
+        return_exceptions=True,
+    )
+    assert sorted(type(r).__name__ for r in results) == ["CheckpointConflictError", "RunResult"]
+    assert len(_effects(effects)) == 1
+
+
 async def test_a_recorded_decision_is_applied_by_another_process_once(
     store_at: tuple[Any, str, str | None], tmp_path: Path
 ) -> None:
