@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -50,16 +52,20 @@ async def store_at(
     if request.param == "sqlite":
         url, schema = f"sqlite:///{tmp_path / 'store.db'}", None
     else:
-        from conftest import drop_schema, new_schema_name, postgres_url_or_skip
-
-        url, schema = postgres_url_or_skip(), new_schema_name()
+        url = os.environ.get("PRISM_TEST_POSTGRES_URL") or ""
+        if not url:
+            pytest.skip("PostgreSQL store tests need PRISM_TEST_POSTGRES_URL")
+        schema = f"prism_test_{uuid.uuid4().hex[:16]}"
     store = await open_store(url, **({} if schema is None else {"schema": schema, "max_size": 4}))
     try:
         yield store, url, schema
     finally:
         await store.aclose()
         if schema is not None:
-            await drop_schema(url, schema)
+            import psycopg
+
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+                await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 async def _suspended(store: Any, effects: Path) -> tuple[str, str]:
@@ -178,6 +184,25 @@ async def test_of_two_deciders_racing_to_the_claim_the_loser_gets_the_winners_de
     # the tool ran once if the winner allowed it, never if it rejected it
     assert len(_effects(effects)) == (1 if won.outcome == "allow_once" else 0)
     assert await list_decided_approvals(store, run_id) == [won]
+
+
+async def test_the_same_decision_applied_twice_at_once_is_a_plain_conflict(
+    store_at: tuple[Any, str, str | None], tmp_path: Path
+) -> None:
+    """An engine re-running a step applies the same decision message again: the second claim
+    is a checkpoint conflict, as before, not a decision that lost."""
+    store, _, _ = store_at
+    effects = tmp_path / "effects.log"
+    run_id, approval = await _suspended(store, effects)
+    barrier = _ClaimBarrier(store, 2)
+    same = [RunDecision(approval, "allow_once", by="ops")]
+    results = await asyncio.gather(
+        *(resume_agent_run(build_agent(store, effects, [LAST_TURN], checkpoints=barrier), run_id,
+                           decisions=same) for _ in range(2)),
+        return_exceptions=True,
+    )
+    assert sorted(type(r).__name__ for r in results) == ["CheckpointConflictError", "RunResult"]
+    assert len(_effects(effects)) == 1
 
 
 async def test_a_recorded_decision_is_applied_by_another_process_once(

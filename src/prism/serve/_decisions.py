@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
+from prism.checkpoints import CheckpointStore
 from prism.errors import AgentDecisionError, AgentRunError, PrismConfigError, PrismError
 from prism.runtime import Agent
 from prism.runtime.durable import (
@@ -228,7 +229,7 @@ class DecisionService:
 
     def __init__(
         self,
-        store: Any,
+        store: CheckpointStore,
         *,
         agents: Mapping[str, Agent] | None = None,
         resume: bool = True,
@@ -622,7 +623,7 @@ class DecisionService:
                 raise PrismConfigError("a DBOS run needs the PostgreSQL store")
             self._engine = await RunClient.connect(
                 str(pool.conninfo),
-                store_schema=str(self.store.schema),
+                store_schema=str(getattr(self.store, "schema", "prism")),
                 system_schema=self._engine_schema,
             )
             self._owns_engine = True

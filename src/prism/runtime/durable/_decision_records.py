@@ -86,13 +86,28 @@ async def lost_to(
     checkpoints: CheckpointStore, run_id: str, batch: Sequence[RunDecision]
 ) -> AgentDecisionError | None:
     """After a resume lost the compare-and-set of its write: the ``ERR_PRISM_DECISION_DECIDED``
-    error when the run the winner left has settled an approval of ``batch``, else ``None``."""
+    error when the run the winner left has settled an approval of ``batch`` with another
+    decision, else ``None`` (the caller keeps its ``CheckpointConflictError``). A winner that
+    applied the very same decisions — the same message applied twice, by an engine re-running a
+    step — is a plain conflict: the run is not the loser's to report on."""
     try:
         _, state = await load_state(checkpoints, run_id, None, None)
     except AgentRunStateError:
         return None
-    settled = settled_decisions(state, batch)
+    ours = {d.approval_id: d for d in batch}
+    settled = [d for d in settled_decisions(state, batch) if not _same(d, ours[d.approval_id])]
     return decided_error(run_id, settled) if settled else None
+
+
+def _same(settled: DecidedApproval, decision: RunDecision) -> bool:
+    """Whether ``settled`` is the record ``decision`` leaves when applied."""
+    modified = decision.modified_arguments is not None and decision.outcome in ALLOWING
+    return (settled.outcome, settled.by, settled.reason, settled.modified) == (
+        decision.outcome,
+        decision.by,
+        decision.reason,
+        modified,
+    )
 
 
 # --------------------------------------------------------------------------- the record
