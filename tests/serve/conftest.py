@@ -6,17 +6,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 from _seed import Seeded, seed
+from serve_support import client_for
 
 from prism.serve import create_app
 from prism.stores import SqliteStore
-
-BASE = "http://127.0.0.1:8765"
-"""The origin the tests' clients use (a loopback Host the allow-list accepts)."""
 
 
 def _seed_file(path: Path) -> Seeded:
@@ -51,13 +48,6 @@ async def store(seeded: tuple[Path, Seeded]) -> AsyncIterator[SqliteStore]:
         yield opened
     finally:
         await opened.aclose()
-
-
-def client_for(app: Any, *, client: tuple[str, int] = ("127.0.0.1", 50123)) -> httpx.AsyncClient:
-    """An httpx client of ``app`` that connects from ``client`` to :data:`BASE`."""
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app, client=client), base_url=BASE
-    )
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from _seed import PROBE, SECRET, Seeded, desk_agent
-from conftest import client_for
+from serve_support import client_for
 
 from prism.providers.base import provider_done, provider_text_delta
 from prism.serve import create_app

@@ -9,7 +9,7 @@ import logging
 import re
 
 import pytest
-from conftest import BASE, client_for
+from serve_support import BASE, client_for
 
 from prism.serve import create_app
 from prism.serve._security import COOKIE_NAME, SecurityPolicy, is_loopback_host

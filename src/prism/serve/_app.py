@@ -48,6 +48,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from prism.checkpoints import CheckpointStore
 from prism.errors import PrismConfigError, PrismError
 from prism.inspection import (
     InspectionReader,
@@ -115,10 +116,11 @@ def create_app(
     decisions: DecisionService | None = None,
 ) -> Starlette:
     """Build the inspector as an ASGI application (see :func:`prism.serve.create_app`)."""
-    if not isinstance(store, InspectionReader):
+    if not isinstance(store, InspectionReader) or not isinstance(store, CheckpointStore):
         raise PrismConfigError(
-            "store must implement prism.inspection.InspectionReader (a SqliteStore or a "
-            f"PostgresStore), got {type(store).__name__}"
+            "store must implement prism.inspection.InspectionReader and "
+            "prism.checkpoints.CheckpointStore (a SqliteStore or a PostgresStore), got "
+            f"{type(store).__name__}"
         )
     if (
         isinstance(poll_interval, bool)
