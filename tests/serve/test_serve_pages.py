@@ -417,3 +417,36 @@ def test_a_store_without_the_inspection_reads_is_refused() -> None:
 
     with pytest.raises(PrismConfigError, match="InspectionReader"):
         create_app(MemorySessionStore())
+
+
+@pytest.mark.postgres
+async def test_every_page_reads_a_postgresql_store() -> None:
+    import os
+    import uuid
+
+    url = os.environ.get("PRISM_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("PostgreSQL store tests need PRISM_TEST_POSTGRES_URL")
+    import psycopg
+    from _seed import seed
+
+    from prism.stores.postgres import PostgresStore
+
+    schema = f"prism_serve_{uuid.uuid4().hex[:12]}"
+    store = await PostgresStore.connect(url, schema=schema, max_size=4)
+    try:
+        seeded = await seed(store)
+        async with client_for(create_app(store)) as client:
+            runs = await store.list_run_summaries(limit=100)
+            paths = ["/sessions", "/runs", "/inbox", "/usage"]
+            paths += [f"/runs/{r.run_id}" for r in runs.items]
+            for path in paths:
+                page = await client.get(path, headers=HTML)
+                assert page.status_code == 200, path
+                assert PROBE not in page.text
+            page = await client.get(f"/runs/{seeded.parallel.run_id}", headers=HTML)
+            assert page.text.count('class="wf-track"') == 4
+    finally:
+        await store.aclose()
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
