@@ -510,7 +510,8 @@ async def _run(serve: _Serve, request: Request) -> Response:
 
 async def _run_panels(serve: _Serve, request: Request) -> Response:
     data = await _load_run(serve, request.path_params["run_id"])
-    return _fragment(serve, "_run_panels.html", **_run_context(data))
+    pending = await _pending(serve, run_id=data.run.run_id, limit=50) or []
+    return _fragment(serve, "_run_panels.html", pending=pending, **_run_context(data))
 
 
 async def _run_stream(serve: _Serve, request: Request) -> Response:
