@@ -75,11 +75,12 @@ class SessionFilter:
     """Sessions whose latest run has this status (a ``RunRecordStatus``, or a durable run's
     stored status: ``suspended``, ``ambiguous`` ...)."""
     model: str | None = None
-    """Sessions with a run on this model name (``ModelConfig.name``)."""
+    """Sessions with a run on this model name (``ModelConfig.model``)."""
     since: str | None = None
-    """Sessions active at or after this ISO-8601 UTC time."""
+    """Sessions whose latest activity (:attr:`SessionSummary.updated_at`) is at or after this
+    ISO-8601 time (a time without an offset is UTC, a date is its midnight)."""
     until: str | None = None
-    """Sessions active before this ISO-8601 UTC time."""
+    """Sessions whose latest activity is before this ISO-8601 time."""
     text: str | None = None
     """Case-insensitive substring of the session's first user message (at most 200 characters
     are searched: :attr:`SessionSummary.first_input`)."""
@@ -101,7 +102,8 @@ class SessionSummary(Serializable):
     created_at: str
     """ISO-8601 UTC time of its first entry."""
     updated_at: str
-    """ISO-8601 UTC time of its latest activity (entry or ledger row)."""
+    """ISO-8601 UTC time of its latest activity: an entry, a ledger run row (a run's start or
+    finish), or a change of a durable run's status."""
     entries: int
     """Stored entries (all branches)."""
     first_input: str | None
@@ -117,9 +119,9 @@ class SessionSummary(Serializable):
     runs: int
     """Runs known to the ledger or the run index."""
     turns: int
-    """Provider turns recorded in the ledger."""
+    """Turns its runs started (their ledger ``turn_started`` events)."""
     input_tokens: int
-    """Input tokens of its runs (ledger usage rows)."""
+    """Input tokens of its runs (ledger provider-turn usage rows)."""
     output_tokens: int
     """Output tokens of its runs."""
     cost: float | None
@@ -139,7 +141,8 @@ class RunSummary(Serializable):
     agent_id: str | None
     """Its agent, when known."""
     status: str
-    """Latest known status (ledger run row, else the durable envelope's)."""
+    """Latest known status: of its latest ledger run row and its durable envelope, the one
+    written last; ``"unknown"`` for a run known only from usage rows."""
     model: str | None
     """Model name."""
     provider: str | None
@@ -153,9 +156,9 @@ class RunSummary(Serializable):
     error: ErrorInfo | None
     """Redacted error of a failed or aborted run."""
     turns: int
-    """Provider turns recorded in the ledger."""
+    """Turns it started (its ledger ``turn_started`` events)."""
     input_tokens: int
-    """Input tokens."""
+    """Input tokens (its ledger provider-turn usage rows)."""
     output_tokens: int
     """Output tokens."""
     cost: float | None
@@ -181,7 +184,10 @@ class LedgerSlice:
     """Ledger rows of one run after a cursor, and the cursor to continue from."""
 
     rows: tuple[LedgerRow, ...]
-    """Rows in append order (by record timestamp across tables, then by ``seq``)."""
+    """Rows in append order: each table's rows by ``seq``; of the tables' next rows the one
+    with the earliest record time first, rows of the same millisecond in the order run start
+    row, events, tool calls, usage, run finish row. Reading on from :attr:`cursor` continues
+    exactly where a longer read would have."""
     cursor: str
     """Opaque; pass it as ``after=`` to read only rows appended since. A slice with no rows
     returns the cursor it was given."""
@@ -206,7 +212,7 @@ class UsageBucket(Serializable):
     key: str
     """The day (``YYYY-MM-DD``, UTC), the model name or the agent id; ``"—"`` when unknown."""
     turns: int
-    """Provider attempts counted."""
+    """Provider attempts that reported usage (provider-turn usage rows)."""
     input_tokens: int
     """Input tokens."""
     output_tokens: int
@@ -217,11 +223,13 @@ class UsageBucket(Serializable):
 
 @runtime_checkable
 class InspectionReader(Protocol):
-    """The reads of an inspector; implemented by ``SQLiteStore`` and ``PostgresStore``.
+    """The reads of an inspector; implemented by ``SqliteStore`` and ``PostgresStore`` (over
+    the summary tables of their schema migration 3), not by the memory stores.
 
     Errors: a malformed cursor raises ``PrismConfigError`` (``ERR_PRISM_CONFIG``), as do a
-    ``limit`` outside 1..1000 and an unknown grouping; a stored row that does not decode raises
-    ``StoreError`` (``ERR_PRISM_STORE_UNDECODABLE``).
+    ``limit`` outside its range (1..1000 for a listing, 1..10000 for a read), a negative
+    ``after_seq``, a ``since``/``until`` that is not an ISO-8601 time and an unknown grouping;
+    a stored row that does not decode raises ``StoreError`` (``ERR_PRISM_STORE_UNDECODABLE``).
     """
 
     async def list_session_summaries(

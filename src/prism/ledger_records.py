@@ -69,6 +69,9 @@ class RunRecord(Serializable):
     """``running`` on the start row; the terminal status on the finish row."""
     started_at: str
     """ISO-8601 UTC start time."""
+    agent_id: str | None = None
+    """The running agent's ``config.id or config.name`` (``None`` for an agent with neither,
+    and on rows written before the field existed)."""
     branch_id: str | None = None
     """The session leaf when the run started."""
     model: ModelConfig | None = None
@@ -216,14 +219,17 @@ def start_run_record(
     metadata: Mapping[str, JsonValue] | None = None,
     ownership: OwnershipScope | None = None,
     started_at: str | None = None,
+    agent_id: str | None = None,
 ) -> RunRecord:
     """Build the start :class:`RunRecord`: ``status="running"``, ``provider =
-    model.provider``, ownership copied, ``started_at`` defaulting to now."""
+    model.provider``, ownership copied, ``started_at`` defaulting to now, ``agent_id`` the
+    running agent's ``config.id or config.name``."""
     return RunRecord(
         id=run_id,
         session_id=session_id,
         status="running",
         started_at=started_at if started_at is not None else now_iso(),
+        agent_id=agent_id,
         branch_id=branch_id,
         model=model,
         provider=model.provider if model is not None else None,

@@ -300,7 +300,8 @@ class BuiltAgent:
     """An agent built from :class:`RunSettings`."""
 
     agent: Agent
-    """The ``Agent`` (durable: every-turn checkpoints in the store)."""
+    """The ``Agent`` (durable: every-turn checkpoints in the store, its run ledger there
+    too)."""
     redactor: SecretRedactor
     """Redacts the API keys read for the model."""
     choice: ModelChoice
@@ -314,7 +315,8 @@ def build_agent(
     environ: Mapping[str, str],
     provider_override: Callable[[], AIProvider] | None = None,
 ) -> BuiltAgent:
-    """Build the durable agent ``settings`` describe, over ``store`` (sessions and checkpoints).
+    """Build the durable agent ``settings`` describe, over ``store`` (sessions, checkpoints and
+    the run ledger, so an inspector shows each run's timeline).
 
     The same settings give the same agent fingerprint, which is what lets another
     process resume the agent's runs.
@@ -378,6 +380,7 @@ def build_agent(
             tool_choice=tool_choice,
             answer_after_tool_rounds=answer_after,
             store=store,
+            run_ledger=store,
             run_state=RunStateOptions(
                 store,
                 DEFINITION_REVISION,

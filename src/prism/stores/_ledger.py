@@ -6,7 +6,9 @@ both stores.
 (``list_runs``, ``list_events``, ``list_tool_calls``, ``list_usage``) over
 :class:`~prism.stores._common.DatabaseAccess`. Every append is one insert; a row's ``body`` is
 the record's ``to_dict()``. The statements differ between the dialects only in the table prefix,
-the parameter marker and the cast of ``body``, so :class:`LedgerSql` builds both.
+the parameter marker and the cast of ``body``, so :class:`LedgerSql` builds both. The summaries
+an inspector reads (:mod:`prism.stores._inspection`) are kept by the schema's triggers, in the
+transaction of each insert.
 """
 
 from __future__ import annotations
@@ -26,9 +28,23 @@ _TABLES = {
     "runs": ("prism_runs", ("id", "session_id", "status")),
     "events": ("prism_run_events", ("id", "session_id", "run_id", "type")),
     "tool_calls": ("prism_tool_calls", ("id", "session_id", "run_id", "tool_call_id", "status")),
-    "usage": ("prism_usage", ("id", "session_id", "run_id", "scope")),
+    "usage": (
+        "prism_usage",
+        (
+            "id",
+            "session_id",
+            "run_id",
+            "scope",
+            '"timestamp"',
+            "model",
+            "input_tokens",
+            "output_tokens",
+            "cost",
+        ),
+    ),
 }
-"""Each ledger table and its columns before ``body``."""
+"""Each ledger table and its columns before ``body`` (a usage row's timestamp, model, tokens
+and cost are columns since schema migration 3, for the usage report)."""
 
 
 class LedgerSql:
@@ -132,11 +148,17 @@ class LedgerMethods(DatabaseAccess):
 
     async def append_usage(self, record: UsageRecord, /) -> None:
         """Append a usage row."""
+        usage = record.usage
         params = (
             record.id,
             record.session_id,
             record.run_id,
             record.scope,
+            record.timestamp,
+            record.model,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cost,
             self._encode(record.to_dict()),
         )
         await self._execute(self._ledger_sql.insert_usage, params)

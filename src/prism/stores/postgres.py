@@ -40,8 +40,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from prism.checkpoints import AgentRunIndex, CheckpointStore, EntryCheckpointStore
+from prism.inspection import InspectionReader
 from prism.ledger import RunLedger
 from prism.store import BranchReadingSessionStore
+from prism.stores._inspection import InspectionMethods, InspectionSql
 from prism.stores._ledger import LedgerMethods, LedgerSql
 from prism.stores._postgres_checkpoints import PostgresCheckpoints, PostgresCheckpointSql
 from prism.stores._postgres_connection import SynchronousCommit as SynchronousCommit
@@ -53,13 +55,14 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore"]
 
 
-class PostgresStore(PostgresSessions, PostgresCheckpoints, LedgerMethods):
+class PostgresStore(PostgresSessions, PostgresCheckpoints, LedgerMethods, InspectionMethods):
     """Sessions, checkpoints and run records in PostgreSQL, for many workers.
 
     Implements :class:`~prism.store.SessionStore` (``append``, ``list``, ``read_branch``),
     :class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
     plus read methods for tooling (``list_sessions``, ``list_runs``, ``list_events``,
-    ``list_tool_calls``, ``list_usage``). Semantics are those of the memory stores.
+    ``list_tool_calls``, ``list_usage``) and the paged reads of an inspector
+    (:class:`~prism.inspection.InspectionReader`). Semantics are those of the memory stores.
 
     Create it with :meth:`connect` (the store owns its pool), or over a host pool with
     ``PostgresStore(pool=...)`` (the host opens and closes that pool; its connections may be in
@@ -84,7 +87,7 @@ class PostgresStore(PostgresSessions, PostgresCheckpoints, LedgerMethods):
         ImportError: ``psycopg``/``psycopg_pool`` are not installed (names the extra).
     """
 
-    __slots__ = ("_checkpoint_sql", "_ledger_sql", "_session_sql")
+    __slots__ = ("_checkpoint_sql", "_inspection_sql", "_ledger_sql", "_session_sql")
 
     def __init__(
         self, *, pool: AsyncConnectionPool[Any], schema: str = "prism", owns_pool: bool = False
@@ -94,13 +97,21 @@ class PostgresStore(PostgresSessions, PostgresCheckpoints, LedgerMethods):
         self._session_sql = PostgresSessionSql.build(quoted)
         self._checkpoint_sql = PostgresCheckpointSql.build(quoted)
         self._ledger_sql = LedgerSql(prefix=f"{quoted}.", placeholder="%s", body_cast="::jsonb")
+        self._inspection_sql = InspectionSql(
+            prefix=f"{quoted}.", placeholder="%s", substring="strpos", text_cast="::text"
+        )
 
 
-if TYPE_CHECKING:  # static proof that one object implements the three protocols
+if TYPE_CHECKING:  # static proof that one object implements the protocols
 
     def _implements(
         s: PostgresStore,
     ) -> tuple[
-        BranchReadingSessionStore, CheckpointStore, AgentRunIndex, EntryCheckpointStore, RunLedger
+        BranchReadingSessionStore,
+        CheckpointStore,
+        AgentRunIndex,
+        EntryCheckpointStore,
+        RunLedger,
+        InspectionReader,
     ]:
-        return (s, s, s, s, s)
+        return (s, s, s, s, s, s)

@@ -42,8 +42,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from prism.checkpoints import AgentRunIndex, CheckpointStore, EntryCheckpointStore
+from prism.inspection import InspectionReader
 from prism.ledger import RunLedger
 from prism.store import BranchReadingSessionStore
+from prism.stores._inspection import InspectionMethods, InspectionSql
 from prism.stores._ledger import LedgerMethods, LedgerSql
 from prism.stores._sqlite_checkpoints import SqliteCheckpoints
 from prism.stores._sqlite_sessions import SqliteSessions
@@ -51,13 +53,14 @@ from prism.stores._sqlite_sessions import SqliteSessions
 __all__ = ["SqliteStore"]
 
 
-class SqliteStore(SqliteSessions, SqliteCheckpoints, LedgerMethods):
+class SqliteStore(SqliteSessions, SqliteCheckpoints, LedgerMethods, InspectionMethods):
     """Sessions, checkpoints and run records in one SQLite database.
 
     Implements :class:`~prism.store.SessionStore` (``append``, ``list``, ``read_branch``),
     :class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
     plus read methods for tooling (``list_sessions``, ``list_runs``, ``list_events``,
-    ``list_tool_calls``, ``list_usage``). Semantics are those of the memory stores.
+    ``list_tool_calls``, ``list_usage``) and the paged reads of an inspector
+    (:class:`~prism.inspection.InspectionReader`). Semantics are those of the memory stores.
 
     The database is opened, configured and migrated lazily on the first call (or by
     :meth:`open` / ``async with``), on the store's worker thread. Any number of processes may
@@ -82,13 +85,19 @@ class SqliteStore(SqliteSessions, SqliteCheckpoints, LedgerMethods):
     __slots__ = ()
 
     _ledger_sql = LedgerSql(prefix="", placeholder="?", body_cast="")
+    _inspection_sql = InspectionSql(prefix="", placeholder="?", substring="instr", index_hints=True)
 
 
-if TYPE_CHECKING:  # static proof that one object implements the three protocols
+if TYPE_CHECKING:  # static proof that one object implements the protocols
 
     def _implements(
         s: SqliteStore,
     ) -> tuple[
-        BranchReadingSessionStore, CheckpointStore, AgentRunIndex, EntryCheckpointStore, RunLedger
+        BranchReadingSessionStore,
+        CheckpointStore,
+        AgentRunIndex,
+        EntryCheckpointStore,
+        RunLedger,
+        InspectionReader,
     ]:
-        return (s, s, s, s, s)
+        return (s, s, s, s, s, s)

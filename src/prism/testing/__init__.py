@@ -3,7 +3,8 @@
 Everything here is safe to import in production code, but is meant for tests: the scripted mock
 provider and the provider-event constructors that script it, the in-memory session store,
 checkpoint store and run ledger, and the conformance suites a custom ``SessionStore`` /
-``CheckpointStore`` / ``RunLedger`` implementation runs against itself (loaded on first access).
+``CheckpointStore`` / ``RunLedger`` / ``InspectionReader`` implementation runs against itself
+(loaded on first access).
 """
 
 # Grouped by topic, not sorted as one block.
@@ -36,6 +37,7 @@ from ..store import MemorySessionStore as MemorySessionStore
 # Conformance suites for a store of your own: imported on first access (see __getattr__).
 if TYPE_CHECKING:
     from ._conformance import run_checkpoint_store_conformance as run_checkpoint_store_conformance
+    from ._conformance import run_inspection_conformance as run_inspection_conformance
     from ._conformance import run_ledger_conformance as run_ledger_conformance
     from ._conformance import run_run_ledger_conformance as run_run_ledger_conformance
     from ._conformance import run_session_store_conformance as run_session_store_conformance
@@ -62,6 +64,7 @@ __all__ = [
     "MemorySessionStore",
     # Conformance suites
     "run_checkpoint_store_conformance",
+    "run_inspection_conformance",
     "run_ledger_conformance",
     "run_run_ledger_conformance",
     "run_session_store_conformance",
@@ -70,6 +73,7 @@ __all__ = [
 _CONFORMANCE = frozenset(
     {
         "run_checkpoint_store_conformance",
+        "run_inspection_conformance",
         "run_ledger_conformance",
         "run_run_ledger_conformance",
         "run_session_store_conformance",

@@ -11,13 +11,19 @@ and leave only their own rows behind.
 * :func:`run_checkpoint_store_conformance` (:mod:`~prism.testing._conformance_checkpoints`) —
   versions, fencing tokens, copies, timestamps and concurrent claims;
 * :func:`run_ledger_conformance` (:mod:`~prism.testing._conformance_ledger`) — every record kind
-  round-trips, per run and per session, in append order.
+  round-trips, per run and per session, in append order;
+* :func:`run_inspection_conformance` (:mod:`~prism.testing._conformance_inspection`) — the paged
+  reads of an inspector (:class:`~prism.inspection.InspectionReader`) over a fresh store: summaries
+  and totals, every filter, runs, a run's ledger after a cursor, entries and usage.
 """
 
 from __future__ import annotations
 
 from prism.testing._conformance_checkpoints import (
     run_checkpoint_store_conformance as run_checkpoint_store_conformance,
+)
+from prism.testing._conformance_inspection import (
+    run_inspection_conformance as run_inspection_conformance,
 )
 from prism.testing._conformance_ledger import run_ledger_conformance as run_ledger_conformance
 from prism.testing._conformance_ledger import (
@@ -29,6 +35,7 @@ from prism.testing._conformance_sessions import (
 
 __all__ = [
     "run_checkpoint_store_conformance",
+    "run_inspection_conformance",
     "run_ledger_conformance",
     "run_run_ledger_conformance",
     "run_session_store_conformance",

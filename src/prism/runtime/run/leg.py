@@ -297,6 +297,7 @@ class RunLeg:
                 idempotency_key=plan.idempotency_key,
                 metadata=dict(ctx.metadata) or None,
                 ownership=plan.ownership,
+                agent_id=config.id or config.name,
             )
             ctx.writer.append_run(self._start_record)
         # The stored branch becomes the history; a model change is recorded.
