@@ -98,7 +98,11 @@ class PostgresStore(PostgresSessions, PostgresCheckpoints, LedgerMethods, Inspec
         self._checkpoint_sql = PostgresCheckpointSql.build(quoted)
         self._ledger_sql = LedgerSql(prefix=f"{quoted}.", placeholder="%s", body_cast="::jsonb")
         self._inspection_sql = InspectionSql(
-            prefix=f"{quoted}.", placeholder="%s", substring="strpos", text_cast="::text"
+            prefix=f"{quoted}.",
+            placeholder="%s",
+            substring="strpos",
+            text_cast="::text",
+            statistics=True,
         )
 
 

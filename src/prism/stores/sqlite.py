@@ -85,7 +85,7 @@ class SqliteStore(SqliteSessions, SqliteCheckpoints, LedgerMethods, InspectionMe
     __slots__ = ()
 
     _ledger_sql = LedgerSql(prefix="", placeholder="?", body_cast="")
-    _inspection_sql = InspectionSql(prefix="", placeholder="?", substring="instr", index_hints=True)
+    _inspection_sql = InspectionSql(prefix="", placeholder="?", substring="instr")
 
 
 if TYPE_CHECKING:  # static proof that one object implements the protocols
