@@ -14,7 +14,7 @@ import pytest
 
 from prism.inspection import InspectionReader
 from prism.stores import SqliteStore
-from prism.stores._inspection import LedgerCursor
+from prism.stores._inspection_sql import LedgerCursor
 from prism.stores._migrations import load_migrations
 from prism.stores.postgres import PostgresStore
 from prism.testing import run_inspection_conformance
@@ -228,7 +228,7 @@ async def test_sqlite_reads_search_indexes_not_tables(tmp_path: Path) -> None:
         for lookup in (None, "agent_id", "model", "status"):
             where, params = sql.session_filter(flt, "2020", "2030", lookup=lookup)
             statements.append(sql.sessions(where, params, 51))
-    statements.append(sql.candidates(SessionFilter(agent_id="a", model="m", status="s")))
+    statements.append(sql.candidates(SessionFilter(agent_id="a", model="m", status="s"), 1000))
     statements.append(sql.runs(["(started_at, run_id) < (?, ?)"], ["t", "r"], 51))
     statements.append(sql.runs(["agent_id = ?"], ["a"], 51))
     statements.append(sql.ledger("run_1", LedgerCursor(1, 2, 3, 4), 1001, False))

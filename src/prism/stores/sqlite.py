@@ -45,7 +45,8 @@ from prism.checkpoints import AgentRunIndex, CheckpointStore, EntryCheckpointSto
 from prism.inspection import InspectionReader
 from prism.ledger import RunLedger
 from prism.store import BranchReadingSessionStore
-from prism.stores._inspection import InspectionMethods, InspectionSql
+from prism.stores._inspection import InspectionMethods
+from prism.stores._inspection_sql import InspectionSql
 from prism.stores._ledger import LedgerMethods, LedgerSql
 from prism.stores._sqlite_checkpoints import SqliteCheckpoints
 from prism.stores._sqlite_sessions import SqliteSessions
