@@ -93,6 +93,12 @@ async def recorded_case(folder: Path) -> Any:
     return captured.case
 
 
+def write_dataset(cases: list[Any], path: Path) -> int:
+    """Write the cases as a JSONL dataset; its size in bytes."""
+    save_dataset(Dataset(name="replay-bench", cases=cases), path)
+    return path.stat().st_size
+
+
 async def one_round(path: Path, cases: int, concurrency: int) -> tuple[float, float]:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     dataset = load_dataset(path)
@@ -114,8 +120,7 @@ async def main() -> None:
         case = await recorded_case(folder)
         path = folder / "cases.jsonl"
         copies = [dataclasses.replace(case, name=f"case-{i:05d}") for i in range(args.cases)]
-        save_dataset(Dataset(name="replay-bench", cases=copies), path)
-        size = os.path.getsize(path)
+        size = write_dataset(copies, path)
         await one_round(path, args.cases, args.concurrency)  # warm-up
         walls, cpus = [], []
         for _ in range(args.rounds):

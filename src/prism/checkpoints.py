@@ -50,6 +50,9 @@ __all__ = [
 
 AGENT_RUN_NAMESPACE: Final = "prism.agent-run"
 """Namespace under which durable runs store their envelope (``key`` = run id)."""
+DECISION_NAMESPACE: Final = "prism.decision"
+"""Namespace of the decisions recorded for another process to apply (``key`` = run id; see
+``prism.runtime.durable.record_decisions``). Importable from here, outside ``__all__``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ Hierarchy::
     ├── AgentRunStateError                      ERR_PRISM_AGENT_RUN_STATE
     ├── AgentLoopStateError                     ERR_PRISM_LOOP_{NOT_DURABLE,SNAPSHOT,REVISION}
     ├── AgentRunSuspended                       ERR_PRISM_AGENT_RUN_SUSPENDED (control signal)
-    ├── AgentDecisionError                      ERR_PRISM_DECISION_{INVALID,DUPLICATE,UNKNOWN,LIMIT}
+    ├── AgentDecisionError                      ERR_PRISM_DECISION_{INVALID,DUPLICATE,UNKNOWN,LIMIT,
+    │                                           DECIDED} (.decided)
     ├── CheckpointConflictError                 ERR_PRISM_CHECKPOINT_CONFLICT
     ├── SessionAppendConflictError              ERR_PRISM_SESSION_APPEND_CONFLICT
     ├── StructuredOutputError                   ERR_PRISM_STRUCTURED_OUTPUT (.reason)
@@ -69,6 +70,7 @@ __all__ = [
     "ERR_PRISM_AGENT_RUN_SUSPENDED",
     "ERR_PRISM_CHECKPOINT_CONFLICT",
     "ERR_PRISM_CONFIG",
+    "ERR_PRISM_DECISION_DECIDED",
     "ERR_PRISM_DECISION_DUPLICATE",
     "ERR_PRISM_DECISION_INVALID",
     "ERR_PRISM_DECISION_LIMIT",
@@ -153,6 +155,8 @@ ERR_PRISM_DECISION_INVALID = "ERR_PRISM_DECISION_INVALID"
 ERR_PRISM_DECISION_DUPLICATE = "ERR_PRISM_DECISION_DUPLICATE"
 ERR_PRISM_DECISION_UNKNOWN = "ERR_PRISM_DECISION_UNKNOWN"
 ERR_PRISM_DECISION_LIMIT = "ERR_PRISM_DECISION_LIMIT"
+ERR_PRISM_DECISION_DECIDED = "ERR_PRISM_DECISION_DECIDED"
+"""A decision on an approval another decision settled first (the error's ``decided`` names it)."""
 ERR_PRISM_CHECKPOINT_CONFLICT = "ERR_PRISM_CHECKPOINT_CONFLICT"
 ERR_PRISM_SESSION_APPEND_CONFLICT = "ERR_PRISM_SESSION_APPEND_CONFLICT"
 ERR_PRISM_STRUCTURED_OUTPUT = "ERR_PRISM_STRUCTURED_OUTPUT"
@@ -533,8 +537,13 @@ class AgentRunSuspended(PrismError):
 
 
 class AgentDecisionError(_MultiCodeError):
-    """Malformed, duplicate, unknown or over-limit resume decisions; code first:
-    ``AgentDecisionError("ERR_PRISM_DECISION_UNKNOWN")``."""
+    """Malformed, duplicate, unknown, over-limit or late resume decisions; code first:
+    ``AgentDecisionError("ERR_PRISM_DECISION_UNKNOWN")``.
+
+    ``ERR_PRISM_DECISION_DECIDED``: an approval of the batch was settled by another decision
+    first (nothing of the batch was applied or recorded); ``decided`` holds the winning
+    decisions (``prism.runtime.durable.DecidedApproval``: outcome, ``by``, ``decided_at``) and
+    ``run_id`` the run."""
 
     code = ERR_PRISM_DECISION_INVALID
     codes = {
@@ -542,7 +551,10 @@ class AgentDecisionError(_MultiCodeError):
         ERR_PRISM_DECISION_DUPLICATE: "Duplicate approval_id in decision batch",
         ERR_PRISM_DECISION_UNKNOWN: "Unknown approval_id",
         ERR_PRISM_DECISION_LIMIT: "Decision limit exceeded",
+        ERR_PRISM_DECISION_DECIDED: "Approval already decided",
     }
+    decided: tuple[Any, ...] = ()
+    run_id: str | None = None
 
 
 class CheckpointConflictError(PrismError):

@@ -32,6 +32,7 @@ DISTINCTIVE = frozenset(
         "stop_reason",
         "pending_calls",
         "sticky_decisions",
+        "decided",
         "counters",
         "steers",
         "deadline_at",

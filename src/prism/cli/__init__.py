@@ -16,6 +16,7 @@
     prism run --mcp-url https://host/mcp --mcp-header Authorization=MCP_TOKEN "Search"
     OTEL_TRACES_EXPORTER=console prism run --otel "hi"          # OpenTelemetry spans on stderr
     prism resume RUN_ID [--approve [--arguments JSON] | --deny] # continue a stopped run
+    prism resume RUN_ID --recorded                              # apply recorded decisions
     prism sessions list
     prism sessions show SESSION_ID
     prism runs                                                  # the runs to resume
@@ -24,6 +25,7 @@
     prism eval run evals/refunds.yaml --agents myagents:REGISTRY --junit results.xml
     prism eval capture RUN_ID --into evals/refunds.yaml         # a stored run becomes a case
     prism eval run evals/refunds.yaml --replay                  # replayed: no model, no network
+    prism serve                                                 # inspect runs in a browser
 
 ``--tool`` takes a built-in tool name or ``MODULE:ATTR``, the import path of the host's own tool
 (a ``@prism.tool`` object or a plain function; ``prism.cli._host_tools``). ``--mcp COMMAND`` and
@@ -85,6 +87,7 @@ from prism.cli import (
     _otel,
     _run,
     _runs,
+    _serve,
     _sessions,
     _tools,
     _worker,
@@ -311,6 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse them: the run ends as denied (exit 0), nothing runs",
     )
+    decide.add_argument(
+        "--recorded",
+        action="store_true",
+        help="apply the decisions recorded for the run (by prism serve --no-resume, or "
+        "prism.runtime.durable.record_decisions)",
+    )
     resume.add_argument(
         "--arguments",
         metavar="JSON",
@@ -354,6 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     _runs.add_runs_parser(commands, add_store_option).set_defaults(handler=_cmd_runs)
     _worker.add_worker_parser(commands).set_defaults(handler=_cmd_worker)
     _eval.add_eval_parser(commands).set_defaults(handler=_cmd_eval)
+    _serve.add_serve_parser(commands).set_defaults(handler=_cmd_serve)
     return parser
 
 
@@ -441,6 +451,10 @@ async def _cmd_eval(args: argparse.Namespace, streams: _Streams) -> int:
     return await _eval.run_eval_command(
         args, streams.out, streams.err, provider_override=streams.provider_override
     )
+
+
+async def _cmd_serve(args: argparse.Namespace, streams: _Streams) -> int:
+    return await _serve.run_serve(args, streams.out, streams.err)
 
 
 def _isatty(stream: IO[str]) -> bool:

@@ -33,11 +33,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import os
-import re
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any, Final
@@ -68,6 +65,8 @@ from prism.evals import (
     save_dataset,
 )
 from prism.providers.base import AIProvider
+from prism.registry import AgentFactory as AgentFactory
+from prism.registry import build_registry_agents, load_registry
 from prism.runtime import Agent
 from prism.types import ModelConfig, Usage
 
@@ -80,8 +79,6 @@ __all__ = [
     "run_eval_command",
 ]
 
-AgentFactory = Callable[[Any], Agent]
-"""``factory(store) -> Agent``: one agent of a registry, built over the given store."""
 
 EVAL_EXIT_CODES_HELP: Final = """\
 exit codes:
@@ -104,8 +101,6 @@ exit codes:
   0    the case was appended to the dataset
   2    invalid command line, store, run or dataset
 """
-
-_DOTTED: Final = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
 def add_eval_parser(commands: Any) -> argparse.ArgumentParser:
@@ -200,45 +195,15 @@ def add_eval_parser(commands: Any) -> argparse.ArgumentParser:
 
 def load_agent_registry(spec: str) -> Mapping[str, AgentFactory]:
     """Import the ``--agents MODULE:REGISTRY`` registry: a non-empty mapping of agent names to
-    factory functions, found by the same rules as ``prism worker``'s (``ATTR`` may be dotted;
-    the module is imported with the current directory first on ``sys.path``).
+    factory functions, loaded as ``prism worker`` loads it (:func:`prism.registry.load_registry`:
+    ``ATTR`` may be dotted; the module is imported with the current directory first on
+    ``sys.path``).
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — a malformed spec, a module that cannot be
             imported, a missing attribute, or not a non-empty mapping of names to callables.
     """
-    module_name, _, attr_path = spec.partition(":")
-    if not _DOTTED.match(module_name) or not _DOTTED.match(attr_path):
-        raise PrismConfigError(
-            f"--agents {spec}: expected MODULE:ATTR with Python names, e.g. myagents:REGISTRY"
-        )
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        target: object = importlib.import_module(module_name)
-    except Exception as exc:
-        raise PrismConfigError(
-            f"--agents {spec}: importing {module_name} failed: {type(exc).__name__}: {exc}"
-        ) from None
-    for part in attr_path.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise PrismConfigError(
-                f"--agents {spec}: {module_name} has no attribute {attr_path!r}"
-            ) from None
-    if not isinstance(target, Mapping) or not target:
-        raise PrismConfigError(
-            f"--agents {spec}: expected a non-empty mapping of agent names to factory "
-            f"functions, got {type(target).__name__}"
-        )
-    for name, factory in target.items():
-        if not isinstance(name, str) or not name or not callable(factory):
-            raise PrismConfigError(
-                f"--agents {spec}: {name!r} must be a non-empty name mapped to a factory function"
-            )
-    return target
+    return load_registry(spec)
 
 
 def _pick(registry: Mapping[str, AgentFactory], name: str | None, spec: str) -> str:
@@ -256,19 +221,7 @@ def _pick(registry: Mapping[str, AgentFactory], name: str | None, spec: str) -> 
 
 
 def _build(factory: AgentFactory, name: str, store: object) -> Agent:
-    try:
-        agent = factory(store)
-    except PrismConfigError:
-        raise
-    except Exception as exc:
-        raise PrismConfigError(
-            f"agent {name!r}: its factory raised {type(exc).__name__}: {exc}"
-        ) from exc
-    if not isinstance(agent, Agent):
-        raise PrismConfigError(
-            f"agent {name!r}: the factory returned {type(agent).__name__}, not an Agent"
-        )
-    return agent
+    return build_registry_agents({name: factory}, store)[name]
 
 
 def _needs_judge(dataset: Dataset) -> bool:

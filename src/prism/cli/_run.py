@@ -7,7 +7,8 @@ can be continued by a later ``prism resume``:
   ``Stop``: ``succeeded`` with ``stop_reason="host_policy"``);
 * a run waiting for an approval (``--approve-tools``): on a terminal the command
   asks for each tool call; otherwise it exits with code 3 and ``prism resume RUN_ID --approve`` or
-  ``--deny`` decides later;
+  ``--deny`` decides later — or ``prism resume RUN_ID --recorded`` applies the decisions another
+  process recorded for it (an approval inbox that could not run the tool itself);
 * a run whose process ended mid-turn (crash recovery from its ``running`` envelope).
 
 Each run also writes its run ledger (run rows, events, tool calls, usage) to the store, so an
@@ -395,8 +396,9 @@ class RunCommand:
         choice: Literal["approve", "deny"] | None = (
             "approve" if self.args.approve else "deny" if self.args.deny else None
         )
+        recorded = bool(getattr(self.args, "recorded", False))
         if status == "suspended":
-            if choice is None and not self.interactive:
+            if choice is None and not recorded and not self.interactive:
                 calls = calls_in(await store.list(session_id))
                 lines = waiting_lines(state.interruption, calls)
                 raise UsageError(
@@ -404,7 +406,7 @@ class RunCommand:
                     + "".join(f"\n  {self._redact(line)}" for line in lines)
                 )
         elif status == "running" or policy_stop:
-            if choice is not None:
+            if choice is not None or recorded:
                 raise UsageError(f"run {run_id} is not waiting for an approval")
         else:
             raise UsageError(_not_resumable(run_id, session_id, str(status)))
@@ -413,13 +415,22 @@ class RunCommand:
         session = built.agent.create_session(session_id, on_event=renderer.event)
 
         operator = getattr(self.args, "arguments", None)
-        if operator is not None and (status != "suspended" or choice != "approve"):
+        if operator is not None and (status != "suspended" or choice != "approve" or recorded):
             raise UsageError("--arguments goes with --approve, for a run waiting for an approval")
         given = (
             None if operator is None else _operator_decisions(state.interruption, operator, run_id)
         )
 
         async def first() -> RunResult:
+            if recorded:  # decided elsewhere: apply what was recorded
+                applied: RunResult = await resume_agent_run(
+                    session,
+                    run_id,
+                    decisions="recorded",
+                    expected_version=loaded.record.version,
+                    signal=self.controller.signal,
+                )
+                return applied
             decisions: list[RunDecision] | None = given
             if status == "suspended" and choice is None:
                 decisions = await self._approvals.ask(session, renderer, state.interruption)

@@ -13,16 +13,16 @@ import argparse
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from prism.cli._host_tools import HostToolError, is_host_tool_spec, load_host_tool
 from prism.cli._mcp import check_mcp_command, mcp_servers
 from prism.cli._models import ModelChoice, ModelSpecError, parse_model_spec
-from prism.cli._store import AGENT_ID, DEFINITION_REVISION
+from prism.cli._store import AGENT_ID, DEFINITION_REVISION, load_settings
 from prism.cli._tools import BUILTIN_TOOLS, builtin_tool
-from prism.errors import PrismError
+from prism.errors import PrismConfigError, PrismError
 from prism.redaction import SecretRedactor, create_secret_redactor
 from prism.stores import DatabaseStore
 
@@ -38,6 +38,8 @@ __all__ = [
     "build_agent",
     "check_model",
     "check_number_options",
+    "command_agent",
+    "command_agents",
 ]
 
 _DEFAULT_TOOL_SYSTEM = "You are a helpful assistant. Use the tools when they help."
@@ -404,3 +406,51 @@ def _loop(settings: RunSettings) -> Any:
         return generate_validate_revise_loop(**callbacks, max_revisions=settings.max_revisions)
     except PrismError as exc:
         raise UsageError(str(exc)) from None
+
+
+async def command_agent(
+    store: DatabaseStore,
+    session_id: str,
+    *,
+    environ: Mapping[str, str],
+    provider_override: Callable[[], AIProvider] | None = None,
+) -> BuiltAgent | None:
+    """The agent ``prism resume`` rebuilds for the runs of session ``session_id``: the one its
+    stored settings describe, over ``store`` (same settings, same fingerprint, so the stored
+    runs resume under it); ``None`` when the session has no stored settings (its runs were not
+    started by the ``prism`` command).
+
+    Raises:
+        UsageError: unreadable stored settings, or settings that cannot build an agent here (a
+            missing API key in ``environ``, an extra that is not installed, a host tool that
+            does not import).
+    """
+    stored = await load_settings(store, session_id)
+    if stored is None:
+        return None
+    return build_agent(
+        RunSettings.from_json(stored), store, environ=environ, provider_override=provider_override
+    )
+
+
+def command_agents(
+    store: DatabaseStore,
+    *,
+    environ: Mapping[str, str],
+    provider_override: Callable[[], AIProvider] | None = None,
+) -> Callable[[str], Awaitable[Agent | None]]:
+    """:func:`command_agent` as a function of the session id, for a host that resumes the
+    command's runs itself (``prism serve``): it returns the ``Agent``, or ``None`` for a
+    session the command did not start, and raises ``PrismConfigError`` (``ERR_PRISM_CONFIG``,
+    the message says why) where :func:`command_agent` raises ``UsageError``."""
+
+    async def agent_of(session_id: str) -> Agent | None:
+        try:
+            built = await command_agent(
+                store, session_id, environ=environ, provider_override=provider_override
+            )
+        except UsageError as exc:
+            raise PrismConfigError(str(exc)) from None
+        return None if built is None else built.agent
+
+    return agent_of

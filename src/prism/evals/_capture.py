@@ -47,6 +47,7 @@ from prism.ledger_records import AgentEventRecord, RequestRecord, RunRecord, Too
 from prism.redaction import REDACTED
 from prism.request_hash import REQUEST_HASH_VERSION, message_json
 from prism.session_entry import SessionEntry
+from prism.store import SessionStore
 from prism.types import (
     ContentBlock,
     JsonValue,
@@ -540,10 +541,10 @@ def _artifact(rows: _Rows, answer: str | None) -> JsonValue:
 
 
 async def capture_run(
-    store: Any,
+    store: SessionStore,
     run_id: str,
     *,
-    ledger: Any = None,
+    ledger: object = None,
     session_id: str | None = None,
     name: str | None = None,
     tools: ReplayTools = "recorded",

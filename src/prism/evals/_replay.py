@@ -44,6 +44,7 @@ from prism.request_hash import fingerprint_request, leading_system_count, messag
 from prism.retry import is_transient_error
 from prism.runtime import Agent
 from prism.runtime.agents.agent_tool import DEFAULT_AGENT_TOOL_INPUT
+from prism.runtime.durable import PendingDecision
 from prism.runtime.run._delegation import child_agent
 from prism.tools import ToolRegistry
 from prism.types import (
@@ -169,7 +170,7 @@ class ReplaySession:
             "does not keep (a message the provider_request hook changed?)"
         )
 
-    def resumption(self, pending: Sequence[Any]) -> dict[str, Any] | None:
+    def resumption(self, pending: Sequence[PendingDecision]) -> dict[str, Any] | None:
         """How to resume a run that suspended on ``pending`` (its ``PendingDecision`` values)
         as the recorded run was: ``resume_agent_run`` keyword arguments (``decision=`` or
         ``decisions=``), or ``None`` when the recording has no decision for one of them (the
@@ -177,7 +178,7 @@ class ReplaySession:
         recorded = {a.get("tool_call_id"): a for a in self.cassette.approvals}
         decisions: list[dict[str, Any]] = []
         for item in pending:
-            found = recorded.get(getattr(item, "tool_call_id", None))
+            found = recorded.get(item.tool_call_id)
             outcome = None if found is None else found.get("outcome")
             if outcome is None or outcome == "pending":
                 return None

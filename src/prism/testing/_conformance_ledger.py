@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, Final
 
 from prism._util import maybe_await, new_id, now_iso
@@ -235,20 +236,18 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
 
 
 async def _request_rows(ledger: Any, sid: str, runs: builtins.list[str]) -> None:
-    heads = {
+    heads: dict[str, Mapping[str, Any]] = {
         "a" * 64: {"model": {"provider": "mock", "model": "m-1"}, "system": [], "tools": []},
         "b" * 64: {"model": {"provider": "mock", "model": "m-1"}, "system": [[{"text": "Hi ✓"}]]},
     }
     written: builtins.list[RequestRecord] = []
-    for turn, (rid, head_hash, head) in enumerate(
-        [
-            (runs[0], "a" * 64, heads["a" * 64]),
-            (runs[1], "a" * 64, {"sent": "again"}),  # another run sends the stored head's hash
-            (runs[0], "a" * 64, None),
-            (runs[0], "b" * 64, heads["b" * 64]),
-        ],
-        1,
-    ):
+    sent: builtins.list[tuple[str, str, Mapping[str, Any] | None]] = [
+        (runs[0], "a" * 64, heads["a" * 64]),
+        (runs[1], "a" * 64, {"sent": "again"}),  # another run sends the stored head's hash
+        (runs[0], "a" * 64, None),
+        (runs[0], "b" * 64, heads["b" * 64]),
+    ]
+    for turn, (rid, head_hash, head) in enumerate(sent, 1):
         record = RequestRecord(
             id=new_id("request"),
             session_id=sid,

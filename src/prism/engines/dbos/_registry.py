@@ -2,9 +2,10 @@
 submitter may send.
 
 A *registry* maps agent names to factory functions, ``{"refunds": build_refund_agent}``; every
-worker and every submitter imports the same one (``--agents module:REGISTRY``). A factory takes
-the worker's :class:`~prism.stores.postgres.PostgresStore` and returns an agent that keeps its
-sessions and its durable runs there, with every-turn checkpoints::
+worker and every submitter imports the same one (``--agents module:REGISTRY``). Loading and
+checking one is :mod:`prism.registry`'s (re-exported here); a worker adds its own rules. A
+factory takes the worker's :class:`~prism.stores.postgres.PostgresStore` and returns an agent
+that keeps its sessions and its durable runs there, with every-turn checkpoints::
 
     def build_refund_agent(store: PostgresStore) -> prism.Agent:
         return prism.create_agent(
@@ -21,16 +22,16 @@ version it was submitted under, and recovers a dead worker's runs only on worker
 
 from __future__ import annotations
 
-import importlib
-import os
-import re
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias, cast
+from typing import Final, cast
 
 from prism._json import canonical_json
 from prism.errors import PrismConfigError
+from prism.registry import AgentFactory as AgentFactory
+from prism.registry import build_registry_agents
+from prism.registry import check_registry as check_registry
+from prism.registry import load_registry as load_registry
 from prism.runtime import Agent
 from prism.runtime.durable import coerce_run_state_options
 from prism.types import JsonValue, is_json_value
@@ -41,12 +42,10 @@ __all__ = [
     "ServedAgent",
     "application_version",
     "build_agents",
+    "check_registry",
     "check_run_options",
     "load_registry",
 ]
-
-AgentFactory: TypeAlias = Callable[[Any], Agent]
-"""``factory(store) -> Agent``: builds one registry agent over the worker's PostgreSQL store."""
 
 SUBMITTED_OPTION_NAMES: Final = frozenset(
     (
@@ -66,8 +65,6 @@ mapping form). The others either hold live objects (a provider, a ledger, a sign
 to the agent on a durable run (``loop``, ``model``, ``guardrails``, ``tool_filter``), and the
 turn policy is the worker's (it stops runs cleanly when the worker shuts down)."""
 
-_DOTTED: Final = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-
 
 @dataclass(frozen=True, slots=True)
 class ServedAgent:
@@ -79,62 +76,6 @@ class ServedAgent:
     """The agent."""
     definition_revision: str
     """Its ``run_state.definition_revision``."""
-
-
-def load_registry(spec: str) -> Mapping[str, AgentFactory]:
-    """Import the registry ``spec`` names (``MODULE:ATTR``, ``ATTR`` may be dotted).
-
-    The module is imported with the current directory first on ``sys.path``, as ``python -m``
-    does.
-
-    Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — a malformed spec, a module that cannot be
-            imported, a missing attribute, or an object that is not a non-empty mapping of
-            names to callables.
-    """
-    module_name, _, attr_path = spec.partition(":")
-    if not _DOTTED.match(module_name) or not _DOTTED.match(attr_path):
-        raise PrismConfigError(
-            f"--agents {spec}: expected MODULE:ATTR with Python names, e.g. myagents:REGISTRY"
-        )
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        target: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise PrismConfigError(
-            f"--agents {spec}: importing {module_name} failed: {type(exc).__name__}: {exc}"
-        ) from None
-    for part in attr_path.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise PrismConfigError(
-                f"--agents {spec}: {module_name} has no attribute {attr_path!r}"
-            ) from None
-    return check_registry(target, label=f"--agents {spec}")
-
-
-def check_registry(value: object, *, label: str = "agents") -> Mapping[str, AgentFactory]:
-    """``value`` as a registry: a non-empty mapping of names to factory callables.
-
-    Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — anything else.
-    """
-    if not isinstance(value, Mapping) or not value:
-        raise PrismConfigError(
-            f"{label}: expected a non-empty mapping of agent names to factory functions, "
-            f"got {type(value).__name__}"
-        )
-    for name, factory in value.items():
-        if not isinstance(name, str) or not name:
-            raise PrismConfigError(f"{label}: agent names must be non-empty strings, got {name!r}")
-        if not callable(factory):
-            raise PrismConfigError(
-                f"{label}: {name!r} maps to {type(factory).__name__}, not a factory function"
-            )
-    return value
 
 
 def build_agents(registry: Mapping[str, AgentFactory], store: object) -> dict[str, ServedAgent]:
@@ -149,19 +90,7 @@ def build_agents(registry: Mapping[str, AgentFactory], store: object) -> dict[st
             an ``Agent``, or an agent breaks one of the rules above (the message names it).
     """
     served: dict[str, ServedAgent] = {}
-    for name, factory in check_registry(registry).items():
-        try:
-            agent = factory(store)
-        except PrismConfigError:
-            raise
-        except Exception as exc:
-            raise PrismConfigError(
-                f"agent {name!r}: its factory raised {type(exc).__name__}: {exc}"
-            ) from exc
-        if not isinstance(agent, Agent):
-            raise PrismConfigError(
-                f"agent {name!r}: the factory returned {type(agent).__name__}, not an Agent"
-            )
+    for name, agent in build_registry_agents(registry, store).items():
         config = agent.config
         options = coerce_run_state_options(config.run_state, label=f"agent {name!r} run_state")
         problem: str | None = None

@@ -20,7 +20,12 @@ Public surface (re-exported from ``prism``):
 * :func:`list_agent_runs` — the stored runs (by default the resumable ones), for a worker or an
   operator to resume;
 * :func:`list_pending_decisions` / :class:`PendingDecisionRecord` — the tool approvals the
-  suspended runs wait for (also importable from here, outside ``__all__``, which stays as it was).
+  suspended runs wait for (also importable from here, outside ``__all__``, which stays as it was);
+* :func:`record_decisions` / :func:`list_recorded_decisions` — decisions stored for a process
+  with the run's agent to apply (``resume_agent_run(agent, run_id, decisions="recorded")``);
+  :func:`list_decided_approvals` /
+  :class:`DecidedApproval` — who decided a run's approvals, how and when (importable from here,
+  outside ``__all__``).
 
 The per-leg machinery the runtime drives (gating, checkpoint writes, suspension, replay) is
 :class:`DurableRun`; :func:`check_durable_run` is the durable preflight.
@@ -37,6 +42,13 @@ Example (human approval)::
 """
 
 from prism.runtime.durable._approvals import rejection_result as rejection_result
+from prism.runtime.durable._decision_records import (
+    list_decided_approvals as list_decided_approvals,
+)
+from prism.runtime.durable._decision_records import (
+    list_recorded_decisions as list_recorded_decisions,
+)
+from prism.runtime.durable._decision_records import record_decisions as record_decisions
 from prism.runtime.durable._durable_leg import DURABLE_HOOKS as DURABLE_HOOKS
 from prism.runtime.durable._durable_run import DurableRun as DurableRun
 from prism.runtime.durable._envelope import agent_fingerprint as agent_fingerprint
@@ -57,6 +69,7 @@ from prism.runtime.durable._run_state import MAX_LOADED_STATE_BYTES as MAX_LOADE
 from prism.runtime.durable._run_state import RELEASE_KEY as RELEASE_KEY
 from prism.runtime.durable._run_state import AgentRunInterruption as AgentRunInterruption
 from prism.runtime.durable._run_state import CheckpointPolicy as CheckpointPolicy
+from prism.runtime.durable._run_state import DecidedApproval as DecidedApproval
 from prism.runtime.durable._run_state import DecisionOutcome as DecisionOutcome
 from prism.runtime.durable._run_state import DecisionScope as DecisionScope
 from prism.runtime.durable._run_state import InterruptionKind as InterruptionKind

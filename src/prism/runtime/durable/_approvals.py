@@ -22,6 +22,7 @@ from prism.runtime.durable._run_envelope import PendingCall, RunEnvelope
 from prism.runtime.durable._run_state import (
     ALLOWING,
     MAX_APPROVAL_ID,
+    MAX_BY,
     MAX_DECISIONS,
     MAX_MODIFIED_BYTES,
     MAX_REASON_BYTES,
@@ -29,6 +30,7 @@ from prism.runtime.durable._run_state import (
     MAX_STICKY,
     OUTCOMES,
     AgentRunInterruption,
+    DecidedApproval,
     DecisionScope,
     PendingDecision,
     RunDecision,
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "apply_decisions",
+    "check_by",
+    "open_approvals",
     "restore_arguments",
     "check_bound_arguments",
     "coerce_decisions",
@@ -126,6 +130,7 @@ def coerce_decisions(decisions: Any) -> list[RunDecision]:
                     "ERR_PRISM_DECISION_LIMIT",
                     f"decision reason is longer than {MAX_REASON_BYTES} bytes",
                 )
+        check_by(item.by)
         modified = item.modified_arguments
         if modified is not None:
             if not isinstance(modified, dict) or not is_json_value(modified):
@@ -142,6 +147,24 @@ def coerce_decisions(decisions: Any) -> list[RunDecision]:
         seen.add(approval_id)
         out.append(item)
     return out
+
+
+def check_by(by: object) -> None:
+    """``RunDecision.by`` (or a ``by=`` argument): ``None`` or 1–256 characters.
+
+    Raises:
+        AgentDecisionError: ``ERR_PRISM_DECISION_INVALID``.
+    """
+    if by is None:
+        return
+    if not isinstance(by, str) or not by:
+        raise decision_error(
+            "ERR_PRISM_DECISION_INVALID", f"decision by must be a non-empty string, got {by!r}"
+        )
+    if len(by) > MAX_BY:
+        raise decision_error(
+            "ERR_PRISM_DECISION_INVALID", f"decision by is longer than {MAX_BY} characters"
+        )
 
 
 def _validate_modified(registry: ToolRegistry, name: str, arguments: dict[str, Any]) -> None:
@@ -172,17 +195,63 @@ class _Applied:
     pending_calls: tuple[PendingCall, ...]
     sticky: tuple[Mapping[str, Any], ...]
     remaining: list[PendingDecision]
+    decided: tuple[DecidedApproval, ...]
+    """What the batch decided, for the envelope's ``decided``."""
+
+
+def open_approvals(state: RunEnvelope) -> dict[str, PendingDecision]:
+    """The approvals a decision may answer now, by id: the undecided ``ready`` calls of a
+    suspended run and its suspended child runs' open approvals (empty for another status)."""
+    if state.status != "suspended":
+        return {}
+    entries = state.calls
+    interruption = state.interruption_view()
+    pending_by_id = (
+        {} if interruption is None else {p.approval_id: p for p in interruption.pending_decisions}
+    )
+    out = {
+        e.approval_id: pending_by_id.get(e.approval_id) or _pending_for(e)
+        for e in entries
+        if e.decision is None and e.status == "ready"
+    }
+    out.update(_ChildDecisions(entries, pending_by_id).open)
+    return out
+
+
+def _decided(
+    run_id: str,
+    item: RunDecision,
+    pending: PendingDecision | None,
+    applied_at: str,
+    recorded: Mapping[str, str] | None,
+) -> DecidedApproval:
+    """The envelope's record of ``item``, applied at ``applied_at`` (decided when it was
+    recorded, for a recorded decision)."""
+    return DecidedApproval(
+        run_id=run_id,
+        approval_id=item.approval_id,
+        outcome=item.outcome,
+        by=item.by,
+        reason=item.reason,
+        decided_at=(recorded or {}).get(item.approval_id, applied_at),
+        applied_at=applied_at,
+        modified=item.modified_arguments is not None and item.outcome in ALLOWING,
+        tool_name=None if pending is None else pending.tool_name or pending.scope.tool_name,
+        tool_call_id=None if pending is None else pending.tool_call_id,
+    )
 
 
 def apply_decisions(
     state: RunEnvelope,
     decisions: list[RunDecision] | None,
     registry: ToolRegistry,
+    recorded: Mapping[str, str] | None = None,
 ) -> _Applied:
     """Resolve decisions against the stored pending set, on copies, all or nothing: any
     violation rejects the whole batch.
 
     ``decisions=None`` means ``decision="approve"``: every undecided entry becomes ``allow_once``.
+    ``recorded``: approval id → when a recorded decision of the batch was recorded.
     """
     entries = list(state.calls)
     interruption = state.interruption_view()
@@ -197,19 +266,33 @@ def apply_decisions(
     }
     forward = _ChildDecisions(entries, pending_by_id)
     sticky: list[Mapping[str, Any]] = list(state.sticky_decisions or ())
+    decided_at = now_iso()
+
+    def traced(items: Sequence[RunDecision]) -> tuple[DecidedApproval, ...]:
+        out = []
+        for item in items:
+            pending = pending_by_id.get(item.approval_id)
+            if pending is None and item.approval_id in undecided:
+                pending = _pending_for(entries[undecided[item.approval_id]])
+            out.append(_decided(state.run_id, item, pending, decided_at, recorded))
+        return tuple(out)
+
     if decisions is None:
+        trace = traced(
+            [RunDecision(approval_id, "allow_once") for approval_id in (*undecided, *forward.open)]
+        )
         for index in undecided.values():
             entry = entries[index]
             decided = RunDecision(entry.approval_id, "allow_once").to_dict()
             entries[index] = replace(entry, decision=decided)
         forward.approve_all()
-        return _Applied(forward.applied(entries), tuple(sticky), [])
+        return _Applied(forward.applied(entries), tuple(sticky), [], trace)
     for item in decisions:
         if item.approval_id not in undecided and not forward.pending(item.approval_id):
             raise decision_error(
                 "ERR_PRISM_DECISION_UNKNOWN", f"approval_id {item.approval_id} is not pending"
             )
-    decided_at = now_iso()
+    trace = traced(decisions)
     for item in decisions:
         if forward.pending(item.approval_id):
             forward.add(item)  # a child run's approval: forwarded to the child's resume
@@ -248,7 +331,7 @@ def apply_decisions(
         for e in entries
         if e.decision is None and e.status == "ready"
     ]
-    return _Applied(forward.applied(entries), tuple(sticky), remaining + forward.remaining())
+    return _Applied(forward.applied(entries), tuple(sticky), remaining + forward.remaining(), trace)
 
 
 class _ChildDecisions:

@@ -150,6 +150,7 @@ class DurableRun:
         "_round",
         "_round_calls",
         "checkpoints",
+        "decided",
         "gating",
         "loop_state",
         "options",
@@ -228,6 +229,8 @@ class DurableRun:
         self.steers: list[dict[str, Any]] = []
         """Steered messages held for after an open tool round (as stored): kept in every
         envelope written until the resumed leg appends them."""
+        self.decided: list[Any] = []
+        """The decisions resumes applied to the run (as stored): kept in every envelope."""
         self._open: list[_Entry] = []
         self._gated: dict[str, _Entry] = {}
         self._names: dict[str, str] = {}
@@ -248,6 +251,7 @@ class DurableRun:
             self.sticky = envelope.sticky()
             self.loop_state = None if envelope.loop_state is None else dict(envelope.loop_state)
             self.steers = [dict(m) for m in envelope.steers or ()]
+            self.decided = list(envelope.decided or ())
             # Decided ``ready`` calls, and the undecided ``ready`` calls of a tool round
             # an ``every-turn`` dispatch marking left open: both are replayed.
             # A call that started a child run is continued through the child.
@@ -317,6 +321,8 @@ class DurableRun:
             parts["input"] = [m.to_dict() for m in input]
         parts["pending_calls"] = list(pending_calls)
         parts["sticky_decisions"] = [s.to_dict() for s in self.sticky] if keep_sticky else []
+        if self.decided:
+            parts["decided"] = list(self.decided)
         parts["counters"] = dict(counters)
         if self.steers:
             parts["steers"] = list(self.steers)

@@ -8,7 +8,12 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from prism.checkpoints import AGENT_RUN_NAMESPACE, CheckpointStore
-from prism.errors import AgentRunStateError, AgentSessionBusyError, CheckpointConflictError
+from prism.errors import (
+    AgentRunStateError,
+    AgentSessionBusyError,
+    CheckpointConflictError,
+    PrismError,
+)
 from prism.limits.tracker import coerce_counters
 from prism.loop_needs import handoff_tools
 from prism.runtime.durable._approvals import (
@@ -17,6 +22,12 @@ from prism.runtime.durable._approvals import (
     coerce_decisions,
     decision_error,
     restore_arguments,
+)
+from prism.runtime.durable._decision_records import (
+    decided_error,
+    lost_to,
+    recorded_batch,
+    settled_decisions,
 )
 from prism.runtime.durable._durable_leg import DURABLE_HOOKS
 from prism.runtime.durable._envelope import (
@@ -98,7 +109,7 @@ async def resume_agent_run(
     run_state: AgentRunState | LoadedRunState | AgentRunRef | str,
     *,
     decision: Literal["continue", "approve", "deny"] = "continue",
-    decisions: Sequence[RunDecision | Mapping[str, Any]] | None = None,
+    decisions: Sequence[RunDecision | Mapping[str, Any]] | Literal["recorded"] | None = None,
     expected_version: int | None = None,
     checkpoints: CheckpointStore | None = None,
     definition_revision: str | None = None,
@@ -119,6 +130,9 @@ async def resume_agent_run(
       ``approval_rejected`` rows, then the loop continues; completed provider turns are never
       requested again;
     * ``suspended`` + decisions covering only some → re-suspend (``status="suspended"``);
+    * ``suspended`` + ``decisions="recorded"`` → the decisions recorded for its open approvals
+      (:func:`~prism.runtime.durable.record_decisions`, by another process) are applied as if
+      given here;
     * ``suspended`` + ``"deny"`` → ``status="denied"``; no tool and no provider call; the gated
       calls still open on the stored branch are answered with ``approval_rejected`` rows first,
       so the session's next turn sends a transcript providers accept (see :func:`deny`);
@@ -142,8 +156,10 @@ async def resume_agent_run(
             is resumed (the claim is still a compare-and-set on it, so of two resumers one
             wins). Anything else raises ``AgentRunStateError`` naming the accepted types.
         decision: ``"continue"``, ``"approve"`` or ``"deny"``.
-        decisions: A non-empty sequence of :class:`RunDecision` (or mappings), at most 128; only
-            with the default ``decision``.
+        decisions: A non-empty sequence of :class:`RunDecision` (or mappings), at most 128, or
+            ``"recorded"`` (the decisions recorded for the run); only with the default
+            ``decision``. Each applied decision is kept in the run's envelope with its ``by``
+            and time (:class:`DecidedApproval`) until the run ends.
         expected_version: The stored version; defaults to ``run_state.version``
             (``record.version`` of a ``LoadedRunState``), or to the version loaded for a run
             id or an ``AgentRunRef``. It must be a positive int.
@@ -164,7 +180,11 @@ async def resume_agent_run(
 
     Raises:
         AgentDecisionError: ``ERR_PRISM_DECISION_INVALID`` / ``_DUPLICATE`` / ``_UNKNOWN`` /
-            ``_LIMIT``; nothing is written.
+            ``_LIMIT``; ``ERR_PRISM_DECISION_DECIDED`` — an approval of ``decisions`` was settled
+            by another decision first (the stored run shows it, or the claim lost to it):
+            ``decided`` holds the winners with their outcome, ``by`` and time;
+            ``ERR_PRISM_DECISION_UNKNOWN`` also for ``decisions="recorded"`` when no recorded
+            decision waits for an open approval. Nothing is written.
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — missing or malformed state
             (``"no run <id> in this store …"``), another session's, revision or fingerprint
             mismatch, a final status (``"run <id> already finished (succeeded); nothing to
@@ -187,6 +207,13 @@ async def resume_agent_run(
     options = _options_of(config, checkpoints, definition_revision, fencing_token)
     owner = None if ownership is None else OwnershipScope.coerce(ownership)
     record, state = await load_state(options.checkpoints, key, stated_session, owner)
+    recorded: dict[str, str] | None = None
+    if decisions == "recorded":
+        batch, recorded = await recorded_batch(options.checkpoints, key, state)
+    if batch is not None:
+        settled = settled_decisions(state, batch)
+        if settled:
+            raise decided_error(key, settled)
     _check_stored(state, config, options, key, record.version, version, decision, batch)
     check_fields(state)
     if session is None:
@@ -216,22 +243,26 @@ async def resume_agent_run(
         )
         await check_children(state, tools.registry, options, owner)
         if state.status == "suspended":
-            applied = apply_decisions(state, batch, tools.registry)
+            applied = apply_decisions(state, batch, tools.registry, recorded)
             new_state = dataclasses.replace(
                 state, pending_calls=applied.pending_calls, sticky_decisions=applied.sticky
-            )
+            ).with_decided(applied.decided)
             check_bound_arguments(new_state)
             check_ambiguity(new_state)
             if not applied.remaining:
                 new_state = restore_arguments(new_state, config.redactor)
             if applied.remaining:
-                return await resuspend(session, new_state, applied.remaining, writer)
+                try:
+                    return await resuspend(session, new_state, applied.remaining, writer)
+                except CheckpointConflictError as exc:
+                    raise await _lost(options.checkpoints, key, batch, exc) from exc
         else:
             new_state = await _recover(
                 state, session, tools.registry, options, writer, config.redactor
             )
         # Claim the run, then start the resumed leg.
-        claim = _claimer(new_state.claimed(), writer, crash=state.status == "running")
+        claimed: list[int] = []
+        claim = _claimer(new_state.claimed(), writer, claimed, crash=state.status == "running")
         if session.is_running:
             raise AgentSessionBusyError()
         plan = plan_run(
@@ -242,7 +273,12 @@ async def resume_agent_run(
             hooks=DURABLE_HOOKS,
             durable=options,
         )
-        return await resume_leg(session.state, config, plan, claim)
+        try:
+            return await resume_leg(session.state, config, plan, claim)
+        except CheckpointConflictError as exc:
+            if claimed or batch is None:
+                raise
+            raise await _lost(options.checkpoints, key, batch, exc) from exc
 
 
 # --------------------------------------------------------------------------- the steps
@@ -251,16 +287,36 @@ INVALID = "ERR_PRISM_DECISION_INVALID"
 
 
 def _checked_decisions(
-    decision: str, decisions: Sequence[RunDecision | Mapping[str, Any]] | None
+    decision: str, decisions: Sequence[RunDecision | Mapping[str, Any]] | str | None
 ) -> list[RunDecision] | None:
-    """The decision arguments, checked before anything is read."""
+    """The decision arguments, checked before anything is read (``decisions="recorded"``: read
+    from the store once the run is loaded)."""
     if decision not in DECISIONS:
         raise decision_error(INVALID, f"unknown decision: {decision!r}")
     if decisions is None:
         return None
     if decision != "continue":
         raise decision_error(INVALID, "decisions cannot be combined with decision=" + decision)
+    if isinstance(decisions, str):
+        if decisions != "recorded":
+            raise decision_error(
+                INVALID,
+                f"decisions must be a sequence of RunDecision or 'recorded', got {decisions!r}",
+            )
+        return None
     return coerce_decisions(decisions)
+
+
+async def _lost(
+    checkpoints: CheckpointStore,
+    run_id: str,
+    batch: list[RunDecision] | None,
+    error: CheckpointConflictError,
+) -> PrismError:
+    """What a resume whose write lost the compare-and-set raises: ``ERR_PRISM_DECISION_DECIDED``
+    when the winner settled an approval of ``batch``, else ``error``."""
+    late = None if batch is None else await lost_to(checkpoints, run_id, batch)
+    return error if late is None else late
 
 
 def _identify(run_state: object) -> tuple[str, str | None, int | None]:
@@ -538,14 +594,15 @@ async def _recover(
 
 
 def _claimer(
-    claimed: RunEnvelope, writer: EnvelopeWriter, *, crash: bool
+    claimed: RunEnvelope, writer: EnvelopeWriter, done: list[int], *, crash: bool
 ) -> Callable[[], Awaitable[ResumePoint]]:
-    """The claim the resumed leg makes before its first step: save ``claimed`` (compare-and-set)
-    and return where the leg starts."""
+    """The claim the resumed leg makes before its first step: save ``claimed`` (compare-and-set;
+    its version is appended to ``done``) and return where the leg starts."""
     messages = claimed.input_messages()
 
     async def claim() -> ResumePoint:
         version = await writer.save(claimed)
+        done.append(version)
         return ResumePoint(
             run_id=claimed.run_id,
             version=version,

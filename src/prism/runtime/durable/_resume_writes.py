@@ -12,15 +12,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
+from prism._util import now_iso
 from prism.checkpoints import AGENT_RUN_NAMESPACE
 from prism.errors import AgentRunStateError
 from prism.redaction import SecretRedactor
-from prism.runtime.durable._approvals import rejection_result, round_interruption
+from prism.runtime.durable._approvals import open_approvals, rejection_result, round_interruption
 from prism.runtime.durable._envelope import encode_state, load_state
 from prism.runtime.durable._run_envelope import ChildRun, RunEnvelope, stored_status_is
 from prism.runtime.durable._run_state import (
     AMBIGUOUS,
     MAX_LOADED_STATE_BYTES,
+    DecidedApproval,
     PendingDecision,
     RunStateOptions,
     coerce_run_state_options,
@@ -224,7 +226,8 @@ async def deny(session: AgentSession, state: RunEnvelope, writer: EnvelopeWriter
     the session's next turn, so each call of the round still open on the stored branch gets one
     ``approval_rejected`` error row (:data:`DENIED_MESSAGE`), in call order, redacted with the
     agent's redactor and recorded under the denied run. No tool and no provider is called, and
-    no event but ``agent_denied`` is emitted.
+    no event but ``agent_denied`` is emitted. The envelope keeps each approval the denial
+    settled in ``decided`` (as ``reject_once``).
 
     Order of the writes: the rows first, then the ``denied`` envelope (with ``leaf_id`` moved to
     the last row). A failure while appending leaves the envelope ``suspended`` and the run
@@ -240,9 +243,22 @@ async def deny(session: AgentSession, state: RunEnvelope, writer: EnvelopeWriter
     session.state.busy = True  # no run may start on this session between the rows and the envelope
     try:
         rows, leaf = await _answer_denied_calls(session, state, writer.redactor)
+        now = now_iso()
+        settled = [
+            DecidedApproval(
+                run_id=run_id,
+                approval_id=approval_id,
+                outcome="reject_once",
+                decided_at=now,
+                applied_at=now,
+                tool_name=pending.tool_name or pending.scope.tool_name,
+                tool_call_id=pending.tool_call_id,
+            )
+            for approval_id, pending in open_approvals(state).items()
+        ]
         envelope = state.without(
             "loop_state", "input", status="denied", pending_calls=(), sticky_decisions=()
-        )
+        ).with_decided(settled)
         if leaf is not None:
             envelope = replace(envelope, leaf_id=leaf)
         version = await writer.save(envelope)

@@ -1,4 +1,6 @@
-"""The stored run envelope as a value: :class:`RunEnvelope`, its records, JSON and upgrades.
+"""The stored run envelope as a value: :class:`RunEnvelope`, its records, JSON and upgrades —
+one concept, the envelope's stored form, kept in one module because its JSON is read here and
+nowhere else.
 
 The JSON object a durable run checkpoints (``namespace="prism.agent-run"``, ``key=run_id``) is
 read here and nowhere else: the rest of the runtime reads the fields of a :class:`RunEnvelope`
@@ -36,11 +38,13 @@ from prism.checkpoints import CheckpointRecord
 from prism.errors import AgentRunStateError
 from prism.runtime.durable._run_state import (
     CHECKPOINT_POLICIES,
+    MAX_DECIDED,
     OLDEST_SCHEMA_VERSION,
     RELEASE_KEY,
     SCHEMA_VERSION,
     STATUSES,
     AgentRunInterruption,
+    DecidedApproval,
     RunDecision,
     RunStateStatus,
     StickyDecision,
@@ -380,6 +384,7 @@ _KNOWN: Final = frozenset(
         "input",
         "pending_calls",
         "sticky_decisions",
+        "decided",
         "counters",
         "steers",
         "deadline_at",
@@ -420,6 +425,8 @@ class RunEnvelope:
     pending_calls: tuple[PendingCall, ...] | None = None
     sticky_decisions: tuple[Mapping[str, Any], ...] | None = None
     """``StickyDecision`` JSON."""
+    decided: tuple[Mapping[str, Any], ...] | None = None
+    """The decisions resumes applied, oldest first, at most 32 (``DecidedApproval`` JSON)."""
     counters: Mapping[str, Any]
     steers: tuple[Mapping[str, Any], ...] | None = None
     """Steered messages held for after the open tool round (``Message`` JSON)."""
@@ -442,6 +449,7 @@ class RunEnvelope:
         get = data.get
         calls = get("pending_calls")
         sticky = get("sticky_decisions")
+        decided = get("decided")
         messages = get("input")
         steers = get("steers")
         return cls(
@@ -462,6 +470,7 @@ class RunEnvelope:
             input=None if messages is None else tuple(messages),
             pending_calls=None if calls is None else tuple(PendingCall.from_json(e) for e in calls),
             sticky_decisions=None if sticky is None else tuple(sticky),
+            decided=None if decided is None else tuple(decided),
             counters=data["counters"],
             steers=None if steers is None else tuple(steers),
             deadline_at=get("deadline_at"),
@@ -501,6 +510,8 @@ class RunEnvelope:
             out["pending_calls"] = [e.to_json() for e in self.pending_calls]
         if self.sticky_decisions is not None:
             out["sticky_decisions"] = list(self.sticky_decisions)
+        if self.decided is not None:
+            out["decided"] = list(self.decided)
         out["counters"] = self.counters
         if self.steers is not None:
             out["steers"] = list(self.steers)
@@ -557,6 +568,17 @@ class RunEnvelope:
 
     def sticky(self) -> list[StickyDecision]:
         return [StickyDecision.from_dict(s) for s in self.sticky_decisions or ()]
+
+    def decided_approvals(self) -> list[DecidedApproval]:
+        """The decisions resumes applied to the run (``decided``), oldest first."""
+        return [DecidedApproval.from_dict(d) for d in self.decided or ()]
+
+    def with_decided(self, added: Sequence[DecidedApproval]) -> RunEnvelope:
+        """A copy whose ``decided`` also holds ``added`` (the newest 32 kept)."""
+        if not added:
+            return self
+        kept = [*(self.decided or ()), *(d.to_dict() for d in added)][-MAX_DECIDED:]
+        return dataclasses.replace(self, decided=tuple(kept))
 
     def input_messages(self) -> tuple[Message, ...] | None:
         raw = self.input
@@ -653,6 +675,8 @@ def check_envelope(state: Any) -> dict[str, Any]:
         bad = "pending_calls"
     elif not isinstance(state.get("sticky_decisions", []), list):
         bad = "sticky_decisions"
+    elif not isinstance(state.get("decided", []), list):
+        bad = "decided"
     elif state.get("leaf_id") is not None and not isinstance(state.get("leaf_id"), str):
         bad = "leaf_id"
     elif state.get("stop_reason") not in (None, "host_policy", "turn_limit"):
@@ -690,6 +714,8 @@ def check_envelope(state: Any) -> dict[str, Any]:
         ModelConfig.from_dict(state["model"])
         for item in state.get("sticky_decisions", []):
             StickyDecision.from_dict(item)
+        for item in state.get("decided", []):
+            DecidedApproval.from_dict(item)
         for entry in state.get("pending_calls", []):
             ToolCallContent.from_dict(entry["call"])
             for forwarded in (entry.get("child") or {}).get("decisions") or ():

@@ -28,6 +28,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AgentRunInterruption",
     "CheckpointPolicy",
+    "DecidedApproval",
     "DecisionOutcome",
     "DecisionScope",
     "InterruptionKind",
@@ -65,6 +66,10 @@ MAX_STICKY: Final = 64
 MAX_DECISIONS: Final = 128
 MAX_APPROVAL_ID: Final = 128
 MAX_REASON_BYTES: Final = 2048
+MAX_BY: Final = 256
+"""Most characters of ``RunDecision.by``."""
+MAX_DECIDED: Final = 32
+"""Most decided approvals an envelope keeps (``decided``, the newest ones)."""
 MAX_MODIFIED_BYTES: Final = 16 * 1024
 MAX_SHOWN_ARGUMENTS_BYTES: Final = 4096
 """Most UTF-8 bytes of ``PendingDecision.arguments``."""
@@ -353,6 +358,44 @@ class RunDecision(Serializable):
     modified_arguments: dict[str, JsonValue] | None = None
     """Replacement arguments for an allowed call (a JSON object ≤ 16 KiB, validated against the
     tool's parameter schema)."""
+    by: str | None = None
+    """Who decided: an operator's name, a user id, ``"prism serve"`` (1–256 characters). Kept
+    with the decision in the run's envelope (:class:`DecidedApproval`), so that a later decider
+    of the same approval is told who decided it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecidedApproval(Serializable):
+    """Who decided one approval, how and when.
+
+    A durable run keeps the decisions a resume applied in its envelope (the newest 32, key
+    ``decided``) for the rest of the run, its end included; a decision recorded for another
+    process to apply (``record_decisions``) is one too before it is applied. A decision that
+    arrives once the approval is settled is refused with the winner's
+    (``AgentDecisionError`` ``ERR_PRISM_DECISION_DECIDED``, ``decided``).
+    """
+
+    run_id: str
+    """The run the decision was given on (the calling run for a child run's approval)."""
+    approval_id: str
+    """The approval decided (``PendingDecision.approval_id``)."""
+    outcome: DecisionOutcome
+    """The outcome; a run denied as a whole (``decision="deny"``) shows ``reject_once``."""
+    by: str | None = None
+    """``RunDecision.by``: who decided, when the decider said."""
+    reason: str | None = None
+    """The decider's reason."""
+    decided_at: str
+    """ISO-8601 UTC time of the decision: when it was recorded, else when a resume applied it."""
+    applied_at: str | None = None
+    """ISO-8601 UTC time a resume applied it to the run; ``None`` while a recorded decision waits
+    for a process to apply it."""
+    modified: bool = False
+    """The call was allowed with other arguments (``modified_arguments``)."""
+    tool_name: str | None = None
+    """The decided call's tool, when known."""
+    tool_call_id: str | None = None
+    """The decided call's id, when known (a child run's call for a child run's approval)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
