@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -466,3 +467,17 @@ async def test_a_captured_case_survives_its_dataset_file(store: Any, tmp_path: P
         loaded = load_dataset(path)
         assert loaded.cases[0].cassette == case.cassette
         assert (await run_eval(make_agent(), loaded, replay=True)).passed
+
+
+async def test_a_cassette_of_another_format_or_hash_version_is_refused(store: Any) -> None:
+    result = await record(make_agent(sequential_turns(), store=store))
+    case = (await capture_run(store, result.run_id, name="tent")).case
+    cassette = dict(case.cassette or {})
+    for change, message in (
+        ({"version": 2}, "format version 2 is not 1 (capture it again)"),
+        ({"hash_version": 9}, "request hashes of version 9; this prism hashes requests with"),
+        ({"matching": "vibes"}, "matching must be 'requests' or 'messages'"),
+    ):
+        odd = dataclasses.replace(case, cassette={**cassette, **change})
+        with pytest.raises(prism.PrismConfigError, match=re.escape(message)):
+            await replay(make_agent(), odd)

@@ -40,7 +40,12 @@ from prism.evals._diff import arguments_diff, head_diff, messages_diff, result_d
 from prism.evals._model import EvalScore
 from prism.providers.chain import FallbackModel, FallbackProvider
 from prism.providers.defaults import NO_DEFAULTS, ProviderDefaults, provider_defaults
-from prism.request_hash import fingerprint_request, leading_system_count, message_json
+from prism.request_hash import (
+    REQUEST_HASH_VERSION,
+    fingerprint_request,
+    leading_system_count,
+    message_json,
+)
 from prism.retry import is_transient_error
 from prism.runtime import Agent
 from prism.runtime.agents.agent_tool import DEFAULT_AGENT_TOOL_INPUT
@@ -459,11 +464,18 @@ def cassette_of(value: Mapping[str, Any] | None, label: str) -> Cassette:
     """The :class:`Cassette` of a case's ``cassette`` mapping.
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — no cassette, or not a valid one.
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — no cassette, not a valid one, or request hashes
+            of another version of ``prism.request_hash`` than this one's.
     """
     if value is None:
         raise PrismConfigError(
             f"{label} has no cassette to replay: capture it from a stored run "
             "(prism eval capture RUN_ID --into DATASET)"
         )
-    return Cassette.from_json(value, f" of {label}")
+    cassette = Cassette.from_json(value, f" of {label}")
+    if cassette.matching == "requests" and cassette.hash_version != REQUEST_HASH_VERSION:
+        raise PrismConfigError(
+            f"the cassette of {label} holds request hashes of version {cassette.hash_version}; "
+            f"this prism hashes requests with version {REQUEST_HASH_VERSION}: capture it again"
+        )
+    return cassette
