@@ -37,11 +37,10 @@ O(new messages): the run path does that (:mod:`prism.runtime.run._request_codec`
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from prism._json import canonical_json
 from prism._serde import to_json_value
@@ -57,6 +56,8 @@ from prism.types import (
 __all__ = [
     "REQUEST_HASH_VERSION",
     "RequestFingerprint",
+    "RunningHash",
+    "new_hash",
     "combine_hashes",
     "conversation_digest",
     "fingerprint_request",
@@ -89,6 +90,34 @@ class RequestFingerprint:
     """Messages of the conversation (after the leading system messages)."""
 
 
+class RunningHash(Protocol):
+    """What :func:`new_hash` returns: a ``hashlib.sha256`` object."""
+
+    def update(self, data: bytes, /) -> None:
+        """Add ``data``."""
+        ...
+
+    def digest(self) -> bytes:
+        """The 32-byte digest so far."""
+        ...
+
+    def hexdigest(self) -> str:
+        """The digest so far, as 64 hex digits."""
+        ...
+
+    def copy(self) -> RunningHash:
+        """An independent copy of the state."""
+        ...
+
+
+def new_hash(data: bytes = b"") -> RunningHash:
+    """A new ``hashlib.sha256`` object over ``data`` (``hashlib`` is imported on first use: only
+    runs that hash their requests load it)."""
+    import hashlib
+
+    return hashlib.sha256(data)
+
+
 def leading_system_count(messages: Sequence[Message]) -> int:
     """How many of ``messages`` are ``system`` messages before the first other one."""
     count = 0
@@ -109,7 +138,7 @@ def _digest_text(value: object) -> bytes:
         text = canonical_json(value)
     except (TypeError, ValueError):  # a value outside JSON: hashed by its repr, still stable
         text = repr(value)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    return new_hash(text.encode("utf-8", "surrogatepass")).digest()
 
 
 _encode: Callable[[object], str] = json.JSONEncoder(
@@ -156,12 +185,12 @@ def message_digest(message: Message) -> bytes:
         )
     except (TypeError, ValueError):  # not plain JSON inside: the general path decides
         return _digest_text(message_json(message))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    return new_hash(text.encode("utf-8", "surrogatepass")).digest()
 
 
 def conversation_digest(digests: Iterable[bytes]) -> bytes:
     """SHA-256 (32 bytes) of the concatenated message digests, in order."""
-    hasher = hashlib.sha256()
+    hasher = new_hash()
     for digest in digests:
         hasher.update(digest)
     return hasher.digest()
@@ -169,7 +198,7 @@ def conversation_digest(digests: Iterable[bytes]) -> bytes:
 
 def combine_hashes(head_hash: str, conversation: bytes) -> str:
     """The request hash: SHA-256 hex of the ASCII ``head_hash`` and the conversation digest."""
-    return hashlib.sha256(head_hash.encode("ascii") + conversation).hexdigest()
+    return new_hash(head_hash.encode("ascii") + conversation).hexdigest()
 
 
 def head_hash(head: dict[str, JsonValue]) -> str:

@@ -31,16 +31,17 @@ codec that its prefix is stale.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
 from prism.redaction import SecretRedactor
 from prism.request_hash import (
+    RunningHash,
     combine_hashes,
     head_hash,
     leading_system_count,
     message_digest,
+    new_hash,
     request_head,
 )
 from prism.runtime.run._json_size import canonical_size, canonical_size_known
@@ -145,7 +146,7 @@ class RequestCodec:
         self.hashing = False
         """Whether :meth:`encode` keeps what :meth:`fingerprint` needs (request rows are on)."""
         self._digests: dict[int, tuple[Message, bytes]] = {}
-        self._chain: tuple[int, int, Any] | None = None
+        self._chain: tuple[int, int, RunningHash] | None = None
         self._last: tuple[tuple[Message, ...], int, int] | None = None
         self._head_fp: tuple[tuple[Any, ...], dict[str, JsonValue], str] | None = None
         self._fingerprint: tuple[ProviderRequest, tuple[str, str, int, dict[str, JsonValue]]] | None
@@ -320,13 +321,13 @@ class RequestCodec:
         self._digests[id(message)] = (message, digest)
         return digest
 
-    def _history_chain(self, count: int) -> Any:
+    def _history_chain(self, count: int) -> RunningHash:
         """The running SHA-256 over the digests of the first ``count`` (redacted) live-history
         messages; rebuilt after a non-append mutation of the history."""
         version = self._history.mutations
         chain = self._chain
         if chain is None or chain[0] != version or chain[1] > count:
-            chain = (version, 0, hashlib.sha256())
+            chain = (version, 0, new_hash())
         done, hasher = chain[1], chain[2]
         if done < count:
             items = self._h_red if self._redactor is not None else self._history
@@ -360,7 +361,7 @@ class RequestCodec:
             for item in messages[skip + history_len :]:
                 hasher.update(digest(item))
         else:
-            hasher = hashlib.sha256()
+            hasher = new_hash()
             for item in messages[skip:]:
                 hasher.update(digest(item))
         head, head_digest = self._head_fingerprint(request, messages[:skip])
