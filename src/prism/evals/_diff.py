@@ -333,12 +333,13 @@ def result_diff(
 # --------------------------------------------------------------------------- event streams
 
 _VOLATILE_SUFFIXES: Final = ("_at", "_ms", "_id")
-_KEPT: Final = frozenset({"tool_call_id"})
+_KEPT: Final = frozenset({"tool_call_id", "provider_id"})
 
 
 def normalized_event(event: Mapping[str, Any]) -> Any:
     """An event's dict without its ids and times: keys ``id``, ``timestamp`` and those ending
-    in ``_id``, ``_at`` or ``_ms`` are dropped at every depth (``tool_call_id`` is kept)."""
+    in ``_id``, ``_at`` or ``_ms`` are dropped at every depth (``tool_call_id`` and
+    ``provider_id`` are kept)."""
 
     def walk(value: Any) -> Any:
         if isinstance(value, Mapping):
