@@ -481,3 +481,25 @@ async def test_a_cassette_of_another_format_or_hash_version_is_refused(store: An
         odd = dataclasses.replace(case, cassette={**cassette, **change})
         with pytest.raises(prism.PrismConfigError, match=re.escape(message)):
             await replay(make_agent(), odd)
+
+
+async def test_a_run_in_the_memory_stores_is_captured_with_its_request_rows() -> None:
+    from prism.store import MemorySessionStore
+
+    sessions, ledger = MemorySessionStore(), MemoryRunLedger()
+    agent = prism.create_agent(
+        provider=create_mock_provider(turns=sequential_turns()),
+        model=MODEL,
+        name="orders",
+        instructions=PROMPT,
+        tools=[search, status],
+        store=sessions,
+        run_ledger=ledger,
+    )
+    result = await record(agent)
+    captured = await capture_run(sessions, result.run_id, ledger=ledger)
+    assert captured.warnings == ()
+    assert Cassette.from_json(captured.case.cassette).matching == "requests"
+    assert (await replay(make_agent(), captured.case)).passed
+    report = await replay(make_agent(tools=[SEARCH_LIMITED, status]), captured.case)
+    assert "property `limit` added" in reasons(report)["replay"]
