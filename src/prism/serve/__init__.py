@@ -32,7 +32,10 @@ and ``Referrer-Policy: no-referrer``. The app writes to the store only to record
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from prism.checkpoints import CheckpointStore
+from prism.inspection import InspectionReader
 
 try:
     import jinja2 as _jinja2  # noqa: F401
@@ -52,7 +55,15 @@ if TYPE_CHECKING:
     from prism.serve._decisions import DecisionResult as DecisionResult
     from prism.serve._decisions import DecisionService as DecisionService
 
-__all__ = ["DecisionResult", "DecisionService", "create_app"]
+__all__ = ["DecisionResult", "DecisionService", "InspectedStore", "create_app"]
+
+
+@runtime_checkable
+class InspectedStore(InspectionReader, CheckpointStore, Protocol):
+    """A store the inspector serves: it reads pages through
+    :class:`~prism.inspection.InspectionReader` and records decisions through
+    :class:`~prism.checkpoints.CheckpointStore` (``SqliteStore`` and ``PostgresStore`` are
+    both)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -65,7 +76,7 @@ def __getattr__(name: str) -> Any:
 
 
 def create_app(
-    store: Any,
+    store: InspectedStore,
     *,
     agents: Mapping[str, Agent] | None = None,
     resume: bool = True,
