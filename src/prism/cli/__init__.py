@@ -23,6 +23,8 @@
     prism runs resolve RUN_ID CALL_ID --rejected|--succeeded    # repair an ambiguous call
     prism worker --engine dbos --store postgresql://… --agents myagents:REGISTRY --concurrency 8
     prism eval run evals/refunds.yaml --agents myagents:REGISTRY --junit results.xml
+    prism mcp serve --agents myagents:REGISTRY                  # agents as MCP tools (stdio)
+    prism mcp serve --agents myagents:REGISTRY --http --port 8765
 
 ``--tool`` takes a built-in tool name or ``MODULE:ATTR``, the import path of the host's own tool
 (a ``@prism.tool`` object or a plain function; ``prism.cli._host_tools``). ``--mcp COMMAND`` and
@@ -359,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     _runs.add_runs_parser(commands, add_store_option).set_defaults(handler=_cmd_runs)
     _worker.add_worker_parser(commands).set_defaults(handler=_cmd_worker)
     _eval.add_eval_parser(commands).set_defaults(handler=_cmd_eval)
+    _mcp.add_mcp_parser(commands).set_defaults(handler=_cmd_mcp, mcp_command=None)
     return parser
 
 
@@ -444,6 +447,13 @@ async def _cmd_worker(args: argparse.Namespace, streams: _Streams) -> int:
 
 async def _cmd_eval(args: argparse.Namespace, streams: _Streams) -> int:
     return await _eval.run_eval_command(args, streams.out, streams.err)
+
+
+async def _cmd_mcp(args: argparse.Namespace, streams: _Streams) -> int:
+    if args.mcp_command is None:
+        streams.err.write("prism: mcp needs a subcommand: serve\n")
+        return EXIT_USAGE
+    return await _mcp.run_mcp_serve(args, streams.out, streams.err)
 
 
 def _isatty(stream: IO[str]) -> bool:
