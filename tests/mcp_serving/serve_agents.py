@@ -15,6 +15,8 @@ another process can count them.
 * ``writer`` — an artifact loop with a JSON Schema: answers ``{"title", "words"}``;
 * ``crashy`` — calls ``note`` (no approval), then, while the file ``$MCP_SERVE_HOLD`` exists,
   waits before it answers ``finished`` (the restart tests kill the server meanwhile);
+* ``noisy`` — writes to standard output from Python, from the file descriptor and from a child
+  process while it answers ``quiet``;
 * ``local`` — the embedded model (SmolLM2), for the local-model test only.
 """
 
@@ -23,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -101,11 +105,11 @@ async def _desk(request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         note = _last_user(request)
         yield provider_tool_call("call_pay", "pay", {"amount": 5, "note": note})
     else:
-        results = [m for m in tail if m.role == "tool"]
         rejected = any(
-            getattr(block, "is_error", False) or "reject" in json.dumps(message_text(m))
-            for m in results
-            for block in m.content
+            getattr(block, "error", None) is not None
+            for message in tail
+            if message.role == "tool"
+            for block in message.content
         )
         yield provider_text_delta("refused" if rejected else "paid")
     yield provider_done()
@@ -176,6 +180,15 @@ NOTE = prism.ToolDefinition(
 )
 
 
+async def _noisy(request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+    print("noise from print")
+    sys.stdout.flush()
+    os.write(1, b"noise from file descriptor 1\n")
+    subprocess.run(["echo", "noise from a child process"], check=False)
+    yield provider_text_delta("quiet")
+    yield provider_done()
+
+
 def _durable(store: Any, revision: str) -> prism.RunStateOptions:
     return prism.RunStateOptions(store, revision, checkpoint_policy="every-turn")
 
@@ -242,6 +255,10 @@ def crashy(store: Any) -> prism.Agent:
     )
 
 
+def noisy(store: Any) -> prism.Agent:
+    return prism.create_agent(id="noisy", model=MODEL, provider=Scripted(_noisy), store=store)
+
+
 def local(store: Any) -> prism.Agent:
     from prism.providers.llama_cpp import create_local_provider, default_model_config
 
@@ -264,5 +281,6 @@ REGISTRY = {
     "desk": desk,
     "writer": writer,
     "crashy": crashy,
+    "noisy": noisy,
     "local": local,
 }
