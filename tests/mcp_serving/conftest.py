@@ -23,9 +23,9 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import mcp_types as types  # noqa: E402
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+import mcp_types as types
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 REGISTRY_SOURCE = Path(__file__).with_name("serve_agents.py")
 GUARD_S = 120.0
@@ -54,10 +54,16 @@ class Workspace:
 
     def argv(self, *extra: str) -> list[str]:
         return [
-            "-m", "prism", "mcp", "serve",
-            "--agents", "serve_agents:REGISTRY",
-            "--store", self.store_url,
-            "--lease", "2",
+            "-m",
+            "prism",
+            "mcp",
+            "serve",
+            "--agents",
+            "serve_agents:REGISTRY",
+            "--store",
+            self.store_url,
+            "--lease",
+            "2",
             *extra,
         ]
 
@@ -119,7 +125,9 @@ async def stdio_session(
 ) -> AsyncIterator[ClientSession]:
     """A ``ClientSession`` with ``prism mcp serve`` started over stdio by the official client."""
     params = StdioServerParameters(
-        command=sys.executable, args=workspace.argv(*extra), env=workspace.env(**env),
+        command=sys.executable,
+        args=workspace.argv(*extra),
+        env=workspace.env(**env),
         cwd=str(workspace.dir),
     )
     with workspace.log().open("w", encoding="utf-8") as errlog:
@@ -202,7 +210,9 @@ async def http_session(
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http:
+    async with httpx2.AsyncClient(
+        headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)
+    ) as http:
         async with streamable_http_client(url, http_client=http) as (read, write):
             async with ClientSession(read, write, elicitation_callback=elicitation) as session:
                 await asyncio.wait_for(session.initialize(), GUARD_S)

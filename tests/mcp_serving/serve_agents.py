@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -148,6 +147,14 @@ ARTICLE = {
 }
 
 
+def _mark_waiting(hold: str) -> bool:
+    """Whether the hold file exists; if so, write ``<hold>.waiting`` with this process's id."""
+    if not os.path.exists(hold):
+        return False
+    Path(hold + ".waiting").write_text(str(os.getpid()), encoding="utf-8")
+    return True
+
+
 async def _crashy(request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
     tail = _after_last_user(request)
     if not tail:
@@ -155,9 +162,8 @@ async def _crashy(request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         yield provider_done()
         return
     hold = os.environ.get("MCP_SERVE_HOLD")
-    if hold and Path(hold).exists():
-        Path(hold + ".waiting").write_text(str(os.getpid()), encoding="utf-8")
-        while Path(hold).exists():
+    if hold and _mark_waiting(hold):
+        while os.path.exists(hold):  # noqa: ASYNC110, ASYNC240 - another process removes it
             await asyncio.sleep(0.02)
     yield provider_text_delta("finished")
     yield provider_done()
@@ -184,7 +190,8 @@ async def _noisy(request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
     print("noise from print")
     sys.stdout.flush()
     os.write(1, b"noise from file descriptor 1\n")
-    subprocess.run(["echo", "noise from a child process"], check=False)
+    child = await asyncio.create_subprocess_exec("echo", "noise from a child process")
+    await child.wait()
     yield provider_text_delta("quiet")
     yield provider_done()
 
@@ -207,28 +214,42 @@ def echo(store: Any) -> prism.Agent:
 
 def chat(store: Any) -> prism.Agent:
     return prism.create_agent(
-        id="chat", model=MODEL, provider=Scripted(_chat), store=store,
+        id="chat",
+        model=MODEL,
+        provider=Scripted(_chat),
+        store=store,
         run_state=_durable(store, "chat-v1"),
     )
 
 
 def slow(store: Any) -> prism.Agent:
     return prism.create_agent(
-        id="slow", model=MODEL, provider=Scripted(_slow), store=store,
+        id="slow",
+        model=MODEL,
+        provider=Scripted(_slow),
+        store=store,
         run_state=_durable(store, "slow-v1"),
     )
 
 
 def failing(store: Any) -> prism.Agent:
     return prism.create_agent(
-        id="failing", model=MODEL, provider=Scripted(_failing), store=store, retry=False,
+        id="failing",
+        model=MODEL,
+        provider=Scripted(_failing),
+        store=store,
+        retry=False,
         run_state=_durable(store, "failing-v1"),
     )
 
 
 def desk(store: Any) -> prism.ToolDefinition:
     agent = prism.create_agent(
-        id="desk", model=MODEL, provider=Scripted(_desk), tools=[PAY], store=store,
+        id="desk",
+        model=MODEL,
+        provider=Scripted(_desk),
+        tools=[PAY],
+        store=store,
         redactor=prism.create_secret_redactor([SECRET]),
         run_state=_durable(store, "desk-v1"),
     )
@@ -249,7 +270,11 @@ def writer(store: Any) -> prism.Agent:
 
 def crashy(store: Any) -> prism.Agent:
     return prism.create_agent(
-        id="crashy", model=MODEL, provider=Scripted(_crashy), tools=[NOTE], store=store,
+        id="crashy",
+        model=MODEL,
+        provider=Scripted(_crashy),
+        tools=[NOTE],
+        store=store,
         answer_after_tool_rounds=False,
         run_state=_durable(store, "crashy-v1"),
     )

@@ -54,7 +54,11 @@ async def test_a_call_answers_with_the_redacted_text_usage_and_the_ids(
     meta = result.meta or {}
     assert meta["prism/status"] == "succeeded"
     assert meta["prism/usage"] == {
-        "input_tokens": 3, "output_tokens": 2, "total_tokens": 5, "cost": 0.001, "currency": "USD"
+        "input_tokens": 3,
+        "output_tokens": 2,
+        "total_tokens": 5,
+        "cost": 0.001,
+        "currency": "USD",
     }
     assert meta["prism/run_id"].startswith("run_")
     assert meta["prism/session_id"] in text_of_note(result)
@@ -98,7 +102,9 @@ async def test_arguments_that_do_not_fit_the_schema_are_refused(workspace: Works
 async def test_progress_notifications_follow_the_run_and_only_grow(workspace: Workspace) -> None:
     progress = Progress()
     async with stdio_session(workspace) as session:
-        result = await session.call_tool("crashy", {"input": "remember"}, progress_callback=progress)
+        result = await session.call_tool(
+            "crashy", {"input": "remember"}, progress_callback=progress
+        )
     assert text_of(result) == "finished"
     values = [value for value, _, _ in progress.seen]
     assert values == sorted(values) and len(set(values)) == len(values)

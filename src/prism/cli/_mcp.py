@@ -174,9 +174,7 @@ def add_mcp_parser(commands: Any) -> argparse.ArgumentParser:
         "(default: $PRISM_STORE, else $XDG_DATA_HOME/prism/sessions.db)",
     )
     serve.add_argument("--name", default="prism", help="the server's name (default prism)")
-    serve.add_argument(
-        "--http", action="store_true", help="serve streamable HTTP instead of stdio"
-    )
+    serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     serve.add_argument(
         "--host",
         metavar="ADDRESS",
@@ -357,6 +355,7 @@ async def _serve(args: argparse.Namespace, err: IO[str], wire: Any) -> int:
             err.flush()
             loop = asyncio.get_running_loop()
             done = asyncio.Event()
+            stopping: list[asyncio.Future[None]] = []
 
             async def stop() -> None:
                 await service.shutdown()
@@ -369,7 +368,7 @@ async def _serve(args: argparse.Namespace, err: IO[str], wire: Any) -> int:
                     os._exit(0)
                 done.set()
                 service.begin_shutdown()
-                asyncio.ensure_future(stop())
+                stopping.append(asyncio.ensure_future(stop()))
 
             for signum in (signal.SIGTERM, signal.SIGINT):
                 with contextlib.suppress(NotImplementedError, RuntimeError):

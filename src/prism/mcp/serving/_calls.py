@@ -181,9 +181,9 @@ class _Drive:
             self.service.active[self.session_id] = event.run_id
         self.progress.on_event(event)
 
-    async def run(self, start: Callable[[], Awaitable[RunResult]] | AgentRunState) -> (
-        types.CallToolResult
-    ):
+    async def run(
+        self, start: Callable[[], Awaitable[RunResult]] | AgentRunState
+    ) -> types.CallToolResult:
         try:
             result: RunResult | AgentRunState
             if isinstance(start, AgentRunState):
@@ -212,9 +212,7 @@ class _Drive:
         await self.service.store_outcome(self.served, outcome)
         return tool_result(outcome, self.served)
 
-    async def _decide(
-        self, result: RunResult | AgentRunState
-    ) -> RunResult | types.CallToolResult:
+    async def _decide(self, result: RunResult | AgentRunState) -> RunResult | types.CallToolResult:
         """Answer a suspended run's approvals through the client, then resume it."""
         served, store = self.served, self.service.checkpoints(self.served)
         interruption = result.interruption
@@ -334,9 +332,7 @@ async def call_agent(
     else:
         session_id = new_id("session")
     if session_id in service.active:
-        return refused(
-            ERR_PRISM_SESSION_BUSY, f"the session {session_id} is running another call"
-        )
+        return refused(ERR_PRISM_SESSION_BUSY, f"the session {session_id} is running another call")
     service.active[session_id] = None
     try:
         await records.update(
@@ -354,9 +350,7 @@ async def call_agent(
     text = served.agent_input(arguments)
 
     def start(drive: _Drive) -> Awaitable[RunResult]:
-        return drive.session.run(
-            text, signal=drive.controller.signal, turn_policy=service.policy
-        )
+        return drive.session.run(text, signal=drive.controller.signal, turn_policy=service.policy)
 
     return await _drive(service, ctx, served, session_id, start)
 

@@ -84,7 +84,9 @@ def check_http_options(
     ]
 
 
-def _security(host: str, port: int, allowed_hosts: Sequence[str], allowed_origins: Sequence[str]) -> Any:
+def _security(
+    host: str, port: int, allowed_hosts: Sequence[str], allowed_origins: Sequence[str]
+) -> Any:
     from mcp.server.transport_security import TransportSecuritySettings
 
     hosts = [f"{name}:*" for name in _LOOPBACK_NAMES] + list(_LOOPBACK_NAMES)
@@ -218,9 +220,7 @@ async def serve_http(
     import uvicorn
 
     tls = bool(ssl_certfile and ssl_keyfile)
-    for warning in check_http_options(
-        host, tokens=tokens, allowed_hosts=allowed_hosts, tls=tls
-    ):
+    for warning in check_http_options(host, tokens=tokens, allowed_hosts=allowed_hosts, tls=tls):
         _log.warning("%s", warning)
     app = http_app(
         server,

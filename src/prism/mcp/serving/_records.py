@@ -105,7 +105,9 @@ class Records:
         """
         for attempt in range(_CAS_TRIES):
             record = await self.load(key)
-            current = record.value if record is not None and isinstance(record.value, dict) else None
+            current = (
+                record.value if record is not None and isinstance(record.value, dict) else None
+            )
             new = change(current)
             if new is None:
                 return None
@@ -125,7 +127,9 @@ class Records:
             return new
         return None  # pragma: no cover - the loop returns or raises
 
-    async def claim(self, key: str, expected: CheckpointRecord, value: dict[str, JsonValue]) -> bool:
+    async def claim(
+        self, key: str, expected: CheckpointRecord, value: dict[str, JsonValue]
+    ) -> bool:
         """Set record ``key`` to ``value`` if it is still at ``expected.version``; ``False`` when
         another writer moved it first."""
         try:

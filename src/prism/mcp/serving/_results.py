@@ -34,8 +34,8 @@ import mcp_types as types
 
 from prism._json import JsonValue
 from prism._serde import to_json_value
-from prism.mcp.serving._tools import SESSION_ARGUMENT, ServedAgent
 from prism.errors import AgentRunError
+from prism.mcp.serving._tools import SESSION_ARGUMENT, ServedAgent
 from prism.redaction import SecretRedactor
 from prism.types import RunResult, Usage, message_text
 

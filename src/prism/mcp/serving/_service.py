@@ -307,9 +307,7 @@ class Service:
                         session, state.run_id, decisions="recorded", turn_policy=self.policy
                     )
                 else:
-                    result = await resume_agent_run(
-                        session, state.run_id, turn_policy=self.policy
-                    )
+                    result = await resume_agent_run(session, state.run_id, turn_policy=self.policy)
             except AgentRunError as exc:
                 outcome = failure_outcome(exc, redactor=redactor, session_id=state.session_id)
             except CheckpointConflictError:

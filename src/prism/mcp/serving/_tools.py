@@ -159,7 +159,9 @@ def served_agent(
         )
     if input is not None and not isinstance(input, Mapping):
         raise PrismConfigError(f"input must be a JSON Schema mapping, got {type(input).__name__}")
-    schema: dict[str, JsonValue] = dict(input) if input is not None else dict(DEFAULT_AGENT_TOOL_INPUT)
+    schema: dict[str, JsonValue] = (
+        dict(input) if input is not None else dict(DEFAULT_AGENT_TOOL_INPUT)
+    )
     if schema.get("type", "object") != "object":
         raise PrismConfigError(f"the input schema of {tool_name} must describe an object")
     if isinstance(compile_schema(schema), str):
