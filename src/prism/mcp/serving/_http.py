@@ -23,7 +23,9 @@ import contextlib
 import hmac
 import ipaddress
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Final
 
 from prism.errors import PrismConfigError
@@ -243,7 +245,27 @@ async def serve_http(
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
     )
-    runner = uvicorn.Server(config)
+
+    class Runner(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            service.begin_shutdown()  # from here on a cancelled call is not a client's cancel
+            super().handle_exit(sig, frame)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # as uvicorn's, without raising the signal again afterwards: the shutdown is ours
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            signals = (signal.SIGINT, signal.SIGTERM)
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    runner = Runner(config)
 
     async def announce() -> None:
         while not runner.started:
