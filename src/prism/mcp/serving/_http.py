@@ -26,11 +26,16 @@ import logging
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from prism.errors import PrismConfigError
 from prism.mcp.serving._records import PRINCIPAL_SCOPE_KEY, token_principal
 from prism.mcp.serving._server import service_of
+from prism.mcp.serving._service import Service
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+    from starlette.types import ASGIApp
 
 __all__ = ["check_http_options", "http_app", "is_loopback", "serve_http"]
 
@@ -140,7 +145,7 @@ class _BearerAuth:
 
 
 def http_app(
-    server: Any,
+    server: Server[Service],
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -148,7 +153,7 @@ def http_app(
     tokens: Sequence[str] = (),
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
-) -> Any:
+) -> ASGIApp:
     """The ASGI app that serves ``server`` over streamable HTTP at ``path`` (module docstring).
 
     Args:
@@ -193,7 +198,7 @@ def http_app(
 
 
 async def serve_http(
-    server: Any,
+    server: Server[Service],
     *,
     host: str = "127.0.0.1",
     port: int = 8000,

@@ -20,9 +20,13 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prism.mcp.serving._server import service_of
+from prism.mcp.serving._service import Service
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
 
 __all__ = ["StdioWire", "claim_stdio", "serve_stdio"]
 
@@ -71,7 +75,7 @@ def claim_stdio() -> Iterator[StdioWire]:
                 os.close(fd)
 
 
-async def serve_stdio(server: Any, *, wire: StdioWire | None = None) -> bool:
+async def serve_stdio(server: Server[Service], *, wire: StdioWire | None = None) -> bool:
     """Serve ``server`` (from :func:`prism.mcp.serving.create_mcp_server`) to the one client on
     standard input and output, until it closes its end.
 
