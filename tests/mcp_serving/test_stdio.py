@@ -174,9 +174,14 @@ class Elicit:
 
 async def test_an_accepted_elicitation_allows_the_call_once(workspace: Workspace) -> None:
     elicit = Elicit("accept", {"reason": "looks right"})
+    progress = Progress()
     async with stdio_session(workspace, elicitation=elicit) as session:
-        result = await session.call_tool("desk", {"input": f"rent {serve_agents.SECRET}"})
+        result = await session.call_tool(
+            "desk", {"input": f"rent {serve_agents.SECRET}"}, progress_callback=progress
+        )
     assert text_of(result) == "paid"
+    assert "waiting for approval" in progress.messages and "calling pay" in progress.messages
+    assert serve_agents.SECRET not in json.dumps(progress.seen)
     (message,) = elicit.messages
     assert "The agent desk wants to call the tool pay" in message
     assert '"amount": 5' in message and "[REDACTED]" in message

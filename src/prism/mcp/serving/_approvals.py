@@ -19,7 +19,7 @@ with it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from prism.mcp.serving._tools import ServedAgent
@@ -78,8 +78,10 @@ async def ask_approvals(
     *,
     wait_s: float,
     by: str,
+    redact: Callable[[str], str] = str,
 ) -> tuple[list[RunDecision], bool]:
-    """Ask the client about each approval in turn.
+    """Ask the client about each approval in turn (each message passed through ``redact``, the
+    server's secrets on top of the agent's).
 
     Returns:
         The decisions answered (accept or decline), and whether every approval was answered;
@@ -94,7 +96,9 @@ async def ask_approvals(
         try:
             with anyio.move_on_after(wait_s):
                 answer = await ctx.session.elicit_form(
-                    approval_message(served, item), _FORM, related_request_id=ctx.request_id
+                    redact(approval_message(served, item)),
+                    _FORM,
+                    related_request_id=ctx.request_id,
                 )
         except Exception as exc:  # the client refused the request, or the channel closed
             _log.info("elicitation for approval %s failed: %s", item.approval_id, exc)

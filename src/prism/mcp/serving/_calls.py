@@ -237,7 +237,12 @@ class _Drive:
             self.asking = True
             try:
                 decisions, complete = await ask_approvals(
-                    self.ctx, served, ask, wait_s=self.service.approval_wait_s, by=_by(self.ctx)
+                    self.ctx,
+                    served,
+                    ask,
+                    wait_s=self.service.approval_wait_s,
+                    by=_by(self.ctx),
+                    redact=self.redact,
                 )
             finally:
                 self.asking = False

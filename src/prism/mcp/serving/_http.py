@@ -94,17 +94,21 @@ def check_http_options(
 def _security(
     host: str, port: int, allowed_hosts: Sequence[str], allowed_origins: Sequence[str]
 ) -> Any:
+    """The SDK's DNS rebinding protection: the loopback names on any port, the address listened
+    on (unless a wildcard), ``allowed_hosts``; their ``http``/``https`` origins, and
+    ``allowed_origins``."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    hosts = [f"{name}:*" for name in _LOOPBACK_NAMES] + list(_LOOPBACK_NAMES)
+    named = list(allowed_hosts)
     if not is_loopback(host) and host not in _WILDCARDS:
-        hosts += [host, f"{host}:{port}"]
-    hosts += list(allowed_hosts)
-    origins = [f"http://{name}:*" for name in _LOOPBACK_NAMES]
-    origins += [f"http://{name}" for name in _LOOPBACK_NAMES]
-    for name in hosts[len(_LOOPBACK_NAMES) * 2 :]:
-        origins += [f"http://{name}", f"https://{name}"]
-    origins += list(allowed_origins)
+        named += [host, f"{host}:{port}"]
+    hosts = [*(f"{name}:*" for name in _LOOPBACK_NAMES), *_LOOPBACK_NAMES, *named]
+    origins = [
+        *(f"http://{name}:*" for name in _LOOPBACK_NAMES),
+        *(f"http://{name}" for name in _LOOPBACK_NAMES),
+        *(f"{scheme}://{name}" for name in named for scheme in ("http", "https")),
+        *allowed_origins,
+    ]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )

@@ -192,6 +192,8 @@ class Service:
         """Stop runs at their next turn boundary, wait ``stop_wait_s``; ``True`` when every run
         ended (``False``: some are left running, for the next server to resume)."""
         self.closing = True
+        if self._stopped.is_set():
+            return self.ended  # shut down already (the HTTP app's lifespan, then the server's)
         self._stopped.set()
         loop_task, self._loop_task = self._loop_task, None
         if loop_task is not None:
