@@ -190,3 +190,17 @@ async def test_an_elicitation_over_http_allows_the_call(
         result = await session.call_tool("desk", {"input": "rent"})
     assert text_of(result) == "paid" and len(elicit.messages) == 1
     assert [e["tool"] for e in workspace.entries()] == ["pay"]
+
+
+async def test_a_2026_client_over_http_is_asked_in_an_input_required_result(
+    workspace: Workspace, http_servers: list[HttpServer]
+) -> None:
+    from mcp import Client
+
+    server = HttpServer(workspace)
+    http_servers.append(server)
+    elicit = Elicit("accept")
+    async with Client(server.url, elicitation_callback=elicit) as client:  # discovers 2026-07-28
+        result = await client.call_tool("desk", {"input": "rent"})
+    assert text_of(result) == "paid" and len(elicit.messages) == 1
+    assert [e["tool"] for e in workspace.entries()] == ["pay"]

@@ -170,3 +170,52 @@ def test_importing_prism_and_creating_agents_does_not_load_the_sdk() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+class _Answer:
+    """An elicitation callback answering ``action``; keeps the messages it was shown."""
+
+    def __init__(self, action: str) -> None:
+        self.action = action
+        self.messages: list[str] = []
+
+    async def __call__(self, context: Any, params: Any) -> types.ElicitResult:
+        self.messages.append(params.message)
+        content = {"reason": "fine"} if self.action == "accept" else None
+        return types.ElicitResult(action=self.action, content=content)
+
+
+@pytest.mark.parametrize(
+    ("action", "status"),
+    [("accept", "succeeded"), ("decline", "succeeded"), ("cancel", "waiting_for_approval")],
+)
+async def test_on_the_2026_revision_approvals_are_asked_in_an_input_required_result(
+    action: str, status: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from .serve_agents import PAY, _desk
+
+    ledger = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv("MCP_SERVE_LEDGER", str(ledger))
+    store = MemoryCheckpointStore()
+    agent = prism.create_agent(
+        id="desk",
+        model=MODEL,
+        provider=Scripted(_desk),
+        tools=[PAY],
+        run_state=prism.RunStateOptions(store, "v1"),
+    )
+    answer = _Answer(action)
+    # mode "auto" in process: the sessionless 2026 revision, without requests from the server
+    async with Client(agent.to_mcp_server(name="desk"), elicitation_callback=answer) as client:
+        result = await client.call_tool("desk", {"input": "rent"})
+        forged = await client.session.call_tool(
+            "desk", {"input": "rent"}, request_state="run_x|session_y||0000", input_responses={}
+        )
+    assert (result.meta or {})["prism/status"] == status
+    assert len(answer.messages) == 1 and "the tool pay" in answer.messages[0]
+    if action == "accept":
+        assert _text(result) == "paid" and len(ledger.read_text().splitlines()) == 1
+    elif action == "decline":
+        assert _text(result) == "refused" and not ledger.exists()
+    assert isinstance(forged, types.CallToolResult) and forged.is_error
+    assert _text(forged).startswith("ERR_PRISM_MCP_REFUSED: this call's request_state")

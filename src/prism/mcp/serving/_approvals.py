@@ -11,6 +11,13 @@ the tool and the arguments the call will run with (as the approval shows them �
 * ``cancel``, no answer within the approval wait, or a failed request → no decision: the run stays
   suspended and the call returns "waiting for approval" with its run id.
 
+On the sessionless 2026 revision, which has no requests from the server, a client that declared
+``elicitation`` gets the same forms in an ``InputRequiredResult`` (keyed by approval id) instead
+of the call's result; it answers by calling the tool again with the responses and the echoed
+``request_state`` — the run, its conversation and the client, signed with a key of this process
+(a state another process or client made is refused). The answers decide as above; an approval
+without one leaves the run waiting.
+
 A decision is recorded first (``prism.runtime.durable.record_decisions``): when an operator
 decided the same approval first (the inspector, another server), theirs wins and the run goes on
 with it.
@@ -18,14 +25,26 @@ with it.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from prism.mcp.serving._tools import ServedAgent
 from prism.runtime.durable import PendingDecision, RunDecision
 
-__all__ = ["REASON_FIELD", "approval_message", "ask_approvals", "can_elicit"]
+__all__ = [
+    "REASON_FIELD",
+    "answered",
+    "approval_message",
+    "ask_approvals",
+    "can_ask_in_result",
+    "can_elicit",
+    "input_required",
+    "seal",
+    "unseal",
+]
 
 _log = logging.getLogger("prism.mcp.serving")
 
@@ -71,6 +90,19 @@ def approval_message(served: ServedAgent, pending: PendingDecision) -> str:
     )
 
 
+def _decision(item: PendingDecision, answer: object, by: str) -> RunDecision | None:
+    """The decision an elicitation answer makes (``None``: no decision)."""
+    action = getattr(answer, "action", None)
+    if action not in ("accept", "decline"):
+        return None
+    content = getattr(answer, "content", None) or {}
+    reason = content.get(REASON_FIELD) if isinstance(content, dict) else None
+    text = _cut(reason.strip()) if isinstance(reason, str) and reason.strip() else None
+    if action == "accept":
+        return RunDecision(item.approval_id, "allow_once", text, by=by)
+    return RunDecision(item.approval_id, "reject_once", text or "refused by the MCP client", by=by)
+
+
 async def ask_approvals(
     ctx: Any,
     served: ServedAgent,
@@ -102,19 +134,77 @@ async def ask_approvals(
                 )
         except Exception as exc:  # the client refused the request, or the channel closed
             _log.info("elicitation for approval %s failed: %s", item.approval_id, exc)
-            answer = None
-        action = getattr(answer, "action", None)
-        if action not in ("accept", "decline"):
+        decision = _decision(item, answer, by)
+        if decision is None:
             return decisions, False
-        content = getattr(answer, "content", None) or {}
-        reason = content.get(REASON_FIELD) if isinstance(content, dict) else None
-        text = _cut(reason.strip()) if isinstance(reason, str) and reason.strip() else None
-        if action == "accept":
-            decisions.append(RunDecision(item.approval_id, "allow_once", text, by=by))
-        else:
-            decisions.append(
-                RunDecision(
-                    item.approval_id, "reject_once", text or "refused by the MCP client", by=by
-                )
-            )
+        decisions.append(decision)
     return decisions, True
+
+
+# --------------------------------------------------------------------------- the 2026 revision
+
+
+def can_ask_in_result(ctx: Any) -> bool:
+    """Whether the client speaks the 2026 revision and declared elicitation: it is asked with an
+    ``InputRequiredResult`` and answers by calling the tool again."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if getattr(ctx, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    capabilities = getattr(getattr(ctx, "session", None), "client_capabilities", None)
+    return getattr(capabilities, "elicitation", None) is not None
+
+
+def seal(key: bytes, run_id: str, session_id: str, principal: str | None) -> str:
+    """The ``request_state`` of an input-required result: the run, its conversation and the
+    principal asked, signed with this process's key."""
+    body = f"{run_id}|{session_id}|{principal or ''}"
+    return body + "|" + hmac.new(key, body.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def unseal(key: bytes, state: str, principal: str | None) -> tuple[str, str] | None:
+    """The run and conversation of a ``request_state`` this process sealed for ``principal``,
+    else ``None``."""
+    body, _, signature = state.rpartition("|")
+    expected = hmac.new(key, body.encode("utf-8"), hashlib.sha256).hexdigest()
+    parts = body.split("|")
+    if not hmac.compare_digest(signature, expected) or len(parts) != 3:
+        return None
+    if parts[2] != (principal or ""):
+        return None
+    return parts[0], parts[1]
+
+
+def input_required(
+    served: ServedAgent,
+    pending: Sequence[PendingDecision],
+    *,
+    state: str,
+    redact: Callable[[str], str] = str,
+) -> Any:
+    """The ``InputRequiredResult`` that asks for ``pending`` (one form per approval, keyed by its
+    approval id)."""
+    import mcp_types as types
+
+    requests: dict[str, Any] = {
+        item.approval_id: types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message=redact(approval_message(served, item)), requested_schema=_FORM
+            )
+        )
+        for item in pending
+    }
+    return types.InputRequiredResult(input_requests=requests, request_state=state)
+
+
+def answered(
+    pending: Sequence[PendingDecision], responses: Mapping[str, object], *, by: str
+) -> tuple[list[RunDecision], bool]:
+    """The decisions the input responses of a retried call make, and whether every pending
+    approval got one."""
+    decisions = [
+        decision
+        for item in pending
+        if (decision := _decision(item, responses.get(item.approval_id), by)) is not None
+    ]
+    return decisions, len(decisions) == len(pending)

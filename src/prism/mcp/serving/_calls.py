@@ -14,7 +14,9 @@ runs the agent in a task of its own. While it runs:
   while it asks for an approval leaves the run suspended;
 * **approvals** — a run that suspends for a tool approval asks the client
   (``prism.mcp.serving._approvals``); once every approval is answered the run is resumed with the
-  decisions, else the call returns "waiting for approval".
+  decisions, else the call returns "waiting for approval". On the 2026 revision the call answers
+  with an ``InputRequiredResult`` instead, and the call repeated with the answers
+  (:func:`answer_input`) records them and goes on with the run.
 
 A call of ``<name>_result {run_id}`` collects a run of a conversation the same principal opened:
 its kept outcome; "still running"; for a suspended run, the decisions recorded for it are applied
@@ -43,7 +45,15 @@ from prism.errors import (
     CheckpointConflictError,
     PrismError,
 )
-from prism.mcp.serving._approvals import ask_approvals, can_elicit
+from prism.mcp.serving._approvals import (
+    answered,
+    ask_approvals,
+    can_ask_in_result,
+    can_elicit,
+    input_required,
+    seal,
+    unseal,
+)
 from prism.mcp.serving._records import principal_of
 from prism.mcp.serving._results import (
     ERR_PRISM_MCP_ARGUMENTS,
@@ -71,7 +81,10 @@ from prism.runtime.durable import (
 from prism.store import read_branch
 from prism.types import RunResult, message_text
 
-__all__ = ["call_agent", "collect_run"]
+__all__ = ["ToolAnswer", "answer_input", "call_agent", "collect_run"]
+
+ToolAnswer = types.CallToolResult | types.InputRequiredResult
+"""A call's answer: its result, or (2026 revision) the approvals it asks about first."""
 
 _CANCELLED: Final = "cancelled by the MCP client"
 _DECISION_ERRORS: Final = frozenset(
@@ -181,9 +194,7 @@ class _Drive:
             self.service.active[self.session_id] = event.run_id
         self.progress.on_event(event)
 
-    async def run(
-        self, start: Callable[[], Awaitable[RunResult]] | AgentRunState
-    ) -> types.CallToolResult:
+    async def run(self, start: Callable[[], Awaitable[RunResult]] | AgentRunState) -> ToolAnswer:
         try:
             result: RunResult | AgentRunState
             if isinstance(start, AgentRunState):
@@ -192,7 +203,7 @@ class _Drive:
                 result = await start()
             while result.status == "suspended":
                 found = await self._decide(result)
-                if isinstance(found, types.CallToolResult):
+                if not isinstance(found, RunResult):
                     return found
                 result = found
             if result.status == "running" or (
@@ -212,7 +223,7 @@ class _Drive:
         await self.service.store_outcome(self.served, outcome)
         return tool_result(outcome, self.served)
 
-    async def _decide(self, result: RunResult | AgentRunState) -> RunResult | types.CallToolResult:
+    async def _decide(self, result: RunResult | AgentRunState) -> RunResult | ToolAnswer:
         """Answer a suspended run's approvals through the client, then resume it."""
         served, store = self.served, self.service.checkpoints(self.served)
         interruption = result.interruption
@@ -232,8 +243,17 @@ class _Drive:
         recorded = {d.approval_id for d in await list_recorded_decisions(store, result.run_id)}
         ask = [p for p in pending if p.approval_id not in recorded]
         if ask:
-            if self.service.closing or not can_elicit(self.ctx):
+            if self.service.closing:
                 return wait_result()
+            if not can_elicit(self.ctx):
+                if not can_ask_in_result(self.ctx):
+                    return wait_result()
+                principal = principal_of(getattr(self.ctx, "request", None))
+                state = seal(self.service.key, result.run_id, self.session_id, principal)
+                answer: types.InputRequiredResult = input_required(
+                    served, ask, state=state, redact=self.redact
+                )
+                return answer
             self.asking = True
             try:
                 decisions, complete = await ask_approvals(
@@ -273,7 +293,7 @@ async def _drive(
     served: ServedAgent,
     session_id: str,
     start: Callable[[_Drive], Awaitable[RunResult]] | AgentRunState,
-) -> types.CallToolResult:
+) -> ToolAnswer:
     """Run ``start`` (or continue a stored run) as the request's drive, in a task of its own;
     the request's cancellation aborts the run (unless the server is shutting down)."""
     drive = _Drive(service, ctx, served, session_id)
@@ -282,7 +302,7 @@ async def _drive(
     )
     service.active.setdefault(session_id, None)
 
-    async def work() -> types.CallToolResult:
+    async def work() -> ToolAnswer:
         try:
             return await drive.run(begin)
         except PrismError as exc:
@@ -305,7 +325,7 @@ async def _drive(
         await drive.progress.close(flush=False)
         raise
     await drive.progress.close(flush=True)
-    result: types.CallToolResult = task.result()
+    result: ToolAnswer = task.result()
     return result
 
 
@@ -314,7 +334,7 @@ async def _drive(
 
 async def call_agent(
     service: Service, ctx: Any, served: ServedAgent, arguments: Mapping[str, Any]
-) -> types.CallToolResult:
+) -> ToolAnswer:
     """``<name>``: run the agent on the arguments (see the module docstring)."""
     problems = check_arguments(served, arguments)
     if problems:
@@ -362,7 +382,7 @@ async def call_agent(
 
 async def collect_run(
     service: Service, ctx: Any, served: ServedAgent, arguments: Mapping[str, Any]
-) -> types.CallToolResult:
+) -> ToolAnswer:
     """``<name>_result``: the answer of a run, or why it has none yet (module docstring)."""
     run_id = arguments.get("run_id")
     if not isinstance(run_id, str) or not run_id:
@@ -410,6 +430,43 @@ async def collect_run(
 
         return await _drive(service, ctx, served, session_id, resume)
     return await _settled(service, served, run_id, session_id)
+
+
+async def answer_input(
+    service: Service,
+    ctx: Any,
+    served: ServedAgent,
+    state: str,
+    responses: Mapping[str, object],
+) -> ToolAnswer:
+    """A call repeated with the answers to the approvals an ``InputRequiredResult`` asked about
+    (2026 revision; see ``prism.mcp.serving._approvals``): the decisions are recorded, then the
+    run goes on in this call once every approval has one."""
+    principal = principal_of(getattr(ctx, "request", None))
+    opened = unseal(service.key, state, principal)
+    if opened is None:
+        return refused(
+            ERR_PRISM_MCP_REFUSED,
+            "this call's request_state is not one this server gave this client (a restarted "
+            f"server cannot read it): call {served.result_name} with the run_id instead",
+        )
+    run_id, session_id = opened
+    if session_id in service.active:
+        return running(served, run_id=run_id, session_id=session_id)
+    stored = await _stored_state(service, served, run_id)
+    if stored is None or stored.status != "suspended":
+        return await _settled(service, served, run_id, session_id)
+    pending = list(getattr(stored.interruption, "pending_decisions", ()) or ())
+    decisions, complete = answered(pending, responses, by=_by(ctx))
+    if decisions:
+        try:
+            await record_decisions(service.checkpoints(served), run_id, decisions)
+        except AgentDecisionError as exc:
+            if exc.code not in ("ERR_PRISM_DECISION_DECIDED", "ERR_PRISM_DECISION_UNKNOWN"):
+                raise
+    if not complete:
+        return await _settled(service, served, run_id, session_id)
+    return await _drive(service, ctx, served, session_id, stored)
 
 
 async def _stored_state(service: Service, served: ServedAgent, run_id: str) -> AgentRunState | None:

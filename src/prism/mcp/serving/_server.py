@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from prism.checkpoints import CheckpointStore
 from prism.errors import PrismConfigError
-from prism.mcp.serving._calls import call_agent, collect_run
+from prism.mcp.serving._calls import answer_input, call_agent, collect_run
 from prism.mcp.serving._service import Service, served_map
 from prism.mcp.serving._tools import ServedAgent, served_agent
 from prism.runtime import Agent
@@ -155,15 +155,21 @@ def create_mcp_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Service], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         arguments = params.arguments or {}
         found = service.served.get(params.name)
-        if found is not None:
-            return await call_agent(service, ctx, found, arguments)
-        found = service.results.get(params.name)
-        if found is not None:
+        collect = found is None
+        if found is None:
+            found = service.results.get(params.name)
+        if found is None:
+            raise MCPError(code=_INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        if params.request_state is not None:  # the answers to an InputRequiredResult
+            return await answer_input(
+                service, ctx, found, params.request_state, params.input_responses or {}
+            )
+        if collect:
             return await collect_run(service, ctx, found, arguments)
-        raise MCPError(code=_INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        return await call_agent(service, ctx, found, arguments)
 
     from prism import __version__
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -86,6 +87,8 @@ class Service:
         self.lease_s = lease_s
         self.stop_wait_s = stop_wait_s
         self.server_id = new_id("mcpserver")
+        self.key = os.urandom(32)
+        """Signs the ``request_state`` of input-required results (2026 revision)."""
         self.closing = False
         self.policy = TurnPolicy(stop=self._stop)
         self.active: dict[str, str | None] = {}
