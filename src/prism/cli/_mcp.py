@@ -277,6 +277,13 @@ async def run_mcp_serve(args: argparse.Namespace, out: IO[str], err: IO[str]) ->
     ):
         err.write("prism mcp serve: --host, --port, --path and --ssl-certfile need --http\n")
         return EXIT_MCP_CONFIG
+    try:
+        import prism.mcp.serving  # noqa: F401 - the mcp extra is installed
+    except ImportError as exc:
+        err.write(
+            f"prism mcp serve needs the mcp extra (pip install 'prism-runtime[mcp]'): {exc}\n"
+        )
+        return EXIT_MCP_CONFIG
     with contextlib.ExitStack() as claimed:
         wire = None
         if not args.http:

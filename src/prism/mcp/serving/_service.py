@@ -259,15 +259,15 @@ class Service:
                 states = await list_agent_runs(store, limit=_SCAN_LIMIT)
             except PrismError:  # a store without the run index: nothing to resume
                 continue
+            records = self.records(served)
             for state in states:
-                if await self._adopt(store, state):
+                if await self._adopt(store, records, state):
                     started.append(state.run_id)
         return started
 
-    async def _adopt(self, store: CheckpointStore, state: AgentRunState) -> bool:
+    async def _adopt(self, store: CheckpointStore, records: Records, state: AgentRunState) -> bool:
         if self.closing or state.session_id in self.active:
             return False
-        records = self._records[id(store)]
         record = await records.load(f"session:{state.session_id}")
         value = record.value if record is not None else None
         if record is None or not isinstance(value, dict):
