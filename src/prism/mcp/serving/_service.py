@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final
 
 from prism._util import new_id
@@ -296,13 +296,10 @@ class Service:
         state: AgentRunState,
         *,
         decisions: str | None,
-        on_event: Callable[[Any], object] | None = None,
     ) -> asyncio.Task[Outcome | None]:
         """Resume ``state``'s run in a task of this service; its outcome is kept when it ends."""
         self.active[state.session_id] = state.run_id
-        session = served.agent.create_session(
-            state.session_id, store=self.session_store(served), on_event=on_event
-        )
+        session = served.agent.create_session(state.session_id, store=self.session_store(served))
 
         async def resume() -> Outcome | None:
             redactor = self.redactor(served)
