@@ -26,6 +26,8 @@
     prism eval capture RUN_ID --into evals/refunds.yaml         # a stored run becomes a case
     prism eval run evals/refunds.yaml --replay                  # replayed: no model, no network
     prism serve                                                 # inspect runs in a browser
+    prism mcp serve --agents myagents:REGISTRY                  # agents as MCP tools (stdio)
+    prism mcp serve --agents myagents:REGISTRY --http --port 8765
 
 ``--tool`` takes a built-in tool name or ``MODULE:ATTR``, the import path of the host's own tool
 (a ``@prism.tool`` object or a plain function; ``prism.cli._host_tools``). ``--mcp COMMAND`` and
@@ -364,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     _worker.add_worker_parser(commands).set_defaults(handler=_cmd_worker)
     _eval.add_eval_parser(commands).set_defaults(handler=_cmd_eval)
     _serve.add_serve_parser(commands).set_defaults(handler=_cmd_serve)
+    _mcp.add_mcp_parser(commands).set_defaults(handler=_cmd_mcp, mcp_command=None)
     return parser
 
 
@@ -455,6 +458,13 @@ async def _cmd_eval(args: argparse.Namespace, streams: _Streams) -> int:
 
 async def _cmd_serve(args: argparse.Namespace, streams: _Streams) -> int:
     return await _serve.run_serve(args, streams.out, streams.err)
+
+
+async def _cmd_mcp(args: argparse.Namespace, streams: _Streams) -> int:
+    if args.mcp_command is None:
+        streams.err.write("prism: mcp needs a subcommand: serve\n")
+        return EXIT_USAGE
+    return await _mcp.run_mcp_serve(args, streams.out, streams.err)
 
 
 def _isatty(stream: IO[str]) -> bool:

@@ -20,6 +20,8 @@ Modules:
         logging filter that keeps secrets out of the SDK's and httpx's records.
     _convert: tool names and call results, MCP to prism.
     _stderr: the bounded stderr tail and the exit status of a stdio server.
+    serving: the other direction — prism agents served to MCP clients (``prism.mcp.serving``,
+        ``agent.to_mcp_server()``, ``prism mcp serve``); not imported by this package.
 """
 
 from prism.mcp.errors import ERR_PRISM_MCP_AUTH as ERR_PRISM_MCP_AUTH

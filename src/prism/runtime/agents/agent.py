@@ -7,6 +7,7 @@ starts only when a session's ``run()`` is awaited.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -56,6 +57,8 @@ from prism.types import (
 )
 
 if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
     from prism.runtime.run._observers import OnEvent
     from prism.runtime.run.policies import ProviderRequestPolicy
     from prism.runtime.run.session import AgentSession
@@ -472,6 +475,54 @@ class Agent:
         tool = agent_tool(self, name=name, description=description, input=input)
         check_tool(tool)
         return tool
+
+    def to_mcp_server(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input: Mapping[str, Any] | None = None,
+        server_name: str = "prism",
+        instructions: str | None = None,
+        approval_wait_s: float = 60.0,
+        secrets: Sequence[str] = (),
+        resume: bool = True,
+    ) -> Server:
+        """This agent as an MCP server (the ``mcp`` SDK's low-level ``Server``): one tool that
+        runs it, and ``<name>_result`` to collect a run; see ``prism.mcp.serving`` (needs the
+        ``mcp`` extra, imported only here).
+
+        Args:
+            name: Tool name (default: the agent's name, else its id).
+            description: Tool description (default: ``"Ask the <name> agent."``).
+            input: JSON Schema of the arguments (default: one string ``input``).
+            server_name: The server's name.
+            instructions: The server's instructions for clients.
+            approval_wait_s: Seconds an approval waits for the client's elicitation answer.
+            secrets: Strings removed from every result and notification.
+            resume: Resume the runs a gone server left behind.
+
+        Returns:
+            The server; serve it with ``prism.mcp.serving.serve_stdio`` or ``serve_http``.
+
+        Raises:
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — see
+                ``prism.mcp.serving.create_mcp_server``.
+            ImportError: the ``mcp`` package is not installed.
+        """
+        # prism.mcp.serving is built on the runtime: it is looked up by name when called, so
+        # the runtime does not import it (and ``import prism`` never loads the SDK).
+        serving = importlib.import_module("prism.mcp.serving")
+        served = serving.served_agent(self, name=name, description=description, input=input)
+        server: Server = serving.create_mcp_server(
+            [served],
+            name=server_name,
+            instructions=instructions,
+            approval_wait_s=approval_wait_s,
+            secrets=secrets,
+            resume=resume,
+        )
+        return server
 
     def create_session(
         self,
