@@ -69,7 +69,7 @@ def helps() -> dict[str, str]:
 
 
 def _documents() -> dict[str, str]:
-    paths = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    paths = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in paths}
 
 

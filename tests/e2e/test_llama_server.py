@@ -331,7 +331,7 @@ GREEDY = {"temperature": 0, "max_tokens": MAX_TOKENS, "seed": 1}
 
 
 def _server_agent(base_url: str, tool: AddTool, **options: Any) -> Any:
-    """An agent on the server as docs/models.md shows it: the tools, one tool round, nothing
+    """An agent on the server as docs/guides/models.md shows it: the tools, one tool round, nothing
     else (no request policy, no ``transform_body``)."""
     from prism.providers.openai import create_openai_compatible_provider
 

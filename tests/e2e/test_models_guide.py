@@ -18,12 +18,12 @@ import pytest
 
 from prism.types import ToolResultContent
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "models.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "models.md"
 
 
 def _first_local_script() -> str:
     match = re.search(r"```python local-model\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.S)
-    assert match is not None, "docs/models.md has no local-model script"
+    assert match is not None, "docs/guides/models.md has no local-model script"
     return match.group(1)
 
 

@@ -1051,7 +1051,7 @@ def test_docs_examples_run(doc: str) -> None:
     import sys
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / doc).read_text("utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guides" / doc).read_text("utf-8")
     blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S)
               if "asyncio.run(main())" in b]
     assert blocks

@@ -29,7 +29,7 @@
   :func:`no_network`; :func:`event_stream_diff` compares two runs' ledger events.
 
 The ``prism eval run`` command runs a dataset file against an agent of a registry, ``prism eval
-capture`` stores a run as a case (``docs/evals.md``). Importing this package imports neither PyYAML, pytest nor a provider SDK.
+capture`` stores a run as a case (``docs/operations/evals.md``). Importing this package imports neither PyYAML, pytest nor a provider SDK.
 """
 
 from prism.evals._capture import CapturedRun as CapturedRun

@@ -11,7 +11,7 @@ imported only when a server connects; ``import prism`` never imports it::
 
 Each run leg of the agent connects the servers (or shares a connection the host opened with
 ``async with server:``) and offers their tools, fixed for that leg, through the normal tool
-dispatch. See ``docs/mcp.md``.
+dispatch. See ``docs/guides/mcp.md``.
 
 Modules:
     server: ``MCPServer``, ``MCPServerStdio``, ``MCPServerHTTP``.

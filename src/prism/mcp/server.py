@@ -430,7 +430,9 @@ class MCPServerStdio(MCPServer):
             (``HOME``, ``PATH``, ``USER``, …; the host's other variables are not passed on).
             The names join the fingerprint, the values do not.
         cwd: Working directory of the server (default: the current one).
-        prefix, allow, deny, connect_timeout, call_timeout, secrets: See :class:`MCPServer`.
+
+    ``prefix``, ``allow``, ``deny``, ``connect_timeout``, ``call_timeout`` and ``secrets`` are
+    those of :class:`MCPServer`.
 
     The server's stderr is captured (the last 8 KiB are kept); when the server exits, the
     error says so with its exit code (``exited with code N``) and its last lines, redacted. On
@@ -510,7 +512,9 @@ class MCPServerHTTP(MCPServer):
         headers: Sent with every request (e.g. ``{"Authorization": "Bearer …"}``). Every value
             is a secret: removed from messages, results, ``repr`` and events; only the header
             names join the fingerprint.
-        prefix, allow, deny, connect_timeout, call_timeout, secrets: See :class:`MCPServer`.
+
+    ``prefix``, ``allow``, ``deny``, ``connect_timeout``, ``call_timeout`` and ``secrets`` are
+    those of :class:`MCPServer`.
 
     An HTTP error status is named in the error: 401 and 403 are ``ERR_PRISM_MCP_AUTH`` (at
     connect or on a call), others ``ERR_PRISM_MCP_PROTOCOL`` (``ERR_PRISM_MCP_CONNECT`` at

@@ -1,7 +1,7 @@
 """The arguments a tool will run with: the model's (after the ``tool_call`` middleware hook),
 parsed and with their defaults.
 
-An approval shows — and binds to — exactly these arguments (see ``docs/durable-runs.md``), and a
+An approval shows — and binds to — exactly these arguments (see ``docs/guides/durable-runs.md``), and a
 ``needs_approval`` callable decides from them. For a tool made by ``@prism.tool`` they are what
 the function receives, as JSON: the pydantic argument model validates the arguments (parsing
 them, filling in the defaults) and dumps them back by parameter name. For any other tool they

@@ -16,7 +16,7 @@ compare-and-set claims stay, so a stale worker never runs a run another worker o
   a submitter reads back;
 * :func:`application_version` — the DBOS application version a registry pins.
 
-``docs/scale-out.md`` describes the architecture, how to start workers on several machines, and
+``docs/operations/scale-out.md`` describes the architecture, how to start workers on several machines, and
 what is guaranteed.
 """
 

@@ -13,7 +13,7 @@ that continues a conversation; its artifact schema, when its loop has one, is th
 the agent: the answer (and the artifact as ``structuredContent``) comes back, a failed run as an
 ``isError`` result with its code; progress notifications follow the run; a cancellation aborts
 it; a tool that needs approval asks the client through elicitation, or the call returns "waiting
-for approval" with the run id. See ``docs/mcp-server.md``.
+for approval" with the run id. See ``docs/guides/mcp-server.md``.
 
 Modules:
     _tools: the served tool of an agent (:func:`served_agent`) and argument checks.

@@ -216,8 +216,10 @@ async def serve_http(
 ) -> bool:
     """Serve ``server`` over streamable HTTP with uvicorn until SIGINT or SIGTERM.
 
+    ``server``, ``host``, ``port``, ``path``, ``tokens``, ``allowed_hosts`` and
+    ``allowed_origins`` are those of :func:`http_app`.
+
     Args:
-        server, host, port, path, tokens, allowed_hosts, allowed_origins: See :func:`http_app`.
         ssl_certfile: A PEM certificate: serve HTTPS (with ``ssl_keyfile``).
         ssl_keyfile: The certificate's private key.
         ready: Called with the endpoint URL once the server listens.
