@@ -1,4 +1,4 @@
-"""``python -m prism``: the ``prism`` command (see :mod:`prism.cli`)."""
+"""``python -m prism``: the ``prism`` command (see [`prism.cli`][prism.cli])."""
 
 from __future__ import annotations
 

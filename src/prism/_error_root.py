@@ -1,7 +1,7 @@
 """The root of prism's exceptions and the configuration error, below every other module.
 
-:class:`PrismError` and :class:`PrismConfigError` live here, with no prism imports, so that the
-lowest layers (value serialisation, the unknown-key check) can raise them; :mod:`prism.errors`
+[`PrismError`][prism._error_root.PrismError] and [`PrismConfigError`][prism._error_root.PrismConfigError] live here, with no prism imports, so that the
+lowest layers (value serialisation, the unknown-key check) can raise them; [`prism.errors`][prism.errors]
 re-exports both and holds every other exception.
 """
 

@@ -1,9 +1,9 @@
 """The small records that describe a failure: ``ErrorInfo`` (with the ``ProviderFailure`` of each
-provider a fallback chain tried), ``RunLimitBreach`` and ``GuardrailRecord``, and the :class:`FailedLeg` view of a failed run's result.
+provider a fallback chain tried), ``RunLimitBreach`` and ``GuardrailRecord``, and the ``FailedLeg`` view of a failed run's result.
 
-Exceptions in :mod:`prism.errors` carry these records, and results and events hold them too, so
+Exceptions in [`prism.errors`][prism.errors] carry these records, and results and events hold them too, so
 they sit below both: this module imports only the serialisation mixin and ``JsonValue``. Import
-the names from :mod:`prism.types`.
+the names from [`prism.types`][prism.types].
 """
 
 from __future__ import annotations
@@ -100,9 +100,9 @@ class GuardrailRecord(Serializable):
 
 
 class FailedLeg(Protocol):
-    """What :class:`~prism.errors.AgentRunError` reads from the ``prism.types.RunResult`` it carries.
+    """What [`AgentRunError`][prism.errors.AgentRunError] reads from the ``prism.types.RunResult`` it carries.
 
-    ``RunResult`` satisfies it; the protocol keeps :mod:`prism.errors` free of the data types
+    ``RunResult`` satisfies it; the protocol keeps [`prism.errors`][prism.errors] free of the data types
     above it.
     """
 

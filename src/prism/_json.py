@@ -1,8 +1,8 @@
 """JSON values: the ``JsonValue`` alias, the JSON-compatibility check and canonical text.
 
 This module sits at the bottom of the package (it imports nothing from prism) so that the error
-records below :mod:`prism.errors` can use ``JsonValue``. Import the names from
-:mod:`prism.types`.
+records below [`prism.errors`][prism.errors] can use ``JsonValue``. Import the names from
+[`prism.types`][prism.types].
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _is_json(value: object, budget: int) -> bool:
     """One walk over ``value``. The exact types of a decoded JSON document (``str``, ``int``,
     ``bool``, ``None``, finite ``float`` leaves of a ``dict`` or ``list``) are checked inline,
     without a call per leaf; containers recurse, and anything else (subclasses, tuples) takes
-    :func:`_is_json_other`."""
+    [`_is_json_other()`][prism._json._is_json_other]."""
     t = type(value)
     if t is dict:
         if budget <= 0:
@@ -117,9 +117,9 @@ def copy_json(value: object, max_depth: int = _JSON_MAX_DEPTH) -> tuple[Any, int
     deep. For such a value it returns ``(copy, size)``: a copy whose dicts and lists are new
     (scalars are shared), and ``len(canonical_json(value).encode())``. Anything else (a tuple,
     a subclass, a non-finite float, a non-``str`` key, too deep) returns ``None``: the caller
-    takes the general path (:func:`is_json_value`), which decides whether it is JSON at all;
+    takes the general path ([`is_json_value()`][prism._json.is_json_value]), which decides whether it is JSON at all;
     so does a string holding a lone surrogate (it has no UTF-8 form, see
-    :func:`without_lone_surrogates`). Never raises (the depth bound keeps the recursion short).
+    [`without_lone_surrogates()`][prism._json.without_lone_surrogates]). Never raises (the depth bound keeps the recursion short).
 
     The scalar cases are written out inside the dict and list loops rather than called per
     item: measured on the realistic benchmark's ~1 KB tool result, 16.3–17.2 µs per walk
@@ -233,7 +233,7 @@ def canonical_json(value: object) -> str:
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT_CHARACTER = "\ufffd"
-"""What :func:`without_lone_surrogates` puts in place of each lone surrogate."""
+"""What [`without_lone_surrogates()`][prism._json.without_lone_surrogates] puts in place of each lone surrogate."""
 
 
 def without_lone_surrogates(value: Any, max_depth: int = _JSON_MAX_DEPTH) -> Any:
@@ -241,13 +241,13 @@ def without_lone_surrogates(value: Any, max_depth: int = _JSON_MAX_DEPTH) -> Any
     ``U+D800..U+DFFF``) of a string or a key is replaced by ``U+FFFD`` (the replacement
     character).
 
-    :func:`is_json_value` accepts such strings — they are Python ``str`` — but they have no UTF-8
+    [`is_json_value()`][prism._json.is_json_value] accepts such strings — they are Python ``str`` — but they have no UTF-8
     form: a store, a provider request or a size measure that encodes them fails. What a tool
-    returns passes through here (:func:`prism.tools.results.normalise_result`), so the model
+    returns passes through here ([`prism.tools.results.normalise_result()`][prism.tools.results.normalise_result]), so the model
     reads a result with the bad characters replaced instead of the run failing. A value without
     lone surrogates is returned as it is (the same object); containers are copied only along the
     paths that change. ASCII strings cost one O(1) check each; O(size of the value) otherwise.
-    Containers deeper than ``max_depth`` are left as they are (:func:`is_json_value` refuses
+    Containers deeper than ``max_depth`` are left as they are ([`is_json_value()`][prism._json.is_json_value] refuses
     them anyway).
     """
     t = type(value)

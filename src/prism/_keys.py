@@ -3,7 +3,7 @@
 Every value that accepts a mapping in place of its dataclass — options (run options, limits,
 retry, compaction, loop, durable-run, turn-policy and model options) and the ``from_dict`` form of
 every serializable value — rejects keys that are not field names through
-:func:`reject_unknown_keys`, so the error type and message are the same everywhere.
+[`reject_unknown_keys()`][prism._keys.reject_unknown_keys], so the error type and message are the same everywhere.
 """
 
 from __future__ import annotations

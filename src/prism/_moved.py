@@ -1,9 +1,9 @@
 """How the top-level ``prism`` namespace resolves names: lazily, and with a pointer for moved ones.
 
 ``import prism`` runs ``prism/__init__.py`` and this module only, and both import nothing but
-cheap standard-library modules (not even :mod:`typing`), so importing ``prism`` stays near 1 ms.
-Each top-level name is bound on first use: :data:`HOMES` says which module defines it, the
-module-level ``__getattr__`` built by :func:`module_getattr` imports that module, and the value is
+cheap standard-library modules (not even ``typing``), so importing ``prism`` stays near 1 ms.
+Each top-level name is bound on first use: [`HOMES`][prism._moved.HOMES] says which module defines it, the
+module-level ``__getattr__`` built by [`module_getattr()`][prism._moved.module_getattr] imports that module, and the value is
 then cached in the namespace, so later reads are plain attribute reads. ``HOMES`` lists exactly
 the names of the ``TYPE_CHECKING`` imports in ``prism/__init__.py``, which type checkers and
 readers see (``tests/test_namespace.py`` checks that the two agree).
@@ -247,7 +247,7 @@ def moved_message(package: str, name: str) -> str | None:
 def module_getattr(namespace: dict[str, object]) -> Callable[[str], object]:
     """Build the ``__getattr__`` of the package whose module globals are ``namespace`` (PEP 562).
 
-    It is consulted only for names the namespace does not bind yet. A name of :data:`HOMES`
+    It is consulted only for names the namespace does not bind yet. A name of [`HOMES`][prism._moved.HOMES]
     imports its module and is cached in ``namespace`` (so ``__getattr__`` sees each name once); a
     moved name raises ``AttributeError`` naming its new module; a submodule name
     (``prism.artifacts``) imports that submodule; anything else raises the usual

@@ -1,6 +1,6 @@
 """Dataclass <-> JSON-dict conversion shared by every public value type.
 
-A frozen dataclass that subclasses :class:`Serializable` gets:
+A frozen dataclass that subclasses [`Serializable`][prism._serde.Serializable] gets:
 
 * ``to_dict()`` — a ``dict[str, JsonValue]`` keyed by the snake_case field names. Fields whose
   value is ``None`` are omitted; nested serializable values are converted recursively; tuples
@@ -9,7 +9,7 @@ A frozen dataclass that subclasses :class:`Serializable` gets:
 * ``from_dict(data)`` — the inverse, driven by the class's type hints: nested dataclasses are
   rebuilt, tuples restored, and unions of tagged classes are resolved by their ``type`` key.
   Unknown keys raise ``PrismConfigError`` (a ``ValueError``) naming every one of them, through
-  the package's one unknown-key check (:func:`prism._keys.reject_unknown_keys`).
+  the package's one unknown-key check ([`prism._keys.reject_unknown_keys()`][prism._keys.reject_unknown_keys]).
 
 The conversion plans are computed once per class and cached, so repeated calls cost only the
 walk over the value itself. Measured worth (interleaved A/B against computing them on every

@@ -1,7 +1,7 @@
 """Small internal helpers shared across the runtime.
 
-:func:`maybe_await` is defined here. The id and timestamp helpers live in
-:mod:`prism._fast_stamps` and are re-exported here so that ``from prism._util import ...`` lines
+[`maybe_await()`][prism._util.maybe_await] is defined here. The id and timestamp helpers live in
+[`prism._fast_stamps`][prism._fast_stamps] and are re-exported here so that ``from prism._util import ...`` lines
 keep working.
 
 The ``prism`` logger gets a ``NullHandler`` here, as a library's loggers should: prism's log

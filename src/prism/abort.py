@@ -1,7 +1,7 @@
 """Abort signals: ``AbortController`` and ``AbortSignal``.
 
 A signal is a cheap, loop-agnostic object: it starts no task and creates a future only while
-someone awaits :meth:`AbortSignal.wait`. Listeners run synchronously, once, at abort time.
+someone awaits [`AbortSignal.wait()`][prism.abort.AbortSignal.wait]. Listeners run synchronously, once, at abort time.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class AbortSignal:
         Args:
             connect: Called once, here, with the function that aborts this signal
                 (``abort(reason) -> bool``, ``False`` when it was already aborted).
-                :class:`AbortController` passes it, so only the controller can abort its signal.
+                [`AbortController`][prism.abort.AbortController] passes it, so only the controller can abort its signal.
         """
         self._aborted = False
         self._reason: Any = None
@@ -168,7 +168,7 @@ def _noop() -> None:
 
 
 class _Remover:
-    """What :meth:`AbortSignal.add_listener` returns: ``remover()`` removes the listener. One
+    """What [`AbortSignal.add_listener()`][prism.abort.AbortSignal.add_listener] returns: ``remover()`` removes the listener. One
     small object, where a closure would be four (function, closure tuple, two cells); a signal
     gets one per awaited tool call and per provider attempt."""
 

@@ -1,9 +1,9 @@
 """Artifact contracts: the values and callbacks of a generate-validate-revise artifact loop.
 
 The ``Artifact*`` value types and callback aliases are generic over a host type ``T`` that prism
-never constructs, copies, serialises or inspects. They sit below :mod:`prism.events` (whose
-artifact events carry an :class:`ArtifactValidation`) and below the loop contracts in
-:mod:`prism.loops.contracts`, which re-exports them.
+never constructs, copies, serialises or inspects. They sit below [`prism.events`][prism.events] (whose
+artifact events carry an [`ArtifactValidation`][prism.artifact_contracts.ArtifactValidation]) and below the loop contracts in
+[`prism.loops.contracts`][prism.loops.contracts], which re-exports them.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class ArtifactError(Serializable):
 
     @classmethod
     def coerce(cls, value: ArtifactError | Mapping[str, Any]) -> ArtifactError:
-        """Return ``value`` as an :class:`ArtifactError`.
+        """Return ``value`` as an [`ArtifactError`][prism.artifact_contracts.ArtifactError].
 
         Args:
             value: An ``ArtifactError`` (returned unchanged) or a mapping
@@ -103,7 +103,7 @@ class ArtifactValidation(Serializable):
     """Outcome of validating (or parsing) one artifact candidate.
 
     A list given as ``errors`` is converted to a tuple, and mapping elements to
-    :class:`ArtifactError`, so ``from_dict(v.to_dict()) == v``.
+    [`ArtifactError`][prism.artifact_contracts.ArtifactError], so ``from_dict(v.to_dict()) == v``.
     """
 
     ok: bool
@@ -126,7 +126,7 @@ class ArtifactValidation(Serializable):
 
     @classmethod
     def coerce(cls, value: ArtifactValidation | Mapping[str, Any]) -> ArtifactValidation:
-        """Return a validator's result as an :class:`ArtifactValidation`.
+        """Return a validator's result as an [`ArtifactValidation`][prism.artifact_contracts.ArtifactValidation].
 
         Args:
             value: An ``ArtifactValidation`` (returned unchanged) or a mapping
@@ -184,7 +184,7 @@ class ArtifactContext(Serializable):
 
 @dataclass(frozen=True)  # no slots: ``ArtifactParseResult[X](...)`` must be able to try
 class ArtifactParseResult(Serializable, Generic[T]):  # setting ``__orig_class__`` (3.11)
-    """Result of an :data:`ArtifactParser`.
+    """Result of an [`ArtifactParser`][prism.artifact_contracts.ArtifactParser].
 
     A result with ``ok=False`` or ``value is None`` is a parse failure: it consumes revision budget
     like a validation failure.
@@ -203,7 +203,7 @@ class ArtifactParseResult(Serializable, Generic[T]):  # setting ``__orig_class__
     def coerce(
         cls, value: ArtifactParseResult[Any] | Mapping[str, Any]
     ) -> ArtifactParseResult[Any]:
-        """Return a parser's result as an :class:`ArtifactParseResult`.
+        """Return a parser's result as an [`ArtifactParseResult`][prism.artifact_contracts.ArtifactParseResult].
 
         Args:
             value: An ``ArtifactParseResult`` (returned unchanged) or a mapping

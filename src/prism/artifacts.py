@@ -1,6 +1,6 @@
 """Ready-made artifact callbacks for the generate → validate → revise loop.
 
-Each factory returns an :class:`ArtifactCallbacks` mapping whose keys are loop options, so it can
+Each factory returns an [`ArtifactCallbacks`][prism.artifacts.ArtifactCallbacks] mapping whose keys are loop options, so it can
 be unpacked straight into the loop::
 
     loop = GenerateValidateReviseLoopOptions(**json_schema_artifact(schema), max_revisions=2)
@@ -15,7 +15,7 @@ for an unsupported model. ``structured_output_mode="artifact-loop"`` keeps it to
 instructions. Pass ``structured_output_name=`` to also get a ``structured_output`` key, which
 requires native structured output: the run then fails up front on models without it.
 
-Validation errors become :class:`~prism.loops.contracts.ArtifactError` values whose ``path`` is an
+Validation errors become ``ArtifactError`` values whose ``path`` is an
 RFC 6901 JSON pointer (``"/items/0/name"``), or ``None`` for an error at the root; errors are sorted
 by (pointer, message) like the tool-argument validator.
 
@@ -56,7 +56,7 @@ _PYDANTIC_MISSING = "pydantic_artifact needs pydantic v2: pip install 'prism-run
 class ArtifactCallbacks(TypedDict, Generic[T]):
     """Loop options produced by the artifact factories; unpack with ``**``.
 
-    Keys match :class:`~prism.loops.contracts.GenerateValidateReviseLoopOptions` fields and
+    Keys match [`GenerateValidateReviseLoopOptions`][prism.loops.contracts.GenerateValidateReviseLoopOptions] fields and
     ``generate_validate_revise_loop`` parameters.
     """
 
@@ -148,7 +148,7 @@ def json_schema_artifact(
     The parser decodes the draft text as JSON (surrounding whitespace and one enclosing Markdown
     code fence are ignored; JSON ``null`` is a parse failure). The validator is
     ``prism.json_schema_artifact_validator(schema)``: the ``jsonschema`` class the schema
-    declares, compiled once here, with one :class:`ArtifactError` per violation sorted by
+    declares, compiled once here, with one ``ArtifactError`` per violation sorted by
     (pointer, message), e.g. ``ArtifactError("'name' is a required property", path="/items/0")``.
 
     Args:
@@ -210,10 +210,10 @@ def pydantic_artifact(
 ) -> ArtifactCallbacks[M | Any]:
     """Parser and validator producing an instance of a pydantic v2 model.
 
-    The parser decodes the draft as JSON (as :func:`json_schema_artifact` does) and validates it
+    The parser decodes the draft as JSON (as [`json_schema_artifact()`][prism.artifacts.json_schema_artifact] does) and validates it
     with ``model.model_validate``; on success the value is the model instance, so
     ``RunResult.artifact`` is a ``model``. When the decoded data does not fit the model, the parser
-    hands the decoded data on unchanged and the validator reports one :class:`ArtifactError` per
+    hands the decoded data on unchanged and the validator reports one ``ArtifactError`` per
     pydantic error (path = JSON pointer of its ``loc``, ``None`` at the root), so the repairer sees
     every field-level problem; the repairer then receives the decoded data, not an instance.
 

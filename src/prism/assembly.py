@@ -3,7 +3,7 @@
 A request's messages are always, in this order:
 
 a. one ``system`` message with the composed system prompt (agent ``instructions``, then each
-   :class:`SystemPromptContribution`'s text, joined by ``"\\n\\n"``; omitted when empty);
+   [`SystemPromptContribution`][prism.assembly.SystemPromptContribution]'s text, joined by ``"\\n\\n"``; omitted when empty);
 b. one ``system`` message per resolved context block (``"<title>:\\n<text>"``, or
    ``"Context:\\n<text>"`` without a title);
 c. one ``system`` message per active skill with instructions (``"Skill <name>:\\n<instructions>"``);
@@ -12,9 +12,9 @@ e. the live history;
 f. tool-result messages built from loop-local tool results;
 g. ``to_messages(next_input)``.
 
-The stable prefix comes first so provider prompt caches can reuse it. :class:`RequestAssembler`
+The stable prefix comes first so provider prompt caches can reuse it. [`RequestAssembler`][prism.assembly.RequestAssembler]
 precomputes (a), (c) and (d) once per run, so assembling a turn only copies message references;
-:func:`assemble_provider_input` is the one-shot form of the same primitive.
+[`assemble_provider_input()`][prism.assembly.assemble_provider_input] is the one-shot form of the same primitive.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class SystemPromptContribution(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class ContextProviderContext(Serializable):
-    """What a :class:`ContextProvider` receives on every assembly.
+    """What a [`ContextProvider`][prism.assembly.ContextProvider] receives on every assembly.
 
     ``signal`` is a host object and is left out of ``to_dict()``.
     """
@@ -103,7 +103,7 @@ class ContextProvider(Protocol):
     """A source of context blocks, resolved on every assembly, in order.
 
     ``resolve`` may be sync or async and returns a sequence of
-    :class:`~prism.types.ContextBlock` (a plain ``str`` is accepted as an untitled block).
+    [`ContextBlock`][prism.types.ContextBlock] (a plain ``str`` is accepted as an untitled block).
     """
 
     @property
@@ -237,7 +237,7 @@ class AssemblyLayout(NamedTuple):
 class RequestAssembler:
     """Builds provider requests for one run from precomputed parts.
 
-    Construct once per run leg; :meth:`assemble` then costs one tuple concatenation of message
+    Construct once per run leg; [`assemble()`][prism.assembly.RequestAssembler.assemble] then costs one tuple concatenation of message
     references plus whatever the host's context providers and ``input_assembly`` hook do.
 
     Args:
@@ -325,7 +325,7 @@ class RequestAssembler:
 
     @property
     def summaries(self) -> tuple[str, ...]:
-        """The compaction summaries of the last :meth:`set_summaries` (none before)."""
+        """The compaction summaries of the last [`set_summaries()`][prism.assembly.RequestAssembler.set_summaries] (none before)."""
         return self._summaries
 
     def set_summaries(self, summaries: Sequence[str]) -> None:

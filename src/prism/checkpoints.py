@@ -1,18 +1,18 @@
 """Checkpoint store: the record type, the protocol and the in-memory store.
 
-A durable run keeps its run-state envelope in a :class:`CheckpointStore` under
+A durable run keeps its run-state envelope in a [`CheckpointStore`][prism.checkpoints.CheckpointStore] under
 ``namespace="prism.agent-run"`` and ``key=run_id``. Every write is a compare-and-set on the stored
 version, optionally fenced by a monotonically increasing token, so that of several processes racing
 to claim or advance the same run at most one succeeds.
 
-* :class:`CheckpointRecord` — one stored value with its version and timestamps;
-* :class:`CheckpointStore` — the protocol (``save_checkpoint`` / ``load_checkpoint``);
-* :class:`MemoryCheckpointStore` — the in-memory reference implementation whose semantics the
+* [`CheckpointRecord`][prism.checkpoints.CheckpointRecord] — one stored value with its version and timestamps;
+* [`CheckpointStore`][prism.checkpoints.CheckpointStore] — the protocol (``save_checkpoint`` / ``load_checkpoint``);
+* [`MemoryCheckpointStore`][prism.checkpoints.MemoryCheckpointStore] — the in-memory reference implementation whose semantics the
   SQLite and PostgreSQL stores (``prism.stores``) repeat exactly;
-* :func:`check_checkpoint_write` — the argument checks every implementation shares;
-* :class:`AgentRunIndex` — the optional capability of listing the stored runs (what a worker or an
+* ``check_checkpoint_write()`` — the argument checks every implementation shares;
+* ``AgentRunIndex`` — the optional capability of listing the stored runs (what a worker or an
   operator resumes), which the memory, SQLite and PostgreSQL stores implement;
-* :class:`EntryCheckpointStore` and :class:`SessionAppend` — the optional capability of a store
+* [`EntryCheckpointStore`][prism.checkpoints.EntryCheckpointStore] and [`SessionAppend`][prism.checkpoints.SessionAppend] — the optional capability of a store
   that holds the sessions *and* the checkpoints (SQLite, PostgreSQL): session appends and a
   checkpoint save in one transaction, which an ``every-turn`` durable run uses to write a turn's
   entries and its envelope together.
@@ -126,7 +126,7 @@ class CheckpointStore(Protocol):
 @dataclass(frozen=True, slots=True)
 class SessionAppend:
     """One session append, held to be written together with a checkpoint: the arguments of
-    :meth:`~prism.store.SessionStore.append`."""
+    [`append()`][prism.store.SessionStore.append]."""
 
     entry: SessionEntry
     """The entry to append (already redacted)."""
@@ -176,7 +176,7 @@ class EntryCheckpointStore(Protocol):
         Args:
             entries: The appends, in order (may be empty).
             namespace, key, value, version, expected_version, fencing_token, ownership: As for
-                :meth:`CheckpointStore.save_checkpoint`.
+                [`CheckpointStore.save_checkpoint()`][prism.checkpoints.CheckpointStore.save_checkpoint].
 
         Returns:
             The new record. Its ``value`` is ``value`` itself, not a copy: the caller hands the
@@ -206,7 +206,7 @@ class AgentRunIndex(Protocol):
 
     * only records of ``namespace="prism.agent-run"`` whose value is a JSON object are listed;
     * ``session_id`` keeps those whose value's ``session_id`` equals it; ``statuses`` those whose
-      ``status`` is one of them; ``resumable`` those :func:`is_resumable` accepts;
+      ``status`` is one of them; ``resumable`` those [`is_resumable()`][prism.checkpoints.is_resumable] accepts;
     * most recently updated first (``updated_at`` descending, then ``key`` descending), at most
       ``limit``; values are copies.
     """
@@ -334,7 +334,7 @@ def clone_json(value: Any) -> Any:
 
 
 class MemoryCheckpointStore:
-    """In-memory :class:`CheckpointStore` for tests and single-process hosts.
+    """In-memory [`CheckpointStore`][prism.checkpoints.CheckpointStore] for tests and single-process hosts.
 
     ``save_checkpoint`` is a compare-and-set on ``(namespace, key)``: ``expected_version`` must
     equal the stored version (0 when absent), ``version`` must be greater, and a stored fencing
@@ -378,7 +378,7 @@ class MemoryCheckpointStore:
         Raises:
             CheckpointConflictError: ``ERR_PRISM_CHECKPOINT_CONFLICT`` — stale
                 ``expected_version``, ``version`` not greater, or a smaller/missing token.
-            TypeError, ValueError: malformed arguments (:func:`check_checkpoint_write`).
+            TypeError, ValueError: malformed arguments (``check_checkpoint_write()``).
         """
         check_checkpoint_write(
             namespace=namespace,
@@ -434,7 +434,7 @@ class MemoryCheckpointStore:
         resumable: bool = False,
         limit: int = 100,
     ) -> builtins.list[CheckpointRecord]:
-        """The stored run-state records, newest first (see :class:`AgentRunIndex`).
+        """The stored run-state records, newest first (see ``AgentRunIndex``).
         O(records)."""
         wanted = check_run_listing(limit, statuses)
         with self._lock:

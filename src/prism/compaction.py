@@ -3,16 +3,16 @@
 A long session branch is shortened by appending a ``compaction`` entry whose summary stands for
 the older entries, while the most recent messages are kept verbatim. This module holds:
 
-* the settings and values — :class:`CompactionOptions`, :class:`CompactionInput`,
-  :class:`CompactionResult`, the :data:`CompactionStrategy` callable type — and their
-  validation (:func:`validate_compaction_options`) and resolution across the agent and run
-  layers (:func:`resolve_compaction_options`);
-* what a compaction entry covers on a branch (:func:`latest_compaction_index`,
-  :func:`compaction_window`), which history rebuilding also uses;
-* the built-in strategy (:func:`default_compaction_strategy`), the check for automatic
-  compaction at run setup (:func:`should_auto_compact`), running a strategy with the
-  ``compaction`` middleware hook (:func:`compute_compaction`) and building the entry
-  (:func:`compaction_entry`).
+* the settings and values — [`CompactionOptions`][prism.compaction.CompactionOptions], [`CompactionInput`][prism.compaction.CompactionInput],
+  [`CompactionResult`][prism.compaction.CompactionResult], the [`CompactionStrategy`][prism.compaction.CompactionStrategy] callable type — and their
+  validation ([`validate_compaction_options()`][prism.compaction.validate_compaction_options]) and resolution across the agent and run
+  layers ([`resolve_compaction_options()`][prism.compaction.resolve_compaction_options]);
+* what a compaction entry covers on a branch ([`latest_compaction_index()`][prism.compaction.latest_compaction_index],
+  [`compaction_window()`][prism.compaction.compaction_window]), which history rebuilding also uses;
+* the built-in strategy ([`default_compaction_strategy()`][prism.compaction.default_compaction_strategy]), the check for automatic
+  compaction at run setup ([`should_auto_compact()`][prism.compaction.should_auto_compact]), running a strategy with the
+  ``compaction`` middleware hook ([`compute_compaction()`][prism.compaction.compute_compaction]) and building the entry
+  ([`compaction_entry()`][prism.compaction.compaction_entry]).
 
 Emitting the ``compaction_started`` / ``compaction_finished`` events around a compaction, and
 appending the entry, are the runtime's.
@@ -93,7 +93,7 @@ class CompactionResult(_Options):
 class CompactionOptions(_Options):
     """Compaction settings of an agent, a run or ``session.compact()``.
 
-    Validated where used (:func:`validate_compaction_options`).
+    Validated where used ([`validate_compaction_options()`][prism.compaction.validate_compaction_options]).
     """
 
     threshold_entries: int | None = None
@@ -104,7 +104,7 @@ class CompactionOptions(_Options):
     max_summary_chars: int = 4000
     """Longest default summary in characters (≥ 1); longer ones are cut and end with ``…``."""
     strategy: CompactionStrategy | None = field(default=None, metadata={"serialize": False})
-    """Custom strategy (sync or async); ``None`` means :func:`default_compaction_strategy`.
+    """Custom strategy (sync or async); ``None`` means [`default_compaction_strategy()`][prism.compaction.default_compaction_strategy].
     Not serialised."""
     secrets: tuple[str, ...] = ()
     """Strings replaced by ``[REDACTED]`` in the default summary."""
@@ -118,7 +118,7 @@ class CompactionOptions(_Options):
         """Return ``value`` itself, or the options built from a snake_case mapping, which may
         carry ``strategy`` (a host callable, never serialised).
 
-        Values are not validated here (:func:`validate_compaction_options` does).
+        Values are not validated here ([`validate_compaction_options()`][prism.compaction.validate_compaction_options] does).
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key.
@@ -194,7 +194,7 @@ def resolve_compaction_options(
 ) -> CompactionOptions | None:
     """Resolve the effective compaction options from the agent and run layers.
 
-    Run ``False`` disables compaction; a run :class:`CompactionOptions` replaces the agent value;
+    Run ``False`` disables compaction; a run [`CompactionOptions`][prism.compaction.CompactionOptions] replaces the agent value;
     a run mapping overrides only the keys it names on top of the agent value (or of the defaults
     when the agent sets none or ``False``); run ``None`` takes the agent value. When neither layer
     sets compaction the result is ``None`` (no compaction). ``session.compact(**options)`` passes
@@ -414,18 +414,18 @@ async def compute_compaction(
     """Run the compaction strategy and the ``compaction`` middleware hook.
 
     The caller emits ``compaction_started`` before and, after appending
-    :func:`compaction_entry`, ``compaction_finished(summary)``; then rebuilds the history and
-    applies :func:`drop_trailing_input` on an auto compaction.
+    [`compaction_entry()`][prism.compaction.compaction_entry], ``compaction_finished(summary)``; then rebuilds the history and
+    applies ``drop_trailing_input()`` on an auto compaction.
 
     Args:
         session_id: The session.
         entries: The branch root→leaf.
-        options: The effective options (:func:`resolve_compaction_options`).
+        options: The effective options ([`resolve_compaction_options()`][prism.compaction.resolve_compaction_options]).
         signal: The run signal, ``None`` outside a run.
         middleware: The agent's registry; its ``compaction`` hook may replace the result.
 
     Returns:
-        The final :class:`CompactionResult` (a mapping result is converted).
+        The final [`CompactionResult`][prism.compaction.CompactionResult] (a mapping result is converted).
 
     Raises:
         TypeError: the strategy or a handler returned something other than a result.

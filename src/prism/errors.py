@@ -39,12 +39,12 @@ built from data take the data first (``RunLimitExceeded(breach)``, ``GuardrailEr
 ``ProviderTurnError(info)``, ``AgentRunError(message, *, result)``). ``str(err)`` is always the
 message, and every instance keeps its fields as attributes.
 
-This module holds errors only; redaction helpers live in :mod:`prism.redaction`. It sits at the
+This module holds errors only; redaction helpers live in ``prism.redaction``. It sits at the
 bottom of the package: ``PrismError`` and ``PrismConfigError`` are defined in
-:mod:`prism._error_root` (so value serialisation below this module can raise them) and re-exported
+``prism._error_root`` (so value serialisation below this module can raise them) and re-exported
 here, the records its exceptions carry (``ErrorInfo``, ``RunLimitBreach``, ``GuardrailRecord``)
 live below it, and a failed run's ``RunResult`` is described by the
-:class:`~prism._failure_records.FailedLeg` protocol rather than imported.
+``FailedLeg`` protocol rather than imported.
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ class ProviderTurnError(PrismError):
     Code ``ERR_PRISM_PROVIDER``. ``str(err)`` is ``info.message``.
 
     When a fallback chain tried several providers and every one failed, ``info.providers`` (and
-    :attr:`failures`) lists each provider tried with its model, code and message, ``info.message``
+    [`failures`][prism.errors.ProviderTurnError.failures]) lists each provider tried with its model, code and message, ``info.message``
     names them all, ``info.name``/``info.code`` are the last failure's, and ``__cause__`` is the
     ``ProviderTurnError`` of that last failure (chained to the provider's own exception, if any).
 
@@ -482,7 +482,7 @@ class AgentRunStateError(PrismError):
     """Durable preflight, envelope or resume failure. Code ``ERR_PRISM_AGENT_RUN_STATE``.
 
     ``calls``: an ambiguity report's ``(tool_call_id, tool_name)`` pairs (as
-    :class:`RunAmbiguousError`'s), else ``()``; ``run_id``: the run they belong to, else ``None``.
+    [`RunAmbiguousError`][prism.errors.RunAmbiguousError]'s), else ``()``; ``run_id``: the run they belong to, else ``None``.
 
     ``reason``: what a resume refused, before anything was written (the run stays as stored and
     can be resumed once the cause is fixed), else ``None``:
@@ -613,7 +613,7 @@ class StoreError(PrismError):
     """A store's database or a stored row cannot be used; the code (given first) says how:
     ``ERR_PRISM_STORE_CORRUPT`` (a file that is not a database, or damaged),
     ``ERR_PRISM_STORE_UNDECODABLE`` (a stored value that is not valid JSON or not the record it
-    should hold), ``ERR_PRISM_STORE_SCHEMA`` (:class:`StoreSchemaError`)."""
+    should hold), ``ERR_PRISM_STORE_SCHEMA`` ([`StoreSchemaError`][prism.errors.StoreSchemaError])."""
 
     code = ERR_PRISM_STORE_CORRUPT
     default_message = "Store cannot be used"

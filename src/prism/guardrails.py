@@ -1,10 +1,10 @@
 """Guardrails: host checks on run input, provider output, tool calls and tool results.
 
-A :class:`Guardrail` is a named, staged callback returning a :class:`GuardrailDecision`. The runtime
-evaluates the guards of one stage with :func:`run_guardrails`, which never lets a broken guard pass:
+A [`Guardrail`][prism.guardrails.Guardrail] is a named, staged callback returning a [`GuardrailDecision`][prism.guardrails.GuardrailDecision]. The runtime
+evaluates the guards of one stage with ``run_guardrails()``, which never lets a broken guard pass:
 invalid guards, malformed decisions and exceptions become ``tripwire`` records (fail closed).
 What a non-``allow`` record does to the run depends on the stage and is decided by the
-caller; :func:`guardrail_error` builds the :class:`~prism.errors.GuardrailError` for the cases that
+caller; [`guardrail_error()`][prism.guardrails.guardrail_error] builds the [`GuardrailError`][prism.errors.GuardrailError] for the cases that
 fail the run.
 """
 
@@ -44,10 +44,10 @@ __all__ = [
 ]
 
 GUARDRAIL_STAGES: frozenset[str] = frozenset({"input", "output", "tool_input", "tool_output"})
-"""Every valid :data:`GuardrailStage`."""
+"""Every valid [`GuardrailStage`][prism.guardrails.GuardrailStage]."""
 
 GUARDRAIL_ACTIONS: frozenset[str] = frozenset({"allow", "block", "tripwire", "interrupt"})
-"""Every valid :data:`GuardrailAction`."""
+"""Every valid [`GuardrailAction`][prism.guardrails.GuardrailAction]."""
 
 _MAX_NAME_CHARS = 128
 _MAX_REASON_BYTES = 4096
@@ -63,7 +63,7 @@ _V = TypeVar("_V")
 class GuardrailDecision(Serializable):
     """The outcome of one guard evaluation.
 
-    A guard may return a mapping with the same keys instead; :func:`run_guardrails` converts it. The
+    A guard may return a mapping with the same keys instead; ``run_guardrails()`` converts it. The
     action is checked at evaluation time (an unknown action is a ``guardrail_invalid_decision``
     tripwire), not at construction.
     """
@@ -96,7 +96,7 @@ class Guardrail(Serializable):
     stage: GuardrailStage
     """The stage this guard belongs to; must equal the list it is placed in."""
     evaluate: GuardrailEvaluator = field(metadata={"serialize": False})
-    """The check; receives a :class:`GuardrailContext` and returns a decision (sync or async)."""
+    """The check; receives a [`GuardrailContext`][prism.guardrails.GuardrailContext] and returns a decision (sync or async)."""
     revision: str | None = None
     """Host-authored revision of the check. ``None``: unversioned."""
 
@@ -174,7 +174,7 @@ class Guardrails(Serializable):
 
 @dataclass(frozen=True, slots=True)
 class GuardrailRunResult:
-    """Outcome of :func:`run_guardrails`."""
+    """Outcome of ``run_guardrails()``."""
 
     records: tuple[GuardrailRecord, ...]
     """Records of the evaluated guards, in declaration order (skipped guards have none)."""
@@ -186,7 +186,7 @@ _EMPTY_RESULT = GuardrailRunResult(records=(), terminal=None)
 
 
 def coerce_guardrails(value: Guardrails | Mapping[str, Any] | None) -> Guardrails | None:
-    """Accept a :class:`Guardrails`, a mapping of its fields, or ``None``.
+    """Accept a [`Guardrails`][prism.guardrails.Guardrails], a mapping of its fields, or ``None``.
 
     Raises:
         PrismConfigError: unknown keys, an invalid ``max_concurrency`` or a non-mapping value.
@@ -225,7 +225,7 @@ def merge_guardrails(
 
 
 def guardrail_error(record: GuardrailRecord) -> GuardrailError:
-    """Return the :class:`~prism.errors.GuardrailError` for a terminal record.
+    """Return the [`GuardrailError`][prism.errors.GuardrailError] for a terminal record.
 
     Its code is ``ERR_PRISM_GUARDRAIL_BLOCKED`` for ``block``/``tripwire`` and
     ``ERR_PRISM_GUARDRAIL_INTERRUPT_UNAVAILABLE`` for ``interrupt``.
@@ -404,7 +404,7 @@ async def run_guardrails(
         context: Identity, metadata, run signal and tool fields for the guards. Its ``stage`` and
             ``value`` are replaced by the arguments.
         redactor: Redacts record reasons and metadata. ``None``: no redaction.
-        emit: Sync callable receiving each :class:`~prism.events.GuardrailDecisionEvent`; an
+        emit: Sync callable receiving each [`GuardrailDecisionEvent`][prism.events.GuardrailDecisionEvent]; an
             awaitable result is awaited. ``None``: no events.
 
     Returns:

@@ -2,22 +2,22 @@
 
 The run path writes a store through the session, checkpoint and ledger protocols; tooling that
 looks at what runs did (``prism serve``, ``prism runs``, an operator's own scripts) reads it
-through :class:`InspectionReader`, which the SQLite and PostgreSQL stores implement over indexed
+through ``InspectionReader``, which the SQLite and PostgreSQL stores implement over indexed
 summary tables, so that every read costs what its page holds, not what the store holds:
 
-* :meth:`~InspectionReader.list_session_summaries` — sessions, most recently active first, with
+* [`list_session_summaries()`][prism.inspection.InspectionReader.list_session_summaries] — sessions, most recently active first, with
   filters (agent, status, model, time range, text of the first user message) and per-session
   totals (runs, turns, tokens, cost, last activity); a child session (an agent tool's, id
   ``<calling run id>.<tool call id>``) names its parent;
-* :meth:`~InspectionReader.list_run_summaries` — runs across sessions, newest first;
-* :meth:`~InspectionReader.read_ledger` — one run's ledger rows after a cursor, in append order;
-* :meth:`~InspectionReader.read_entries` — one session's entries after a sequence number;
-* :meth:`~InspectionReader.usage_report` — tokens and cost grouped by day, model or agent.
+* [`list_run_summaries()`][prism.inspection.InspectionReader.list_run_summaries] — runs across sessions, newest first;
+* [`read_ledger()`][prism.inspection.InspectionReader.read_ledger] — one run's ledger rows after a cursor, in append order;
+* [`read_entries()`][prism.inspection.InspectionReader.read_entries] — one session's entries after a sequence number;
+* [`usage_report()`][prism.inspection.InspectionReader.usage_report] — tokens and cost grouped by day, model or agent.
 
-Every listing returns a :class:`Page` whose ``next_cursor`` is an opaque string (``None`` on the
+Every listing returns a [`Page`][prism.inspection.Page] whose ``next_cursor`` is an opaque string (``None`` on the
 last page); a cursor from one listing is not valid for another. Nothing here writes.
 
-A store that implements the protocol passes :func:`prism.testing.run_inspection_conformance`.
+A store that implements the protocol passes [`prism.testing.run_inspection_conformance()`][prism.testing.run_inspection_conformance].
 """
 
 from __future__ import annotations
@@ -48,10 +48,10 @@ __all__ = [
 _T = TypeVar("_T")
 
 LedgerRowKind: TypeAlias = Literal["run", "event", "tool_call", "usage"]
-"""Which ledger table a :class:`LedgerRow` comes from."""
+"""Which ledger table a [`LedgerRow`][prism.inspection.LedgerRow] comes from."""
 
 UsageGrouping: TypeAlias = Literal["day", "model", "agent"]
-"""How :meth:`InspectionReader.usage_report` groups usage."""
+"""How [`InspectionReader.usage_report()`][prism.inspection.InspectionReader.usage_report] groups usage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ class Page(Generic[_T]):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionFilter:
-    """What :meth:`InspectionReader.list_session_summaries` keeps. Every field narrows; ``None``
+    """What [`InspectionReader.list_session_summaries()`][prism.inspection.InspectionReader.list_session_summaries] keeps. Every field narrows; ``None``
     does not filter."""
 
     agent_id: str | None = None
@@ -77,13 +77,13 @@ class SessionFilter:
     model: str | None = None
     """Sessions with a run on this model name (``ModelConfig.model``)."""
     since: str | None = None
-    """Sessions whose latest activity (:attr:`SessionSummary.updated_at`) is at or after this
+    """Sessions whose latest activity ([`SessionSummary.updated_at`][prism.inspection.SessionSummary.updated_at]) is at or after this
     ISO-8601 time (a time without an offset is UTC, a date is its midnight)."""
     until: str | None = None
     """Sessions whose latest activity is before this ISO-8601 time."""
     text: str | None = None
     """Case-insensitive substring of the session's first user message (at most 200 characters
-    are searched: :attr:`SessionSummary.first_input`)."""
+    are searched: [`SessionSummary.first_input`][prism.inspection.SessionSummary.first_input])."""
     parent_session_id: str | None = None
     """Only the child sessions of this session."""
     top_level: bool = False
@@ -186,7 +186,7 @@ class LedgerSlice:
     rows: tuple[LedgerRow, ...]
     """Rows in append order: each table's rows by ``seq``; of the tables' next rows the one
     with the earliest record time first, rows of the same millisecond in the order run start
-    row, events, tool calls, usage, run finish row. Reading on from :attr:`cursor` continues
+    row, events, tool calls, usage, run finish row. Reading on from [`cursor`][prism.inspection.LedgerSlice.cursor] continues
     exactly where a longer read would have."""
     cursor: str
     """Opaque; pass it as ``after=`` to read only rows appended since. A slice with no rows
@@ -207,7 +207,7 @@ class StoredEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UsageBucket(Serializable):
-    """Usage of one group of :meth:`InspectionReader.usage_report`."""
+    """Usage of one group of [`InspectionReader.usage_report()`][prism.inspection.InspectionReader.usage_report]."""
 
     key: str
     """The day (``YYYY-MM-DD``, UTC), the model name or the agent id; ``"—"`` when unknown."""

@@ -1,16 +1,16 @@
 """Run ledger: the ledger protocol, the memory ledger and the per-run writer.
 
-* :class:`RunLedger` — the write-only sink protocol; :class:`MemoryRunLedger` keeps four lists
+* ``RunLedger`` — the write-only sink protocol; [`MemoryRunLedger`][prism.ledger.MemoryRunLedger] keeps four lists
   (and the request rows);
-* :class:`RequestLedger` — the optional fifth method, ``append_request``: a ledger that has it
-  gets a :class:`~prism.ledger_records.RequestRecord` per provider attempt; one without it keeps
+* ``RequestLedger`` — the optional fifth method, ``append_request``: a ledger that has it
+  gets a [`RequestRecord`][prism.ledger_records.RequestRecord] per provider attempt; one without it keeps
   working and gets none.
-* :class:`LedgerWriter` — one per run: a single writer task consuming an ``asyncio.Queue`` in
+* [`LedgerWriter`][prism.ledger.LedgerWriter] — one per run: a single writer task consuming an ``asyncio.Queue`` in
   emission order, remembering the first failure, skipping later records, and raising
   ``RunLedgerError`` at the next drain point. Free when no ledger is configured.
 
-The records live in :mod:`prism.ledger_records` and the timeline projection in
-:mod:`prism.timeline`; their names are re-exported here (the timeline's on first access: a run
+The records live in [`prism.ledger_records`][prism.ledger_records] and the timeline projection in
+[`prism.timeline`][prism.timeline]; their names are re-exported here (the timeline's on first access: a run
 never projects one, so its start-up does not load it).
 """
 
@@ -73,7 +73,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Bind a name of :mod:`prism.timeline` on first access (the names of ``__all__`` not bound
+    """Bind a name of [`prism.timeline`][prism.timeline] on first access (the names of ``__all__`` not bound
     at import)."""
     if name in __all__:
         from prism import timeline
@@ -114,9 +114,9 @@ class RunLedger(Protocol):
 
 @runtime_checkable
 class RequestLedger(Protocol):
-    """The optional method of a :class:`RunLedger` that stores request rows.
+    """The optional method of a ``RunLedger`` that stores request rows.
 
-    A run whose ledger has ``append_request`` appends one :class:`RequestRecord` per provider
+    A run whose ledger has ``append_request`` appends one [`RequestRecord`][prism.ledger.RequestRecord] per provider
     attempt, when the attempt starts; its ``head`` is set on the run's first row with a given
     ``head_hash`` and ``None`` on later ones, so a store keeps one head per distinct hash.
     """
@@ -127,7 +127,7 @@ class RequestLedger(Protocol):
 
 
 class MemoryRunLedger:
-    """In-memory :class:`RunLedger` (and :class:`RequestLedger`) keeping append-only lists.
+    """In-memory ``RunLedger`` (and ``RequestLedger``) keeping append-only lists.
 
     Attributes:
         runs: Run rows in append order.
@@ -165,7 +165,7 @@ class MemoryRunLedger:
         self.usage.append(record)
 
     async def append_request(self, record: RequestRecord, /) -> None:
-        """Append a request row; its head goes to :attr:`request_heads` (once per hash)."""
+        """Append a request row; its head goes to ``request_heads`` (once per hash)."""
         head = record.head
         if head is not None:
             self.request_heads.setdefault(record.head_hash, head)
@@ -177,7 +177,7 @@ class MemoryRunLedger:
         return [r for r in self.requests if r.run_id == run_id]
 
     def run_events(self, run_id: str) -> list[AgentEventRecord]:
-        """The event rows of one run, in order (input for :func:`project_execution_timeline`)."""
+        """The event rows of one run, in order (input for ``project_execution_timeline()``)."""
         return [r for r in self.events if r.run_id == run_id]
 
     def run_records(self, run_id: str) -> list[RunRecord]:
@@ -205,14 +205,14 @@ class LedgerWriter:
     emission order. The task consumes an ``asyncio.Queue``, exits when the queue is empty and is
     restarted by the next submission, so it never outlives the run's work. The ledger's methods may
     be sync or async. The first write failure is remembered and every later record is skipped;
-    :meth:`drain` raises it once as ``RunLedgerError`` (``ERR_PRISM_LEDGER``) at the next drain
+    [`drain()`][prism.ledger.LedgerWriter.drain] raises it once as ``RunLedgerError`` (``ERR_PRISM_LEDGER``) at the next drain
     point.
 
     Before writing, every record gets the run's ownership fields (when it carries none) and is
     redacted with the active redactor — except event records built by
-    :meth:`record_event` (their event is already redacted) and tool-call rows already
+    [`record_event()`][prism.ledger.LedgerWriter.record_event] (their event is already redacted) and tool-call rows already
     marked ``redacted``. With ``ledger=None`` every method returns at once and nothing is
-    allocated. The writer itself satisfies :class:`RunLedger`, so it can be handed to the tool
+    allocated. The writer itself satisfies ``RunLedger``, so it can be handed to the tool
     dispatcher as its ``ledger``.
 
     Args:
@@ -305,7 +305,7 @@ class LedgerWriter:
         self._submit("usage", record, False)
 
     def record_event(self, event: AgentEvent, /) -> None:
-        """Queue the :class:`AgentEventRecord` of an emitted, already redacted event.
+        """Queue the [`AgentEventRecord`][prism.ledger.AgentEventRecord] of an emitted, already redacted event.
 
         The record gets a new ``event_…`` id, the emission time, the event's ids (the writer's
         when empty), ``redacted = redactor is not None`` and the ownership fields. O(1).
@@ -337,7 +337,7 @@ class LedgerWriter:
         provider_id: str | None = None,
         model: str | None = None,
     ) -> None:
-        """Queue a :class:`UsageRecord` with a new ``usage_…`` id.
+        """Queue a [`UsageRecord`][prism.ledger.UsageRecord] with a new ``usage_…`` id.
 
         ``turn``/``attempt`` and the serving ``provider_id``/``model`` are kept only for
         ``provider_turn`` rows.
@@ -371,7 +371,7 @@ class LedgerWriter:
         messages: int,
         head: Mapping[str, Any],
     ) -> None:
-        """Queue a :class:`RequestRecord` with a new ``request_…`` id and the current time; the
+        """Queue a [`RequestRecord`][prism.ledger.RequestRecord] with a new ``request_…`` id and the current time; the
         row carries ``head`` only the first time this writer sees ``head_hash``. Nothing happens
         when the ledger has no ``append_request``."""
         if not self.records_requests or self._failure is not None:

@@ -1,17 +1,17 @@
 """Run ledger records: the rows a run writes to its ledger, and the builders of run rows.
 
-* :class:`RunRecord` — the start and finish rows of a run (built with :func:`start_run_record`
-  and :func:`finish_run_record`);
-* :class:`AgentEventRecord` — one emitted event;
-* :class:`ToolCallRecord` — one tool-call state change;
-* :class:`UsageRecord` — token and cost usage of one provider attempt or of the whole run;
-* :class:`RequestRecord` — the hash of what one provider attempt asked the model
-  (:mod:`prism.request_hash`), with the request's head on the first row of a run that carries
+* [`RunRecord`][prism.ledger_records.RunRecord] — the start and finish rows of a run (built with [`start_run_record()`][prism.ledger_records.start_run_record]
+  and [`finish_run_record()`][prism.ledger_records.finish_run_record]);
+* [`AgentEventRecord`][prism.ledger_records.AgentEventRecord] — one emitted event;
+* [`ToolCallRecord`][prism.ledger_records.ToolCallRecord] — one tool-call state change;
+* [`UsageRecord`][prism.ledger_records.UsageRecord] — token and cost usage of one provider attempt or of the whole run;
+* [`RequestRecord`][prism.ledger_records.RequestRecord] — the hash of what one provider attempt asked the model
+  ([`prism.request_hash`][prism.request_hash]), with the request's head on the first row of a run that carries
   it.
 
 Every record carries the ownership fields ``tenant_id``/``account_id``/``user_id``. This module
-sits below the ledger protocol and writer (:mod:`prism.ledger`) and the timeline projection
-(:mod:`prism.timeline`).
+sits below the ledger protocol and writer ([`prism.ledger`][prism.ledger]) and the timeline projection
+([`prism.timeline`][prism.timeline]).
 """
 
 from __future__ import annotations
@@ -43,13 +43,13 @@ __all__ = [
 RunRecordStatus: TypeAlias = Literal[
     "queued", "running", "suspended", "denied", "succeeded", "failed", "aborted"
 ]
-"""Status of a :class:`RunRecord`."""
+"""Status of a [`RunRecord`][prism.ledger_records.RunRecord]."""
 
 ToolCallStatus: TypeAlias = Literal["started", "finished", "error", "blocked"]
-"""Status of a :class:`ToolCallRecord` row."""
+"""Status of a [`ToolCallRecord`][prism.ledger_records.ToolCallRecord] row."""
 
 UsageScope: TypeAlias = Literal["provider_turn", "run_total"]
-"""Scope of a :class:`UsageRecord`."""
+"""Scope of a [`UsageRecord`][prism.ledger_records.UsageRecord]."""
 
 
 # --------------------------------------------------------------------------- records
@@ -62,7 +62,7 @@ class RunRecord(Serializable):
     The start row (``status="running"``) is appended while the run is set up; the finish row
     repeats its fields and adds ``status``, ``finished_at``, ``abort_reason``, ``error`` and — only on a
     ``succeeded`` finish — ``stop_reason``/``stop_detail``. Build them with
-    :func:`start_run_record` and :func:`finish_run_record`.
+    [`start_run_record()`][prism.ledger_records.start_run_record] and [`finish_run_record()`][prism.ledger_records.finish_run_record].
     """
 
     id: str
@@ -105,7 +105,7 @@ class RunRecord(Serializable):
 
     @property
     def run_id(self) -> str:
-        """Alias of :attr:`id`."""
+        """Alias of [`id`][prism.ledger_records.RunRecord.id]."""
         return self.id
 
 
@@ -212,10 +212,10 @@ class UsageRecord(Serializable):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestRecord(Serializable):
     """Ledger row of one provider attempt's request: the canonical hash of what the model was
-    asked (:func:`prism.request_hash.fingerprint_request`), the hash of its head (system
+    asked ([`prism.request_hash.fingerprint_request()`][prism.request_hash.fingerprint_request]), the hash of its head (system
     prompt, tool schemas, model and options) and, on the first row of a run with that head, the
     head itself (a store keeps one head per distinct hash). Written when the attempt starts, by
-    ledgers that have ``append_request`` (:class:`prism.ledger.RequestLedger`).
+    ledgers that have ``append_request`` (``prism.ledger.RequestLedger``).
     """
 
     id: str
@@ -233,7 +233,7 @@ class RequestRecord(Serializable):
     model: str
     """Model name asked."""
     request_hash: str
-    """SHA-256 hex of the request as the model sees it (:mod:`prism.request_hash`)."""
+    """SHA-256 hex of the request as the model sees it ([`prism.request_hash`][prism.request_hash])."""
     head_hash: str
     """SHA-256 hex of the request's head."""
     messages: int
@@ -255,7 +255,7 @@ class RequestRecord(Serializable):
 
 LedgerRecord: TypeAlias = RunRecord | AgentEventRecord | ToolCallRecord | UsageRecord
 """Any record of the four ledger tables every ledger has (request rows are optional:
-:class:`RequestRecord`)."""
+[`RequestRecord`][prism.ledger_records.RequestRecord])."""
 
 
 def start_run_record(
@@ -270,7 +270,7 @@ def start_run_record(
     started_at: str | None = None,
     agent_id: str | None = None,
 ) -> RunRecord:
-    """Build the start :class:`RunRecord`: ``status="running"``, ``provider =
+    """Build the start [`RunRecord`][prism.ledger_records.RunRecord]: ``status="running"``, ``provider =
     model.provider``, ownership copied, ``started_at`` defaulting to now, ``agent_id`` the
     running agent's ``config.id or config.name``."""
     return RunRecord(
@@ -300,7 +300,7 @@ def finish_run_record(
     stop_detail: str | None = None,
     finished_at: str | None = None,
 ) -> RunRecord:
-    """Build the finish :class:`RunRecord` from the start one.
+    """Build the finish [`RunRecord`][prism.ledger_records.RunRecord] from the start one.
 
     ``stop_reason``/``stop_detail`` are kept only when ``status == "succeeded"``.
     """

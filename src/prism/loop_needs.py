@@ -1,12 +1,12 @@
 """What a loop needs from the runtime, declared by the loop.
 
-A loop strategy may carry a ``needs`` attribute, a :class:`LoopNeeds`; the runtime reads it with
-:func:`loop_needs` and never looks at the loop's ``name``. A loop without one (any custom loop
-that does not declare it) gets :data:`DEFAULT_LOOP_NEEDS`: no schema of its own and no artifact
+A loop strategy may carry a ``needs`` attribute, a [`LoopNeeds`][prism.loop_needs.LoopNeeds]; the runtime reads it with
+[`loop_needs()`][prism.loop_needs.loop_needs] and never looks at the loop's ``name``. A loop without one (any custom loop
+that does not declare it) gets [`DEFAULT_LOOP_NEEDS`][prism.loop_needs.DEFAULT_LOOP_NEEDS]: no schema of its own and no artifact
 requirement.
 
 Optional loop-context members that only some loops use are protocols of their own here, so that
-:class:`~prism.loops.contracts.LoopContext` stays what every loop may rely on.
+[`LoopContext`][prism.loops.contracts.LoopContext] stays what every loop may rely on.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class LoopNeeds:
             (so every request carries it unless the loop removes it); ``None``: none. A model
             without native structured output fails the run (``unsupported_model``).
         artifact: The run succeeds only when the loop reported a validated artifact through
-            :meth:`ArtifactReporting.report_artifact` (an ``artifact_finished`` event); otherwise
+            [`ArtifactReporting.report_artifact()`][prism.loop_needs.ArtifactReporting.report_artifact] (an ``artifact_finished`` event); otherwise
             it fails with ``ArtifactFailedError`` built from the last reported
             ``artifact_failed`` event.
         shown_schema: A schema the model should see without the loop requiring it natively
@@ -51,7 +51,7 @@ class LoopNeeds:
             ``prism`` logger).
         handoffs: Agents (``Agent`` objects) the loop may hand the run over to; they join the
             agent's durable fingerprint, and the runtime offers the switch as ``ctx.handoff``
-            (:class:`HandingOff`).
+            ([`HandingOff`][prism.loop_needs.HandingOff]).
     """
 
     structured_output: StructuredOutputOptions | None = None
@@ -67,7 +67,7 @@ DEFAULT_LOOP_NEEDS: Final = LoopNeeds()
 
 
 def loop_needs(loop: object) -> LoopNeeds:
-    """The :class:`LoopNeeds` a loop declares in its ``needs`` attribute, else the default."""
+    """The [`LoopNeeds`][prism.loop_needs.LoopNeeds] a loop declares in its ``needs`` attribute, else the default."""
     needs = getattr(loop, "needs", None)
     return needs if isinstance(needs, LoopNeeds) else DEFAULT_LOOP_NEEDS
 
@@ -115,7 +115,7 @@ class AgentSwitch(Protocol):
 @runtime_checkable
 class HandingOff(Protocol):
     """Optional loop-context member of loops that hand the conversation over to other agents
-    (``needs.handoffs``): ``ctx.handoff`` is the :class:`AgentSwitch`, ``None`` when the loop
+    (``needs.handoffs``): ``ctx.handoff`` is the [`AgentSwitch`][prism.loop_needs.AgentSwitch], ``None`` when the loop
     declares no handoff targets."""
 
     @property

@@ -86,7 +86,7 @@ class MiddlewareRegistry:
         """Register ``handler`` for ``hook`` after the handlers already registered.
 
         Args:
-            hook: One of :data:`MIDDLEWARE_HOOKS`.
+            hook: One of [`MIDDLEWARE_HOOKS`][prism.middleware.MIDDLEWARE_HOOKS].
             handler: ``handler(payload)`` returning a replacement payload, ``None`` to keep it,
                 or an awaitable of either.
 
@@ -106,7 +106,7 @@ class MiddlewareRegistry:
         return self
 
     def has(self, hook: MiddlewareHook | str) -> bool:
-        """Whether ``hook`` has at least one handler — lets hot paths skip :meth:`run` (O(1)).
+        """Whether ``hook`` has at least one handler — lets hot paths skip [`run()`][prism.middleware.MiddlewareRegistry.run] (O(1)).
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — unknown hook name.

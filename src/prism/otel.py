@@ -5,7 +5,7 @@ SDK and its exporters (or ``prism run --otel`` does it from the standard environ
 The GenAI conventions are still marked *Development*; this module follows the v1.41.0 documents
 (schema URL ``https://opentelemetry.io/schemas/1.41.0``): the *invoke agent internal span*, the
 *inference span* and the *execute tool span*. Turn it on per agent
-(``create_agent(..., tracing=OpenTelemetryTracing())``) or for every agent with :func:`instrument`.
+(``create_agent(..., tracing=OpenTelemetryTracing())``) or for every agent with [`instrument()`][prism.otel.instrument].
 
 Each run leg gives one span tree, under the span that is current where the host calls
 ``session.run``:
@@ -42,7 +42,7 @@ Each run leg gives one span tree, under the span that is current where the host 
   current, so spans the tool starts itself (an instrumented HTTP client, say) nest under it. So
   does the run of an agent tool (``agent.as_tool``): the child's ``invoke_agent`` span is a child
   of the call's ``execute_tool`` span, in the same trace, and a child agent without a tracer of
-  its own is traced by the calling run's (see :mod:`prism.tracing`).
+  its own is traced by the calling run's (see ``prism.tracing``).
 
 Errors: a failed attempt, tool call or run sets ``error.type`` (prism's error ``code``) and the
 span status ``ERROR`` with the (redacted) message. Message content is not recorded unless
@@ -152,7 +152,7 @@ def instrument(
 ) -> OpenTelemetryTracing:
     """Trace every agent created with ``tracing=None`` (the default); return the tracer.
 
-    Same arguments as :class:`OpenTelemetryTracing`. Runs started afterwards are traced.
+    Same arguments as [`OpenTelemetryTracing`][prism.otel.OpenTelemetryTracing]. Runs started afterwards are traced.
     """
     tracing = OpenTelemetryTracing(
         tracer_provider=tracer_provider, capture_content=capture_content, redactor=redactor

@@ -1,6 +1,6 @@
 """Secret redaction and errors as data.
 
-:func:`redact_value` is the one walk used for events, provider requests, store entries, ledger
+[`redact_value()`][prism.redaction.redact_value] is the one walk used for events, provider requests, store entries, ledger
 records and run-state envelopes. It is copy-on-write: a value in which no string changed is
 returned as the *same object*, so the common case (no secret present) allocates nothing.
 """
@@ -386,7 +386,7 @@ def redacted_cause(
 
     ``exc`` itself when no text, ``args`` item or attribute (``vars()``) of it or of its
     cause/context chain holds a secret of ``redactor`` or ``extra_secrets``; otherwise a
-    :class:`~prism.errors.RedactedError` with ``original_type = type(exc).__name__``, the
+    [`RedactedError`][prism.errors.RedactedError] with ``original_type = type(exc).__name__``, the
     redacted message and the redacted text of ``exc``'s traceback (``traceback_text``; the
     traceback object is not kept: its frames hold the raw values), whose own cause is derived
     the same way from ``exc``'s cause (or context). The host exception object is never modified.

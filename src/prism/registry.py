@@ -14,9 +14,9 @@ there::
 
 Every process that serves or decides runs of these agents imports the same registry: ``prism
 worker --agents myagents:REGISTRY`` runs them on a worker fleet, ``prism serve --agents
-myagents:REGISTRY`` resumes the runs an operator decides in its inbox. :func:`load_registry`
-imports one, :func:`check_registry` checks a mapping a host built itself, and
-:func:`build_registry_agents` calls every factory with the store. Nothing here imports an engine;
+myagents:REGISTRY`` resumes the runs an operator decides in its inbox. [`load_registry()`][prism.registry.load_registry]
+imports one, [`check_registry()`][prism.registry.check_registry] checks a mapping a host built itself, and
+[`build_registry_agents()`][prism.registry.build_registry_agents] calls every factory with the store. Nothing here imports an engine;
 the checks an engine adds (every-turn checkpoints in the worker's store) are the engine's.
 """
 
@@ -108,7 +108,7 @@ def build_registry_agents(registry: Mapping[str, AgentFactory], store: object) -
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — ``registry`` is not one (see
-            :func:`check_registry`), a factory raised (the message names the agent and the
+            [`check_registry()`][prism.registry.check_registry]), a factory raised (the message names the agent and the
             error; a ``PrismConfigError`` it raised is passed on as it is), or a factory
             returned something else than an ``Agent``.
     """

@@ -1,11 +1,11 @@
 """The canonical hash of a provider request: what the model would see, and nothing else.
 
 A run with a ledger records, for every provider attempt, the hash of the request it sent
-(:class:`~prism.ledger_records.RequestRecord`); a replay (:mod:`prism.evals`) hashes each request
+([`RequestRecord`][prism.ledger_records.RequestRecord]); a replay ([`prism.evals`][prism.evals]) hashes each request
 the same way and matches it with the recorded one. Two requests hash alike exactly when they
 agree on what reaches the model:
 
-* the **head** (:func:`request_head`) — what usually stays the same from turn to turn of a run:
+* the **head** ([`request_head()`][prism.request_hash.request_head]) — what usually stays the same from turn to turn of a run:
 
   - ``model``: the provider, the model name, its ``compat`` switches and ``parameters``
     (temperature …); not its display name, capabilities, limits, pricing or metadata;
@@ -25,14 +25,14 @@ agree on what reaches the model:
 The hashes:
 
 * ``head_hash`` — SHA-256 (hex) of ``canonical_json(head)``;
-* :func:`message_digest` — SHA-256 (32 bytes) of ``canonical_json({"content", "role"})`` of one
+* [`message_digest()`][prism.request_hash.message_digest] — SHA-256 (32 bytes) of ``canonical_json({"content", "role"})`` of one
   message;
 * ``request_hash`` — SHA-256 (hex) of the ASCII ``head_hash`` followed by the SHA-256 of the
-  concatenated digests of the conversation's messages (:func:`combine_hashes`).
+  concatenated digests of the conversation's messages ([`combine_hashes()`][prism.request_hash.combine_hashes]).
 
 So a run path that keeps each message's digest (messages are frozen) hashes a turn's request in
-O(new messages): the run path does that (:mod:`prism.runtime.run._request_codec`);
-:func:`fingerprint_request` hashes a request from scratch. Both give the same hashes.
+O(new messages): the run path does that ([`prism.runtime.run._request_codec`][prism.runtime.run._request_codec]);
+[`fingerprint_request()`][prism.request_hash.fingerprint_request] hashes a request from scratch. Both give the same hashes.
 """
 
 from __future__ import annotations
@@ -78,20 +78,20 @@ _OPTION_FIELDS: Final = ("tool_choice", "structured_output", "max_tokens", "comp
 
 @dataclass(frozen=True, slots=True)
 class RequestFingerprint:
-    """The hashes of one request (:func:`fingerprint_request`)."""
+    """The hashes of one request ([`fingerprint_request()`][prism.request_hash.fingerprint_request])."""
 
     request_hash: str
     """SHA-256 hex of the whole request as the model sees it."""
     head_hash: str
-    """SHA-256 hex of :attr:`head`."""
+    """SHA-256 hex of [`head`][prism.request_hash.RequestFingerprint.head]."""
     head: dict[str, JsonValue]
-    """The request's head (:func:`request_head`)."""
+    """The request's head ([`request_head()`][prism.request_hash.request_head])."""
     messages: int
     """Messages of the conversation (after the leading system messages)."""
 
 
 class RunningHash(Protocol):
-    """What :func:`new_hash` returns: a ``hashlib.sha256`` object."""
+    """What [`new_hash()`][prism.request_hash.new_hash] returns: a ``hashlib.sha256`` object."""
 
     def update(self, data: bytes, /) -> None:
         """Add ``data``."""
@@ -255,7 +255,7 @@ def fingerprint_request(request: ProviderRequest) -> RequestFingerprint:
     """Hash ``request`` from scratch (every message digested once).
 
     Returns:
-        Its :class:`RequestFingerprint`.
+        Its [`RequestFingerprint`][prism.request_hash.RequestFingerprint].
     """
     head = request_head(request)
     head_digest = head_hash(head)

@@ -3,13 +3,13 @@
 The attempt loop itself (``generate_with_retry``) belongs to the runtime's provider-turn module;
 this module supplies what it consults after a failed attempt:
 
-* :class:`RetryOptions` — the keyword-only options, validated by
-  :func:`validate_retry_options` and layered by :func:`resolve_retry_options`;
-* :class:`RetryPolicy` — ``decide(RetryContext) -> RetryDecision`` (sync or async);
-* :func:`create_default_retry_policy` — exponential backoff with jitter, honouring a server's
+* [`RetryOptions`][prism.retry.RetryOptions] — the keyword-only options, validated by
+  ``validate_retry_options()`` and layered by [`resolve_retry_options()`][prism.retry.resolve_retry_options];
+* [`RetryPolicy`][prism.retry.RetryPolicy] — ``decide(RetryContext) -> RetryDecision`` (sync or async);
+* [`create_default_retry_policy()`][prism.retry.create_default_retry_policy] — exponential backoff with jitter, honouring a server's
   ``Retry-After`` hint;
-* :func:`is_transient_error` — which failures are worth retrying;
-* :class:`RetryPayload` — the value the ``retry`` middleware hook receives.
+* [`is_transient_error()`][prism.retry.is_transient_error] — which failures are worth retrying;
+* [`RetryPayload`][prism.retry.RetryPayload] — the value the ``retry`` middleware hook receives.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ class RetryOptions(_Options):
     These defaults are also the run's settings when neither layer sets ``retry``:
     at most 3 attempts in total on transient errors, exponential backoff from 100 ms capped at
     1 000 ms, ±25 % jitter, ``Retry-After`` hints honoured up to 60 s. Values are validated where
-    they are used (:func:`validate_retry_options`). Lists given for the sequence fields
+    they are used (``validate_retry_options()``). Lists given for the sequence fields
     are stored as tuples.
     """
 
@@ -170,7 +170,7 @@ class RetryOptions(_Options):
     def coerce(cls, value: RetryOptions | Mapping[str, Any]) -> RetryOptions:
         """Return ``value`` itself, or the options built from a snake_case mapping; it may carry
         ``policy`` (a host object, never serialised), and its values are validated by
-        :func:`validate_retry_options`, not here.
+        ``validate_retry_options()``, not here.
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, or an unknown key.
@@ -191,11 +191,11 @@ def validate_retry_options(
     """Coerce and check retry options.
 
     Args:
-        value: A :class:`RetryOptions` or a snake_case mapping of its fields.
+        value: A [`RetryOptions`][prism.retry.RetryOptions] or a snake_case mapping of its fields.
         label: Name used in messages (``"retry"``).
 
     Returns:
-        The :class:`RetryOptions` (a mapping converted).
+        The [`RetryOptions`][prism.retry.RetryOptions] (a mapping converted).
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — an unknown key (a camelCase key reported with
@@ -241,7 +241,7 @@ def resolve_retry_options(
 ) -> RetryOptions | None:
     """Resolve the effective retry options of a run from the agent and run layers.
 
-    * run ``False`` disables retry; a run :class:`RetryOptions` replaces the agent value;
+    * run ``False`` disables retry; a run [`RetryOptions`][prism.retry.RetryOptions] replaces the agent value;
     * a run mapping overrides only the keys it names, on top of the agent value (or of the
       defaults when the agent sets none or ``False``);
     * run ``None`` takes the agent value (agent ``False`` disables retry);
@@ -275,7 +275,7 @@ def is_transient_error(info: ErrorInfo, transient_codes: Iterable[str | int] = (
     """Whether a failed attempt's error is worth retrying.
 
     False when ``info.name == "AbortError"`` or the message contains ``abort``
-    (case-insensitive); true when ``info.code`` is one of :data:`DEFAULT_TRANSIENT_CODES` or of
+    (case-insensitive); true when ``info.code`` is one of [`DEFAULT_TRANSIENT_CODES`][prism.retry.DEFAULT_TRANSIENT_CODES] or of
     ``transient_codes``; otherwise true when the message matches
     ``timeout|temporar|rate.?limit|overload|unavailable`` (case-insensitive).
 
@@ -300,7 +300,7 @@ def is_transient_error(info: ErrorInfo, transient_codes: Iterable[str | int] = (
 
 
 class _DefaultRetryPolicy:
-    """The built-in backoff policy (see :func:`create_default_retry_policy`)."""
+    """The built-in backoff policy (see [`create_default_retry_policy()`][prism.retry.create_default_retry_policy])."""
 
     __slots__ = ("_options", "_random")
 
@@ -348,7 +348,7 @@ def create_default_retry_policy(
     """Build the built-in retry policy.
 
     ``decide`` returns no retry when the signal is aborted, when ``attempt >= max_attempts`` or
-    when the error is not transient (:func:`is_transient_error`). Otherwise, with a finite
+    when the error is not transient ([`is_transient_error()`][prism.retry.is_transient_error]). Otherwise, with a finite
     ``retry_after_ms`` hint ≥ 0: the delay is ``ceil(retry_after_ms)`` (no cap, no jitter), or
     no retry when the hint exceeds ``max_retry_after_ms``. Without a hint: ``base_delay_ms *
     2 ** (attempt - 1)`` capped at ``max(max_delay_ms, base_delay_ms)``, multiplied by a factor
@@ -368,7 +368,7 @@ def create_default_retry_policy(
 
 
 def _global_random() -> float:
-    """``random.random()``; :mod:`random` is imported by the first jittered delay, not by
+    """``random.random()``; ``random`` is imported by the first jittered delay, not by
     ``import prism.retry`` (start-up cost)."""
     import random
 

@@ -1,9 +1,9 @@
 """Session entries: the append-only records a session transcript is made of.
 
-* :class:`SessionEntry` — one record; entries form a tree through ``parent_id`` and a branch is
+* [`SessionEntry`][prism.session_entry.SessionEntry] — one record; entries form a tree through ``parent_id`` and a branch is
   the path from a root to a leaf;
-* :data:`SessionEntryKind` — what an entry records;
-* :func:`new_session_entry` — build an entry with a generated id and the current time.
+* [`SessionEntryKind`][prism.session_entry.SessionEntryKind] — what an entry records;
+* [`new_session_entry()`][prism.session_entry.new_session_entry] — build an entry with a generated id and the current time.
 
 This module sits below the session store and compaction, which both build and read entries.
 """

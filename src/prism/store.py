@@ -1,15 +1,15 @@
 """Session store: the store protocol, the memory store and branch reading.
 
-* :class:`SessionStore` — the append-only source of truth for a session's entries, with the
-  optional :class:`BranchReadingSessionStore` refinement;
-* :class:`MemorySessionStore` — branch-tip compare-and-set, explicit forks, idempotent appends;
+* [`SessionStore`][prism.store.SessionStore] — the append-only source of truth for a session's entries, with the
+  optional [`BranchReadingSessionStore`][prism.store.BranchReadingSessionStore] refinement;
+* [`MemorySessionStore`][prism.store.MemorySessionStore] — branch-tip compare-and-set, explicit forks, idempotent appends;
   O(1) appends, O(branch) ``read_branch``;
-* :func:`read_branch`, :func:`walk_branch`, :func:`history_from_branch`,
-  :func:`rebuild_history`, :func:`current_model` and :func:`drop_trailing_input` — what the
+* [`read_branch()`][prism.store.read_branch], [`walk_branch()`][prism.store.walk_branch], [`history_from_branch()`][prism.store.history_from_branch],
+  [`rebuild_history()`][prism.store.rebuild_history], [`current_model()`][prism.store.current_model] and [`drop_trailing_input()`][prism.store.drop_trailing_input] — what the
   runtime needs to rebuild the live history once per leg.
 
-The entries themselves live in :mod:`prism.session_entry` and compaction in
-:mod:`prism.compaction`; their names are re-exported here so that ``prism.store`` keeps offering
+The entries themselves live in [`prism.session_entry`][prism.session_entry] and compaction in
+[`prism.compaction`][prism.compaction]; their names are re-exported here so that ``prism.store`` keeps offering
 everything a store user needs.
 """
 
@@ -148,7 +148,7 @@ class _SessionData:
 
 
 class MemorySessionStore:
-    """In-memory :class:`SessionStore` for tests and single-process hosts.
+    """In-memory [`SessionStore`][prism.store.SessionStore] for tests and single-process hosts.
 
     * a duplicate entry id within a session raises ``ValueError``;
     * with ``expected_parent_id`` the append succeeds only when that entry exists in the same
@@ -184,7 +184,7 @@ class MemorySessionStore:
         Raises:
             ValueError: ``fork=True`` without ``expected_parent_id``, or the entry id already
                 exists in the session.
-            TypeError: ``entry`` is not a :class:`SessionEntry`.
+            TypeError: ``entry`` is not a ``SessionEntry``.
             SessionAppendConflictError: ``ERR_PRISM_SESSION_APPEND_CONFLICT`` — the expected
                 parent is missing from the session, is not a branch tip (without ``fork``), or
                 the idempotent append was already made.
@@ -311,7 +311,7 @@ def history_from_branch(branch: Sequence[SessionEntry]) -> tuple[list[Message], 
     summaries are its summary followed by the ``summary`` entries after it.
 
     Args:
-        branch: Entries root→leaf (:func:`read_branch`). O(len(branch)).
+        branch: Entries root→leaf ([`read_branch()`][prism.store.read_branch]). O(len(branch)).
 
     Returns:
         ``(messages, summaries)``.
@@ -349,7 +349,7 @@ def rebuild_history(
         leaf_id: The session's leaf; ``None`` gives empty history.
 
     Returns:
-        ``(messages, summaries)`` per :func:`history_from_branch`.
+        ``(messages, summaries)`` per [`history_from_branch()`][prism.store.history_from_branch].
 
     Raises:
         ValueError: ``Unknown session leaf: <id>`` / ``Missing session parent: <id>``.

@@ -1,16 +1,16 @@
 """Native structured output: option checks, request helpers, resolution and artifact helpers.
 
-- :func:`validate_structured_output` checks options;
-- :func:`resolve_structured_output` merges the provider-option layers and a loop's schema
+- [`validate_structured_output()`][prism.structured_output.validate_structured_output] checks options;
+- [`resolve_structured_output()`][prism.structured_output.resolve_structured_output] merges the provider-option layers and a loop's schema
   and checks model support — the runtime calls it once per run leg, while setting the leg up;
-- :func:`deliver_shown_schema` shows a loop's default schema (``needs.shown_schema``, the
+- [`deliver_shown_schema()`][prism.structured_output.deliver_shown_schema] shows a loop's default schema (``needs.shown_schema``, the
   artifact factories' schema) natively where the model supports it, else as instructions;
-- :func:`without_structured_output` / :func:`artifact_request` derive requests for
+- [`without_structured_output()`][prism.structured_output.without_structured_output] / [`artifact_request()`][prism.structured_output.artifact_request] derive requests for
   ``final-turn-only`` timing;
-- :func:`json_artifact_parser` / :func:`json_schema_artifact_validator` are ready-made artifact
+- [`json_artifact_parser()`][prism.structured_output.json_artifact_parser] / [`json_schema_artifact_validator()`][prism.structured_output.json_schema_artifact_validator] are ready-made artifact
   callbacks for artifact-loop mode.
 
-``jsonschema`` is imported when :func:`json_schema_artifact_validator` is called, never by
+``jsonschema`` is imported when [`json_schema_artifact_validator()`][prism.structured_output.json_schema_artifact_validator] is called, never by
 ``import prism``.
 """
 
@@ -190,15 +190,15 @@ def resolve_structured_output(
     Merge order, later wins (for each layer, fields that are set win; ``headers``, ``compat`` and
     ``extra`` merge key by key): agent ``provider_options``, run ``provider_options``, the run's
     ``structured_output=``, then the schema of the resolved loop when it is a built-in
-    generate-validate-revise strategy (:func:`loop_structured_output`). Every schema that takes part
-    is checked with :func:`validate_structured_output`.
+    generate-validate-revise strategy ([`loop_structured_output()`][prism.structured_output.loop_structured_output]). Every schema that takes part
+    is checked with [`validate_structured_output()`][prism.structured_output.validate_structured_output].
 
     Args:
         agent_options: ``AgentConfig.provider_options`` (a mapping is converted).
         run_options: The run's ``provider_options`` (a mapping is converted).
         structured_output: The run's ``structured_output=`` (a mapping is converted).
         loop: The resolved loop strategy (``None``: no loop contribution).
-        model: The effective model; when given, :func:`check_structured_output_support` runs on
+        model: The effective model; when given, [`check_structured_output_support()`][prism.structured_output.check_structured_output_support] runs on
             the result.
 
     Returns:
@@ -252,7 +252,7 @@ def deliver_shown_schema(
     Natively — merged into ``options`` as ``structured_output`` — when the loop allows it
     (``shown_schema_native``), no native schema is set yet and ``model.capabilities`` declare
     structured output (``True`` or ``"json_schema"``); otherwise as instructions: the
-    :data:`SCHEMA_INSTRUCTIONS` text the runtime adds to the system prompt. A native schema the
+    [`SCHEMA_INSTRUCTIONS`][prism.structured_output.SCHEMA_INSTRUCTIONS] text the runtime adds to the system prompt. A native schema the
     options already carry (the loop's own, or the run's) is shown as it is, with no text.
 
     Returns:

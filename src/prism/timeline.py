@@ -1,7 +1,7 @@
 """Execution timeline: a pure projection of one run's ledger rows into turns.
 
-:func:`project_execution_timeline` reads a run's event rows (and optionally its run rows) and
-returns an :class:`ExecutionTimeline`: the run's status and stop reason, its usage, how many legs
+[`project_execution_timeline()`][prism.timeline.project_execution_timeline] reads a run's event rows (and optionally its run rows) and
+returns an [`ExecutionTimeline`][prism.timeline.ExecutionTimeline]: the run's status and stop reason, its usage, how many legs
 it took, and per turn the provider attempts, whether an assistant message was produced, the tool
 calls with their outcome and the artifact candidates with theirs. It performs no I/O and works on
 rows read back from any ledger (events as objects or as dicts).
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 TimelineStatus: TypeAlias = RunRecordStatus
-"""Status of an :class:`ExecutionTimeline`."""
+"""Status of an [`ExecutionTimeline`][prism.timeline.ExecutionTimeline]."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,20 +137,20 @@ class _TurnBuilder:
 def project_execution_timeline(
     events: Iterable[AgentEventRecord], run_records: Iterable[RunRecord] = ()
 ) -> ExecutionTimeline:
-    """Project one run's ledger rows into an :class:`ExecutionTimeline`.
+    """Project one run's ledger rows into an [`ExecutionTimeline`][prism.timeline.ExecutionTimeline].
 
     Events are taken in the order given (ledger order; timestamps are not re-sorted). Each
-    ``turn_started`` opens a :class:`TimelineTurn` that gathers the events up to the next
+    ``turn_started`` opens a [`TimelineTurn`][prism.timeline.TimelineTurn] that gathers the events up to the next
     ``turn_started``: ``provider_turn_started`` counts attempts, ``message_finished`` sets
-    ``assistant_message``, terminal tool events give :class:`TimelineToolCall` and
+    ``assistant_message``, terminal tool events give [`TimelineToolCall`][prism.timeline.TimelineToolCall] and
     ``artifact_finished`` / ``artifact_revision_started`` / ``artifact_failed`` give
-    :class:`TimelineArtifactAttempt`. ``status`` is the last run record's status, else derived
+    [`TimelineArtifactAttempt`][prism.timeline.TimelineArtifactAttempt]. ``status`` is the last run record's status, else derived
     from the last terminal event (``agent_finished`` → ``succeeded``, ``agent_suspended`` →
     ``suspended``, ``agent_denied`` → ``denied``, ``error`` → ``failed``, none → ``running``).
 
     Args:
-        events: The run's :class:`AgentEventRecord` rows (events as objects or dicts).
-        run_records: The run's :class:`RunRecord` rows.
+        events: The run's [`AgentEventRecord`][prism.timeline.AgentEventRecord] rows (events as objects or dicts).
+        run_records: The run's [`RunRecord`][prism.timeline.RunRecord] rows.
 
     Raises:
         ValueError: the rows belong to more than one run.

@@ -1,22 +1,22 @@
 """Run tracing: the plug-in point through which a tracer watches runs.
 
 A host turns tracing on per agent (``create_agent(..., tracing=tracer)``) or for every agent that
-does not say otherwise (:func:`set_default_tracer`); :mod:`prism.otel` provides the
+does not say otherwise ([`set_default_tracer()`][prism.tracing.set_default_tracer]); [`prism.otel`][prism.otel] provides the
 OpenTelemetry tracer. prism itself knows only these protocols:
 
-* a :class:`RunTracer` is asked once per run leg, before the leg's ``agent_started`` event, for a
-  :class:`RunTrace` of that leg (``None``: the leg is not traced);
-* the :class:`RunTrace` receives every event of the leg, in order, as the other observers get
+* a [`RunTracer`][prism.tracing.RunTracer] is asked once per run leg, before the leg's ``agent_started`` event, for a
+  [`RunTrace`][prism.tracing.RunTrace] of that leg (``None``: the leg is not traced);
+* the [`RunTrace`][prism.tracing.RunTrace] receives every event of the leg, in order, as the other observers get
   it (stamped and redacted with the run's redactor); for each tool call that executes,
-  :meth:`RunTrace.tool_scope` is entered right before the tool runs and left right after, in the
-  task (and context) the tool runs in; :meth:`RunTrace.link` gives the text a durable run stores
-  with its checkpoint so that a resumed leg can link to the suspended one; :meth:`RunTrace.close`
+  [`RunTrace.tool_scope()`][prism.tracing.RunTrace.tool_scope] is entered right before the tool runs and left right after, in the
+  task (and context) the tool runs in; [`RunTrace.link()`][prism.tracing.RunTrace.link] gives the text a durable run stores
+  with its checkpoint so that a resumed leg can link to the suspended one; [`RunTrace.close()`][prism.tracing.RunTrace.close]
   is called once when the leg is over, whatever its outcome.
 
 A run started while a tool of a traced run executes (a child run of an agent tool, or any run a
 tool starts) whose agent leaves ``tracing=None`` while no default tracer is set is traced by the
 calling run's tracer: its trace starts inside the tool call's scope, so with
-:mod:`prism.otel` its spans nest under the calling run's ``execute_tool`` span. ``tracing=False``
+[`prism.otel`][prism.otel] its spans nest under the calling run's ``execute_tool`` span. ``tracing=False``
 keeps it untraced.
 
 When no tracer is configured, a run does no tracing work at all: no trace is created, the event
@@ -66,7 +66,7 @@ class TracedRun:
     resumed_version: int | None = None
     """The checkpoint version a resumed leg started from; ``None`` for a fresh leg."""
     resumed_link: str | None = None
-    """What :meth:`RunTrace.link` returned in the leg that wrote that checkpoint, if anything."""
+    """What [`RunTrace.link()`][prism.tracing.RunTrace.link] returned in the leg that wrote that checkpoint, if anything."""
 
 
 class RunTrace(Protocol):
@@ -120,12 +120,12 @@ def set_default_tracer(tracer: RunTracer | None, /) -> RunTracer | None:
 
 
 def default_tracer() -> RunTracer | None:
-    """The tracer set by :func:`set_default_tracer`, else ``None``."""
+    """The tracer set by [`set_default_tracer()`][prism.tracing.set_default_tracer], else ``None``."""
     return _default[0]
 
 
 _calling: ContextVar[RunTracer | None] = ContextVar("prism_calling_tracer", default=None)
-"""The tracer of the run whose tool is executing here (set by :func:`lend_tracer`'s scopes)."""
+"""The tracer of the run whose tool is executing here (set by [`lend_tracer()`][prism.tracing.lend_tracer]'s scopes)."""
 
 
 def resolve_tracer(option: TracingOption) -> RunTracer | None:
@@ -176,5 +176,5 @@ class _LendingTrace:
 def lend_tracer(trace: RunTrace, tracer: RunTracer, /) -> RunTrace:
     """``trace`` (started by ``tracer``) whose tool scopes make ``tracer`` the tracer of runs
     started inside a tool call whose agents leave ``tracing=None`` (see
-    :func:`resolve_tracer`)."""
+    [`resolve_tracer()`][prism.tracing.resolve_tracer])."""
     return _LendingTrace(trace, tracer)

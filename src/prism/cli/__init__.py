@@ -60,13 +60,13 @@ RUN_ID`` continues it); a second one — or the first during a resumed leg, whic
 boundary — aborts the run at once (an aborted run is final; ``prism run --session ID``
 continues the conversation).
 
-Exit codes (:data:`EXIT_CODES_HELP`): 0 done (also a ``--max-turns`` stop and a ``--deny`` that
+Exit codes ([`EXIT_CODES_HELP`][prism.cli.EXIT_CODES_HELP]): 0 done (also a ``--max-turns`` stop and a ``--deny`` that
 denied as asked), 1 the run failed or was aborted, 2 invalid command line, configuration or store,
 or a run that cannot be resumed, 3 the run waits for an approval (``prism resume RUN_ID
 --approve`` or ``--deny``; also a resume refused before it changed anything: "still suspended"),
 130 Ctrl-C, 141 the output was closed.
 
-Commands are registered in :func:`build_parser`; each has a ``_cmd_<name>`` coroutine.
+Commands are registered in [`build_parser()`][prism.cli.build_parser]; each has a ``_cmd_<name>`` coroutine.
 """
 
 from __future__ import annotations
@@ -406,7 +406,7 @@ def _tool_rounds_option(value: str) -> int | Literal[False]:
 
 @dataclass(frozen=True, slots=True)
 class _Streams:
-    """What every command handler gets besides its parsed arguments (see :func:`main`)."""
+    """What every command handler gets besides its parsed arguments (see [`main()`][prism.cli.main])."""
 
     out: IO[str]
     err: IO[str]
@@ -492,7 +492,7 @@ def main(
             spec still supplies the ``ModelConfig``).
 
     Returns:
-        The exit code (:data:`EXIT_CODES_HELP`): 0 done, 1 run failed or aborted, 2 usage,
+        The exit code ([`EXIT_CODES_HELP`][prism.cli.EXIT_CODES_HELP]): 0 done, 1 run failed or aborted, 2 usage,
         configuration or store error, 3 waiting for an approval, 130 Ctrl-C, 141 output closed.
     """
     out_guard = guard(sys.stdout if out is None else out)

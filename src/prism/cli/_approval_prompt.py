@@ -2,7 +2,7 @@
 
 Each pending decision of a waiting run carries the call's id, tool name and arguments (redacted,
 capped at 4 KB); for a run stored before decisions carried arguments they are read from the
-session's stored assistant messages. :func:`waiting_lines` lists the waiting calls the same way
+session's stored assistant messages. [`waiting_lines()`][prism.cli._approval_prompt.waiting_lines] lists the waiting calls the same way
 for ``prism resume RUN_ID`` without a decision.
 """
 

@@ -17,16 +17,16 @@ registry, ``--agent NAME`` picks one. LLM judges without a provider of their own
 
 The report is a table on standard output (``--json``: the report as JSON instead); ``--junit
 FILE`` writes JUnit XML, one test per case. A progress bar is drawn on standard error when it is
-a terminal. Exit codes (:data:`EVAL_EXIT_CODES_HELP`): 0 every case passed, 1 a case failed, was
+a terminal. Exit codes ([`EVAL_EXIT_CODES_HELP`][prism.cli._eval.EVAL_EXIT_CODES_HELP]): 0 every case passed, 1 a case failed, was
 flaky or erred, 2 invalid command line, dataset, registry, agent or store.
 
 ``prism eval capture RUN_ID --into DATASET`` reads the run from ``--store`` (default: the store
-``prism run`` uses) with :func:`prism.evals.capture_run` and appends the case to the dataset file
+``prism run`` uses) with [`prism.evals.capture_run()`][prism.evals.capture_run] and appends the case to the dataset file
 (created when missing); its warnings go to standard error. A run that ``prism run`` made keeps
 the command's settings in the case's metadata (``prism.cli``), so ``prism eval run DATASET
 --replay`` replays it without ``--agents``, on the agent ``prism run`` built — the model is never
 loaded nor called. ``--replay`` runs every case against its recording inside the socket guard
-(:func:`prism.evals.no_network`).
+([`prism.evals.no_network()`][prism.evals.no_network]).
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def add_eval_parser(commands: Any) -> argparse.ArgumentParser:
 
 def load_agent_registry(spec: str) -> Mapping[str, AgentFactory]:
     """Import the ``--agents MODULE:REGISTRY`` registry: a non-empty mapping of agent names to
-    factory functions, loaded as ``prism worker`` loads it (:func:`prism.registry.load_registry`:
+    factory functions, loaded as ``prism worker`` loads it ([`prism.registry.load_registry()`][prism.registry.load_registry]:
     ``ATTR`` may be dotted; the module is imported with the current directory first on
     ``sys.path``).
 

@@ -4,7 +4,7 @@ Besides the built-in demo tools (``calculator``, ``clock``), ``--tool`` accepts 
 a tool the user wrote, in the form ``MODULE:ATTR`` (``ATTR`` may be dotted, e.g.
 ``mytools:toolbox.search``):
 
-* a :class:`~prism.types.ToolDefinition` (a ``@prism.tool`` function is one) is used as it is;
+* a [`ToolDefinition`][prism.types.ToolDefinition] (a ``@prism.tool`` function is one) is used as it is;
 * a plain function is turned into a tool with ``prism.tool`` (its type hints give the schema, its
   docstring the description).
 

@@ -87,7 +87,7 @@ class Interrupts:
         self._loop, self._saved, self._installed = loop, saved, True
 
     def uninstall(self) -> None:
-        """Give SIGINT back to the handler installed before :meth:`install`."""
+        """Give SIGINT back to the handler installed before [`install()`][prism.cli._interrupt.Interrupts.install]."""
         if not self._installed:
             return
         self._installed = False

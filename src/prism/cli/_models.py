@@ -14,7 +14,7 @@ A test-only ``mock:FILE.json`` spec replays scripted provider events
 ``--help``.
 
 Keys are read from the environment only, never from the command line, and every key read is
-returned in :attr:`ModelChoice.secrets` so the command can redact it from everything it prints.
+returned in [`ModelChoice.secrets`][prism.cli._models.ModelChoice.secrets] so the command can redact it from everything it prints.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ OpenTelemetry specification says; ``none`` exports nothing). Each name is loaded
 (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_HEADERS``, ...). ``console`` writes each
 span as JSON to standard error, never standard output, so ``--json`` output stays clean. The
 resource takes ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` (service name ``prism`` when
-unset); ``OTEL_SDK_DISABLED=true`` turns tracing off. Spans follow :mod:`prism.otel`.
+unset); ``OTEL_SDK_DISABLED=true`` turns tracing off. Spans follow [`prism.otel`][prism.otel].
 """
 
 from __future__ import annotations

@@ -1,18 +1,18 @@
 """Output of ``prism run``: JSON lines, plain text, or a live terminal view (``rich``).
 
-* :class:`JsonRenderer` — one ``event.to_dict()`` JSON object per line on stdout, then one
-  ``{"type": "run_result", …}`` summary line (:meth:`Renderer.result`).
-* :class:`PlainRenderer` — for pipes and files: the assistant text streams to stdout; tool calls,
+* [`JsonRenderer`][prism.cli._render.JsonRenderer] — one ``event.to_dict()`` JSON object per line on stdout, then one
+  ``{"type": "run_result", …}`` summary line ([`Renderer.result()`][prism.cli._render.Renderer.result]).
+* [`PlainRenderer`][prism.cli._render.PlainRenderer] — for pipes and files: the assistant text streams to stdout; tool calls,
   results, validation notes and the usage summary go to stderr, one line each, so stdout holds only
   the answer. No terminal control codes.
-* :class:`LiveRenderer` — for terminals (extra ``prism-runtime[cli]``): the text streams as it
+* [`LiveRenderer`][prism.cli._render.LiveRenderer] — for terminals (extra ``prism-runtime[cli]``): the text streams as it
   arrives, tool calls and results are printed as they happen, a status line at the bottom shows the
   turn, tokens so far and elapsed time, and a usage summary closes the run.
 
 Every renderer receives already-redacted events (the agent's secret redactor); text that
 the command builds itself from exceptions is redacted by the caller.
 
-Renderers write through :class:`PipeGuard` streams: when the reader of a pipe goes away
+Renderers write through [`PipeGuard`][prism.cli._render.PipeGuard] streams: when the reader of a pipe goes away
 (``prism run … | head -1``) the first failed write marks the stream broken, tells the command
 (which aborts the run) and every later write is dropped — no exception reaches the runtime's
 ``on_event`` handling.
@@ -54,8 +54,8 @@ class PipeGuard:
     """A text stream whose reader may go away (``prism … | head -1``).
 
     Forwards ``write``/``flush`` to ``stream``; the first ``BrokenPipeError`` (``EPIPE``; also
-    ``EINVAL``, which Windows reports for a closed pipe) marks the guard :attr:`broken`, calls the
-    listeners registered with :meth:`on_broken` once, and turns every later write into a no-op.
+    ``EINVAL``, which Windows reports for a closed pipe) marks the guard [`broken`][prism.cli._render.PipeGuard.broken], calls the
+    listeners registered with [`on_broken()`][prism.cli._render.PipeGuard.on_broken] once, and turns every later write into a no-op.
     Other attributes (``isatty``, ``fileno``, ``encoding``) are the stream's.
 
     Args:
@@ -121,7 +121,7 @@ class PipeGuard:
 
 
 def guard(stream: IO[str] | PipeGuard | None) -> PipeGuard:
-    """``stream`` itself when it is a :class:`PipeGuard`, else a new guard around it."""
+    """``stream`` itself when it is a [`PipeGuard`][prism.cli._render.PipeGuard], else a new guard around it."""
     return stream if isinstance(stream, PipeGuard) else PipeGuard(stream)
 
 
@@ -263,7 +263,7 @@ class Renderer(Protocol):
         ...
 
     def unpause(self) -> None:
-        """Draw again after :meth:`pause`."""
+        """Draw again after [`pause()`][prism.cli._render.Renderer.pause]."""
         ...
 
 

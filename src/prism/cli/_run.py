@@ -12,7 +12,7 @@ can be continued by a later ``prism resume``:
 * a run whose process ended mid-turn (crash recovery from its ``running`` envelope).
 
 Each run also writes its run ledger (run rows, events, tool calls, usage) to the store, so an
-inspector shows its timeline (:class:`~prism.inspection.InspectionReader`).
+inspector shows its timeline (``InspectionReader``).
 
 ``prism run --session ID`` continues a stored conversation with the session's stored settings
 (options given on the command line win). ``prism run -`` reads the prompt from standard input.

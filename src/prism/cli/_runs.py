@@ -10,7 +10,7 @@ same for its parent run, which continues the child. Under a run waiting for appr
 per approval names its tool, the arguments the tool will run with (as the approval shows them,
 secrets redacted), the call id and the approval id — for a child run's call (an agent tool's
 child) also the child's agent and run and the agent-tool calls leading to it
-(:func:`prism.list_pending_decisions`). ``--all`` lists every stored run, ``--session ID`` one
+([`prism.list_pending_decisions()`][prism.list_pending_decisions]). ``--all`` lists every stored run, ``--session ID`` one
 session's. ``--json`` prints one ``{"run_id", "session_id", "status", "stop_reason"?, "version",
 "resumable", "started_by_prism", "parent_run"?, "pending"?}`` object per run (``pending``: the
 ``PendingDecisionRecord.to_dict()`` of each approval it waits for).
@@ -283,7 +283,7 @@ def pending_lines(pending: list[PendingDecisionRecord]) -> list[str]:
 
 
 def resume_hint(info: RunInfo) -> str:
-    """`` — <how to continue it>`` (see :meth:`RunInfo.how_to_continue`), or ``""``."""
+    """`` — <how to continue it>`` (see [`RunInfo.how_to_continue()`][prism.cli._runs.RunInfo.how_to_continue]), or ``""``."""
     text = info.how_to_continue()
     return f" — {text}" if text else ""
 

@@ -12,7 +12,7 @@ SQLite file). A SQLite file that does not exist is refused, never created: the f
 read-write but must exist (SQLite's ``mode=rw``). It binds 127.0.0.1 unless told otherwise; a
 bind beyond loopback needs ``--token`` (or ``$PRISM_SERVE_TOKEN``), exits 2 without one, and
 warns that the server speaks plain HTTP. The printed URL never holds the token; the browser
-asks for it once at ``/login``. The app itself is :func:`prism.serve.create_app`.
+asks for it once at ``/login``. The app itself is [`prism.serve.create_app()`][prism.serve.create_app].
 """
 
 from __future__ import annotations

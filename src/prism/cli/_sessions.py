@@ -353,7 +353,7 @@ async def _child_state(
 
 def _branch_lines(branch: list[SessionEntry], children: list[dict[str, Any]]) -> list[str]:
     """``branch`` as display lines, each agent-tool call followed by its child run's block
-    (``children``: what :func:`_children` found on ``branch``), indented."""
+    (``children``: what [`_children()`][prism.cli._sessions._children] found on ``branch``), indented."""
     by_call = {(c["entry_id"], c["tool_call_id"]): c for c in children}
     lines: list[str] = []
     for entry in branch:

@@ -1,6 +1,6 @@
 """The settings a ``prism`` agent is built from, and building it.
 
-:class:`RunSettings` is what ``prism run`` reads from its command line and stores per session, so
+[`RunSettings`][prism.cli._settings.RunSettings] is what ``prism run`` reads from its command line and stores per session, so
 that ``prism run --session ID`` continues with the same model and tools (options given again on
 the command line win) and ``prism resume RUN_ID`` rebuilds exactly the agent the run was started
 with — a durable run resumes only under an agent with the same fingerprint. API
@@ -46,7 +46,7 @@ _DEFAULT_TOOL_SYSTEM = "You are a helpful assistant. Use the tools when they hel
 
 _SETTINGS_VERSION = 2
 """2: ``tool_rounds`` 0 means "answer at once" and ``False`` "unlimited" (in 1, 0 meant
-unlimited; :meth:`RunSettings.from_json` reads it so)."""
+unlimited; [`RunSettings.from_json()`][prism.cli._settings.RunSettings.from_json] reads it so)."""
 
 
 class UsageError(Exception):
@@ -135,7 +135,7 @@ class RunSettings:
         default applies (``--model``: ``$PRISM_MODEL``, else ``local``).
 
         Raises:
-            UsageError: an out-of-range number (:func:`check_number_options`), ``--schema`` or
+            UsageError: an out-of-range number ([`check_number_options()`][prism.cli._settings.check_number_options]), ``--schema`` or
                 ``--max-revisions`` without ``--loop gvr``, ``--loop gvr`` without a schema, an
                 unreadable schema file, ``--api-key-env`` with a model that is not
                 ``openai-compatible``, an unknown tool name or a ``--tool MODULE:ATTR`` that
@@ -297,7 +297,7 @@ def _parameters(settings: RunSettings) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class BuiltAgent:
-    """An agent built from :class:`RunSettings`."""
+    """An agent built from [`RunSettings`][prism.cli._settings.RunSettings]."""
 
     agent: Agent
     """The ``Agent`` (durable: every-turn checkpoints in the store, its run ledger there
@@ -439,10 +439,10 @@ def command_agents(
     environ: Mapping[str, str],
     provider_override: Callable[[], AIProvider] | None = None,
 ) -> Callable[[str], Awaitable[Agent | None]]:
-    """:func:`command_agent` as a function of the session id, for a host that resumes the
+    """[`command_agent()`][prism.cli._settings.command_agent] as a function of the session id, for a host that resumes the
     command's runs itself (``prism serve``): it returns the ``Agent``, or ``None`` for a
     session the command did not start, and raises ``PrismConfigError`` (``ERR_PRISM_CONFIG``,
-    the message says why) where :func:`command_agent` raises ``UsageError``."""
+    the message says why) where [`command_agent()`][prism.cli._settings.command_agent] raises ``UsageError``."""
 
     async def agent_of(session_id: str) -> Agent | None:
         try:

@@ -15,13 +15,13 @@ the sessions, the run-state envelopes and the command's own per-session settings
   redacted error, why a run stopped) is a note under ``namespace="prism.cli.run"``,
   ``key=run_id``.
 
-Store URLs are never shown with their credentials: :func:`display_url` masks the password of the
+Store URLs are never shown with their credentials: [`display_url()`][prism.cli._store.display_url] masks the password of the
 URL's userinfo, ``password=`` / ``sslpassword=`` query parameters and ``password=`` /
-``sslpassword=`` pairs of a ``key=value`` connection string, and :func:`redact_store_text`
+``sslpassword=`` pairs of a ``key=value`` connection string, and [`redact_store_text()`][prism.cli._store.redact_store_text]
 removes the password values from any text (a driver's error message) before it is printed.
 
 Read-only commands open a store with ``create=False``: a SQLite file that does not exist is
-:class:`StoreMissingError` (nothing is created). A SQLite file named explicitly (``--store`` or
+[`StoreMissingError`][prism.cli._store.StoreMissingError] (nothing is created). A SQLite file named explicitly (``--store`` or
 ``$PRISM_STORE``) is created when missing, but its folder must exist — a typo in a path must not
 silently create folders; only the default location's folder is created.
 """
@@ -113,7 +113,7 @@ def store_url(option: str | None, environ: Mapping[str, str]) -> str:
 
 
 def is_default_store(option: str | None, environ: Mapping[str, str]) -> bool:
-    """Whether :func:`store_url` falls back to the default SQLite file (no ``--store``, no
+    """Whether [`store_url()`][prism.cli._store.store_url] falls back to the default SQLite file (no ``--store``, no
     ``$PRISM_STORE``)."""
     return not option and not environ.get(STORE_ENV, "").strip()
 
@@ -150,7 +150,7 @@ def display_url(url: str) -> str:
 
 def url_secrets(url: str) -> tuple[str, ...]:
     """The password values in a store URL or connection string, as written and decoded, longest
-    first (what :func:`redact_store_text` removes)."""
+    first (what [`redact_store_text()`][prism.cli._store.redact_store_text] removes)."""
     found: set[str] = set()
     head = _URL_HEAD.match(url)
     if head is not None:
@@ -200,7 +200,7 @@ async def open_cli_store(
         url: The store URL.
         create: Whether a missing SQLite file may be created; read-only commands pass ``False``.
         create_folder: Whether the folder of a SQLite file may be created too (the default
-            location only, see :func:`is_default_store`); otherwise a missing folder is an error.
+            location only, see [`is_default_store()`][prism.cli._store.is_default_store]); otherwise a missing folder is an error.
 
     Raises:
         StoreMissingError: ``create=False`` and the SQLite file does not exist.
@@ -328,7 +328,7 @@ class RunInfo:
     """``{"session_id", "run_id", "tool_call_id"}`` of the run whose agent-tool call started this
     child run (``None`` for a top-level run); a child is continued by resuming that run."""
     parent_by_command: bool = True
-    """The prism command started the parent run (see :attr:`by_command`)."""
+    """The prism command started the parent run (see [`by_command`][prism.cli._store.RunInfo.by_command])."""
 
     @property
     def continuable(self) -> bool:
@@ -400,7 +400,7 @@ def python_resume_text(run_id: str, *, waiting: bool) -> str:
 
 
 async def save_run_note(store: DatabaseStore, run_id: str, note: dict[str, Any]) -> None:
-    """Store the command's note about ``run_id`` (see :data:`RUN_NOTES_NAMESPACE`); the caller
+    """Store the command's note about ``run_id`` (see [`RUN_NOTES_NAMESPACE`][prism.cli._store.RUN_NOTES_NAMESPACE]); the caller
     redacts it. Overwrites an older note (compare-and-set, one retry)."""
     await _overwrite(store, RUN_NOTES_NAMESPACE, run_id, note)
 

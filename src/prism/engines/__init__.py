@@ -5,7 +5,7 @@ notices a dead worker and has its runs continued elsewhere. prism keeps deciding
 goes: every-turn checkpoints, at-most-once tool dispatch, ambiguous-call reporting and the
 compare-and-set claim of a run.
 
-* :mod:`prism.engines.dbos` — DBOS Transact over the PostgreSQL database the prism store already
+* [`prism.engines.dbos`][prism.engines.dbos] — DBOS Transact over the PostgreSQL database the prism store already
   uses (extra ``prism-runtime[dbos]``); the ``prism worker`` command starts its workers.
 
 Importing this package imports no engine; each engine module imports its library when it is

@@ -10,23 +10,23 @@
     report = await run_eval(agent, dataset, concurrency=4, repeat=3)
     print(report.format_text())
 
-* data: :class:`Case`, :class:`Dataset`, :class:`ExpectedTools` / :class:`ExpectedToolCall` and
-  the argument matchers; :func:`load_dataset` / :func:`save_dataset` (YAML with the ``evals``
+* data: [`Case`][prism.evals.Case], [`Dataset`][prism.evals.Dataset], [`ExpectedTools`][prism.evals.ExpectedTools] / [`ExpectedToolCall`][prism.evals.ExpectedToolCall] and
+  the argument matchers; [`load_dataset()`][prism.evals.load_dataset] / [`save_dataset()`][prism.evals.save_dataset] (YAML with the ``evals``
   extra, JSONL and JSON with nothing);
-* evaluators (each returns an :class:`EvalScore`: pass, fail or error, a score and a reason):
-  :func:`exact`, :func:`contains`, :func:`regex` on the answer; :func:`json_schema`,
-  :func:`pydantic_model`, :func:`artifact_equals` on the artifact; :func:`tool_trajectory`
-  (``exact``, ``in_order``, ``any_order``); the limits :func:`max_cost`, :func:`max_tokens`,
-  :func:`max_turns`, :func:`max_latency`, :func:`no_denied_or_ambiguous_calls`;
-  :func:`python_evaluator`; :func:`llm_judge`;
-* running: :func:`run_eval`, :func:`run_case` → :class:`EvalReport` / :class:`CaseReport`
+* evaluators (each returns an [`EvalScore`][prism.evals.EvalScore]: pass, fail or error, a score and a reason):
+  [`exact()`][prism.evals.exact], [`contains()`][prism.evals.contains], [`regex()`][prism.evals.regex] on the answer; [`json_schema()`][prism.evals.json_schema],
+  [`pydantic_model()`][prism.evals.pydantic_model], [`artifact_equals()`][prism.evals.artifact_equals] on the artifact; [`tool_trajectory()`][prism.evals.tool_trajectory]
+  (``exact``, ``in_order``, ``any_order``); the limits [`max_cost()`][prism.evals.max_cost], [`max_tokens()`][prism.evals.max_tokens],
+  [`max_turns()`][prism.evals.max_turns], [`max_latency()`][prism.evals.max_latency], [`no_denied_or_ambiguous_calls()`][prism.evals.no_denied_or_ambiguous_calls];
+  [`python_evaluator()`][prism.evals.python_evaluator]; [`llm_judge()`][prism.evals.llm_judge];
+* running: [`run_eval()`][prism.evals.run_eval], [`run_case()`][prism.evals.run_case] → [`EvalReport`][prism.evals.EvalReport] / [`CaseReport`][prism.evals.CaseReport]
   (pass rates with their Wilson interval, flaky cases, usage, failures with transcripts), and
-  :func:`junit_xml`;
-* pytest: :func:`pytest_cases`;
-* record and replay: :func:`capture_run` turns a stored run into a case with its
-  :class:`Cassette` (the recorded provider attempts and tool calls); ``run_eval(replay=True)``
-  runs cases against their recordings (:func:`replay_agent`, :class:`ReplayProvider`), inside
-  :func:`no_network`; :func:`event_stream_diff` compares two runs' ledger events.
+  [`junit_xml()`][prism.evals.junit_xml];
+* pytest: [`pytest_cases()`][prism.evals.pytest_cases];
+* record and replay: [`capture_run()`][prism.evals.capture_run] turns a stored run into a case with its
+  [`Cassette`][prism.evals.Cassette] (the recorded provider attempts and tool calls); ``run_eval(replay=True)``
+  runs cases against their recordings ([`replay_agent()`][prism.evals.replay_agent], [`ReplayProvider`][prism.evals.ReplayProvider]), inside
+  [`no_network()`][prism.evals.no_network]; [`event_stream_diff()`][prism.evals.event_stream_diff] compares two runs' ledger events.
 
 The ``prism eval run`` command runs a dataset file against an agent of a registry, ``prism eval
 capture`` stores a run as a case (``docs/operations/evals.md``). Importing this package imports neither PyYAML, pytest nor a provider SDK.

@@ -1,12 +1,12 @@
 """Capture: a stored run becomes an eval case that replays it (``prism eval capture``).
 
-:func:`capture_run` reads one run through its store — the session's entries (``list``), the
-run's ledger rows (``read_ledger`` of :class:`~prism.inspection.InspectionReader`, or the lists
-of a :class:`~prism.ledger.MemoryRunLedger`) and its request rows (``list_requests`` and
+[`capture_run()`][prism.evals._capture.capture_run] reads one run through its store — the session's entries (``list``), the
+run's ledger rows (``read_ledger`` of ``InspectionReader``, or the lists
+of a [`MemoryRunLedger`][prism.ledger.MemoryRunLedger]) and its request rows (``list_requests`` and
 ``load_request_heads`` of the SQLite and PostgreSQL stores, ``run_requests`` of the memory
-ledger) — and returns a :class:`CapturedRun`: the :class:`~prism.evals.Case` (the run's input;
+ledger) — and returns a [`CapturedRun`][prism.evals._capture.CapturedRun]: the [`Case`][prism.evals.Case] (the run's input;
 its final answer, artifact and tool trajectory as expectations; its status; the
-:class:`~prism.evals.Cassette` of its provider attempts and tool calls) and the warnings a user
+[`Cassette`][prism.evals.Cassette] of its provider attempts and tool calls) and the warnings a user
 should read.
 
 Where things come from:
@@ -74,7 +74,7 @@ _PAGE = 10000
 
 @dataclass(frozen=True, slots=True)
 class CapturedRun:
-    """What :func:`capture_run` made of a run."""
+    """What [`capture_run()`][prism.evals._capture.capture_run] made of a run."""
 
     case: Case
     """The case: input, expectations and cassette."""
@@ -565,7 +565,7 @@ async def capture_run(
             that may differ from the recording.
 
     Returns:
-        The :class:`CapturedRun`: the case and the warnings.
+        The [`CapturedRun`][prism.evals._capture.CapturedRun]: the case and the warnings.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — the run is not found (neither in the ledger nor,

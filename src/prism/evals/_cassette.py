@@ -1,11 +1,11 @@
 """Cassettes: the recorded provider traffic and tool calls of one run, as a case keeps them.
 
-A :class:`Cassette` is what ``prism eval capture`` stores in a case's ``cassette`` (its
+A [`Cassette`][prism.evals._cassette.Cassette] is what ``prism eval capture`` stores in a case's ``cassette`` (its
 ``to_json()``), and what a replay serves back:
 
-* ``attempts`` — every provider attempt of the run in order (:class:`RecordedAttempt`): its
+* ``attempts`` — every provider attempt of the run in order ([`RecordedAttempt`][prism.evals._cassette.RecordedAttempt]): its
   turn and attempt numbers, the provider and model that served it, the hashes of its request
-  (``request_hash``, ``head_hash``: :mod:`prism.request_hash`; ``None`` for a run captured
+  (``request_hash``, ``head_hash``: [`prism.request_hash`][prism.request_hash]; ``None`` for a run captured
   without request rows), how many conversation messages the request held, and the events the
   provider streamed (text and tool-call deltas as they came, then ``done`` with the usage, stop
   reason and response model — or the ``error`` of a failed attempt);
@@ -13,7 +13,7 @@ A :class:`Cassette` is what ``prism eval capture`` stores in a case's ``cassette
   options), so that a replay names the field that changed;
 * ``transcript`` — the conversation the run saw and wrote (``{"role", "content"}`` per message),
   so that a replay names the message that changed;
-* ``calls`` — each host tool call that ran (:class:`RecordedCall`): its arguments and result;
+* ``calls`` — each host tool call that ran ([`RecordedCall`][prism.evals._cassette.RecordedCall]): its arguments and result;
 * ``children`` — the cassette of each agent-tool child run, by the calling tool call's id;
 * ``tools`` — ``"recorded"`` (default: a call's arguments must equal the recorded ones and the
   recorded result is served) or ``"real"`` (the tool runs; its result must equal the recorded
@@ -136,7 +136,7 @@ class RecordedAttempt:
         """Read the JSON form.
 
         Raises:
-            PrismConfigError: ``ERR_PRISM_CONFIG`` — not the form :meth:`to_json` writes.
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — not the form [`to_json()`][prism.evals._cassette.RecordedAttempt.to_json] writes.
         """
         if not isinstance(value, Mapping):
             raise _bad(label, "an attempt is an object")
@@ -196,7 +196,7 @@ class RecordedCall:
         """Read the JSON form.
 
         Raises:
-            PrismConfigError: ``ERR_PRISM_CONFIG`` — not the form :meth:`to_json` writes.
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — not the form [`to_json()`][prism.evals._cassette.RecordedAttempt.to_json] writes.
         """
         if not isinstance(value, Mapping):
             raise _bad(label, f"call {call_id} is not an object")
@@ -214,7 +214,7 @@ class RecordedCall:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Cassette:
     """The recorded traffic of one run (see the module docstring). Read one from a case with
-    :meth:`from_json`; ``prism.evals.capture_run`` builds them."""
+    [`from_json()`][prism.evals._cassette.RecordedAttempt.from_json]; ``prism.evals.capture_run`` builds them."""
 
     run_id: str
     """The recorded run."""
@@ -233,7 +233,7 @@ class Cassette:
     children: Mapping[str, Cassette] = field(default_factory=lambda: _EMPTY)
     """Agent-tool child runs, by the calling tool call's id."""
     tools: ReplayTools = "recorded"
-    """How tool calls are answered on replay (:data:`ReplayTools`)."""
+    """How tool calls are answered on replay ([`ReplayTools`][prism.evals._cassette.ReplayTools])."""
     ignore_paths: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _EMPTY)
     """Per tool, the result paths a real tool may change (``tools="real"``)."""
     approvals: tuple[Mapping[str, JsonValue], ...] = ()

@@ -1,10 +1,10 @@
 """What changed between a recording and a replay, said in words: the first differing field.
 
 A replay that does not match its recording fails with one sentence naming the first difference,
-in the order a reader checks an agent: the request's head (:func:`head_diff` — model, system
-prompt, tools and their schemas, options, context), then its messages (:func:`messages_diff`),
-then a tool call's arguments (:func:`arguments_diff`) or a real tool's result
-(:func:`result_diff`). :func:`event_stream_diff` compares the ledger events of two runs,
+in the order a reader checks an agent: the request's head ([`head_diff()`][prism.evals._diff.head_diff] — model, system
+prompt, tools and their schemas, options, context), then its messages ([`messages_diff()`][prism.evals._diff.messages_diff]),
+then a tool call's arguments ([`arguments_diff()`][prism.evals._diff.arguments_diff]) or a real tool's result
+([`result_diff()`][prism.evals._diff.result_diff]). [`event_stream_diff()`][prism.evals._diff.event_stream_diff] compares the ledger events of two runs,
 ignoring ids and timestamps.
 
 Examples of the sentences: ``tool `search` schema changed: property `limit` added``; ``system
@@ -303,7 +303,7 @@ def result_diff(
     ignore: Iterable[str] = (),
 ) -> str | None:
     """The first difference of a real tool's result from the recorded one, outside the
-    ``ignore`` paths (:func:`path_matches`), in words."""
+    ``ignore`` paths ([`path_matches()`][prism.evals._diff.path_matches]), in words."""
     patterns = tuple(ignore)
     pending: list[tuple[str, Any, Any]] = [("", recorded, current)]
     while pending:
@@ -373,7 +373,7 @@ def event_stream_diff(
     recorded: Sequence[Mapping[str, Any]], replayed: Sequence[Mapping[str, Any]]
 ) -> str | None:
     """The first difference of two runs' event streams (event dicts, ``event.to_dict()``),
-    ignoring ids and timestamps (:func:`normalized_event`); ``None`` when they are equal.
+    ignoring ids and timestamps (``normalized_event()``); ``None`` when they are equal.
 
     Events of one tool call (those naming its ``tool_call_id``) are compared per call, in
     order, so that parallel calls whose events interleave differently still compare equal;

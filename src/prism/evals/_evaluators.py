@@ -1,16 +1,16 @@
 """The built-in evaluators of answers, artifacts and limits, and Python callables as evaluators.
 
-* answers: :func:`exact`, :func:`contains`, :func:`regex`;
-* artifacts: :func:`json_schema`, :func:`pydantic_model`, :func:`artifact_equals` — the run's
+* answers: [`exact()`][prism.evals._evaluators.exact], [`contains()`][prism.evals._evaluators.contains], [`regex()`][prism.evals._evaluators.regex];
+* artifacts: [`json_schema()`][prism.evals._evaluators.json_schema], [`pydantic_model()`][prism.evals._evaluators.pydantic_model], [`artifact_equals()`][prism.evals._evaluators.artifact_equals] — the run's
   ``artifact``, or its answer parsed as JSON when it has none;
-* limits: :func:`max_cost`, :func:`max_tokens`, :func:`max_turns`, :func:`max_latency`,
-  :func:`no_denied_or_ambiguous_calls` — a limit that cannot be measured (no cost or no token
+* limits: [`max_cost()`][prism.evals._evaluators.max_cost], [`max_tokens()`][prism.evals._evaluators.max_tokens], [`max_turns()`][prism.evals._evaluators.max_turns], [`max_latency()`][prism.evals._evaluators.max_latency],
+  [`no_denied_or_ambiguous_calls()`][prism.evals._evaluators.no_denied_or_ambiguous_calls] — a limit that cannot be measured (no cost or no token
   count reported) is an ``"error"`` score, never a pass;
-* :func:`python_evaluator` — any function of an :class:`~prism.evals.EvalContext`.
+* [`python_evaluator()`][prism.evals._evaluators.python_evaluator] — any function of an [`EvalContext`][prism.evals.EvalContext].
 
 Each evaluator is a frozen dataclass with a ``name`` (its label in reports), ``async
 evaluate(ctx)`` and ``to_spec()``, its one-key form in a dataset file (``{"contains": "refund"}``);
-``from_spec`` reads that form back (:mod:`prism.evals._files` keeps the table of kinds).
+``from_spec`` reads that form back ([`prism.evals._files`][prism.evals._files] keeps the table of kinds).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ the approval step or a guardrail blocked it)."""
 
 PythonCheckFunction: TypeAlias = Callable[[EvalContext], object]
 """``check(ctx)``, sync or async, returning ``bool``, ``(bool, reason)``, a score from 0 to 1,
-a mapping ``{"pass", "score"?, "reason"?}`` or an :class:`~prism.evals.EvalScore`; an
+a mapping ``{"pass", "score"?, "reason"?}`` or an [`EvalScore`][prism.evals.EvalScore]; an
 ``AssertionError`` it raises is a fail with its message."""
 
 
@@ -650,7 +650,7 @@ class NoDeniedOrAmbiguousCalls:
 
 def no_denied_or_ambiguous_calls(*, name: str | None = None) -> NoDeniedOrAmbiguousCalls:
     """An evaluator: no tool call was denied (its result's error code is one of
-    :data:`DENIED_CALL_CODES`; or the run ended ``denied``), none was left without a result
+    [`DENIED_CALL_CODES`][prism.evals._evaluators.DENIED_CALL_CODES]; or the run ended ``denied``), none was left without a result
     (ambiguous), and the run does not wait for an approval (``suspended``)."""
     return NoDeniedOrAmbiguousCalls(name=name or NoDeniedOrAmbiguousCalls.kind)
 
@@ -688,7 +688,7 @@ def import_object(path: str, label: str) -> object:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PythonCheck:
-    """A Python function of the :class:`~prism.evals.EvalContext` as an evaluator."""
+    """A Python function of the [`EvalContext`][prism.evals.EvalContext] as an evaluator."""
 
     kind: ClassVar[str] = "python"
     check: PythonCheckFunction
@@ -762,7 +762,7 @@ def python_evaluator(
 
     The function returns ``bool``; ``(bool, reason)``; a score (a number; it passes at
     ``threshold`` or above); a mapping ``{"pass": bool, "score"?, "reason"?}``; or an
-    :class:`~prism.evals.EvalScore`. An ``AssertionError`` it raises is a fail with the
+    [`EvalScore`][prism.evals.EvalScore]. An ``AssertionError`` it raises is a fail with the
     assertion's message; any other exception an ``"error"`` score.
 
     Args:

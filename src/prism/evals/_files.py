@@ -20,7 +20,7 @@ A JSONL dataset is one case per line; an optional line ``{"dataset": {"name", "d
 "metadata", "evaluators"}}`` holds the rest. A case's ``input`` is text or a list of messages
 (``{"role", "content"}``, the content text or a list of content parts). An evaluator is a one-key
 object ``{KIND: VALUE}`` (plus an optional ``"name"``), or just ``KIND`` where it needs no value;
-the kinds are :data:`EVALUATOR_KINDS`.
+the kinds are [`EVALUATOR_KINDS`][prism.evals._files.EVALUATOR_KINDS].
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def _message(value: object, label: str) -> Message:
 
 
 def case_from_dict(data: object) -> Case:
-    """A case from its file form (keys :data:`CASE_KEYS`).
+    """A case from its file form (keys [`CASE_KEYS`][prism.evals._files.CASE_KEYS]).
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — an unknown key, or a value the case rejects

@@ -1,6 +1,6 @@
 """The LLM judge: a rubric graded by a model on any prism provider.
 
-:func:`llm_judge` runs a small agent of its own — the embedded model for smoke runs, a real one
+[`llm_judge()`][prism.evals._judge.llm_judge] runs a small agent of its own — the embedded model for smoke runs, a real one
 where configured — on the case's input, the expected answer and the run's answer, and asks for
 ``{"score", "pass", "reason"}`` through structured output (natively where the model supports it,
 else as instructions). Its usage is reported on its score (``EvalScore.usage``), apart from the
@@ -76,7 +76,7 @@ def judge_prompt(ctx: EvalContext) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LLMJudge:
-    """A rubric graded by a model; see :func:`llm_judge`."""
+    """A rubric graded by a model; see [`llm_judge()`][prism.evals._judge.llm_judge]."""
 
     kind: ClassVar[str] = "judge"
     rubric: str
@@ -205,7 +205,7 @@ def llm_judge(
     """An evaluator: a model grades the run's answer against ``rubric``.
 
     The judge is a prism agent of its own on ``provider`` (else ``run_eval(judge_provider=...)``),
-    asked for ``{"score": 0..1, "pass": bool, "reason": str}`` (:data:`JUDGE_SCHEMA`) through
+    asked for ``{"score": 0..1, "pass": bool, "reason": str}`` ([`JUDGE_SCHEMA`][prism.evals._judge.JUDGE_SCHEMA]) through
     structured output. Its answer becomes a ``"pass"`` or ``"fail"`` score with the judge's score
     and reason, and its usage is kept on the score (``EvalScore.usage``). An answer that does not
     parse as that object, or a failed judge run, is a ``"judge_error"`` score.

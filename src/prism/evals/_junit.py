@@ -1,6 +1,6 @@
 """An eval report as JUnit XML, so CI shows each case as a test.
 
-:func:`junit_xml` writes one ``<testsuite>`` (the dataset) inside ``<testsuites>``, with one
+[`junit_xml()`][prism.evals._junit.junit_xml] writes one ``<testsuite>`` (the dataset) inside ``<testsuites>``, with one
 ``<testcase>`` per case (``classname`` the dataset, ``time`` the seconds of its runs). A case that
 failed or was flaky gets a ``<failure>``, one that erred an ``<error>``: its ``message`` is the
 case summary's first problem, its text every problem, and ``<system-out>`` holds the transcript

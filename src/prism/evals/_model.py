@@ -1,19 +1,19 @@
 """The eval data model: cases and datasets, what a case expects, and what an evaluator returns.
 
-* :class:`Case` — one input (text or messages) with what its run should produce: an answer
+* [`Case`][prism.evals._model.Case] — one input (text or messages) with what its run should produce: an answer
   (``expected_output``), an artifact (``expected_artifact``), a tool trajectory
-  (``expected_tools``, a :class:`ExpectedTools` of :class:`ExpectedToolCall`), a run status, its
+  (``expected_tools``, a [`ExpectedTools`][prism.evals._model.ExpectedTools] of [`ExpectedToolCall`][prism.evals._model.ExpectedToolCall]), a run status, its
   metadata and its own evaluators;
-* :class:`Dataset` — named cases plus the evaluators every case gets;
-* :class:`ArgumentMatcher` (:func:`arg_any`, :func:`arg_regex`, :func:`arg_contains`) — a looser
+* [`Dataset`][prism.evals._model.Dataset] — named cases plus the evaluators every case gets;
+* [`ArgumentMatcher`][prism.evals._model.ArgumentMatcher] ([`arg_any()`][prism.evals._model.arg_any], [`arg_regex()`][prism.evals._model.arg_regex], [`arg_contains()`][prism.evals._model.arg_contains]) — a looser
   expectation for one argument of an expected tool call;
-* :class:`Evaluator` — the protocol of a check: ``name`` and ``async evaluate(ctx)``, given an
-  :class:`EvalContext` (the case, the run's ``RunResult``, its latency) and returning an
-  :class:`EvalScore` (``outcome``, ``score``, ``reason``).
+* [`Evaluator`][prism.evals._model.Evaluator] — the protocol of a check: ``name`` and ``async evaluate(ctx)``, given an
+  [`EvalContext`][prism.evals._model.EvalContext] (the case, the run's ``RunResult``, its latency) and returning an
+  [`EvalScore`][prism.evals._model.EvalScore] (``outcome``, ``score``, ``reason``).
 
-Files (YAML, JSONL) are read and written by :mod:`prism.evals._files`; the built-in evaluators
-live in :mod:`prism.evals._evaluators`, :mod:`prism.evals._trajectory` and
-:mod:`prism.evals._judge`.
+Files (YAML, JSONL) are read and written by [`prism.evals._files`][prism.evals._files]; the built-in evaluators
+live in [`prism.evals._evaluators`][prism.evals._evaluators], [`prism.evals._trajectory`][prism.evals._trajectory] and
+[`prism.evals._judge`][prism.evals._judge].
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ TrajectoryMode: TypeAlias = Literal["exact", "in_order", "any_order"]
 """
 
 TRAJECTORY_MODES: Final = ("exact", "in_order", "any_order")
-"""Every :data:`TrajectoryMode`."""
+"""Every [`TrajectoryMode`][prism.evals._model.TrajectoryMode]."""
 
 ScoreOutcome: TypeAlias = Literal["pass", "fail", "error", "judge_error"]
 """What one evaluator concluded: ``"pass"``; ``"fail"``; ``"error"`` — it could not evaluate
@@ -150,7 +150,7 @@ def arg_contains(part: JsonValue) -> ArgumentMatcher:
 def match_value(expected: object, actual: object) -> bool:
     """Whether an actual argument value satisfies an expected one.
 
-    ``expected`` may be an :class:`ArgumentMatcher`, a callable ``(value) -> bool``, a mapping
+    ``expected`` may be an [`ArgumentMatcher`][prism.evals._model.ArgumentMatcher], a callable ``(value) -> bool``, a mapping
     (``actual`` must be a mapping holding each of its keys, matched recursively; other keys are
     allowed), a list or tuple (same length, matched item by item) or a JSON scalar (equal; a
     ``bool`` equals only a ``bool``).
@@ -182,7 +182,7 @@ class ExpectedToolCall:
     """One expected tool call: its tool name and, optionally, its arguments.
 
     ``arguments`` lists the arguments that must be present with a matching value (see
-    :func:`match_value`: literal values, :class:`ArgumentMatcher` values, or callables in Python);
+    ``match_value()``: literal values, [`ArgumentMatcher`][prism.evals._model.ArgumentMatcher] values, or callables in Python);
     other arguments of the call are allowed. ``None`` does not look at the arguments.
     """
 
@@ -220,7 +220,7 @@ class ExpectedTools:
     calls: tuple[ExpectedToolCall, ...]
     """The expected calls, in order."""
     mode: TrajectoryMode = "exact"
-    """How they are compared with the run's calls (:data:`TrajectoryMode`)."""
+    """How they are compared with the run's calls ([`TrajectoryMode`][prism.evals._model.TrajectoryMode])."""
 
     if TYPE_CHECKING:
 
@@ -261,7 +261,7 @@ class EvalScore:
     evaluator: str
     """The evaluator's name."""
     outcome: ScoreOutcome
-    """``"pass"``, ``"fail"``, ``"error"`` or ``"judge_error"`` (:data:`ScoreOutcome`)."""
+    """``"pass"``, ``"fail"``, ``"error"`` or ``"judge_error"`` ([`ScoreOutcome`][prism.evals._model.ScoreOutcome])."""
     reason: str = ""
     """Why, in words (shown for failures and errors)."""
     score: float | None = None
@@ -345,7 +345,7 @@ class EvalContext:
 @runtime_checkable
 class Evaluator(Protocol):
     """A check of one run. ``name`` labels its scores in reports (unique within a case's list:
-    a repeated name gets ``" #2"``, ``" #3"`` …); ``evaluate`` returns an :class:`EvalScore` and
+    a repeated name gets ``" #2"``, ``" #3"`` …); ``evaluate`` returns an [`EvalScore`][prism.evals._model.EvalScore] and
     should not raise (an exception is reported as an ``"error"`` score with its message).
 
     The built-in evaluators also have ``to_spec()``, their form in a dataset file; an evaluator
@@ -424,7 +424,7 @@ class Case:
     """The case's own evaluators."""
     cassette: Mapping[str, JsonValue] | None = None
     """The recording the case replays (``run_eval(replay=True)``): the JSON form of a
-    :class:`~prism.evals.Cassette`, written by ``prism.evals.capture_run``."""
+    [`Cassette`][prism.evals.Cassette], written by ``prism.evals.capture_run``."""
 
     if TYPE_CHECKING:
 
@@ -490,7 +490,7 @@ class Case:
 class Dataset:
     """Named eval cases and the evaluators every case gets.
 
-    Build one in Python, or read one with :func:`prism.evals.load_dataset` (YAML or JSONL).
+    Build one in Python, or read one with [`prism.evals.load_dataset()`][prism.evals.load_dataset] (YAML or JSONL).
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — no cases, a value that is not a ``Case``, two

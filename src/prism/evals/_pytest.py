@@ -10,7 +10,7 @@
 
 Each case becomes one test, named after it, carrying its dataset's evaluators; a failing test
 fails with the evaluators' reasons (``CaseReport.assert_passed``). No pytest plugin is registered:
-pytest is imported only when :func:`pytest_cases` is called.
+pytest is imported only when [`pytest_cases()`][prism.evals._pytest.pytest_cases] is called.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = ["pytest_cases"]
 def pytest_cases(dataset: Dataset, *, marks: Sequence[object] = ()) -> list[object]:
     """The cases of ``dataset`` as ``pytest.param`` values for ``@pytest.mark.parametrize``.
 
-    Each value is the :class:`~prism.evals.Case` with the dataset's evaluators folded in (so
+    Each value is the [`Case`][prism.evals.Case] with the dataset's evaluators folded in (so
     ``run_case(agent, case)`` evaluates it as ``run_eval`` would), and its id is the case's name.
 
     Args:

@@ -1,17 +1,17 @@
 """Replay: an agent runs against the recording of a run instead of its model and tools.
 
-:func:`replay_agent` turns an agent into its replaying twin over a :class:`ReplaySession` (one
+[`replay_agent()`][prism.evals._replay.replay_agent] turns an agent into its replaying twin over a [`ReplaySession`][prism.evals._replay.ReplaySession] (one
 per replayed run): the same configuration, with
 
-* a :class:`ReplayProvider` as its provider, with the recorded provider's id and the original
+* a [`ReplayProvider`][prism.evals._replay.ReplayProvider] as its provider, with the recorded provider's id and the original
   provider's defaults (each link of a fallback chain gets one, with the link's id, and an
   attempt is served only by the link that served it). Each request is matched with the
-  next recorded attempt: by the canonical request hash (:mod:`prism.request_hash`), or by the
+  next recorded attempt: by the canonical request hash ([`prism.request_hash`][prism.request_hash]), or by the
   conversation alone for a cassette captured without request rows. A match streams the recorded
   events back as they came — deltas, tool calls, the recorded usage and stop reason — or the
   recorded error of a failed attempt (a retry or a fallback then follows, as it did). The first
   mismatch stops the replay: the request is answered with a ``replay_mismatch`` error, and the
-  session keeps one sentence naming the first differing field (:mod:`prism.evals._diff`);
+  session keeps one sentence naming the first differing field ([`prism.evals._diff`][prism.evals._diff]);
 * each tool answered from the recording (``tools="recorded"``: the call's arguments must equal
   the recorded ones, and the recorded result is served) or run for real and checked
   (``tools="real"``: the result must equal the recorded one outside the cassette's ignore
@@ -20,8 +20,8 @@ per replayed run): the same configuration, with
 * each agent tool run as a replaying child agent over the cassette recorded for that call
   (``cassette.children[call_id]``); each handoff target replaying too.
 
-:func:`no_network` is the socket guard of replay mode: while it is active, a ``connect`` of any
-socket that is not ``AF_UNIX`` raises :class:`NetworkRefusedError`.
+[`no_network()`][prism.evals._replay.no_network] is the socket guard of replay mode: while it is active, a ``connect`` of any
+socket that is not ``AF_UNIX`` raises [`NetworkRefusedError`][prism.evals._replay.NetworkRefusedError].
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ def _mismatch_error(reason: str) -> ErrorInfo:
 
 
 class ReplayProvider:
-    """A provider that serves the recorded attempts of a :class:`ReplaySession`.
+    """A provider that serves the recorded attempts of a [`ReplaySession`][prism.evals._replay.ReplaySession].
 
     Args:
         session: The replayed run.
@@ -362,7 +362,7 @@ def replay_agent(
     agent: Agent, session: ReplaySession, *, _memo: dict[int, Agent] | None = None
 ) -> Agent:
     """The replaying twin of ``agent`` over ``session`` (see the module docstring): the same
-    configuration with a :class:`ReplayProvider`, replaying tools, replaying agent tools and
+    configuration with a [`ReplayProvider`][prism.evals._replay.ReplayProvider], replaying tools, replaying agent tools and
     handoff targets.
 
     Raises:
@@ -398,7 +398,7 @@ def replay_agent(
 
 
 class NetworkRefusedError(ConnectionRefusedError):
-    """A network connection refused by :func:`no_network` (replay mode makes none)."""
+    """A network connection refused by [`no_network()`][prism.evals._replay.no_network] (replay mode makes none)."""
 
 
 _GUARD_LOCK: Final = threading.Lock()
@@ -461,7 +461,7 @@ def no_network() -> Iterator[None]:
 
 
 def cassette_of(value: Mapping[str, Any] | None, label: str) -> Cassette:
-    """The :class:`Cassette` of a case's ``cassette`` mapping.
+    """The [`Cassette`][prism.evals._replay.Cassette] of a case's ``cassette`` mapping.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — no cassette, not a valid one, or request hashes

@@ -1,16 +1,16 @@
 """What an eval run reports: per attempt, per case and per evaluator, with pass rates.
 
-* :class:`AttemptReport` — one run of one case: its scores, outcome, usage, latency and
+* [`AttemptReport`][prism.evals._report.AttemptReport] — one run of one case: its scores, outcome, usage, latency and
   transcript;
-* :class:`CaseReport` — a case's attempts (``repeat`` of them), its :class:`PassRate` and its
+* [`CaseReport`][prism.evals._report.CaseReport] — a case's attempts (``repeat`` of them), its [`PassRate`][prism.evals._report.PassRate] and its
   outcome (``"pass"``, ``"fail"``, ``"flaky"`` or ``"error"``);
-* :class:`EvalReport` — every case, the pass rate of every evaluator, the agent's total usage and
+* [`EvalReport`][prism.evals._report.EvalReport] — every case, the pass rate of every evaluator, the agent's total usage and
   the judges' usage apart; as a dict (``to_dict``), JSON (``to_json``) or plain text
-  (``format_text``). JUnit XML is :func:`prism.evals.junit_xml`.
+  (``format_text``). JUnit XML is [`prism.evals.junit_xml()`][prism.evals.junit_xml].
 
 A pass rate counts the attempts that were scored: an attempt whose evaluators erred (a judge that
 did not parse, a cost limit on a run without cost) is counted apart, as an error, and not as a
-failure. :func:`wilson_interval` gives its 95 % interval.
+failure. [`wilson_interval()`][prism.evals._report.wilson_interval] gives its 95 % interval.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ class PassRate:
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        """The 95 % Wilson interval of :attr:`rate`; ``None`` when nothing was scored."""
+        """The 95 % Wilson interval of [`rate`][prism.evals._report.PassRate.rate]; ``None`` when nothing was scored."""
         return wilson_interval(self.passes, self.scored) if self.scored else None
 
     @property
@@ -210,7 +210,7 @@ class AttemptReport:
     repeat: int
     """Which repetition (1-based)."""
     outcome: AttemptOutcome
-    """``"pass"``, ``"fail"`` or ``"error"`` (:data:`AttemptOutcome`)."""
+    """``"pass"``, ``"fail"`` or ``"error"`` ([`AttemptOutcome`][prism.evals._report.AttemptOutcome])."""
     scores: tuple[EvalScore, ...] = ()
     """Every evaluator's score, the run-status check (``"status"``) first."""
     run_id: str | None = None
@@ -220,7 +220,7 @@ class AttemptReport:
     status: RunStatus | None = None
     """The run's status."""
     usage: Usage | None = None
-    """The agent's usage in this run (the judges' is apart: :attr:`judge_usage`)."""
+    """The agent's usage in this run (the judges' is apart: [`judge_usage`][prism.evals._report.AttemptReport.judge_usage])."""
     usage_source: Literal["live", "recorded"] = "live"
     """``"recorded"`` when the run was replayed: its usage is the recording's, served back."""
     latency_s: float = 0.0
@@ -250,7 +250,7 @@ class AttemptReport:
         return tuple(found)
 
     def transcript(self, *, max_chars: int = 2000) -> str:
-        """:func:`format_transcript` of :attr:`messages`."""
+        """``format_transcript()`` of [`messages`][prism.evals._report.AttemptReport.messages]."""
         return format_transcript(self.messages, max_chars=max_chars)
 
     def to_dict(self, *, transcript: bool | None = None) -> dict[str, JsonValue]:
@@ -301,7 +301,7 @@ class CaseReport:
 
     @property
     def outcome(self) -> CaseOutcome:
-        """``"pass"``, ``"fail"``, ``"flaky"`` or ``"error"`` (:data:`CaseOutcome`)."""
+        """``"pass"``, ``"fail"``, ``"flaky"`` or ``"error"`` ([`CaseOutcome`][prism.evals._report.CaseOutcome])."""
         rate = self.pass_rate
         if rate.failures == 0 and rate.errors == 0:
             return "pass"
@@ -345,7 +345,7 @@ class CaseReport:
         return "\n".join(lines)
 
     def assert_passed(self) -> None:
-        """Raise ``AssertionError`` with :meth:`summary` and the first failing transcript unless
+        """Raise ``AssertionError`` with [`summary()`][prism.evals._report.CaseReport.summary] and the first failing transcript unless
         every attempt passed (what a pytest case built by ``prism.evals.pytest_cases`` calls)."""
         if self.passed:
             return
@@ -372,7 +372,7 @@ class CaseReport:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EvalReport:
-    """The result of :func:`prism.evals.run_eval`."""
+    """The result of [`prism.evals.run_eval()`][prism.evals.run_eval]."""
 
     eval_run_id: str
     """The eval run's id (``metadata["prism.eval"]["eval_run_id"]`` of every run)."""
@@ -423,7 +423,7 @@ class EvalReport:
 
     @property
     def usage_recorded(self) -> bool:
-        """Every attempt was replayed: :attr:`usage` is the recordings', served back."""
+        """Every attempt was replayed: ``usage`` is the recordings', served back."""
         attempts = [a for case in self.cases for a in case.attempts]
         return bool(attempts) and all(a.usage_source == "recorded" for a in attempts)
 
@@ -453,7 +453,7 @@ class EvalReport:
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:
-        """:meth:`to_dict` as JSON text."""
+        """``to_dict()`` as JSON text."""
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     def summary_line(self) -> str:

@@ -1,11 +1,11 @@
 """Running a dataset: every case ``repeat`` times, at most ``concurrency`` runs at once.
 
-:func:`run_eval` runs each attempt as a new session of the agent over the eval's store (a memory
+[`run_eval()`][prism.evals._runner.run_eval] runs each attempt as a new session of the agent over the eval's store (a memory
 store unless ``store=`` is given), tagged ``metadata["prism.eval"] = {"eval_run_id", "case",
 "repeat"}`` so the runs can be found and opened like any other. Each run's result goes to the
-case's evaluators (:func:`case_evaluators`), after the run-status check; the attempts are reported
+case's evaluators ([`case_evaluators()`][prism.evals._runner.case_evaluators]), after the run-status check; the attempts are reported
 in dataset order whatever order they finished in, so the report does not depend on
-``concurrency``. :func:`run_case` runs one case (what a pytest case calls).
+``concurrency``. [`run_case()`][prism.evals._runner.run_case] runs one case (what a pytest case calls).
 
 ``provider_for(case, repeat)`` may hand a run another provider than the agent's (a scripted
 one). ``replay=True`` runs every case against its recording instead (its ``cassette``, from
@@ -77,7 +77,7 @@ def case_evaluators(dataset: Dataset | None, case: Case) -> tuple[Evaluator, ...
 
 
 def fold_case(dataset: Dataset, case: Case) -> Case:
-    """``case`` with :func:`case_evaluators` as its own evaluators, so it runs alone as it would
+    """``case`` with [`case_evaluators()`][prism.evals._runner.case_evaluators] as its own evaluators, so it runs alone as it would
     in ``dataset``."""
     return dataclasses.replace(case, evaluators=case_evaluators(dataset, case))
 
@@ -149,7 +149,7 @@ async def _resume_as_recorded(
 
 
 class _EvalRun:
-    """One eval run's shared settings; :meth:`attempt` runs one case once."""
+    """One eval run's shared settings; [`attempt()`][prism.evals._runner._EvalRun.attempt] runs one case once."""
 
     def __init__(
         self,
@@ -304,7 +304,7 @@ async def run_eval(
         eval_run_id: The eval run's id (default: a new ``eval_…`` id).
 
     Returns:
-        The :class:`~prism.evals.EvalReport`.
+        The [`EvalReport`][prism.evals.EvalReport].
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — ``agent`` is not an ``Agent``, ``dataset`` not a
@@ -393,7 +393,7 @@ async def run_case(
     provider_for: ProviderFor | None = None,
     replay: bool = False,
 ) -> CaseReport:
-    """Run one case (``repeat`` times) as :func:`run_eval` would, and return its report; call
+    """Run one case (``repeat`` times) as [`run_eval()`][prism.evals._runner.run_eval] would, and return its report; call
     ``assert_passed()`` on it in a test.
 
     Args:
@@ -402,15 +402,15 @@ async def run_case(
             evaluators).
         dataset: The dataset whose evaluators the case gets too, when it does not carry them.
         repeat: Runs of the case.
-        store: As for :func:`run_eval`.
-        options: As for :func:`run_eval`.
-        judge_provider: As for :func:`run_eval`.
-        judge_model: As for :func:`run_eval`.
-        provider_for: As for :func:`run_eval`.
-        replay: As for :func:`run_eval`.
+        store: As for [`run_eval()`][prism.evals._runner.run_eval].
+        options: As for [`run_eval()`][prism.evals._runner.run_eval].
+        judge_provider: As for [`run_eval()`][prism.evals._runner.run_eval].
+        judge_model: As for [`run_eval()`][prism.evals._runner.run_eval].
+        provider_for: As for [`run_eval()`][prism.evals._runner.run_eval].
+        replay: As for [`run_eval()`][prism.evals._runner.run_eval].
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — as :func:`run_eval`.
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — as [`run_eval()`][prism.evals._runner.run_eval].
     """
     if not isinstance(case, Case):
         raise PrismConfigError(f"run_case: case must be a Case, got {type(case).__name__}")

@@ -1,10 +1,10 @@
 """Tool trajectories: a run's tool calls compared with the expected ones, in three modes.
 
-:func:`tool_trajectory` is the evaluator; :func:`match_trajectory` the comparison (``"exact"``:
+[`tool_trajectory()`][prism.evals._trajectory.tool_trajectory] is the evaluator; [`match_trajectory()`][prism.evals._trajectory.match_trajectory] the comparison (``"exact"``:
 the same calls in order and nothing else; ``"in_order"``: the expected calls as a subsequence;
 ``"any_order"``: each expected call matched by a distinct call, a maximum bipartite matching so
 that a loose expectation never takes the only call a stricter one could match).
-:func:`expected_tools_from_json` / :func:`expected_tools_to_json` are the file form of an
+[`expected_tools_from_json()`][prism.evals._trajectory.expected_tools_from_json] / [`expected_tools_to_json()`][prism.evals._trajectory.expected_tools_to_json] are the file form of an
 expected trajectory, shared by a case's ``expected_tools`` and the evaluator's spec.
 """
 
@@ -174,7 +174,7 @@ def tool_trajectory(
         calls: The expected calls (an ``ExpectedTools`` keeps its mode; a sequence is compared
             in ``mode``, default ``"exact"``); ``None`` compares with the case's
             ``expected_tools`` (an ``"error"`` score when the case has none).
-        mode: ``"exact"``, ``"in_order"`` or ``"any_order"`` (:data:`~prism.evals.TrajectoryMode`);
+        mode: ``"exact"``, ``"in_order"`` or ``"any_order"`` ([`TrajectoryMode`][prism.evals.TrajectoryMode]);
             with ``calls=None`` it overrides the case's mode.
         name: Label in reports (default ``tool_trajectory(MODE)``).
 
@@ -202,7 +202,7 @@ def tool_trajectory(
 
 def arguments_from_json(value: object) -> object:
     """An expected argument value from its file form: a one-key object ``{"$any": true}``,
-    ``{"$regex": P}`` or ``{"$contains": X}`` becomes an :class:`~prism.evals.ArgumentMatcher`;
+    ``{"$regex": P}`` or ``{"$contains": X}`` becomes an [`ArgumentMatcher`][prism.evals.ArgumentMatcher];
     objects and lists are read recursively; anything else is a literal.
 
     Raises:
@@ -226,7 +226,7 @@ def arguments_from_json(value: object) -> object:
 
 
 def arguments_to_json(value: object, label: str) -> JsonValue:
-    """The file form of an expected argument value (the inverse of :func:`arguments_from_json`).
+    """The file form of an expected argument value (the inverse of [`arguments_from_json()`][prism.evals._trajectory.arguments_from_json]).
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — a Python callable matcher or a value that is not

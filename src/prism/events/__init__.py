@@ -3,7 +3,7 @@
 Every event has ``session_id``/``run_id`` (``""`` by default, or ``None`` where optional; the
 runtime stamps empty ids), its own fields, and a ``type`` literal declared last that is not an
 ``__init__`` parameter. ``event.to_dict()`` is JSON-safe and includes ``"type"``;
-:func:`event_from_dict` rebuilds the right class.
+[`event_from_dict()`][prism.events.event_from_dict] rebuilds the right class.
 
 This package is a table of contents: the fields events open with (the ids, the turn) live in
 ``_base``, run lifecycle events in ``_run``, provider attempt and message events in

@@ -1,11 +1,11 @@
 """Run limits: the per-run safety ceilings, their resolution across layers and the run's tracker.
 
-* :mod:`~prism.limits.options` — :class:`RunLimits`, :class:`RunCost`, :data:`UNLIMITED`, the
-  defaults and :func:`coerce_run_limits`;
-* :mod:`~prism.limits.resolve` — :func:`resolve_run_limits` (validation, the rule that a run may
-  only narrow the agent's limits, defaults) and :func:`sets_finite_output_budget`;
-* :mod:`~prism.limits.tracker` — :class:`RunLimitTracker`, which charges a run's counters and
-  records its first breach, and :class:`RunLimitCounters`, the counters a durable run carries
+* [`options`][prism.limits.options] — [`RunLimits`][prism.limits.RunLimits], [`RunCost`][prism.limits.RunCost], [`UNLIMITED`][prism.limits.UNLIMITED], the
+  defaults and [`coerce_run_limits()`][prism.limits.coerce_run_limits];
+* [`resolve`][prism.limits.resolve] — ``resolve_run_limits()`` (validation, the rule that a run may
+  only narrow the agent's limits, defaults) and [`sets_finite_output_budget()`][prism.limits.sets_finite_output_budget];
+* [`tracker`][prism.limits.tracker] — [`RunLimitTracker`][prism.limits.RunLimitTracker], which charges a run's counters and
+  records its first breach, and [`RunLimitCounters`][prism.limits.RunLimitCounters], the counters a durable run carries
   from one leg to the next.
 """
 

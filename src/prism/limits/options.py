@@ -1,10 +1,10 @@
 """Run limit options: the per-run ceilings a host sets, their defaults and their coercion.
 
-* :class:`RunLimits` / :class:`RunCost` are the keyword-only options. ``None`` means *not set*
-  (inherit from the other layer, else the default); :data:`UNLIMITED` (``math.inf``) disables an
+* [`RunLimits`][prism.limits.options.RunLimits] / [`RunCost`][prism.limits.options.RunCost] are the keyword-only options. ``None`` means *not set*
+  (inherit from the other layer, else the default); [`UNLIMITED`][prism.limits.options.UNLIMITED] (``math.inf``) disables an
   axis.
-* :data:`DEFAULT_RUN_LIMITS` holds the defaults.
-* :func:`coerce_run_limits` turns a mapping layer into :class:`RunLimits` without validating it.
+* ``DEFAULT_RUN_LIMITS`` holds the defaults.
+* [`coerce_run_limits()`][prism.limits.options.coerce_run_limits] turns a mapping layer into [`RunLimits`][prism.limits.options.RunLimits] without validating it.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ MAX_BYTES_LIMIT: Final[int] = 64 * 1024 * 1024
 """Largest accepted ``max_request_bytes`` / ``max_response_bytes`` (64 MiB)."""
 
 LimitValue: TypeAlias = int | float
-"""A limit axis value: an ``int`` ≥ 1 or :data:`UNLIMITED` (the only accepted ``float``)."""
+"""A limit axis value: an ``int`` ≥ 1 or [`UNLIMITED`][prism.limits.options.UNLIMITED] (the only accepted ``float``)."""
 
 UNLIMITED_TEXT: Final = "unlimited"
-"""How :data:`UNLIMITED` is written in JSON and in error messages."""
+"""How [`UNLIMITED`][prism.limits.options.UNLIMITED] is written in JSON and in error messages."""
 _MIB: Final = 1024 * 1024
 
 # --------------------------------------------------------------------------- options
@@ -67,12 +67,12 @@ class RunLimits(_Options):
     """Per-run safety ceilings.
 
     Every field defaults to ``None`` (*not set*: the other layer's value, else the default of
-    :data:`DEFAULT_RUN_LIMITS`). :data:`UNLIMITED` disables an axis: its counter is still
+    ``DEFAULT_RUN_LIMITS``). [`UNLIMITED`][prism.limits.options.UNLIMITED] disables an axis: its counter is still
     charged and exported, but it never breaches. Values are validated where they are used
-    (``create_agent``, run preflight, :func:`resolve_run_limits`), never at construction, so
+    (``create_agent``, run preflight, ``resolve_run_limits()``), never at construction, so
     a dataclass and a mapping with the same values behave alike.
 
-    ``to_dict()`` writes :data:`UNLIMITED` as the string ``"unlimited"`` and ``from_dict`` reads it
+    ``to_dict()`` writes [`UNLIMITED`][prism.limits.options.UNLIMITED] as the string ``"unlimited"`` and ``from_dict`` reads it
     back; ``from_dict``/``coerce`` raise ``PrismConfigError`` naming unknown keys, reporting
     a camelCase key such as ``maxTurns`` with its snake_case name.
     """
@@ -108,7 +108,7 @@ class RunLimits(_Options):
     keys ``amount``/``currency`` is accepted wherever limits are resolved."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON form; :data:`UNLIMITED` becomes ``"unlimited"``."""
+        """Return the JSON form; [`UNLIMITED`][prism.limits.options.UNLIMITED] becomes ``"unlimited"``."""
         out = Serializable.to_dict(self)
         for key, value in out.items():
             if isinstance(value, float) and math.isinf(value) and value > 0:
@@ -117,7 +117,7 @@ class RunLimits(_Options):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunLimits:
-        """Rebuild from ``to_dict()`` form, reading ``"unlimited"`` back as :data:`UNLIMITED`.
+        """Rebuild from ``to_dict()`` form, reading ``"unlimited"`` back as [`UNLIMITED`][prism.limits.options.UNLIMITED].
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — a key (or a ``max_cost`` key) is not a field.
@@ -140,7 +140,7 @@ _RUN_LIMIT_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunLimit
 NUMERIC_LIMIT_AXES: Final = tuple(
     f.name for f in dataclasses.fields(RunLimits) if f.name != "max_cost"
 )
-"""Every numeric axis of :class:`RunLimits` (all but ``max_cost``), in field order."""
+"""Every numeric axis of [`RunLimits`][prism.limits.options.RunLimits] (all but ``max_cost``), in field order."""
 
 DEFAULT_RUN_LIMITS: Final = RunLimits(
     max_turns=16,
@@ -164,15 +164,15 @@ DEFAULT_RUN_LIMITS: Final = RunLimits(
 def coerce_run_limits(
     value: RunLimits | Mapping[str, Any] | None, *, label: str = "limits"
 ) -> RunLimits | None:
-    """Convert a limits layer to :class:`RunLimits` without validating its values.
+    """Convert a limits layer to [`RunLimits`][prism.limits.options.RunLimits] without validating its values.
 
     Args:
-        value: A :class:`RunLimits`, a snake_case mapping of its fields (``"unlimited"`` accepted
+        value: A [`RunLimits`][prism.limits.options.RunLimits], a snake_case mapping of its fields (``"unlimited"`` accepted
             for UNLIMITED; ``max_cost`` may itself be a mapping), or ``None``.
         label: Name used in error messages (``"limits"``).
 
     Returns:
-        The :class:`RunLimits` (a ``max_cost`` mapping converted to :class:`RunCost`), or ``None``.
+        The [`RunLimits`][prism.limits.options.RunLimits] (a ``max_cost`` mapping converted to [`RunCost`][prism.limits.options.RunCost]), or ``None``.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — not a ``RunLimits``/mapping, or an unknown key

@@ -1,8 +1,8 @@
 """Run limit resolution: validating the agent and run layers and merging them into one.
 
-:func:`resolve_run_limits` merges the agent and run layers, validates each, refuses any run value
-that widens the agent's, and fills the defaults, returning a :class:`~prism.limits.RunLimits`
-with every axis set. :func:`sets_finite_output_budget` tells whether the layers cap output.
+[`resolve_run_limits()`][prism.limits.resolve.resolve_run_limits] merges the agent and run layers, validates each, refuses any run value
+that widens the agent's, and fills the defaults, returning a [`RunLimits`][prism.limits.RunLimits]
+with every axis set. [`sets_finite_output_budget()`][prism.limits.resolve.sets_finite_output_budget] tells whether the layers cap output.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def resolve_run_limits(
         run_limits: The run overlay (``run(limits=...)``), or ``None``.
 
     Returns:
-        A :class:`RunLimits` with every numeric axis set to an ``int`` or :data:`UNLIMITED`;
+        A [`RunLimits`][prism.limits.resolve.RunLimits] with every numeric axis set to an ``int`` or [`UNLIMITED`][prism.limits.resolve.UNLIMITED];
         ``max_cost`` is ``None`` when neither layer sets it.
 
     Raises:

@@ -1,8 +1,8 @@
 """Run limit tracker: a run's counters, charged at each limit point, and the first breach.
 
-:class:`RunLimitTracker` holds a run's counters, charges them when a turn starts, a provider
+[`RunLimitTracker`][prism.limits.tracker.RunLimitTracker] holds a run's counters, charges them when a turn starts, a provider
 attempt is made, a tool round or tool call runs and usage is reported, records the first breach
-once and arms the wall-time deadline. Its counters (:class:`RunLimitCounters`) are exported to
+once and arms the wall-time deadline. Its counters ([`RunLimitCounters`][prism.limits.tracker.RunLimitCounters]) are exported to
 and restored from a JSON dict, so a durable run resumed in a later leg keeps counting where the
 previous leg stopped.
 """
@@ -128,10 +128,10 @@ class RunLimitTracker:
     One tracker per run leg. Counters are cumulative across the legs of a durable run: a resumed
     leg passes the envelope's ``counters`` back in. Every ``charge_*`` method costs O(1).
 
-    The first breach of the run is recorded as :attr:`breach`, then ``on_breach(breach)``
+    The first breach of the run is recorded as [`breach`][prism.limits.tracker.RunLimitExceeded.breach], then ``on_breach(breach)``
     is called synchronously exactly once — the runtime uses it to emit ``run_limit_exceeded`` and
     abort the run signal with ``RunLimitExceeded(breach)`` — and the charging method raises
-    :class:`~prism.errors.RunLimitExceeded`. Later breaches call nothing and raise
+    [`RunLimitExceeded`][prism.errors.RunLimitExceeded]. Later breaches call nothing and raise
     ``RunLimitExceeded`` carrying the first breach. The wall-time deadline records the
     breach and calls ``on_breach`` from a ``loop.call_later`` timer without raising.
 
@@ -146,11 +146,11 @@ class RunLimitTracker:
         envelope["counters"] = tracker.export_counters()
 
     Args:
-        limits: Resolved limits (:func:`resolve_run_limits`); unset axes fall back to the
-            defaults of :data:`~prism.limits.DEFAULT_RUN_LIMITS`.
-        on_breach: Called once with the first :class:`RunLimitBreach`; sync. An exception it raises
+        limits: Resolved limits (``resolve_run_limits()``); unset axes fall back to the
+            defaults of [`DEFAULT_RUN_LIMITS`][prism.limits.DEFAULT_RUN_LIMITS].
+        on_breach: Called once with the first [`RunLimitBreach`][prism.limits.tracker.RunLimitBreach]; sync. An exception it raises
             propagates from the charging method (from the timer it is logged on ``prism``).
-        counters: Restored counters (a :class:`RunLimitCounters` or its ``to_dict()``) for a
+        counters: Restored counters (a [`RunLimitCounters`][prism.limits.tracker.RunLimitCounters] or its ``to_dict()``) for a
             resumed leg; ``None`` starts from zero.
         clock: Monotonic clock in seconds (``time.monotonic``); injectable for tests.
         parent: The run that delegated this one: every turn, tool call and usage is charged to
@@ -282,7 +282,7 @@ class RunLimitTracker:
     @property
     def deadline_at(self) -> str | None:
         """ISO-8601 UTC wall-clock deadline of this leg (informational); ``None`` before
-        :meth:`start` or when ``max_wall_time_ms`` is UNLIMITED."""
+        [`start()`][prism.limits.tracker.RunLimitTracker.start] or when ``max_wall_time_ms`` is UNLIMITED."""
         text = self._deadline_at
         epoch = self._deadline_epoch
         if text is None and epoch is not None:  # written out when first read
@@ -302,7 +302,7 @@ class RunLimitTracker:
     @property
     def leg_max_tool_rounds(self) -> LimitValue:
         """Tool rounds left for this leg: ``max_tool_rounds`` minus the rounds restored from
-        earlier legs, never below 0; :data:`UNLIMITED` when the axis is disabled (the
+        earlier legs, never below 0; [`UNLIMITED`][prism.limits.tracker.UNLIMITED] when the axis is disabled (the
         value ``LoopContext.max_tool_rounds`` reports)."""
         limit = self._max_tool_rounds
         if math.isinf(limit):
@@ -337,7 +337,7 @@ class RunLimitTracker:
 
         Must be called from inside the running event loop. The deadline is
         ``now + max_wall_time_ms - restored wall_time_ms``; with UNLIMITED no timer is
-        armed but time is still counted. Idempotent; a no-op after :meth:`dispose`.
+        armed but time is still counted. Idempotent; a no-op after [`dispose()`][prism.limits.tracker.RunLimitTracker.dispose].
         """
         if self._leg_start is not None or self._disposed:
             return
@@ -492,7 +492,7 @@ class RunLimitTracker:
             raise self._exceeded("max_tool_calls", self._max_tool_calls, self._tool_calls)
 
     def refund_tool_call(self) -> None:
-        """Take back one :meth:`charge_tool_call` (of this run and its parents): the call was
+        """Take back one [`charge_tool_call()`][prism.limits.tracker.DelegatingRun.charge_tool_call] (of this run and its parents): the call was
         held without running (an approval asked for it; its replay is charged)."""
         refund = getattr(self._parent, "refund_tool_call", None)
         if refund is not None:

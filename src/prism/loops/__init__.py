@@ -1,10 +1,10 @@
 """Loop strategies: the default single-shot loop, resolution and the shared tool-round dispatcher.
 
 ``prism.loops`` exports the dispatcher helpers that custom loops reuse:
-:func:`dispatch_tool_calls_in_order`, :func:`dispatchable_tool_calls` and
-:func:`append_unanswered_rows`, plus :func:`handoff_loop` (the model hands the run over to
-another agent), :data:`single_shot_loop`, :func:`resolve_loop` and
-:func:`resolve_tool_concurrency` (also re-exported from ``prism``).
+[`dispatch_tool_calls_in_order()`][prism.loops.dispatch_tool_calls_in_order], [`dispatchable_tool_calls()`][prism.loops.dispatchable_tool_calls] and
+[`append_unanswered_rows()`][prism.loops.append_unanswered_rows], plus [`handoff_loop()`][prism.loops.handoff_loop] (the model hands the run over to
+another agent), [`single_shot_loop`][prism.loops.single_shot_loop], [`resolve_loop()`][prism.loops.resolve_loop] and
+[`resolve_tool_concurrency()`][prism.loops.resolve_tool_concurrency] (also re-exported from ``prism``).
 
 The names are loaded on first access: ``prism.events`` imports ``prism.loops.contracts``, which
 initialises this package, so importing the loops eagerly here would be circular.

@@ -1,7 +1,7 @@
 """The steps the built-in loops share around one generated turn.
 
-:func:`record_turn` files the turn's output (the first turn's input, the assistant draft and
-their events); :func:`end_tool_rounds` closes a loop's tool rounds once a turn asks for no host
+[`record_turn()`][prism.loops._turn.record_turn] files the turn's output (the first turn's input, the assistant draft and
+their events); [`end_tool_rounds()`][prism.loops._turn.end_tool_rounds] closes a loop's tool rounds once a turn asks for no host
 call or the round budget is spent.
 """
 

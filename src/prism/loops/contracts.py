@@ -1,11 +1,11 @@
 """Loop contracts: the seam between the runtime and a loop strategy.
 
-* the :class:`AgentLoopStrategy` protocol and its durable-capable refinement
-  :class:`DurableLoopStrategy`;
-* the loop options :class:`SingleShotLoopOptions` and :class:`GenerateValidateReviseLoopOptions`;
-* the :class:`LoopContext` protocol that the runtime implements once per run leg.
+* the [`AgentLoopStrategy`][prism.loops.contracts.AgentLoopStrategy] protocol and its durable-capable refinement
+  ``DurableLoopStrategy``;
+* the loop options [`SingleShotLoopOptions`][prism.loops.contracts.SingleShotLoopOptions] and [`GenerateValidateReviseLoopOptions`][prism.loops.contracts.GenerateValidateReviseLoopOptions];
+* the [`LoopContext`][prism.loops.contracts.LoopContext] protocol that the runtime implements once per run leg.
 
-The ``Artifact*`` value types and callback aliases live in :mod:`prism.artifact_contracts` (below
+The ``Artifact*`` value types and callback aliases live in [`prism.artifact_contracts`][prism.artifact_contracts] (below
 the events, which carry them) and are re-exported here.
 
 The contracts are host-domain free: no field or member name contains ``workflow``, ``node`` or
@@ -85,7 +85,7 @@ class AgentLoopStrategy(Protocol):
     * ``revision: str | None`` — host-authored revision (default ``"1"``); joins the
       durable fingerprint and the stored ``loop_state``;
     * ``snapshot() -> JsonValue`` and ``restore(snapshot) -> None`` — see
-      :class:`DurableLoopStrategy`.
+      ``DurableLoopStrategy``.
     """
 
     @property
@@ -107,7 +107,7 @@ class DurableLoopStrategy(AgentLoopStrategy, Protocol):
     """A loop strategy that can be checkpointed.
 
     An object is *durable-capable* when both ``snapshot`` and ``restore`` are callables; use
-    :func:`is_durable_capable` rather than ``isinstance`` (which does not check callability).
+    [`is_durable_capable()`][prism.loops.contracts.is_durable_capable] rather than ``isinstance`` (which does not check callability).
     """
 
     def snapshot(self) -> JsonValue:
@@ -115,7 +115,7 @@ class DurableLoopStrategy(AgentLoopStrategy, Protocol):
         ...
 
     def restore(self, snapshot: JsonValue, /) -> None:
-        """Rehydrate from :meth:`snapshot`'s value; called once before ``run`` on resume.
+        """Rehydrate from [`snapshot()`][prism.loops.contracts.DurableLoopStrategy.snapshot]'s value; called once before ``run`` on resume.
 
         Raises:
             AgentLoopStateError: ``ERR_PRISM_LOOP_SNAPSHOT`` (or any exception) on drift.
@@ -237,7 +237,7 @@ class GenerateValidateReviseLoopOptions(Serializable):
     """Native JSON schema for the provider; a mapping with the same keys is accepted."""
 
     structured_output_mode: StructuredOutputMode | None = None
-    """How the schema reaches the model (:data:`StructuredOutputMode`); ``None``: natively where
+    """How the schema reaches the model (``StructuredOutputMode``); ``None``: natively where
     possible, else in the instructions."""
 
     structured_output_timing: StructuredOutputTiming = "every-turn"
@@ -357,8 +357,8 @@ def _check_callback_shape(role: str, callback: object, expected: str) -> None:
 def coerce_structured_output(
     value: StructuredOutputOptions | Mapping[str, Any],
 ) -> StructuredOutputOptions:
-    """Convert a mapping to :class:`StructuredOutputOptions` and check it
-    (:func:`~prism.structured_output.validate_structured_output`).
+    """Convert a mapping to [`StructuredOutputOptions`][prism.loops.contracts.StructuredOutputOptions] and check it
+    ([`validate_structured_output()`][prism.structured_output.validate_structured_output]).
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` when the value is neither, or the mapping has

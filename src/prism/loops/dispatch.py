@@ -1,6 +1,6 @@
 """The tool-round dispatcher shared by the built-in loops.
 
-One *round* is the host tool calls of one assistant response. :func:`dispatch_tool_calls_in_order`
+One *round* is the host tool calls of one assistant response. [`dispatch_tool_calls_in_order()`][prism.loops.dispatch.dispatch_tool_calls_in_order]
 dispatches a round through ``ctx.dispatch_tool_call`` — sequentially, or with a bounded pool of
 worker coroutines — and appends exactly one result row per call, in call order, to the live
 history and the store. A stopped round (a run-level failure, an abort) still answers every call:
@@ -136,7 +136,7 @@ async def dispatch_tool_calls_in_order(
     runtime's failure path answers the open calls with ``tool_call_interrupted`` rows.
 
     Args:
-        calls: The host calls of the round (see :func:`dispatchable_tool_calls`).
+        calls: The host calls of the round (see [`dispatchable_tool_calls()`][prism.loops.dispatch.dispatchable_tool_calls]).
         ctx: The loop context.
         concurrency: Override of ``ctx.tool_concurrency`` for this round (``None``: the context's).
 

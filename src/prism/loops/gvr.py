@@ -114,7 +114,7 @@ def _default_repairer(
     value: object, failure: ArtifactValidation, ctx: ArtifactContext
 ) -> AgentInput:
     """One user message with one line per error, ``<field path>: <message>`` (the message alone
-    at the root; :func:`field_path`), or ``invalid artifact`` without errors."""
+    at the root; ``field_path()``), or ``invalid artifact`` without errors."""
     lines = []
     for error in failure.errors:
         where = field_path(error.path)
@@ -123,9 +123,9 @@ def _default_repairer(
 
 
 class GenerateValidateReviseLoop:
-    """Strategy object returned by :func:`generate_validate_revise_loop`.
+    """Strategy object returned by [`generate_validate_revise_loop()`][prism.loops.gvr.generate_validate_revise_loop].
 
-    Satisfies :class:`~prism.loops.contracts.DurableLoopStrategy`. Its loop state (``attempts``,
+    Satisfies ``DurableLoopStrategy``. Its loop state (``attempts``,
     ``artifact_phase``, ``saved_schema``, ``pending_history``) lives on the object and is scoped to
     ``(session_id, run_id)``: a new, non-restored run resets it, so one object can serve sequential
     runs. Concurrent runs of one object are not supported.
@@ -273,7 +273,7 @@ class GenerateValidateReviseLoop:
         }
 
     def restore(self, snapshot: JsonValue, /) -> None:
-        """Rehydrate from :meth:`snapshot`'s value; the next ``run`` keeps it.
+        """Rehydrate from [`snapshot()`][prism.loops.gvr.GenerateValidateReviseLoop.snapshot]'s value; the next ``run`` keeps it.
 
         ``pending_history`` is cleared: those repair messages are already in the store and come
         back with the rebuilt history.
@@ -542,7 +542,7 @@ def generate_validate_revise_loop(
         parser: ``(text, ctx) -> ArtifactParseResult`` (or mapping); ``None`` = the text itself.
         repairer: ``(value | None, failure, ctx) -> AgentInput``; ``None`` = one user message with
             one line per error, its field path first (``items[2].price: Input should be less
-            than 100``; :func:`field_path`).
+            than 100``; ``field_path()``).
         max_revisions: Revisions after the first failed candidate (``int`` ≥ 0; default 3); the run
             makes at most ``1 + max_revisions`` candidates.
         tool_calls: ``"disabled"`` (host calls answered with ``tool_call_not_dispatched`` rows; a

@@ -3,7 +3,7 @@
 ``handoff_loop(agent_b, agent_c)`` is the single-shot loop plus one generated tool per target,
 ``transfer_to_<name>`` (no arguments). When the model calls one, the loop answers the call with
 ``{"transferred_to": <name>}`` and asks the runtime to switch (``ctx.handoff.switch(name)``, see
-:class:`~prism.loop_needs.HandingOff`): the remaining turns of the run use the target's
+[`HandingOff`][prism.loop_needs.HandingOff]): the remaining turns of the run use the target's
 instructions, tools, model and provider, over the same history. The loop never holds a
 provider; the targets join the agent's durable fingerprint through ``needs.handoffs``. The
 loop is durable-capable (its snapshot is empty): a durable run resumed after a suspension or a
@@ -73,7 +73,7 @@ def _never(arguments: dict[str, Any], context: Any) -> Any:  # answered by the l
 
 
 class HandoffLoop:
-    """The handoff loop; build it with :func:`handoff_loop`."""
+    """The handoff loop; build it with [`handoff_loop()`][prism.loops.handoff.handoff_loop]."""
 
     __slots__ = ("_tools", "needs", "tool_concurrency")
 
@@ -112,7 +112,7 @@ class HandoffLoop:
         return {}
 
     def restore(self, snapshot: JsonValue, /) -> None:
-        """Accept :meth:`snapshot`'s value (nothing to rehydrate).
+        """Accept [`snapshot()`][prism.loops.handoff.HandoffLoop.snapshot]'s value (nothing to rehydrate).
 
         Raises:
             AgentLoopStateError: ``ERR_PRISM_LOOP_SNAPSHOT`` — ``snapshot`` is not an object.
@@ -214,7 +214,7 @@ def handoff_loop(*targets: HandoffTarget, tool_concurrency: int = 1) -> HandoffL
         tool_concurrency: Parallel dispatch limit of a tool round (≥ 1).
 
     Returns:
-        A :class:`HandoffLoop` (``name="handoff"``) to pass as ``loop=``.
+        A ``HandoffLoop`` (``name="handoff"``) to pass as ``loop=``.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — no targets, a target without a valid name,

@@ -1,7 +1,7 @@
 """Loop resolution: which strategy a run uses, and its tool concurrency.
 
 Precedence is the same for both functions: the run's ``loop`` wins when it is not ``None``, else
-the agent's ``loop``; when both are ``None`` the run uses :data:`~prism.loops.single_shot_loop`.
+the agent's ``loop``; when both are ``None`` the run uses [`single_shot_loop`][prism.loops.single_shot_loop].
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def resolve_loop(run_loop: object, config_loop: object) -> AgentLoopStrategy:
 
 
 def loop_name(run_loop: object, config_loop: object) -> str:
-    """The ``name`` of the loop :func:`resolve_loop` gives for the same arguments, without building
+    """The ``name`` of the loop [`resolve_loop()`][prism.loops.resolve.resolve_loop] gives for the same arguments, without building
     it: ``"single-shot"`` for ``None``, the options' ``strategy``, a strategy's ``name``, else the
     type name of the value. Never raises."""
     loop = _effective(run_loop, config_loop)

@@ -7,7 +7,7 @@ steers arrived meanwhile) or when the tool-round budget is spent: calls beyond i
 "not dispatched" rows and the run stops with ``stop_reason="tool_round_limit"``, as it does when
 the turn after the last allowed round answers with no text.
 
-The loop touches nothing but its :class:`~prism.loops.contracts.LoopContext` and keeps
+The loop touches nothing but its [`LoopContext`][prism.loops.contracts.LoopContext] and keeps
 its state in local variables, so the module-level object is safe to share between runs.
 """
 
@@ -26,7 +26,7 @@ __all__ = ["ROUND_LIMIT_MESSAGE", "SingleShotLoop", "single_shot_loop"]
 
 
 class SingleShotLoop:
-    """The single-shot turn loop. Use the shared :data:`single_shot_loop`.
+    """The single-shot turn loop. Use the shared [`single_shot_loop`][prism.loops.single_shot.single_shot_loop].
 
     It has no ``snapshot``/``restore``: its durability rests on the stored history and the
     runtime's pending-call machinery.

@@ -2,7 +2,7 @@
 
 The ``mcp`` SDK's transports and sessions are anyio context managers that must be entered and left
 in the same task. A run leg, a host's ``async with`` and the cleanup of a cancelled run can all be
-different tasks, so :class:`Connection` enters them in a dedicated *owner task* that lives from
+different tasks, so [`Connection`][prism.mcp._connection.Connection] enters them in a dedicated *owner task* that lives from
 connect to close; every other task only sends requests over the session (which works from any
 task) and signals the owner to stop. When the server exits or the transport fails, the session
 answers in-flight requests with "connection closed", or the owner task ends; either way the
@@ -16,8 +16,8 @@ A call that ends with the connection says what ended it: this process closing th
 exit (``ERR_PRISM_MCP_CLOSED`` with ``exited with code N`` and its stderr tail), or the server
 closing it. An HTTP error status reaches here as the JSON-RPC error that ``prism.mcp.server``'s
 HTTP transport puts in place of the body, with the status in the error's data
-(:data:`HTTP_STATUS`): 401/403 become ``ERR_PRISM_MCP_AUTH``; a refusal because the session is
-unknown (:data:`SESSION_LOST`) raises :class:`SessionLost`, which the server answers by
+([`HTTP_STATUS`][prism.mcp._connection.HTTP_STATUS]): 401/403 become ``ERR_PRISM_MCP_AUTH``; a refusal because the session is
+unknown ([`SESSION_LOST`][prism.mcp._connection.SESSION_LOST]) raises [`SessionLost`][prism.mcp._connection.SessionLost], which the server answers by
 initialising a new session and sending the call once more.
 
 While the connection is open its secrets (and the HTTP session id) are kept out of the ``mcp``,
@@ -107,7 +107,7 @@ class Connection:
 
     Args:
         label: The server's redacted label (for messages).
-        open_transport: Enters the transport (see :data:`OpenTransport`).
+        open_transport: Enters the transport (see [`OpenTransport`][prism.mcp._connection.OpenTransport]).
         redact: Removes the server's secrets from a text.
         stderr: The stderr tail of a stdio server, else ``None``.
         on_tools: Called with each new tool list (the first one and every refresh).

@@ -11,7 +11,7 @@ Results (``CallToolResult``):
 * otherwise the text of the text parts (and of embedded text resources, and a
   ``resource link: URI`` line per resource link) joined with newlines is the ``value``
   (``None`` when there is none);
-* image parts become :class:`~prism.types.ImageContent` blocks of the result's ``content``
+* image parts become [`ImageContent`][prism.types.ImageContent] blocks of the result's ``content``
   (base64 ``data`` and ``mime_type``); audio and binary resources, which prism's content has no
   block for, become a text line naming their type and size;
 * ``isError`` results become the ``ERR_PRISM_MCP_TOOL_ERROR`` error whose message is that text.

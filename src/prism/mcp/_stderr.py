@@ -1,15 +1,15 @@
 """A stdio server's process as prism sees it: the bounded tail of its stderr, and its exit status.
 
 The server's stderr is a pipe whose read end the event loop drains into a buffer that keeps only
-the last :data:`TAIL_BYTES` bytes, so a chatty server costs bounded memory and a server that
+the last [`TAIL_BYTES`][prism.mcp._stderr.TAIL_BYTES] bytes, so a chatty server costs bounded memory and a server that
 exits can be reported with the last lines it wrote.
 
 The ``mcp`` SDK spawns the server and keeps the process to itself, so its exit status is learnt
-through a small launcher (:func:`launcher_command`, POSIX): the SDK runs ``python -c`` with the
+through a small launcher ([`launcher_command()`][prism.mcp._stderr.launcher_command], POSIX): the SDK runs ``python -c`` with the
 launcher code, which runs the server (same stdin, stdout, stderr, environment and working
 directory; signals it receives are passed on), waits for it, writes one status line
-(:data:`_STATUS` and the code) to stderr and exits with the server's code.
-:attr:`StderrTail.exit_status` reads that line; :meth:`StderrTail.text` leaves it out.
+([`_STATUS`][prism.mcp._stderr._STATUS] and the code) to stderr and exits with the server's code.
+[`StderrTail.exit_status`][prism.mcp._stderr.StderrTail.exit_status] reads that line; [`StderrTail.text()`][prism.mcp._stderr.StderrTail.text] leaves it out.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ TAIL_LINES: Final = 20
 
 
 _STATUS: Final = "prism.mcp launcher: the server's exit status is "
-"""Starts the launcher's status line, which :meth:`StderrTail.text` leaves out."""
+"""Starts the launcher's status line, which [`StderrTail.text()`][prism.mcp._stderr.StderrTail.text] leaves out."""
 
 _LAUNCHER: Final = f"""
 import signal, subprocess, sys
@@ -91,8 +91,8 @@ class _Reader(asyncio.Protocol):
 class StderrTail:
     """A pipe for a child's stderr and the tail of what it wrote.
 
-    Use: ``await start()``; pass :attr:`writer` as the child's stderr; call
-    :meth:`close_writer` once the child is spawned; read :meth:`text`; :meth:`close` at the end.
+    Use: ``await start()``; pass [`writer`][prism.mcp._stderr.StderrTail.writer] as the child's stderr; call
+    [`close_writer()`][prism.mcp._stderr.StderrTail.close_writer] once the child is spawned; read [`text()`][prism.mcp._stderr.StderrTail.text]; [`close()`][prism.mcp._stderr.StderrTail.close] at the end.
     """
 
     def __init__(self) -> None:
@@ -124,7 +124,7 @@ class StderrTail:
             pass
 
     def text(self) -> str:
-        """The last :data:`TAIL_LINES` non-empty lines the server wrote (``""`` when none)."""
+        """The last [`TAIL_LINES`][prism.mcp._stderr.TAIL_LINES] non-empty lines the server wrote (``""`` when none)."""
         lines = self.buffer.decode("utf-8", "replace").splitlines()
         kept = [line.rstrip() for line in lines if line.strip() and not line.startswith(_STATUS)]
         return "\n".join(kept[-TAIL_LINES:])

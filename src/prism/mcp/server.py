@@ -2,12 +2,12 @@
 
 A server object holds configuration only until it is connected. It connects when entered —
 ``async with server:`` by the host, or by each run leg of an agent that has it in its ``tools``
-(a :class:`~prism.tools.ToolSource`) — and the entries share one connection: it opens on the
+(a [`ToolSource`][prism.tools.ToolSource]) — and the entries share one connection: it opens on the
 first and closes when the last one leaves. A connection whose server died is replaced by a new
 one on the next entry (a resumed durable run reconnects that way).
 
-While connected, :attr:`MCPServer.tools` holds the server's tools as prism
-:class:`~prism.types.ToolDefinition` objects: named by ``prism.mcp._convert.prism_tool_name``
+While connected, [`MCPServer.tools`][prism.mcp.server.MCPServer.tools] holds the server's tools as prism
+[`ToolDefinition`][prism.types.ToolDefinition] objects: named by ``prism.mcp._convert.prism_tool_name``
 (with the ``prefix``), narrowed by ``allow``/``deny`` (server names), described by the server's
 description, with the server's input schema as ``parameters`` (so the normal argument
 validation applies before a call is sent). The list is read at connect and re-read when the
@@ -17,7 +17,7 @@ A call's ``execute`` sends ``tools/call`` and maps the result (``prism.mcp._conv
 progress notifications become ``tool_execution_progress`` events (``progress`` is
 ``{"progress", "total", "message"}`` with the absent keys left out); an abort of the run cancels
 the request at once (``notifications/cancelled``) and the call's error is ``ERR_PRISM_ABORTED``.
-Failures are raised as :class:`~prism.mcp.errors.MCPServerError`, which the dispatcher turns
+Failures are raised as [`MCPServerError`][prism.mcp.errors.MCPServerError], which the dispatcher turns
 into the call's error result for the model to read.
 
 An HTTP server that no longer knows the connection's session — it answered HTTP 404, or
@@ -121,8 +121,8 @@ def _check_sdk() -> None:
 
 
 class MCPServer:
-    """What both server kinds share (build one with :class:`MCPServerStdio` or
-    :class:`MCPServerHTTP`). A :class:`~prism.tools.ToolSource` and an async context manager.
+    """What both server kinds share (build one with [`MCPServerStdio`][prism.mcp.server.MCPServerStdio] or
+    [`MCPServerHTTP`][prism.mcp.server.MCPServerHTTP]). A [`ToolSource`][prism.tools.ToolSource] and an async context manager.
 
     Keyword args (both kinds):
         prefix: Joined before each tool name with ``_`` (``prefix="fs"``: ``fs_read_file``);
@@ -432,7 +432,7 @@ class MCPServerStdio(MCPServer):
         cwd: Working directory of the server (default: the current one).
 
     ``prefix``, ``allow``, ``deny``, ``connect_timeout``, ``call_timeout`` and ``secrets`` are
-    those of :class:`MCPServer`.
+    those of [`MCPServer`][prism.mcp.server.MCPServer].
 
     The server's stderr is captured (the last 8 KiB are kept); when the server exits, the
     error says so with its exit code (``exited with code N``) and its last lines, redacted. On
@@ -514,7 +514,7 @@ class MCPServerHTTP(MCPServer):
             names join the fingerprint.
 
     ``prefix``, ``allow``, ``deny``, ``connect_timeout``, ``call_timeout`` and ``secrets`` are
-    those of :class:`MCPServer`.
+    those of [`MCPServer`][prism.mcp.server.MCPServer].
 
     An HTTP error status is named in the error: 401 and 403 are ``ERR_PRISM_MCP_AUTH`` (at
     connect or on a call), others ``ERR_PRISM_MCP_PROTOCOL`` (``ERR_PRISM_MCP_CONNECT`` at
@@ -636,7 +636,7 @@ def _status_transport(inner: Any, connection: Connection) -> Any:
 
 
 def _refusal(status: int, body: bytes, had_session: bool) -> dict[str, Any]:
-    """The JSON-RPC error for an HTTP error answer (see :func:`_status_transport`)."""
+    """The JSON-RPC error for an HTTP error answer (see [`_status_transport()`][prism.mcp.server._status_transport])."""
     error: dict[str, Any] | None = None
     try:
         parsed = json.loads(body)

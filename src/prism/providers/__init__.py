@@ -1,10 +1,10 @@
 """What a provider author needs: the provider protocol, the request, and the provider events.
 
-A provider turns one :class:`ProviderRequest` into an async stream of provider events: at most one
+A provider turns one [`ProviderRequest`][prism.providers.ProviderRequest] into an async stream of provider events: at most one
 message start, then content deltas and tool calls, optional usage, and exactly one terminal
 ``done`` or ``error`` event. The ``provider_*`` constructors build those events (the scripted mock
-provider in ``prism.testing`` uses them too); :func:`fold_provider_events` folds a stream into the
-:class:`ProviderTurnResult` the runtime appends.
+provider in ``prism.testing`` uses them too); [`fold_provider_events()`][prism.providers.fold_provider_events] folds a stream into the
+[`ProviderTurnResult`][prism.providers.ProviderTurnResult] the runtime appends.
 
 The adapters are submodules, imported only when used, each needing its extra:
 ``prism.providers.openai`` (``openai``), ``prism.providers.anthropic`` (``anthropic``) and
@@ -12,10 +12,10 @@ The adapters are submodules, imported only when used, each needing its extra:
 ``import prism``, the attribute ``prism.providers.llama_cpp`` (or ``.openai``, ``.anthropic``)
 imports its submodule on first access.
 
-A provider that knows its models says so with :class:`ProviderDefaults` (its ``defaults``
-attribute, :class:`DescribedProvider`): the model an agent uses when ``create_agent`` gets no
+A provider that knows its models says so with [`ProviderDefaults`][prism.providers.ProviderDefaults] (its ``defaults``
+attribute, [`DescribedProvider`][prism.providers.DescribedProvider]): the model an agent uses when ``create_agent`` gets no
 ``model=``, and run defaults such as the tool-round policy of a small model.
-:func:`fallback` (``prism.providers.chain``) chains providers for model fallback.
+[`fallback()`][prism.providers.fallback] (``prism.providers.chain``) chains providers for model fallback.
 """
 
 # Grouped by topic, not sorted as one block.

@@ -55,7 +55,7 @@ _USAGE_FIELDS: Final = (
 
 
 def event_overflow(event: Any) -> int | None:
-    """Size in bytes of ``event``'s JSON form when above :data:`MAX_EVENT_BYTES`, else
+    """Size in bytes of ``event``'s JSON form when above [`MAX_EVENT_BYTES`][prism.providers._anthropic_stream.MAX_EVENT_BYTES], else
     ``None``.
 
     Content deltas are measured exactly only when a cheap upper bound (6 bytes per character
@@ -281,7 +281,7 @@ class StreamMapper:
 
 
 def _merge_usage(base: Usage | None, raw: Any) -> Usage:
-    """Map wire usage to :class:`Usage`; fields present in ``raw`` win over ``base`` (a
+    """Map wire usage to [`Usage`][prism.providers._anthropic_stream.Usage]; fields present in ``raw`` win over ``base`` (a
     ``message_delta`` updates the usage of ``message_start``)."""
     values: dict[str, Any] = {}
     for wire, name in _USAGE_FIELDS:

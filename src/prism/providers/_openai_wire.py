@@ -1,7 +1,7 @@
 """Chat Completions wire mapping: request bodies, responses and the description of an incomplete
 stream.
 
-Pure data mapping with no SDK dependency; :mod:`prism.providers.openai` drives it.
+Pure data mapping with no SDK dependency; [`prism.providers.openai`][prism.providers.openai] drives it.
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def build_request_body(
 
 
 def map_usage(raw: Mapping[str, Any]) -> Usage | None:
-    """Map a Chat Completions ``usage`` object to :class:`Usage`.
+    """Map a Chat Completions ``usage`` object to [`Usage`][prism.providers._openai_wire.Usage].
 
     Returns:
         ``None`` when none of the mapped fields is present (non-``null``).
@@ -469,7 +469,7 @@ def stream_detail(status: int | None, data_events: int, head: bytes) -> str:
     A server that fails after it has sent ``200`` and its headers can no longer send an error
     status; some (llama-cpp-python's server among them) just close the stream, leaving the reason
     in their own log. This names the HTTP status, how many ``data`` events arrived and, when none
-    did, the start of the body as received (at most :data:`MAX_STREAM_HEAD_BYTES` bytes; the
+    did, the start of the body as received (at most [`MAX_STREAM_HEAD_BYTES`][prism.providers._openai_wire.MAX_STREAM_HEAD_BYTES] bytes; the
     provider redacts the message).
 
     Args:

@@ -4,9 +4,9 @@ Both official SDKs are built the same way: an ``httpx``-family HTTP client under
 same exception classes (``APIStatusError``, ``APIConnectionError``, ``APITimeoutError``). This
 module holds what the OpenAI and the Anthropic adapter do alike on top of them: importing the
 optional SDK, resolving a callable API key, interrupting an SDK await when the request's abort
-signal fires (:class:`AbortBridge`), and turning HTTP statuses and transport failures into
-``ErrorInfo`` (:func:`sdk_error_info`; a transport failure names the server's base URL, its
-credentials masked by :func:`shown_url`).
+signal fires ([`AbortBridge`][prism.providers._sdk.AbortBridge]), and turning HTTP statuses and transport failures into
+``ErrorInfo`` ([`sdk_error_info()`][prism.providers._sdk.sdk_error_info]; a transport failure names the server's base URL, its
+credentials masked by [`shown_url()`][prism.providers._sdk.shown_url]).
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ def shown_url(url: str) -> str:
 
 def client_url(client: Any) -> str | None:
     """The base URL of an SDK client (its ``base_url``, without the path's trailing slash),
-    shown with :func:`shown_url`; ``None`` when the client has none."""
+    shown with [`shown_url()`][prism.providers._sdk.shown_url]; ``None`` when the client has none."""
     base = getattr(client, "base_url", None)
     text = str(base) if base is not None else ""
     if not text:
@@ -250,17 +250,17 @@ def sdk_error_info(
         sdk: The imported SDK package (its exception classes are matched).
         exc: The exception raised while sending the request or reading the response.
         prefix: Start of the message (``"<provider> request failed"``).
-        url: The server's base URL, credentials already masked (:func:`client_url`): a transport
+        url: The server's base URL, credentials already masked ([`client_url()`][prism.providers._sdk.client_url]): a transport
             failure's message names it (``"<prefix>: cannot reach http://127.0.0.1:8080/v1:
             Connection error."``; ``timed out waiting for URL``, ``connection to URL failed``),
             as the ``prism`` command's reachability check does.
 
     Returns:
-        A :class:`~prism.errors.ProviderTransportError` with its own code; an
+        A [`ProviderTransportError`][prism.errors.ProviderTransportError] with its own code; an
         ``APIStatusError`` with ``code=<status int>``, ``message="<prefix>: <status> <body>"``
-        (at most :data:`MAX_ERROR_BODY_BYTES` bytes of the body) and ``retry_after_ms`` from
+        (at most [`MAX_ERROR_BODY_BYTES`][prism.providers._sdk.MAX_ERROR_BODY_BYTES] bytes of the body) and ``retry_after_ms`` from
         ``Retry-After``; ``timeout`` for ``APITimeoutError``; ``timeout``, ``ECONNREFUSED`` or
-        ``ECONNRESET`` for a transport exception (:func:`transport_code`); ``ECONNRESET`` for any
+        ``ECONNRESET`` for a transport exception ([`transport_code()`][prism.providers._sdk.transport_code]); ``ECONNRESET`` for any
         other ``APIConnectionError``. The message of these transport codes names ``url``.
     """
     name = type(exc).__name__
@@ -299,7 +299,7 @@ def sdk_error_info(
 
 
 def _error_body_text(exc: Any, response: Any) -> str:
-    """At most :data:`MAX_ERROR_BODY_BYTES` bytes of the error body as text (the SDK's parsed
+    """At most [`MAX_ERROR_BODY_BYTES`][prism.providers._sdk.MAX_ERROR_BODY_BYTES] bytes of the error body as text (the SDK's parsed
     ``body`` when the response's bytes were never read)."""
     raw: bytes | None = None
     if response is not None:

@@ -4,8 +4,8 @@ Bytes are decoded incrementally as UTF-8, line by line (a multi-byte character s
 is kept whole, since line ends are ASCII). Events are separated by a blank line (``\\n\\n``,
 ``\\r\\n\\r\\n`` or ``\\r\\r``); the ``data:`` lines of one event are joined with ``"\\n"``;
 ``event:`` is kept; lines starting with ``:`` are comments. An event larger than
-:data:`MAX_SSE_EVENT_BYTES` raises ``ProviderTransportError("sse_event_overflow")``; more than
-:data:`MAX_SSE_BUFFER_BYTES` buffered without an event boundary raises
+[`MAX_SSE_EVENT_BYTES`][prism.providers._sse.MAX_SSE_EVENT_BYTES] raises ``ProviderTransportError("sse_event_overflow")``; more than
+[`MAX_SSE_BUFFER_BYTES`][prism.providers._sse.MAX_SSE_BUFFER_BYTES] buffered without an event boundary raises
 ``ProviderTransportError("sse_buffer_overflow")``. A trailing event without a final blank line is
 still delivered.
 

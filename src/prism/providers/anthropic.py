@@ -80,7 +80,7 @@ _OWNED_HEADERS: Final = frozenset({"content-type", "x-api-key", "anthropic-versi
 
 class AnthropicProvider:
     """Provider for the Anthropic Messages API; build it with
-    :func:`create_anthropic_provider`.
+    [`create_anthropic_provider()`][prism.providers.anthropic.create_anthropic_provider].
 
     Each ``generate`` call is one streaming ``POST`` through the SDK client. The stream is mapped to
     provider events (see ``_anthropic_stream``) and always ends with exactly one ``done`` or
@@ -115,7 +115,7 @@ class AnthropicProvider:
         default_max_tokens: int,
         default_model: ModelConfig | None = None,
     ) -> None:
-        """Wrap an SDK client; use :func:`create_anthropic_provider` instead."""
+        """Wrap an SDK client; use [`create_anthropic_provider()`][prism.providers.anthropic.create_anthropic_provider] instead."""
         self.id = id
         self._defaults = ProviderDefaults(model=default_model)
         self._sdk = sdk
@@ -276,7 +276,7 @@ def _error_info(sdk: Any, exc: Exception, url: str | None = None) -> ErrorInfo |
     not own (they propagate). A transport failure names ``url`` (the server's base URL, its
     credentials masked).
 
-    Beyond :func:`~prism.providers._sdk.sdk_error_info`: an ``APIStatusError`` below 400 is an
+    Beyond [`sdk_error_info()`][prism.providers._sdk.sdk_error_info]: an ``APIStatusError`` below 400 is an
     in-stream ``error`` event, and stream data the SDK cannot parse is ``invalid_stream_chunk``.
     """
     if isinstance(exc, sdk.APIStatusError):
@@ -354,7 +354,7 @@ def create_anthropic_provider(
             ``model.limits.max_output_tokens`` is set (tokens, > 0).
         model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
             a model name (text and image input, tools) or a full ``ModelConfig``; default
-            :data:`DEFAULT_ANTHROPIC_MODEL`.
+            [`DEFAULT_ANTHROPIC_MODEL`][prism.providers.anthropic.DEFAULT_ANTHROPIC_MODEL].
 
     Returns:
         The provider; it satisfies ``AIProvider``.

@@ -1,10 +1,10 @@
 """The provider protocol and the constructors of provider events.
 
-A provider turns one :class:`~prism.types.ProviderRequest` into a stream of provider events. This
+A provider turns one [`ProviderRequest`][prism.types.ProviderRequest] into a stream of provider events. This
 module holds the protocol every provider implements and the public helper constructors for those
-events. The fold of a stream into a :class:`~prism.types.ProviderTurnResult` and the
-reconstruction of streamed tool calls live in :mod:`prism.providers.stream_fold`, the pieces the
-wire formats share in :mod:`prism.providers.wire`; their names stay importable from here.
+events. The fold of a stream into a [`ProviderTurnResult`][prism.types.ProviderTurnResult] and the
+reconstruction of streamed tool calls live in [`prism.providers.stream_fold`][prism.providers.stream_fold], the pieces the
+wire formats share in [`prism.providers.wire`][prism.providers.wire]; their names stay importable from here.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def provider_tool_call(
         call_or_id: A complete ``ToolCallContent``, or the id of the call to build.
         name: Tool name; required when ``call_or_id`` is an id.
         arguments: The argument object, or raw JSON text, which goes through
-            :func:`tool_call_from_arguments_text` (malformed text gives a call whose
+            [`tool_call_from_arguments_text()`][prism.providers.base.tool_call_from_arguments_text] (malformed text gives a call whose
             ``arguments_error`` is set, never an exception). ``None`` means ``{}``.
 
     Raises:

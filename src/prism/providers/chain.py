@@ -1,12 +1,12 @@
 """Model fallback: an ordered chain of providers, the next one used when one is unavailable.
 
-``fallback(primary, (secondary, model), ...)`` builds a :class:`FallbackProvider`. The agent's
+``fallback(primary, (secondary, model), ...)`` builds a [`FallbackProvider`][prism.providers.chain.FallbackProvider]. The agent's
 model is the primary's (the agent's ``model`` is what the primary is asked for); each fallback
 names the model it is asked for instead. The runtime drives the chain for every provider turn:
 
 * the turn starts with the primary, which gets the run's whole retry budget (``retry=``);
 * when its last attempt fails with an error the policy names (by default: unavailable,
-  overloaded, rate-limited, timeouts and connection errors, see :data:`DEFAULT_FALLBACK_CODES`),
+  overloaded, rate-limited, timeouts and connection errors, see [`DEFAULT_FALLBACK_CODES`][prism.providers.chain.DEFAULT_FALLBACK_CODES]),
   the next provider serves the same request with its own model, again with the whole retry
   budget; and so on down the chain;
 * never after the failing attempt's first content, thinking or tool-call delta (part of an
@@ -16,13 +16,13 @@ names the model it is asked for instead. The runtime drives the chain for every 
   ``400`` surfaces at once), and never for a provider that broke the stream protocol.
 
 When every provider tried fails, the error (``ProviderTurnError``, ``RunResult.error``) lists each
-one in ``ErrorInfo.providers`` (:class:`~prism.types.ProviderFailure`: provider id, model, code,
+one in ``ErrorInfo.providers`` ([`ProviderFailure`][prism.types.ProviderFailure]: provider id, model, code,
 redacted message, attempts) and in its message; its ``__cause__`` is the last failure's.
 
 Every attempt's ``provider_turn_started`` / ``provider_turn_finished`` event names the provider and
 the model that served it (``metadata.provider_id`` / ``metadata.model``), so do the ledger's
 ``provider_turn`` usage rows (``provider_id``, ``model``): usage and cost are attributed to the
-provider that produced them. Calling :meth:`FallbackProvider.generate` directly (outside a run)
+provider that produced them. Calling [`FallbackProvider.generate()`][prism.providers.chain.FallbackProvider.generate] directly (outside a run)
 uses the primary alone.
 """
 
@@ -110,10 +110,10 @@ class FallbackPolicy:
 
 
 class FallbackProvider:
-    """A provider that stands for an ordered chain; built by :func:`fallback`.
+    """A provider that stands for an ordered chain; built by [`fallback()`][prism.providers.chain.fallback].
 
     Its ``id`` and ``defaults`` are the primary's (an agent without ``model=`` gets the primary's
-    default model). The runtime reads :attr:`primary`, :attr:`fallbacks` and :attr:`policy`;
+    default model). The runtime reads ``primary``, ``fallbacks`` and ``policy``;
     ``generate`` alone (outside a run) streams from the primary.
     """
 
@@ -161,10 +161,10 @@ def fallback(
 
     Args:
         primary: The provider of the agent's model.
-        *fallbacks: ``(provider, model)`` pairs (or :class:`FallbackModel`); ``model`` is a
+        *fallbacks: ``(provider, model)`` pairs (or [`FallbackModel`][prism.providers.chain.FallbackModel]); ``model`` is a
             ``ModelConfig`` or a mapping of its fields.
-        policy: Which errors fall back; default :class:`FallbackPolicy()` (the codes of
-            :data:`DEFAULT_FALLBACK_CODES`).
+        policy: Which errors fall back; default [`FallbackPolicy()`][prism.providers.chain.FallbackPolicy] (the codes of
+            [`DEFAULT_FALLBACK_CODES`][prism.providers.chain.DEFAULT_FALLBACK_CODES]).
 
     Returns:
         The provider to give ``create_agent(provider=...)``.

@@ -1,16 +1,16 @@
 """What a provider says about itself: its default model and the run defaults that suit it.
 
-A provider may carry a ``defaults`` attribute, a :class:`ProviderDefaults`
-(:class:`DescribedProvider`); the runtime reads it with :func:`provider_defaults`:
+A provider may carry a ``defaults`` attribute, a [`ProviderDefaults`][prism.providers.defaults.ProviderDefaults]
+([`DescribedProvider`][prism.providers.defaults.DescribedProvider]); the runtime reads it with [`provider_defaults()`][prism.providers.defaults.provider_defaults]:
 
 * ``create_agent(provider=p)`` without ``model=`` uses ``p.defaults.model``;
 * a ``model`` whose ``provider`` field names another provider than ``p.defaults.model.provider``
-  is a configuration error (:func:`check_model_for_provider`);
+  is a configuration error ([`check_model_for_provider()`][prism.providers.defaults.check_model_for_provider]);
 * ``answer_after_tool_rounds`` is the tool-round policy a run gets when neither the run nor the
   agent sets one (the embedded model sets 1: a 135M-parameter model cannot tell when to stop
   calling tools).
 
-A provider without ``defaults`` (a custom or scripted one) gets :data:`NO_DEFAULTS`.
+A provider without ``defaults`` (a custom or scripted one) gets [`NO_DEFAULTS`][prism.providers.defaults.NO_DEFAULTS].
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ NO_DEFAULTS: Final = ProviderDefaults()
 
 @runtime_checkable
 class DescribedProvider(Protocol):
-    """A provider that declares :class:`ProviderDefaults` (optional beside ``AIProvider``)."""
+    """A provider that declares [`ProviderDefaults`][prism.providers.defaults.ProviderDefaults] (optional beside ``AIProvider``)."""
 
     @property
     def defaults(self) -> ProviderDefaults:
@@ -62,7 +62,7 @@ class DescribedProvider(Protocol):
 
 
 def provider_defaults(provider: object) -> ProviderDefaults:
-    """The :class:`ProviderDefaults` a provider declares in ``defaults``, else :data:`NO_DEFAULTS`."""
+    """The [`ProviderDefaults`][prism.providers.defaults.ProviderDefaults] a provider declares in ``defaults``, else [`NO_DEFAULTS`][prism.providers.defaults.NO_DEFAULTS]."""
     value = getattr(provider, "defaults", None)
     return value if isinstance(value, ProviderDefaults) else NO_DEFAULTS
 

@@ -27,7 +27,7 @@ MockScriptItem = ProviderEvent | BaseException
 class MockProvider:
     """Provider that replays scripted events.
 
-    Build it with :func:`create_mock_provider`. It satisfies the ``AIProvider`` protocol.
+    Build it with [`create_mock_provider()`][prism.providers.mock.create_mock_provider]. It satisfies the ``AIProvider`` protocol.
     """
 
     __slots__ = ("_delay_s", "_events", "_on_request", "_turns", "call_count", "id", "requests")
@@ -48,7 +48,7 @@ class MockProvider:
         on_request: Callable[[ProviderRequest], object] | None = None,
         delay_s: float = 0.0,
     ) -> None:
-        """Create the provider; see :func:`create_mock_provider` for the arguments."""
+        """Create the provider; see [`create_mock_provider()`][prism.providers.mock.create_mock_provider] for the arguments."""
         if events is not None and turns is not None:
             raise PrismConfigError("create_mock_provider: give either events or turns, not both")
         if not isinstance(delay_s, (int, float)) or isinstance(delay_s, bool) or delay_s < 0:
@@ -80,7 +80,7 @@ class MockProvider:
     def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         """Record the request and replay the script for this call.
 
-        The request is appended to :attr:`requests` and ``on_request(request)`` is called
+        The request is appended to [`requests`][prism.providers.mock.MockProvider.requests] and ``on_request(request)`` is called
         synchronously when ``generate`` is called. Before each item the mock waits ``delay_s``
         seconds (ending early when ``request.signal`` aborts) and raises the signal's abort error
         if it is aborted. Exception items are raised when reached.

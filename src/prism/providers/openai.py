@@ -15,11 +15,11 @@ prism's bounded SSE reader, because the SDK's own stream iterator hides whether 
 arrived (needed to fail closed) and puts no bound on event size.
 
 Assistant tool-call messages: OpenAI documents ``"content": null`` for an assistant message that
-has tool calls and no text, and :func:`create_openai_chat_provider` sends that. Servers that
+has tool calls and no text, and [`create_openai_chat_provider()`][prism.providers.openai.create_openai_chat_provider] sends that. Servers that
 validate messages strictly reject ``null`` there — llama-cpp-python's server answers 500 (``Input
 should be a valid string``) on the second turn of every tool conversation. An empty string is a
 valid value of that field in OpenAI's own message schema, so it is harmless where ``null`` is
-accepted, and :func:`create_openai_compatible_provider` sends ``"content": ""`` by default
+accepted, and [`create_openai_compatible_provider()`][prism.providers.openai.create_openai_compatible_provider] sends ``"content": ""`` by default
 (``tool_call_content=""``); pass ``tool_call_content=None`` for a server that wants ``null``. No
 ``transform_body`` is needed for llama.cpp servers any more.
 
@@ -336,7 +336,7 @@ def _sdk_body(body: Mapping[str, Any]) -> dict[str, Any]:
 
 def _exception_info(exc: BaseException, prefix: str, url: str | None = None) -> ErrorInfo:
     """An exception raised while building, sending or reading the request as ``ErrorInfo``:
-    ``invalid_request``, ``invalid_stream_chunk``, what :func:`~prism.providers._sdk.sdk_error_info`
+    ``invalid_request``, ``invalid_stream_chunk``, what [`sdk_error_info()`][prism.providers._sdk.sdk_error_info]
     makes of it (HTTP status, ``timeout``, ``ECONNREFUSED``, ``ECONNRESET``), or the exception's
     own ``code``; ``prefix`` starts the message (``"<provider id> request failed"``), and a
     transport failure names ``url`` (the server's base URL, credentials masked)."""
@@ -382,7 +382,7 @@ def create_openai_chat_provider(
 ) -> OpenAICompatibleProvider:
     """Create the OpenAI Chat Completions provider.
 
-    Same provider as :func:`create_openai_compatible_provider` with OpenAI defaults, bearer auth
+    Same provider as [`create_openai_compatible_provider()`][prism.providers.openai.create_openai_compatible_provider] with OpenAI defaults, bearer auth
     and the error prefix ``OpenAI request failed``. When neither ``api_key`` nor ``client`` is
     given, ``OPENAI_API_KEY`` is read from ``os.environ`` now (never at import).
 
@@ -394,7 +394,7 @@ def create_openai_chat_provider(
         http_client: An ``httpx.AsyncClient`` for the SDK client this factory builds.
         model: The model agents use when ``create_agent`` gets no ``model=`` (``defaults.model``):
             a model name (text and image input, tools, native JSON-Schema output) or a full
-            ``ModelConfig``; default :data:`DEFAULT_OPENAI_MODEL`.
+            ``ModelConfig``; default [`DEFAULT_OPENAI_MODEL`][prism.providers.openai.DEFAULT_OPENAI_MODEL].
 
     Raises:
         PrismConfigError: no ``api_key``, no ``client`` and ``OPENAI_API_KEY`` unset or empty

@@ -1,8 +1,8 @@
-"""The fold of one provider attempt's events into a :class:`~prism.types.ProviderTurnResult`.
+"""The fold of one provider attempt's events into a [`ProviderTurnResult`][prism.types.ProviderTurnResult].
 
-This is the only place the provider stream is folded: :func:`fold_provider_events` (for tests and
+This is the only place the provider stream is folded: [`fold_provider_events()`][prism.providers.stream_fold.fold_provider_events] (for tests and
 hosts that drive a provider directly) and the runtime's provider attempt both feed a
-:class:`StreamFold` event by event, the runtime emitting its message events alongside.
+[`StreamFold`][prism.providers.stream_fold.StreamFold] event by event, the runtime emitting its message events alongside.
 
 The rules of the fold:
 
@@ -11,11 +11,11 @@ The rules of the fold:
   a ``redacted_data`` thinking delta and an image are parts of their own;
 * a final ``tool_call`` appears in the content where it arrived;
 * ``tool_call_delta`` fragments are grouped as they arrive (see
-  :func:`reconstruct_tool_call_deltas`); after the stream, the calls they rebuild are appended,
+  [`reconstruct_tool_call_deltas()`][prism.providers.stream_fold.reconstruct_tool_call_deltas]); after the stream, the calls they rebuild are appended,
   except those whose id also arrived as a final ``tool_call``;
 * ``message_id`` is the id of a ``message_start`` that arrives before any content (a stream has
   at most one); ``started`` is set by a message start, any content or any tool call;
-  :attr:`StreamFold.streamed` tells whether content, thinking or a tool call (final or fragment)
+  [`StreamFold.streamed`][prism.providers.stream_fold.StreamFold.streamed] tells whether content, thinking or a tool call (final or fragment)
   arrived — a message start alone is not part of an answer;
 * ``usage`` is the last usage reported, ``done.usage`` winning; ``done`` gives the stop reason
   and ends the stream.
@@ -76,7 +76,7 @@ def tool_call_from_arguments_text(id: str, name: str, text: str | None) -> ToolC
     """Build a call from streamed argument text, never raising.
 
     Blank text (``None``, empty or whitespace) gives ``{}``. Text above
-    :data:`MAX_TOOL_ARGUMENTS_BYTES` UTF-8 bytes, text that is not valid JSON (``NaN``/
+    ``MAX_TOOL_ARGUMENTS_BYTES`` UTF-8 bytes, text that is not valid JSON (``NaN``/
     ``Infinity`` included), or JSON that is not an object gives a call with ``arguments={}`` and
     ``arguments_error=ErrorInfo(name="ProviderTransportError", code="invalid_json_arguments",
     message="Invalid JSON arguments for tool <name>: <detail>; arguments text: <text>")``, the
@@ -213,7 +213,7 @@ def reconstruct_tool_call_deltas(events: Iterable[ProviderEvent]) -> list[ToolCa
 
     Returns:
         The reconstructed calls, ascending by ``index``, then in opening order. Arguments are
-        parsed with :func:`tool_call_from_arguments_text` (never raises on bad JSON).
+        parsed with [`tool_call_from_arguments_text()`][prism.providers.stream_fold.tool_call_from_arguments_text] (never raises on bad JSON).
 
     Raises:
         ProviderTransportError: code ``"incomplete_delta"`` when a group lacks an id or a name.
@@ -238,8 +238,8 @@ _THINKING = 2
 class StreamFold:
     """The incremental fold of one attempt's provider events (rules in the module docstring).
 
-    Feed events in stream order with :meth:`add` until it returns ``True`` (``done``) or the
-    stream ends; then call :meth:`finish` once and read :meth:`result`. The attributes are the
+    Feed events in stream order with [`add()`][prism.providers.stream_fold._FragmentGroup.add] until it returns ``True`` (``done``) or the
+    stream ends; then call [`finish()`][prism.providers.stream_fold.StreamFold.finish] once and read [`result()`][prism.providers.stream_fold.StreamFold.result]. The attributes are the
     fold so far, readable at any time (a failed attempt still records its ``usage``).
     """
 
@@ -361,7 +361,7 @@ class StreamFold:
         return rebuilt
 
     def result(self) -> ProviderTurnResult:
-        """The turn result of the fold (after :meth:`finish`)."""
+        """The turn result of the fold (after [`finish()`][prism.providers.stream_fold.StreamFold.finish])."""
         return ProviderTurnResult(
             content=tuple(self.content),
             calls=tuple(self.calls),
@@ -386,7 +386,7 @@ class StreamFold:
 
 
 def fold_provider_events(events: Iterable[ProviderEvent]) -> ProviderTurnResult:
-    """Fold one attempt's provider events into a :class:`ProviderTurnResult`.
+    """Fold one attempt's provider events into a [`ProviderTurnResult`][prism.providers.stream_fold.ProviderTurnResult].
 
     The fold the runtime performs while emitting its events (rules in the module docstring):
     reading stops at ``done``.

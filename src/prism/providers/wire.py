@@ -2,7 +2,7 @@
 
 The error a request that cannot be expressed on the wire raises, the bound on an encoded request
 body, the tool-result payload text every wire format sends for a tool message, the
-``Retry-After`` header read into a delay, and an :class:`~prism.types.ErrorInfo` with secrets
+``Retry-After`` header read into a delay, and an [`ErrorInfo`][prism.types.ErrorInfo] with secrets
 replaced.
 """
 
@@ -40,7 +40,7 @@ def encoded_body_size(body: object) -> int:
 
     Raises:
         InvalidRequest: the body is not JSON-serialisable, or above
-            :data:`MAX_REQUEST_BODY_BYTES`.
+            [`MAX_REQUEST_BODY_BYTES`][prism.providers.wire.MAX_REQUEST_BODY_BYTES].
     """
     try:
         size = len(json.dumps(body).encode("utf-8"))
@@ -61,7 +61,7 @@ def tool_result_payload_text(message: Message) -> str:
     Uses the first ``ToolResultContent`` part and the text parts that follow it: an ``error``
     gives ``{"error": {"message", "code"?}}``; a ``str`` result is itself; another non-``None``
     result is compact JSON; else the extra text parts joined by ``"\\n"``; else
-    :data:`EMPTY_TOOL_RESULT_TEXT`. Never empty.
+    [`EMPTY_TOOL_RESULT_TEXT`][prism.providers.wire.EMPTY_TOOL_RESULT_TEXT]. Never empty.
     """
     result: ToolResultContent | None = None
     texts: list[str] = []

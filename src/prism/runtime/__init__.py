@@ -4,7 +4,7 @@ The host-facing names (``create_agent``, ``Agent``, ``AgentSession``, ``RunOptio
 ``RunStream``) are re-exported from ``prism``; this package also exports the agent's frozen
 configuration and the provider request policies, which ``prism`` does not.
 
-* :mod:`prism.runtime.run` — the run path and only it: ``session`` (``AgentSession``) →
+* ``prism.runtime.run`` — the run path and only it: ``session`` (``AgentSession``) →
   ``plan`` (``plan_run``, with ``options`` and ``config``) → ``leg`` (``RunLeg``, ``start_leg``,
   ``resume_leg``; its setup in ``_setup``, handoffs in ``_handoff``) → ``context`` (``RunContext``,
   the loop's ``ctx``, with the turn boundary and the open calls) → ``attempts`` (the provider
@@ -16,12 +16,12 @@ configuration and the provider request policies, which ``prism`` does not.
   child runs of its agent tools), ``_shield`` (steps that finish under cancellation), and
   ``seam`` — the one door to durable runs (the run-state options value, the resume point, the
   durable gate, the leg's hooks). The run path never imports the other two rooms.
-* :mod:`prism.runtime.durable` — durable runs, implementing the seam: the preflight
+* ``prism.runtime.durable`` — durable runs, implementing the seam: the preflight
   (``_run_state``), the stored envelope (``_run_envelope``; fingerprint, load and save in
   ``_envelope``), approvals (``_approvals``), a leg's durable driver (``_durable_leg``, over the
   per-leg ``_durable_run``), turn writes, resume (``_resume``, ``_resume_writes``), the repair of
   an ambiguous call (``_repair``) and run listing (``_run_listing``).
-* :mod:`prism.runtime.agents` — ``agent`` (``create_agent``, ``Agent``), ``agent_tool``
+* ``prism.runtime.agents`` — ``agent`` (``create_agent``, ``Agent``), ``agent_tool``
   (``agent.as_tool``) and the child runs of agent tools (``_child_runs``).
 
 The earlier module paths (``prism.runtime.agent``, ``.session``, ``.leg``, ``.checkpoints``, …)

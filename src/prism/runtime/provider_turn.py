@@ -1,8 +1,8 @@
 """Provider-request policies and the provider attempts, under their earlier module path.
 
-The attempts of one request live in :mod:`prism.runtime.run.attempts` (``ProviderAttempts``, formerly
-``ProviderTurnRunner``), the request policies in :mod:`prism.runtime.run.policies`. This module keeps
-the names importable from here and holds :func:`generate_with_retry`, the public helper that runs
+The attempts of one request live in [`prism.runtime.run.attempts`][prism.runtime.run.attempts] (``ProviderAttempts``, formerly
+``ProviderTurnRunner``), the request policies in [`prism.runtime.run.policies`][prism.runtime.run.policies]. This module keeps
+the names importable from here and holds [`generate_with_retry()`][prism.runtime.provider_turn.generate_with_retry], the public helper that runs
 one request through a leg's attempts.
 """
 
@@ -38,7 +38,7 @@ async def generate_with_retry(
     secrets: tuple[str, ...] = (),
 ) -> ProviderTurnResult:
     """Run ``request`` through ``runner`` with retry; see
-    :meth:`ProviderAttempts.run`.
+    [`ProviderAttempts.run()`][prism.runtime.provider_turn.ProviderAttempts.run].
 
     Args:
         runner: The leg's provider attempts.

@@ -61,8 +61,8 @@ __all__ = ["DecisionResult", "DecisionService", "InspectedStore", "create_app"]
 @runtime_checkable
 class InspectedStore(InspectionReader, CheckpointStore, Protocol):
     """A store the inspector serves: it reads pages through
-    :class:`~prism.inspection.InspectionReader` and records decisions through
-    :class:`~prism.checkpoints.CheckpointStore` (``SqliteStore`` and ``PostgresStore`` are
+    ``InspectionReader`` and records decisions through
+    [`CheckpointStore`][prism.checkpoints.CheckpointStore] (``SqliteStore`` and ``PostgresStore`` are
     both)."""
 
 
@@ -89,7 +89,7 @@ def create_app(
     """Build the inspector over ``store`` as an ASGI application.
 
     Args:
-        store: An open store that implements :class:`prism.inspection.InspectionReader` (a
+        store: An open store that implements ``prism.inspection.InspectionReader`` (a
             ``SqliteStore`` or a ``PostgresStore``); the app never opens, migrates or closes it.
         agents: Registry agents by name (``prism.registry.build_registry_agents``; ``prism
             serve --agents MODULE:REGISTRY``): a decision on one of their runs is applied here —
@@ -105,14 +105,14 @@ def create_app(
         poll_interval: Seconds between two reads of the store by a live page, in (0, 1]
             (default 0.25: an appended row reaches the page within about half a second).
         by: Who decisions made here are recorded as (``RunDecision.by``).
-        decisions: A :class:`DecisionService` the host built itself (e.g. with
+        decisions: A [`DecisionService`][prism.serve.DecisionService] the host built itself (e.g. with
             ``command_agents`` or an engine client); then ``agents``, ``resume`` and ``by`` are
             its own, and the host closes it. By default the app builds one from ``agents``,
             ``resume`` and ``by`` and closes it when the app shuts down (runs resumed here stop
             at their next turn boundary, resumable).
 
     Returns:
-        A Starlette application (ASGI). Its routes are listed in :mod:`prism.serve._app`.
+        A Starlette application (ASGI). Its routes are listed in ``prism.serve._app``.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — ``store`` is not an inspection reader, a

@@ -1,5 +1,5 @@
 """The inspector's routes: one Starlette application over one store, built by
-:func:`create_app`.
+[`create_app()`][prism.serve._app.create_app].
 
 =====================================  ===========================================================
 route                                  what it is
@@ -115,7 +115,7 @@ def create_app(
     by: str = "prism serve",
     decisions: DecisionService | None = None,
 ) -> Starlette:
-    """Build the inspector as an ASGI application (see :func:`prism.serve.create_app`)."""
+    """Build the inspector as an ASGI application (see [`prism.serve.create_app()`][prism.serve.create_app])."""
     if not isinstance(store, InspectionReader) or not isinstance(store, CheckpointStore):
         raise PrismConfigError(
             "store must implement prism.inspection.InspectionReader and "

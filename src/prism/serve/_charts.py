@@ -1,12 +1,12 @@
 """The inspector's pictures: the waterfall of a run and the usage charts, as inline SVG
 rendered on the server — no script and no inline style.
 
-* :func:`project_waterfall` — a projected timeline as bars on a time axis (attempts, tool calls
+* [`project_waterfall()`][prism.serve._charts.project_waterfall] — a projected timeline as bars on a time axis (attempts, tool calls
   side by side when they ran in parallel, child runs, waits for approval), positions in 0..1000;
-* :func:`waterfall_track` — one bar of the waterfall (a row; the row's label is HTML beside it,
-  so it stays readable on a phone); :func:`axis_track` — its gridlines;
-* :func:`usage_columns` — tokens (input and output stacked) or cost per day as columns;
-* :func:`meter` — one horizontal bar of a per-model or per-agent breakdown.
+* [`waterfall_track()`][prism.serve._charts.waterfall_track] — one bar of the waterfall (a row; the row's label is HTML beside it,
+  so it stays readable on a phone); [`axis_track()`][prism.serve._charts.axis_track] — its gridlines;
+* [`usage_columns()`][prism.serve._charts.usage_columns] — tokens (input and output stacked) or cost per day as columns;
+* [`meter()`][prism.serve._charts.meter] — one horizontal bar of a per-model or per-agent breakdown.
 
 Each picture stretches to its box (``preserveAspectRatio="none"``, gridlines with
 ``vector-effect="non-scaling-stroke"``), takes its colours from the stylesheet's classes (so
@@ -255,7 +255,7 @@ def axis_track() -> Markup:
 
 @dataclass(frozen=True, slots=True)
 class ColumnDatum:
-    """One column of :func:`usage_columns`: its label (a day) and its stacked values."""
+    """One column of [`usage_columns()`][prism.serve._charts.usage_columns]: its label (a day) and its stacked values."""
 
     label: str
     values: tuple[float, ...]

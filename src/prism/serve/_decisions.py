@@ -1,12 +1,12 @@
-"""How a decision taken in ``prism serve``'s approval inbox takes effect: :class:`DecisionService`.
+"""How a decision taken in ``prism serve``'s approval inbox takes effect: [`DecisionService`][prism.serve._decisions.DecisionService].
 
-Every decision is first *recorded* (:func:`prism.runtime.durable.record_decisions`, the only write
+Every decision is first *recorded* (``prism.runtime.durable.record_decisions()``, the only write
 the inbox makes to the store itself): of two deciders of one approval — two browser tabs, two
 serve processes — the first recorded wins, and the other is told the winner's outcome, who decided
-(``by``) and when. Then it takes effect by the run's *mode* (:meth:`DecisionService.route`):
+(``by``) and when. Then it takes effect by the run's *mode* ([`DecisionService.route()`][prism.serve._decisions.DecisionService.route]):
 
 * ``engine`` — the run is a DBOS workflow (one with the run's id exists in the database's DBOS
-  schema): the decision is sent through :class:`prism.engines.dbos.RunClient`, and the next free
+  schema): the decision is sent through [`prism.engines.dbos.RunClient`][prism.engines.dbos.RunClient], and the next free
   worker of the run's version applies it. Such a run is never resumed here.
 * ``in_process`` — the serve process has the run's agent (``--agents MODULE:REGISTRY``): it
   resumes the run itself with ``resume_agent_run(agent, run_id, decisions="recorded")`` in a
@@ -19,7 +19,7 @@ serve processes — the first recorded wins, and the other is told the winner's 
   ``resume_agent_run(agent, run_id, decisions="recorded")``).
 
 A resumed run goes on in the background after its claim; the request that decided returns then.
-On shutdown (:meth:`DecisionService.aclose`) the background runs stop at their next turn boundary
+On shutdown ([`DecisionService.aclose()`][prism.serve._decisions.DecisionService.aclose]) the background runs stop at their next turn boundary
 (resumable, as a Ctrl-C of ``prism run`` leaves them), and are cancelled after a grace period.
 """
 
@@ -70,14 +70,14 @@ __all__ = [
 DecisionMode: TypeAlias = Literal["engine", "in_process", "cli", "recorded"]
 """How a decision on a run takes effect (see the module docstring)."""
 DecisionStatus: TypeAlias = Literal["applied", "recorded", "sent", "lost", "refused"]
-"""What became of one decision (see :class:`DecisionResult`)."""
+"""What became of one decision (see [`DecisionResult`][prism.serve._decisions.DecisionResult])."""
 CommandAgents: TypeAlias = Callable[[str], Awaitable[Agent | None]]
 """Session id → the agent the ``prism`` command built that session's runs with (rebuilt from its
 stored settings), ``None`` for a session the command did not start; ``PrismConfigError`` when
 the settings cannot build an agent here. ``prism.cli._settings.command_agents`` makes one."""
 
 SHUTDOWN_REASON: Final = "prism serve shut down"
-"""The ``stop_detail`` of a background run stopped by :meth:`DecisionService.aclose`."""
+"""The ``stop_detail`` of a background run stopped by [`DecisionService.aclose()`][prism.serve._decisions.DecisionService.aclose]."""
 
 _OUTCOME_WORDS: Final[Mapping[str, str]] = {
     "allow_once": "allowed once",
@@ -113,7 +113,7 @@ class ArgumentProblem:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArgumentsCheck:
     """Modified arguments checked against the tool's parameter schema
-    (:meth:`DecisionService.check_arguments`)."""
+    ([`DecisionService.check_arguments()`][prism.serve._decisions.DecisionService.check_arguments])."""
 
     tool_name: str
     """The tool the arguments are for."""
@@ -159,7 +159,7 @@ class ArgumentsInvalidError(AgentDecisionError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecisionResult:
-    """What became of one decision (:meth:`DecisionService.decide`).
+    """What became of one decision ([`DecisionService.decide()`][prism.serve._decisions.DecisionService.decide]).
 
     ``status``:
 
@@ -211,16 +211,16 @@ class DecisionService:
             still sent to the engine).
         by: Who decides, kept with every decision (``RunDecision.by``; 1–256 characters).
         command_agents: How to rebuild the agent of a run the ``prism`` command started
-            (:data:`CommandAgents`); ``None``: such runs are decided by recording.
-        engine: A connected ``RunClient`` for DBOS runs (not closed by :meth:`aclose`); by default
+            (``CommandAgents``); ``None``: such runs are decided by recording.
+        engine: A connected ``RunClient`` for DBOS runs (not closed by ``aclose()``); by default
             one is connected over the store's PostgreSQL database when a DBOS run is decided.
         engine_schema: The schema of DBOS's tables (``workflow_status``) in the store's
             database, where a run's workflow is looked up.
         on_finished: Called with the run id and the ``RunResult`` (or the exception) when a
             background resume ends; may be a coroutine function.
-        claim_wait_s: Most seconds :meth:`decide` waits for an in-process resume to claim the run
+        claim_wait_s: Most seconds ``decide()`` waits for an in-process resume to claim the run
             before it returns ``recorded`` (the resume goes on).
-        stop_wait_s: Seconds :meth:`aclose` gives background runs to reach a turn boundary.
+        stop_wait_s: Seconds ``aclose()`` gives background runs to reach a turn boundary.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — a bad ``by``, ``engine_schema``, ``agents`` or
@@ -449,11 +449,11 @@ class DecisionService:
         """Decide one pending approval (of ``run_id``, the run the inbox lists it on).
 
         The decision is recorded (the first recorded decision of an approval wins), then takes
-        effect by the run's mode (:meth:`route`). An in-process resume runs in the background:
+        effect by the run's mode ([`route()`][prism.serve._decisions.DecisionService.route]). An in-process resume runs in the background:
         this returns once it has claimed the run (or after ``claim_wait_s``).
 
         Returns:
-            A :class:`DecisionResult`; a lost race is ``status="lost"`` with the winner, never an
+            A [`DecisionResult`][prism.serve._decisions.DecisionResult]; a lost race is ``status="lost"`` with the winner, never an
             exception.
 
         Raises:
@@ -527,7 +527,7 @@ class DecisionService:
 
     async def aclose(self) -> None:
         """Stop the background resumes at their next turn boundary (each run is left resumable,
-        ``stop_detail`` :data:`SHUTDOWN_REASON`), waiting at most ``stop_wait_s``; cancel those
+        ``stop_detail`` ``SHUTDOWN_REASON``), waiting at most ``stop_wait_s``; cancel those
         still going; close the engine client this service connected."""
         self._closing = True
         tasks = [b.task for b in self._background if not b.task.done()]

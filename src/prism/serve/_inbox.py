@@ -1,16 +1,16 @@
 """The approval inbox: every pending decision of the store as a card, and a decision's way back.
 
-* :func:`inbox_cards` — :func:`prism.runtime.durable.list_pending_decisions` as the cards the
+* [`inbox_cards()`][prism.serve._inbox.inbox_cards] — [`prism.runtime.durable.list_pending_decisions()`][prism.runtime.durable.list_pending_decisions] as the cards the
   inbox shows: run, agent, tool, the arguments as the tool will receive them (redacted, pretty
   JSON), since when it waits, the agent-tool chain of a sub-agent's call, the tool's parameter
   schema when this process knows the agent, what a decision does here (the route of
-  :meth:`prism.serve._decisions.DecisionService.route`), and a decision already recorded for it
+  [`prism.serve._decisions.DecisionService.route()`][prism.serve._decisions.DecisionService.route]), and a decision already recorded for it
   that waits to be applied;
-* :func:`parse_arguments` — edited arguments read as the runtime takes them: a JSON object of at
+* [`parse_arguments()`][prism.serve._inbox.parse_arguments] — edited arguments read as the runtime takes them: a JSON object of at
   most 16 KiB (the tool's schema is the decision service's to check);
-* :func:`read_decision` — a submitted form as the decision to make, or the problems that stop
+* [`read_decision()`][prism.serve._inbox.read_decision] — a submitted form as the decision to make, or the problems that stop
   it;
-* :func:`notice_of` — what a decision came to (applied, recorded, sent to the engine, or lost a
+* [`notice_of()`][prism.serve._inbox.notice_of] — what a decision came to (applied, recorded, sent to the engine, or lost a
   race to an earlier decision, with that decision's outcome, who made it and when), as the
   page says it — never a traceback.
 """
@@ -213,7 +213,7 @@ _TITLES: Final = {
 
 
 def notice_of(result: DecisionResult) -> Notice:
-    """The notice of a :class:`~prism.serve._decisions.DecisionResult`; a lost race names the
+    """The notice of a [`DecisionResult`][prism.serve._decisions.DecisionResult]; a lost race names the
     winning outcome, who decided and when."""
     title, tone = _TITLES.get(result.status, ("Decided", "ok"))
     detail = result.message

@@ -1,7 +1,7 @@
 """Live pages: server-sent events fed by polling the store, so a run in another process (or on
 a DBOS worker) shows up as it goes.
 
-:func:`run_events` streams one run: every ``poll_interval`` seconds (0.25 by default) it reads
+[`run_events()`][prism.serve._live.run_events] streams one run: every ``poll_interval`` seconds (0.25 by default) it reads
 the run's ledger rows after its cursor, the session's entries after its sequence number and,
 when something changed, the run's summary, and sends
 
@@ -14,7 +14,7 @@ when something changed, the run's summary, and sends
 
 The page hands over the cursor and sequence number it was rendered at (``after``, ``seq``), so
 nothing appended between the render and the stream's start is missed; a reconnecting
-``EventSource`` resumes from its ``Last-Event-ID``. :func:`inbox_events` streams the set of
+``EventSource`` resumes from its ``Last-Event-ID``. [`inbox_events()`][prism.serve._live.inbox_events] streams the set of
 pending decisions (``changed`` with their count and approval ids) the same way, every
 ``4 * poll_interval``. A poll is a few indexed reads; each open page polls on its own.
 """

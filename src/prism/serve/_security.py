@@ -1,6 +1,6 @@
 """What keeps the inspector private to its user: one pure ASGI middleware and its policy.
 
-:class:`SecurityMiddleware` wraps the whole application and, for every HTTP request, in order:
+[`SecurityMiddleware`][prism.serve._security.SecurityMiddleware] wraps the whole application and, for every HTTP request, in order:
 
 1. checks the ``Host`` header against an allow-list (loopback names always; others only when
    the host named them) — a page on another site that rebinds its DNS name to 127.0.0.1 still
@@ -15,7 +15,7 @@
    ``Origin`` is not this origin (403) — a browser's own form posts carry ``Origin: null``
    under ``no-referrer``, so that (or no ``Origin``) passes only with
    ``Sec-Fetch-Site: same-origin``; the route then checks its CSRF token
-   (:meth:`SecurityPolicy.csrf_ok`);
+   ([`SecurityPolicy.csrf_ok()`][prism.serve._security.SecurityPolicy.csrf_ok]);
 5. adds the security headers to every response: a Content-Security-Policy without inline
    script or style (``script-src 'self'``), ``frame-ancestors 'none'``,
    ``Referrer-Policy: no-referrer``, ``X-Content-Type-Options: nosniff``, and ``no-store``
@@ -104,7 +104,7 @@ def _host_name(header: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class SecurityPolicy:
-    """The checks :class:`SecurityMiddleware` applies; build it with :meth:`build`."""
+    """The checks [`SecurityMiddleware`][prism.serve._security.SecurityMiddleware] applies; build it with [`build()`][prism.serve._security.SecurityPolicy.build]."""
 
     allowed_hosts: frozenset[str]
     """Host names accepted in the ``Host`` header (lower-case, no port)."""
@@ -188,7 +188,7 @@ class SecurityPolicy:
 
 
 class SecurityMiddleware:
-    """Pure ASGI middleware applying a :class:`SecurityPolicy` (see the module docstring)."""
+    """Pure ASGI middleware applying a [`SecurityPolicy`][prism.serve._security.SecurityPolicy] (see the module docstring)."""
 
     def __init__(self, app: ASGIApp, *, policy: SecurityPolicy) -> None:
         self.app = app

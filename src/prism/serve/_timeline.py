@@ -1,8 +1,8 @@
 """A run's timeline, projected from its ledger rows: turns, provider attempts, tool calls and
 the child runs they started.
 
-:func:`project_timeline` reads a run's ledger rows (in ledger order) and returns a
-:class:`TimelineView`: per turn every provider attempt (the provider and model that served it —
+[`project_timeline()`][prism.serve._timeline.project_timeline] reads a run's ledger rows (in ledger order) and returns a
+[`TimelineView`][prism.serve._timeline.TimelineView]: per turn every provider attempt (the provider and model that served it —
 an attempt another provider or model served than the turn's first is a fallback —, tokens, cost
 where reported, duration, the retry after a failure and its error, the stop reason), every tool
 call (duration, status, whether it waited for an approval and how that was decided, its error
@@ -225,7 +225,7 @@ def project_timeline(
     """Project one run's ledger rows (in ledger order) into turns.
 
     Args:
-        rows: The run's rows from :meth:`~prism.inspection.InspectionReader.read_ledger`.
+        rows: The run's rows from [`read_ledger()`][prism.inspection.InspectionReader.read_ledger].
         run: The run's summary (its start time when the rows hold no run row).
         children: Child runs by the tool call id that started them.
         decided: The run's decided approvals (``list_decided_approvals``): who decided each

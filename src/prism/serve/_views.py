@@ -3,8 +3,8 @@ numbers, times and errors are written.
 
 * the formatting helpers the templates use: tokens, cost (``—`` where the provider reported
   none), durations, relative times, pretty JSON, the tone of a status badge;
-* :class:`ErrorView` — an error as shown: its code, name and (already redacted) message;
-* :func:`project_transcript` — a run's (or a session's) stored entries as transcript items:
+* [`ErrorView`][prism.serve._views.ErrorView] — an error as shown: its code, name and (already redacted) message;
+* [`project_transcript()`][prism.serve._views.project_transcript] — a run's (or a session's) stored entries as transcript items:
   messages with their text, collapsed thinking, tool calls with their arguments and tool results
   (pretty JSON), handoff switches labelled with the agent that answers from then on, model
   changes and compaction summaries.
@@ -178,7 +178,7 @@ class ErrorView:
 
     @classmethod
     def of(cls, error: ErrorInfo | Mapping[str, Any] | None) -> ErrorView | None:
-        """The view of an :class:`~prism.types.ErrorInfo` (or its dict form), else ``None``."""
+        """The view of an [`ErrorInfo`][prism.types.ErrorInfo] (or its dict form), else ``None``."""
         if error is None:
             return None
         code = field_of(error, "code")

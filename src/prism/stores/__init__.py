@@ -1,13 +1,13 @@
 """Durable stores: SQLite (embedded default) and PostgreSQL (many machines).
 
-Each store implements :class:`~prism.store.SessionStore`,
-:class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` over one
+Each store implements [`SessionStore`][prism.store.SessionStore],
+[`CheckpointStore`][prism.checkpoints.CheckpointStore] and ``RunLedger`` over one
 database, with the semantics of the memory stores:
 
-* :class:`~prism.stores.sqlite.SqliteStore` — ``sqlite3`` with WAL, off the event loop;
-* :class:`~prism.stores.postgres.PostgresStore` — ``psycopg`` 3 async with ``psycopg_pool``
+* [`SqliteStore`][prism.stores.sqlite.SqliteStore] — ``sqlite3`` with WAL, off the event loop;
+* [`PostgresStore`][prism.stores.postgres.PostgresStore] — ``psycopg`` 3 async with ``psycopg_pool``
   (extra ``prism-runtime[postgres]``, imported only when used);
-* :func:`open_store` — pick one from a URL (a CLI flag or an environment variable).
+* [`open_store()`][prism.stores.open_store] — pick one from a URL (a CLI flag or an environment variable).
 """
 
 from __future__ import annotations

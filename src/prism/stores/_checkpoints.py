@@ -1,11 +1,11 @@
 """Checkpoints in a database store: the ``CheckpointStore`` methods both stores share.
 
-:class:`CheckpointMethods` implements ``save_checkpoint``, ``save_checkpoint_with_entries``
+[`CheckpointMethods`][prism.stores._checkpoints.CheckpointMethods] implements ``save_checkpoint``, ``save_checkpoint_with_entries``
 (entries and an envelope in ONE transaction), ``load_checkpoint`` and ``list_run_checkpoints``
-(the run index of schema migration 2) over :class:`~prism.stores._common.DatabaseAccess`, with
+(the run index of schema migration 2) over [`DatabaseAccess`][prism.stores._common.DatabaseAccess], with
 the checks and the errors of the memory store. A dialect gives it its statements
-(:class:`CheckpointSql`) and the two compare-and-set writes (``_sqlite_checkpoints``,
-``_postgres_checkpoints``), which take one :class:`CheckpointWrite`.
+([`CheckpointSql`][prism.stores._checkpoints.CheckpointSql]) and the two compare-and-set writes (``_sqlite_checkpoints``,
+``_postgres_checkpoints``), which take one [`CheckpointWrite`][prism.stores._checkpoints.CheckpointWrite].
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class CheckpointSql:
     load: str
     """``(namespace, key)`` → ``(version, value, created_at, updated_at, fencing_token)``."""
     table: str
-    """The (qualified) checkpoint table, for :func:`run_listing`."""
+    """The (qualified) checkpoint table, for [`run_listing()`][prism.stores._checkpoints.run_listing]."""
     placeholder: str
     """The driver's parameter marker (``?`` or ``%s``)."""
     resumable_test: str
@@ -156,7 +156,7 @@ class CheckpointMethods(DatabaseAccess):
         ownership: OwnershipScope | None = None,
     ) -> CheckpointRecord:
         """Append ``entries`` in order, then compare-and-set the checkpoint: ONE transaction
-        with one commit (see :class:`~prism.checkpoints.EntryCheckpointStore`). Each
+        with one commit (see [`EntryCheckpointStore`][prism.checkpoints.EntryCheckpointStore]). Each
         append and the save are the statements ``append`` and ``save_checkpoint`` run, so the
         checks are theirs.
 
@@ -213,7 +213,7 @@ class CheckpointMethods(DatabaseAccess):
         limit: int = 100,
     ) -> builtins.list[CheckpointRecord]:
         """The stored run-state records, newest first (see
-        :class:`~prism.checkpoints.AgentRunIndex`): one indexed query over the run
+        ``AgentRunIndex``): one indexed query over the run
         index columns (schema migration 2) that every save fills.
 
         Raises:

@@ -4,7 +4,7 @@ the database access a store's connection layer gives its concept mixins.
 Each store is one class composed of per-concept mixins (sessions, checkpoints, ledger) over its
 connection layer. The shared mixins (``_sessions``, ``_checkpoints``, ``_ledger``) hold the
 semantics of the memory stores — argument checks, errors worded as the memory stores word them,
-row conversion — and reach the database only through :class:`DatabaseAccess`, which
+row conversion — and reach the database only through [`DatabaseAccess`][prism.stores._common.DatabaseAccess], which
 ``_sqlite_connection`` and ``_postgres_connection`` implement; the dialect modules
 (``_sqlite_sessions``, ``_postgres_checkpoints``, …) add each concept's statements and the writes
 whose transaction handling differs between the two databases.
@@ -109,7 +109,7 @@ class DatabaseAccess(ABC):
     @staticmethod
     @abstractmethod
     def _decode(raw: Any, /) -> Any:
-        """The JSON value of a stored JSON column (undoing :meth:`_encode`)."""
+        """The JSON value of a stored JSON column (undoing [`_encode()`][prism.stores._common.DatabaseAccess._encode])."""
 
     @staticmethod
     @abstractmethod

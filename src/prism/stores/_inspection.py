@@ -1,12 +1,12 @@
-"""What an inspector reads from a database store: :class:`~prism.inspection.InspectionReader`
+"""What an inspector reads from a database store: ``InspectionReader``
 over the summary tables of schema migration 3, the same in both stores.
 
-:class:`InspectionMethods` implements the protocol over
-:class:`~prism.stores._common.DatabaseAccess`: it checks the arguments (typed errors for a bad
+[`InspectionMethods`][prism.stores._inspection.InspectionMethods] implements the protocol over
+[`DatabaseAccess`][prism.stores._common.DatabaseAccess]: it checks the arguments (typed errors for a bad
 cursor, limit, time or grouping), runs the dialect's statement
-(:class:`~prism.stores._inspection_sql.InspectionSql`) and turns its rows into the protocol's
+([`InspectionSql`][prism.stores._inspection_sql.InspectionSql]) and turns its rows into the protocol's
 values. A run's ledger rows, read from four tables, are merged in append order here
-(:func:`merge_ledger`).
+([`merge_ledger()`][prism.stores._inspection.merge_ledger]).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def iso_bound(value: object, name: str) -> str | None:
 
 
 class InspectionMethods(DatabaseAccess):
-    """The :class:`~prism.inspection.InspectionReader` methods."""
+    """The ``InspectionReader`` methods."""
 
     __slots__ = ()
 
@@ -222,7 +222,7 @@ class InspectionMethods(DatabaseAccess):
         include_deltas: bool = False,
     ) -> LedgerSlice:
         """One run's ledger rows after ``after``, at most ``limit`` (1..10000), merged in
-        append order (:func:`merge_ledger`); one query.
+        append order ([`merge_ledger()`][prism.stores._inspection.merge_ledger]); one query.
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — a malformed cursor or ``limit``.
@@ -302,7 +302,7 @@ def _cost(value: Any) -> float | None:
 
 
 def session_summary(row: Sequence[Any]) -> SessionSummary:
-    """The summary of one row of :meth:`InspectionSql.sessions`."""
+    """The summary of one row of [`InspectionSql.sessions()`][prism.stores._inspection.InspectionSql.sessions]."""
     (sid, parent, created, updated, entries, first_input, run_id, agent, model, status) = row[:10]
     runs, turns, tokens_in, tokens_out, cost = row[10:]
     return SessionSummary(

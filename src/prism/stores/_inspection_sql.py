@@ -1,9 +1,9 @@
 """The statements of an inspector's reads in a database store, and the cursors they continue
 from.
 
-:class:`InspectionSql` builds each read of :class:`~prism.inspection.InspectionReader` as one
+[`InspectionSql`][prism.stores._inspection_sql.InspectionSql] builds each read of ``InspectionReader`` as one
 statement (so each sees one snapshot) from the dialect's table prefix, parameter marker,
-substring function and planner (:class:`~prism.stores._inspection.InspectionMethods` runs
+substring function and planner ([`InspectionMethods`][prism.stores._inspection.InspectionMethods] runs
 them):
 
 * a sessions page reads ``prism_sessions`` (one row per session, kept by a trigger on every
@@ -13,7 +13,7 @@ them):
 * a runs page reads ``prism_run_summaries`` (one row per run, kept by triggers on ledger run,
   usage and ``turn_started`` rows and on a durable envelope's status changes), keyset-paged on
   ``(started_at, run_id)``;
-* a ledger read takes the four ledger tables of one run after a :class:`LedgerCursor` (one
+* a ledger read takes the four ledger tables of one run after a [`LedgerCursor`][prism.stores._inspection_sql.LedgerCursor] (one
   sequence number per table), each along its run index;
 * an entry read takes a session's entries after an entry's sequence number; the usage report
   sums the provider-turn usage rows in a time range.
@@ -95,7 +95,7 @@ class LedgerCursor:
     usage: int = 0
 
     def encode(self) -> str:
-        """The opaque form of :attr:`~prism.inspection.LedgerSlice.cursor`."""
+        """The opaque form of [`cursor`][prism.inspection.LedgerSlice.cursor]."""
         return encode_cursor("ledger", self.run, self.event, self.tool_call, self.usage)
 
     @classmethod
@@ -139,7 +139,7 @@ class InspectionSql:
             anti-join, which it estimates well. Without (SQLite), a session's runs are searched
             with a named index (``INDEXED BY``: else an agent's or a model's runs are searched
             for each session) and a filtered page's plan is chosen by how many runs the filter
-            matches (:meth:`candidates`, ``prism.stores._inspection.LOOKUP_MOST``).
+            matches ([`candidates()`][prism.stores._inspection_sql.InspectionSql.candidates], ``prism.stores._inspection.LOOKUP_MOST``).
     """
 
     __slots__ = (
@@ -234,7 +234,7 @@ SELECT s.session_id, s.parent_session_id, s.created_at, s.updated_at, s.entries,
         *,
         lookup: str | None = None,
     ) -> tuple[list[str], list[Any]]:
-        """The clauses and parameters of a :class:`~prism.inspection.SessionFilter`.
+        """The clauses and parameters of a [`SessionFilter`][prism.inspection.SessionFilter].
 
         ``lookup``: the run column (``agent_id``, ``model`` or ``status``) whose matching runs'
         sessions are looked up through its index (a page then costs every such session); the

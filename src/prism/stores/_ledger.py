@@ -1,15 +1,15 @@
 """The run ledger in a database store: its append-only tables and their listings, the same in
 both stores.
 
-:class:`LedgerMethods` implements :class:`~prism.ledger.RunLedger` (``append_run``,
-``append_event``, ``append_tool_call``, ``append_usage``), :class:`~prism.ledger.RequestLedger`
+[`LedgerMethods`][prism.stores._ledger.LedgerMethods] implements ``RunLedger`` (``append_run``,
+``append_event``, ``append_tool_call``, ``append_usage``), ``RequestLedger``
 (``append_request``: request rows, their heads kept once per hash, since schema migration 4)
 and the ledger reads for tooling (``list_runs``, ``list_events``, ``list_tool_calls``,
 ``list_usage``, ``list_requests``, ``load_request_heads``) over
-:class:`~prism.stores._common.DatabaseAccess`. Every append is one insert; a row's ``body`` is
+[`DatabaseAccess`][prism.stores._common.DatabaseAccess]. Every append is one insert; a row's ``body`` is
 the record's ``to_dict()``. The statements differ between the dialects only in the table prefix,
-the parameter marker and the cast of ``body``, so :class:`LedgerSql` builds both. The summaries
-an inspector reads (:mod:`prism.stores._inspection`) are kept by the schema's triggers, in the
+the parameter marker and the cast of ``body``, so [`LedgerSql`][prism.stores._ledger.LedgerSql] builds both. The summaries
+an inspector reads ([`prism.stores._inspection`][prism.stores._inspection]) are kept by the schema's triggers, in the
 transaction of each insert.
 """
 
@@ -208,7 +208,7 @@ class LedgerMethods(DatabaseAccess):
     async def list_requests(
         self, session_id: str | None = None, *, run_id: str | None = None
     ) -> builtins.list[RequestRecord]:
-        """Request rows in append order (without their heads: :meth:`load_request_heads`),
+        """Request rows in append order (without their heads: [`load_request_heads()`][prism.stores._ledger.LedgerMethods.load_request_heads]),
         filtered by session and/or run (at least one).
 
         Raises:

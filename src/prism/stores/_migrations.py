@@ -4,10 +4,10 @@ Migrations live in ``prism/stores/migrations/<dialect>/NNNN_<name>.sql``. Openin
 the ``prism_schema_migrations`` table inside one transaction, refuses a database it does not fully
 recognise, and applies the missing migrations in order:
 
-* a recorded version the package does not ship (newer, or unknown) → :class:`StoreSchemaError`;
+* a recorded version the package does not ship (newer, or unknown) → [`StoreSchemaError`][prism.stores._migrations.StoreSchemaError];
 * a recorded checksum that differs from the shipped file's SHA-256 (the file or the record was
-  altered) → :class:`StoreSchemaError`;
-* recorded versions that are not a prefix of the shipped ones (a gap) → :class:`StoreSchemaError`.
+  altered) → [`StoreSchemaError`][prism.stores._migrations.StoreSchemaError];
+* recorded versions that are not a prefix of the shipped ones (a gap) → [`StoreSchemaError`][prism.stores._migrations.StoreSchemaError].
 
 A refused database is never altered.
 """
@@ -49,7 +49,7 @@ class Migration:
     """Lowercase hex SHA-256 of the file's bytes."""
 
     def statements(self) -> list[str]:
-        """The SQLite statements of the file, split with :func:`sqlite3.complete_statement`."""
+        """The SQLite statements of the file, split with ``sqlite3.complete_statement()``."""
         out: list[str] = []
         buf: list[str] = []
         for line in self.sql.splitlines(keepends=True):
@@ -109,7 +109,7 @@ def plan_migrations(
     """Check the recorded migrations against the shipped ones and return those to apply.
 
     Args:
-        shipped: :func:`load_migrations` of the store's dialect.
+        shipped: [`load_migrations()`][prism.stores._migrations.load_migrations] of the store's dialect.
         recorded: ``(version, checksum)`` rows of ``prism_schema_migrations``.
         where: The database, for messages (never holds credentials).
 

@@ -6,8 +6,8 @@ version = expected AND`` the fencing condition: of N workers claiming one run wi
 expected version exactly one gets a row back. The run-index columns of schema migration 2 are
 generated columns of the row, so a save writes nothing else.
 
-* :func:`checkpoint_params` — the parameters of the save statements;
-* :func:`save_with_entries` — the appends and the save in ONE transaction on one pooled
+* [`checkpoint_params()`][prism.stores._postgres_checkpoints.checkpoint_params] — the parameters of the save statements;
+* [`save_with_entries()`][prism.stores._postgres_checkpoints.save_with_entries] — the appends and the save in ONE transaction on one pooled
   connection, in pipeline mode: ``BEGIN``, every append and the save go out together and come
   back in one round trip, then ``COMMIT`` (or ``ROLLBACK`` when anything was refused) — two round
   trips and one commit (one WAL flush with ``synchronous_commit=on``) whatever the number of
@@ -17,7 +17,7 @@ Measured (``benchmarks/bench_checkpoint_writes.py``, per turn of the realistic s
 ``conn.transaction()`` around the pipelined statements psycopg syncs at ``BEGIN``, before and
 after ``COMMIT`` too — five round trips per write; the explicit ``BEGIN``/``COMMIT`` make it two.
 
-A write whose parameters are larger than :data:`PIPELINE_MAX_BYTES` is not pipelined: psycopg's
+A write whose parameters are larger than [`PIPELINE_MAX_BYTES`][prism.stores._postgres_checkpoints.PIPELINE_MAX_BYTES] is not pipelined: psycopg's
 pipeline mode stops sending a large message part-way and waits for results that never come (a
 tool result of 16 MB or more hung the write, and the run, for good — psycopg issue 685); such a
 write runs its statements one by one inside ``conn.transaction()`` (three round trips more,
@@ -170,7 +170,7 @@ async def save_with_entries(
     On an autocommit connection (the store's own pool) the statements are pipelined:
     ``BEGIN``, the appends and the save in one round trip, then ``COMMIT`` or ``ROLLBACK``
     in a second. A host pool's connection outside autocommit, or a write larger than
-    :data:`PIPELINE_MAX_BYTES`, runs them one by one inside ``conn.transaction()``.
+    [`PIPELINE_MAX_BYTES`][prism.stores._postgres_checkpoints.PIPELINE_MAX_BYTES], runs them one by one inside ``conn.transaction()``.
 
     Returns:
         The record's ``created_at``.

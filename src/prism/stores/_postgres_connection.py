@@ -1,19 +1,19 @@
 """The PostgreSQL store's connection: the pool, the schema migration, the store's lifecycle and
 the ``jsonb`` encoding.
 
-:class:`PostgresConnection` is the store's connection layer: :meth:`~PostgresConnection.connect`
+[`PostgresConnection`][prism.stores._postgres_connection.PostgresConnection] is the store's connection layer: [`connect()`][prism.stores._postgres_connection.PostgresConnection.connect]
 (a pool of its own) or a host pool, ``open``/``aclose``, and the
-:class:`~prism.stores._common.DatabaseAccess` of the concept mixins — each statement on a pooled
+[`DatabaseAccess`][prism.stores._common.DatabaseAccess] of the concept mixins — each statement on a pooled
 connection. Migrations are applied on open in one transaction holding
-``pg_advisory_xact_lock`` on :func:`lock_key` of the schema, so concurrent openers on any
-machine serialise and apply them once. :func:`jsonb` / :func:`unwrap` turn JSON values into
+``pg_advisory_xact_lock`` on [`lock_key()`][prism.stores._postgres_connection.lock_key] of the schema, so concurrent openers on any
+machine serialise and apply them once. [`jsonb()`][prism.stores._postgres_connection.jsonb] / [`unwrap()`][prism.stores._postgres_connection.unwrap] turn JSON values into
 ``jsonb`` parameters and back, keeping values with NUL characters storable. ``psycopg`` and
 ``psycopg_pool`` are imported only when a store is created (the ``postgres`` extra).
 
 **Dead connections.** A database restart (or ``pg_terminate_backend``) ends every session the
 pool holds; the pool learns of it only when a connection is used. A store made by
-:meth:`PostgresConnection.connect` checks each connection the pool hands out
-(:class:`PooledConnectionCheck`): an idle connection whose socket has something to read — the
+[`PostgresConnection.connect()`][prism.stores._postgres_connection.PostgresConnection.connect] checks each connection the pool hands out
+([`PooledConnectionCheck`][prism.stores._postgres_connection.PooledConnectionCheck]): an idle connection whose socket has something to read — the
 server's goodbye, or the end of the stream — is tried with one round trip and, dead, discarded
 together with every other dead idle connection of the pool, so the statement runs on a fresh
 connection. A quiet socket costs one ``select`` call, no round trip.
@@ -78,7 +78,7 @@ def jsonb(value: Any) -> str:
     ``jsonb`` cannot hold ``\\u0000``. A value whose JSON text contains one — or which is itself
     a one-key ``{"$prism_json": …}`` object, so that the mapping stays injective — is stored as
     ``{"$prism_json": "<its JSON text>"}`` (the escape is then plain characters of a string);
-    :func:`unwrap` reverses it. Other values are stored as they are. O(len(text)).
+    [`unwrap()`][prism.stores._postgres_connection.unwrap] reverses it. Other values are stored as they are. O(len(text)).
     """
     text = dumps(value)
     if "\\u0000" in text or (type(value) is dict and len(value) == 1 and _WRAP in value):
@@ -87,7 +87,7 @@ def jsonb(value: Any) -> str:
 
 
 def unwrap(value: Any) -> Any:
-    """The stored value of a ``jsonb`` column, undoing :func:`jsonb`'s wrapping."""
+    """The stored value of a ``jsonb`` column, undoing [`jsonb()`][prism.stores._postgres_connection.jsonb]'s wrapping."""
     if type(value) is dict and len(value) == 1 and _WRAP in value:
         return json.loads(value[_WRAP])
     return value
@@ -103,7 +103,7 @@ class PooledConnectionCheck:
     pool opens new ones, then the error makes the pool discard this one and hand out another.
     A quiet socket costs one ``select`` call and no round trip.
 
-    Set :attr:`pool` to the pool it checks (the callback is given to the pool's constructor).
+    Set [`pool`][prism.stores._postgres_connection.PooledConnectionCheck.pool] to the pool it checks (the callback is given to the pool's constructor).
     """
 
     __slots__ = ("_sweeping", "pool")
@@ -144,7 +144,7 @@ class PooledConnectionCheck:
 
 class PostgresConnection(DatabaseAccess):
     """The store's connection layer: the pool, ``open``/``aclose`` and the database access of
-    the concept mixins (see :class:`~prism.stores.postgres.PostgresStore`)."""
+    the concept mixins (see [`PostgresStore`][prism.stores.postgres.PostgresStore])."""
 
     __slots__ = ("_open_lock", "_owns_pool", "_pool", "_quoted", "_ready", "_schema")
 
@@ -174,7 +174,7 @@ class PostgresConnection(DatabaseAccess):
         """Open a pool on ``conninfo``, migrate the schema and return the store.
 
         The pool replaces connections the server ended (a restart) before they are used
-        (:class:`PooledConnectionCheck`).
+        ([`PooledConnectionCheck`][prism.stores._postgres_connection.PooledConnectionCheck]).
 
         Args:
             conninfo: libpq connection string or ``postgresql://`` URL.
@@ -264,7 +264,7 @@ class PostgresConnection(DatabaseAccess):
         return self
 
     async def aclose(self) -> None:
-        """Close the pool when the store created it (:meth:`connect`); a host pool stays open."""
+        """Close the pool when the store created it ([`connect()`][prism.stores._postgres_connection.PostgresConnection.connect]); a host pool stays open."""
         if self._owns_pool:
             await self._pool.close()
 

@@ -4,9 +4,9 @@ An append calls the schema's ``prism_append_entry`` function, which locks the ex
 row (``FOR UPDATE``) before checking that it has no child, then inserts with ``ON CONFLICT DO
 NOTHING`` over the unique keys ``(session_id, id)`` and ``(session_id, idempotency_key,
 expected_parent_id)`` — one round trip, and of two appends racing for one tip on any machines
-exactly one wins. The branch query follows the one-column :func:`entry_key` of each entry and
-its parent. :class:`PostgresSessions` gives these and the listings to
-:class:`~prism.stores._sessions.SessionMethods`.
+exactly one wins. The branch query follows the one-column [`entry_key()`][prism.stores._postgres_sessions.entry_key] of each entry and
+its parent. [`PostgresSessions`][prism.stores._postgres_sessions.PostgresSessions] gives these and the listings to
+[`SessionMethods`][prism.stores._sessions.SessionMethods].
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class PostgresSessionSql(SessionSql):
     """The session statements of one schema."""
 
     append: str
-    """The call of ``prism_append_entry`` (:func:`append_params`) → ``(outcome,)``."""
+    """The call of ``prism_append_entry`` ([`append_params()`][prism.stores._postgres_sessions.append_params]) → ``(outcome,)``."""
 
     @classmethod
     def build(cls, s: str) -> PostgresSessionSql:

@@ -1,8 +1,8 @@
 """Session entries in a database store: the ``SessionStore`` methods both stores share.
 
-:class:`SessionMethods` implements ``append``, ``list``, ``read_branch`` and ``list_sessions``
-over :class:`~prism.stores._common.DatabaseAccess`, with the checks and the errors of the memory
-store; a dialect gives it its statements (:class:`SessionSql`), the parameters of an append and
+[`SessionMethods`][prism.stores._sessions.SessionMethods] implements ``append``, ``list``, ``read_branch`` and ``list_sessions``
+over [`DatabaseAccess`][prism.stores._common.DatabaseAccess], with the checks and the errors of the memory
+store; a dialect gives it its statements ([`SessionSql`][prism.stores._sessions.SessionSql]), the parameters of an append and
 the atomic append itself (``_sqlite_sessions``, ``_postgres_sessions``).
 """
 
@@ -79,13 +79,13 @@ class SessionMethods(DatabaseAccess):
 
     @abstractmethod
     async def _append_entry(self, params: tuple[Any, ...]) -> str:
-        """Run one atomic append (``params``: :meth:`_append_params`); ``"ok"`` or why it was
-        refused (:data:`AppendOutcome`)."""
+        """Run one atomic append (``params``: [`_append_params()`][prism.stores._sessions.DatabaseAccess._append_params]); ``"ok"`` or why it was
+        refused ([`AppendOutcome`][prism.stores._sessions.AppendOutcome])."""
 
     @staticmethod
     @abstractmethod
     def _branch_params(session_id: str, leaf_id: str) -> tuple[str, ...]:
-        """The parameters of :attr:`SessionSql.read_branch`."""
+        """The parameters of [`SessionSql.read_branch`][prism.stores._sessions.SessionSql.read_branch]."""
 
     async def append(
         self,
@@ -100,7 +100,7 @@ class SessionMethods(DatabaseAccess):
         one tip (in any process, on any machine) exactly one wins.
 
         Raises:
-            TypeError: ``entry`` is not a :class:`~prism.store.SessionEntry`.
+            TypeError: ``entry`` is not a ``SessionEntry``.
             ValueError: ``fork=True`` without ``expected_parent_id``; the entry id already
                 exists in the session.
             SessionAppendConflictError: ``ERR_PRISM_SESSION_APPEND_CONFLICT`` — the expected
@@ -172,7 +172,7 @@ def check_append(entry: object, expected_parent_id: str | None, fork: bool) -> N
     """The argument checks of ``append`` that precede any I/O.
 
     Raises:
-        TypeError: ``entry`` is not a :class:`~prism.store.SessionEntry`.
+        TypeError: ``entry`` is not a ``SessionEntry``.
         ValueError: ``fork=True`` without ``expected_parent_id``.
     """
     if not isinstance(entry, SessionEntry):
@@ -190,7 +190,7 @@ def check_appends(
     fork)``).
 
     Raises:
-        TypeError: an entry is not a :class:`~prism.store.SessionEntry`.
+        TypeError: an entry is not a ``SessionEntry``.
         ValueError: ``fork=True`` without ``expected_parent_id``.
     """
     appends = tuple(entries)
@@ -210,7 +210,7 @@ def append_error(
     """The exception for a refused append, worded as the memory store words it.
 
     Args:
-        outcome: One of :data:`AppendOutcome` other than ``"ok"``.
+        outcome: One of [`AppendOutcome`][prism.stores._sessions.AppendOutcome] other than ``"ok"``.
         entry: The refused entry.
         expected_parent_id: The append's expected parent.
         idempotency_key: The append's idempotency key.
@@ -250,7 +250,7 @@ def walk_rows(
         rows: ``(id, parent_id, body)`` of the leaf and its ancestors, in any order (what the
             recursive branch query returns). O(len(rows)).
         leaf_id: The branch's last entry.
-        decode: Turns a stored body into a :class:`~prism.store.SessionEntry`.
+        decode: Turns a stored body into a ``SessionEntry``.
 
     Raises:
         ValueError: ``Unknown session leaf: <id>``, ``Missing session parent: <id>`` or a cycle.

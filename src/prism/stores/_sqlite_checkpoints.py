@@ -1,14 +1,14 @@
 """The SQLite store's checkpoints: the compare-and-set statements, the run index, and appends
 with a checkpoint save in one transaction.
 
-A checkpoint save is a single conditional ``INSERT OR IGNORE`` (:data:`CP_INSERT`, which also
+A checkpoint save is a single conditional ``INSERT OR IGNORE`` ([`CP_INSERT`][prism.stores._sqlite_checkpoints.CP_INSERT], which also
 writes the run-index columns of schema migration 2,
-:func:`~prism.stores._checkpoints.run_index_columns`), or a conditional ``UPDATE ... RETURNING
-created_at`` (:data:`CP_UPDATE`; a successful save reads nothing else) followed by
-:data:`CP_INDEX`, which writes the run-index columns only when they change (so their index
-pages are not rewritten on every save) — both in one transaction (:func:`save_row`).
+[`run_index_columns()`][prism.stores._checkpoints.run_index_columns]), or a conditional ``UPDATE ... RETURNING
+created_at`` ([`CP_UPDATE`][prism.stores._sqlite_checkpoints.CP_UPDATE]; a successful save reads nothing else) followed by
+[`CP_INDEX`][prism.stores._sqlite_checkpoints.CP_INDEX], which writes the run-index columns only when they change (so their index
+pages are not rewritten on every save) — both in one transaction ([`save_row()`][prism.stores._sqlite_checkpoints.save_row]).
 
-:func:`save_with_entries` appends session entries and saves a checkpoint in ONE transaction (what
+[`save_with_entries()`][prism.stores._sqlite_checkpoints.save_with_entries] appends session entries and saves a checkpoint in ONE transaction (what
 ``save_checkpoint_with_entries`` runs): its own ``BEGIN IMMEDIATE`` ... ``COMMIT``, or, inside the
 worker's group-commit batch, the batch's savepoint; any refusal raises, which rolls the whole
 call back. An ``every-turn`` durable run whose session store is this store writes each turn's

@@ -2,13 +2,13 @@
 migration, and the store's lifecycle.
 
 SQLite calls block, so none of them runs on the event loop. Each store starts one
-:class:`Worker` thread that opens the connection (WAL journal, ``synchronous=NORMAL``, foreign
-keys on, a busy timeout; then :func:`migrate`) and takes ``(function, future, loop)`` jobs from
+[`Worker`][prism.stores._sqlite_connection.Worker] thread that opens the connection (WAL journal, ``synchronous=NORMAL``, foreign
+keys on, a busy timeout; then [`migrate()`][prism.stores._sqlite_connection.migrate]) and takes ``(function, future, loop)`` jobs from
 a FIFO queue, runs ``function(connection)`` and hands the result or the exception back to the
 waiting coroutine on its own loop. ``None`` on the queue stops the thread, which closes the
-connection. :class:`SqliteConnection` is the store's side of it: ``open``/``aclose``, the
-queueing of jobs (:meth:`SqliteConnection._call`, which also turns SQLite's corruption codes
-into a typed error) and the :class:`~prism.stores._common.DatabaseAccess` of the concept mixins.
+connection. [`SqliteConnection`][prism.stores._sqlite_connection.SqliteConnection] is the store's side of it: ``open``/``aclose``, the
+queueing of jobs ([`SqliteConnection._call()`][prism.stores._sqlite_connection.SqliteConnection._call], which also turns SQLite's corruption codes
+into a typed error) and the [`DatabaseAccess`][prism.stores._common.DatabaseAccess] of the concept mixins.
 
 Group commit: the jobs that are already queued when the worker takes one (several sessions
 writing at once, the parallel calls of one tool round) run in ONE transaction, each inside its
@@ -192,7 +192,7 @@ def migrate(conn: sqlite3.Connection, where: str) -> None:
 
 class SqliteConnection(DatabaseAccess):
     """The store's connection layer: the worker thread, ``open``/``aclose`` and the database
-    access of the concept mixins (see :class:`~prism.stores.sqlite.SqliteStore`)."""
+    access of the concept mixins (see [`SqliteStore`][prism.stores.sqlite.SqliteStore])."""
 
     __slots__ = ("_busy_timeout_s", "_closed", "_lock", "_pid", "_target", "_uri", "_worker")
 

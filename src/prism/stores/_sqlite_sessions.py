@@ -1,10 +1,10 @@
 """The SQLite store's session entries: the statements and the atomic append.
 
 An append's existence and tip checks on the expected parent, its idempotency check and the insert
-are the single ``INSERT ... SELECT ... WHERE`` of :data:`APPEND` (of two appends racing for one
-tip, in any process, exactly one wins); when it inserts nothing, :data:`APPEND_DIAGNOSE` says why
-(:func:`append_outcome`). :class:`SqliteSessions` gives these, the branch query and the listings
-to :class:`~prism.stores._sessions.SessionMethods`.
+are the single ``INSERT ... SELECT ... WHERE`` of [`APPEND`][prism.stores._sqlite_sessions.APPEND] (of two appends racing for one
+tip, in any process, exactly one wins); when it inserts nothing, [`APPEND_DIAGNOSE`][prism.stores._sqlite_sessions.APPEND_DIAGNOSE] says why
+([`append_outcome()`][prism.stores._sqlite_sessions.append_outcome]). [`SqliteSessions`][prism.stores._sqlite_sessions.SqliteSessions] gives these, the branch query and the listings
+to [`SessionMethods`][prism.stores._sessions.SessionMethods].
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ SELECT s.session_id, s.n, s.first_ts, s.last_ts, e.id
 def append_params(
     entry: SessionEntry, expected_parent_id: str | None, idempotency_key: str | None, fork: bool
 ) -> tuple[Any, ...]:
-    """The parameters of :data:`APPEND` (the entry encoded once)."""
+    """The parameters of [`APPEND`][prism.stores._sqlite_sessions.APPEND] (the entry encoded once)."""
     return (
         entry.session_id,
         entry.id,

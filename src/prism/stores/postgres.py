@@ -1,7 +1,7 @@
 """PostgreSQL store: sessions, checkpoints and the run ledger shared by many workers.
 
-:class:`PostgresStore` implements :class:`~prism.store.SessionStore` (with ``read_branch``),
-:class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` with the
+[`PostgresStore`][prism.stores.postgres.PostgresStore] implements [`SessionStore`][prism.store.SessionStore] (with ``read_branch``),
+[`CheckpointStore`][prism.checkpoints.CheckpointStore] and ``RunLedger`` with the
 semantics of the memory stores, over ``psycopg`` 3 (async) and ``psycopg_pool``. Both come with the
 ``postgres`` extra: ``pip install 'prism-runtime[postgres]'``.
 
@@ -20,7 +20,7 @@ holds under concurrent writers on different machines:
   one commit), how an ``every-turn`` run writes a turn's entries with its envelope.
 
 Durability is the server's: with ``synchronous_commit=on`` (its default) a returned write
-survives any crash and a power loss; see :meth:`PostgresStore.connect` for ``"off"``.
+survives any crash and a power loss; see [`PostgresStore.connect()`][prism.stores.postgres.PostgresStore.connect] for ``"off"``.
 
 Tables live in one schema (default ``prism``); migrations are applied on open under a
 transaction-scoped advisory lock, so concurrent openers serialise. Values are ``jsonb``; since
@@ -59,16 +59,16 @@ __all__ = ["PostgresStore"]
 class PostgresStore(PostgresSessions, PostgresCheckpoints, LedgerMethods, InspectionMethods):
     """Sessions, checkpoints and run records in PostgreSQL, for many workers.
 
-    Implements :class:`~prism.store.SessionStore` (``append``, ``list``, ``read_branch``),
-    :class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
+    Implements [`SessionStore`][prism.store.SessionStore] (``append``, ``list``, ``read_branch``),
+    [`CheckpointStore`][prism.checkpoints.CheckpointStore] and ``RunLedger``,
     plus read methods for tooling (``list_sessions``, ``list_runs``, ``list_events``,
     ``list_tool_calls``, ``list_usage``) and the paged reads of an inspector
-    (:class:`~prism.inspection.InspectionReader`). Semantics are those of the memory stores.
+    (``InspectionReader``). Semantics are those of the memory stores.
 
-    Create it with :meth:`connect` (the store owns its pool), or over a host pool with
+    Create it with ``connect()`` (the store owns its pool), or over a host pool with
     ``PostgresStore(pool=...)`` (the host opens and closes that pool; its connections may be in
-    autocommit mode or not). The schema is migrated by :meth:`open`, ``async with``, or lazily
-    on first use. A pool made by :meth:`connect` replaces connections the server ended (a
+    autocommit mode or not). The schema is migrated by ``open()``, ``async with``, or lazily
+    on first use. A pool made by ``connect()`` replaces connections the server ended (a
     database restart) before they are used; give a host pool a ``check`` callback for the same
     (``psycopg_pool.AsyncConnectionPool.check_connection``, one round trip per checkout).
 
@@ -80,7 +80,7 @@ class PostgresStore(PostgresSessions, PostgresCheckpoints, LedgerMethods, Inspec
     Args:
         pool: An open or openable ``psycopg_pool.AsyncConnectionPool``.
         schema: Schema holding the tables (created when missing); letters, digits and ``_``.
-        owns_pool: Whether :meth:`aclose` also closes ``pool`` (what :meth:`connect` sets);
+        owns_pool: Whether ``aclose()`` also closes ``pool`` (what ``connect()`` sets);
             by default the host keeps the pool open and closes it itself.
 
     Raises:

@@ -1,8 +1,8 @@
 """SQLite store: sessions, checkpoints and the run ledger in one embedded database.
 
-:class:`SqliteStore` implements :class:`~prism.store.SessionStore` (with ``read_branch``),
-:class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger` with the
-semantics of the memory stores, over the standard library's :mod:`sqlite3`:
+[`SqliteStore`][prism.stores.sqlite.SqliteStore] implements [`SessionStore`][prism.store.SessionStore] (with ``read_branch``),
+[`CheckpointStore`][prism.checkpoints.CheckpointStore] and ``RunLedger`` with the
+semantics of the memory stores, over the standard library's ``sqlite3``:
 
 * WAL journal, ``synchronous=NORMAL`` (a commit survives a process crash; after a power loss the
   last commits may be lost, never half of one), foreign keys on, a busy timeout;
@@ -57,14 +57,14 @@ __all__ = ["SqliteStore"]
 class SqliteStore(SqliteSessions, SqliteCheckpoints, LedgerMethods, InspectionMethods):
     """Sessions, checkpoints and run records in one SQLite database.
 
-    Implements :class:`~prism.store.SessionStore` (``append``, ``list``, ``read_branch``),
-    :class:`~prism.checkpoints.CheckpointStore` and :class:`~prism.ledger.RunLedger`,
+    Implements [`SessionStore`][prism.store.SessionStore] (``append``, ``list``, ``read_branch``),
+    [`CheckpointStore`][prism.checkpoints.CheckpointStore] and ``RunLedger``,
     plus read methods for tooling (``list_sessions``, ``list_runs``, ``list_events``,
     ``list_tool_calls``, ``list_usage``) and the paged reads of an inspector
-    (:class:`~prism.inspection.InspectionReader`). Semantics are those of the memory stores.
+    (``InspectionReader``). Semantics are those of the memory stores.
 
     The database is opened, configured and migrated lazily on the first call (or by
-    :meth:`open` / ``async with``), on the store's worker thread. Any number of processes may
+    ``open()`` / ``async with``), on the store's worker thread. Any number of processes may
     open the same file; their writes serialise on SQLite's lock (waiting up to
     ``busy_timeout_s``).
 

@@ -5,15 +5,15 @@ Each suite is an ``async`` function that exercises a store through its protocol 
 own session ids, run ids and checkpoint keys, so they can run against a shared, non-empty database
 and leave only their own rows behind.
 
-* :func:`run_session_store_conformance` (:mod:`~prism.testing._conformance_sessions`) — append
+* [`run_session_store_conformance()`][prism.testing._conformance.run_session_store_conformance] ([`_conformance_sessions`][prism.testing._conformance_sessions]) — append
   order, round trips, copies, duplicate ids, the branch-tip compare-and-set, idempotency keys,
   ``read_branch`` and concurrent appends to one tip;
-* :func:`run_checkpoint_store_conformance` (:mod:`~prism.testing._conformance_checkpoints`) —
+* [`run_checkpoint_store_conformance()`][prism.testing._conformance.run_checkpoint_store_conformance] ([`_conformance_checkpoints`][prism.testing._conformance_checkpoints]) —
   versions, fencing tokens, copies, timestamps and concurrent claims;
-* :func:`run_ledger_conformance` (:mod:`~prism.testing._conformance_ledger`) — every record kind
+* [`run_ledger_conformance()`][prism.testing._conformance.run_ledger_conformance] ([`_conformance_ledger`][prism.testing._conformance_ledger]) — every record kind
   round-trips, per run and per session, in append order;
-* :func:`run_inspection_conformance` (:mod:`~prism.testing._conformance_inspection`) — the paged
-  reads of an inspector (:class:`~prism.inspection.InspectionReader`) over a fresh store: summaries
+* [`run_inspection_conformance()`][prism.testing._conformance.run_inspection_conformance] ([`_conformance_inspection`][prism.testing._conformance_inspection]) — the paged
+  reads of an inspector (``InspectionReader``) over a fresh store: summaries
   and totals, every filter, runs, a run's ledger after a cursor, entries and usage.
 """
 

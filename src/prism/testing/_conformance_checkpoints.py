@@ -1,11 +1,11 @@
 """Checkpoint store conformance suite: one behaviour for every CheckpointStore.
 
-:func:`run_checkpoint_store_conformance` checks versions, fencing tokens, copies, timestamps,
+[`run_checkpoint_store_conformance()`][prism.testing._conformance_checkpoints.run_checkpoint_store_conformance] checks versions, fencing tokens, copies, timestamps,
 isolation between keys, concurrent claims with one expected version (exactly one wins) and, for a
 store with the optional run index, its listing
-(:mod:`~prism.testing._conformance_run_index`); for a session store with the optional
+(``_conformance_run_index``); for a session store with the optional
 ``save_checkpoint_with_entries``, that its appends and save are one transaction
-(:mod:`~prism.testing._conformance_entry_checkpoints`). It
+([`_conformance_entry_checkpoints`][prism.testing._conformance_entry_checkpoints]). It
 uses its own keys in its own namespace, so it can run against a shared, non-empty database.
 """
 
@@ -40,7 +40,7 @@ async def run_checkpoint_store_conformance(store: CheckpointStore) -> None:
     """Check that ``store`` behaves as the memory checkpoint store does (see the module docstring).
 
     Args:
-        store: A :class:`~prism.checkpoints.CheckpointStore`.
+        store: A [`CheckpointStore`][prism.checkpoints.CheckpointStore].
 
     Raises:
         AssertionError: the first deviation, with a message naming the requirement.
@@ -273,7 +273,7 @@ async def _save_run(store: IndexedStore, key: str, value: dict[str, Any], versio
 
 
 async def check_run_index(store: IndexedStore) -> None:
-    """Check ``store.list_run_checkpoints`` (see :class:`AgentRunIndex`).
+    """Check ``store.list_run_checkpoints`` (see [`AgentRunIndex`][prism.testing._conformance_checkpoints.AgentRunIndex]).
 
     Raises:
         AssertionError: the first deviation.

@@ -1,7 +1,7 @@
 """Checks shared by the store conformance suites.
 
 The suites raise ``AssertionError`` with a message naming the requirement on the first deviation;
-:func:`check` and :func:`expect` do that even under ``python -O`` (unlike ``assert``).
+[`check()`][prism.testing._conformance_checks.check] and [`expect()`][prism.testing._conformance_checks.expect] do that even under ``python -O`` (unlike ``assert``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Entry-checkpoint conformance: the optional ``save_checkpoint_with_entries`` of a store.
 
-:func:`check_entry_checkpoints` runs as part of ``run_checkpoint_store_conformance`` for a store
-that has the :class:`~prism.checkpoints.EntryCheckpointStore` method and is a session
+[`check_entry_checkpoints()`][prism.testing._conformance_entry_checkpoints.check_entry_checkpoints] runs as part of ``run_checkpoint_store_conformance`` for a store
+that has the [`EntryCheckpointStore`][prism.checkpoints.EntryCheckpointStore] method and is a session
 store too. It checks that the appends and the save are one transaction: everything is stored when
 everything is accepted; nothing when an append or the save is refused (also when a later append
 of the same call is the refused one); what a load returns equals what ``save_checkpoint`` stores
@@ -67,7 +67,7 @@ async def _save(
 
 async def check_entry_checkpoints(store: EntryStore) -> None:
     """Check ``store.save_checkpoint_with_entries`` (see
-    :class:`~prism.checkpoints.EntryCheckpointStore`).
+    [`EntryCheckpointStore`][prism.checkpoints.EntryCheckpointStore]).
 
     Raises:
         AssertionError: the first deviation.

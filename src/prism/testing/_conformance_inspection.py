@@ -1,10 +1,10 @@
 """Inspection conformance suite: what an inspector reads matches what was written.
 
-:func:`run_inspection_conformance` fills a fresh store through its write protocols (session
+[`run_inspection_conformance()`][prism.testing._conformance_inspection.run_inspection_conformance] fills a fresh store through its write protocols (session
 appends, the run ledger, durable run envelopes as checkpoints) with a small, fully known world —
 sessions of several agents and models, a failed and a succeeded run, a child session of an agent
 tool, a durable run known only from its envelope, usage with and without cost on two days — and
-checks every read of :class:`~prism.inspection.InspectionReader` against it: summaries and
+checks every read of ``InspectionReader`` against it: summaries and
 totals, paging across pages, every session filter, runs across sessions, a run's ledger merged
 in append order and continued from a cursor, entries after a sequence number, usage grouped by
 day, model and agent, and the typed errors of bad arguments.
@@ -76,8 +76,8 @@ async def run_inspection_conformance(make_store: Callable[[], Awaitable[object]]
 
     Args:
         make_store: Returns a new, empty, open store implementing
-            :class:`~prism.store.SessionStore`, :class:`~prism.checkpoints.CheckpointStore`,
-            :class:`~prism.ledger.RunLedger` and :class:`~prism.inspection.InspectionReader`.
+            [`SessionStore`][prism.store.SessionStore], [`CheckpointStore`][prism.checkpoints.CheckpointStore],
+            ``RunLedger`` and ``InspectionReader``.
             The suite calls it twice and closes each store it got (``aclose()``, when the store
             has one).
 

@@ -1,12 +1,12 @@
 """Run ledger conformance suite: every record kind stored faithfully and in order.
 
-:func:`run_ledger_conformance` writes every record kind for two interleaved runs of one session
+[`run_ledger_conformance()`][prism.testing._conformance_ledger.run_ledger_conformance] writes every record kind for two interleaved runs of one session
 and reads them back, per session and per run, in append order. The ledger protocol is
 write-only, so the suite reads back through ``list_runs``/``list_events``/``list_tool_calls``/
 ``list_usage`` (the database stores) or the ``runs``/``events``/``tool_calls``/``usage`` lists
-(:class:`~prism.ledger.MemoryRunLedger`). It creates its own session and run ids.
+([`MemoryRunLedger`][prism.ledger.MemoryRunLedger]). It creates its own session and run ids.
 
-A ledger with ``append_request`` (:class:`~prism.ledger.RequestLedger`) is checked for request
+A ledger with ``append_request`` (``RequestLedger``) is checked for request
 rows too: read back without their heads (``list_requests`` or ``run_requests``), in order, and
 each head once per hash (``load_request_heads`` or ``request_heads``), a head sent again by
 another run kept as first stored.
@@ -79,7 +79,7 @@ async def run_ledger_conformance(ledger: RunLedger) -> None:
     """Check that ``ledger`` stores every record kind faithfully and in order.
 
     Args:
-        ledger: A :class:`~prism.ledger.RunLedger` (sync or async methods) that can be read back
+        ledger: A ``RunLedger`` (sync or async methods) that can be read back
             (see the module docstring).
 
     Raises:
@@ -281,4 +281,4 @@ async def _request_rows(ledger: Any, sid: str, runs: builtins.list[str]) -> None
 
 
 run_run_ledger_conformance = run_ledger_conformance
-"""Alias of :func:`run_ledger_conformance`."""
+"""Alias of [`run_ledger_conformance()`][prism.testing._conformance_ledger.run_ledger_conformance]."""

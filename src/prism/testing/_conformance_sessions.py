@@ -1,6 +1,6 @@
 """Session store conformance suite: one behaviour for every SessionStore.
 
-:func:`run_session_store_conformance` checks append order, round trips, copies, duplicate ids,
+[`run_session_store_conformance()`][prism.testing._conformance_sessions.run_session_store_conformance] checks append order, round trips, copies, duplicate ids,
 the branch-tip compare-and-set (a second child under a tip fails, the same append with
 ``fork=True`` succeeds), idempotency keys, ``read_branch`` and concurrent appends to one tip
 (exactly one wins). It creates its own session ids, so it can run against a shared, non-empty
@@ -49,7 +49,7 @@ async def run_session_store_conformance(store: SessionStore) -> None:
     """Check that ``store`` behaves as the memory session store does (see the module docstring).
 
     Args:
-        store: A :class:`~prism.store.SessionStore`; ``read_branch`` is checked when present.
+        store: A [`SessionStore`][prism.store.SessionStore]; ``read_branch`` is checked when present.
 
     Raises:
         AssertionError: the first deviation, with a message naming the requirement.

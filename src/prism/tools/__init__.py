@@ -1,11 +1,11 @@
 """Host tools: the registry, filters, permission, argument validation, dispatch and ``@tool``.
 
-:class:`ToolDispatcher` is the one place a host tool runs (a run leg builds one and calls its
+[`ToolDispatcher`][prism.tools.ToolDispatcher] is the one place a host tool runs (a run leg builds one and calls its
 ``dispatch`` per call); the runtime's ``LoopContext.dispatch_tool_call`` wraps it, and loops never
-call ``execute`` directly. :func:`dispatch_tool_call` dispatches one call with a dispatcher built
+call ``execute`` directly. [`dispatch_tool_call()`][prism.tools.dispatch_tool_call] dispatches one call with a dispatcher built
 for it.
 ``jsonschema`` is imported the first time a tool schema is compiled and ``pydantic`` the first
-time :func:`tool` needs it (a parameter not annotated ``int``/``float``/``str``/``bool``, or
+time [`tool()`][prism.tools.tool] needs it (a parameter not annotated ``int``/``float``/``str``/``bool``, or
 arguments not exactly of those types); ``import prism`` imports neither.
 
 Modules:
@@ -57,7 +57,7 @@ from prism.types import ToolCallContent, ToolResult
 
 async def dispatch_tool_call(call: ToolCallContent, /, **options: Any) -> ToolResult:
     """Dispatch one call with a dispatcher built for it: ``options`` are the keyword arguments
-    of :class:`ToolDispatcher` (``registry`` and ``context`` are required). A run dispatches
+    of [`ToolDispatcher`][prism.tools.ToolDispatcher] (``registry`` and ``context`` are required). A run dispatches
     through one dispatcher per leg instead."""
     return await ToolDispatcher(**options).dispatch(call)
 

@@ -11,8 +11,8 @@ are exactly jsonschema's. The subset: ``type``, ``properties``/``required``/
 takes the full path), which is how pydantic models describe nested models and ``Literal`` fields.
 Schemas with any other keyword (``pattern``, ``oneOf``, ``$id``, ...) get no fast checker.
 
-Two entry points: :func:`fast_checker` for a compiled jsonschema validator (jsonschema already
-checked the schema; drafts 6 and later), and :func:`fast_schema_checker` for a raw schema without
+Two entry points: [`fast_checker()`][prism.tools._fast_schema.fast_checker] for a compiled jsonschema validator (jsonschema already
+checked the schema; drafts 6 and later), and [`fast_schema_checker()`][prism.tools._fast_schema.fast_schema_checker] for a raw schema without
 ``$schema``/``$id``. The latter also checks every keyword value against the metaschema rules that
 apply to the subset (types, unique ``required``/``type`` items, non-negative lengths), so a schema
 it accepts is one jsonschema's ``check_schema`` accepts, and valid arguments need neither

@@ -2,8 +2,8 @@
 
 When the run's abort signal fires while a tool's ``execute`` is being awaited, the tool gets
 ``tool_abort_grace_ms`` to notice the signal and return. If it is still running when the grace
-ends, the dispatching task is cancelled and :func:`await_with_grace` raises
-:class:`ToolInterrupted`; the dispatcher answers the call ``tool_call_interrupted``. Nothing is
+ends, the dispatching task is cancelled and [`await_with_grace()`][prism.tools.abort_grace.await_with_grace] raises
+[`ToolInterrupted`][prism.tools.abort_grace.ToolInterrupted]; the dispatcher answers the call ``tool_call_interrupted``. Nothing is
 armed on the normal path: the timer exists only once the abort happened.
 """
 

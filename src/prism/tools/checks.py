@@ -20,7 +20,7 @@ __all__ = ["check_tool"]
 _TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _CHECKED_TOOLS_MAX: Final = 1024
 _CHECKED_TOOLS: dict[int, ToolDefinition] = {}
-"""Tool definitions already checked by :func:`check_tool` (identity; bounded, oldest first out)."""
+"""Tool definitions already checked by [`check_tool()`][prism.tools.checks.check_tool] (identity; bounded, oldest first out)."""
 
 
 def check_tool(tool: ToolDefinition) -> None:

@@ -1,6 +1,6 @@
 """The ``@tool`` decorator: a typed Python function becomes a ``ToolDefinition``.
 
-The decorated name is bound to a :class:`~prism.tools.function_tool.FunctionTool`: a
+The decorated name is bound to a [`FunctionTool`][prism.tools.function_tool.FunctionTool]: a
 ``ToolDefinition`` that can still be called as the original function (so tools can be unit-tested
 by calling them). pydantic v2 describes the function's parameters as JSON Schema (the tool's ``parameters``) and
 converts the model's arguments back into Python values when the tool runs. ``pydantic`` is
@@ -64,10 +64,10 @@ def tool(
     metadata: Mapping[str, Any] | None = None,
     needs_approval: bool | Callable[[ToolCallContent], bool] = False,
 ) -> FunctionTool[..., Any] | Callable[[Callable[..., Any]], FunctionTool[..., Any]]:
-    """Turn a typed function into a :class:`~prism.types.ToolDefinition` that stays callable.
+    """Turn a typed function into a [`ToolDefinition`][prism.types.ToolDefinition] that stays callable.
 
     Usable bare (``@tool``) or with options (``@tool(name="search")``); the decorated name is bound
-    to a :class:`~prism.tools.function_tool.FunctionTool`, which is a ``ToolDefinition`` and
+    to a [`FunctionTool`][prism.tools.function_tool.FunctionTool], which is a ``ToolDefinition`` and
     also the function: ``add(2, 3)`` calls the original function (for an ``async def`` it
     returns the coroutine to await). ``parameters`` is the JSON Schema pydantic v2 generates for a model of the
     function's parameters (descriptions from a Google ``Args:`` section or reST ``:param x:``

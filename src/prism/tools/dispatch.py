@@ -2,13 +2,13 @@
 
 A run leg builds one dispatcher with everything a call needs — the registry, filters, permission,
 validation, guardrails, middleware hooks, the ledger, the limit tracker, the redactor, ``emit`` and
-the durable run's pre-execution hook — and calls :meth:`ToolDispatcher.dispatch` per call (as
+the durable run's pre-execution hook — and calls [`ToolDispatcher.dispatch()`][prism.tools.dispatch.ToolDispatcher.dispatch] per call (as
 pydantic-ai's ``ToolManager`` does). Limits, middleware, guardrails, lookup, filters, argument
 checks, permission, validation, the pre-execution hook, events, ledger rows, the abort grace and
 result normalisation all happen there, in a fixed order, one step (method) each. The runtime's
 ``LoopContext.dispatch_tool_call`` wraps it; loops never call a tool's ``execute`` directly, so no
 tool runs around these checks. What a call reports (its events and rows) is
-:mod:`prism.tools.reporting`'s.
+[`prism.tools.reporting`][prism.tools.reporting]'s.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def _always() -> bool:
 class ToolDispatcher:
     """The guarded dispatch of host tool calls, built once with what every call needs.
 
-    :meth:`dispatch` runs one call: charge ``max_tool_calls``; the ``tool_call`` middleware hook;
+    ``dispatch()`` runs one call: charge ``max_tool_calls``; the ``tool_call`` middleware hook;
     tool-input guardrails; lookup; filters; argument checks; permission; validation;
     ``before_execute``; ``tool_execution_started`` and a ``started`` row; ``execute`` and result
     normalisation; the ``tool_result`` middleware hook; tool-output guardrails; redaction of the
@@ -111,9 +111,9 @@ class ToolDispatcher:
             and writes a ``started`` progress row, so the caller need not build one.
         filter: Effective tool filters; excluded names are blocked ``tool_denied``.
         middleware: A ``MiddlewareRegistry`` (``tool_call`` and ``tool_result`` hooks).
-        tool_validator: ``None`` → :func:`json_schema_tool_validator` (the built-in), ``False`` →
-            no validation, else a sync/async :data:`ToolValidator`.
-        permission: Sync/async :data:`PermissionPolicy`. ``None``: allow.
+        tool_validator: ``None`` → [`json_schema_tool_validator()`][prism.tools.json_schema_tool_validator] (the built-in), ``False`` →
+            no validation, else a sync/async [`ToolValidator`][prism.tools.dispatch.ToolValidator].
+        permission: Sync/async [`PermissionPolicy`][prism.tools.dispatch.PermissionPolicy]. ``None``: allow.
         guardrails: Merged guardrails; only ``tool_input``/``tool_output`` are used here.
         redactor: Redacts block messages, the result, error results and ledger rows.
         ledger: Receives ``ToolCallRecord`` rows (a callable or an object with
@@ -131,7 +131,7 @@ class ToolDispatcher:
             aborts before it is cancelled and answered ``tool_call_interrupted``. ``0``: cancel
             at once.
         sync_in_thread: Run a sync ``execute`` in a worker thread. ``None`` (default): only inside
-            :func:`parallel_tool_round`.
+            [`parallel_tool_round()`][prism.tools.parallel_tool_round].
         on_worker_thread: Receives the future of a worker thread still running when its call was
             answered (abort grace ended, or the task was cancelled); the caller must await it
             before the run returns. ``None``: the dispatch awaits the thread itself before
@@ -141,7 +141,7 @@ class ToolDispatcher:
             hook, whatever their outcome (a run's trace makes its tool span current here, so
             the tool's own spans nest under it). ``None``: nothing is called.
         prepares: Whether a call's arguments are prepared before ``before_execute``: parsed and
-            completed with their defaults (:func:`~prism.tools.preparation.prepare_arguments`),
+            completed with their defaults (``prepare_arguments()``),
             so that the hook, the events, the rows and ``execute`` all see the arguments the tool
             runs with; arguments that do not parse block the call ``validation_failed``.
             ``None``: never.
@@ -217,7 +217,7 @@ class ToolDispatcher:
         self.guardrails = guardrails
         self.redactor = redactor
         self.ledger = ledger_writer(ledger)
-        """The row writer (see :func:`~prism.tools.reporting.ledger_writer`), else ``None``."""
+        """The row writer (see ``ledger_writer()``), else ``None``."""
         self.emit = emit
         self._observed = _never if emit is None else _always if observed is None else observed
         """Whether a call's ``tool_execution_started``/``finished`` events are built right now:
@@ -471,7 +471,7 @@ class ToolDispatcher:
         interrupted call, a value that is not JSON, an exception that does not propagate.
 
         Raises:
-            BaseException: an exception that propagates (see :func:`_propagates`), after the
+            BaseException: an exception that propagates (see [`_propagates()`][prism.tools.dispatch._propagates]), after the
                 call's terminal report.
         """
         call = report.call

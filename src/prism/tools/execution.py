@@ -1,14 +1,14 @@
 """Running a tool's ``execute``: inline, or in a worker thread during a parallel round.
 
 A sync ``execute`` called inline blocks the event loop, which is harmless when calls run one at a
-time but serialises a parallel round. Inside :func:`parallel_tool_round` (entered by the
+time but serialises a parallel round. Inside [`parallel_tool_round()`][prism.tools.execution.parallel_tool_round] (entered by the
 tool-round dispatcher around its parallel workers) the dispatcher therefore runs a sync
-``execute`` in a worker thread of prism's own pool, :data:`TOOL_THREADS`. Either way the call is
+``execute`` in a worker thread of prism's own pool, [`TOOL_THREADS`][prism.tools.execution.TOOL_THREADS]. Either way the call is
 awaited under the abort grace (``prism.tools.abort_grace``).
 
 The pool: ``asyncio.to_thread`` uses the event loop's default executor, whose ``min(32, cpu + 4)``
 workers make a round of more blocking tools than that wait for a free thread (6 on 2 cores: 8
-calls of 50 ms take 100 ms instead of 50 ms). :class:`ToolThreadPool` belongs to prism and is never
+calls of 50 ms take 100 ms instead of 50 ms). [`ToolThreadPool`][prism.tools.execution.ToolThreadPool] belongs to prism and is never
 full: when a submission would exceed its size, a pool twice as large (at least the number of
 threads in use) replaces it; the old one is shut down without waiting, so its running threads
 finish their call and exit. Threads are started on demand, so the size costs nothing until used.
@@ -74,7 +74,7 @@ TOOL_THREADS = ToolThreadPool()
 
 
 PARALLEL_ROUND: ContextVar[bool] = ContextVar("prism_parallel_tool_round", default=False)
-"""``True`` inside :func:`parallel_tool_round` (and in tasks created there)."""
+"""``True`` inside [`parallel_tool_round()`][prism.tools.execution.parallel_tool_round] (and in tasks created there)."""
 
 
 @contextmanager

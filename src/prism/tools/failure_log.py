@@ -9,7 +9,7 @@ dispatcher also logs it on the logger ``prism.tools`` at level ``ERROR``:
   exception and its live frames (and the tool's local variables) alive;
 * the text goes through the run's redaction (every secret replaced by ``[REDACTED]``) before the
   record is made;
-* a traceback longer than :data:`MAX_LOGGED_TRACEBACK_CHARS` keeps its end (where the exception
+* a traceback longer than [`MAX_LOGGED_TRACEBACK_CHARS`][prism.tools.failure_log.MAX_LOGGED_TRACEBACK_CHARS] keeps its end (where the exception
   was raised) and says how much was cut.
 """
 
@@ -38,7 +38,7 @@ def format_tool_traceback(exc: BaseException, redact: Callable[[str], str]) -> s
 
     Returns:
         The formatted traceback (chained causes included), at most
-        :data:`MAX_LOGGED_TRACEBACK_CHARS` characters plus a one-line note when it was cut.
+        [`MAX_LOGGED_TRACEBACK_CHARS`][prism.tools.failure_log.MAX_LOGGED_TRACEBACK_CHARS] characters plus a one-line note when it was cut.
     """
     text = redact("".join(traceback.format_exception(exc)).rstrip("\n"))
     if len(text) > MAX_LOGGED_TRACEBACK_CHARS:
@@ -58,7 +58,7 @@ def log_tool_exception(
     """Log that tool ``tool_name`` raised ``exc`` (level ``ERROR`` on ``prism.tools``).
 
     The message names the tool, the call and the run, followed by the redacted traceback text
-    (:func:`format_tool_traceback`); nothing is formatted when the logger would drop the record.
+    ([`format_tool_traceback()`][prism.tools.failure_log.format_tool_traceback]); nothing is formatted when the logger would drop the record.
 
     Args:
         exc: The exception.

@@ -45,7 +45,7 @@ class _FromFunction:
 
 @dataclass(frozen=True, slots=True)
 class FunctionTool(ToolDefinition, Generic[_P, _R]):
-    """A :class:`~prism.types.ToolDefinition` made from a Python function by ``@prism.tool``.
+    """A [`ToolDefinition`][prism.types.ToolDefinition] made from a Python function by ``@prism.tool``.
 
     Calling it calls the function unchanged (same arguments, same return value; no argument
     validation, no result conversion); the runtime calls ``execute`` instead. ``inspect``
@@ -60,7 +60,7 @@ class FunctionTool(ToolDefinition, Generic[_P, _R]):
         default=None, kw_only=True, repr=False, compare=False, metadata={"serialize": False}
     )
     """The pydantic ``TypeAdapter`` of the argument model ``execute`` validates with (``None``:
-    none); :func:`~prism.tools.preparation.prepare_arguments` uses it to show the arguments as
+    none); ``prepare_arguments()`` uses it to show the arguments as
     the function will receive them."""
 
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:

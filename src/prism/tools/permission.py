@@ -1,6 +1,6 @@
 """Permission: the host's yes/no on one tool call, asked after the call's arguments are known.
 
-A :data:`PermissionPolicy` receives a :class:`PermissionRequest` and answers ``True`` or ``None``
+A [`PermissionPolicy`][prism.tools.permission.PermissionPolicy] receives a [`PermissionRequest`][prism.tools.permission.PermissionRequest] and answers ``True`` or ``None``
 (allow) or ``False`` (deny); it may be async. An exception raised by the policy also denies the
 call, and its message becomes the blocked result's message (see ``prism.tools.dispatch``).
 """
@@ -19,7 +19,7 @@ __all__ = ["PermissionPolicy", "PermissionRequest", "ask_permission"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PermissionRequest(Serializable):
-    """What a :data:`PermissionPolicy` is asked."""
+    """What a [`PermissionPolicy`][prism.tools.permission.PermissionPolicy] is asked."""
 
     kind: Literal["tool"] = "tool"
     """Always ``"tool"``."""

@@ -1,6 +1,6 @@
 """The tools of an agent, by name, in registration order.
 
-A :class:`ToolRegistry` is what an agent and a run hand to the dispatcher as "the tools that
+A [`ToolRegistry`][prism.tools.registry.ToolRegistry] is what an agent and a run hand to the dispatcher as "the tools that
 exist"; filters (``prism.tools.filters``) narrow it per run without copying it.
 """
 
@@ -127,13 +127,13 @@ def create_tool_registry(
     *,
     duplicate: Literal["error", "replace"] = "error",
 ) -> ToolRegistry:
-    """Build a :class:`ToolRegistry`.
+    """Build a [`ToolRegistry`][prism.tools.registry.ToolRegistry].
 
     Args:
         tools: Tools to register, in order (a registry is copied).
         duplicate: ``"error"`` (default) or ``"replace"``.
 
     Raises:
-        PrismConfigError: see :class:`ToolRegistry` (e.g. ``Duplicate tool: <name>``).
+        PrismConfigError: see [`ToolRegistry`][prism.tools.registry.ToolRegistry] (e.g. ``Duplicate tool: <name>``).
     """
     return ToolRegistry(tools, duplicate=duplicate)

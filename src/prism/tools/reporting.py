@@ -2,10 +2,10 @@
 
 Every dispatched call ends in exactly one terminal outcome, each with one event and one ledger
 row: finished (``tool_execution_finished``), failed (``tool_execution_error``) or blocked before
-``execute`` ran (``tool_execution_blocked``, with a :data:`BlockedReason`). A call that got as far
+``execute`` ran (``tool_execution_blocked``, with a [`BlockedReason`][prism.tools.reporting.BlockedReason]). A call that got as far
 as running also has a ``tool_execution_started`` event and a ``started`` row, and each
 ``context.progress(...)`` of the tool adds a ``tool_execution_progress`` event and a ``started``
-row carrying the progress value. :class:`CallReport` holds the per-call state this needs.
+row carrying the progress value. [`CallReport`][prism.tools.reporting.CallReport] holds the per-call state this needs.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ BlockedReason: TypeAlias = Literal[
 """Why a call was blocked before its tool ran."""
 
 BLOCKED_REASONS: frozenset[str] = frozenset(get_args(BlockedReason))
-"""Every :data:`BlockedReason`."""
+"""Every [`BlockedReason`][prism.tools.reporting.BlockedReason]."""
 
 
 def ledger_writer(ledger: object) -> Callable[[ToolCallRecord], object] | None:
@@ -67,7 +67,7 @@ def ledger_writer(ledger: object) -> Callable[[ToolCallRecord], object] | None:
 
 class ReportSinks(Protocol):
     """What the reports of every call share: the dispatcher's (see
-    :class:`~prism.tools.dispatch.ToolDispatcher`)."""
+    [`ToolDispatcher`][prism.tools.dispatch.ToolDispatcher])."""
 
     context: ToolExecutionContext
     emit: Callable[[AgentEvent], object] | None

@@ -2,21 +2,21 @@
 
 A tool may return a ``ToolResult``, any JSON value, a pydantic model (``model_dump(mode="json")``)
 or a dataclass instance (``dataclasses.asdict``). Anything else cannot be stored or sent to the
-model: :class:`NotJsonError` names its type, and the dispatcher answers the call with an
+model: [`NotJsonError`][prism.tools.results.NotJsonError] names its type, and the dispatcher answers the call with an
 ``invalid_tool_result`` error result.
 
 A string (a value, a key, a text block's text) holding a lone surrogate (``"\\ud800"``, as a
 decoded ``\\ud800`` JSON escape or a bad ``surrogateescape`` decoding produces) is JSON for
-:func:`prism.types.is_json_value` but has no UTF-8 form, so no store and no provider could take
+[`prism.types.is_json_value()`][prism.types.is_json_value] but has no UTF-8 form, so no store and no provider could take
 it: each lone surrogate is replaced by ``U+FFFD`` here
-(:func:`prism._json.without_lone_surrogates`), and the model reads the rest of the result.
+([`prism._json.without_lone_surrogates()`][prism._json.without_lone_surrogates]), and the model reads the rest of the result.
 
-Passes over a returned ``dict``: with a ``keep`` receiver (see :func:`normalise_result`) one —
-:func:`prism._json.copy_json` checks the value, copies it and measures its canonical JSON size in
+Passes over a returned ``dict``: with a ``keep`` receiver (see [`normalise_result()`][prism.tools.results.normalise_result]) one —
+[`prism._json.copy_json()`][prism._json.copy_json] checks the value, copies it and measures its canonical JSON size in
 the same walk, and the receiver carries the copy and the size on (the runtime's store takes the
 copy instead of copying again, and its request byte count takes the size instead of measuring
 again). Without a receiver, or for a value outside the decoded-JSON types, one check
-(:func:`prism.types.is_json_value`), and the copying and measuring happen where they are needed.
+([`prism.types.is_json_value()`][prism.types.is_json_value]), and the copying and measuring happen where they are needed.
 """
 
 from __future__ import annotations
@@ -75,13 +75,13 @@ def normalise_result(
     """Wrap what ``execute`` returned as the call's ``ToolResult``.
 
     A returned ``ToolResult`` keeps its fields, with ``tool_call_id`` and ``name`` replaced by the
-    call's; any other value is converted by :func:`to_json_value`. Lone surrogates in strings,
+    call's; any other value is converted by [`to_json_value()`][prism.tools.results.to_json_value]. Lone surrogates in strings,
     keys and text blocks are replaced by ``U+FFFD`` (see the module).
 
     Args:
         raw: What ``execute`` returned.
         call: The call it answers.
-        keep: With a ``dict`` value: the one walk of :func:`prism._json.copy_json` checks it, and
+        keep: With a ``dict`` value: the one walk of [`prism._json.copy_json()`][prism._json.copy_json] checks it, and
             ``keep(value, copy, size)`` receives the copy and the size (``None``: only checked).
 
     Raises:

@@ -75,7 +75,7 @@ def schema_errors(compiled: Any, instance: object) -> list[tuple[str, str]]:
     running jsonschema.
 
     Args:
-        compiled: A validator from :func:`compile_schema`.
+        compiled: A validator from [`compile_schema()`][prism.tools.schema.compile_schema].
         instance: The value to check.
 
     Raises:

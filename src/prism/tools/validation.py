@@ -1,8 +1,8 @@
 """Tool-argument validators: the built-in JSON Schema validator and how a run picks its validator.
 
-A :data:`ToolValidator` looks at a call's arguments before the tool runs; ``None`` passes, a
+A [`ToolValidator`][prism.tools.validation.ToolValidator] looks at a call's arguments before the tool runs; ``None`` passes, a
 ``str`` or ``ErrorInfo`` blocks the call as ``validation_failed`` with that message. Unless a
-host configures otherwise, every run uses one shared :func:`json_schema_tool_validator`, which
+host configures otherwise, every run uses one shared [`json_schema_tool_validator()`][prism.tools.validation.json_schema_tool_validator], which
 checks the arguments against the tool's ``parameters`` schema.
 """
 
@@ -92,7 +92,7 @@ def resolve_tool_validator(
 
     The run's value wins when not ``None``, else the agent's; ``False`` (at the winning level)
     disables validation; when both are ``None`` the result is the built-in
-    :func:`json_schema_tool_validator` (one shared instance, so its schema cache is shared).
+    [`json_schema_tool_validator()`][prism.tools.validation.json_schema_tool_validator] (one shared instance, so its schema cache is shared).
 
     Raises:
         PrismConfigError: a value that is not ``None``, ``False`` or callable.

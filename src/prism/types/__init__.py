@@ -6,7 +6,7 @@ values are tuples (a list given to a constructor is converted); mappings are kep
 The package is a table of contents; each name lives in the module of its concept:
 
 * JSON values and the failure records (``ErrorInfo``, ``ProviderFailure``, ``RunLimitBreach``,
-  ``GuardrailRecord``) live below :mod:`prism.errors`, in ``prism._json`` and
+  ``GuardrailRecord``) live below [`prism.errors`][prism.errors], in ``prism._json`` and
   ``prism._failure_records``, so that exceptions can carry them;
 * ``_content`` (message parts), ``_messages``, ``_usage``, ``_models`` (model configuration and
   provider options), ``_tools``, ``_requests``, ``_provider_stream`` (stream events and the result

@@ -76,8 +76,8 @@ class ImageContent(Serializable):
 @dataclass(frozen=True, slots=True)
 class ToolCallDeltaFields(Serializable):
     """The fields of a streamed tool-call fragment, as a provider streams it
-    (:class:`~prism.types.ProviderToolCallDelta`) and as a ``message_delta`` event carries it
-    (:class:`ToolCallDeltaContent`)."""
+    ([`ProviderToolCallDelta`][prism.types.ProviderToolCallDelta]) and as a ``message_delta`` event carries it
+    ([`ToolCallDeltaContent`][prism.types._content.ToolCallDeltaContent])."""
 
     index: int
     """Position of the call within the response."""

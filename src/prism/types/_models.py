@@ -98,7 +98,7 @@ class ModelPricing(_Options):
     """Currency of the prices."""
 
     def cost(self, usage: Usage) -> float:
-        """The cost of ``usage`` at these prices, in :attr:`currency` units."""
+        """The cost of ``usage`` at these prices, in ``currency`` units."""
         total = (usage.input_tokens or 0) * self.input + (usage.output_tokens or 0) * self.output
         if self.cache_read is not None:
             total += (usage.cache_read_tokens or 0) * self.cache_read
@@ -184,7 +184,7 @@ class NamedToolChoice(TypedDict):
 
 
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | NamedToolChoice
-"""Provider-neutral tool choice (:attr:`ProviderRequestOptions.tool_choice`, and the
+"""Provider-neutral tool choice ([`ProviderRequestOptions.tool_choice`][prism.types._models.ProviderRequestOptions.tool_choice], and the
 ``tool_choice`` option of ``create_agent`` and ``run()``): ``"auto"``, ``"none"``,
 ``"required"`` or ``{"name": TOOL}``."""
 

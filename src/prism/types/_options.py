@@ -1,6 +1,6 @@
 """The base class of option records: mappings coerce, and every failure is ``PrismConfigError``.
 
-Model, provider, ownership, limit, retry and store options subclass :class:`_Options`, so a host
+Model, provider, ownership, limit, retry and store options subclass [`_Options`][prism.types._options._Options], so a host
 may pass either the record or a snake_case mapping of its fields.
 """
 
@@ -45,7 +45,7 @@ class _Options(Serializable):
     @classmethod
     def _coerce_as_given(cls, value: Self | Mapping[str, Any]) -> Self:
         """``coerce`` for options that hold host objects (a callable, a policy), which are never
-        serialised: the mapping becomes the instance through :func:`~prism._serde.from_fields`
+        serialised: the mapping becomes the instance through [`from_fields()`][prism._serde.from_fields]
         (values as they are, not decoded).
 
         Raises:

@@ -81,7 +81,7 @@ class DelegatingRun(Protocol):
         """Charge one tool call to the calling run's ``max_tool_calls``.
 
         Raises:
-            RunLimitExceeded: as :meth:`charge_turn`.
+            RunLimitExceeded: as [`charge_turn()`][prism.types._tools.DelegatingRun.charge_turn].
         """
         ...
 
@@ -90,7 +90,7 @@ class DelegatingRun(Protocol):
         and cost limits.
 
         Raises:
-            RunLimitExceeded: as :meth:`charge_turn`.
+            RunLimitExceeded: as [`charge_turn()`][prism.types._tools.DelegatingRun.charge_turn].
         """
         ...
 

@@ -9,12 +9,12 @@ completed provider turns are not requested again, tools keep their at-most-once 
 call cut off mid-dispatch makes the run *ambiguous* (named, never run again). prism's
 compare-and-set claims stay, so a stale worker never runs a run another worker owns.
 
-* :func:`serve` / :class:`WorkerOptions` — a worker process (``prism worker --engine dbos``);
-* :class:`RunClient` / :class:`RunHandle` — submit, wait, decide, list and follow runs from
+* [`serve()`][prism.engines.dbos.serve] / [`WorkerOptions`][prism.engines.dbos.WorkerOptions] — a worker process (``prism worker --engine dbos``);
+* [`RunClient`][prism.engines.dbos.RunClient] / [`RunHandle`][prism.engines.dbos.RunHandle] — submit, wait, decide, list and follow runs from
   any process;
-* :class:`RunOutcome`, :class:`RunInfo`, :class:`AmbiguousCall`, :data:`EngineRunStatus` — what
+* [`RunOutcome`][prism.engines.dbos.RunOutcome], [`RunInfo`][prism.engines.dbos.RunInfo], [`AmbiguousCall`][prism.engines.dbos.AmbiguousCall], [`EngineRunStatus`][prism.engines.dbos.EngineRunStatus] — what
   a submitter reads back;
-* :func:`application_version` — the DBOS application version a registry pins.
+* [`application_version()`][prism.engines.dbos.application_version] — the DBOS application version a registry pins.
 
 ``docs/operations/scale-out.md`` describes the architecture, how to start workers on several machines, and
 what is guaranteed.

@@ -180,7 +180,7 @@ class WorkerLease:
         self.lease_ms = max(1, int(lease_s * 1000))
         self._conninfo = conninfo
         self._quiet_until = 0.0
-        """``time.monotonic()`` before which :meth:`take_over` claims nothing (a reconnect)."""
+        """``time.monotonic()`` before which [`take_over()`][prism.engines.dbos._lease.WorkerLease.take_over] claims nothing (a reconnect)."""
         self.released = False
         """Set once this worker marked its lease ``stopped`` (its janitor stops then)."""
         self._conn: Any = None
@@ -295,7 +295,7 @@ class WorkerLease:
     def take_over(self) -> list[str]:
         """Declare dead every worker of this version whose lease ran out or who released its
         runs, and return their ids, with the ids this janitor declared dead earlier and whose
-        runs it has not yet put back (:meth:`resumed`); of several janitors exactly one gets a
+        runs it has not yet put back ([`resumed()`][prism.engines.dbos._lease.WorkerLease.resumed]); of several janitors exactly one gets a
         given id. Nothing is declared dead for one lease after a reconnect, nor once this
         worker released its own runs."""
         if self.released or time.monotonic() < self._quiet_until:

@@ -1,7 +1,7 @@
 """One leg of a run, as one engine step: start, continue or decide, from what is stored.
 
 An engine's step is at-least-once: a worker may die inside it, and the step then runs again on
-another worker. :func:`run_leg` therefore never trusts what it was asked to do, but what the run's
+another worker. [`run_leg()`][prism.engines.dbos._legs.run_leg] therefore never trusts what it was asked to do, but what the run's
 stored envelope says happened:
 
 * no envelope — the run never reached its first checkpoint: start it (``start_leg`` with the
@@ -17,12 +17,12 @@ stored envelope says happened:
 * anything else is final: report it.
 
 A leg that ended ``failed``/``aborted`` without the store taking that end (the database went
-away) raises :class:`LegNotStoredError`, so the step runs again; a run whose step runs out of
-attempts is ended ``failed`` in the store by :func:`fail_run`: the store and the engine agree.
+away) raises [`LegNotStoredError`][prism.engines.dbos._legs.LegNotStoredError], so the step runs again; a run whose step runs out of
+attempts is ended ``failed`` in the store by [`fail_run()`][prism.engines.dbos._legs.fail_run]: the store and the engine agree.
 
 Every leg runs under the worker's turn policy: when the worker shuts down, the leg stops at its
 next turn boundary, and the step records the hand-over in the envelope (its ``release``,
-:data:`~prism.runtime.durable.RELEASE_KEY`) and reports ``released``.
+[`RELEASE_KEY`][prism.runtime.durable.RELEASE_KEY]) and reports ``released``.
 
 A ``CheckpointConflictError`` means another worker claimed the run: this one lost it and reports
 ``lost`` (its workflow then touches the run no more).
@@ -85,7 +85,7 @@ class LegNotStoredError(RuntimeError):
     """A leg ended ``failed`` or ``aborted`` but the store did not take its end (the write
     failed: the database went away, or refused it), so the stored run says it goes on. The
     engine's step runs the leg again from the stored state, and gives the run up as ``failed``
-    when its attempts run out (see :func:`fail_run`)."""
+    when its attempts run out (see [`fail_run()`][prism.engines.dbos._legs.fail_run])."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +129,7 @@ async def run_leg(
         answers_version: The envelope version of the suspension ``decision`` answers.
 
     Returns:
-        An outcome object (:func:`~prism.engines.dbos._outcome.outcome_json`) with status
+        An outcome object (``outcome_json()``) with status
         ``succeeded`` / ``failed`` / ``aborted`` / ``denied`` / ``suspended`` (with a ``note``
         when the decision was refused) / ``ambiguous`` / ``released`` / ``lost``.
     """

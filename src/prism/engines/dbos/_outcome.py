@@ -1,9 +1,9 @@
 """What a submitter sees of a run: its outcome after each leg, and its listing row.
 
 A run's workflow records one *outcome* per leg (the DBOS step's output, a JSON object) and
-publishes the latest one as the workflow event :data:`OUTCOME_EVENT`; its final outcome is the
-workflow's result. :class:`RunOutcome` is the typed view a submitter gets back;
-:class:`RunInfo` is one row of :meth:`~prism.engines.dbos.client.RunClient.list_runs`.
+publishes the latest one as the workflow event [`OUTCOME_EVENT`][prism.engines.dbos._outcome.OUTCOME_EVENT]; its final outcome is the
+workflow's result. [`RunOutcome`][prism.engines.dbos._outcome.RunOutcome] is the typed view a submitter gets back;
+[`RunInfo`][prism.engines.dbos._outcome.RunInfo] is one row of [`list_runs()`][prism.engines.dbos.client.RunClient.list_runs].
 """
 
 from __future__ import annotations
@@ -72,12 +72,12 @@ class AmbiguousCall:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunOutcome:
-    """What a run's latest leg ended in, as :meth:`RunHandle.wait` returns it."""
+    """What a run's latest leg ended in, as [`RunHandle.wait()`][prism.engines.dbos.RunHandle.wait] returns it."""
 
     run_id: str
     """The run (and DBOS workflow) id."""
     status: EngineRunStatus
-    """See :data:`EngineRunStatus`."""
+    """See [`EngineRunStatus`][prism.engines.dbos._outcome.EngineRunStatus]."""
     leg: int
     """How many legs the run has had (1 after its first); 0 before any."""
     result: RunResult | None = None
@@ -104,7 +104,7 @@ class RunOutcome:
 
     @classmethod
     def from_json(cls, run_id: str, data: Mapping[str, Any]) -> RunOutcome:
-        """The typed view of an outcome object (:func:`outcome_json`)."""
+        """The typed view of an outcome object (``outcome_json()``)."""
         raw = data.get("result")
         result: RunResult | None = None
         if isinstance(raw, Mapping):
@@ -169,7 +169,7 @@ def outcome_json(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunInfo:
-    """One run as :meth:`RunClient.list_runs` lists it."""
+    """One run as [`RunClient.list_runs()`][prism.engines.dbos.RunClient.list_runs] lists it."""
 
     run_id: str
     """The run (and workflow) id."""
@@ -178,7 +178,7 @@ class RunInfo:
     session_id: str | None
     """Its session."""
     status: EngineRunStatus
-    """See :data:`EngineRunStatus` (``suspended``/``ambiguous`` from the latest outcome)."""
+    """See [`EngineRunStatus`][prism.engines.dbos._outcome.EngineRunStatus] (``suspended``/``ambiguous`` from the latest outcome)."""
     worker: str | None
     """The worker that runs (or last ran) it; ``None`` while queued."""
     app_version: str | None

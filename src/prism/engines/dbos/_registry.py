@@ -3,8 +3,8 @@ submitter may send.
 
 A *registry* maps agent names to factory functions, ``{"refunds": build_refund_agent}``; every
 worker and every submitter imports the same one (``--agents module:REGISTRY``). Loading and
-checking one is :mod:`prism.registry`'s (re-exported here); a worker adds its own rules. A
-factory takes the worker's :class:`~prism.stores.postgres.PostgresStore` and returns an agent
+checking one is [`prism.registry`][prism.registry]'s (re-exported here); a worker adds its own rules. A
+factory takes the worker's [`PostgresStore`][prism.stores.postgres.PostgresStore] and returns an agent
 that keeps its sessions and its durable runs there, with every-turn checkpoints::
 
     def build_refund_agent(store: PostgresStore) -> prism.Agent:
@@ -16,7 +16,7 @@ that keeps its sessions and its durable runs there, with every-turn checkpoints:
     REGISTRY = {"refunds": build_refund_agent}
 
 The DBOS application version of a fleet is derived from prism's version and each agent's
-``definition_revision`` (:func:`application_version`): DBOS hands a run only to workers of the
+``definition_revision`` ([`application_version()`][prism.engines.dbos._registry.application_version]): DBOS hands a run only to workers of the
 version it was submitted under, and recovers a dead worker's runs only on workers of its version.
 """
 
@@ -131,7 +131,7 @@ def check_run_options(options: object) -> dict[str, JsonValue]:
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — not a mapping, a key outside
-            :data:`SUBMITTED_OPTION_NAMES` (the message lists them), or a value that is not
+            [`SUBMITTED_OPTION_NAMES`][prism.engines.dbos._registry.SUBMITTED_OPTION_NAMES] (the message lists them), or a value that is not
             JSON.
     """
     if options is None:

@@ -2,7 +2,7 @@
 
 One prism run is one DBOS workflow, ``prism.run``, whose workflow id is the run id. Its steps:
 
-1. ``prism.leg`` — one leg of the run (:func:`~prism.engines.dbos._legs.run_leg`): a start, a
+1. ``prism.leg`` — one leg of the run ([`run_leg()`][prism.engines.dbos._legs.run_leg]): a start, a
    continuation after a crash or a hand-over, or a decided approval, up to the next suspension
    or the end, with every-turn checkpoints. Its outcome is published as the workflow event
    ``prism.outcome``.
@@ -16,7 +16,7 @@ One prism run is one DBOS workflow, ``prism.run``, whose workflow id is the run 
 
 A leg's step has three attempts; after a failed one, the next waits until the database answers
 (a restart), up to ``_STORE_WAIT_S``. A step that runs out of attempts does not fail
-the workflow alone: ``prism.give_up`` (:func:`~prism.engines.dbos._legs.fail_run`) writes the
+the workflow alone: ``prism.give_up`` ([`fail_run()`][prism.engines.dbos._legs.fail_run]) writes the
 stored run ``failed`` and the workflow returns that outcome, so prism's store and DBOS agree.
 
 A workflow on a worker that shuts down — or that lost its run to another worker — *parks*:
@@ -55,7 +55,7 @@ class WorkerRuntime:
     which runs are inside a leg (a drain waits for them to reach a turn boundary).
 
     Args:
-        ctx: The leg context (its ``draining`` should read :attr:`draining`).
+        ctx: The leg context (its ``draining`` should read [`draining`][prism.engines.dbos._workflow.LegContext.draining]).
         decision_wait_s: Seconds of one receive round while a run waits for a decision.
         lease_ok: Renews the lease; ``False`` when this worker was declared dead.
     """

@@ -1,6 +1,6 @@
 """Submit runs to DBOS workers and follow them, from any process on any machine.
 
-:class:`RunClient` talks to the database only (DBOS's ``DBOSClient`` and the prism store); it
+[`RunClient`][prism.engines.dbos.client.RunClient] talks to the database only (DBOS's ``DBOSClient`` and the prism store); it
 runs no workflow code, so a web server or a script can submit and wait without being a worker::
 
     client = await RunClient.connect("postgresql://app@db/app", agents=REGISTRY)
@@ -14,12 +14,12 @@ runs no workflow code, so a web server or a script can submit and wait without b
 
 **Events at a distance.** The workflow runs elsewhere, so a submitter reads what the run stored:
 
-* :meth:`RunClient.outcome` / :meth:`RunHandle.wait` — the run's status and each leg's
+* [`RunClient.outcome()`][prism.engines.dbos.client.RunClient.outcome] / [`RunHandle.wait()`][prism.engines.dbos.client.RunHandle.wait] — the run's status and each leg's
   ``RunResult`` (status, stop reason, usage, the leg's messages, the interruption of a suspended
   run, the error of a failed one), and the calls an ambiguous run stopped on;
-* :meth:`RunClient.entries` — the session entries the run stored (its input, every assistant
+* [`RunClient.entries()`][prism.engines.dbos.client.RunClient.entries] — the session entries the run stored (its input, every assistant
   message and tool result, model changes), visible as soon as each is stored: at every turn;
-* :meth:`RunClient.events` / :meth:`RunClient.follow` — the run's ledger rows (every emitted
+* [`RunClient.events()`][prism.engines.dbos.client.RunClient.events] / [`RunClient.follow()`][prism.engines.dbos.client.RunClient.follow] — the run's ledger rows (every emitted
   event, streamed deltas included, in emission order) when the agent records its events in the
   PostgreSQL store (``run_ledger=store``); rows are written by the ledger writer shortly after
   emission; the unwritten tail of a leg whose worker died is lost. Without a ledger, only
@@ -75,7 +75,7 @@ _DBOS_STATUS: dict[str, tuple[str, ...]] = {
 
 class RunClient:
     """Submits runs to the workers of one database and reads them back. Build it with
-    :meth:`connect`; close it with :meth:`aclose`."""
+    ``connect()``; close it with ``aclose()``."""
 
     def __init__(
         self,
@@ -183,12 +183,12 @@ class RunClient:
             input: Text, or messages (``Message`` or their ``to_dict()`` form).
             session_id: The conversation (default: a new ``session_…`` id).
             options: JSON run options (see
-                :data:`~prism.engines.dbos._registry.SUBMITTED_OPTION_NAMES`).
+                [`SUBMITTED_OPTION_NAMES`][prism.engines.dbos._registry.SUBMITTED_OPTION_NAMES]).
             run_id: The run id (default: a new ``run_…`` id); submitting an id again returns
                 the run already submitted under it.
 
         Returns:
-            A :class:`RunHandle`.
+            A [`RunHandle`][prism.engines.dbos.client.RunHandle].
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — an unknown agent (with ``agents``), bad
@@ -260,7 +260,7 @@ class RunClient:
             delay = min(delay * 2, 0.5)
 
     def _pin(self, agent: str) -> str:
-        """The application version a run of ``agent`` is submitted under (see :meth:`submit`)."""
+        """The application version a run of ``agent`` is submitted under (see [`submit()`][prism.engines.dbos.client.RunClient.submit])."""
         import prism
 
         live = self._live_workers()
@@ -318,9 +318,9 @@ class RunClient:
         """Send a decision to a waiting run; the next free worker of its version applies it.
 
         ``decision="approve"``/``"deny"`` or ``decisions=[RunDecision, ...]`` answer an approval
-        (as :func:`prism.resume_agent_run` does); ``"continue"`` continues an ``ambiguous`` run
+        (as [`prism.resume_agent_run()`][prism.resume_agent_run] does); ``"continue"`` continues an ``ambiguous`` run
         whose stored state an operator repaired. A decision the run refuses (an unknown
-        approval id, say) leaves it waiting, with the reason in :attr:`RunOutcome.note`.
+        approval id, say) leaves it waiting, with the reason in ``RunOutcome.note``.
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — an unknown ``decision`` or malformed
@@ -352,7 +352,7 @@ class RunClient:
         return rows[0]
 
     async def outcome(self, run_id: str) -> RunOutcome:
-        """The run's latest outcome (:class:`RunOutcome`; ``result`` is ``None`` while it runs).
+        """The run's latest outcome ([`RunOutcome`][prism.engines.dbos.client.RunOutcome]; ``result`` is ``None`` while it runs).
 
         Raises:
             PrismConfigError: ``ERR_PRISM_CONFIG`` — no such run.
@@ -524,15 +524,15 @@ class RunHandle:
         self.run_id = run_id
         """The run (and DBOS workflow) id."""
         self.last_leg = 0
-        """The leg of the latest outcome :meth:`wait` returned."""
+        """The leg of the latest outcome [`wait()`][prism.engines.dbos.client.RunClient.wait] returned."""
 
     async def outcome(self) -> RunOutcome:
-        """The run's latest outcome (see :meth:`RunClient.outcome`)."""
+        """The run's latest outcome (see [`RunClient.outcome()`][prism.engines.dbos.client.RunClient.outcome])."""
         return await self.client.outcome(self.run_id)
 
     async def wait(self, *, timeout_s: float | None = None, poll_s: float = 0.2) -> RunOutcome:
         """Wait for the run to end or to wait for a decision after a leg this handle has not
-        returned yet (so after :meth:`decide`, the next outcome)."""
+        returned yet (so after [`decide()`][prism.engines.dbos.client.RunClient.decide], the next outcome)."""
         outcome = await self.client.wait(
             self.run_id, after_leg=self.last_leg, timeout_s=timeout_s, poll_s=poll_s
         )
@@ -543,7 +543,7 @@ class RunHandle:
         self, *, timeout_s: float | None = None, poll_s: float = 0.2
     ) -> RunResult | None:
         """The ``RunResult`` of the run's next outcome (final, or suspended for an approval;
-        ``None`` for a run that failed outside prism, see :attr:`RunOutcome.note`).
+        ``None`` for a run that failed outside prism, see ``RunOutcome.note``).
 
         Raises:
             RunAmbiguousError: ``ERR_PRISM_RUN_AMBIGUOUS`` — the run stopped on ambiguous tool
@@ -560,5 +560,5 @@ class RunHandle:
         decision: Literal["approve", "deny", "continue"] = "continue",
         decisions: Sequence[RunDecision | Mapping[str, Any]] | None = None,
     ) -> None:
-        """Send a decision (see :meth:`RunClient.decide`)."""
+        """Send a decision (see [`RunClient.decide()`][prism.engines.dbos.client.RunClient.decide])."""
         await self.client.decide(self.run_id, decision=decision, decisions=decisions)

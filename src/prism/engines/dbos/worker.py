@@ -1,8 +1,8 @@
-"""A DBOS worker process: ``prism worker --engine dbos``, or :func:`serve` from Python.
+"""A DBOS worker process: ``prism worker --engine dbos``, or [`serve()`][prism.engines.dbos.worker.serve] from Python.
 
 A worker opens the PostgreSQL store, builds its registry's agents over it, pins the application
-version (:func:`~prism.engines.dbos._registry.application_version`), takes a lease
-(:mod:`~prism.engines.dbos._lease`), launches DBOS on the same database and dequeues runs from
+version ([`application_version()`][prism.engines.dbos._registry.application_version]), takes a lease
+([`_lease`][prism.engines.dbos._lease]), launches DBOS on the same database and dequeues runs from
 the queue with at most ``concurrency`` runs at a time — recovered runs included, since a dead
 worker's runs are put back on the same queue. Then, until SIGTERM or SIGINT:
 
@@ -123,8 +123,8 @@ async def serve(
 
     Returns:
         0 after a clean drain. A drain that times out ends the process with
-        :data:`EXIT_DRAIN_TIMEOUT` (``os._exit``); a worker declared dead by another ends it with
-        :data:`EXIT_FENCED`.
+        ``EXIT_DRAIN_TIMEOUT`` (``os._exit``); a worker declared dead by another ends it with
+        ``EXIT_FENCED``.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — a registry or agent that cannot be served,

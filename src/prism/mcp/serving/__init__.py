@@ -1,6 +1,6 @@
 """prism agents served over MCP: Claude Code, Cursor and other MCP clients call them as tools.
 
-Not to be confused with :class:`prism.mcp.MCPServer`, the configuration of a server whose tools
+Not to be confused with [`prism.mcp.MCPServer`][prism.mcp.MCPServer], the configuration of a server whose tools
 an agent *uses*. Needs the ``mcp`` extra (the official ``mcp`` SDK 2.x)::
 
     server = agent.to_mcp_server()                         # the SDK's low-level Server
@@ -16,15 +16,15 @@ it; a tool that needs approval asks the client through elicitation, or the call 
 for approval" with the run id. See ``docs/guides/mcp-server.md``.
 
 Modules:
-    _tools: the served tool of an agent (:func:`served_agent`) and argument checks.
+    _tools: the served tool of an agent ([`served_agent()`][prism.mcp.serving.served_agent]) and argument checks.
     _results: a run's outcome as an MCP tool result, the ``ERR_PRISM_MCP_*`` refusal codes.
     _records: who owns each conversation, each run's outcome, server heartbeats (in the store).
     _approvals: approvals through elicitation.
     _calls: one tool call: run, progress, cancellation, approvals, collection.
     _service: one serving process's state; shutdown; the restart of abandoned runs.
-    _server: :func:`create_mcp_server`, the SDK server and its handlers.
-    _stdio: :func:`serve_stdio`, with only JSON-RPC on standard output.
-    _http: :func:`serve_http` and :func:`http_app`: loopback, DNS rebinding protection, tokens.
+    _server: [`create_mcp_server()`][prism.mcp.serving.create_mcp_server], the SDK server and its handlers.
+    _stdio: [`serve_stdio()`][prism.mcp.serving.serve_stdio], with only JSON-RPC on standard output.
+    _http: [`serve_http()`][prism.mcp.serving.serve_http] and [`http_app()`][prism.mcp.serving.http_app]: loopback, DNS rebinding protection, tokens.
 """
 
 from prism.mcp.serving._http import http_app as http_app

@@ -16,7 +16,7 @@ runs the agent in a task of its own. While it runs:
   (``prism.mcp.serving._approvals``); once every approval is answered the run is resumed with the
   decisions, else the call returns "waiting for approval". On the 2026 revision the call answers
   with an ``InputRequiredResult`` instead, and the call repeated with the answers
-  (:func:`answer_input`) records them and goes on with the run.
+  ([`answer_input()`][prism.mcp.serving._calls.answer_input]) records them and goes on with the run.
 
 A call of ``<name>_result {run_id}`` collects a run of a conversation the same principal opened:
 its kept outcome; "still running"; for a suspended run, the decisions recorded for it are applied

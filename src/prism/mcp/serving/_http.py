@@ -161,7 +161,7 @@ def http_app(
     """The ASGI app that serves ``server`` over streamable HTTP at ``path`` (module docstring).
 
     Args:
-        server: A server from :func:`prism.mcp.serving.create_mcp_server`.
+        server: A server from [`prism.mcp.serving.create_mcp_server()`][prism.mcp.serving.create_mcp_server].
         host: The address it will listen on (decides the loopback rules).
         port: The port it will listen on.
         path: The MCP endpoint.
@@ -173,7 +173,7 @@ def http_app(
         A Starlette application (its lifespan runs the MCP session manager and the service).
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — see :func:`check_http_options` (TLS aside), or
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — see ``check_http_options()`` (TLS aside), or
             ``server`` was not made by ``create_mcp_server``.
     """
     from starlette.applications import Starlette
@@ -217,7 +217,7 @@ async def serve_http(
     """Serve ``server`` over streamable HTTP with uvicorn until SIGINT or SIGTERM.
 
     ``server``, ``host``, ``port``, ``path``, ``tokens``, ``allowed_hosts`` and
-    ``allowed_origins`` are those of :func:`http_app`.
+    ``allowed_origins`` are those of [`http_app()`][prism.mcp.serving._http.http_app].
 
     Args:
         ssl_certfile: A PEM certificate: serve HTTPS (with ``ssl_keyfile``).
@@ -228,7 +228,7 @@ async def serve_http(
         ``True`` when every run ended at shutdown (``False``: some were left going).
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — see :func:`check_http_options`.
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — see ``check_http_options()``.
     """
     import uvicorn
 

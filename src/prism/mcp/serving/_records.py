@@ -1,7 +1,7 @@
 """What a served agent keeps in the store beside its runs: who owns each conversation, the
 outcome of each run, and which serving processes are alive.
 
-Every record is a checkpoint in the namespace :data:`NAMESPACE` of the served agents' checkpoint
+Every record is a checkpoint in the namespace [`NAMESPACE`][prism.mcp.serving._records.NAMESPACE] of the served agents' checkpoint
 store, so it lives as long as the runs it describes and is shared by every server on the store:
 
 * ``session:<session id>`` — ``{"principal", "tool", "server"}``: the client that opened the

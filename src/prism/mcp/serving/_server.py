@@ -1,5 +1,5 @@
 """The SDK's low-level MCP ``Server`` of a set of served agents: ``tools/list`` and
-``tools/call`` handlers over one :class:`~prism.mcp.serving._service.Service`, whose life is the
+``tools/call`` handlers over one [`Service`][prism.mcp.serving._service.Service], whose life is the
 server's lifespan (entered once per stdio connection, once for the whole HTTP app)."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ AgentsToServe = (
     | Sequence[Agent | ToolDefinition | ServedAgent]
     | Mapping[str, Agent | ToolDefinition]
 )
-"""What :func:`create_mcp_server` serves: one agent, a sequence, or a mapping of tool names to
+"""What [`create_mcp_server()`][prism.mcp.serving._server.create_mcp_server] serves: one agent, a sequence, or a mapping of tool names to
 agents (a registry's built agents; an agent tool keeps its own name)."""
 
 _SERVICES: weakref.WeakKeyDictionary[Server[Service], Service] = weakref.WeakKeyDictionary()
@@ -86,13 +86,13 @@ def create_mcp_server(
 ) -> Server[Service]:
     """An MCP server (the ``mcp`` SDK's low-level ``Server``) whose tools run prism agents.
 
-    Each agent is one tool (see :func:`prism.mcp.serving.served_agent`) plus ``<name>_result``,
-    which collects a run's answer. Serve it with :func:`prism.mcp.serving.serve_stdio`,
-    :func:`prism.mcp.serving.serve_http`, ``server.streamable_http_app(...)`` or in process
+    Each agent is one tool (see [`prism.mcp.serving.served_agent()`][prism.mcp.serving.served_agent]) plus ``<name>_result``,
+    which collects a run's answer. Serve it with [`prism.mcp.serving.serve_stdio()`][prism.mcp.serving.serve_stdio],
+    [`prism.mcp.serving.serve_http()`][prism.mcp.serving.serve_http], ``server.streamable_http_app(...)`` or in process
     (``mcp.Client(server)``).
 
     Args:
-        agents: An ``Agent``, an agent tool (``agent.as_tool(...)``), a :class:`ServedAgent`,
+        agents: An ``Agent``, an agent tool (``agent.as_tool(...)``), a [`ServedAgent`][prism.mcp.serving._server.ServedAgent],
             a sequence of them, or a mapping of tool names to agents.
         name: The server's name (``serverInfo.name``).
         instructions: The server's instructions for clients.
@@ -186,7 +186,7 @@ def create_mcp_server(
 
 
 def service_of(server: Server[Any]) -> Service:
-    """The service behind a server :func:`create_mcp_server` made.
+    """The service behind a server [`create_mcp_server()`][prism.mcp.serving._server.create_mcp_server] made.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — another server.

@@ -3,7 +3,7 @@ progress, and the restart of runs a dead server left behind.
 
 **Shutdown.** When the client goes away (end of standard input, the HTTP server stopping), the
 runs in progress are stopped at their next turn boundary (a clean stop, resumable:
-``stop_detail`` :data:`SHUTDOWN_REASON`) and waited for ``stop_wait_s`` seconds; a run still
+``stop_detail`` [`SHUTDOWN_REASON`][prism.mcp.serving._service.SHUTDOWN_REASON]) and waited for ``stop_wait_s`` seconds; a run still
 going after that is left as it is (the ``prism mcp serve`` command then exits at once), and the
 next server on the store resumes it as after a crash. A cancellation from the client
 (``notifications/cancelled``) is not a shutdown: it aborts the call's run.

@@ -1,15 +1,15 @@
 """Serving over standard input and output, where nothing but JSON-RPC frames may reach stdout.
 
-:func:`claim_stdio` moves the wire off the standard descriptors for the whole process: the MCP
+[`claim_stdio()`][prism.mcp.serving._stdio.claim_stdio] moves the wire off the standard descriptors for the whole process: the MCP
 transport reads and writes private duplicates of fd 0 and fd 1, while fd 1 points at standard
 error (so ``print``, logging to stdout, rich and the C library under llama.cpp all land on
 stderr) and fd 0 at the null device (so a child process cannot read the client's frames). The
-``prism mcp serve`` command claims them before it imports anything else; :func:`serve_stdio`
+``prism mcp serve`` command claims them before it imports anything else; [`serve_stdio()`][prism.mcp.serving._stdio.serve_stdio]
 claims them itself when it is given no wire.
 
 The end of standard input is the client going away: the service starts its shutdown before the
 SDK cancels the calls in progress, so their runs stop at a turn boundary instead of being
-aborted (see :mod:`prism.mcp.serving._service`).
+aborted (see [`prism.mcp.serving._service`][prism.mcp.serving._service]).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ __all__ = ["StdioWire", "claim_stdio", "serve_stdio"]
 
 @dataclass(frozen=True, slots=True)
 class StdioWire:
-    """The private descriptors of the MCP wire (:func:`claim_stdio`)."""
+    """The private descriptors of the MCP wire ([`claim_stdio()`][prism.mcp.serving._stdio.claim_stdio])."""
 
     read_fd: int
     """A duplicate of the original standard input."""
@@ -76,12 +76,12 @@ def claim_stdio() -> Iterator[StdioWire]:
 
 
 async def serve_stdio(server: Server[Service], *, wire: StdioWire | None = None) -> bool:
-    """Serve ``server`` (from :func:`prism.mcp.serving.create_mcp_server`) to the one client on
+    """Serve ``server`` (from [`prism.mcp.serving.create_mcp_server()`][prism.mcp.serving.create_mcp_server]) to the one client on
     standard input and output, until it closes its end.
 
     Args:
         server: The MCP server.
-        wire: The descriptors :func:`claim_stdio` gave (default: claimed here, for the call).
+        wire: The descriptors [`claim_stdio()`][prism.mcp.serving._stdio.claim_stdio] gave (default: claimed here, for the call).
 
     Returns:
         ``True`` when every run ended at shutdown; ``False`` when some were still going after

@@ -1,7 +1,7 @@
 """What an MCP client sees of a served agent: its tool, its ``<name>_result`` tool, and the
 checks of a call's arguments.
 
-An agent becomes the tool :class:`ServedAgent` describes: the name, description and input schema
+An agent becomes the tool [`ServedAgent`][prism.mcp.serving._tools.ServedAgent] describes: the name, description and input schema
 of ``agent.as_tool(...)`` (the default input is one string ``input``), plus an optional
 ``session_id`` argument that continues an earlier call's conversation. When the agent's loop
 produces an artifact with a schema (``json_schema_artifact``, ``pydantic_artifact``), that schema
@@ -59,7 +59,7 @@ _RUN_INPUT: Final[dict[str, JsonValue]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServedAgent:
-    """One agent served as an MCP tool (build it with :func:`served_agent`)."""
+    """One agent served as an MCP tool (build it with [`served_agent()`][prism.mcp.serving._tools.served_agent])."""
 
     agent: Agent
     """The agent each call runs."""
@@ -89,7 +89,7 @@ class ServedAgent:
         return str(config.id or config.name or self.name)
 
     def mcp_input_schema(self) -> dict[str, JsonValue]:
-        """The input schema the client sees: :attr:`input_schema` plus ``session_id``."""
+        """The input schema the client sees: [`input_schema`][prism.mcp.serving._tools.ServedAgent.input_schema] plus ``session_id``."""
         schema = dict(self.input_schema)
         properties = schema.get("properties")
         shown = dict(properties) if isinstance(properties, Mapping) else {}

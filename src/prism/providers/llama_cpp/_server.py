@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run llama-cpp-python's OpenAI-compatible server with the embedded model's defaults.
 
     ``python -m prism.providers.llama_cpp [options]`` accepts every ``llama_cpp.server`` option
-    (defaults in :func:`server_args`). prism's chat handler is registered and llama.cpp's extra
+    (defaults in [`server_args()`][prism.providers.llama_cpp._server.server_args]). prism's chat handler is registered and llama.cpp's extra
     buffer types are turned off for the whole server process (see
     ``prism.providers.llama_cpp._workarounds``).
 

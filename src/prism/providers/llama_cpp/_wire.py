@@ -10,9 +10,9 @@ llama-cpp-python's chat formats:
 * ``assistant`` → text plus ``tool_calls`` for host calls; thinking parts are dropped;
 * ``tool`` results carry the tool-result payload text every provider sends (the result, or the
   error text, or a fixed "no output" text). ``chatml-function-calling`` (and prism's
-  :data:`PRISM_CHAT_FORMAT`) renders only system, user and assistant turns, so there a result is
+  [`PRISM_CHAT_FORMAT`][prism.providers.llama_cpp._wire.PRISM_CHAT_FORMAT]) renders only system, user and assistant turns, so there a result is
   sent as a user turn ``"Result of <name>: <payload>"`` (the phrasing the bundled model answers
-  best from; :func:`function_calling_messages`); other chat formats get ``{"role": "tool",
+  best from; [`function_calling_messages()`][prism.providers.llama_cpp._wire.function_calling_messages]); other chat formats get ``{"role": "tool",
   ...}``. Message text is passed verbatim: that template is rendered with HTML autoescaping,
   which would otherwise turn quotes into ``&#34;``;
 * ``request.model.parameters`` then ``request.options.extra`` give the sampling settings
@@ -28,16 +28,16 @@ llama-cpp-python's chat formats:
   "json_schema", "json_schema": {"schema": ...}}``) given in the parameters is mapped the same way.
   A grammar keeps the output well-formed but not from looping: a small model fills an array with
   the same item until ``max_tokens`` cuts the JSON. So a schema-constrained request gets
-  ``repeat_penalty`` :data:`SCHEMA_REPEAT_PENALTY` unless its parameters set one (the library's
+  ``repeat_penalty`` [`SCHEMA_REPEAT_PENALTY`][prism.providers.llama_cpp._wire.SCHEMA_REPEAT_PENALTY] unless its parameters set one (the library's
   default is 1.0, no penalty; with the bundled model and a name/age/hobbies schema 2 of 8 prompts
   gave complete JSON without it, 16 of 16 with it).
-  A request that offers tools gets ``repeat_penalty`` :data:`TOOL_REPEAT_PENALTY` unless its
+  A request that offers tools gets ``repeat_penalty`` [`TOOL_REPEAT_PENALTY`][prism.providers.llama_cpp._wire.TOOL_REPEAT_PENALTY] unless its
   parameters set one — the llama.cpp server's default, so a tool call's arguments come out as
   they do through the server (without a penalty the bundled model can repeat inside a string
   argument until ``max_tokens`` cuts it: a ``ticker`` argument looped to 512 tokens in-process
   and closed at once through the server).
 * ``tool_choice``: ``"auto"`` (default with tools), ``"none"``, ``"required"`` (forces the only
-  tool; with several, :data:`PRISM_CHAT_FORMAT` makes the model pick one, other formats get
+  tool; with several, [`PRISM_CHAT_FORMAT`][prism.providers.llama_cpp._wire.PRISM_CHAT_FORMAT] makes the model pick one, other formats get
   ``"auto"``) or a named tool, ``{"name": ...}`` or ``{"type": "function", "function": {"name":
   ...}}``.
 """
@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 PRISM_CHAT_FORMAT: Final = "prism-chatml-function-calling"
-"""Name of prism's chat handler (:mod:`prism.providers.llama_cpp._chat_handler`): the default
+"""Name of prism's chat handler ([`prism.providers.llama_cpp._chat_handler`][prism.providers.llama_cpp._chat_handler]): the default
 chat format of the in-process provider and of the server launcher."""
 
 FUNCTION_CALLING_FORMATS: Final = frozenset({PRISM_CHAT_FORMAT, "chatml-function-calling"})
@@ -213,7 +213,7 @@ def _chat_messages(
 ) -> list[dict[str, Any]]:
     """Map prism messages to llama-cpp-python chat messages (see the module docstring), with
     every text marked verbatim for the template. With ``function_calling`` the OpenAI form is
-    then shown the way the bundled model reads it (:func:`function_calling_messages`)."""
+    then shown the way the bundled model reads it ([`function_calling_messages()`][prism.providers.llama_cpp._wire.function_calling_messages])."""
     out = _chat_messages_raw(messages, has_tools=has_tools)
     if function_calling:
         return function_calling_messages(out, has_tools=has_tools, show_calls=show_calls)
@@ -252,7 +252,7 @@ def function_calling_messages(
     """OpenAI-form chat messages as ``chatml-function-calling`` should show them to the model.
 
     The one mapping of the in-process provider and of the server's chat handler
-    (:mod:`prism.providers.llama_cpp._chat_handler`), so both prompt the model alike:
+    ([`prism.providers.llama_cpp._chat_handler`][prism.providers.llama_cpp._chat_handler]), so both prompt the model alike:
 
     * every ``system`` message joins one leading system message (``"\n\n"``); with tools and no
       system text it is ``"You are a helpful assistant."`` (the format lists the tools there);

@@ -8,14 +8,14 @@ provider reads as plain request/stream mapping:
   with llama-cpp-python 0.3.36). ``llama_cpp.Llama`` has no keyword for
   ``llama_model_params.use_extra_bufts``: it builds its parameters from
   ``llama_cpp.llama_cpp.llama_model_default_params()`` while constructing, so that function is
-  wrapped (:func:`patch_default_params`) — for one construction under a lock
-  (:func:`load_llama`), or for a whole server process (the launcher). For a 135M-parameter model
+  wrapped ([`patch_default_params()`][prism.providers.llama_cpp._workarounds.patch_default_params]) — for one construction under a lock
+  ([`load_llama()`][prism.providers.llama_cpp._workarounds.load_llama]), or for a whole server process (the launcher). For a 135M-parameter model
   the difference in speed is negligible.
 * **Token counting, output cap and stop on request.** A streamed chat completion reports no
   usage, the ``chatml-function-calling`` chat format ignores ``max_tokens`` in its automatic
   tool mode, and generation cannot be interrupted from another thread. A subclass of
-  ``llama_cpp.Llama`` (:func:`counting_llama_class`) wraps ``Llama.generate`` — the one
-  generator every completion goes through — and reports to a :class:`TokenMeter`.
+  ``llama_cpp.Llama`` ([`counting_llama_class()`][prism.providers.llama_cpp._workarounds.counting_llama_class]) wraps ``Llama.generate`` — the one
+  generator every completion goes through — and reports to a [`TokenMeter`][prism.providers.llama_cpp._workarounds.TokenMeter].
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def patch_default_params() -> Callable[[], None]:
 
 @contextlib.contextmanager
 def _default_params_without_extra_buffers() -> Iterator[None]:
-    """:func:`patch_default_params` for the duration of one construction (under a lock)."""
+    """[`patch_default_params()`][prism.providers.llama_cpp._workarounds.patch_default_params] for the duration of one construction (under a lock)."""
     with _PARAMS_LOCK:
         restore = patch_default_params()
         try:
@@ -82,7 +82,7 @@ def _default_params_without_extra_buffers() -> Iterator[None]:
 class TokenMeter:
     """Per-request counting and stopping state of one loaded model.
 
-    The provider arms it before a request (:meth:`start`) and disarms it after (:meth:`end`);
+    The provider arms it before a request ([`start()`][prism.providers.llama_cpp._workarounds.TokenMeter.start]) and disarms it after ([`end()`][prism.providers.llama_cpp._workarounds.TokenMeter.end]);
     the counting ``Llama`` subclass reads ``stop``/``max_tokens`` and adds to the counts.
     """
 
@@ -94,9 +94,9 @@ class TokenMeter:
         self.max_tokens: int | None = None
         """Most sampled (non end-of-generation) tokens per completion; ``None`` is no cap."""
         self.prompt_tokens = 0
-        """Prompt tokens evaluated since :meth:`start`, over every completion of the request."""
+        """Prompt tokens evaluated since [`start()`][prism.providers.llama_cpp._workarounds.TokenMeter.start], over every completion of the request."""
         self.output_tokens = 0
-        """Tokens sampled since :meth:`start`."""
+        """Tokens sampled since [`start()`][prism.providers.llama_cpp._workarounds.TokenMeter.start]."""
 
     def start(self, stop: threading.Event, max_tokens: int) -> None:
         """Arm the meter for one request: zero the counts, set the stop event and the cap."""
@@ -122,7 +122,7 @@ class TokenMeter:
 def counting_llama_class() -> type[Any]:
     """``llama_cpp.Llama`` subclass that counts tokens, caps output and stops on request.
 
-    Each instance has a :class:`TokenMeter` as ``prism_meter``. Its ``generate`` counts prompt
+    Each instance has a [`TokenMeter`][prism.providers.llama_cpp._workarounds.TokenMeter] as ``prism_meter``. Its ``generate`` counts prompt
     tokens and sampled tokens per request, stops a completion after ``meter.max_tokens`` sampled
     tokens, and ends generation at the next token once ``meter.stop`` is set. A generation ended
     early finishes as ``"length"``. The class is built once, on first use, because it needs the
@@ -194,7 +194,7 @@ def load_llama(
         llama_kwargs: Further ``Llama`` keyword arguments (they win over the ones above).
 
     Returns:
-        The loaded model (an instance of :func:`counting_llama_class`).
+        The loaded model (an instance of [`counting_llama_class()`][prism.providers.llama_cpp._workarounds.counting_llama_class]).
 
     Raises:
         ImportError: llama-cpp-python is not installed.

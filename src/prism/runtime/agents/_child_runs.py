@@ -9,14 +9,14 @@ calling run's (same checkpoint store and revision) — and:
   is recorded, see ``DurableDriver.record_child``), so a crash resumes that child instead of
   reporting the call ambiguous;
 * a child that suspends (an approval, its input guardrail) raises
-  :class:`~prism.runtime.run._delegation.ChildRunSuspended` out of the tool: the calling run suspends
+  [`ChildRunSuspended`][prism.runtime.run._delegation.ChildRunSuspended] out of the tool: the calling run suspends
   too, its envelope keeps the child link, and its interruption lists the child's pending
   decisions (tagged ``subagent``);
 * the child inherits the ``stop`` callback of the calling run's turn policy: a host stopping the
   calling run (a worker draining) stops the child at its next boundary, and the calling run then
   stops at its own next boundary the same way (``succeeded``, ``stop_reason="host_policy"``), the
   child link kept; ``resume_agent_run(..., decision="continue")`` continues both;
-* when the calling run is resumed, its resumed leg replays the call: :func:`run_child` finds the
+* when the calling run is resumed, its resumed leg replays the call: [`run_child()`][prism.runtime.agents._child_runs.run_child] finds the
   recorded child and continues it from the store — with the decisions the operator gave on the
   calling run, or as crash recovery — before the calling run's loop goes on; a child that
   finished before the crash is not run again (its stored answer is used).
@@ -135,7 +135,7 @@ async def _continue(
     options: RunStateOptions,
     inherited: bool,
 ) -> RunResult:
-    """Continue the recorded child from what the store holds (see :func:`run_child`)."""
+    """Continue the recorded child from what the store holds (see [`run_child()`][prism.runtime.agents._child_runs.run_child])."""
     link = ChildRun.from_json(recorded)
     run_id = link.run_id
     record = await options.checkpoints.load_checkpoint(namespace=AGENT_RUN_NAMESPACE, key=run_id)

@@ -1,7 +1,7 @@
 """Agents: validated, immutable configuration and the session factory.
 
 ``create_agent(...)`` checks every option once, converts mappings to their dataclasses and freezes
-the result as :class:`AgentConfig` (``agent.config``). It performs no I/O and starts nothing; a run
+the result as [`AgentConfig`][prism.runtime.agents.agent.AgentConfig] (``agent.config``). It performs no I/O and starts nothing; a run
 starts only when a session's ``run()`` is awaited.
 """
 
@@ -91,7 +91,7 @@ def _check_grace(value: Any) -> float:
 
 def _tools(value: Any) -> tuple[ToolRegistry, tuple[ToolSource, ...]]:
     """The agent's tool registry and its tool sources (the items of ``tools`` that are
-    :class:`~prism.tools.ToolSource` objects, e.g. MCP servers, in order)."""
+    [`ToolSource`][prism.tools.ToolSource] objects, e.g. MCP servers, in order)."""
     if value is None:
         return ToolRegistry(), ()
     if isinstance(value, ToolDefinition) or is_tool_source(value):
@@ -325,7 +325,7 @@ def create_agent(
             ``prism.tracing.set_default_tracer`` (none unless set).
 
     Returns:
-        The :class:`Agent`.
+        The [`Agent`][prism.runtime.agents.agent.Agent].
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — ``model`` missing (and no provider default) or
@@ -417,10 +417,10 @@ def create_agent(
 class Agent:
     """An agent: immutable configuration plus a session factory.
 
-    Build one with :func:`create_agent`.
+    Build one with [`create_agent()`][prism.runtime.agents.agent.create_agent].
 
     Attributes:
-        config: The validated :class:`AgentConfig`.
+        config: The validated [`AgentConfig`][prism.runtime.agents.agent.AgentConfig].
     """
 
     __slots__ = ("config",)
@@ -457,7 +457,7 @@ class Agent:
         input: Mapping[str, Any] | None = None,
     ) -> ToolDefinition:
         """This agent as a tool of another agent: each call runs it in a child session linked
-        to the calling run (see :mod:`prism.runtime.agents.agent_tool`).
+        to the calling run (see ``prism.runtime.agents.agent_tool``).
 
         Args:
             name: Tool name (default: the agent's name).
@@ -546,7 +546,7 @@ class Agent:
             on_event: Callback receiving every redacted event of every run.
 
         Returns:
-            The new :class:`~prism.runtime.run.session.AgentSession`.
+            The new [`AgentSession`][prism.runtime.run.session.AgentSession].
         """
         from prism.runtime.run.session import AgentSession
 
@@ -561,7 +561,7 @@ class Agent:
 
 
 class _AgentDurableHooks:
-    """The durable mode of an agent's runs: :data:`prism.runtime.durable.DURABLE_HOOKS`, imported
+    """The durable mode of an agent's runs: [`prism.runtime.durable.DURABLE_HOOKS`][prism.runtime.durable.DURABLE_HOOKS], imported
     by the first run that has something durable to check.
 
     A run with no ``run_state`` (the agent's or its own), no tool that needs approval (its own or
@@ -598,4 +598,4 @@ def _durable_hooks() -> DurableHooks:
 
 
 AGENT_DURABLE_HOOKS: Final = _AgentDurableHooks()
-"""The durable hooks every :class:`Agent` hands its runs."""
+"""The durable hooks every [`Agent`][prism.runtime.agents.agent.Agent] hands its runs."""

@@ -20,7 +20,7 @@ to the call in its metadata (``parent_run``), as does the child run's metadata.
 When the calling run is durable, so is the child (its own ``run_state``, else the calling run's):
 its run id is recorded in the calling run's pending call before it starts, a child that suspends
 suspends the calling run (its approvals are answered on the calling run), and resuming the
-calling run continues the child first (see :mod:`prism.runtime.agents._child_runs`).
+calling run continues the child first (see [`prism.runtime.agents._child_runs`][prism.runtime.agents._child_runs]).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def agent_tool(
         agent: The child agent.
         name: Tool name (default: the agent's name); must match ``^[a-zA-Z0-9_-]{1,64}$``.
         description: What the tool does, for the model (default: ``"Ask the <name> agent."``).
-        input: JSON Schema of the arguments (default :data:`DEFAULT_AGENT_TOOL_INPUT`: one
+        input: JSON Schema of the arguments (default [`DEFAULT_AGENT_TOOL_INPUT`][prism.runtime.agents.agent_tool.DEFAULT_AGENT_TOOL_INPUT]: one
             string ``input``). With a custom schema the child's input is the arguments as
             canonical JSON text.
 

@@ -1,34 +1,34 @@
 """Durable runs: options, the run-state envelope, approvals and resume.
 
 A durable run writes a bounded, redacted, versioned **run-state envelope** to a host
-:class:`~prism.checkpoints.CheckpointStore` at safe boundaries, so it can suspend for an
+[`CheckpointStore`][prism.checkpoints.CheckpointStore] at safe boundaries, so it can suspend for an
 operator decision or stop cleanly and continue later — in another process when the session store
 and the checkpoint store are durable.
 
 Public surface (re-exported from ``prism``):
 
-* :class:`RunStateOptions` — ``run_state=`` on the agent or the run;
-* :class:`AgentRunState` — the public view of a stored envelope (``RunResult.run_state``);
-* :class:`AgentRunInterruption`, :class:`PendingDecision`, :class:`DecisionScope` — why a run is
+* [`RunStateOptions`][prism.runtime.durable.RunStateOptions] — ``run_state=`` on the agent or the run;
+* [`AgentRunState`][prism.runtime.durable.AgentRunState] — the public view of a stored envelope (``RunResult.run_state``);
+* [`AgentRunInterruption`][prism.runtime.durable.AgentRunInterruption], [`PendingDecision`][prism.runtime.durable.PendingDecision], [`DecisionScope`][prism.runtime.durable.DecisionScope] — why a run is
   suspended;
-* :class:`RunDecision`, :class:`StickyDecision` — operator decisions;
-* :func:`resume_agent_run` — continue, approve or deny a stored run;
-* :func:`agent_fingerprint` — the configuration fingerprint;
-* :func:`load_agent_run_state` / :func:`save_agent_run_state` / :class:`LoadedRunState` — operator
+* [`RunDecision`][prism.runtime.durable.RunDecision], [`StickyDecision`][prism.runtime.durable.StickyDecision] — operator decisions;
+* [`resume_agent_run()`][prism.runtime.durable.resume_agent_run] — continue, approve or deny a stored run;
+* ``agent_fingerprint()`` — the configuration fingerprint;
+* [`load_agent_run_state()`][prism.runtime.durable.load_agent_run_state] / [`save_agent_run_state()`][prism.runtime.durable.save_agent_run_state] / [`LoadedRunState`][prism.runtime.durable.LoadedRunState] — operator
   access to the stored envelope;
-* :func:`resolve_ambiguous_call` — the operator's repair of a call a crash left ambiguous;
-* :func:`list_agent_runs` — the stored runs (by default the resumable ones), for a worker or an
+* [`resolve_ambiguous_call()`][prism.runtime.durable.resolve_ambiguous_call] — the operator's repair of a call a crash left ambiguous;
+* [`list_agent_runs()`][prism.runtime.durable.list_agent_runs] — the stored runs (by default the resumable ones), for a worker or an
   operator to resume;
-* :func:`list_pending_decisions` / :class:`PendingDecisionRecord` — the tool approvals the
+* [`list_pending_decisions()`][prism.runtime.durable.list_pending_decisions] / [`PendingDecisionRecord`][prism.runtime.durable.PendingDecisionRecord] — the tool approvals the
   suspended runs wait for (also importable from here, outside ``__all__``, which stays as it was);
-* :func:`record_decisions` / :func:`list_recorded_decisions` — decisions stored for a process
+* ``record_decisions()`` / [`list_recorded_decisions()`][prism.runtime.durable.list_recorded_decisions] — decisions stored for a process
   with the run's agent to apply (``resume_agent_run(agent, run_id, decisions="recorded")``);
-  :func:`list_decided_approvals` /
-  :class:`DecidedApproval` — who decided a run's approvals, how and when (importable from here,
+  [`list_decided_approvals()`][prism.runtime.durable.list_decided_approvals] /
+  ``DecidedApproval`` — who decided a run's approvals, how and when (importable from here,
   outside ``__all__``).
 
 The per-leg machinery the runtime drives (gating, checkpoint writes, suspension, replay) is
-:class:`DurableRun`; :func:`check_durable_run` is the durable preflight.
+[`DurableRun`][prism.runtime.durable.DurableRun]; [`check_durable_run()`][prism.runtime.durable.check_durable_run] is the durable preflight.
 
 Example (human approval)::
 

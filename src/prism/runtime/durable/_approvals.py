@@ -1,7 +1,7 @@
 """Approvals: operator decisions, their validation and application, sticky matching.
 
-Private module behind :mod:`prism.runtime.durable`. The per-leg durable machine that gates calls
-and writes envelopes is :class:`~prism.runtime.durable._durable_run.DurableRun`.
+Private module behind ``prism.runtime.durable``. The per-leg durable machine that gates calls
+and writes envelopes is [`DurableRun`][prism.runtime.durable._durable_run.DurableRun].
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Who decided an approval: recorded decisions, settled approvals and the late decider's answer.
 
 A decision takes effect when a resume applies it; the run's envelope then keeps it (``decided``,
-:class:`~prism.runtime.durable._run_state.DecidedApproval`). A host that cannot resume the run
+``DecidedApproval``). A host that cannot resume the run
 itself — it does not have the run's agent — *records* the decision instead:
-:func:`record_decisions` stores it under ``namespace="prism.decision"``, ``key=run_id``, and a
+[`record_decisions()`][prism.runtime.durable._decision_records.record_decisions] stores it under ``namespace="prism.decision"``, ``key=run_id``, and a
 process that has the agent applies what was recorded with ``resume_agent_run(agent, run_id,
 decisions="recorded")`` (``prism resume RUN_ID --recorded`` for a run the ``prism`` command
 started).
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 _ATTEMPTS: Final = 16
-"""Compare-and-set rounds of :func:`record_decisions` before it gives up."""
+"""Compare-and-set rounds of [`record_decisions()`][prism.runtime.durable._decision_records.record_decisions] before it gives up."""
 
 
 def settled_decisions(state: RunEnvelope, batch: Sequence[RunDecision]) -> list[DecidedApproval]:
@@ -173,8 +173,8 @@ async def record_decisions(
     Args:
         store: The run's checkpoint store.
         run_id: The suspended run the approvals are answered on (for a child run's approval: the
-            calling run, as :func:`~prism.runtime.durable.list_pending_decisions` lists it).
-        decisions: :class:`RunDecision` objects (or mappings), at most 128, each for an open
+            calling run, as [`list_pending_decisions()`][prism.runtime.durable.list_pending_decisions] lists it).
+        decisions: [`RunDecision`][prism.runtime.durable._decision_records.RunDecision] objects (or mappings), at most 128, each for an open
             approval of the run; ``modified_arguments`` are checked against the tool's schema
             when the decision is applied, not here.
         by: Who decides (1–256 characters), for each decision without its own ``by``.
@@ -288,7 +288,7 @@ async def recorded_batch(
 async def list_decided_approvals(store: CheckpointStore, run_id: str) -> list[DecidedApproval]:
     """Who decided the approvals of run ``run_id``, how and when: the decisions resumes applied
     (the newest 32 the envelope keeps, oldest first), then the recorded ones still waiting for a
-    process to apply them (``applied_at`` is ``None``; see :func:`record_decisions`). A child
+    process to apply them (``applied_at`` is ``None``; see [`record_decisions()`][prism.runtime.durable._decision_records.record_decisions]). A child
     run's approval decided on the calling run is listed on the calling run.
 
     Returns:
@@ -314,7 +314,7 @@ async def list_decided_approvals(store: CheckpointStore, run_id: str) -> list[De
 
 
 async def list_recorded_decisions(store: CheckpointStore, run_id: str) -> list[RunDecision]:
-    """The decisions recorded for run ``run_id`` (:func:`record_decisions`) that still wait for
+    """The decisions recorded for run ``run_id`` ([`record_decisions()`][prism.runtime.durable._decision_records.record_decisions]) that still wait for
     an open approval, in recording order, as ``resume_agent_run(agent, run_id,
     decisions="recorded")`` would apply them (``by`` included) — what a host that applies them
     some other way sends (a DBOS run: ``RunClient.decide(run_id, decisions=...)``).

@@ -1,7 +1,7 @@
 """How a run leg drives its durable state: envelope writes, approvals, suspension and replay.
 
-:class:`DurableDriver` connects one run leg (its :class:`~prism.runtime.run.context.RunContext`) to
-the :class:`~prism.runtime.durable._durable_run.DurableRun` that owns the envelope. It plugs into the leg's
+[`DurableDriver`][prism.runtime.durable._durable_leg.DurableDriver] connects one run leg (its [`RunContext`][prism.runtime.run.context.RunContext]) to
+the [`DurableRun`][prism.runtime.durable._durable_run.DurableRun] that owns the envelope. It plugs into the leg's
 seams:
 
 * the turn boundary: suspend on an open approval round (before the turn is charged),
@@ -224,7 +224,7 @@ class DurableDriver:
 
     def prepares(self, call: ToolCallContent) -> bool:
         """Whether ``call``'s arguments are prepared (parsed, defaults filled) before
-        :meth:`before_execute`: the calls an approval may be asked for, and replayed ones."""
+        [`before_execute()`][prism.runtime.durable._durable_leg.DurableDriver.before_execute]: the calls an approval may be asked for, and replayed ones."""
         return self.run.prepares(call)
 
     async def before_execute(
@@ -240,7 +240,7 @@ class DurableDriver:
           rejection answers it;
         * else a replayed call is marked ``dispatched``, or an ``every-turn`` dispatch marked —
           by a write of its own; an agent tool's call is marked by the write that records its
-          child run, before the child starts (:meth:`record_child`).
+          child run, before the child starts ([`record_child()`][prism.runtime.durable._durable_leg.DurableDriver.record_child]).
 
         Returns:
             The result holding the call, else ``None`` (it runs).
@@ -567,8 +567,8 @@ class DurableDriver:
 
 class _DurableMode:
     """The durable mode the run path plans and opens legs through (the seam's ``DurableHooks``):
-    the preflight is :func:`~prism.runtime.durable._run_state.check_durable_run`, a leg's hooks
-    are a :class:`DurableDriver`."""
+    the preflight is [`check_durable_run()`][prism.runtime.durable._run_state.check_durable_run], a leg's hooks
+    are a [`DurableDriver`][prism.runtime.durable._durable_leg.DurableDriver]."""
 
     __slots__ = ()
 
@@ -594,4 +594,4 @@ class _DurableMode:
 
 DURABLE_HOOKS: Final = _DurableMode()
 """The durable mode an agent's sessions, the resume of a stored run and the engines hand to
-:func:`~prism.runtime.run.plan.plan_run`."""
+[`plan_run()`][prism.runtime.run.plan.plan_run]."""

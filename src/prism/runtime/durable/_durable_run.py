@@ -1,8 +1,8 @@
 """The durable state of one run leg: envelope writes, approval gating, suspension, replay.
 
-:class:`DurableRun` is what a durable run leg drives (through
-:class:`~prism.runtime.durable._durable_leg.DurableDriver`); :class:`ResumePoint` is where a resumed leg
-starts. Decision validation and application are in :mod:`prism.runtime.durable._approvals`.
+[`DurableRun`][prism.runtime.durable._durable_run.DurableRun] is what a durable run leg drives (through
+[`DurableDriver`][prism.runtime.durable._durable_leg.DurableDriver]); [`ResumePoint`][prism.runtime.durable._durable_run.ResumePoint] is where a resumed leg
+starts. Decision validation and application are in [`prism.runtime.durable._approvals`][prism.runtime.durable._approvals].
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class DurableRun:
     O(envelope size), independent of the history length.
 
     Args:
-        options: The effective :class:`RunStateOptions`.
+        options: The effective [`RunStateOptions`][prism.runtime.durable._durable_run.RunStateOptions].
         config: The agent configuration (identity and fingerprint).
         run_id: The run id (checkpoint key).
         session_id: The session id.
@@ -375,7 +375,7 @@ class DurableRun:
 
     def gate_round(self, calls: Sequence[ToolCallContent]) -> None:
         """The loop announced a tool round: its calls are asked for approval as each reaches
-        execution (:meth:`hold`), with the arguments it will run with.
+        execution ([`hold()`][prism.runtime.durable._durable_run.TurnWrites.hold]), with the arguments it will run with.
 
         Raises:
             AgentDecisionError: ``ERR_PRISM_DECISION_LIMIT`` — the round would open more than 32
@@ -652,7 +652,7 @@ class DurableRun:
         self, call: ToolCallContent, open_calls: Mapping[str, ToolCallContent]
     ) -> _Entry:
         """Record that ``call`` is about to run (an ``every-turn`` run without gating); its
-        entry, which the caller writes at once (:meth:`marked_pending_calls`) before the call
+        entry, which the caller writes at once ([`marked_pending_calls()`][prism.runtime.durable._durable_run.DurableRun.marked_pending_calls]) before the call
         starts. It stays ``dispatched`` until its result row is stored (it then leaves
         ``open_calls``).
         """

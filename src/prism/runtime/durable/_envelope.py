@@ -1,8 +1,8 @@
 """The durable run-state envelope: fingerprint, shape checks, load and save.
 
-The value types and options of durable runs are in :mod:`prism.runtime.durable._run_state`, the
+The value types and options of durable runs are in [`prism.runtime.durable._run_state`][prism.runtime.durable._run_state], the
 typed envelope (its fields, JSON conversion, upgrade and field checks) in
-:mod:`prism.runtime.durable._run_envelope`; this module holds the agent fingerprint a resume
+[`prism.runtime.durable._run_envelope`][prism.runtime.durable._run_envelope]; this module holds the agent fingerprint a resume
 compares, the size and shape checks every write passes, the operator's load/save access, and
 the loop snapshot.
 """
@@ -320,7 +320,7 @@ async def load_state(
     ownership: OwnershipScope | None,
 ) -> tuple[CheckpointRecord, RunEnvelope]:
     """The stored record of run ``run_id`` and its envelope, checked (see
-    :func:`load_agent_run_state`)."""
+    [`load_agent_run_state()`][prism.runtime.durable._envelope.load_agent_run_state])."""
     record, _, envelope = await _load_checked(checkpoints, run_id, session_id, ownership)
     return record, envelope
 

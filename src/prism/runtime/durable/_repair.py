@@ -3,7 +3,7 @@
 A durable run that died after recording a call as ``dispatched`` but before storing its result
 cannot be resumed on its own: whether the side effect happened is unknown, and Prism never runs
 such a call again silently (the resume reports it, naming the calls). The operator checks the
-tool's own records and says what happened with :func:`resolve_ambiguous_call`:
+tool's own records and says what happened with [`resolve_ambiguous_call()`][prism.runtime.durable._repair.resolve_ambiguous_call]:
 
 * ``"rejected"`` — treat the call as not done: the resumed leg answers it with an
   ``approval_rejected`` error row carrying the operator's reason, and the model goes on;
@@ -56,7 +56,7 @@ async def resolve_ambiguous_call(
     """Record what happened to an ambiguous (``dispatched``) call of a stored run.
 
     The call's entry becomes ``ready`` with the resolution, written as a compare-and-set of the
-    envelope; the next :func:`~prism.runtime.durable.resume_agent_run` then answers it (it never
+    envelope; the next [`resume_agent_run()`][prism.runtime.durable.resume_agent_run] then answers it (it never
     runs the tool) and continues the run. Resolve every call an ambiguity report names.
 
     Args:
@@ -67,9 +67,9 @@ async def resolve_ambiguous_call(
             (done: a result row).
         sessions: The session store holding the run's transcript; defaults to ``checkpoints``
             when that is a session store too (the SQLite and PostgreSQL stores are).
-        reason: The rejected row's text (default :data:`REJECTED_MESSAGE`).
+        reason: The rejected row's text (default [`REJECTED_MESSAGE`][prism.runtime.durable._repair.REJECTED_MESSAGE]).
         result: The succeeded row's result when no result is stored for the call (default
-            :data:`SUCCEEDED_NOTE`). A JSON value.
+            [`SUCCEEDED_NOTE`][prism.runtime.durable._repair.SUCCEEDED_NOTE]). A JSON value.
         expected_version: The stored version (default: the one loaded; the write is a
             compare-and-set either way).
         fencing_token: Passed to the checkpoint write.

@@ -86,7 +86,7 @@ if TYPE_CHECKING:
 
 
 class ResumableAgent(Protocol):
-    """What :func:`resume_agent_run` needs of an agent (``prism.Agent`` is one): its
+    """What [`resume_agent_run()`][prism.runtime.durable._resume.resume_agent_run] needs of an agent (``prism.Agent`` is one): its
     configuration and its sessions."""
 
     @property
@@ -131,11 +131,11 @@ async def resume_agent_run(
       requested again;
     * ``suspended`` + decisions covering only some → re-suspend (``status="suspended"``);
     * ``suspended`` + ``decisions="recorded"`` → the decisions recorded for its open approvals
-      (:func:`~prism.runtime.durable.record_decisions`, by another process) are applied as if
+      (``record_decisions()``, by another process) are applied as if
       given here;
     * ``suspended`` + ``"deny"`` → ``status="denied"``; no tool and no provider call; the gated
       calls still open on the stored branch are answered with ``approval_rejected`` rows first,
-      so the session's next turn sends a transcript providers accept (see :func:`deny`);
+      so the session's next turn sends a transcript providers accept (see ``deny()``);
     * ``running`` (crash recovery) or a ``host_policy`` stop + ``"continue"`` → claim and resume;
       for a ``running`` envelope recorded inside a tool round, result rows stored after
       its leaf are adopted first, and a ``dispatched`` call left without one is ambiguous.
@@ -149,17 +149,17 @@ async def resume_agent_run(
         agent_or_session: An ``Agent`` (a session with the stored id is created over
             ``agent.config.store``, else a private memory store) or an ``AgentSession`` (its id
             must equal the stored one; it must not be running).
-        run_state: What identifies the stored run: an :class:`AgentRunState` (as returned by
-            ``RunResult.run_state``), a :class:`LoadedRunState` (as returned by
-            :func:`load_agent_run_state`), an ``AgentRunRef`` or a run id string. A run id or
+        run_state: What identifies the stored run: an [`AgentRunState`][prism.runtime.durable._resume.AgentRunState] (as returned by
+            ``RunResult.run_state``), a [`LoadedRunState`][prism.runtime.durable._resume.LoadedRunState] (as returned by
+            [`load_agent_run_state()`][prism.runtime.durable.load_agent_run_state]), an ``AgentRunRef`` or a run id string. A run id or
             ``AgentRunRef`` carries no version: without ``expected_version`` the stored version
             is resumed (the claim is still a compare-and-set on it, so of two resumers one
             wins). Anything else raises ``AgentRunStateError`` naming the accepted types.
         decision: ``"continue"``, ``"approve"`` or ``"deny"``.
-        decisions: A non-empty sequence of :class:`RunDecision` (or mappings), at most 128, or
+        decisions: A non-empty sequence of [`RunDecision`][prism.runtime.durable._resume.RunDecision] (or mappings), at most 128, or
             ``"recorded"`` (the decisions recorded for the run); only with the default
             ``decision``. Each applied decision is kept in the run's envelope with its ``by``
-            and time (:class:`DecidedApproval`) until the run ends.
+            and time (``DecidedApproval``) until the run ends.
         expected_version: The stored version; defaults to ``run_state.version``
             (``record.version`` of a ``LoadedRunState``), or to the version loaded for a run
             id or an ``AgentRunRef``. It must be a positive int.

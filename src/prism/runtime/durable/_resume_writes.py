@@ -1,6 +1,6 @@
 """The writes of a resume that happen outside a run leg.
 
-:func:`~prism.runtime.durable.resume_agent_run` decides what a stored run's resume does; the
+[`resume_agent_run()`][prism.runtime.durable.resume_agent_run] decides what a stored run's resume does; the
 store and checkpoint work it needs before (or instead of) a resumed leg lives here: the
 compare-and-set envelope writer, adopting result rows a crash left after the recorded leaf, the
 denial of a suspended run, and its re-suspension when decisions remain.
@@ -178,7 +178,7 @@ def ambiguity_error(state: RunEnvelope) -> AgentRunStateError | None:
 
 def check_ambiguity(state: RunEnvelope) -> None:
     """Raise ``AgentRunStateError`` when a pending call is ``dispatched``: its outcome is
-    unknown, so it is never replayed silently (see :func:`ambiguity_error`)."""
+    unknown, so it is never replayed silently (see [`ambiguity_error()`][prism.runtime.durable._resume_writes.ambiguity_error])."""
     error = ambiguity_error(state)
     if error is not None:
         raise error
@@ -186,7 +186,7 @@ def check_ambiguity(state: RunEnvelope) -> None:
 
 @dataclass(slots=True)
 class EnvelopeWriter:
-    """Compare-and-set writes of :func:`resume_agent_run` (claim, re-suspension, denial)."""
+    """Compare-and-set writes of [`resume_agent_run()`][prism.runtime.durable.resume_agent_run] (claim, re-suspension, denial)."""
 
     options: RunStateOptions
     version: int
@@ -224,7 +224,7 @@ async def deny(session: AgentSession, state: RunEnvelope, writer: EnvelopeWriter
     result rows in the session store, and providers reject a transcript in which an
     assistant tool call has no result. A denied run must leave a history a provider accepts on
     the session's next turn, so each call of the round still open on the stored branch gets one
-    ``approval_rejected`` error row (:data:`DENIED_MESSAGE`), in call order, redacted with the
+    ``approval_rejected`` error row ([`DENIED_MESSAGE`][prism.runtime.durable._resume_writes.DENIED_MESSAGE]), in call order, redacted with the
     agent's redactor and recorded under the denied run. No tool and no provider is called, and
     no event but ``agent_denied`` is emitted. The envelope keeps each approval the denial
     settled in ``decided`` (as ``reject_once``).
@@ -289,7 +289,7 @@ async def deny(session: AgentSession, state: RunEnvelope, writer: EnvelopeWriter
 async def _answer_denied_calls(
     session: AgentSession, state: RunEnvelope, redactor: SecretRedactor | None
 ) -> tuple[list[Message], str | None]:
-    """Append the ``approval_rejected`` rows of a denial (see :func:`deny`).
+    """Append the ``approval_rejected`` rows of a denial (see [`deny()`][prism.runtime.durable._resume_writes.deny]).
 
     Returns:
         ``(stored rows, new leaf)``: the rows of this run answering the open calls (those an
@@ -458,7 +458,7 @@ async def deny_children(
 ) -> None:
     """Before a calling run is denied: deny each suspended child run its pending calls recorded
     (an agent tool's child waiting for an approval), so no child is left waiting for a decision
-    nobody will give. Each child's gated calls get ``approval_rejected`` rows (see :func:`deny`).
+    nobody will give. Each child's gated calls get ``approval_rejected`` rows (see [`deny()`][prism.runtime.durable._resume_writes.deny]).
     """
     for entry in state.calls:
         link = entry.child

@@ -1,12 +1,12 @@
-"""The stored run envelope as a value: :class:`RunEnvelope`, its records, JSON and upgrades —
+"""The stored run envelope as a value: [`RunEnvelope`][prism.runtime.durable._run_envelope.RunEnvelope], its records, JSON and upgrades —
 one concept, the envelope's stored form, kept in one module because its JSON is read here and
 nowhere else.
 
 The JSON object a durable run checkpoints (``namespace="prism.agent-run"``, ``key=run_id``) is
-read here and nowhere else: the rest of the runtime reads the fields of a :class:`RunEnvelope`
-(and of its :class:`PendingCall` and :class:`ChildRun` records) and changes them with
-:func:`dataclasses.replace`. This module holds the conversion both ways
-(:meth:`RunEnvelope.from_json` of a checked envelope, :meth:`RunEnvelope.to_json`), the upgrade of
+read here and nowhere else: the rest of the runtime reads the fields of a [`RunEnvelope`][prism.runtime.durable._run_envelope.RunEnvelope]
+(and of its [`PendingCall`][prism.runtime.durable._run_envelope.PendingCall] and [`ChildRun`][prism.runtime.durable._run_envelope.ChildRun] records) and changes them with
+``dataclasses.replace()``. This module holds the conversion both ways
+([`RunEnvelope.from_json()`][prism.runtime.durable._run_envelope.RunEnvelope.from_json] of a checked envelope, [`RunEnvelope.to_json()`][prism.runtime.durable._run_envelope.RunEnvelope.to_json]), the upgrade of
 an older ``schema_version`` and the field checks a loaded envelope passes.
 
 What is written is what the runtime wrote before the envelope had a type, byte for byte:
@@ -21,7 +21,7 @@ What is written is what the runtime wrote before the envelope had a type, byte f
   messages) are kept as their stored JSON; their accessors decode them.
 
 The leg's own checkpoint writes build their JSON directly (see
-:meth:`~prism.runtime.durable._durable_run.DurableRun.write`): a typed envelope adds no
+[`write()`][prism.runtime.durable._durable_run.DurableRun.write]): a typed envelope adds no
 conversion to the every-turn write path.
 """
 
@@ -79,7 +79,7 @@ class AgentRunState(Serializable):
 
     It never contains the input, pending calls, counters or raw tool arguments. ``to_dict()`` /
     ``from_dict()`` round-trip it through JSON, so a host may persist it and pass it back to
-    :func:`resume_agent_run` later.
+    [`resume_agent_run()`][prism.runtime.durable.resume_agent_run] later.
     """
 
     schema_version: int
@@ -89,7 +89,7 @@ class AgentRunState(Serializable):
     definition_revision: str
     """The agent's ``run_state.definition_revision``."""
     fingerprint: str
-    """:func:`agent_fingerprint` of the agent that wrote it (hex SHA-256)."""
+    """``agent_fingerprint()`` of the agent that wrote it (hex SHA-256)."""
     run_id: str
     """Run id (``key`` of the checkpoint)."""
     session_id: str
@@ -168,7 +168,7 @@ def pending_call_json(
     child: Any,
 ) -> dict[str, Any]:
     """The stored JSON object of one pending call, keys in the order a leg writes them (an absent
-    optional field is an absent key). Both the stored record (:class:`PendingCall`) and the live
+    optional field is an absent key). Both the stored record ([`PendingCall`][prism.runtime.durable._run_envelope.PendingCall]) and the live
     entry of a durable leg write through it, so the format is written once."""
     out: dict[str, Any] = {"call": call, "status": status, "approval_id": approval_id}
     for key, value in (
@@ -399,8 +399,8 @@ _KNOWN: Final = frozenset(
 class RunEnvelope:
     """A stored durable run's envelope (``schema_version`` 3). ``None``: the key is absent.
 
-    Built by :meth:`from_json` from a checked envelope (see :func:`check_envelope`), changed
-    with :func:`dataclasses.replace`, written with :meth:`to_json`.
+    Built by [`from_json()`][prism.runtime.durable._run_envelope.ChildRun.from_json] from a checked envelope (see [`check_envelope()`][prism.runtime.durable._run_envelope.check_envelope]), changed
+    with ``dataclasses.replace()``, written with [`to_json()`][prism.runtime.durable._run_envelope.ChildRun.to_json].
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -445,7 +445,7 @@ class RunEnvelope:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunEnvelope:
-        """The envelope of a checked JSON object (see :func:`check_envelope`)."""
+        """The envelope of a checked JSON object (see [`check_envelope()`][prism.runtime.durable._run_envelope.check_envelope])."""
         get = data.get
         calls = get("pending_calls")
         sticky = get("sticky_decisions")
@@ -642,7 +642,7 @@ _REQUIRED_STR: Final = ("agent_id", "definition_revision", "fingerprint", "run_i
 def upgrade_envelope(state: Any) -> Any:
     """A stored envelope in the current schema: a version 1 or 2 envelope is the same object with
     the current ``schema_version`` (versions 2 and 3 only add optional keys); anything else is
-    returned unchanged for :func:`check_envelope` to judge. Never mutates ``state``."""
+    returned unchanged for [`check_envelope()`][prism.runtime.durable._run_envelope.check_envelope] to judge. Never mutates ``state``."""
     if (
         isinstance(state, dict)
         and is_int(state.get("schema_version"))
@@ -762,7 +762,7 @@ def _is_child(value: object) -> bool:
 
 def _is_release(value: object) -> bool:
     """``release`` is optional: absent, or ``{"by", "reason", "at"}`` strings (see
-    :data:`~prism.runtime.durable._run_state.RELEASE_KEY`)."""
+    [`RELEASE_KEY`][prism.runtime.durable._run_state.RELEASE_KEY])."""
     if value is None:
         return True
     return isinstance(value, dict) and all(
@@ -772,7 +772,7 @@ def _is_release(value: object) -> bool:
 
 def subagent_fields(tag: Mapping[str, Any]) -> tuple[str, str, str, str]:
     """``(tool_call_id, agent, session_id, run_id)`` of a pending decision's ``subagent`` tag
-    (:meth:`ChildRun.tag` plus the calling run's ``tool_call_id``), each as a string."""
+    ([`ChildRun.tag()`][prism.runtime.durable._run_envelope.ChildRun.tag] plus the calling run's ``tool_call_id``), each as a string."""
     return (
         str(tag.get("tool_call_id")),
         str(tag.get("agent")),

@@ -1,11 +1,11 @@
-"""Finding the runs to resume and the approvals they wait for: :func:`list_agent_runs` and
-:func:`list_pending_decisions` over a store's run index.
+"""Finding the runs to resume and the approvals they wait for: [`list_agent_runs()`][prism.runtime.durable._run_listing.list_agent_runs] and
+[`list_pending_decisions()`][prism.runtime.durable._run_listing.list_pending_decisions] over a store's run index.
 
 After a crash a worker (or an operator) must find every durable run that can be continued —
 including one killed after its first checkpoint but before its input was stored, which has no
 entry in its session yet. The run-state envelopes know them all: the store lists them through
-its optional :class:`~prism.checkpoints.AgentRunIndex` capability. The same envelopes hold what
-each suspended run waits for: :func:`list_pending_decisions` lists those approvals (tool, call id,
+its optional ``AgentRunIndex`` capability. The same envelopes hold what
+each suspended run waits for: [`list_pending_decisions()`][prism.runtime.durable._run_listing.list_pending_decisions] lists those approvals (tool, call id,
 the arguments the approval shows, the chain of agent-tool calls down to a child run's call), for
 ``prism runs`` and for any operator tool built on the stores.
 """
@@ -71,12 +71,12 @@ async def list_agent_runs(
             await prism.resume_agent_run(agent, state)
 
     Args:
-        store: A checkpoint store with the run index (:class:`AgentRunIndex`: the memory,
+        store: A checkpoint store with the run index (``AgentRunIndex``: the memory,
             SQLite and PostgreSQL stores).
         session_id: Only the runs of this session (a run whose input was never stored
             included), else every session's.
         status: ``"resumable"`` (default: ``running``, ``suspended``, and ``succeeded`` runs a
-            turn policy stopped — what :func:`~prism.runtime.durable.resume_agent_run`
+            turn policy stopped — what [`resume_agent_run()`][prism.runtime.durable.resume_agent_run]
             continues), one status, a collection of statuses, or ``None`` for all.
         limit: Most runs returned (>= 1).
 
@@ -136,7 +136,7 @@ class SubagentLink(Serializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingDecisionRecord(Serializable):
-    """One tool approval a suspended durable run waits for, as :func:`list_pending_decisions`
+    """One tool approval a suspended durable run waits for, as [`list_pending_decisions()`][prism.runtime.durable._run_listing.list_pending_decisions]
     lists it.
 
     Answer it with ``prism.resume_agent_run(agent, run_id, decisions=[RunDecision(approval_id,
@@ -214,7 +214,7 @@ async def list_pending_decisions(
             print(item.run_id, item.tool_name, item.tool_call_id, item.arguments)
 
     Args:
-        store: A checkpoint store with the run index (:class:`~prism.checkpoints.AgentRunIndex`:
+        store: A checkpoint store with the run index (``AgentRunIndex``:
             the memory, SQLite and PostgreSQL stores).
         session_id: Only the approvals answered on this session's runs.
         run_id: Only the approvals answered on this run (none when it is not suspended, or is a
@@ -222,7 +222,7 @@ async def list_pending_decisions(
         limit: Most records returned (>= 1).
 
     Returns:
-        :class:`PendingDecisionRecord` objects (frozen). Nothing is written.
+        [`PendingDecisionRecord`][prism.runtime.durable._run_listing.PendingDecisionRecord] objects (frozen). Nothing is written.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — the store cannot list runs (it does not
@@ -260,7 +260,7 @@ async def list_pending_decisions(
 
 
 class _Reader:
-    """Reads suspended runs' envelopes for :func:`list_pending_decisions`; each run loaded once
+    """Reads suspended runs' envelopes for [`list_pending_decisions()`][prism.runtime.durable._run_listing.list_pending_decisions]; each run loaded once
     per call."""
 
     def __init__(self, store: CheckpointStore) -> None:

@@ -1,6 +1,6 @@
 """The durable run state: options, limits and value types (the envelope is in ``_envelope``).
 
-Private module behind :mod:`prism.runtime.durable`; public names are re-exported from there.
+Private module behind ``prism.runtime.durable``; public names are re-exported from there.
 """
 
 from __future__ import annotations
@@ -345,14 +345,14 @@ class AgentRunInterruption(Serializable):
 class RunDecision(Serializable):
     """An operator's decision on one pending approval.
 
-    A mapping with these keys is accepted by :func:`resume_agent_run` too.
+    A mapping with these keys is accepted by [`resume_agent_run()`][prism.runtime.durable.resume_agent_run] too.
     """
 
     approval_id: str
     """The ``PendingDecision.approval_id`` decided (1–128 characters)."""
     outcome: DecisionOutcome
     """``allow_once``, ``allow_for_run``, ``reject_once`` or ``reject_for_run``; the ``*_for_run``
-    outcomes also add a :class:`StickyDecision` for the rest of the run."""
+    outcomes also add a ``StickyDecision`` for the rest of the run."""
     reason: str | None = None
     """Operator reason (≤ 2048 UTF-8 bytes); the row text of a rejection."""
     modified_arguments: dict[str, JsonValue] | None = None
@@ -360,7 +360,7 @@ class RunDecision(Serializable):
     tool's parameter schema)."""
     by: str | None = None
     """Who decided: an operator's name, a user id, ``"prism serve"`` (1–256 characters). Kept
-    with the decision in the run's envelope (:class:`DecidedApproval`), so that a later decider
+    with the decision in the run's envelope (``DecidedApproval``), so that a later decider
     of the same approval is told who decided it."""
 
 

@@ -2,7 +2,7 @@
 
 When a durable leg checkpoints at every turn, marks each tool dispatch before its side effect
 (no approvals), and its session store is its checkpoint store with
-:class:`~prism.checkpoints.EntryCheckpointStore` (the SQLite and PostgreSQL stores;
+[`EntryCheckpointStore`][prism.checkpoints.EntryCheckpointStore] (the SQLite and PostgreSQL stores;
 checked once per leg), the leg holds its session appends from its first turn boundary on and
 hands them to the store with its next envelope write, which stores both in ONE transaction.
 A tool turn (text, two parallel tool calls, their two result rows) then writes:
@@ -70,7 +70,7 @@ class TurnWrites:
         self._state = state
         self._token = fencing_token
         self.held: list[SessionAppend] | None = None
-        """The held appends (``None`` until :meth:`hold`); each write empties it."""
+        """The held appends (``None`` until [`hold()`][prism.runtime.durable._turn_writes.TurnWrites.hold]); each write empties it."""
 
     def hold(self) -> None:
         """Hold the session's appends from now on (idempotent)."""
@@ -135,7 +135,7 @@ class TurnWrites:
 
 def turn_writes_for(options: RunStateOptions, state: SessionState) -> TurnWrites | None:
     """The turn writes of a leg whose checkpoint store is its session store and writes entries
-    and envelopes together (:class:`~prism.checkpoints.EntryCheckpointStore`), else
+    and envelopes together ([`EntryCheckpointStore`][prism.checkpoints.EntryCheckpointStore]), else
     ``None`` (each append and each envelope is its own write)."""
     store = options.checkpoints
     session_store: object = state.store

@@ -1,11 +1,11 @@
 """One provider attempt's state: the fold of its events, its message events, usage, and the
 stream checks.
 
-:class:`AttemptState` is created by :class:`~prism.runtime.run.attempts.ProviderAttempts` for each
-attempt. It holds the attempt's :class:`~prism.providers.stream_fold.StreamFold` (the one fold of
+[`AttemptState`][prism.runtime.run._attempt.AttemptState] is created by [`ProviderAttempts`][prism.runtime.run.attempts.ProviderAttempts] for each
+attempt. It holds the attempt's [`StreamFold`][prism.providers.stream_fold.StreamFold] (the one fold of
 provider events, shared with ``fold_provider_events``), emits or buffers the message events
 (with a redactor's secrets, deltas pass the held channels of
-:mod:`prism.runtime.run._stream_redaction`), records usage exactly once and emits
+[`prism.runtime.run._stream_redaction`][prism.runtime.run._stream_redaction]), records usage exactly once and emits
 ``provider_turn_finished``. The helpers below check the
 items a provider stream yields.
 """
@@ -100,7 +100,7 @@ EVENT_KINDS: Final = frozenset(EVENT_TYPES)
 MESSAGE_KINDS: Final = frozenset((ProviderContentDelta, ProviderToolCall, ProviderToolCallDelta))
 """The provider events that add to the message (announced as message events). A message start
 is not one: only the fold sees it, and ``message_started`` is held until the first of these
-(:meth:`AttemptState.announce`)."""
+([`AttemptState.announce()`][prism.runtime.run._attempt.AttemptState.announce])."""
 
 
 def as_event(event: object, observable: bool) -> Any:
@@ -139,7 +139,7 @@ def checked_call(event: ProviderToolCall, secrets: tuple[str, ...] = ()) -> Prov
     ``invalid_json_arguments`` error showing the first 512 bytes of their ``repr``, like
     malformed argument text: dispatch blocks it with a tool error the model can see, and the run
     goes on. An ``arguments_error`` message loses a tail that starts one of ``secrets``
-    (:func:`without_split_secret`)."""
+    ([`without_split_secret()`][prism.runtime.run._attempt.without_split_secret])."""
     call = event.call
     arguments: Any = call.arguments
     if type(arguments) is dict:
@@ -279,10 +279,10 @@ class AttemptState:
     def announce(self, event: ProviderEvent) -> None:
         """Emit the message events of a content delta or a tool call (final or fragment), before
         it is folded: ``message_started`` ahead of the attempt's first one, then the
-        ``message_delta`` of the fragment itself (through :meth:`delta`).
+        ``message_delta`` of the fragment itself (through [`delta()`][prism.runtime.run._attempt.AttemptState.delta]).
 
         A message start is never announced: ``message_started`` is held until the first content,
-        thinking or tool-call delta (or the end of the message, :meth:`open_message`), so an
+        thinking or tool-call delta (or the end of the message, [`open_message()`][prism.runtime.run._attempt.AttemptState.open_message]), so an
         attempt that fails before any of them — and is retried or handed to a fallback — leaves
         subscribers no start of a message that never comes. The fold keeps the start's id."""
         runner = self.runner

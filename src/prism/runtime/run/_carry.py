@@ -5,18 +5,18 @@ byte count.
 Passes over a payload without a redactor (a ``dict`` of the types a JSON decoder produces):
 
 * a tool call's arguments — one walk when the provider's call arrives
-  (:func:`prism._json.copy_json`: the JSON check, a private copy, the canonical size); the size is
+  ([`prism._json.copy_json()`][prism._json.copy_json]: the JSON check, a private copy, the canonical size); the size is
   charged to ``max_response_bytes`` and, when the assistant message joins a request, to the
   request byte count; the copy is what the store keeps. (The tool's argument schema check is the
   tool's own, separate pass.)
 * a tool result — one walk in the dispatcher (the same function, see
-  :func:`prism.tools.results.normalise_result`), carried the same way, when nothing can change
+  [`prism.tools.results.normalise_result()`][prism.tools.results.normalise_result]), carried the same way, when nothing can change
   the result after ``execute`` (no ``tool_result`` hook, no tool-output guardrail).
 
-:class:`PayloadCarry` holds what was carried for one run leg. The codec
-(:class:`~prism.runtime.run._request_codec.RequestCodec`) takes the sizes; :meth:`PayloadCarry.for_store`
+[`PayloadCarry`][prism.runtime.run._carry.PayloadCarry] holds what was carried for one run leg. The codec
+([`RequestCodec`][prism.runtime.run._request_codec.RequestCodec]) takes the sizes; [`PayloadCarry.for_store()`][prism.runtime.run._carry.PayloadCarry.for_store]
 gives the message to store with the copies in place of the values, which the loop context
-appends with the copies donated (:func:`prism._fast_entry_copy.donated`), so a store that copies
+appends with the copies donated ([`prism._fast_entry_copy.donated()`][prism._fast_entry_copy.donated]), so a store that copies
 entries on the way in (the memory store) keeps them as they are. The history, the run's messages
 and the events keep the values the provider and the tool produced; only the store holds the
 copies, which nobody else references.
@@ -24,7 +24,7 @@ copies, which nobody else references.
 Like messages, carried values are frozen once carried: a host that changes a tool's arguments or
 result in place afterwards (an observer, a tool changing its own ``arguments``) is not seen by
 the byte count. With a redactor every payload takes the general path (a check, the redaction,
-the store's copy, a size). Small payloads (under :data:`MIN_CARRIED_BYTES`) are only checked and
+the store's copy, a size). Small payloads (under [`MIN_CARRIED_BYTES`][prism.runtime.run._carry.MIN_CARRIED_BYTES]) are only checked and
 measured: for them the bookkeeping would cost more than the walks it saves.
 
 Measured worth (the realistic scenario of ``benchmarks/bench_realistic.py``, memory store, against

@@ -1,8 +1,8 @@
 """Delegation: what a run lends to the child agent runs its tools start, and what a child takes.
 
-A run gives each tool call a :class:`RunDelegation` as ``context.run`` (the
-:class:`~prism.types.DelegatingRun` protocol). A child run started with ``parent=context``
-(:func:`parent_link`, :func:`child_redactor`, :func:`child_forward`) then:
+A run gives each tool call a [`RunDelegation`][prism.runtime.run._delegation.RunDelegation] as ``context.run`` (the
+[`DelegatingRun`][prism.types.DelegatingRun] protocol). A child run started with ``parent=context``
+([`parent_link()`][prism.runtime.run._delegation.parent_link], [`child_redactor()`][prism.runtime.run._delegation.child_redactor], [`child_forward()`][prism.runtime.run._delegation.child_forward]) then:
 
 * redacts with its own redactor followed by the parent's (every secret of either is removed from
   what the child stores, emits and returns);
@@ -12,11 +12,11 @@ A run gives each tool call a :class:`RunDelegation` as ``context.run`` (the
 * emits each of its events, after redaction, on the parent wrapped in a ``SubagentEvent``;
 * aborts with the parent's signal.
 
-Durable delegation: the run also lends the child its durable side (:class:`ChildRuns`, the
+Durable delegation: the run also lends the child its durable side ([`ChildRuns`][prism.runtime.run._delegation.ChildRuns], the
 parent's ``DurableDriver``). An agent tool records the child's run id in the parent's pending call
-before the child starts (:meth:`RunDelegation.record_child`), finds the recorded child of a call a
-resumed parent replays (:meth:`RunDelegation.recorded_child`), and raises
-:class:`ChildRunSuspended` when the child suspends, which suspends the parent on the child's
+before the child starts ([`RunDelegation.record_child()`][prism.runtime.run._delegation.RunDelegation.record_child]), finds the recorded child of a call a
+resumed parent replays ([`RunDelegation.recorded_child()`][prism.runtime.run._delegation.RunDelegation.recorded_child]), and raises
+[`ChildRunSuspended`][prism.runtime.run._delegation.ChildRunSuspended] when the child suspends, which suspends the parent on the child's
 approvals.
 """
 
@@ -109,7 +109,7 @@ class ChildRuns(Protocol):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class RunDelegation:
-    """A run's :class:`~prism.types.DelegatingRun`: its redactor, store, limit tracker, usage and
+    """A run's [`DelegatingRun`][prism.types.DelegatingRun]: its redactor, store, limit tracker, usage and
     event stream, lent to the child runs its tools start."""
 
     redactor: SecretRedactor | None

@@ -1,6 +1,6 @@
 """The agent switch of a run whose loop hands the conversation over (``needs.handoffs``).
 
-:class:`RunHandoff` is ``ctx.handoff`` (:class:`~prism.loop_needs.AgentSwitch`). ``switch(name)``
+[`RunHandoff`][prism.runtime.run._handoff.RunHandoff] is ``ctx.handoff`` ([`AgentSwitch`][prism.loop_needs.AgentSwitch]). ``switch(name)``
 makes the named target agent answer the rest of the run: the context's configuration, tools and
 middleware become the target's (the tool dispatch is bound again), the plan's model and tool
 filters become the target's, and the request assembler and provider attempts are set up again
@@ -10,15 +10,15 @@ state stay the run's.
 
 The target's tool-round policy (``answer_after_tool_rounds``: the run's own value, else the
 target's, else its provider's default) applies after the switch and counts the rounds from the
-switch, so the transfer does not spend the target's rounds (:mod:`prism.runtime.run._tool_rounds`);
+switch, so the transfer does not spend the target's rounds ([`prism.runtime.run._tool_rounds`][prism.runtime.run._tool_rounds]);
 ``ctx.max_tool_rounds`` becomes the target's round budget from the switch on.
 
 Every switch is stored: a ``custom`` entry whose ``data`` is ``{"type": "handoff", "agent":
 <target>, "previous_agent": <name before>, "tool_rounds": <the run's tool rounds at the
-switch>}`` (:func:`handoff_entry_agent` reads the agent), then a ``model_change`` entry when the
+switch>}`` ([`handoff_entry_agent()`][prism.runtime.run._handoff.handoff_entry_agent] reads the agent), then a ``model_change`` entry when the
 target's model differs, as for a run with another model. A durable run resumed after a crash or a
 suspension reads the last switch its run stored on the branch it resumes from
-(:func:`handed_off_to`) and makes that agent answer again (:meth:`RunHandoff.restore`) before its
+([`handed_off_to()`][prism.runtime.run._handoff.handed_off_to]) and makes that agent answer again ([`RunHandoff.restore()`][prism.runtime.run._handoff.RunHandoff.restore]) before its
 first turn, without storing anything; the stored model is already the target's.
 """
 
@@ -99,12 +99,12 @@ class RunHandoff:
     ) -> RunHandoff | None:
         """The switch of a leg (``ctx.handoff``): ``None`` when the loop declares no targets and
         the run never handed over; in a resumed leg of a run that handed over to ``handed_to``
-        (:func:`handed_off_to`), that agent answers again (:meth:`restore`), its tool rounds
+        ([`handed_off_to()`][prism.runtime.run._handoff.handed_off_to]), that agent answers again ([`restore()`][prism.runtime.run._handoff.RunHandoff.restore]), its tool rounds
         counted from that switch.
 
         Raises:
-            AgentRunStateError: as :meth:`restore`.
-            ProviderResolutionError: as :meth:`restore`.
+            AgentRunStateError: as [`restore()`][prism.runtime.run._handoff.RunHandoff.restore].
+            ProviderResolutionError: as [`restore()`][prism.runtime.run._handoff.RunHandoff.restore].
         """
         if not targets and handed_to is None:
             return None
@@ -151,7 +151,7 @@ class RunHandoff:
 
     async def restore(self, name: str, /, *, taken_over_at: int = 0) -> None:
         """Make the target named ``name`` answer again in a resumed leg of a run that handed over
-        to it before it stopped (see :func:`handed_off_to`), at ``taken_over_at`` (the run's
+        to it before it stopped (see [`handed_off_to()`][prism.runtime.run._handoff.handed_off_to]), at ``taken_over_at`` (the run's
         tool rounds at that switch); nothing is stored.
 
         Raises:

@@ -1,6 +1,6 @@
 """Fast canonical JSON sizes of prism values.
 
-:func:`canonical_size` returns ``len(canonical_json(to_json_value(value)).encode())`` without
+[`canonical_size()`][prism.runtime.run._json_size.canonical_size] returns ``len(canonical_json(to_json_value(value)).encode())`` without
 building the intermediate dicts: a dataclass's JSON is the concatenation of its sorted members, so
 its size is the sum of the sizes of its parts.
 
@@ -16,8 +16,8 @@ its size is the sum of the sizes of its parts.
   the encoder rejects — takes the full computation.
 
 The result is therefore always exactly the full computation's, or raises the same way it would.
-:func:`canonical_size_known` also takes sizes an earlier walk measured (the one walk over a tool
-result or a call's arguments, :mod:`prism.runtime.run._carry`) instead of measuring those dicts again.
+[`canonical_size_known()`][prism.runtime.run._json_size.canonical_size_known] also takes sizes an earlier walk measured (the one walk over a tool
+result or a call's arguments, [`prism.runtime.run._carry`][prism.runtime.run._carry]) instead of measuring those dicts again.
 
 Measured worth (interleaved A/B, N=1000 turns, median of 11 rounds, per-turn and realistic
 scenarios): against ``len(canonical_json(to_json_value(value)).encode())`` this module saves 17
@@ -112,11 +112,11 @@ def _c_dict_size(value: dict[Any, Any]) -> int:
 
 
 _KNOWN: dict[int, tuple[Any, int]] = {}
-"""Sizes already measured, by dict id: set by :func:`canonical_size_known` for one call."""
+"""Sizes already measured, by dict id: set by [`canonical_size_known()`][prism.runtime.run._json_size.canonical_size_known] for one call."""
 
 
 def canonical_size_known(value: Any, known: dict[int, tuple[Any, int]]) -> int:
-    """:func:`canonical_size` of ``value``, taking the size of each ``dict`` found in ``known``
+    """[`canonical_size()`][prism.runtime.run._json_size.canonical_size] of ``value``, taking the size of each ``dict`` found in ``known``
     (``id(d) -> (d, size)``, measured by an earlier walk of the same dict) instead of measuring
     it; each size taken is removed from ``known``.
 
@@ -134,7 +134,7 @@ def canonical_size_known(value: Any, known: dict[int, tuple[Any, int]]) -> int:
 
 
 def _dict_size(value: dict[Any, Any]) -> int:
-    """A ``dict``: a size carried in (:func:`canonical_size_known`) is taken; small flat ones
+    """A ``dict``: a size carried in ([`canonical_size_known()`][prism.runtime.run._json_size.canonical_size_known]) is taken; small flat ones
     (``str`` keys; ``str``/``int``/``bool``/``None`` values) are summed here, member by member
     (the order of members does not change the size); anything else takes one C-encoder call."""
     known = _KNOWN

@@ -211,7 +211,7 @@ class SessionObservers:
         self._closing = False
         self.active = on_event is not None
         """True when anything observes events (a subscription or ``on_event``). Kept up to date
-        by :meth:`subscribe`, :meth:`discard` and :meth:`close_all`, so that the per-event check
+        by [`subscribe()`][prism.runtime.run._observers.SessionObservers.subscribe], [`discard()`][prism.runtime.run._observers.SessionObservers.discard] and [`close_all()`][prism.runtime.run._observers.SessionObservers.close_all], so that the per-event check
         is one attribute read. Read-only for callers."""
 
     def _update_active(self) -> None:

@@ -2,7 +2,7 @@
 
 Every provider request must be redacted with the active redactor and measured as
 ``len(canonical_json(request.to_dict()).encode())``. Doing either over the whole request each turn
-would make a turn cost O(history). Messages are frozen, so :class:`RequestCodec` keeps, for the
+would make a turn cost O(history). Messages are frozen, so [`RequestCodec`][prism.runtime.run._request_codec.RequestCodec] keeps, for the
 run, each message's redacted form and byte size, and for the live history a running prefix of
 redacted messages and cumulative sizes. A turn then costs O(new messages) plus copying message
 references into the redacted request.
@@ -16,15 +16,15 @@ Exactness: the result equals the full computation.
   ``request.messages``; the built-in walk's depth cap (``[MaxDepth]``) therefore applies at the
   same place.
 
-:meth:`RequestCodec.fingerprint` hashes a redacted request the way
-:func:`prism.request_hash.fingerprint_request` does, for the request rows of a ledger
-(:class:`~prism.ledger_records.RequestRecord`), at the same O(new messages): each message's
+[`RequestCodec.fingerprint()`][prism.runtime.run._request_codec.RequestCodec.fingerprint] hashes a redacted request the way
+[`prism.request_hash.fingerprint_request()`][prism.request_hash.fingerprint_request] does, for the request rows of a ledger
+([`RequestRecord`][prism.ledger_records.RequestRecord]), at the same O(new messages): each message's
 digest is kept for the run, the conversation's live-history part is one running hash that a turn
 copies and extends with its tail, and the head is hashed once while its parts are the same
 objects. Only a run whose ledger stores request rows turns this on (``hashing``).
 
-:class:`LiveHistory` is the ``list`` subclass shared as ``ctx.history``: appends and extends are
-plain list operations; every other mutation bumps :attr:`LiveHistory.mutations`, which tells the
+[`LiveHistory`][prism.runtime.run._request_codec.LiveHistory] is the ``list`` subclass shared as ``ctx.history``: appends and extends are
+plain list operations; every other mutation bumps [`LiveHistory.mutations`][prism.runtime.run._request_codec.LiveHistory.mutations], which tells the
 codec that its prefix is stale.
 """
 
@@ -54,7 +54,7 @@ class LiveHistory(list[Message]):
     """The live transcript list with a counter of non-append mutations.
 
     ``append``, ``extend`` and ``+=`` keep existing elements in place and do not count; every
-    other mutating operation increments :attr:`mutations`.
+    other mutating operation increments [`mutations`][prism.runtime.run._request_codec.LiveHistory.mutations].
     """
 
     __slots__ = ("mutations",)
@@ -144,7 +144,7 @@ class RequestCodec:
         self._h_version = history.mutations
         self._head: _Head | None = None
         self.hashing = False
-        """Whether :meth:`encode` keeps what :meth:`fingerprint` needs (request rows are on)."""
+        """Whether [`encode()`][prism.runtime.run._request_codec.RequestCodec.encode] keeps what [`fingerprint()`][prism.runtime.run._request_codec.RequestCodec.fingerprint] needs (request rows are on)."""
         self._digests: dict[int, tuple[Message, bytes]] = {}
         self._chain: tuple[int, int, RunningHash] | None = None
         self._last: tuple[tuple[Message, ...], int, int] | None = None
@@ -217,7 +217,7 @@ class RequestCodec:
     def _head_of(self, request: ProviderRequest) -> tuple[ProviderRequest, int]:
         """The redacted request without messages and its size, kept while the request's
         model, tools, context, options and metadata are the same objects; the agent's memo
-        (:class:`HeadMemo`) shares it with the agent's other runs."""
+        ([`HeadMemo`][prism.runtime.run._request_codec.HeadMemo]) shares it with the agent's other runs."""
         entry = self._head
         if entry is None or not _same_head(entry[0], request, self._redactor):
             memo = self._memo
@@ -258,7 +258,7 @@ class RequestCodec:
                 first ``history_len`` live-history messages (as assembled), their cached results
                 are reused. ``None``: no layout is known; every message goes through the cache.
             history_len: History messages included after the prefix.
-            history_version: :attr:`LiveHistory.mutations` when the request was assembled; a
+            history_version: [`LiveHistory.mutations`][prism.runtime.run._request_codec.LiveHistory.mutations] when the request was assembled; a
                 different current value disables the layout.
 
         Returns:
@@ -340,7 +340,7 @@ class RequestCodec:
 
     def fingerprint(self, request: ProviderRequest) -> tuple[str, str, int, dict[str, JsonValue]]:
         """``(request_hash, head_hash, conversation messages, head)`` of a redacted request, as
-        :func:`prism.request_hash.fingerprint_request` computes them; the request :meth:`encode`
+        [`prism.request_hash.fingerprint_request()`][prism.request_hash.fingerprint_request] computes them; the request [`encode()`][prism.runtime.run._request_codec.RequestCodec.encode]
         returned last costs O(its new messages), a repeated call for the same request object
         (a retried attempt) nothing."""
         cached = self._fingerprint

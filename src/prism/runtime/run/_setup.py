@@ -1,8 +1,8 @@
 """Leg setup: the provider, the trace, the request assembler, the provider attempts,
 auto-compaction.
 
-The leg (:mod:`prism.runtime.run.leg`) calls these while it sets a run up; each fills in part of
-the :class:`~prism.runtime.run.context.RunContext` the loop will receive.
+The leg ([`prism.runtime.run.leg`][prism.runtime.run.leg]) calls these while it sets a run up; each fills in part of
+the [`RunContext`][prism.runtime.run.context.RunContext] the loop will receive.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def release_context(ctx: RunContext) -> None:
 
 
 async def close_tool_sources(ctx: RunContext) -> None:
-    """Close what :func:`open_tool_sources` opened (errors while closing are logged, not
+    """Close what [`open_tool_sources()`][prism.runtime.run._setup.open_tool_sources] opened (errors while closing are logged, not
     raised: the leg's outcome is already decided)."""
     scope, ctx.tool_scope = ctx.tool_scope, None
     if scope is None:
@@ -164,7 +164,7 @@ async def close_tool_sources(ctx: RunContext) -> None:
 async def open_leg_resources(
     ctx: RunContext, provider: AIProvider, resume: ResumePoint | None
 ) -> None:
-    """At the leg's start: its trace (:func:`start_trace`), then its tool sources."""
+    """At the leg's start: its trace ([`start_trace()`][prism.runtime.run._setup.start_trace]), then its tool sources."""
     start_trace(ctx, provider, resume)
     await open_tool_sources(ctx)
 
@@ -181,8 +181,8 @@ def setup_loop(
     ctx: RunContext, provider: AIProvider, skills: tuple[Skill, ...], summaries: Sequence[str]
 ) -> tuple[AgentLoopStrategy, LoopNeeds]:
     """The leg's loop and its needs (the agent's loop is resolved once per agent, a run's own on
-    each run), its tool concurrency, then the request assembler (:func:`setup_assembly`) and the
-    provider attempts (:func:`setup_attempts`).
+    each run), its tool concurrency, then the request assembler ([`setup_assembly()`][prism.runtime.run._setup.setup_assembly]) and the
+    provider attempts ([`setup_attempts()`][prism.runtime.run._setup.setup_attempts]).
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — the run's loop or structured output is invalid.
@@ -218,10 +218,10 @@ def setup_assembly(
 ) -> None:
     """The request assembler (system prompt, context providers, skills, tools, options,
     ``input_assembly`` hook), the request policies, the tool-round policy (with ``provider``'s
-    default; :mod:`prism.runtime.run._tool_rounds`) and the tool validator.
+    default; [`prism.runtime.run._tool_rounds`][prism.runtime.run._tool_rounds]) and the tool validator.
 
     The loop's needs add to it: its shown schema, natively or as a system-prompt contribution
-    (``artifact-schema``, after the others; :func:`~prism.structured_output.deliver_shown_schema`),
+    (``artifact-schema``, after the others; [`deliver_shown_schema()`][prism.structured_output.deliver_shown_schema]),
     and a warning on the ``prism`` logger when the loop dispatches no tool calls but the run
     offers tools.
     """

@@ -1,7 +1,7 @@
 """Running a run leg's outcome and cleanup steps to completion under cancellation.
 
 The success, failure and cleanup steps of a leg must finish even when the task awaiting the run is
-cancelled meanwhile: :func:`shielded` runs such a step so that a cancellation of the caller is
+cancelled meanwhile: [`shielded()`][prism.runtime.run._shield.shielded] runs such a step so that a cancellation of the caller is
 delivered only once the step is done.
 
 A step runs in a task of its own, which the caller's cancellation does not touch. A step that

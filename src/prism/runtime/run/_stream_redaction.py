@@ -1,10 +1,10 @@
 """Redaction that holds across chunk boundaries: a streamed channel never leaks a split secret.
 
 Events are redacted one by one, so a secret a provider streams in two deltas (``"sk-li"``,
-``"ve-key"``) would pass through in halves. A :class:`HeldChannel` sits in front of one
+``"ve-key"``) would pass through in halves. A [`HeldChannel`][prism.runtime.run._stream_redaction.HeldChannel] sits in front of one
 streamed channel (the text part, the thinking part, one tool call's argument text) and cuts the
 stream only where no secret can span the cut: it holds back the tail of what it was given that
-could still become a secret (:func:`held_length`; normally at most the longest secret's length
+could still become a secret ([`held_length()`][prism.runtime.run._stream_redaction.held_length]; normally at most the longest secret's length
 minus one character) and releases it with the next chunk or when the channel is flushed (the
 part closes, the stream ends, the attempt fails or is aborted).
 
@@ -13,7 +13,7 @@ no occurrence of a secret spans a cut, the redacted pieces join to exactly the r
 the concatenated deltas equal the stored text. (This holds for secrets without ``[`` or ``]``; a
 secret that contains one could match across the ``[REDACTED]`` marker of another.)
 
-:class:`StreamRedaction` keeps the channels of one provider attempt and follows the fold's
+[`StreamRedaction`][prism.runtime.run._stream_redaction.StreamRedaction] keeps the channels of one provider attempt and follows the fold's
 parts: a text delta closes the thinking part and a thinking delta the text part, a signature
 closes its thinking part, and any other part (an image, redacted thinking, a final tool call)
 closes both — a closed part's held text goes out first, so each stored part equals the join of

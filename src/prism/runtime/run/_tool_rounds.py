@@ -1,7 +1,7 @@
 """The tool-round policy: tools for the first N rounds of a run, then the model must answer.
 
 ``answer_after_tool_rounds`` (a run option, an agent option, else the provider's declared
-default, :class:`~prism.providers.defaults.ProviderDefaults`) does two things once N tool rounds
+default, [`ProviderDefaults`][prism.providers.defaults.ProviderDefaults]) does two things once N tool rounds
 of the run have been dispatched:
 
 * every later request that offers tools carries ``options.tool_choice = "none"`` (set before the
@@ -18,7 +18,7 @@ Small models (the embedded 135M one) otherwise call the same tool again and agai
 embedded provider declares N = 1.
 
 The ``tool_choice`` option (of ``create_agent`` and ``run()``) is put on the request before
-that (:func:`apply_tool_choice`), so the policy's ``"none"`` wins over it.
+that ([`apply_tool_choice()`][prism.runtime.run._tool_rounds.apply_tool_choice]), so the policy's ``"none"`` wins over it.
 """
 
 from __future__ import annotations
@@ -74,11 +74,11 @@ def tool_rounds(
     """The leg's ``(answer_after, max_tool_rounds)``.
 
     ``answer_after`` is the run's tool-round count (``tracker.tool_rounds``) from which requests
-    must answer in text: ``taken_over_at`` plus the policy's N (:func:`resolve_answer_after`),
+    must answer in text: ``taken_over_at`` plus the policy's N ([`resolve_answer_after()`][prism.runtime.run._tool_rounds.resolve_answer_after]),
     ``None`` when no answer is forced. ``taken_over_at`` is the run's tool-round count when the
     agent answering now took the run over (a handoff; 0 for the run's own agent): each agent's
     policy counts its own rounds. ``max_tool_rounds`` is the loop's round budget from now
-    (:func:`round_budget`) within ``leg_budget`` (the limit's rounds left; default the leg's,
+    ([`round_budget()`][prism.runtime.run._tool_rounds.round_budget]) within ``leg_budget`` (the limit's rounds left; default the leg's,
     ``tracker.leg_max_tool_rounds``).
     """
     answer_after = resolve_answer_after(plan.answer_after_tool_rounds, provider)

@@ -30,7 +30,7 @@ class LegTools:
     registry: ToolRegistry
     """The agent's tools followed by each source's, in source order."""
     digests: Mapping[str, str] = field(default_factory=dict)
-    """Source tool name → :func:`tool_digest` of its parameter schema."""
+    """Source tool name → [`tool_digest()`][prism.runtime.run._tool_sources.tool_digest] of its parameter schema."""
 
 
 def tool_digest(tool: ToolDefinition) -> str:
@@ -85,7 +85,7 @@ def check_source_tools(stored: Any, digests: Mapping[str, str]) -> None:
     Args:
         stored: The envelope's ``source_tools`` (name → digest), or ``None`` when the run was
             stored without tool sources.
-        digests: :attr:`LegTools.digests` of the resuming leg.
+        digests: [`LegTools.digests`][prism.runtime.run._tool_sources.LegTools.digests] of the resuming leg.
 
     Raises:
         AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — a stored tool is gone or its

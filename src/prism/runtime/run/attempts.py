@@ -1,7 +1,7 @@
 """The provider attempts of one request: retry, prompt abort, the stream read.
 
-:class:`ProviderAttempts` is built once per run leg; the loop context's ``generate`` hands it each
-redacted request through :meth:`ProviderAttempts.run`, which runs attempts ``1, 2, …`` until one
+[`ProviderAttempts`][prism.runtime.run.attempts.ProviderAttempts] is built once per run leg; the loop context's ``generate`` hands it each
+redacted request through [`ProviderAttempts.run()`][prism.runtime.run.attempts.ProviderAttempts.run], which runs attempts ``1, 2, …`` until one
 succeeds or the retry policy gives up.
 
 One attempt charges ``max_provider_attempts`` and ``max_request_bytes``, hands its request to
@@ -12,18 +12,18 @@ charged to ``max_response_bytes``, folded into the draft and emitted as ``messag
 back while output buffering is on — after one ``message_started``, which waits for the first
 delta: a message start alone is only folded), rebuilds streamed tool calls,
 records usage exactly once, runs the output guardrails, flushes the held-back events and emits
-``provider_turn_finished``. The draft and its events live in :mod:`prism.runtime.run._attempt`.
+``provider_turn_finished``. The draft and its events live in [`prism.runtime.run._attempt`][prism.runtime.run._attempt].
 
 Prompt abort: while the attempt awaits the provider's next event, an abort listener
 cancels the awaiting task; the attempt recognises its own cancellation (``Task.uncancel()``) and
 fails with the abort error, while a cancellation from outside still propagates. This costs no task
 or timer per event: one flag is set around the ``await``.
 
-Between two attempts, :func:`decide_retry` asks the retry policy (then the ``retry`` middleware
-hook) and :func:`wait_retry_delay` waits out its delay.
+Between two attempts, [`decide_retry()`][prism.runtime.run.attempts.decide_retry] asks the retry policy (then the ``retry`` middleware
+hook) and [`wait_retry_delay()`][prism.runtime.run.attempts.wait_retry_delay] waits out its delay.
 
 Fallback: when the run's provider is a ``FallbackProvider`` (``prism.providers.fallback``), the
-attempts hold one :class:`FallbackChain` and stream from it: the chain streams from its current
+attempts hold one [`FallbackChain`][prism.runtime.run.attempts.FallbackChain] and stream from it: the chain streams from its current
 link. Every request starts with the primary and the agent's model; after a provider's last attempt
 failed (its retry budget spent, or an error the retry policy does not retry) the chain moves to
 the next link when all of these hold:
@@ -35,7 +35,7 @@ the next link when all of these hold:
   of an answer streamed, the error surfaces;
 * the failure is a provider's, not a broken stream protocol (``retry`` is true);
 * the run is not aborted (an abort or a cancellation never falls back);
-* the chain's :class:`~prism.providers.chain.FallbackPolicy` names the error.
+* the chain's [`FallbackPolicy`][prism.providers.chain.FallbackPolicy] names the error.
 
 The next link then serves the same request with its own model and a fresh retry budget; the
 attempts' ``provider_id`` and ``model`` (the metadata of their events and usage rows) follow it.
@@ -330,7 +330,7 @@ class ProviderAttempts:
         redactor: The active redactor (error infos, guardrail records), or ``None``.
         buffer_output: Hold back message events until usage and guardrails passed.
         carry: Checks, copies and measures each streamed tool call's arguments in one walk and
-            carries the copy and the size on (:mod:`prism.runtime.run._carry`); ``None`` (a run
+            carries the copy and the size on ([`prism.runtime.run._carry`][prism.runtime.run._carry]); ``None`` (a run
             with a redactor): the arguments are checked and measured separately.
     """
 
@@ -474,13 +474,13 @@ class ProviderAttempts:
             secrets: Secrets returned by provider-request policies.
 
         Returns:
-            The successful attempt's result, or :data:`EMPTY_TURN_RESULT` after a soft interrupt.
+            The successful attempt's result, or [`EMPTY_TURN_RESULT`][prism.runtime.run.attempts.EMPTY_TURN_RESULT] after a soft interrupt.
 
         Raises:
             ProviderTurnError: ``ERR_PRISM_PROVIDER`` — the last attempt failed and was not
-                retried nor taken over by a fallback (:class:`FallbackChain`). After a fallback,
+                retried nor taken over by a fallback ([`FallbackChain`][prism.runtime.run.attempts.FallbackChain]). After a fallback,
                 its ``info.providers`` lists every provider tried and its ``__cause__`` is the
-                last one's ``ProviderTurnError`` (:meth:`FallbackChain.all_failed`).
+                last one's ``ProviderTurnError`` ([`FallbackChain.all_failed()`][prism.runtime.run.attempts.FallbackChain.all_failed]).
             RunLimitExceeded: ``ERR_PRISM_RUN_LIMIT`` — a limit breached during an attempt.
             GuardrailError: an output guardrail did not allow the draft.
             Exception: the run signal's abort reason when the run was aborted.

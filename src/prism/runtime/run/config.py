@@ -1,6 +1,6 @@
 """The validated agent configuration every run reads.
 
-:class:`AgentConfig` is built once by ``create_agent(...)`` (in :mod:`prism.runtime.agents.agent`) and
+[`AgentConfig`][prism.runtime.run.config.AgentConfig] is built once by ``create_agent(...)`` (in [`prism.runtime.agents.agent`][prism.runtime.agents.agent]) and
 read by every layer of a run: the plan resolves run options against it, the leg and the loop
 context take their collaborators from it. It sits below the session and the leg so that they
 need not import the agent module (which creates sessions).
@@ -60,7 +60,7 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentConfig:
-    """The immutable, validated configuration of an agent. Built by :func:`create_agent`.
+    """The immutable, validated configuration of an agent. Built by [`create_agent()`][prism.runtime.create_agent].
 
     Sequences are tuples, mappings are read-only, and option mappings are already converted to
     their dataclasses.
@@ -144,7 +144,7 @@ class AgentConfig:
     one is set; ``False``: never traced."""
     run_defaults: object = field(default=None, init=False, repr=False, compare=False)
     """What a run that sets no option of its own takes from this config, resolved on the first
-    run (:func:`prism.runtime.run.plan.run_defaults`) and kept here; the runtime's. A config is
+    run (``prism.runtime.run.plan.run_defaults()``) and kept here; the runtime's. A config is
     frozen, so the value stays true; ``dataclasses.replace`` starts a new one empty."""
 
 
@@ -172,7 +172,7 @@ def check_run_tool_choice(
     A named tool must be one of ``tools`` when they are all the tools a run may offer; with
     tool sources (e.g. MCP servers) or a loop with handoff targets it is checked against the
     first request that offers tools instead
-    (:func:`prism.runtime.run._tool_rounds.apply_tool_choice`).
+    ([`prism.runtime.run._tool_rounds.apply_tool_choice()`][prism.runtime.run._tool_rounds.apply_tool_choice]).
 
     Args:
         value: The option.
@@ -211,7 +211,7 @@ class ConfiguredAgent(Protocol):
     """What a session needs of its agent: the validated configuration and the durable mode its
     runs plan with.
 
-    :class:`~prism.runtime.agents.agent.Agent` satisfies it; sessions are typed against this protocol so
+    [`Agent`][prism.runtime.agents.agent.Agent] satisfies it; sessions are typed against this protocol so
     that the session module does not import the agent module that creates sessions.
     """
 

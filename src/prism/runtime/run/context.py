@@ -3,22 +3,22 @@
 Its methods, the turn boundary they pass and the open calls they track stay together rather than
 split by size.
 
-:class:`RunContext` implements :class:`~prism.loops.contracts.LoopContext`. One is built
-per run leg by :class:`~prism.runtime.run.leg.RunLeg`; the loop receives it as ``ctx`` and reaches
+[`RunContext`][prism.runtime.run.context.RunContext] implements [`LoopContext`][prism.loops.contracts.LoopContext]. One is built
+per run leg by [`RunLeg`][prism.runtime.run.leg.RunLeg]; the loop receives it as ``ctx`` and reaches
 the model, the tools, the store and the observers only through its methods:
 
-* :meth:`RunContext.assemble` — the turn boundary, then the next request;
-* :meth:`RunContext.generate` — request policies, middleware, redaction and byte count, then the
-  provider attempts (:meth:`prism.runtime.run.attempts.ProviderAttempts.run`);
-* :meth:`RunContext.dispatch_tool_call` / :meth:`RunContext.charge_tool_round` — tools;
-* :meth:`RunContext.append_message` — the store; :meth:`RunContext.emit` — events;
-* :meth:`RunContext.apply_pending_steers` / :meth:`RunContext.has_pending_steers` — steering.
+* [`RunContext.assemble()`][prism.runtime.run.context.RunContext.assemble] — the turn boundary, then the next request;
+* [`RunContext.generate()`][prism.runtime.run.context.RunContext.generate] — request policies, middleware, redaction and byte count, then the
+  provider attempts ([`prism.runtime.run.attempts.ProviderAttempts.run()`][prism.runtime.run.attempts.ProviderAttempts.run]);
+* [`RunContext.dispatch_tool_call()`][prism.runtime.run.context.RunContext.dispatch_tool_call] / [`RunContext.charge_tool_round()`][prism.runtime.run.context.RunContext.charge_tool_round] — tools;
+* [`RunContext.append_message()`][prism.runtime.run.context.RunContext.append_message] — the store; [`RunContext.emit()`][prism.runtime.run.context.RunContext.emit] — events;
+* [`RunContext.apply_pending_steers()`][prism.runtime.run.context.RunContext.apply_pending_steers] / [`RunContext.has_pending_steers()`][prism.runtime.run.context.RunContext.has_pending_steers] — steering.
 
-Two parts of the leg's state live here with it: the :class:`TurnBoundary` (once per provider
+Two parts of the leg's state live here with it: the [`TurnBoundary`][prism.runtime.run.context.TurnBoundary] (once per provider
 turn, on the first ``assemble`` or ``generate`` of a turn; durable runs plug their approval
 suspension and ``every-turn`` checkpoint into it, the turn policy its stop check), and the open
 host calls — calls of stored assistant messages without a stored result, which a failed run
-answers with ``tool_call_interrupted`` rows (:func:`track_calls`, :func:`interrupted_row`),
+answers with ``tool_call_interrupted`` rows ([`track_calls()`][prism.runtime.run.context.track_calls], [`interrupted_row()`][prism.runtime.run.context.interrupted_row]),
 because providers reject a transcript in which an assistant tool call has no result.
 
 The context also holds the leg's live state (limit tracker, usage, ledger writer, the messages
@@ -26,11 +26,11 @@ and open tool calls of the run), which the leg reads for its outcome. Those memb
 runtime's: loops are typed against ``LoopContext`` and do not use them.
 
 Per-turn work is constant in the history length: assembling copies message references,
-redaction and byte counting are incremental (:mod:`prism.runtime.run._request_codec`), store appends
+redaction and byte counting are incremental ([`prism.runtime.run._request_codec`][prism.runtime.run._request_codec]), store appends
 and event emission are O(1) in the history, and the open-tool-call bookkeeping is a dict.
 
-The run path, top to bottom: :mod:`prism.runtime.run.session` → :mod:`prism.runtime.run.plan` →
-:mod:`prism.runtime.run.leg` → this module → :mod:`prism.runtime.run.attempts` (the provider attempts).
+The run path, top to bottom: [`prism.runtime.run.session`][prism.runtime.run.session] → ``prism.runtime.run.plan`` →
+[`prism.runtime.run.leg`][prism.runtime.run.leg] → this module → [`prism.runtime.run.attempts`][prism.runtime.run.attempts] (the provider attempts).
 """
 
 from __future__ import annotations
@@ -302,7 +302,7 @@ class RunContext:
         """The stop reason of the last provider turn (``RunResult.provider_stop_reason``)."""
         self.answer_after_tool_rounds: int | None = None
         """The run's tool-round count (``tracker.tool_rounds``) from which requests must answer in
-        text, ``None``: never (:mod:`prism.runtime.run._tool_rounds`); set by the leg and by a
+        text, ``None``: never ([`prism.runtime.run._tool_rounds`][prism.runtime.run._tool_rounds]); set by the leg and by a
         handoff."""
         # The leg's live state.
         self.state = state
@@ -349,12 +349,12 @@ class RunContext:
         """Host calls of stored assistant messages without a stored result row, in call order
         (answered with ``tool_call_interrupted`` rows if the run fails)."""
         self.turn = 0
-        """The turn the loop last passed to :meth:`assemble` (0: none; the boundary's turn is
+        """The turn the loop last passed to [`assemble()`][prism.runtime.run.context.RequestAssembler.assemble] (0: none; the boundary's turn is
         used then)."""
         self.tool_calls = 0
         self.terminal_emitted = False
         self._held_turn_start: AgentEvent | None = None
-        """A loop's ``turn_started`` held until the turn's boundary passes (see :meth:`emit`)."""
+        """A loop's ``turn_started`` held until the turn's boundary passes (see [`emit()`][prism.runtime.run.context.RunDelegation.emit])."""
         self._entering = False
         """The turn boundary is running (its own events do not release a held turn start)."""
         self.artifact_finished = False
@@ -431,7 +431,7 @@ class RunContext:
 
     def emit_terminal(self, event: AgentEvent) -> None:
         """Emit the leg's last event (a held ``turn_started`` is dropped: that turn never began);
-        later :meth:`emit` calls are dropped."""
+        later [`emit()`][prism.runtime.run.context.RunDelegation.emit] calls are dropped."""
         self._held_turn_start = None
         self.emit(event)
         self.terminal_emitted = True
@@ -485,10 +485,10 @@ class RunContext:
     async def append_message(self, message: Message, /) -> None:
         """Append one redacted ``message`` entry under this run.
 
-        The stored message joins :attr:`messages`; the open host calls are tracked. The
-        stored entry is kept in :attr:`last_entry`. A tool result whose private copy the
+        The stored message joins [`messages`][prism.runtime.run.context.ProviderRequest.messages]; the open host calls are tracked. The
+        stored entry is kept in [`last_entry`][prism.runtime.run.context.RunContext.last_entry]. A tool result whose private copy the
         dispatcher made, or a call whose arguments' copy the attempt made
-        (:mod:`prism.runtime.run._carry`), is stored with that copy.
+        ([`prism.runtime.run._carry`][prism.runtime.run._carry]), is stored with that copy.
         """
         state = self.state
         redactor = self.redactor
@@ -757,7 +757,7 @@ class RunContext:
         """Append steered ``messages`` to history and store, each after the input guardrails
         (a blocked one is reported with ``steer_rejected``; an ``interrupt`` fails the run).
 
-        Used by :meth:`apply_pending_steers` and by a resumed leg for the steers its
+        Used by [`apply_pending_steers()`][prism.runtime.run.context.RunContext.apply_pending_steers] and by a resumed leg for the steers its
         suspension stored.
         """
         guardrails = self.plan.guardrails

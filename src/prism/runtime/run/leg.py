@@ -2,19 +2,19 @@
 
 A *leg* is one uninterrupted execution of a run in this process: a fresh run has one leg; a
 durable run that suspends or stops cleanly continues later in a resumed leg with the same run id.
-:func:`start_leg` and :func:`resume_leg` start a leg on a session's :class:`SessionState`;
-:class:`RunLeg` is the leg itself:
+[`start_leg()`][prism.runtime.run.leg.start_leg] and [`resume_leg()`][prism.runtime.run.leg.resume_leg] start a leg on a session's [`SessionState`][prism.runtime.run.leg.SessionState];
+[`RunLeg`][prism.runtime.run.leg.RunLeg] is the leg itself:
 
 * setup — provider, ``agent_started``, the stored branch, the model change, the redacted and
   guarded input, auto-compaction, the loop, the request assembler and the provider attempts;
-* ``loop.run(ctx)`` with the leg's :class:`~prism.runtime.run.context.RunContext`;
+* ``loop.run(ctx)`` with the leg's [`RunContext`][prism.runtime.run.context.RunContext];
 * the outcome — success (``agent_finished`` and the result), suspension (``agent_suspended``), or
   failure (open tool calls answered, ``error``, the error to raise);
 * cleanup — always, shielded from cancellation: worker threads, steer state, ledger records,
   observers, and the session freed.
 
-The run path, top to bottom: :mod:`prism.runtime.run.session` → :mod:`prism.runtime.run.plan` → this
-module → :mod:`prism.runtime.run.context` → :mod:`prism.runtime.run.attempts`.
+The run path, top to bottom: [`prism.runtime.run.session`][prism.runtime.run.session] → ``prism.runtime.run.plan`` → this
+module → [`prism.runtime.run.context`][prism.runtime.run.context] → [`prism.runtime.run.attempts`][prism.runtime.run.attempts].
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ async def start_leg(
     passes the id it scheduled the run under, so the run and its checkpoint share it.
 
     Raises:
-        AgentRunError: as :meth:`RunLeg.execute`.
+        AgentRunError: as [`RunLeg.execute()`][prism.runtime.run.leg.RunLeg.execute].
     """
     leg = RunLeg(state, config, plan, run_id if run_id is not None else new_id("run"))
     state.begin(leg)
@@ -136,7 +136,7 @@ async def resume_leg(
 
 
 class RunLeg:
-    """One run leg; started by :func:`start_leg` or :func:`resume_leg`.
+    """One run leg; started by [`start_leg()`][prism.runtime.run.leg.start_leg] or [`resume_leg()`][prism.runtime.run.leg.resume_leg].
 
     Args:
         state: The session state (marked active by the caller).
@@ -198,7 +198,7 @@ class RunLeg:
         return self.ctx.redactor
 
     def emit(self, event: AgentEvent, /) -> None:
-        """Emit one event of this run (see :meth:`RunContext.emit`)."""
+        """Emit one event of this run (see [`RunContext.emit()`][prism.runtime.run.leg.RunContext.emit])."""
         self.ctx.emit(event)
 
     def abort(self, reason: object) -> None:

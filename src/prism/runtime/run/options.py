@@ -1,9 +1,9 @@
 """The per-run options: one typed definition.
 
-:class:`RunOptions` lists every option a run accepts; ``session.run(input, options=..., **kw)``
+[`RunOptions`][prism.runtime.run.options.RunOptions] lists every option a run accepts; ``session.run(input, options=..., **kw)``
 takes a ``RunOptions``, a mapping with the same snake_case keys, or the same keys as keywords
-(:class:`RunOptionKeywords`, their typed mirror). Resolution against the agent happens once, in
-:func:`prism.runtime.run.plan.plan_run`.
+(``RunOptionKeywords``, their typed mirror). Resolution against the agent happens once, in
+[`prism.runtime.run.plan.plan_run()`][prism.runtime.run.plan.plan_run].
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ class RunOptions:
     """Per-run options; every field defaults to ``None`` = "take the agent's".
 
     This dataclass is the one definition of the run options: the keyword options of
-    ``session.run``/``stream``/``run_sync`` (:class:`RunOptionKeywords`), the accepted mapping
-    keys and the plan (:mod:`prism.runtime.run.plan`) all follow its fields. A new option is a new
-    field here, a key in :class:`RunOptionKeywords` (a test checks both list the same names) and
+    ``session.run``/``stream``/``run_sync`` (``RunOptionKeywords``), the accepted mapping
+    keys and the plan (``prism.runtime.run.plan``) all follow its fields. A new option is a new
+    field here, a key in ``RunOptionKeywords`` (a test checks both list the same names) and
     its resolution in the plan.
 
     A mapping with the same snake_case keys is accepted wherever ``RunOptions`` is.
@@ -152,13 +152,13 @@ class RunOptions:
 
 
 RUN_OPTION_NAMES: Final = frozenset(f.name for f in dataclasses.fields(RunOptions))
-"""The field names of :class:`RunOptions`: the accepted mapping and keyword keys."""
+"""The field names of [`RunOptions`][prism.runtime.run.options.RunOptions]: the accepted mapping and keyword keys."""
 _DEFAULT_OPTIONS: Final = RunOptions()
 
 
 class RunOptionKeywords(TypedDict, total=False):
     """The keyword options of ``session.run``/``stream``/``run_sync``: the fields of
-    :class:`RunOptions`, typed for ``**kwargs`` (``None`` = not given)."""
+    [`RunOptions`][prism.runtime.run.options.RunOptions], typed for ``**kwargs`` (``None`` = not given)."""
 
     loop: AgentLoopOptions | Mapping[str, Any] | AgentLoopStrategy | None
     turn_policy: TurnPolicy | Mapping[str, Any] | None

@@ -1,15 +1,15 @@
 """The run plan: every run option resolved against the agent, once, before anything runs.
 
-:func:`plan_run` is the preflight of a run (invalid options fail here, before any side
+[`plan_run()`][prism.runtime.run.plan.plan_run] is the preflight of a run (invalid options fail here, before any side
 effect) and the one place where option precedence is decided: a run value wins when it is
 not ``None``; ``metadata`` merges agent < session < run; guardrails, request policies and tool
 filters are the agent's followed by the run's; ``retry``/``compaction`` layer per their own rules;
-limits may only narrow the agent's. The resulting :class:`RunPlan` is what the run leg
-(:mod:`prism.runtime.run.leg`) executes.
+limits may only narrow the agent's. The resulting [`RunPlan`][prism.runtime.run.plan.RunPlan] is what the run leg
+([`prism.runtime.run.leg`][prism.runtime.run.leg]) executes.
 
-The run path, top to bottom: :mod:`prism.runtime.run.session` (``AgentSession.run``) →
-:mod:`prism.runtime.run.plan` (this module) → :mod:`prism.runtime.run.leg` (the leg's envelope) →
-:mod:`prism.runtime.run.context` (``RunContext``, the loop's ``ctx``; ``ctx.generate`` hands the
+The run path, top to bottom: [`prism.runtime.run.session`][prism.runtime.run.session] (``AgentSession.run``) →
+``prism.runtime.run.plan`` (this module) → [`prism.runtime.run.leg`][prism.runtime.run.leg] (the leg's envelope) →
+[`prism.runtime.run.context`][prism.runtime.run.context] (``RunContext``, the loop's ``ctx``; ``ctx.generate`` hands the
 request to the provider attempts).
 """
 
@@ -120,7 +120,7 @@ class RunPlan:
 @dataclasses.dataclass(frozen=True, slots=True)
 class RunDefaults:
     """What a run takes from its agent when it sets no option of its own, resolved once per
-    agent config (:func:`run_defaults`) instead of on every run."""
+    agent config (``run_defaults()``) instead of on every run."""
 
     limits: RunLimits
     retry: RetryOptions | None
@@ -147,10 +147,10 @@ class RunDefaults:
 
 
 def run_defaults(config: AgentConfig, hooks: DurableHooks) -> RunDefaults:
-    """The :class:`RunDefaults` of ``config``, resolved on the first call and kept on it.
+    """The [`RunDefaults`][prism.runtime.run.plan.RunDefaults] of ``config``, resolved on the first call and kept on it.
 
     Raises:
-        PrismConfigError: ``ERR_PRISM_CONFIG`` — as :func:`plan_run` for an agent option (then
+        PrismConfigError: ``ERR_PRISM_CONFIG`` — as [`plan_run()`][prism.runtime.run.plan.plan_run] for an agent option (then
             nothing is kept, and the next run raises again).
     """
     kept = config.run_defaults
@@ -196,9 +196,9 @@ def plan_run(
     hooks: DurableHooks,
     durable: RunStateOptions | None = None,
 ) -> RunPlan:
-    """Resolve ``opts`` against the agent ``config`` into a :class:`RunPlan`. No side effects.
+    """Resolve ``opts`` against the agent ``config`` into a [`RunPlan`][prism.runtime.run.plan.RunPlan]. No side effects.
 
-    What does not depend on the run's options comes from :func:`run_defaults` (resolved once per
+    What does not depend on the run's options comes from ``run_defaults()`` (resolved once per
     agent); an option the run sets is resolved here, against the agent's value.
 
     Args:

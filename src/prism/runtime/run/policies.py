@@ -2,7 +2,7 @@
 
 A policy is called once per provider request, before middleware and redaction. It may return
 options merged over the request's options and secrets that are redacted from the errors of that
-request's failed attempts. :func:`apply_request_policies` runs the agent's policies, then the
+request's failed attempts. [`apply_request_policies()`][prism.runtime.run.policies.apply_request_policies] runs the agent's policies, then the
 run's, in order.
 """
 
@@ -78,7 +78,7 @@ async def apply_request_policies(
     """Run ``policies`` in order over ``request``.
 
     Each policy sees the request as changed by the ones before it. A mapping result is read as a
-    :class:`ProviderRequestPolicyResult`; its ``options`` (a mapping is coerced) are merged over
+    [`ProviderRequestPolicyResult`][prism.runtime.run.policies.ProviderRequestPolicyResult]; its ``options`` (a mapping is coerced) are merged over
     the request's options.
 
     Returns:

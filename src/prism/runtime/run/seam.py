@@ -1,17 +1,17 @@
 """The seam between the run path and durable runs: the one door ``run/`` opens to ``durable/``.
 
-The run path never imports :mod:`prism.runtime.durable`. What a durable run needs of a leg, and
+The run path never imports ``prism.runtime.durable``. What a durable run needs of a leg, and
 what a leg needs of a durable run, meet here as protocols and values. The seam sits below the
 agent configuration and the loop context, so it names them only in words: ``config`` is the
 agent's ``AgentConfig`` and ``ctx`` the leg's ``RunContext`` (``prism.runtime.run.context``).
 
-* :class:`RunStateOptions` — the ``run_state=`` option value (and its conversion from a mapping);
-* :class:`ResumePoint` — where a resumed leg starts: run id, claimed version, leaf, counters;
-* :class:`DurableGate` — the durable run's part in tool dispatch (gating, answers, delegation);
-* :class:`LegHooks` — the durable run's part in one leg (turn-boundary hooks, setup, outcomes);
-* :class:`DurableHooks` — the durable mode as a whole: the preflight of a run's options and the
+* [`RunStateOptions`][prism.runtime.run.seam.RunStateOptions] — the ``run_state=`` option value (and its conversion from a mapping);
+* [`ResumePoint`][prism.runtime.run.seam.ResumePoint] — where a resumed leg starts: run id, claimed version, leaf, counters;
+* [`DurableGate`][prism.runtime.run.seam.DurableGate] — the durable run's part in tool dispatch (gating, answers, delegation);
+* [`LegHooks`][prism.runtime.run.seam.LegHooks] — the durable run's part in one leg (turn-boundary hooks, setup, outcomes);
+* [`DurableHooks`][prism.runtime.run.seam.DurableHooks] — the durable mode as a whole: the preflight of a run's options and the
   hooks of one leg. Whoever starts a leg hands the plan its hooks: an agent's sessions, the
-  resume of a stored run and the engines pass :data:`prism.runtime.durable.DURABLE_HOOKS`.
+  resume of a stored run and the engines pass [`prism.runtime.durable.DURABLE_HOOKS`][prism.runtime.durable.DURABLE_HOOKS].
 """
 
 from __future__ import annotations
@@ -88,11 +88,11 @@ _OPTION_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunStateOpt
 
 
 def coerce_run_state_options(value: object, *, label: str = "run_state") -> RunStateOptions | None:
-    """Convert a ``run_state`` option to :class:`RunStateOptions`. No checks of
-    the values (the durable preflight, :func:`check_durable_run`, does those).
+    """Convert a ``run_state`` option to [`RunStateOptions`][prism.runtime.run.seam.RunStateOptions]. No checks of
+    the values (the durable preflight, ``check_durable_run()``, does those).
 
     Args:
-        value: ``None``, :class:`RunStateOptions` or a mapping of its fields.
+        value: ``None``, [`RunStateOptions`][prism.runtime.run.seam.RunStateOptions] or a mapping of its fields.
         label: Name used in error messages.
 
     Returns:
@@ -183,7 +183,7 @@ async def delegating(
 
 class LegHooks(DurableGate, Protocol):
     """A durable run's part in one leg: the leg calls these at its turn boundaries, in setup and
-    at its outcome. Built per leg by :meth:`DurableHooks.open_leg`."""
+    at its outcome. Built per leg by [`DurableHooks.open_leg()`][prism.runtime.run.seam.DurableHooks.open_leg]."""
 
     loop: AgentLoopStrategy | None
     """The leg's loop, set by the leg once setup resolved it."""

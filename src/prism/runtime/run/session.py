@@ -1,16 +1,16 @@
 """Sessions: the entry of a run, and steering, observers, compaction and branches of a session.
 
-An :class:`AgentSession` is one conversation of an agent over a ``SessionStore``. ``await
+An [`AgentSession`][prism.runtime.run.session.AgentSession] is one conversation of an agent over a ``SessionStore``. ``await
 session.run(input, ...)`` is where a run starts: the options are resolved into a plan
-(:func:`prism.runtime.run.plan.plan_run`, which fails on an invalid option before any side effect), then
-one run leg executes it (:func:`prism.runtime.run.leg.start_leg`). Only one run per session is active at
+([`prism.runtime.run.plan.plan_run()`][prism.runtime.run.plan.plan_run], which fails on an invalid option before any side effect), then
+one run leg executes it ([`prism.runtime.run.leg.start_leg()`][prism.runtime.run.leg.start_leg]). Only one run per session is active at
 a time.
 
 The state a run changes (leaf, busy flag, steer queue, observers) is the session's
-:class:`~prism.runtime.run.state.SessionState`, handed to the leg.
+[`SessionState`][prism.runtime.run.state.SessionState], handed to the leg.
 
-The run path, top to bottom: this module → :mod:`prism.runtime.run.plan` → :mod:`prism.runtime.run.leg`
-→ :mod:`prism.runtime.run.context` → :mod:`prism.runtime.run.attempts`.
+The run path, top to bottom: this module → ``prism.runtime.run.plan`` → [`prism.runtime.run.leg`][prism.runtime.run.leg]
+→ [`prism.runtime.run.context`][prism.runtime.run.context] → [`prism.runtime.run.attempts`][prism.runtime.run.attempts].
 """
 
 from __future__ import annotations
@@ -199,8 +199,8 @@ class AgentSession:
 
         Args:
             input: Text, a message or messages.
-            options: A :class:`RunOptions` or a mapping of its fields.
-            **overrides: Any :class:`RunOptions` field as a keyword; each one that is not
+            options: A [`RunOptions`][prism.runtime.run.session.RunOptions] or a mapping of its fields.
+            **overrides: Any [`RunOptions`][prism.runtime.run.session.RunOptions] field as a keyword; each one that is not
                 ``None`` replaces the corresponding ``options`` field.
 
         Returns:
@@ -281,10 +281,10 @@ class AgentSession:
             input: The run input.
             max_queued_events: Subscription capacity.
             overflow: Subscription overflow policy.
-            **run_options: Keyword options of :meth:`run`.
+            **run_options: Keyword options of ``run()``.
 
         Returns:
-            A :class:`RunStream`.
+            A [`RunStream`][prism.runtime.run.session.RunStream].
         """
         return RunStream(
             self.run,

@@ -1,6 +1,6 @@
 """The state of a session that its runs change: the leaf, the busy flag, the steer queue.
 
-:class:`SessionState` is one object per :class:`~prism.runtime.run.session.AgentSession`. The session
+[`SessionState`][prism.runtime.run.state.SessionState] is one object per [`AgentSession`][prism.runtime.run.session.AgentSession]. The session
 reads it to answer ``leaf_id``/``is_running`` and fills the steer queue; a run leg is handed the
 same object and is the only thing that changes it while the leg runs (it moves the leaf with
 every append, marks itself active and inactive, drains the steer queue). Durable resume and
@@ -107,12 +107,12 @@ class SessionState:
         self.leaf_id: str | None = leaf_id
         """Id of the entry the next append attaches to."""
         self.leaf_resolved = leaf_id is not None
-        """Whether :attr:`leaf_id` is known (else it is the last stored entry, looked up once)."""
+        """Whether [`leaf_id`][prism.runtime.run.state.SessionState.leaf_id] is known (else it is the last stored entry, looked up once)."""
         self.fork_next = leaf_id is not None
         """The next append starts a sibling branch (after ``checkout``)."""
         self.held: list[SessionAppend] | None = None
         """Appends held for the next envelope write of the active durable leg (see
-        :meth:`hold_appends`); ``None``: every append goes to the store at once."""
+        [`hold_appends()`][prism.runtime.run.state.SessionState.hold_appends]); ``None``: every append goes to the store at once."""
         self.busy = False
         """A run (or a manual compaction) is active."""
         self.active: ActiveRun | None = None
@@ -120,7 +120,7 @@ class SessionState:
         self.steer_queue: list[Message] = []
         """Steered messages waiting for the next turn."""
         self.steer_bytes = 0
-        """UTF-8 bytes of text in :attr:`steer_queue`."""
+        """UTF-8 bytes of text in [`steer_queue`][prism.runtime.run.state.SessionState.steer_queue]."""
         self.soft_pending = False
         """A soft interrupt arrived before the leg had provider attempts."""
 
@@ -143,7 +143,7 @@ class SessionState:
     async def append(self, entry: SessionEntry, *, idempotency_key: str | None) -> None:
         """Append ``entry`` (already redacted, ``parent_id`` = the leaf) and make it the leaf.
 
-        While appends are held (:meth:`hold_appends`) the append is recorded instead, to be
+        While appends are held ([`hold_appends()`][prism.runtime.run.state.SessionState.hold_appends]) the append is recorded instead, to be
         written with the leg's next envelope."""
         parent = self.leaf_id
         fork = self.fork_next and parent is not None

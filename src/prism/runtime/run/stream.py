@@ -1,6 +1,6 @@
 """Streaming one run: its events as an async iterator.
 
-``session.stream(input, ...)`` returns a :class:`RunStream`: it subscribes first, then starts the
+``session.stream(input, ...)`` returns a [`RunStream`][prism.runtime.run.stream.RunStream]: it subscribes first, then starts the
 run as a task on first use, and yields that run's events.
 """
 
@@ -35,7 +35,7 @@ class RunStream:
     """The events of one run, as an async iterator and async context manager.
 
     Yields every event until the run's ``agent_started``, then only that run's events; after the
-    last event it re-raises the run's exception, if any. :attr:`result` is set once the run
+    last event it re-raises the run's exception, if any. [`result`][prism.runtime.run.stream.RunStream.result] is set once the run
     returned a result. Leaving early (``aclose()``, ``async with`` exit, or finalisation after a
     ``break``) aborts the run with ``AbortError("stream consumer closed")``.
     """

@@ -1,18 +1,18 @@
 """Turn policy: clean host stops at provider-turn boundaries.
 
-A :class:`TurnPolicy` lets a host end a run **cleanly** — "stop when the agent has done enough".
+A [`TurnPolicy`][prism.runtime.run.turn_policy.TurnPolicy] lets a host end a run **cleanly** — "stop when the agent has done enough".
 It is evaluated at the turn boundary: after the previous turn's tool results and any drained
 steers are in the store, before the next provider request. A stop is a successful outcome
 (``status="succeeded"``, ``stop_reason="host_policy"`` or ``"turn_limit"``), never a failure and
 never a limit breach.
 
-* :class:`TurnPolicy` — ``max_turns`` (a clean cap) and ``stop`` (a synchronous callback);
-* :class:`TurnBoundaryContext` — the counters the callback sees (never prompt text, tool arguments
+* [`TurnPolicy`][prism.runtime.run.turn_policy.TurnPolicy] — ``max_turns`` (a clean cap) and ``stop`` (a synchronous callback);
+* [`TurnBoundaryContext`][prism.runtime.run.turn_policy.TurnBoundaryContext] — the counters the callback sees (never prompt text, tool arguments
   or results);
-* :class:`Continue` / :class:`Stop` — the decisions (``{"action": "continue"}`` and
+* [`Continue`][prism.runtime.run.turn_policy.Continue] / [`Stop`][prism.runtime.run.turn_policy.Stop] — the decisions (``{"action": "continue"}`` and
   ``{"action": "stop", "reason": ...}`` are accepted too);
-* :func:`resolve_turn_policy` — preflight validation;
-* :func:`evaluate_turn_policy` — one boundary evaluation.
+* [`resolve_turn_policy()`][prism.runtime.run.turn_policy.resolve_turn_policy] — preflight validation;
+* [`evaluate_turn_policy()`][prism.runtime.run.turn_policy.evaluate_turn_policy] — one boundary evaluation.
 
 Example::
 
@@ -86,7 +86,7 @@ class Stop(Serializable):
 
 
 TurnDecision: TypeAlias = Continue | Stop
-"""What a stop callback returns: :class:`Continue` or :class:`Stop` (or their mapping forms)."""
+"""What a stop callback returns: [`Continue`][prism.runtime.run.turn_policy.Continue] or [`Stop`][prism.runtime.run.turn_policy.Stop] (or their mapping forms)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,10 +150,10 @@ def _fmt_limit(value: Any) -> str:
 
 
 def coerce_turn_policy(value: object) -> TurnPolicy | None:
-    """Convert a ``turn_policy`` option to :class:`TurnPolicy`. No value checks.
+    """Convert a ``turn_policy`` option to [`TurnPolicy`][prism.runtime.run.turn_policy.TurnPolicy]. No value checks.
 
     Args:
-        value: ``None``, a :class:`TurnPolicy`, or a mapping with the keys ``max_turns``/``stop``.
+        value: ``None``, a [`TurnPolicy`][prism.runtime.run.turn_policy.TurnPolicy], or a mapping with the keys ``max_turns``/``stop``.
 
     Returns:
         The policy, or ``None``.
@@ -178,13 +178,13 @@ def resolve_turn_policy(
     """Validate a run's ``turn_policy`` option. No side effects.
 
     Args:
-        value: ``None``, a :class:`TurnPolicy`, or a mapping with the keys ``max_turns``/``stop``
-            (converted with :func:`coerce_turn_policy`).
+        value: ``None``, a [`TurnPolicy`][prism.runtime.run.turn_policy.TurnPolicy], or a mapping with the keys ``max_turns``/``stop``
+            (converted with [`coerce_turn_policy()`][prism.runtime.run.turn_policy.coerce_turn_policy]).
         max_turns_limit: The resolved ``limits.max_turns`` (a count or ``UNLIMITED``); ``None``
             skips the widening check.
 
     Returns:
-        The :class:`TurnPolicy`, or ``None`` when ``value`` is ``None``.
+        The [`TurnPolicy`][prism.runtime.run.turn_policy.TurnPolicy], or ``None`` when ``value`` is ``None``.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — ``value`` is neither a ``TurnPolicy`` nor a
@@ -218,7 +218,7 @@ class TurnPolicyStop(Exception):
     """Internal, sticky control signal: the turn policy stopped the run at a boundary.
 
     Raised from ``ctx.assemble``/``ctx.generate``; the runtime takes the success path with
-    :attr:`stop_reason` and :attr:`stop_detail`. Never surfaced to callers.
+    [`stop_reason`][prism.runtime.run.turn_policy.TurnPolicyStop.stop_reason] and [`stop_detail`][prism.runtime.run.turn_policy.TurnPolicyStop.stop_detail]. Never surfaced to callers.
 
     Attributes:
         stop_reason: ``"host_policy"`` or ``"turn_limit"``.
@@ -251,12 +251,12 @@ def evaluate_turn_policy(
     (or ``{"action": "stop", "reason": ...}``) stops with ``host_policy`` and the redacted reason.
 
     Args:
-        policy: The validated policy (:func:`resolve_turn_policy`).
+        policy: The validated policy ([`resolve_turn_policy()`][prism.runtime.run.turn_policy.resolve_turn_policy]).
         context: The boundary context.
         redactor: The run's active redactor, applied to the stop reason.
 
     Returns:
-        ``None`` to continue, else the :class:`TurnPolicyStop` signal for the runtime to raise.
+        ``None`` to continue, else the [`TurnPolicyStop`][prism.runtime.run.turn_policy.TurnPolicyStop] signal for the runtime to raise.
 
     Raises:
         TurnPolicyError: ``ERR_PRISM_TURN_POLICY`` — the callback raised (the exception is
