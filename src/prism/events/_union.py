@@ -158,6 +158,7 @@ EVENT_TYPES: Mapping[str, type[AgentEvent]] = MappingProxyType(
         "subagent_event": SubagentEvent,
     }
 )
+"""Each event's ``type`` string mapped to its event class (read-only); ``event_from_dict`` reads it."""
 
 
 def event_from_dict(data: Mapping[str, Any]) -> AgentEvent:

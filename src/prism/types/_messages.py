@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 MessageRole: TypeAlias = Literal["system", "user", "assistant", "tool"]
+"""Who wrote a message: the system prompt, the user, the assistant (the model) or a tool result."""
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
 
 
