@@ -478,7 +478,11 @@ def _run_context(data: _RunData) -> dict[str, Any]:
     now = datetime.now(UTC)
     run = data.run
     timeline = _timeline.project_timeline(
-        data.rows, run=run, children=data.children, decided=data.decided
+        data.rows,
+        run=run,
+        children=data.children,
+        decided=data.decided,
+        rejected=_timeline.rejected_calls(data.entries, run.run_id),
     )
     waterfall = _charts.project_waterfall(
         timeline,
