@@ -14,7 +14,7 @@ import pytest
 
 from prism.inspection import InspectionReader
 from prism.stores import SqliteStore
-from prism.stores._inspection import LedgerCursor
+from prism.stores._inspection_sql import LedgerCursor
 from prism.stores._migrations import load_migrations
 from prism.stores.postgres import PostgresStore
 from prism.testing import run_inspection_conformance
@@ -61,6 +61,23 @@ async def test_postgres_store_passes_the_inspection_suite(
     async def make() -> PostgresStore:
         pg_schemas.append(new_schema_name())
         return await PostgresStore.connect(url, schema=pg_schemas[-1], max_size=2)
+
+    await run_inspection_conformance(make)
+
+
+async def test_sqlite_filtered_pages_read_the_same_either_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filtered page tests sessions one by one when many runs match (on the suite's small
+    world: always, with the threshold at 0); it reads what looking the sessions up reads."""
+    from prism.stores import _inspection
+
+    monkeypatch.setattr(_inspection, "LOOKUP_MOST", 0)
+    made: list[int] = []
+
+    async def make() -> SqliteStore:
+        made.append(1)
+        return await SqliteStore(tmp_path / f"scan{len(made)}.db").open()
 
     await run_inspection_conformance(make)
 
@@ -208,8 +225,10 @@ async def test_sqlite_reads_search_indexes_not_tables(tmp_path: Path) -> None:
     statements.append(sql.sessions([*where, sql.after_session()], [*params, "t", "s"], 51))
     for flt in (SessionFilter(agent_id="a", model="m", status="s", text="x"),
                 SessionFilter(parent_session_id="p")):
-        where, params = sql.session_filter(flt, "2020", "2030")
-        statements.append(sql.sessions(where, params, 51))
+        for lookup in (None, "agent_id", "model", "status"):
+            where, params = sql.session_filter(flt, "2020", "2030", lookup=lookup)
+            statements.append(sql.sessions(where, params, 51))
+    statements.append(sql.candidates(SessionFilter(agent_id="a", model="m", status="s"), 1000))
     statements.append(sql.runs(["(started_at, run_id) < (?, ?)"], ["t", "r"], 51))
     statements.append(sql.runs(["agent_id = ?"], ["a"], 51))
     statements.append(sql.ledger("run_1", LedgerCursor(1, 2, 3, 4), 1001, False))

@@ -43,7 +43,8 @@ from prism.checkpoints import AgentRunIndex, CheckpointStore, EntryCheckpointSto
 from prism.inspection import InspectionReader
 from prism.ledger import RunLedger
 from prism.store import BranchReadingSessionStore
-from prism.stores._inspection import InspectionMethods, InspectionSql
+from prism.stores._inspection import InspectionMethods
+from prism.stores._inspection_sql import InspectionSql
 from prism.stores._ledger import LedgerMethods, LedgerSql
 from prism.stores._postgres_checkpoints import PostgresCheckpoints, PostgresCheckpointSql
 from prism.stores._postgres_connection import SynchronousCommit as SynchronousCommit
@@ -98,7 +99,11 @@ class PostgresStore(PostgresSessions, PostgresCheckpoints, LedgerMethods, Inspec
         self._checkpoint_sql = PostgresCheckpointSql.build(quoted)
         self._ledger_sql = LedgerSql(prefix=f"{quoted}.", placeholder="%s", body_cast="::jsonb")
         self._inspection_sql = InspectionSql(
-            prefix=f"{quoted}.", placeholder="%s", substring="strpos", text_cast="::text"
+            prefix=f"{quoted}.",
+            placeholder="%s",
+            substring="strpos",
+            text_cast="::text",
+            statistics=True,
         )
 
 

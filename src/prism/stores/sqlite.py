@@ -45,7 +45,8 @@ from prism.checkpoints import AgentRunIndex, CheckpointStore, EntryCheckpointSto
 from prism.inspection import InspectionReader
 from prism.ledger import RunLedger
 from prism.store import BranchReadingSessionStore
-from prism.stores._inspection import InspectionMethods, InspectionSql
+from prism.stores._inspection import InspectionMethods
+from prism.stores._inspection_sql import InspectionSql
 from prism.stores._ledger import LedgerMethods, LedgerSql
 from prism.stores._sqlite_checkpoints import SqliteCheckpoints
 from prism.stores._sqlite_sessions import SqliteSessions
@@ -85,7 +86,7 @@ class SqliteStore(SqliteSessions, SqliteCheckpoints, LedgerMethods, InspectionMe
     __slots__ = ()
 
     _ledger_sql = LedgerSql(prefix="", placeholder="?", body_cast="")
-    _inspection_sql = InspectionSql(prefix="", placeholder="?", substring="instr", index_hints=True)
+    _inspection_sql = InspectionSql(prefix="", placeholder="?", substring="instr")
 
 
 if TYPE_CHECKING:  # static proof that one object implements the protocols

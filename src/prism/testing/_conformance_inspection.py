@@ -71,7 +71,7 @@ class _World:
     """``(kind, record)`` of the ledger rows of run ``a1`` in the order they must be read."""
 
 
-async def run_inspection_conformance(make_store: Callable[[], Awaitable[Any]]) -> None:
+async def run_inspection_conformance(make_store: Callable[[], Awaitable[object]]) -> None:
     """Check that a store's inspection reads match what was written to it.
 
     Args:
@@ -84,12 +84,12 @@ async def run_inspection_conformance(make_store: Callable[[], Awaitable[Any]]) -
     Raises:
         AssertionError: the first deviation, with a message naming the requirement.
     """
-    empty = await make_store()
+    empty: Any = await make_store()
     try:
         await _check_empty(empty)
     finally:
         await _close(empty)
-    store = await make_store()
+    store: Any = await make_store()
     try:
         world = await _populate(store)
         await _check_session_summaries(world)

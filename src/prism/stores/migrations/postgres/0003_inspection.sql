@@ -15,7 +15,8 @@
 -- Every write that touches both locks the session row before the run row (an entry append,
 -- then its envelope; a ledger run row; an envelope's status change), so they never deadlock.
 -- Usage rows get the columns a usage report groups and sums. Rows stored before this migration
--- are summarised here, once.
+-- are summarised here, once. (A row stored wrapped because it holds a NUL character is summarised
+-- without the fields the wrapping hides.)
 
 -- ---------------------------------------------------------------------------- sessions
 
@@ -306,6 +307,8 @@ CREATE TRIGGER prism_run_summaries_envelope_update AFTER UPDATE ON {schema}.pris
     EXECUTE FUNCTION {schema}.prism_run_summaries_envelope();
 
 -- ---------------------------------------------------------------------------- backfill
+-- (A durable run's status time is taken from its envelope's last save; the triggers record
+-- the save that changed the status, which is not stored.)
 
 INSERT INTO {schema}.prism_sessions (session_id, created_at, updated_at, entries, last_entry_id)
 SELECT s.session_id, s.first_ts, s.last_ts, s.n, e.id

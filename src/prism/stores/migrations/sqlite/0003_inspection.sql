@@ -229,6 +229,8 @@ BEGIN
 END;
 
 -- ---------------------------------------------------------------------------- backfill
+-- (A durable run's status time is taken from its envelope's last save; the triggers record
+-- the save that changed the status, which is not stored.)
 
 INSERT INTO prism_sessions (session_id, created_at, updated_at, entries, last_entry_id)
 SELECT s.session_id, s.first_ts, s.last_ts, s.n, e.id
