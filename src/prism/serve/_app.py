@@ -75,6 +75,10 @@ _HERE: Final = Path(__file__).parent
 _PAGE: Final = 50
 _MAX_LEDGER_ROWS: Final = 20_000
 _MAX_ENTRIES: Final = 20_000
+_READ: Final = 10_000
+"""Rows of one ledger or entry read (the protocol's most): a 1,000-turn run's ledger (8,000
+rows) is one query — each read fetches up to ``limit`` rows from every ledger table before
+merging them, so smaller reads fetch and decode rows they then drop."""
 _STATUSES: Final = (
     "running",
     "suspended",
@@ -157,6 +161,7 @@ def create_app(
         tone=_views.status_tone,
     )
     env.globals.update(
+        badge=_views.badge,
         waterfall_track=_charts.waterfall_track,
         axis_track=_charts.axis_track,
         meter=_charts.meter,
@@ -257,6 +262,7 @@ async def _render(
         token_auth=serve.policy.token is not None,
         now=now,
         rel=lambda value: _views.relative_time(value, now),
+        when=lambda value: _views.when(value, now),
         qs=_query,
     )
     html = serve.env.get_template(name).render(context)
@@ -269,6 +275,7 @@ def _fragment(serve: _Serve, name: str, **context: Any) -> HTMLResponse:
         csrf_token=serve.policy.csrf_token,
         now=now,
         rel=lambda value: _views.relative_time(value, now),
+        when=lambda value: _views.when(value, now),
         qs=_query,
     )
     return HTMLResponse(serve.env.get_template(name).render(context))
@@ -356,9 +363,9 @@ async def _read_entries(serve: _Serve, session_id: str) -> list[StoredEntry]:
     out: list[StoredEntry] = []
     after = 0
     while len(out) < _MAX_ENTRIES:
-        batch = await serve.reader.read_entries(session_id, after_seq=after, limit=1000)
+        batch = await serve.reader.read_entries(session_id, after_seq=after, limit=_READ)
         out.extend(batch)
-        if len(batch) < 1000:
+        if len(batch) < _READ:
             break
         after = batch[-1].seq
     return out
@@ -437,7 +444,7 @@ async def _load_run(serve: _Serve, run_id: str) -> _RunData:
     rows: list[LedgerRow] = []
     cursor: str | None = None
     while len(rows) < _MAX_LEDGER_ROWS:
-        sliced = await serve.reader.read_ledger(run_id, after=cursor, limit=5000)
+        sliced = await serve.reader.read_ledger(run_id, after=cursor, limit=_READ)
         rows.extend(sliced.rows)
         cursor = sliced.cursor
         if not sliced.has_more:
