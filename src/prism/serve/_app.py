@@ -75,10 +75,7 @@ _HERE: Final = Path(__file__).parent
 _PAGE: Final = 50
 _MAX_LEDGER_ROWS: Final = 20_000
 _MAX_ENTRIES: Final = 20_000
-_READ: Final = 10_000
-"""Rows of one ledger or entry read (the protocol's most): a 1,000-turn run's ledger (8,000
-rows) is one query — each read fetches up to ``limit`` rows from every ledger table before
-merging them, so smaller reads fetch and decode rows they then drop."""
+_READ: Final = 10_000  # the most a read may ask; a read fetches that many of each ledger table
 _STATUSES: Final = (
     "running",
     "suspended",
@@ -254,22 +251,15 @@ async def _render(
     if "pending_count" not in context:
         pending = await _pending(serve)
         context["pending_count"] = len(pending) if pending is not None else None
-    now = datetime.now(UTC)
-    context.update(
-        request=request,
-        path=request.url.path,
-        csrf_token=serve.policy.csrf_token,
-        token_auth=serve.policy.token is not None,
-        now=now,
-        rel=lambda value: _views.relative_time(value, now),
-        when=lambda value: _views.when(value, now),
-        qs=_query,
-    )
-    html = serve.env.get_template(name).render(context)
-    return HTMLResponse(html, status_code=status)
+    context.update(request=request, path=request.url.path, token_auth=bool(serve.policy.token))
+    return HTMLResponse(_html(serve, name, context), status_code=status)
 
 
 def _fragment(serve: _Serve, name: str, **context: Any) -> HTMLResponse:
+    return HTMLResponse(_html(serve, name, context))
+
+
+def _html(serve: _Serve, name: str, context: dict[str, Any]) -> str:
     now = datetime.now(UTC)
     context.update(
         csrf_token=serve.policy.csrf_token,
@@ -278,7 +268,7 @@ def _fragment(serve: _Serve, name: str, **context: Any) -> HTMLResponse:
         when=lambda value: _views.when(value, now),
         qs=_query,
     )
-    return HTMLResponse(serve.env.get_template(name).render(context))
+    return serve.env.get_template(name).render(context)
 
 
 async def _error(
@@ -484,12 +474,9 @@ async def _load_run(serve: _Serve, run_id: str) -> _RunData:
 def _run_context(data: _RunData) -> dict[str, Any]:
     now = datetime.now(UTC)
     run = data.run
+    rejected = _timeline.rejected_calls(data.entries, run.run_id)
     timeline = _timeline.project_timeline(
-        data.rows,
-        run=run,
-        children=data.children,
-        decided=data.decided,
-        rejected=_timeline.rejected_calls(data.entries, run.run_id),
+        data.rows, run=run, children=data.children, decided=data.decided, rejected=rejected
     )
     waterfall = _charts.project_waterfall(
         timeline,
