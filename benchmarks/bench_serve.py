@@ -21,7 +21,9 @@ median of ``--repeat`` samples:
   the first ``200`` of ``GET /sessions``.
 
 Server times are measured in-process through the ASGI app (``httpx.ASGITransport``): the time
-of the request, without a network. Targets: first page < 300 ms, the 1,000-turn run page
+of the request, without a network, with the garbage collector tuned as ``prism serve`` tunes its
+process (``prism.cli._serve.tune_gc``; one more line gives the run page with the default
+thresholds, as a host application that mounts ``create_app`` may leave them). Targets: first page < 300 ms, the 1,000-turn run page
 < 500 ms, the sessions list over 10,000 sessions < 300 ms, a live event on the page < 1 s,
 start-up < 1.5 s.
 
@@ -54,6 +56,7 @@ import httpx
 from bench_inspection import CHUNK, _event, _long_run, _session
 
 import prism
+from prism.cli._serve import tune_gc
 from prism.events import TurnStartedEvent
 from prism.ledger import start_run_record
 from prism.limits import UNLIMITED, RunLimits
@@ -196,6 +199,14 @@ async def bench_pages(
     return out
 
 
+async def bench_host_gc(full: Path, run_id: str, repeat: int) -> list[Row]:
+    """The runtime run's page with the collector as a host process leaves it (``create_app``
+    mounted in another app), before ``prism serve``'s tuning is applied."""
+    async with SqliteStore(full) as store, _client(create_app(store)) as client:
+        timed = await _median_ms(repeat, partial(_get, client, f"/runs/{run_id}"))
+    return [_row("run page: GET /runs/{id} (runtime), default gc thresholds (a host app)", timed)]
+
+
 async def _events(response: httpx.Response, queue: asyncio.Queue[tuple[str, float]]) -> None:
     """Put each server-sent event's name on ``queue`` with the time it arrived."""
     name = None
@@ -310,7 +321,9 @@ async def main() -> None:
         full, small = Path(tmp) / "full.db", Path(tmp) / "small.db"
         runs, fill_s = await _fill(full, args.sessions, args.turns)
         await _fill(small, args.small, 10)
-        rows = await bench_pages(small, full, runs, args.repeat, args.sessions, args.turns)
+        rows = await bench_host_gc(full, runs["runtime"], args.repeat)
+        tune_gc()  # from here on, the process is tuned as prism serve tunes its own
+        rows = await bench_pages(small, full, runs, args.repeat, args.sessions, args.turns) + rows
         rows += await bench_live(full, args.repeat)
         rows += bench_startup(full, max(5, args.repeat // 2))
     if args.json:
