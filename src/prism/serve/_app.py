@@ -434,7 +434,9 @@ async def _load_run(serve: _Serve, run_id: str) -> _RunData:
     rows: list[LedgerRow] = []
     cursor: str | None = None
     while len(rows) < _MAX_LEDGER_ROWS:
-        sliced = await serve.reader.read_ledger(run_id, after=cursor, limit=_READ)
+        sliced = await serve.reader.read_ledger(
+            run_id, after=cursor, limit=_READ, event_types=_timeline.TIMELINE_EVENT_TYPES
+        )
         rows.extend(sliced.rows)
         cursor = sliced.cursor
         if not sliced.has_more:

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from prism.inspection import LedgerRow, RunSummary, SessionSummary, StoredEntry
 from prism.ledger_records import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
@@ -32,6 +32,7 @@ from prism.serve._views import (
 
 __all__ = [
     "AttemptView",
+    "TIMELINE_EVENT_TYPES",
     "ChildRun",
     "Note",
     "RetryView",
@@ -43,6 +44,31 @@ __all__ = [
     "rejected_calls",
     "run_duration_ms",
 ]
+
+TIMELINE_EVENT_TYPES: Final = frozenset(
+    (
+        "agent_started",
+        "agent_resumed",
+        "agent_finished",
+        "agent_suspended",
+        "agent_denied",
+        "turn_started",
+        "provider_turn_started",
+        "provider_turn_finished",
+        "retry_scheduled",
+        "tool_execution_started",
+        "tool_execution_finished",
+        "tool_execution_error",
+        "tool_execution_blocked",
+        "run_limit_exceeded",
+        "guardrail_decision",
+        "compaction_finished",
+        "error",
+    )
+)
+"""The event types :func:`project_timeline` reads; a run page asks the store for only these
+(``read_ledger(event_types=...)``), so the message and turn-end events of a long run — a
+quarter of its rows — are never decoded."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
