@@ -22,7 +22,7 @@ A store that implements the protocol passes [`prism.testing.run_inspection_confo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
@@ -269,9 +269,12 @@ class InspectionReader(Protocol):
         after: str | None = None,
         limit: int = 1000,
         include_deltas: bool = False,
+        event_types: Collection[str] | None = None,
     ) -> LedgerSlice:
         """One run's ledger rows after ``after`` (``None``: from the start), at most ``limit``
-        (1..10000). ``message_delta`` event rows are left out unless ``include_deltas``."""
+        (1..10000). ``message_delta`` event rows are left out unless ``include_deltas``;
+        with ``event_types``, only the event rows of those types come (the rows of the other
+        tables all do), so a reader that projects a few event types decodes no others."""
         ...
 
     async def read_entries(

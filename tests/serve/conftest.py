@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from _seed import Seeded, seed
+from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from serve_support import client_for
 
 from prism.serve import create_app
@@ -54,3 +56,18 @@ async def store(seeded: tuple[Path, Seeded]) -> AsyncIterator[SqliteStore]:
 async def client(store: SqliteStore) -> AsyncIterator[httpx.AsyncClient]:
     async with client_for(create_app(store)) as c:
         yield c
+
+
+@pytest.fixture
+async def chromium() -> AsyncIterator[Any]:
+    """Debian's headless Chromium, launched for one test (each test runs on its own event loop);
+    skips or fails as :func:`browser_support.require_browser` says."""
+    require_browser()
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        launched = await p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()

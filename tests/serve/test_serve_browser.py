@@ -17,52 +17,25 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import os
 import socket
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from _seed import PROBE, Seeded
+from browser_support import new_page, require_browser
 
 import prism
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
 from prism.stores import SqliteStore
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 TOKEN = "browser-token-0123456789abcdef"
 SIZES = ((1280, 800), (390, 844))
-
-
-def _require_browser() -> None:
-    missing = None
-    if not CHROMIUM.exists():
-        missing = f"the browser tests need Chromium at {CHROMIUM} (Debian's chromium package)"
-    else:
-        try:
-            import playwright.async_api  # noqa: F401
-        except ImportError:
-            missing = "the browser tests need the playwright package (the dev extra)"
-    if missing is None:
-        return
-    if os.environ.get("PRISM_REQUIRE_BROWSER") == "1":
-        pytest.fail(missing + " (PRISM_REQUIRE_BROWSER=1)")
-    pytest.skip(missing)
 
 
 # ---------------------------------------------------------------- sockets opened in-process
@@ -158,35 +131,12 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(seeded: tuple[Path, Seeded]) -> Iterator[Served]:
-    _require_browser()
+    require_browser()
     server = Served(seeded[0], poll_interval=0.1).start()
     try:
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture
-async def chromium() -> AsyncIterator[Any]:
-    _require_browser()
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as p:
-        launched = await p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            await launched.close()
-
-
-async def _page(chromium: Any, width: int = 1280, height: int = 800, **options: Any) -> Any:
-    context = await chromium.new_context(viewport={"width": width, "height": height}, **options)
-    page = await context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.errors = errors  # read by the tests: no script error, no CSP violation
-    return page
 
 
 async def _run_id(seeded: tuple[Path, Seeded], agent: str) -> str:
@@ -204,7 +154,7 @@ async def _run_id(seeded: tuple[Path, Seeded], agent: str) -> str:
 async def test_a_run_page_shows_transcript_beside_its_timeline_and_a_waterfall(
     served: Served, chromium: Any, seeded: tuple[Path, Seeded]
 ) -> None:
-    page = await _page(chromium)
+    page = await new_page(chromium)
     await page.goto(served.base + "/sessions")
     assert await page.locator("h1").inner_text() == "Sessions"
     await page.get_by_role("link", name="Are example.org/a and /b up?").click()
@@ -221,7 +171,7 @@ async def test_a_run_page_shows_transcript_beside_its_timeline_and_a_waterfall(
     assert abs(timeline["y"] - transcript["y"]) < 2
     assert await page.locator(".tl-item.call").count() == 2
     assert page.errors == []
-    phone = await _page(chromium, 390, 844)
+    phone = await new_page(chromium, 390, 844)
     await phone.goto(page.url)
     transcript = await phone.locator(".transcript-panel").bounding_box()
     timeline = await phone.locator(".timeline-panel").bounding_box()
@@ -231,7 +181,7 @@ async def test_a_run_page_shows_transcript_beside_its_timeline_and_a_waterfall(
 async def test_markup_from_runs_renders_as_text(
     served: Served, chromium: Any, seeded: tuple[Path, Seeded]
 ) -> None:
-    page = await _page(chromium)
+    page = await new_page(chromium)
     await page.goto(f"{served.base}/runs/{seeded[1].probe.run_id}")
     for details in await page.locator("details").all():
         await details.evaluate("d => { d.open = true; }")
@@ -250,7 +200,7 @@ async def test_no_page_scrolls_sideways_at_1280_or_390_px(
     paths = ["/sessions", "/runs", "/inbox", "/usage", f"/sessions/{seeded[1].parent.session_id}"]
     paths += [f"/runs/{r}" for r in runs]
     for width, height in SIZES:
-        page = await _page(chromium, width, height)
+        page = await new_page(chromium, width, height)
         for path in paths:
             await page.goto(served.base + path)
             for details in await page.locator("details").all():
@@ -269,7 +219,7 @@ async def test_every_control_is_reachable_by_keyboard_and_named(
     served: Served, chromium: Any, seeded: tuple[Path, Seeded]
 ) -> None:
     paths = ["/sessions", f"/runs/{seeded[1].parent.run_id}", "/inbox", "/usage"]
-    page = await _page(chromium)
+    page = await new_page(chromium)
     for path in paths:
         await page.goto(served.base + path)
         count = await page.evaluate(
@@ -314,7 +264,7 @@ async def test_every_control_is_reachable_by_keyboard_and_named(
 async def test_light_and_dark_follow_the_color_scheme(served: Served, chromium: Any) -> None:
     colours = []
     for scheme in ("light", "dark"):
-        page = await _page(chromium, color_scheme=scheme)
+        page = await new_page(chromium, color_scheme=scheme)
         await page.goto(served.base + "/sessions")
         colours.append(await page.evaluate("getComputedStyle(document.body).backgroundColor"))
         badge = page.locator(".badge").first
@@ -359,7 +309,7 @@ async def test_a_running_run_updates_without_a_reload(
     task = asyncio.ensure_future(session.run("Tell me about tides"))
     try:
         run_id = await asyncio.wait_for(started, 10)
-        page = await _page(chromium)
+        page = await new_page(chromium)
         await page.goto(f"{served.base}/runs/{run_id}")
         assert "running" in await page.locator("#run-status").inner_text()
         await page.wait_for_selector("#run-live.connected", timeout=10000)
@@ -382,7 +332,7 @@ async def test_the_token_is_exchanged_once_for_a_cookie(
 ) -> None:
     server = Served(seeded[0], token=TOKEN).start()
     try:
-        page = await _page(chromium)
+        page = await new_page(chromium)
         await page.goto(server.base + "/usage")
         assert "/login" in page.url and TOKEN not in page.url
         await page.get_by_label("Access token").fill("not-the-token-0123456789")
@@ -407,7 +357,7 @@ async def test_a_whole_session_opens_no_socket_beyond_loopback(
     served: Served, chromium: Any, seeded: tuple[Path, Seeded]
 ) -> None:
     requested: list[str] = []
-    page = await _page(chromium)
+    page = await new_page(chromium)
 
     async def watch(route: Any) -> None:
         host = urlsplit(route.request.url).hostname or ""
@@ -448,7 +398,7 @@ async def test_the_inbox_checks_edited_arguments_as_typed_and_decides_in_place(
     answer = [[provider_text_delta("Paid."), provider_done()]]
     server = Served(path, agents_factory=lambda store: {"desk": desk_agent(store, answer)}).start()
     try:
-        page = await _page(chromium)
+        page = await new_page(chromium)
         await page.goto(server.base + "/inbox")
         (pending,) = seeded.waiting.interruption.pending_decisions
         card = page.locator(f"#d-{pending.approval_id}")

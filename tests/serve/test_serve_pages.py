@@ -306,6 +306,43 @@ async def test_with_the_agent_a_decision_runs_the_tool_here_and_the_run_goes_on(
         await store.aclose()
 
 
+async def test_a_rejected_call_shows_rejected_not_waiting_once_the_run_went_on(
+    fresh_seeded: tuple[Path, Seeded],
+) -> None:
+    """A rejected call never runs, so the ledger has no row of it: the timeline takes the
+    rejection from the session's ``approval_rejected`` result, with its reason."""
+    path, seeded = fresh_seeded
+    store = await SqliteStore(str(path)).open()
+    try:
+        agent = desk_agent(store, [[provider_text_delta("Not paid."), provider_done()]])
+        async with client_for(create_app(store, agents={"desk": agent})) as client:
+            waiting = seeded.waiting
+            (pending,) = waiting.interruption.pending_decisions
+            csrf = _csrf((await client.get("/inbox", headers=HTML)).text)
+            decided = await client.post(
+                "/inbox/decide",
+                data={
+                    "csrf": csrf, "run_id": waiting.run_id, "approval_id": pending.approval_id,
+                    "outcome": "reject_once", "reason": "Not this month",
+                },
+                headers=JSON_POST,
+            )
+            assert decided.json()["kind"] == "applied", decided.text
+            for _ in range(200):
+                run = await store.get_run_summary(waiting.run_id)
+                if run is not None and run.status == "succeeded":
+                    break
+                await asyncio.sleep(0.05)
+            assert run is not None and run.status == "succeeded"
+            page = (await client.get(f"/runs/{waiting.run_id}", headers=HTML)).text
+            assert 'class="tl-item call status-blocked"' in page
+            assert "approval: rejected" in page and "approval: waiting" not in page
+            assert '<div class="small">Not this month</div>' in page
+            assert "Not paid." in page
+    finally:
+        await store.aclose()
+
+
 async def test_the_usage_page_charts_tokens_and_cost(
     client: httpx.AsyncClient,
 ) -> None:

@@ -75,6 +75,7 @@ _HERE: Final = Path(__file__).parent
 _PAGE: Final = 50
 _MAX_LEDGER_ROWS: Final = 20_000
 _MAX_ENTRIES: Final = 20_000
+_READ: Final = 10_000  # the most a read may ask; a read fetches that many of each ledger table
 _STATUSES: Final = (
     "running",
     "suspended",
@@ -157,6 +158,7 @@ def create_app(
         tone=_views.status_tone,
     )
     env.globals.update(
+        badge=_views.badge,
         waterfall_track=_charts.waterfall_track,
         axis_track=_charts.axis_track,
         meter=_charts.meter,
@@ -249,29 +251,24 @@ async def _render(
     if "pending_count" not in context:
         pending = await _pending(serve)
         context["pending_count"] = len(pending) if pending is not None else None
-    now = datetime.now(UTC)
-    context.update(
-        request=request,
-        path=request.url.path,
-        csrf_token=serve.policy.csrf_token,
-        token_auth=serve.policy.token is not None,
-        now=now,
-        rel=lambda value: _views.relative_time(value, now),
-        qs=_query,
-    )
-    html = serve.env.get_template(name).render(context)
-    return HTMLResponse(html, status_code=status)
+    context.update(request=request, path=request.url.path, token_auth=bool(serve.policy.token))
+    return HTMLResponse(_html(serve, name, context), status_code=status)
 
 
 def _fragment(serve: _Serve, name: str, **context: Any) -> HTMLResponse:
+    return HTMLResponse(_html(serve, name, context))
+
+
+def _html(serve: _Serve, name: str, context: dict[str, Any]) -> str:
     now = datetime.now(UTC)
     context.update(
         csrf_token=serve.policy.csrf_token,
         now=now,
         rel=lambda value: _views.relative_time(value, now),
+        when=lambda value: _views.when(value, now),
         qs=_query,
     )
-    return HTMLResponse(serve.env.get_template(name).render(context))
+    return serve.env.get_template(name).render(context)
 
 
 async def _error(
@@ -356,9 +353,9 @@ async def _read_entries(serve: _Serve, session_id: str) -> list[StoredEntry]:
     out: list[StoredEntry] = []
     after = 0
     while len(out) < _MAX_ENTRIES:
-        batch = await serve.reader.read_entries(session_id, after_seq=after, limit=1000)
+        batch = await serve.reader.read_entries(session_id, after_seq=after, limit=_READ)
         out.extend(batch)
-        if len(batch) < 1000:
+        if len(batch) < _READ:
             break
         after = batch[-1].seq
     return out
@@ -437,7 +434,9 @@ async def _load_run(serve: _Serve, run_id: str) -> _RunData:
     rows: list[LedgerRow] = []
     cursor: str | None = None
     while len(rows) < _MAX_LEDGER_ROWS:
-        sliced = await serve.reader.read_ledger(run_id, after=cursor, limit=5000)
+        sliced = await serve.reader.read_ledger(
+            run_id, after=cursor, limit=_READ, event_types=_timeline.TIMELINE_EVENT_TYPES
+        )
         rows.extend(sliced.rows)
         cursor = sliced.cursor
         if not sliced.has_more:
@@ -477,8 +476,9 @@ async def _load_run(serve: _Serve, run_id: str) -> _RunData:
 def _run_context(data: _RunData) -> dict[str, Any]:
     now = datetime.now(UTC)
     run = data.run
+    rejected = _timeline.rejected_calls(data.entries, run.run_id)
     timeline = _timeline.project_timeline(
-        data.rows, run=run, children=data.children, decided=data.decided
+        data.rows, run=run, children=data.children, decided=data.decided, rejected=rejected
     )
     waterfall = _charts.project_waterfall(
         timeline,

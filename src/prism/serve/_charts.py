@@ -233,13 +233,13 @@ def _gridlines(height: int) -> str:
 
 
 def waterfall_track(bar: WaterfallBar) -> Markup:
-    """The SVG of one waterfall row: gridlines and the bar (class ``bar-<kind>`` and
-    ``st-<status>``), with a ``<title>`` naming it and its duration."""
+    """The SVG of one waterfall row: the bar (class ``bar-<kind>`` and ``st-<status>``), with a
+    ``<title>`` naming it and its duration. The row's gridlines are the stylesheet's (a
+    background of ``.wf-bar``): a long run's waterfall has thousands of rows."""
     duration = format_duration(bar.duration_ms)
     text = f"{bar.label} ({bar.detail}): {duration}, {bar.status}"
     body = (
-        _gridlines(20)
-        + f'<rect class="bar bar-{escape(bar.kind)} st-{escape(bar.status)}" x="{bar.x}" y="3" '
+        f'<rect class="bar bar-{escape(bar.kind)} st-{escape(bar.status)}" x="{bar.x}" y="3" '
         f'width="{bar.width}" height="14" rx="2"><title>{escape(text)}</title></rect>'
     )
     return _svg("0 0 1000 20", text, body, "wf-track")

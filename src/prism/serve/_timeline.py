@@ -16,9 +16,9 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
-from prism.inspection import LedgerRow, RunSummary, SessionSummary
+from prism.inspection import LedgerRow, RunSummary, SessionSummary, StoredEntry
 from prism.ledger_records import AgentEventRecord, RunRecord, ToolCallRecord, UsageRecord
 from prism.serve._views import (
     FINAL_STATUSES,
@@ -32,6 +32,7 @@ from prism.serve._views import (
 
 __all__ = [
     "AttemptView",
+    "TIMELINE_EVENT_TYPES",
     "ChildRun",
     "Note",
     "RetryView",
@@ -40,8 +41,34 @@ __all__ = [
     "TurnView",
     "child_runs_by_call",
     "project_timeline",
+    "rejected_calls",
     "run_duration_ms",
 ]
+
+TIMELINE_EVENT_TYPES: Final = frozenset(
+    (
+        "agent_started",
+        "agent_resumed",
+        "agent_finished",
+        "agent_suspended",
+        "agent_denied",
+        "turn_started",
+        "provider_turn_started",
+        "provider_turn_finished",
+        "retry_scheduled",
+        "tool_execution_started",
+        "tool_execution_finished",
+        "tool_execution_error",
+        "tool_execution_blocked",
+        "run_limit_exceeded",
+        "guardrail_decision",
+        "compaction_finished",
+        "error",
+    )
+)
+"""The event types :func:`project_timeline` reads; a run page asks the store for only these
+(``read_ledger(event_types=...)``), so the message and turn-end events of a long run — a
+quarter of its rows — are never decoded."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,6 +248,7 @@ def project_timeline(
     run: RunSummary | None = None,
     children: Mapping[str, Sequence[ChildRun]] | None = None,
     decided: Iterable[Any] = (),
+    rejected: Mapping[str, str] | None = None,
 ) -> TimelineView:
     """Project one run's ledger rows (in ledger order) into turns.
 
@@ -230,6 +258,9 @@ def project_timeline(
         children: Child runs by the tool call id that started them.
         decided: The run's decided approvals (``list_decided_approvals``): who decided each
             gated call, how and when.
+        rejected: The run's gated calls answered by a rejection, with its reason
+            (:func:`rejected_calls` of the session's entries): the ledger has no row of a call
+            that never ran, so a rejected call would otherwise look as if it still waited.
 
     Returns:
         ``has_ledger=False`` (and nothing else) when ``rows`` is empty.
@@ -464,6 +495,12 @@ def project_timeline(
             reason = field_of(event, "finish_reason")
             note(Note(timestamp=ts, title="Finished", detail=str(reason or ""), tone="ok"))
 
+    for call_id, reason in (rejected or {}).items():
+        found = calls.get(call_id)
+        if found is not None and found.status in ("waiting", "running"):
+            found.status = "blocked"
+            found.reason = found.reason or reason
+            gated.add(call_id)
     decisions = {
         str(field_of(d, "tool_call_id")): d for d in decided if field_of(d, "tool_call_id")
     }
@@ -572,6 +609,23 @@ def _turn_view(
         tool_calls=tuple(calls),
         notes=tuple(turn.notes),
     )
+
+
+def rejected_calls(entries: Iterable[StoredEntry], run_id: str) -> dict[str, str]:
+    """The calls of ``run_id`` that a rejected approval answered (the ``approval_rejected``
+    tool results among the session's ``entries``): tool call id → the rejection's message."""
+    out: dict[str, str] = {}
+    for stored in entries:
+        message = stored.entry.message
+        if stored.entry.run_id != run_id or message is None or message.role != "tool":
+            continue
+        for part in message.content:
+            error = field_of(part, "error")
+            if field_of(part, "type") == "tool_result" and field_of(error, "code") == (
+                "approval_rejected"
+            ):
+                out[str(field_of(part, "tool_call_id"))] = str(field_of(error, "message") or "")
+    return out
 
 
 def child_runs_by_call(

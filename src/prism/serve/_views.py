@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+from markupsafe import Markup, escape
+
 from prism.inspection import StoredEntry
 from prism.types import ErrorInfo
 
@@ -30,6 +32,7 @@ __all__ = [
     "ErrorView",
     "TranscriptBlock",
     "TranscriptItem",
+    "badge",
     "field_of",
     "format_cost",
     "format_duration",
@@ -40,6 +43,7 @@ __all__ = [
     "project_transcript",
     "relative_time",
     "status_tone",
+    "when",
 ]
 
 FINAL_STATUSES: Final = frozenset({"succeeded", "failed", "aborted", "denied"})
@@ -131,13 +135,65 @@ def relative_time(value: str | None, now: datetime) -> str:
     return when.strftime("%Y-%m-%d")
 
 
+def badge(status: str | None, label: str | None = None) -> Markup:
+    """The status badge of the pages: the status as text (``label`` instead when given; the
+    colour only repeats it), its tone a class (:func:`status_tone`); escaped."""
+    text = escape(label if label else (status or "unknown"))
+    return Markup(
+        f'<span class="badge tone-{status_tone(status)}"><span class="dot" aria-hidden="true">'
+        f"</span>{text}</span>"
+    )
+
+
+def when(value: str | None, now: datetime) -> Markup:
+    """A ``<time>`` of an ISO time showing :func:`relative_time` (the page's script keeps it
+    current) with the time itself as its title; ``—`` for ``None``; escaped."""
+    if not value:
+        return Markup(_EM_DASH)
+    at = escape(value)
+    return Markup(f'<time datetime="{at}" title="{at}" data-rel>{relative_time(value, now)}</time>')
+
+
+_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, default=str).encode
+"""JSON text of a value without indentation: the C encoder (``indent`` would select the
+pure-Python one, several times slower)."""
+
+
 def pretty_json(value: Any) -> str:
     """Indented JSON text of a JSON value (strings stay as they are: escaping is the
-    template's)."""
+    template's), as ``json.dumps(value, indent=2, ensure_ascii=False, default=str)`` writes it.
+
+    The containers are laid out here and every scalar is written by the C encoder: a run page
+    shows thousands of arguments and results, and ``indent`` alone makes ``json`` use its
+    pure-Python encoder."""
     try:
-        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+        return _pretty(value, "\n")
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+        except (TypeError, ValueError, RecursionError):
+            return repr(value)
+
+
+def _pretty(value: Any, newline: str) -> str:
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = newline + "  "
+        parts = []
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError("a key that is not a string: json.dumps converts it")
+            parts.append(_COMPACT(key) + ": " + _pretty(item, inner))
+        return "{" + inner + ("," + inner).join(parts) + newline + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        inner = newline + "  "
+        return (
+            "[" + inner + ("," + inner).join(_pretty(item, inner) for item in value) + newline + "]"
+        )
+    return _COMPACT(value)
 
 
 def status_tone(status: str | None) -> str:
@@ -156,6 +212,10 @@ def status_tone(status: str | None) -> str:
 def field_of(value: Any, name: str) -> Any:
     """``value[name]`` of a mapping (a record read back as a dict), else ``value.name``; ``None``
     when absent."""
+    if type(value) is dict:  # the common cases first: a page reads thousands of fields
+        return value.get(name)
+    if value is None:
+        return None
     if isinstance(value, Mapping):
         return value.get(name)
     return getattr(value, name, None)

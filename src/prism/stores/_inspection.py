@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 import heapq
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -220,17 +220,26 @@ class InspectionMethods(DatabaseAccess):
         after: str | None = None,
         limit: int = 1000,
         include_deltas: bool = False,
+        event_types: Collection[str] | None = None,
     ) -> LedgerSlice:
         """One run's ledger rows after ``after``, at most ``limit`` (1..10000), merged in
         append order ([`merge_ledger()`][prism.stores._inspection.merge_ledger]); one query.
 
         Raises:
-            PrismConfigError: ``ERR_PRISM_CONFIG`` — a malformed cursor or ``limit``.
+            PrismConfigError: ``ERR_PRISM_CONFIG`` — a malformed cursor or ``limit``, or
+                ``event_types`` not a collection of strings.
             StoreError: ``ERR_PRISM_STORE_UNDECODABLE`` — a row does not decode.
         """
         check_limit(limit, MAX_READ)
         start = LedgerCursor.decode(after)
-        statement = self._inspection_sql.ledger(run_id, start, limit + 1, bool(include_deltas))
+        types: tuple[str, ...] | None = None
+        if event_types is not None:
+            if isinstance(event_types, str) or not all(isinstance(t, str) for t in event_types):
+                raise PrismConfigError("event_types must be a collection of event type strings")
+            types = tuple(sorted(set(event_types)))
+        statement = self._inspection_sql.ledger(
+            run_id, start, limit + 1, bool(include_deltas), types
+        )
         load = self._decode
 
         def finish(rows: builtins.list[Any]) -> LedgerSlice:

@@ -316,13 +316,22 @@ SELECT s.session_id, s.parent_session_id, s.created_at, s.updated_at, s.entries,
         return Statement(sql, (*params, limit))
 
     def ledger(
-        self, run_id: str, after: LedgerCursor, limit: int, include_deltas: bool
+        self,
+        run_id: str,
+        after: LedgerCursor,
+        limit: int,
+        include_deltas: bool,
+        event_types: tuple[str, ...] | None = None,
     ) -> Statement:
         """Up to ``limit`` rows of each ledger table of ``run_id`` after ``after``, as
-        ``(kind, seq, body)``; one statement, so one snapshot of the four tables."""
+        ``(kind, seq, body)``; one statement, so one snapshot of the four tables. With
+        ``event_types``, only event rows of those types."""
         p, q = self._p, self._q
         session = f"(SELECT session_id FROM {p}prism_run_summaries WHERE run_id = {q})"
         deltas = "" if include_deltas else " AND type <> 'message_delta'"
+        if event_types is not None:
+            marks = ", ".join([q] * len(event_types)) or "NULL"
+            deltas += f" AND type IN ({marks})"
         members = [
             f"SELECT * FROM (SELECT 'run' AS kind, seq, body FROM {p}prism_runs "
             f"WHERE id = {q} AND seq > {q} ORDER BY seq LIMIT {q}) AS t_run"
@@ -338,7 +347,10 @@ SELECT s.session_id, s.parent_session_id, s.created_at, s.updated_at, s.entries,
                 f"WHERE session_id = {session} AND run_id = {q} AND seq > {q}{extra} "
                 f"ORDER BY seq LIMIT {q}) AS t_{kind}"
             )
-            params.extend((run_id, run_id, seq, limit))
+            params.extend((run_id, run_id, seq))
+            if kind == "event" and event_types is not None:
+                params.extend(event_types)
+            params.append(limit)
         return Statement(" UNION ALL ".join(members), tuple(params))
 
     def entries(self, session_id: str, after_seq: int, limit: int) -> Statement:

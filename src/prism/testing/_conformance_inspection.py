@@ -608,6 +608,28 @@ async def _check_ledger(world: _World) -> None:
     for kind in ("run", "event", "tool_call", "usage"):
         seqs = [r.seq for r in deltas.rows if r.kind == kind]
         check(seqs == sorted(set(seqs)), f"{kind} rows keep increasing seq")
+    types = {r.type for k, r in without if k == "event"}
+    if types:
+        kept = {sorted(types)[0]}
+        wanted = [(k, r) for k, r in without if k != "event" or r.type in kept]
+        only = await store.read_ledger(run_id, event_types=kept)
+        _same(only.rows, wanted, "event_types keeps only those event rows, and every other row")
+        for limit in (1, 2):
+            rows_of: list[LedgerRow] = []
+            at: str | None = None
+            for _ in range(100):
+                part = await store.read_ledger(run_id, after=at, limit=limit, event_types=kept)
+                rows_of.extend(part.rows)
+                at = part.cursor
+                if not part.has_more:
+                    break
+            _same(rows_of, wanted, f"event_types reads of {limit} rows continue")
+    try:
+        await store.read_ledger(run_id, event_types="turn_started")
+    except PrismConfigError:
+        pass
+    else:
+        check(False, "event_types given as one string raises PrismConfigError")
     for limit in (1, 2, 3):
         rows: list[LedgerRow] = []
         cursor: str | None = None
