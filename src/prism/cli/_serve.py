@@ -208,7 +208,7 @@ async def run_serve(
 
 def tune_gc() -> None:
     """Tune this process's garbage collector for serving pages (``prism serve`` owns its
-    process; :func:`prism.serve.create_app` leaves the host's collector alone).
+    process; [`prism.serve.create_app()`][prism.serve.create_app] leaves the host's collector alone).
 
     The page of a long run allocates hundreds of thousands of short-lived objects (its decoded
     ledger rows, their views, the HTML), almost all freed by reference counting; at the default

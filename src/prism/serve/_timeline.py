@@ -66,7 +66,7 @@ TIMELINE_EVENT_TYPES: Final = frozenset(
         "error",
     )
 )
-"""The event types :func:`project_timeline` reads; a run page asks the store for only these
+"""The event types [`project_timeline()`][prism.serve._timeline.project_timeline] reads; a run page asks the store for only these
 (``read_ledger(event_types=...)``), so the message and turn-end events of a long run — a
 quarter of its rows — are never decoded."""
 
@@ -259,7 +259,7 @@ def project_timeline(
         decided: The run's decided approvals (``list_decided_approvals``): who decided each
             gated call, how and when.
         rejected: The run's gated calls answered by a rejection, with its reason
-            (:func:`rejected_calls` of the session's entries): the ledger has no row of a call
+            ([`rejected_calls()`][prism.serve._timeline.rejected_calls] of the session's entries): the ledger has no row of a call
             that never ran, so a rejected call would otherwise look as if it still waited.
 
     Returns:

@@ -137,7 +137,7 @@ def relative_time(value: str | None, now: datetime) -> str:
 
 def badge(status: str | None, label: str | None = None) -> Markup:
     """The status badge of the pages: the status as text (``label`` instead when given; the
-    colour only repeats it), its tone a class (:func:`status_tone`); escaped."""
+    colour only repeats it), its tone a class ([`status_tone()`][prism.serve._views.status_tone]); escaped."""
     text = escape(label if label else (status or "unknown"))
     return Markup(
         f'<span class="badge tone-{status_tone(status)}"><span class="dot" aria-hidden="true">'
@@ -146,7 +146,7 @@ def badge(status: str | None, label: str | None = None) -> Markup:
 
 
 def when(value: str | None, now: datetime) -> Markup:
-    """A ``<time>`` of an ISO time showing :func:`relative_time` (the page's script keeps it
+    """A ``<time>`` of an ISO time showing [`relative_time()`][prism.serve._views.relative_time] (the page's script keeps it
     current) with the time itself as its title; ``—`` for ``None``; escaped."""
     if not value:
         return Markup(_EM_DASH)
