@@ -293,6 +293,11 @@ async def test_with_the_agent_a_decision_runs_the_tool_here_and_the_run_goes_on(
             )
             assert decided.status_code == 200, decided.text
             assert decided.json()["kind"] == "applied"
+            # one sentence, the outcome the card shows in place of its waiting badge
+            said = decided.json()
+            assert said["title"] == "Allowed once by prism serve — the run goes on"
+            assert said["detail"] == "" and "Applied" not in said["title"]
+            assert (said["outcome"], said["outcome_tone"]) == ("Allowed once", "ok")
             for _ in range(200):
                 run = await store.get_run_summary(waiting.run_id)
                 if run is not None and run.status == "succeeded":

@@ -642,6 +642,8 @@ async def _decided(serve: _Serve, request: Request, notice: _inbox.Notice, statu
                 "title": notice.title,
                 "detail": notice.detail,
                 "tone": notice.tone,
+                "outcome": notice.outcome,
+                "outcome_tone": notice.outcome_tone,
             },
             status_code=status,
         )
