@@ -90,6 +90,20 @@ async def test_a_run_page_shows_transcript_timeline_and_waterfall(
     assert "Child run of" in child.text
 
 
+async def test_a_waiting_run_page_spans_the_wait_until_now(
+    client: httpx.AsyncClient, seeded: tuple[Path, Seeded]
+) -> None:
+    page = (await client.get(f"/runs/{seeded[1].waiting.run_id}", headers=HTML)).text
+    waterfall = page[page.index('id="wf-h"') : page.index('id="tr-h"')]
+    assert re.search(r'class="wf-dur">waiting [\d.]+ m?s<', waterfall)
+    bar = re.search(r'class="bar bar-wait st-waiting" x="([\d.]+)" y="\d+" width="([\d.]+)"', waterfall)
+    assert bar is not None and float(bar.group(1)) + float(bar.group(2)) == 1000.0
+    assert float(bar.group(2)) > 4.0  # more than a sliver: the axis runs to now
+    assert re.search(r'class="fact-sub">waiting [\d.]+ m?s for approval', page)
+    # the model box wraps at the separator, each name as a whole
+    assert '<span class="whole">mock ·</span> <span class="whole">demo-large</span>' in page
+
+
 async def test_markup_from_a_message_a_tool_argument_and_a_tool_result_is_escaped(
     client: httpx.AsyncClient, seeded: tuple[Path, Seeded]
 ) -> None:
@@ -307,6 +321,18 @@ async def test_with_the_agent_a_decision_runs_the_tool_here_and_the_run_goes_on(
             page = (await client.get(f"/runs/{waiting.run_id}", headers=HTML)).text
             assert "approval: allowed" in page and "Decided: allow once by prism serve" in page
             assert "Paid." in page
+            # the timeline in time order: the suspension and the resumption before the call
+            # that ran after them; the resumption in words, its checkpoint version secondary
+            assert page.index("Suspended: waiting for approval") < page.index("approval: allowed")
+            assert page.index("Resumed after the decision") < page.index("approval: allowed")
+            assert "Resumed from version" not in page and "checkpoint version" in page
+            # the waterfall: the second leg's attempt labelled as such, the wait as waited
+            waterfall = page[page.index('id="wf-h"') : page.index('id="tr-h"')]
+            assert "Turn 1 · attempt 1" in waterfall and "Leg 2 · turn 1 · attempt 1" in waterfall
+            assert re.search(r'class="wf-dur">waited [\d.]+ m?s<', waterfall)
+            assert "· waiting" not in waterfall and "st-waiting" not in waterfall
+            # the duration box says the run waited
+            assert re.search(r'class="fact-sub">waited [\d.]+ m?s for approval', page)
     finally:
         await store.aclose()
 

@@ -485,6 +485,7 @@ def _run_context(data: _RunData) -> dict[str, Any]:
         started_at=timeline.started_at or run.started_at,
         finished_at=timeline.finished_at or run.finished_at,
         now=now,
+        waiting=run.status == "suspended",
     )
     transcript = _views.project_transcript(data.entries, run_id=run.run_id)
     return {
