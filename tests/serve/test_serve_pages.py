@@ -132,6 +132,17 @@ async def test_a_run_without_a_ledger_shows_its_transcript_and_envelope(
     body = (await client.get(f"/runs/{seeded[1].no_ledger.run_id}", headers=HTML)).text
     assert "no ledger" in body and "Run without a ledger" in body and "No ledger here." in body
     assert "Envelope status" in body and "every-turn" in body
+    # no ledger: turns and tokens are unknown, not zero — on the run, its session and lists
+    assert '<dd class="num" title="no ledger">—</dd>' in body
+    assert "<dt>Turns</dt><dd class=\"num\">0</dd>" not in body
+    session = (await client.get(f"/sessions/{seeded[1].no_ledger.session_id}", headers=HTML)).text
+    assert session.count('<dd class="num" title="no ledger">—</dd>') == 2
+    for listing in ("/runs", "/sessions"):
+        page = (await client.get(listing, params={"agent": "quiet"}, headers=HTML)).text
+        assert page.count('<span title="no ledger">—</span>') == 2, listing
+    # a run with a ledger keeps its counts
+    simple = (await client.get(f"/runs/{seeded[1].simple.run_id}", headers=HTML)).text
+    assert 'title="no ledger"' not in simple
 
 
 async def test_unknown_ids_are_a_404_page_without_a_traceback(client: httpx.AsyncClient) -> None:
