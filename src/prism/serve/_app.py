@@ -1,5 +1,6 @@
 """The inspector's routes: one Starlette application over one store, built by
-:func:`create_app`.
+:func:`create_app` — one concept, the table of routes below and the endpoint each names, kept
+together so a route's reads and the page it renders are found side by side.
 
 =====================================  ===========================================================
 route                                  what it is
