@@ -413,11 +413,65 @@ async def test_the_inbox_checks_edited_arguments_as_typed_and_decides_in_place(
         await card.get_by_label("Allow once").check()
         await card.get_by_role("button", name="Decide").click()
         result = card.locator(".result")
-        await result.filter(has_text="Applied").wait_for(timeout=15000)
+        await result.filter(has_text="the run goes on").wait_for(timeout=15000)
+        said = await result.inner_text()
+        assert said == "Allowed once by prism serve — the run goes on", said
         assert await card.get_by_role("button", name="Decide").is_disabled()
+        # the card shows its outcome, no longer a waiting badge; the nav counts one fewer
+        assert await card.locator(".badge.state").inner_text() == "Allowed once"
+        assert await card.locator(".badge.tone-wait").count() == 0
+        counter = page.locator("#inbox-count")
+        assert (await counter.inner_text()).startswith("1")
         await page.goto(f"{server.base}/runs/{seeded.waiting.run_id}")
         await page.locator("#run-status").filter(has_text="succeeded").wait_for(timeout=15000)
         assert "paid 8 EUR" in await page.locator(".transcript").inner_text()
+        assert page.errors == []
+    finally:
+        server.stop()
+
+
+async def test_after_the_last_decision_the_inbox_says_so_without_a_prompt(
+    tmp_path: Path, chromium: Any
+) -> None:
+    """The only waiting call is decided from the page: its card keeps its outcome instead of
+    the waiting badge, the nav's count disappears and no "Show the new list" is offered for
+    an inbox that is simply empty now."""
+    from _seed import _call, desk_agent
+
+    path = tmp_path / "one.db"
+    store = await SqliteStore(str(path)).open()
+    try:
+        waiting = await desk_agent(store, [_call("w1", "pay", {"invoice": 3})]).create_session().run(
+            "Pay invoice 3"
+        )
+    finally:
+        await store.aclose()
+    answer = [[provider_text_delta("Paid."), provider_done()]]
+    server = Served(
+        path, poll_interval=0.1, agents_factory=lambda s: {"desk": desk_agent(s, answer)}
+    ).start()
+    try:
+        page = await new_page(chromium)
+        await page.goto(server.base + "/inbox")
+        counter = page.locator("#inbox-count")
+        assert (await counter.inner_text()).startswith("1")
+        (pending,) = waiting.interruption.pending_decisions
+        card = page.locator(f"#d-{pending.approval_id}")
+        await card.get_by_role("button", name="Decide").click()
+        result = card.locator(".result")
+        await result.filter(has_text="the run goes on").wait_for(timeout=15000)
+        assert await result.inner_text() == "Allowed once by prism serve — the run goes on"
+        await page.locator("#inbox-status").filter(has_text="No pending decisions.").wait_for(
+            timeout=10000
+        )
+        assert await counter.is_hidden()
+        assert await page.locator("#inbox-refresh").is_hidden()
+        assert await card.locator(".badge.state").inner_text() == "Allowed once"
+        assert "waiting" not in await card.locator(".card-head").inner_text()
+        # a later visit: no count, the empty inbox names the command line's way to wait here
+        await page.goto(server.base + "/inbox")
+        assert await counter.is_hidden()
+        assert "prism run --approve-tools" in await page.locator("#inbox-cards").inner_text()
         assert page.errors == []
     finally:
         server.stop()

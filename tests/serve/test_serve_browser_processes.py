@@ -386,7 +386,7 @@ async def test_with_the_agents_the_inbox_runs_the_tool_in_the_server(
         sentence = await card.locator(".mode-text").inner_text()
         assert "This process has the run's agent (desk, from --agents)" in sentence
         said = await _decide(inbox, waiting["approval_id"], "Allow once")
-        assert said.startswith("Applied"), said
+        assert said.startswith("Allowed once by prism serve — the run goes on"), said
         page = await new_page(chromium)
         await page.goto(f"{serve.base}/runs/{waiting['run_id']}")
         await _status(page, "succeeded")

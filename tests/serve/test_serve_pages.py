@@ -90,6 +90,20 @@ async def test_a_run_page_shows_transcript_timeline_and_waterfall(
     assert "Child run of" in child.text
 
 
+async def test_a_waiting_run_page_spans_the_wait_until_now(
+    client: httpx.AsyncClient, seeded: tuple[Path, Seeded]
+) -> None:
+    page = (await client.get(f"/runs/{seeded[1].waiting.run_id}", headers=HTML)).text
+    waterfall = page[page.index('id="wf-h"') : page.index('id="tr-h"')]
+    assert re.search(r'class="wf-dur">waiting [\d.]+ m?s<', waterfall)
+    bar = re.search(r'class="bar bar-wait st-waiting" x="([\d.]+)" y="\d+" width="([\d.]+)"', waterfall)
+    assert bar is not None and float(bar.group(1)) + float(bar.group(2)) == 1000.0
+    assert float(bar.group(2)) > 4.0  # more than a sliver: the axis runs to now
+    assert re.search(r'class="fact-sub">waiting [\d.]+ m?s for approval', page)
+    # the model box wraps at the separator, each name as a whole
+    assert '<span class="whole">mock ·</span> <span class="whole">demo-large</span>' in page
+
+
 async def test_markup_from_a_message_a_tool_argument_and_a_tool_result_is_escaped(
     client: httpx.AsyncClient, seeded: tuple[Path, Seeded]
 ) -> None:
@@ -118,6 +132,17 @@ async def test_a_run_without_a_ledger_shows_its_transcript_and_envelope(
     body = (await client.get(f"/runs/{seeded[1].no_ledger.run_id}", headers=HTML)).text
     assert "no ledger" in body and "Run without a ledger" in body and "No ledger here." in body
     assert "Envelope status" in body and "every-turn" in body
+    # no ledger: turns and tokens are unknown, not zero — on the run, its session and lists
+    assert '<dd class="num" title="no ledger">—</dd>' in body
+    assert "<dt>Turns</dt><dd class=\"num\">0</dd>" not in body
+    session = (await client.get(f"/sessions/{seeded[1].no_ledger.session_id}", headers=HTML)).text
+    assert session.count('<dd class="num" title="no ledger">—</dd>') == 2
+    for listing in ("/runs", "/sessions"):
+        page = (await client.get(listing, params={"agent": "quiet"}, headers=HTML)).text
+        assert page.count('<span title="no ledger">—</span>') == 2, listing
+    # a run with a ledger keeps its counts
+    simple = (await client.get(f"/runs/{seeded[1].simple.run_id}", headers=HTML)).text
+    assert 'title="no ledger"' not in simple
 
 
 async def test_unknown_ids_are_a_404_page_without_a_traceback(client: httpx.AsyncClient) -> None:
@@ -293,6 +318,11 @@ async def test_with_the_agent_a_decision_runs_the_tool_here_and_the_run_goes_on(
             )
             assert decided.status_code == 200, decided.text
             assert decided.json()["kind"] == "applied"
+            # one sentence, the outcome the card shows in place of its waiting badge
+            said = decided.json()
+            assert said["title"] == "Allowed once by prism serve — the run goes on"
+            assert said["detail"] == "" and "Applied" not in said["title"]
+            assert (said["outcome"], said["outcome_tone"]) == ("Allowed once", "ok")
             for _ in range(200):
                 run = await store.get_run_summary(waiting.run_id)
                 if run is not None and run.status == "succeeded":
@@ -302,6 +332,18 @@ async def test_with_the_agent_a_decision_runs_the_tool_here_and_the_run_goes_on(
             page = (await client.get(f"/runs/{waiting.run_id}", headers=HTML)).text
             assert "approval: allowed" in page and "Decided: allow once by prism serve" in page
             assert "Paid." in page
+            # the timeline in time order: the suspension and the resumption before the call
+            # that ran after them; the resumption in words, its checkpoint version secondary
+            assert page.index("Suspended: waiting for approval") < page.index("approval: allowed")
+            assert page.index("Resumed after the decision") < page.index("approval: allowed")
+            assert "Resumed from version" not in page and "checkpoint version" in page
+            # the waterfall: the second leg's attempt labelled as such, the wait as waited
+            waterfall = page[page.index('id="wf-h"') : page.index('id="tr-h"')]
+            assert "Turn 1 · attempt 1" in waterfall and "Leg 2 · turn 1 · attempt 1" in waterfall
+            assert re.search(r'class="wf-dur">waited [\d.]+ m?s<', waterfall)
+            assert "· waiting" not in waterfall and "st-waiting" not in waterfall
+            # the duration box says the run waited
+            assert re.search(r'class="fact-sub">waited [\d.]+ m?s for approval', page)
     finally:
         await store.aclose()
 

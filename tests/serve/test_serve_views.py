@@ -181,9 +181,17 @@ async def test_a_call_waiting_for_approval_is_on_the_timeline(
     )
     assert waterfall is not None
     (wait,) = [b for b in waterfall.bars if b.kind == "wait"]
-    # still waiting: the bar sits at the axis' end, its label says how long it waited
+    # still waiting: the axis runs to now and the wait bar spans it from the suspension
     assert wait.duration_ms is not None and wait.duration_ms >= 3 * 3600 * 1000
-    assert waterfall.total_ms < 3600 * 1000
+    assert waterfall.total_ms >= 3 * 3600 * 1000 and wait.status == "waiting"
+    assert wait.x + wait.width == 1000 and wait.width > 990
+    assert waterfall.still_waiting and waterfall.waited_ms == wait.duration_ms
+    # a run that no longer waits (not suspended) does not stretch its axis to now
+    ended = _charts.project_waterfall(
+        timeline, started_at=timeline.started_at, finished_at=timeline.finished_at,
+        now=datetime.now(UTC) + timedelta(hours=3), waiting=False,
+    )
+    assert ended is not None and ended.total_ms < 3600 * 1000 and not ended.still_waiting
 
 
 async def test_a_run_without_a_ledger_has_a_transcript_and_no_timeline(

@@ -1,5 +1,7 @@
 """The inspector's routes: one Starlette application over one store, built by
-[`create_app()`][prism.serve._app.create_app].
+[`create_app()`][prism.serve._app.create_app] — one concept, the table of routes below and the
+endpoint each names, kept together so a route's reads and the page it renders are found side by
+side.
 
 =====================================  ===========================================================
 route                                  what it is
@@ -337,16 +339,31 @@ async def _sessions(serve: _Serve, request: Request) -> Response:
             filter=SessionFilter(parent_session_id=summary.session_id), limit=20
         )
         rows.append((summary, list(children.items), children.next_cursor is not None))
+    shown = [r[0] for r in rows] + [c for r in rows for c in r[1]]
     return await _render(
         serve,
         request,
         "sessions.html",
         rows=rows,
+        no_ledger=await _without_ledger(serve, shown),
         filters=filters,
         filtered=any(filters.values()),
         next_cursor=listing.next_cursor,
         first_page=cursor is None,
     )
+
+
+async def _without_ledger(serve: _Serve, sessions: list[SessionSummary]) -> set[str]:
+    """The sessions among ``sessions`` whose turns and tokens are unknown rather than zero:
+    none counted, and their latest run wrote no ledger."""
+    out: set[str] = set()
+    for s in sessions:
+        if s.turns or s.input_tokens or s.output_tokens or not s.last_run_id:
+            continue
+        run = await serve.reader.get_run_summary(s.last_run_id)
+        if run is not None and not run.has_ledger:
+            out.add(s.session_id)
+    return out
 
 
 async def _read_entries(serve: _Serve, session_id: str) -> list[StoredEntry]:
@@ -384,6 +401,8 @@ async def _session(serve: _Serve, request: Request) -> Response:
         children=list(children.items),
         transcript=transcript,
         parent=parent,
+        session_no_ledger=bool(runs.items) and not any(r.has_ledger for r in runs.items),
+        no_ledger=await _without_ledger(serve, list(children.items)),
     )
 
 
@@ -485,6 +504,7 @@ def _run_context(data: _RunData) -> dict[str, Any]:
         started_at=timeline.started_at or run.started_at,
         finished_at=timeline.finished_at or run.finished_at,
         now=now,
+        waiting=run.status == "suspended",
     )
     transcript = _views.project_transcript(data.entries, run_id=run.run_id)
     return {
@@ -642,6 +662,8 @@ async def _decided(serve: _Serve, request: Request, notice: _inbox.Notice, statu
                 "title": notice.title,
                 "detail": notice.detail,
                 "tone": notice.tone,
+                "outcome": notice.outcome,
+                "outcome_tone": notice.outcome_tone,
             },
             status_code=status,
         )

@@ -72,20 +72,31 @@ class WaterfallView:
     bars: tuple[WaterfallBar, ...]
     ticks: tuple[str, ...]
     """Labels of the 0 %, 25 %, 50 %, 75 % and 100 % marks."""
+    waited_ms: float = 0.0
+    """How long the run waited for approvals (the waits so far included)."""
+    still_waiting: bool = False
+    """Whether the last wait still lasts."""
 
 
 _MIN_WIDTH: Final = 4.0
 
 
 def project_waterfall(
-    timeline: TimelineView, *, started_at: str | None, finished_at: str | None, now: datetime
+    timeline: TimelineView,
+    *,
+    started_at: str | None,
+    finished_at: str | None,
+    now: datetime,
+    waiting: bool = True,
 ) -> WaterfallView | None:
     """The waterfall of a projected timeline, or ``None`` when nothing has a time.
 
     The axis runs from the run's start (else its first timed item) to its finish (else the last
-    timed item, or ``now`` while it runs). Attempts are depth 0, tool calls depth 1 (parallel
-    calls overlap on the axis, each on its own row), child runs depth 2 under their call, and a
-    wait for approval is a bar from the suspension to the next leg.
+    timed item, or ``now`` while it runs). Attempts are depth 0 (labelled with their leg after
+    the first: ``Leg 2 · turn 1 · attempt 1``), tool calls depth 1 (parallel calls overlap on
+    the axis, each on its own row), child runs depth 2 under their call, and a wait for approval
+    is a bar from the suspension to the next leg (status ``waited``) — or, while the run still
+    waits (``waiting``, a suspended run), to ``now``, the axis spanning it (status ``waiting``).
     """
     spans: list[tuple[datetime, datetime | None, dict[str, Any]]] = []
     for turn in timeline.turns:
@@ -99,7 +110,8 @@ def project_waterfall(
                     start,
                     parse_time(a.finished_at),
                     {
-                        "label": f"Turn {turn.number} · attempt {a.attempt}",
+                        "label": (f"Leg {turn.leg} · turn " if turn.leg > 1 else "Turn ")
+                        + f"{turn.number} · attempt {a.attempt}",
                         "detail": detail,
                         "kind": "provider",
                         "status": a.status,
@@ -156,7 +168,7 @@ def project_waterfall(
                         (
                             when,
                             {
-                                "label": "waiting for approval",
+                                "label": "wait for approval",
                                 "detail": n.detail,
                                 "kind": "wait",
                                 "status": "waiting",
@@ -177,12 +189,23 @@ def project_waterfall(
     if end is None:
         end = max(latest, now) if any(e is None for _, e, _ in spans) else latest
     end = max(end, latest)
+    waited_ms, still = 0.0, False
     for when, info in waits:
-        # a wait that still lasts ends the axis (a run waiting for days would squash the rest);
-        # its label still says how long it has waited
+        # a wait lasts until the next timed item (the resumed leg's first); one that still lasts
+        # runs to now and so does the axis: the picture shows how long the run has waited
         later = sorted(s for s in starts if s > when)
-        done = later[0] if later else end
-        info["duration_ms"] = ((done if later else max(now, when)) - when).total_seconds() * 1000
+        if later:
+            done = later[0]
+            info["status"] = "waited"
+        elif waiting:
+            done = max(now, when)
+            end = max(end, done)
+            still = True
+        else:
+            done = max(end, when)
+            info["status"] = "waited"
+        info["duration_ms"] = (done - when).total_seconds() * 1000
+        waited_ms += info["duration_ms"]
         spans.append((when, done, info))
     total = max((end - begin).total_seconds() * 1000, 1.0)
     bars = []
@@ -207,7 +230,9 @@ def project_waterfall(
             )
         )
     ticks = tuple(format_duration(total * i / 4) if i else "0" for i in range(5))
-    return WaterfallView(total_ms=total, bars=tuple(bars), ticks=ticks)
+    return WaterfallView(
+        total_ms=total, bars=tuple(bars), ticks=ticks, waited_ms=waited_ms, still_waiting=still
+    )
 
 
 def bar_scale(values: Sequence[float]) -> float:

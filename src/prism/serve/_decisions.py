@@ -671,7 +671,7 @@ class DecisionService:
                 mode=mode,
                 run_id=run_id,
                 approval_id=pending.approval_id,
-                message=f"Applied: {_words(mine)}; the run goes on in this process.{after}",
+                message=f"{_sentence(_words(mine))}; the run goes on in this process.{after}",
                 decided=mine,
             )
         if not background.task.done():
@@ -753,6 +753,10 @@ class DecisionService:
 
 def _latest(decided: list[DecidedApproval], approval_id: str) -> DecidedApproval | None:
     return next((d for d in reversed(decided) if d.approval_id == approval_id), None)
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _words(decided: DecidedApproval) -> str:

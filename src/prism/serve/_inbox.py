@@ -201,10 +201,14 @@ class Notice:
     tone: str = "ok"
     winner: DecidedApproval | None = None
     """For ``lost``: the decision that settled the approval first."""
+    outcome: str = ""
+    """The short outcome the decided card shows in place of its waiting badge ("Allowed once",
+    "Rejected for this run", …); empty when nothing was decided."""
+    outcome_tone: str = "ok"
 
 
 _TITLES: Final = {
-    "applied": ("Applied: the run goes on", "ok"),
+    "applied": ("The run goes on", "ok"),
     "recorded": ("Recorded", "ok"),
     "sent": ("Sent to the engine", "ok"),
     "lost": ("Someone decided first", "wait"),
@@ -229,7 +233,34 @@ def notice_of(result: DecisionResult) -> Notice:
         return Notice(kind="lost", title=title, detail=detail, tone=tone, winner=winner)
     if result.code and result.status in ("recorded", "refused"):
         detail += f" ({result.code})"
-    return Notice(kind=result.status, title=title, detail=detail, tone=tone)
+    outcome, outcome_tone = "", "ok"
+    if result.decided is not None and result.status in ("applied", "recorded", "sent"):
+        outcome = _DONE.get(result.decided.outcome, result.decided.outcome)
+        outcome_tone = "ok" if result.decided.outcome.startswith("allow") else "bad"
+    if result.status == "applied" and result.decided is not None:
+        # one sentence: what was decided, by whom, and that the run goes on
+        by = f" by {result.decided.by}" if result.decided.by else ""
+        title = f"{outcome}{by} — the run goes on"
+        _, _, after = detail.partition(" in this process.")
+        detail = after.strip()
+    if result.status != "applied" and outcome:
+        outcome = f"{outcome} (not applied yet)" if result.status == "recorded" else outcome
+    return Notice(
+        kind=result.status,
+        title=title,
+        detail=detail,
+        tone=tone,
+        outcome=outcome,
+        outcome_tone=outcome_tone,
+    )
+
+
+_DONE: Final = {
+    "allow_once": "Allowed once",
+    "allow_for_run": "Allowed for this run",
+    "reject_once": "Rejected once",
+    "reject_for_run": "Rejected for this run",
+}
 
 
 def notice_of_error(exc: PrismError) -> Notice:

@@ -170,6 +170,10 @@ class TurnView:
     attempts: tuple[AttemptView, ...]
     tool_calls: tuple[ToolCallView, ...]
     notes: tuple[Note, ...] = ()
+    items: tuple[tuple[str, AttemptView | ToolCallView | Note], ...] = ()
+    """Every attempt (``"attempt"``), tool call (``"call"``) and note (``"note"``) in time order:
+    a call that waited for an approval runs after the suspension and the resumption noted
+    before it. An item without a time keeps its place after the one before it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -275,6 +279,7 @@ def project_timeline(
     gated: set[str] = set()
     shown: set[tuple[str | None, str]] = set()  # errors already on the timeline
     leg = 0
+    suspended = False  # a suspension came before: a resumption follows a decision
     current: _Turn | None = None
     started_at: str | None = None
     finished_at: str | None = None
@@ -341,7 +346,10 @@ def project_timeline(
             if leg > 1:
                 note(Note(timestamp=ts, title=f"Leg {leg} started", tone="live"))
         elif kind == "agent_resumed":
-            note(Note(timestamp=ts, title=f"Resumed from version {field_of(event, 'version')}"))
+            version = field_of(event, "version")
+            title = "Resumed after the decision" if suspended else "Resumed"
+            detail = f"checkpoint version {version}" if version is not None else ""
+            note(Note(timestamp=ts, title=title, detail=detail))
         elif kind == "turn_started":
             number = field_of(event, "turn")
             current = _Turn(number if isinstance(number, int) else len(turns) + 1, max(leg, 1))
@@ -453,6 +461,7 @@ def project_timeline(
                 if found.status == "running":
                     found.status = "waiting" if kind == "agent_suspended" else "blocked"
             if kind == "agent_suspended":
+                suspended = True
                 title = "Suspended: waiting for approval" if names else "Suspended"
                 tone = "wait"
             else:
@@ -608,7 +617,26 @@ def _turn_view(
         attempts=tuple(attempts),
         tool_calls=tuple(calls),
         notes=tuple(turn.notes),
+        items=_in_time_order(
+            [("attempt", a, a.started_at) for a in attempts]
+            + [("call", c, c.started_at) for c in calls]
+            + [("note", n, n.timestamp) for n in turn.notes]
+        ),
     )
+
+
+def _in_time_order(
+    items: list[tuple[str, Any, str | None]],
+) -> tuple[tuple[str, Any], ...]:
+    keyed: list[tuple[float, int, str, Any]] = []
+    last = float("-inf")
+    for index, (kind, item, at) in enumerate(items):
+        when = parse_time(at)
+        if when is not None:
+            last = when.timestamp()
+        keyed.append((last, index, kind, item))
+    keyed.sort(key=lambda k: (k[0], k[1]))
+    return tuple((kind, item) for _, _, kind, item in keyed)
 
 
 def rejected_calls(entries: Iterable[StoredEntry], run_id: str) -> dict[str, str]:
@@ -658,10 +686,11 @@ def child_runs_by_call(
 
 
 def run_duration_ms(run: RunSummary | None, now: datetime) -> float | None:
-    """How long a run took (or has been running)."""
+    """How long a run took (or has been running); a suspended run's time runs on while it
+    waits for a decision."""
     if run is None or run.started_at is None:
         return None
-    if run.finished_at is not None:
+    if run.finished_at is not None and run.status != "suspended":
         return ms_between(run.started_at, run.finished_at)
     if run.status in FINAL_STATUSES:
         return None

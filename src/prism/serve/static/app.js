@@ -92,6 +92,19 @@
     el.textContent = text;
   }
 
+  // the nav's pending count: hidden at zero
+  function currentCount() {
+    const counter = document.getElementById("inbox-count");
+    const n = counter && counter.firstChild ? parseInt(counter.firstChild.textContent, 10) : 0;
+    return Number.isNaN(n) ? 0 : n;
+  }
+  function setCount(count) {
+    const counter = document.getElementById("inbox-count");
+    if (!counter || !counter.firstChild) return;
+    counter.firstChild.textContent = count >= 200 ? "200+" : String(count);
+    counter.hidden = count === 0;
+  }
+
   function wireDecision(form) {
     if (form.dataset.wired) return;
     form.dataset.wired = "1";
@@ -134,7 +147,15 @@
         setResult(result, data.tone || (data.ok ? "ok" : "bad"), data.title + (data.detail ? " — " + data.detail : ""));
         if (data.ok) {
           const card = form.closest(".card");
-          if (card) card.classList.add("decided");
+          if (card) {
+            card.classList.add("decided");
+            const badge = card.querySelector(".badge.state");
+            if (badge && data.outcome) {
+              badge.className = "badge state tone-" + (data.outcome_tone || "ok");
+              badge.textContent = data.outcome;
+            }
+          }
+          if (data.kind !== "lost") setCount(Math.max(0, currentCount() - 1));
           form.querySelectorAll("input, textarea, button, select").forEach((el) => { el.disabled = true; });
         } else {
           button.disabled = false;
@@ -167,7 +188,7 @@
       list.querySelectorAll("form.decide").forEach(wireDecision);
       refresh.hidden = true;
     };
-    refresh.addEventListener("click", () => { load().then(() => { shown = box.dataset.pendingIds || shown; }); });
+    refresh.addEventListener("click", () => { load().then(() => { if (box.dataset.pendingIds !== undefined) shown = box.dataset.pendingIds; }); });
     const source = new EventSource(box.dataset.stream);
     source.addEventListener("open", () => box.classList.add("connected"));
     source.addEventListener("changed", (event) => {
@@ -175,12 +196,17 @@
       try { data = JSON.parse(event.data); } catch (e) { return; }
       const ids = data.ids.join(" ");
       box.dataset.pendingIds = ids;
-      const counter = document.getElementById("inbox-count");
-      if (counter && counter.firstChild) counter.firstChild.textContent = String(data.count);
+      setCount(data.count);
       if (ids === shown) return;
-      status.textContent = data.count + " pending decision" + (data.count === 1 ? "" : "s") + ".";
+      status.textContent = data.count === 0 ? "No pending decisions."
+        : data.count + " pending decision" + (data.count === 1 ? "" : "s") + ".";
+      // a new call to decide: offer the new list while a form is in use; one that left
+      // (decided here or elsewhere) needs no prompt, the decided card says what happened
+      const before = new Set(shown.split(" ").filter(Boolean));
+      const added = data.ids.some((id) => !before.has(id));
       if (busy()) {
-        refresh.hidden = false;
+        if (added) refresh.hidden = false;
+        else if (data.count === 0) refresh.hidden = true;
       } else {
         shown = ids;
         load();
