@@ -6,8 +6,11 @@ A fence's info string says how its example is checked:
 * ```` ```python local-model ```` — needs the embedded model: run by the ``local_model`` test (CI
   runs it; elsewhere it skips without the ``local`` extra), and type-checked;
 * ```` ```python typecheck ```` — needs a key or a server (OpenAI, Anthropic, vLLM, Ollama,
-  PostgreSQL workers): type-checked only (``mypy --strict`` as a host program); a block that opens
-  with ``# NAME.py`` is that module, which other blocks may import.
+  PostgreSQL workers): type-checked only (``mypy --strict`` as a host program).
+
+A block that opens with ``# NAME.py`` is that module, which other blocks may import: it is
+type-checked under that name, and written as ``NAME.py`` next to every example of its document
+that runs (e.g. a registry module a ``prism mcp serve`` example starts).
 """
 
 from __future__ import annotations
@@ -41,7 +44,20 @@ def _examples(kind: str | None = None) -> list[tuple[str, str]]:
     return out
 
 
-def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _modules(where: str) -> dict[str, str]:
+    """The ``# NAME.py`` blocks of the document ``where`` points into: file name -> code."""
+    doc = ROOT / where.partition("#")[0]
+    out = {}
+    for match in BLOCK.finditer(doc.read_text(encoding="utf-8")):
+        named = re.match(r"# (\w+\.py)\n", match.group(2))
+        if named:
+            out[named.group(1)] = match.group(2)
+    return out
+
+
+def _run(code: str, tmp_path: Path, where: str) -> subprocess.CompletedProcess[str]:
+    for name, module in _modules(where).items():
+        (tmp_path / name).write_text(module, encoding="utf-8")
     script = tmp_path / "example.py"
     script.write_text(code, encoding="utf-8")
     return subprocess.run(
@@ -57,7 +73,7 @@ def test_every_page_of_the_site_is_searched_for_examples() -> None:
 
 @pytest.mark.parametrize(("where", "code"), _examples(""), ids=[w for w, _ in _examples("")])
 def test_documented_example_runs(where: str, code: str, tmp_path: Path) -> None:
-    proc = _run(code, tmp_path)
+    proc = _run(code, tmp_path, where)
     assert proc.returncode == 0, f"{where} failed:\n{proc.stdout}\n{proc.stderr}"
 
 
@@ -76,7 +92,7 @@ def _require_local_model() -> None:
 )
 def test_documented_local_model_example_runs(where: str, code: str, tmp_path: Path) -> None:
     _require_local_model()
-    proc = _run(code, tmp_path)
+    proc = _run(code, tmp_path, where)
     assert proc.returncode == 0, f"{where} failed:\n{proc.stdout}\n{proc.stderr}"
 
 

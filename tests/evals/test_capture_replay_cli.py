@@ -115,6 +115,17 @@ def test_capture_appends_and_refuses_a_second_case_of_one_name(recorded: tuple[P
     assert [c.name for c in load_dataset("cases.jsonl").cases] == [run_id, "again"]
 
 
+def test_capture_into_a_missing_folder_creates_it(recorded: tuple[Path, str]) -> None:
+    """The docs' ``--into evals/smoke.yaml`` works in a project without an ``evals/`` folder."""
+    path, run_id = recorded
+    assert not Path("evals").exists()
+    code, out, err = cli("eval", "capture", run_id, "--store", f"sqlite:///{path}", "--into",
+                         "evals/smoke.yaml", "--name", "calculator")
+    assert code == 0, err
+    assert out == f"captured run {run_id} as case 'calculator' in evals/smoke.yaml\n"
+    assert [c.name for c in load_dataset("evals/smoke.yaml").cases] == ["calculator"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

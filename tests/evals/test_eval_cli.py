@@ -106,6 +106,28 @@ def test_every_case_passing_exits_0_and_json_is_the_report(project: tuple[Path, 
     assert report["usage"]["total_tokens"] == 54
 
 
+def test_junit_into_a_missing_folder_creates_it(project: tuple[Path, str]) -> None:
+    folder, module = project
+    code, _, err = run("refunds.yaml", "--agents", f"{module}:REGISTRY", "--junit",
+                       "reports/ci/eval-results.xml")
+    assert code == 1, err
+    document = (folder / "reports" / "ci" / "eval-results.xml").read_text(encoding="utf-8")
+    assert "<testsuite" in document
+
+
+def test_the_summary_line_counts_one_case_in_the_singular(project: tuple[Path, str]) -> None:
+    folder, module = project
+    (folder / "one.yaml").write_text(
+        "cases:\n  - name: a\n    input: hi\n    evaluators: [{contains: approved}]\n",
+        encoding="utf-8",
+    )
+    code, out, err = run("one.yaml", "--agents", f"{module}:REGISTRY")
+    assert code == 0, err
+    assert "1 case: 1 pass, 0 fail, 0 flaky, 0 error;" in out
+    code, out, _ = run("refunds.yaml", "--agents", f"{module}:REGISTRY")
+    assert "2 cases: 1 pass, 1 fail, 0 flaky, 0 error;" in out
+
+
 def test_runs_go_to_the_store_given(project: tuple[Path, str]) -> None:
     folder, module = project
     url = f"sqlite:///{folder / 'evals.db'}"

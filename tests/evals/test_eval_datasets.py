@@ -129,6 +129,13 @@ def test_a_dataset_round_trips_through_each_file_format(
         assert list(json.loads(first)) == ["dataset"] and len(cases) == 2
 
 
+def test_saving_into_a_missing_folder_creates_it(tmp_path: Path) -> None:
+    dataset = Dataset(name="smoke", cases=[Case(name="a", input="hi", expected_output="hello")])
+    path = tmp_path / "evals" / "nested" / "smoke.jsonl"
+    save_dataset(dataset, path)
+    assert load_dataset(path).cases[0].name == "a"
+
+
 def test_the_file_form_is_what_the_docs_show(checks: str) -> None:
     data = dataset_to_dict(full_dataset(checks))
     case = data["cases"][0]  # type: ignore[index]

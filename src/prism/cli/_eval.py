@@ -451,8 +451,10 @@ def _existing_dataset(path: Path) -> Dataset | None:
 
 
 def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    """Write ``text`` to ``path``, creating missing parent directories."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
 
 
 class _Progress:

@@ -348,6 +348,7 @@ def load_dataset(path: str | Path) -> Dataset:
             case or evaluator (the message names the file).
         OSError: the file cannot be read.
         ImportError: a YAML file without PyYAML installed.
+        OSError: the file or its directory cannot be written.
     """
     path = Path(path)
     kind = _format(path)
@@ -376,12 +377,13 @@ def load_dataset(path: str | Path) -> Dataset:
 
 def save_dataset(dataset: Dataset, path: str | Path) -> None:
     """Write ``dataset`` to ``path`` as YAML, JSONL (a ``{"dataset": …}`` line, then one case per
-    line) or JSON, by its suffix.
+    line) or JSON, by its suffix; missing parent directories are created.
 
     Raises:
         PrismConfigError: ``ERR_PRISM_CONFIG`` — an unknown suffix, or an evaluator or expectation
             a file cannot hold (a Python function, a judge with its own provider).
         ImportError: a YAML file without PyYAML installed.
+        OSError: the file or its directory cannot be written.
     """
     path = Path(path)
     kind = _format(path)
@@ -399,4 +401,5 @@ def save_dataset(dataset: Dataset, path: str | Path) -> None:
         text = yaml.safe_dump(  # type: ignore[attr-defined]
             data, sort_keys=False, allow_unicode=True, width=100
         )
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -458,10 +458,11 @@ class EvalReport:
 
     def summary_line(self) -> str:
         """``"5 cases: 4 pass, 1 fail, 0 flaky, 0 error; agent: 120 tokens, cost …; judge: …;
-        3.2s"`` (the agent's usage marked ``(recorded)`` in a replay)."""
+        3.2s"`` (``"1 case: …"`` for one; the agent's usage marked ``(recorded)`` in a
+        replay)."""
         counts = self.counts
         text = (
-            f"{len(self.cases)} cases: "
+            f"{len(self.cases)} case{'' if len(self.cases) == 1 else 's'}: "
             + ", ".join(f"{n} {k}" for k, n in counts.items())
             + f"; agent: {_usage_text(self.usage)}"
             + (" (recorded)" if self.usage_recorded else "")
