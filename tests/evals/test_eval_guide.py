@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "evals.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "operations" / "evals.md"
 FENCE = re.compile(r"```(\w+)[^\n]*\n(.*?)```", re.DOTALL)
 PRISM = "import sys; from prism.cli import main; sys.exit(main(sys.argv[1:]))"
 
@@ -26,7 +26,7 @@ def _blocks() -> list[tuple[str, str]]:
 def _file(first_line: str) -> str:
     """The guide's block that opens with ``first_line`` (a file name comment)."""
     found = [code for _, code in _blocks() if code.startswith(first_line + "\n")]
-    assert len(found) == 1, f"docs/evals.md has {len(found)} blocks opening with {first_line!r}"
+    assert len(found) == 1, f"docs/operations/evals.md has {len(found)} blocks opening with {first_line!r}"
     return found[0]
 
 
