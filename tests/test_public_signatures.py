@@ -49,6 +49,16 @@ ALLOWED = {
     "prism.tools.schema.schema_errors",
     # Copies a JSON value of any shape and returns the same shape.
     "prism.checkpoints.clone_json",
+    # The seam between the run path and durable runs: the hooks take the run path's agent config,
+    # run options and loop context, and return durable run state, whose types live in
+    # prism.runtime.durable — which the run path may not import.
+    "prism.runtime.run.seam.DurableHooks.preflight",
+    "prism.runtime.run.seam.DurableHooks.open_leg",
+    "prism.runtime.run.seam.LegHooks.state",
+    "prism.runtime.run.seam.LegHooks.restore_loop",
+    "prism.runtime.run.seam.LegHooks.replay",
+    "prism.runtime.run.seam.LegHooks.write_success",
+    "prism.runtime.run.seam.LegHooks.write_failure",
 }
 
 
