@@ -21,22 +21,20 @@ scenario): the structural sharing with its per-type caches, against one plain re
 (``dataclasses.fields`` and ``copy.copy`` per dataclass), saves 39 / 69 µs per turn, and
 ``copy.deepcopy`` of whole entries was slower than that plain function in a quick check.
 The generated rebuilders, against a loop over the cached field names, save 3 / 11 µs per turn.
-Copying cannot be skipped: the store must not share the caller's dicts (tool arguments,
-results, metadata), so only the frozen parts are shared — and a dict *donated* with
-[`donated()`][prism._fast_entry_copy.donated] for the time of one append, which the runtime hands over when nobody else holds
-it (the private copy of a tool result made by the walk that checked and measured it, see
-[`prism.tools.results`][prism.tools.results]), so it is taken as it is instead of being copied a second time.
+Copying cannot be skipped for what a caller hands in: the store must not share the caller's
+dicts (tool arguments, results, metadata), so only the frozen parts are shared. The runtime skips
+it for the entries it builds from its own private copies (``MemorySessionStore.append_owned``,
+see [`prism.runtime.run._carry`][prism.runtime.run._carry]).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
-__all__ = ["clone", "donated", "rebuild_dataclass"]
+__all__ = ["clone", "rebuild_dataclass"]
 
 _D = TypeVar("_D")
 
@@ -73,30 +71,7 @@ def _same(value: Any) -> Any:
     return value
 
 
-_DONATED: dict[int, object] = {}
-"""Dicts handed over for the time of one append ([`donated()`][prism._fast_entry_copy.donated]), by id."""
-
-
-@contextmanager
-def donated(*values: dict[Any, Any]) -> Iterator[None]:
-    """While the block runs, [`clone()`][prism._fast_entry_copy.clone] returns each dict of ``values`` itself, not a copy.
-
-    For a caller that hands the store dicts nobody else holds: the store then keeps them
-    instead of copying them. Nested blocks and other threads are safe (the hand-over is by object
-    identity and ends with the block).
-    """
-    for value in values:
-        _DONATED[id(value)] = value
-    try:
-        yield
-    finally:
-        for value in values:
-            _DONATED.pop(id(value), None)
-
-
 def _clone_dict(value: dict[Any, Any]) -> dict[Any, Any]:
-    if _DONATED and _DONATED.get(id(value)) is value:
-        return value
     atomic = _ATOMIC
     return {k: v if type(v) in atomic else clone(v) for k, v in value.items()}
 

@@ -159,7 +159,8 @@ class MemorySessionStore:
       ``SessionAppendConflictError``;
     * the check and the insert are atomic (no await between them, and a lock for callers on
       other threads); entries are copied on the way in and out, so callers never hold internal
-      objects.
+      objects (frozen values without mutable contents are shared, not copied); only
+      [`append_owned()`][prism.store.MemorySessionStore.append_owned] keeps what it is handed.
 
     Costs: ``append`` O(1) (plus copying the entry's mutable contents), ``list`` O(entries),
     ``read_branch`` O(branch length).
@@ -193,8 +194,58 @@ class MemorySessionStore:
             raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
         if fork and expected_parent_id is None:
             raise ValueError("fork=True requires expected_parent_id")
-        stored = _copy_entry(entry)
-        sid = entry.session_id
+        self._insert(
+            _copy_entry(entry),
+            expected_parent_id=expected_parent_id,
+            idempotency_key=idempotency_key,
+            fork=fork,
+        )
+
+    async def append_owned(
+        self,
+        entry: SessionEntry,
+        *,
+        expected_parent_id: str | None = None,
+        idempotency_key: str | None = None,
+        fork: bool = False,
+    ) -> None:
+        """Append ``entry`` as it is, without copying it: the caller hands it over.
+
+        For a caller that holds the only references to the entry's mutable containers (the
+        runtime, for an entry built from its own private copies of tool arguments and results):
+        the store keeps the object itself. Options, checks and errors are those of
+        [`append()`][prism.store.MemorySessionStore.append]; a subclass that overrides ``append``
+        receives the entry through it instead.
+        """
+        if type(self).append is not MemorySessionStore.append:
+            await self.append(
+                entry,
+                expected_parent_id=expected_parent_id,
+                idempotency_key=idempotency_key,
+                fork=fork,
+            )
+            return
+        if not isinstance(entry, SessionEntry):
+            raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
+        if fork and expected_parent_id is None:
+            raise ValueError("fork=True requires expected_parent_id")
+        self._insert(
+            entry,
+            expected_parent_id=expected_parent_id,
+            idempotency_key=idempotency_key,
+            fork=fork,
+        )
+
+    def _insert(
+        self,
+        stored: SessionEntry,
+        *,
+        expected_parent_id: str | None,
+        idempotency_key: str | None,
+        fork: bool,
+    ) -> None:
+        """The compare-and-set and the insert of ``stored``, atomic under the lock."""
+        sid = stored.session_id
         with self._lock:
             data = self._sessions.get(sid)
             if expected_parent_id is not None:
@@ -215,8 +266,8 @@ class MemorySessionStore:
                     raise SessionAppendConflictError(
                         f"Session append conflict: duplicate idempotent append ({idempotency_key})"
                     )
-            if data is not None and entry.id in data.by_id:
-                raise ValueError(f"Duplicate session entry id: {entry.id}")
+            if data is not None and stored.id in data.by_id:
+                raise ValueError(f"Duplicate session entry id: {stored.id}")
             if data is None:
                 data = self._sessions[sid] = _SessionData()
             data.entries.append(stored)

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from prism._fast_entry_copy import clone, donated
 from prism._json import copy_json
 from prism.middleware import MiddlewareRegistry
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
@@ -77,14 +76,6 @@ def test_one_walk_checks_copies_and_measures_like_the_full_computation_arch_15(v
 def test_the_walk_declines_exactly_the_values_outside_the_decoded_json_types_arch_15() -> None:
     declined = [v for v in CASES if copy_json(v) is None]
     assert declined == CASES[14:]
-
-
-def test_a_donated_dict_is_kept_as_it_is_only_while_donated_arch_15() -> None:
-    value = {"a": [1, 2]}
-    with donated(value):
-        assert clone(value) is value
-    copied = clone(value)
-    assert copied == value and copied is not value
 
 
 def _tool(result: Any) -> ToolDefinition:

@@ -15,17 +15,17 @@ Passes over a payload without a redactor (a ``dict`` of the types a JSON decoder
 
 [`PayloadCarry`][prism.runtime.run._carry.PayloadCarry] holds what was carried for one run leg. The codec
 ([`RequestCodec`][prism.runtime.run._request_codec.RequestCodec]) takes the sizes; [`PayloadCarry.for_store()`][prism.runtime.run._carry.PayloadCarry.for_store]
-gives the message to store with the copies in place of the values, which the loop context
-appends with the copies donated ([`prism._fast_entry_copy.donated()`][prism._fast_entry_copy.donated]), so a store that copies
-entries on the way in (the memory store) keeps them as they are. The history, the run's messages
-and the events keep the values the provider and the tool produced; only the store holds the
-copies, which nobody else references.
+gives the message to store with the copies in place of the values, and says whether every
+mutable container of that message is such a copy: then the loop context hands the entry over
+(``MemorySessionStore.append_owned``) and the memory store keeps it without copying it again.
+The history, the run's messages and the events keep the values the provider and the tool
+produced; only the store holds the copies, which nobody else references.
 
 Like messages, carried values are frozen once carried: a host that changes a tool's arguments or
 result in place afterwards (an observer, a tool changing its own ``arguments``) is not seen by
 the byte count. With a redactor every payload takes the general path (a check, the redaction,
-the store's copy, a size). Small payloads (under [`MIN_CARRIED_BYTES`][prism.runtime.run._carry.MIN_CARRIED_BYTES]) are only checked and
-measured: for them the bookkeeping would cost more than the walks it saves.
+the store's copy, a size). Payloads of every size are carried: the copy the walk made is the one
+the store keeps, so nothing is copied twice.
 
 Measured worth (the realistic scenario of ``benchmarks/bench_realistic.py``, memory store, against
 the same tree checking, copying and measuring each payload separately): instructions per turn
@@ -42,12 +42,21 @@ from prism._fast_entry_copy import rebuild_dataclass
 from prism._json import copy_json
 from prism.runtime.run._json_size import canonical_size_known
 from prism.runtime.run._request_codec import RequestCodec
-from prism.types import Message, ProviderToolCall, ToolCallContent, ToolResultContent
+from prism.types import (
+    ImageContent,
+    Message,
+    ProviderToolCall,
+    TextContent,
+    ThinkingContent,
+    ToolCallContent,
+    ToolResultContent,
+)
 
-__all__ = ["MIN_CARRIED_BYTES", "PayloadCarry"]
+__all__ = ["PayloadCarry"]
 
-MIN_CARRIED_BYTES: Final = 128
-"""Canonical JSON size from which a payload's copy and size are carried on."""
+_STRING_PARTS: Final = frozenset({TextContent, ThinkingContent, ImageContent})
+"""Content parts made only of strings (nothing in them can be changed in place)."""
+_ATOMIC: Final = frozenset({str, int, float, bool, type(None)})
 
 
 class PayloadCarry:
@@ -67,8 +76,6 @@ class PayloadCarry:
 
     def keep(self, value: Any, copy: Any, size: int) -> None:
         """Carry ``copy`` and ``size`` of the dict ``value`` (the dispatcher's ``measured``)."""
-        if size < MIN_CARRIED_BYTES:
-            return
         self.copies[id(value)] = (value, copy)
         self._codec.carry_size(value, size)
 
@@ -87,32 +94,39 @@ class PayloadCarry:
         self.keep(arguments, copy, size)
         return canonical_size_known(event, {id(arguments): (arguments, size)})
 
-    def for_store(self, message: Message) -> tuple[Message, list[Any]] | None:
-        """``(message to store, the copies it holds)`` for a message holding carried values,
-        else ``None``. The message to store equals ``message``; its carried tool-result value
-        or call arguments are the copies. Each copy is handed out once."""
+    def for_store(self, message: Message) -> tuple[Message, bool]:
+        """``(message to store, owned)``: ``message`` with its carried tool-result values and call
+        arguments replaced by their copies (each copy is handed out once), and whether that
+        message is the runtime's own — every mutable container in it is such a copy (text,
+        thinking and image parts hold only strings), so a store may keep it without copying
+        (``MemorySessionStore.append_owned``). The message to store equals ``message``."""
         copies = self.copies
         content = message.content
+        owned = message.metadata is None
         if isinstance(content, str):
-            return None
+            return message, owned
         parts: list[Any] | None = None
-        handed: list[Any] = []
-        for index, part in enumerate(content):
+        given: tuple[Any, ...] = content  # the parts' types are told apart by ``type`` below
+        for index, part in enumerate(given):
+            kind = type(part)
             name: str
             value: Any
-            if type(part) is ToolResultContent:
+            if kind is ToolResultContent:
                 name, value = "result", part.result
-            elif type(part) is ToolCallContent:
+                owned = owned and part.error is None
+            elif kind is ToolCallContent:
                 name, value = "arguments", part.arguments
+                owned = owned and part.arguments_error is None and part.authority is None
             else:
+                owned = owned and kind in _STRING_PARTS
                 continue
-            hit = copies.pop(id(value), None)
+            hit = copies.pop(id(value), None) if copies else None
             if hit is None or hit[0] is not value:
+                owned = owned and type(value) in _ATOMIC
                 continue
             if parts is None:
                 parts = list(content)
             parts[index] = rebuild_dataclass(part, {name: hit[1]})
-            handed.append(hit[1])
         if parts is None:
-            return None
-        return rebuild_dataclass(message, {"content": tuple(parts)}), handed
+            return message, owned
+        return rebuild_dataclass(message, {"content": tuple(parts)}), owned

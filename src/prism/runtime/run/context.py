@@ -41,7 +41,6 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, Final, Literal, TypeVar
 
-from prism._fast_entry_copy import donated
 from prism.abort import AbortController, AbortSignal
 from prism.assembly import RequestAssembler
 from prism.errors import GuardrailError, RunLimitExceeded
@@ -493,23 +492,21 @@ class RunContext:
         state = self.state
         redactor = self.redactor
         carry = self.carry
-        carried = carry.for_store(message) if carry is not None and carry.copies else None
+        owned = False
+        to_store = message
+        if carry is not None:
+            to_store, owned = carry.for_store(message)
         entry = new_session_entry(
             "message",
             session_id=self.session_id,
             parent_id=state.leaf_id,
             run_id=self.run_id,
-            message=message if carried is None else carried[0],
+            message=to_store,
         )
         stored = redactor.redact(entry) if redactor is not None else entry
-        if carried is None:
-            await state.append(stored, idempotency_key=self.plan.idempotency_key)
-            stored_message = stored.message
-            if stored_message is None:
-                stored_message = message
-        else:
-            with donated(*carried[1]):
-                await state.append(stored, idempotency_key=self.plan.idempotency_key)
+        await state.append(stored, idempotency_key=self.plan.idempotency_key, owned=owned)
+        stored_message = message if carry is not None else stored.message
+        if stored_message is None:
             stored_message = message
         self.last_entry = stored
         self.messages.append(stored_message)

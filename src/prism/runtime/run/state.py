@@ -140,9 +140,13 @@ class SessionState:
         self.leaf_resolved = True
         self.fork_next = fork
 
-    async def append(self, entry: SessionEntry, *, idempotency_key: str | None) -> None:
+    async def append(
+        self, entry: SessionEntry, *, idempotency_key: str | None, owned: bool = False
+    ) -> None:
         """Append ``entry`` (already redacted, ``parent_id`` = the leaf) and make it the leaf.
 
+        With ``owned`` the caller hands the entry over (nothing else holds its mutable
+        containers): a store with ``append_owned`` (the memory store) keeps it without copying.
         While appends are held ([`hold_appends()`][prism.runtime.run.state.SessionState.hold_appends]) the append is recorded instead, to be
         written with the leg's next envelope."""
         parent = self.leaf_id
@@ -151,7 +155,9 @@ class SessionState:
         if held is not None:
             held.append(SessionAppend(entry, parent, idempotency_key, fork))
         else:
-            await self.store.append(
+            store = self.store
+            append = getattr(store, "append_owned", None) if owned else None
+            await (append if append is not None else store.append)(
                 entry, expected_parent_id=parent, idempotency_key=idempotency_key, fork=fork
             )
         self.fork_next = False
