@@ -121,18 +121,35 @@ def copy_json(value: object, max_depth: int = _JSON_MAX_DEPTH) -> tuple[Any, int
     so does a string holding a lone surrogate (it has no UTF-8 form, see
     [`without_lone_surrogates()`][prism._json.without_lone_surrogates]). Never raises (the depth bound keeps the recursion short).
 
-    The scalar cases are written out inside the dict and list loops rather than called per
-    item: measured on the realistic benchmark's ~1 KB tool result, 16.3–17.2 µs per walk
-    against 22.7–23.9 µs with one shared scalar helper (about 12 µs per turn of two results).
+    The walk counts the punctuation and the numbers and gathers the strings (keys and values);
+    the strings are then escaped and UTF-8-measured together, in one call of the C escaper over
+    their concatenation (escaping works character by character, so the escaped length of the
+    concatenation is the sum of the escaped lengths). The scalar cases are written out inside
+    the dict and list loops rather than called per item. Measured (``valgrind --tool=cachegrind``
+    instructions per call): on the realistic benchmark's ~1 KB tool result 187.7 k → 155.2 k
+    against escaping each string on its own, on its ~200-byte arguments 31.4 k → 27.8 k; and
+    the inline scalars saved a quarter of a walk's time against one shared scalar helper.
     """
-    try:
-        return _copy_json(value, max_depth)
-    except UnicodeEncodeError:  # a lone surrogate
+    strings: list[str] = []
+    walked = _copy_json(value, max_depth, strings)
+    if walked is None:
         return None
+    copy, size = walked
+    if strings:
+        text = _esc("".join(strings))
+        if text.isascii():
+            size += len(text) - 2
+        else:
+            try:
+                size += len(text.encode()) - 2
+            except UnicodeEncodeError:  # a lone surrogate
+                return None
+    return copy, size
 
 
-def _copy_json(value: object, max_depth: int) -> tuple[Any, int] | None:
-    budget = max_depth
+def _copy_json(value: object, budget: int, strings: list[str]) -> tuple[Any, int] | None:
+    """The walk of [`copy_json()`][prism._json.copy_json]: ``(copy, size without the strings' escaped text)``,
+    the strings appended to ``strings`` (each string's two quotes are counted here)."""
     t = type(value)
     if t is dict:
         if budget <= 0:
@@ -142,17 +159,16 @@ def _copy_json(value: object, max_depth: int) -> tuple[Any, int] | None:
         out: dict[str, Any] = {}
         if not count:
             return out, 2
-        esc = _esc
-        total = 1 + 2 * count  # braces, colons, commas
+        keep = strings.append
+        total = 1 + 4 * count  # braces, colons, commas and the keys' quotes
         for key, item in value.items():  # type: ignore[attr-defined]
             if type(key) is not str:
                 return None
-            text = esc(key)
-            total += len(text) if text.isascii() else len(text.encode())
+            keep(key)
             ti = type(item)
             if ti is str:
-                text = esc(item)
-                total += len(text) if text.isascii() else len(text.encode())
+                keep(item)
+                total += 2
             elif ti is int:
                 total += len(int.__repr__(item))
             elif ti is bool:
@@ -164,7 +180,7 @@ def _copy_json(value: object, max_depth: int) -> tuple[Any, int] | None:
                     return None
                 total += len(float.__repr__(item))
             else:
-                walked = _copy_json(item, inner)
+                walked = _copy_json(item, inner, strings)
                 if walked is None:
                     return None
                 item, size = walked
@@ -177,12 +193,12 @@ def _copy_json(value: object, max_depth: int) -> tuple[Any, int] | None:
         inner = budget - 1
         items: list[Any] = []
         total = 1 + len(value) if value else 2  # type: ignore[arg-type]  # "[", commas, "]"
-        esc = _esc
+        keep = strings.append
         for item in value:  # type: ignore[attr-defined]
             ti = type(item)
             if ti is str:
-                text = esc(item)
-                total += len(text) if text.isascii() else len(text.encode())
+                keep(item)
+                total += 2
             elif ti is int:
                 total += len(int.__repr__(item))
             elif ti is bool:
@@ -194,7 +210,7 @@ def _copy_json(value: object, max_depth: int) -> tuple[Any, int] | None:
                     return None
                 total += len(float.__repr__(item))
             else:
-                walked = _copy_json(item, inner)
+                walked = _copy_json(item, inner, strings)
                 if walked is None:
                     return None
                 item, size = walked
@@ -202,8 +218,8 @@ def _copy_json(value: object, max_depth: int) -> tuple[Any, int] | None:
             items.append(item)
         return items, total
     if t is str:
-        text = _esc(value)  # type: ignore[arg-type]
-        return value, len(text) if text.isascii() else len(text.encode())
+        strings.append(value)  # type: ignore[arg-type]
+        return value, 2
     if t is int:
         return value, len(int.__repr__(value))
     if t is bool:

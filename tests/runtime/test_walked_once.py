@@ -197,3 +197,19 @@ async def test_the_store_keeps_a_private_copy_of_large_call_arguments_arch_15() 
     assert stored[0] is not history[0]
     second = provider.requests[1]
     assert second.messages[-2].content[0].arguments is history[0]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [["é" * 3, {"ü": "\n\t\"\\"}], {"": ""}, {"x": ["", "\u2028", "日本"]}, ["a", "\x00\x1f"]],
+    ids=["accents", "empty", "unicode", "control"],
+)
+def test_strings_measured_together_give_each_strings_own_size_arch_15(value: Any) -> None:
+    walked = copy_json(value)
+    assert walked is not None
+    assert walked[1] == len(canonical_json(value).encode())
+
+
+def test_a_lone_surrogate_anywhere_takes_the_general_path_arch_15() -> None:
+    assert copy_json({"a": "\ud800"}) is None
+    assert copy_json(["ok", {"\udfff": 1}]) is None
