@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 import re
+from inspect import isawaitable
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from prism._util import maybe_await, new_id
+from prism._util import new_id
 from prism.errors import AgentLoopStateError
 from prism.events import (
     ArtifactFailedEvent,
@@ -62,6 +63,7 @@ from prism.types import (
     JsonValue,
     Message,
     StructuredOutputOptions,
+    TextContent,
     Usage,
     to_messages,
 )
@@ -120,6 +122,21 @@ def _default_repairer(
         where = field_path(error.path)
         lines.append(error.message if where is None else f"{where}: {error.message}")
     return "\n".join(lines) or "invalid artifact"
+
+
+def _repair_messages(repair: AgentInput) -> list[Message]:
+    """The repairer's input as the messages the loop stores: each with a fresh id (a ``str`` is
+    one user message).
+
+    Raises:
+        TypeError: ``repair`` is not an ``AgentInput`` (as ``to_messages`` raises).
+    """
+    if isinstance(repair, str):
+        return [Message("user", (TextContent(repair),), id=new_id("msg"))]
+    return [
+        Message(m.role, m.content, id=new_id("msg"), metadata=m.metadata)
+        for m in to_messages(repair)
+    ]
 
 
 class GenerateValidateReviseLoop:
@@ -445,7 +462,12 @@ class GenerateValidateReviseLoop:
             if not text.strip():
                 parsed = ArtifactParseResult(ok=False, error=_NO_ARTIFACT_TEXT)
             elif self._parser is not None:
-                parsed = ArtifactParseResult.coerce(await maybe_await(self._parser(text, actx)))
+                raw_parsed = self._parser(text, actx)
+                if type(raw_parsed) is not ArtifactParseResult:
+                    if isawaitable(raw_parsed):
+                        raw_parsed = await raw_parsed
+                    raw_parsed = ArtifactParseResult.coerce(raw_parsed)
+                parsed = raw_parsed
             else:
                 parsed = ArtifactParseResult(ok=True, value=text)
             parse_failure: ArtifactValidation | None = None
@@ -467,9 +489,12 @@ class GenerateValidateReviseLoop:
             if parse_failure is not None:
                 validation = parse_failure
             else:
-                validation = ArtifactValidation.coerce(
-                    await maybe_await(self._validator(parsed.value, actx))
-                )
+                raw_validation = self._validator(parsed.value, actx)
+                if type(raw_validation) is not ArtifactValidation:
+                    if isawaitable(raw_validation):
+                        raw_validation = await raw_validation
+                    raw_validation = ArtifactValidation.coerce(raw_validation)
+                validation = raw_validation
             ctx.emit(
                 ArtifactValidationFinishedEvent(
                     session_id=session_id,
@@ -506,15 +531,12 @@ class GenerateValidateReviseLoop:
                     failure=validation,
                 )
             )
-            repair = await maybe_await(
-                self._repairer(
-                    None if parse_failure is not None else parsed.value, validation, actx
-                )
+            repair = self._repairer(
+                None if parse_failure is not None else parsed.value, validation, actx
             )
-            repair_messages = [
-                Message(m.role, m.content, id=new_id("msg"), metadata=m.metadata)
-                for m in to_messages(repair)
-            ]
+            if not isinstance(repair, str) and isawaitable(repair):
+                repair = await repair
+            repair_messages = _repair_messages(repair)
             for message in repair_messages:
                 await ctx.append_message(message)
             self._pending_history = repair_messages
