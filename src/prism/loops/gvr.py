@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from inspect import isawaitable
 from collections.abc import Mapping
+from inspect import isawaitable
 from typing import Any, Final, Literal
 
 from prism._util import new_id
@@ -455,26 +455,30 @@ class GenerateValidateReviseLoop:
                 turn += 1
                 continue
 
-            # parse
+            # parse: the value, or why there is none
             actx = ArtifactContext(session_id, run_id, turn, signal, ctx.metadata)
             text = result.text  # text parts only
-            parsed: ArtifactParseResult[Any]
+            value: Any = None
+            parse_error: str | None = None
             if not text.strip():
-                parsed = ArtifactParseResult(ok=False, error=_NO_ARTIFACT_TEXT)
+                parse_error = _NO_ARTIFACT_TEXT
             elif self._parser is not None:
-                raw_parsed = self._parser(text, actx)
-                if type(raw_parsed) is not ArtifactParseResult:
-                    if isawaitable(raw_parsed):
-                        raw_parsed = await raw_parsed
-                    raw_parsed = ArtifactParseResult.coerce(raw_parsed)
-                parsed = raw_parsed
+                parsed = self._parser(text, actx)
+                if type(parsed) is not ArtifactParseResult:
+                    if isawaitable(parsed):
+                        parsed = await parsed
+                    parsed = ArtifactParseResult.coerce(parsed)
+                if parsed.ok and parsed.value is not None:
+                    value = parsed.value
+                else:
+                    parse_error = parsed.error or "artifact parse failed"
             else:
-                parsed = ArtifactParseResult(ok=True, value=text)
+                value = text
             parse_failure: ArtifactValidation | None = None
-            if not parsed.ok or parsed.value is None:
+            if parse_error is not None:
                 parse_failure = ArtifactValidation(
                     ok=False,
-                    errors=(ArtifactError(parsed.error or "artifact parse failed"),),
+                    errors=(ArtifactError(parse_error),),
                     metadata={"reason": "parse_error"},
                 )
 
@@ -489,7 +493,7 @@ class GenerateValidateReviseLoop:
             if parse_failure is not None:
                 validation = parse_failure
             else:
-                raw_validation = self._validator(parsed.value, actx)
+                raw_validation = self._validator(value, actx)
                 if type(raw_validation) is not ArtifactValidation:
                     if isawaitable(raw_validation):
                         raw_validation = await raw_validation
@@ -508,7 +512,7 @@ class GenerateValidateReviseLoop:
             # the verdict: accepted, or rejected with the revision budget exhausted
             if validation.ok or attempt > max_revisions:
                 if validation.ok:
-                    ctx.artifact = parsed.value
+                    ctx.artifact = value
                 verdict = ArtifactFinishedEvent if validation.ok else ArtifactFailedEvent
                 report_artifact(
                     verdict(
@@ -531,9 +535,7 @@ class GenerateValidateReviseLoop:
                     failure=validation,
                 )
             )
-            repair = self._repairer(
-                None if parse_failure is not None else parsed.value, validation, actx
-            )
+            repair = self._repairer(None if parse_failure is not None else value, validation, actx)
             if not isinstance(repair, str) and isawaitable(repair):
                 repair = await repair
             repair_messages = _repair_messages(repair)
