@@ -19,7 +19,10 @@ Scenarios (``--scenarios``, default ``turns:1000 realistic:1000``):
 * ``concurrent:N`` / ``sequential:N`` — ``bench_concurrency.py``: N two-turn runs of one agent
   started at once / one by one, CPU µs per run (one sample per process; ``--repeat`` unused);
 * ``startup`` / ``first-use`` — ``bench_startup.py``: CPU ms of ``import prism`` / of import +
-  ``create_agent`` + one run, in a fresh interpreter.
+  ``create_agent`` + one run, in a fresh interpreter;
+* ``gvr:N`` / ``gvr-loop:N`` — ``bench_gvr.py --cycles N``: wall µs per revision cycle of a
+  generate → validate → revise session run with the mock provider (N revisions) / of the loop
+  alone with a stub context (empty history); each process measures ``--repeat`` × 10 runs.
 
 Each process takes ``--repeat`` samples after its warm-up and reports their median; a scenario's
 figure is then the median over the rounds. Printed per scenario: the two medians, B − A, B / A,
@@ -49,6 +52,10 @@ from typing import Any
 
 _HERE = Path(__file__).resolve().parent
 _TURNS_LINE = re.compile(r"^\s*(\d+) turns: median\s+([0-9.]+) us/turn", re.MULTILINE)
+_GVR_SESSION_LINE = re.compile(
+    r"^session\.run with mock provider,\s+(\d+) revisions:\s+([0-9.]+) µs", re.MULTILINE
+)
+_GVR_LOOP_LINE = re.compile(r"^loop only, empty history:\s+([0-9.]+) µs", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,23 @@ def _read_turns(n: int) -> Callable[[str], float]:
         raise ValueError(f"no 'N turns: median' line for N={n} in:\n{stdout}")
 
     return read
+
+
+def _read_gvr_session(n: int) -> Callable[[str], float]:
+    def read(stdout: str) -> float:
+        for match in _GVR_SESSION_LINE.finditer(stdout):
+            if int(match.group(1)) == n:
+                return float(match.group(2))
+        raise ValueError(f"no 'session.run ..., N revisions' line for N={n} in:\n{stdout}")
+
+    return read
+
+
+def _read_gvr_loop(stdout: str) -> float:
+    match = _GVR_LOOP_LINE.search(stdout)
+    if match is None:
+        raise ValueError(f"no 'loop only, empty history' line in:\n{stdout}")
+    return float(match.group(1))
 
 
 def _read_json(*path: str) -> Callable[[str], float]:
@@ -132,6 +156,13 @@ def scenario(spec: str, repeat: int) -> Scenario:
             ],
             _read_json("cpu_us_per_run"),
         )
+    if name in ("gvr", "gvr-loop"):
+        return Scenario(
+            spec,
+            "µs/rev",
+            ["bench_gvr.py", "--cycles", str(n), "--repeat", str(10 * repeat)],
+            _read_gvr_session(n) if name == "gvr" else _read_gvr_loop,
+        )
     raise ValueError(f"unknown scenario {name!r}")
 
 
@@ -190,7 +221,8 @@ def main() -> None:
         default=["turns:1000", "realistic:1000"],
         help=(
             "turns:N, realistic:N, realistic-sqlite:N, realistic-durable:N, realistic-ledger:N, "
-            "realistic-sqlite-ledger:N, concurrent:N, sequential:N, startup, first-use"
+            "realistic-sqlite-ledger:N, concurrent:N, sequential:N, startup, first-use, "
+            "gvr:N, gvr-loop:N"
         ),
     )
     parser.add_argument("--rounds", type=int, default=11, help="A/B rounds per scenario (≥ 11)")

@@ -464,6 +464,33 @@ async def test_gvr4_custom_repairer_messages_get_fresh_ids() -> None:
     assert texts(ctx.history) == ["Produce the doc.", "bad", "fix it", "please", "good"]
 
 
+
+async def test_gvr4_repairer_text_sync_or_async_is_one_user_message_with_a_fresh_id() -> None:
+    """GVR-4 step 22: a repairer's ``str`` (returned or awaited) is one user message with a
+    fresh ``msg_…`` id and no metadata, stored once and sent as the next input."""
+
+    def sync_repairer(value: Any, failure: ArtifactValidation, ctx: ArtifactContext) -> str:
+        return f"fix {value}"
+
+    async def async_repairer(value: Any, failure: ArtifactValidation, ctx: ArtifactContext) -> str:
+        return f"fix {value}"
+
+    for repairer in (sync_repairer, async_repairer):
+        ctx = StubContext([text("bad"), text("worse"), text("good")])
+        await generate_validate_revise_loop(validator=accepts("good"), repairer=repairer).run(
+            ctx.as_ctx
+        )
+        repairs = [ctx.stored[1], ctx.stored[3]]
+        assert [(m.role, m.text, m.metadata) for m in repairs] == [
+            ("user", "fix bad", None),
+            ("user", "fix worse", None),
+        ]
+        assert all(re.fullmatch(r"msg_[0-9a-f]{32}", m.id or "") for m in repairs)
+        assert repairs[0].id != repairs[1].id
+        assert ctx.assembled[1].next_input == (repairs[0],)
+        assert texts(ctx.history) == ["Produce the doc.", "bad", "fix bad", "worse", "fix worse", "good"]
+
+
 # ----------------------------------------------------------------------------- budgets, GVR-7/8
 
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from inspect import isawaitable
 from typing import Any, Final, Literal
 
-from prism._util import maybe_await, new_id
+from prism._util import new_id
 from prism.errors import AgentLoopStateError
 from prism.events import (
     ArtifactFailedEvent,
@@ -62,6 +63,7 @@ from prism.types import (
     JsonValue,
     Message,
     StructuredOutputOptions,
+    TextContent,
     Usage,
     to_messages,
 )
@@ -120,6 +122,21 @@ def _default_repairer(
         where = field_path(error.path)
         lines.append(error.message if where is None else f"{where}: {error.message}")
     return "\n".join(lines) or "invalid artifact"
+
+
+def _repair_messages(repair: AgentInput) -> list[Message]:
+    """The repairer's input as the messages the loop stores: each with a fresh id (a ``str`` is
+    one user message).
+
+    Raises:
+        TypeError: ``repair`` is not an ``AgentInput`` (as ``to_messages`` raises).
+    """
+    if isinstance(repair, str):
+        return [Message("user", (TextContent(repair),), id=new_id("msg"))]
+    return [
+        Message(m.role, m.content, id=new_id("msg"), metadata=m.metadata)
+        for m in to_messages(repair)
+    ]
 
 
 class GenerateValidateReviseLoop:
@@ -438,21 +455,30 @@ class GenerateValidateReviseLoop:
                 turn += 1
                 continue
 
-            # parse
+            # parse: the value, or why there is none
             actx = ArtifactContext(session_id, run_id, turn, signal, ctx.metadata)
             text = result.text  # text parts only
-            parsed: ArtifactParseResult[Any]
+            value: Any = None
+            parse_error: str | None = None
             if not text.strip():
-                parsed = ArtifactParseResult(ok=False, error=_NO_ARTIFACT_TEXT)
+                parse_error = _NO_ARTIFACT_TEXT
             elif self._parser is not None:
-                parsed = ArtifactParseResult.coerce(await maybe_await(self._parser(text, actx)))
+                parsed = self._parser(text, actx)
+                if type(parsed) is not ArtifactParseResult:
+                    if isawaitable(parsed):
+                        parsed = await parsed
+                    parsed = ArtifactParseResult.coerce(parsed)
+                if parsed.ok and parsed.value is not None:
+                    value = parsed.value
+                else:
+                    parse_error = parsed.error or "artifact parse failed"
             else:
-                parsed = ArtifactParseResult(ok=True, value=text)
+                value = text
             parse_failure: ArtifactValidation | None = None
-            if not parsed.ok or parsed.value is None:
+            if parse_error is not None:
                 parse_failure = ArtifactValidation(
                     ok=False,
-                    errors=(ArtifactError(parsed.error or "artifact parse failed"),),
+                    errors=(ArtifactError(parse_error),),
                     metadata={"reason": "parse_error"},
                 )
 
@@ -467,9 +493,12 @@ class GenerateValidateReviseLoop:
             if parse_failure is not None:
                 validation = parse_failure
             else:
-                validation = ArtifactValidation.coerce(
-                    await maybe_await(self._validator(parsed.value, actx))
-                )
+                raw_validation = self._validator(value, actx)
+                if type(raw_validation) is not ArtifactValidation:
+                    if isawaitable(raw_validation):
+                        raw_validation = await raw_validation
+                    raw_validation = ArtifactValidation.coerce(raw_validation)
+                validation = raw_validation
             ctx.emit(
                 ArtifactValidationFinishedEvent(
                     session_id=session_id,
@@ -483,7 +512,7 @@ class GenerateValidateReviseLoop:
             # the verdict: accepted, or rejected with the revision budget exhausted
             if validation.ok or attempt > max_revisions:
                 if validation.ok:
-                    ctx.artifact = parsed.value
+                    ctx.artifact = value
                 verdict = ArtifactFinishedEvent if validation.ok else ArtifactFailedEvent
                 report_artifact(
                     verdict(
@@ -506,15 +535,10 @@ class GenerateValidateReviseLoop:
                     failure=validation,
                 )
             )
-            repair = await maybe_await(
-                self._repairer(
-                    None if parse_failure is not None else parsed.value, validation, actx
-                )
-            )
-            repair_messages = [
-                Message(m.role, m.content, id=new_id("msg"), metadata=m.metadata)
-                for m in to_messages(repair)
-            ]
+            repair = self._repairer(None if parse_failure is not None else value, validation, actx)
+            if not isinstance(repair, str) and isawaitable(repair):
+                repair = await repair
+            repair_messages = _repair_messages(repair)
             for message in repair_messages:
                 await ctx.append_message(message)
             self._pending_history = repair_messages

@@ -53,9 +53,11 @@ def resolve_loop(run_loop: object, config_loop: object) -> AgentLoopStrategy:
     if isinstance(loop, SingleShotLoopOptions):
         return single_shot_loop
     if isinstance(loop, GenerateValidateReviseLoopOptions):
-        from prism.loops.gvr import generate_validate_revise_loop
+        from prism.loops.gvr import GenerateValidateReviseLoop
 
-        return generate_validate_revise_loop(
+        # The options were checked when they were built (they are frozen): the strategy is made
+        # from them without checking the callbacks' signatures again on every run.
+        return GenerateValidateReviseLoop(
             validator=loop.validator,
             parser=loop.parser,
             repairer=loop.repairer,
