@@ -5,10 +5,11 @@ SQLite calls block, so none of them runs on the event loop. Each store starts on
 [`Worker`][prism.stores._sqlite_connection.Worker] thread that opens the connection (WAL journal, ``synchronous=NORMAL``, foreign
 keys on, a busy timeout; then [`migrate()`][prism.stores._sqlite_connection.migrate]) and takes ``(function, future, loop)`` jobs from
 a FIFO queue, runs ``function(connection)`` and hands the result or the exception back to the
-waiting coroutine on its own loop. ``None`` on the queue stops the thread, which closes the
-connection. [`SqliteConnection`][prism.stores._sqlite_connection.SqliteConnection] is the store's side of it: ``open``/``aclose``, the
-queueing of jobs ([`SqliteConnection._call()`][prism.stores._sqlite_connection.SqliteConnection._call], which also turns SQLite's corruption codes
-into a typed error) and the [`DatabaseAccess`][prism.stores._common.DatabaseAccess] of the concept mixins.
+waiting coroutine on its own loop (SQLite's corruption codes turned into a typed error). ``None``
+on the queue stops the thread, which closes the connection.
+[`SqliteConnection`][prism.stores._sqlite_connection.SqliteConnection] is the store's side of it: ``open``/``aclose``, the queueing of jobs
+([`SqliteConnection._submit()`][prism.stores._sqlite_connection.SqliteConnection._submit] hands back the job's future, [`SqliteConnection._call()`][prism.stores._sqlite_connection.SqliteConnection._call]
+awaits it) and the [`DatabaseAccess`][prism.stores._common.DatabaseAccess] of the concept mixins.
 
 Group commit: the jobs that are already queued when the worker takes one (several sessions
 writing at once, the parallel calls of one tool round) run in ONE transaction, each inside its
@@ -64,13 +65,14 @@ class Worker(threading.Thread):
 
     Args:
         connect: Opens (and migrates) the connection, on this thread.
-        name: The thread name.
+        target: The database's path or URI (named by the typed error of a damaged file).
     """
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection], name: str) -> None:
-        super().__init__(name=name, daemon=True)
+    def __init__(self, connect: Callable[[], sqlite3.Connection], target: str) -> None:
+        super().__init__(name=f"prism-sqlite:{target}", daemon=True)
         self.jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._connect = connect
+        self._target = target
 
     def run(self) -> None:
         conn: sqlite3.Connection | None = None
@@ -102,6 +104,8 @@ class Worker(threading.Thread):
                     assert conn is not None
                     outcomes = _run_batch(conn, batch)
                 for (_, fut, loop), (ok, value) in zip(batch, outcomes, strict=True):
+                    if not ok and isinstance(value, sqlite3.DatabaseError):
+                        value = _corrupt(value, self._target) or value
                     try:
                         loop.call_soon_threadsafe(_deliver, fut, ok, value)
                     except RuntimeError:  # the caller's loop is closed; nobody is waiting
@@ -269,8 +273,15 @@ class SqliteConnection(DatabaseAccess):
             raise
         return conn
 
-    async def _call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``fn(connection)`` on the worker thread (starting it on first use)."""
+    def _submit(self, fn: Callable[[sqlite3.Connection], _T]) -> asyncio.Future[_T]:
+        """Queue ``fn(connection)`` for the worker thread (starting it on first use); the future
+        of its result, resolved on the running loop.
+
+        The job runs whatever happens to the future: cancelling it only drops the result.
+
+        Raises:
+            RuntimeError: the store is closed.
+        """
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[_T] = loop.create_future()
         with self._lock:
@@ -281,16 +292,19 @@ class SqliteConnection(DatabaseAccess):
                 # First use, or first use in a forked child: the parent's thread and connection
                 # did not survive the fork, so this process opens its own.
                 self._pid = os.getpid()
-                worker = self._worker = Worker(self._connect, name=f"prism-sqlite:{self._target}")
+                worker = self._worker = Worker(self._connect, self._target)
                 worker.start()
             worker.jobs.put((fn, fut, loop))
-        try:
-            return await fut
-        except sqlite3.DatabaseError as exc:
-            corrupt = _corrupt(exc, self._target)
-            if corrupt is None:
-                raise
-            raise corrupt from exc
+        return fut
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``fn(connection)`` on the worker thread and return its result.
+
+        Raises:
+            StoreError: ``ERR_PRISM_STORE_CORRUPT`` — the file is damaged or not a database.
+            Exception: what ``fn`` raised.
+        """
+        return await self._submit(fn)
 
     async def _query(self, sql: str, params: Any, finish: Callable[[list[Any]], _T]) -> _T:
         return await self._call(lambda conn: finish(conn.execute(sql, params).fetchall()))
@@ -314,14 +328,17 @@ _CORRUPT_CODES: Final = frozenset((11, 26))
 
 
 def _corrupt(exc: sqlite3.DatabaseError, target: str) -> StoreError | None:
-    """The typed error of a damaged database or a file that is not one, else ``None``."""
+    """The typed error of a damaged database or a file that is not one (``exc`` its cause),
+    else ``None``."""
     code = getattr(exc, "sqlite_errorcode", None)
     text = str(exc)
     if (isinstance(code, int) and code & 0xFF in _CORRUPT_CODES) or (
         code is None and ("not a database" in text or "malformed" in text)
     ):
-        return StoreError(
+        error = StoreError(
             ERR_PRISM_STORE_CORRUPT,
             f"SQLite store {target} is damaged or not a database ({text})",
         )
+        error.__cause__ = exc
+        return error
     return None
