@@ -198,11 +198,11 @@ class SqliteCheckpoints(CheckpointMethods, SqliteConnection):
         row = checkpoint_row(write)
 
         def job(conn: sqlite3.Connection) -> str:
-            # the entries are encoded here, on the worker thread, off the event loop
+            # the entries are encoded where the write runs (on the worker thread when queued)
             params = [
                 append_params(a.entry, a.expected_parent_id, a.idempotency_key, a.fork)
                 for a in entries
             ]
             return save_with_entries(conn, entries, params, row)
 
-        return self._submit(job)
+        return self._submit_write(job)

@@ -40,6 +40,7 @@ from prism._util import now_iso
 from prism.errors import ERR_PRISM_STORE_CORRUPT, StoreError, StoreSchemaError
 from prism.stores._common import DatabaseAccess, dumps
 from prism.stores._migrations import MIGRATIONS_TABLE, load_migrations, plan_migrations
+from prism.stores._sqlite_inline import InlineWrites
 
 __all__ = ["MAX_BATCH", "Job", "SqliteConnection", "Worker", "migrate"]
 
@@ -71,6 +72,8 @@ class Worker(threading.Thread):
     def __init__(self, connect: Callable[[], sqlite3.Connection], target: str) -> None:
         super().__init__(name=f"prism-sqlite:{target}", daemon=True)
         self.jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self.idle = False
+        """The connection is open and no job is in hand (set by this thread)."""
         self._connect = connect
         self._target = target
 
@@ -84,7 +87,9 @@ class Worker(threading.Thread):
         jobs = self.jobs
         try:
             while True:
+                self.idle = failure is None
                 job = jobs.get()
+                self.idle = False
                 if job is None:
                     return
                 batch = [job]
@@ -198,7 +203,17 @@ class SqliteConnection(DatabaseAccess):
     """The store's connection layer: the worker thread, ``open``/``aclose`` and the database
     access of the concept mixins (see [`SqliteStore`][prism.stores.sqlite.SqliteStore])."""
 
-    __slots__ = ("_busy_timeout_s", "_closed", "_lock", "_pid", "_target", "_uri", "_worker")
+    __slots__ = (
+        "_busy_timeout_s",
+        "_closed",
+        "_inline",
+        "_lock",
+        "_pid",
+        "_shared_file",
+        "_target",
+        "_uri",
+        "_worker",
+    )
 
     def __init__(self, path_or_uri: str | os.PathLike[str], *, busy_timeout_s: float = 5.0) -> None:
         timeout = float(busy_timeout_s)
@@ -208,6 +223,10 @@ class SqliteConnection(DatabaseAccess):
         self._uri = self._target.startswith("file:")
         self._busy_timeout_s = timeout
         self._worker: Worker | None = None
+        self._inline: InlineWrites | None = None
+        self._shared_file = False
+        """The database is a file in WAL mode, which a second connection shares (set when the
+        worker's connection opens)."""
         self._pid = os.getpid()
         self._closed = False
         self._lock = threading.Lock()
@@ -245,6 +264,8 @@ class SqliteConnection(DatabaseAccess):
             worker = self._worker
         if worker is None:
             return
+        if self._inline is not None:
+            self._inline.close()
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
         worker.jobs.put((_noop, fut, loop))  # runs after every queued job
@@ -264,10 +285,33 @@ class SqliteConnection(DatabaseAccess):
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn, self._target)
+            files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
+        except BaseException:
+            conn.close()
+            raise
+        self._shared_file = str(mode).lower() == "wal" and bool(files and files[0])
+        return conn
+
+    def _connect_inline(self) -> sqlite3.Connection:
+        """A second connection for [`InlineWrites`][prism.stores._sqlite_inline.InlineWrites]: the store's settings, but a busy
+        timeout of 0 and no automatic WAL checkpoint (the schema is the worker's to migrate)."""
+        conn = sqlite3.connect(
+            self._target,
+            timeout=0,
+            isolation_level=None,
+            uri=self._uri,
+            cached_statements=64,
+            check_same_thread=False,  # used under InlineWrites' lock, by one thread at a time
+        )
+        try:
+            conn.execute("PRAGMA busy_timeout = 0")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
         except BaseException:
             conn.close()
             raise
@@ -293,9 +337,39 @@ class SqliteConnection(DatabaseAccess):
                 # did not survive the fork, so this process opens its own.
                 self._pid = os.getpid()
                 worker = self._worker = Worker(self._connect, self._target)
+                self._inline = InlineWrites(self._connect_inline)
                 worker.start()
             worker.jobs.put((fn, fut, loop))
         return fut
+
+    def _submit_write(self, fn: Callable[[sqlite3.Connection], _T]) -> asyncio.Future[_T]:
+        """[`_submit()`][prism.stores._sqlite_connection.SqliteConnection._submit] for a job that makes its own ``BEGIN IMMEDIATE`` transaction:
+        run on this thread at once when the store is idle and the write lock is free
+        ([`InlineWrites`][prism.stores._sqlite_inline.InlineWrites]), else queued for the worker. The returned future is done when
+        the job ran here."""
+        worker = self._worker
+        inline = self._inline
+        if (
+            inline is not None
+            and worker is not None
+            and worker.idle
+            and self._shared_file
+            and not self._closed
+            and self._pid == os.getpid()
+            and worker.jobs.empty()
+        ):
+            outcome = inline.run(fn)
+            if outcome is not None:
+                fut: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+                ok, value = outcome
+                if ok:
+                    fut.set_result(value)
+                else:
+                    if isinstance(value, sqlite3.DatabaseError):
+                        value = _corrupt(value, self._target) or value
+                    fut.set_exception(value)
+                return fut
+        return self._submit(fn)
 
     async def _call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``fn(connection)`` on the worker thread and return its result.
