@@ -1,7 +1,9 @@
 """The SQLite store's connection: its worker thread, the connection's settings, the schema
 migration, and the store's lifecycle.
 
-SQLite calls block, so none of them runs on the event loop. Each store starts one
+SQLite calls block, so they run on a worker thread (the one exception: a durable run's turn
+write, made on the caller's thread while the store is idle and the write lock free, see
+[`prism.stores._sqlite_inline`][prism.stores._sqlite_inline]). Each store starts one
 [`Worker`][prism.stores._sqlite_connection.Worker] thread that opens the connection (WAL journal, ``synchronous=NORMAL``, foreign
 keys on, a busy timeout; then [`migrate()`][prism.stores._sqlite_connection.migrate]) and takes ``(function, future, loop)`` jobs from
 a FIFO queue, runs ``function(connection)`` and hands the result or the exception back to the

@@ -23,9 +23,10 @@ cancellation (a task per write, ~16 µs) so that the held appends never disagree
 Encoded once: the envelope's JSON text, which [`DurableRun.write()`][prism.runtime.durable._durable_run.DurableRun.write] made to measure the
 envelope, is handed to a store that takes it ([`JsonEntryCheckpointStore`][prism.runtime.durable._turn_writes.JsonEntryCheckpointStore], the SQLite and
 PostgreSQL stores, through a private method beside their public protocol), so the store does
-not encode the envelope again; SQLite encodes the held entries on its own thread, off the event
-loop. Such a write waits for the store's future through a cancellation instead of running in a
-task of its own.
+not encode the envelope again; each held entry is encoded once, in one walk, where the write
+runs (SQLite makes a turn write on the caller's thread while the store is idle, see
+``prism.stores._sqlite_inline``, else on its worker thread). A write with appends waits for the
+store's future through a cancellation instead of running in a task of its own.
 
 What a crash (a killed process) leaves is what the envelope says, never more, never less: held
 entries are stored only with the envelope that covers them. An assistant message whose tool
@@ -45,9 +46,8 @@ leaf goes back to the last stored entry.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Sequence
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from prism.checkpoints import (
     AGENT_RUN_NAMESPACE,
@@ -56,13 +56,11 @@ from prism.checkpoints import (
 )
 from prism.errors import AgentRunStateError
 from prism.runtime.durable._run_state import RunStateOptions
+from prism.runtime.run._shield import finished
 from prism.runtime.run.state import SessionState
 from prism.types import JsonValue, OwnershipScope
 
 __all__ = ["JsonEntryCheckpointStore", "TurnWrites", "turn_writes_for"]
-
-_T = TypeVar("_T")
-
 
 class JsonEntryCheckpointStore(Protocol):
     """A store whose turn writes take the envelope's JSON text as made by the durable run (the
@@ -139,7 +137,7 @@ class TurnWrites:
             await self._write((), key, value, text, version, ownership)
             return version + 1
         try:
-            await _to_the_end(self._write(appends, key, value, text, version, ownership))
+            await finished(self._write(appends, key, value, text, version, ownership))
         except UnicodeEncodeError as exc:
             raise AgentRunStateError(f"a session entry is not storable: {exc}") from exc
         assert held is not None
@@ -201,23 +199,6 @@ def _json_store(store: EntryCheckpointStore) -> JsonEntryCheckpointStore | None:
     ):
         return None
     return store  # type: ignore[return-value]  # it has the method (checked above)
-
-
-async def _to_the_end(write: Awaitable[_T]) -> _T:
-    """``write``'s result, waited for through cancellations of the caller, which are delivered
-    once it is done (its own exception first). A store's future is waited for as it is; any
-    other awaitable runs in a task of its own."""
-    future = asyncio.ensure_future(write)
-    cancelled = False
-    while not future.done():
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        future.result()
-        raise asyncio.CancelledError
-    return future.result()
 
 
 def turn_writes_for(options: RunStateOptions, state: SessionState) -> TurnWrites | None:
