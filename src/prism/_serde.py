@@ -11,6 +11,11 @@ A frozen dataclass that subclasses [`Serializable`][prism._serde.Serializable] g
   Unknown keys raise ``PrismConfigError`` (a ``ValueError``) naming every one of them, through
   the package's one unknown-key check ([`prism._keys.reject_unknown_keys()`][prism._keys.reject_unknown_keys]).
 
+[`to_json_text()`][prism._serde.to_json_text] writes the compact JSON text of such a value in one walk: the C JSON encoder
+walks the plain data (dicts, lists, strings, numbers) and asks this module only for each
+dataclass's members, so no intermediate dict tree of the payloads is built; the text is that of
+``json.dumps(to_json_value(value))`` with the stores' settings.
+
 The conversion plans are computed once per class and cached, so repeated calls cost only the
 walk over the value itself. Measured worth (interleaved A/B against computing them on every
 call): nothing measurable with the memory store, 60 µs per turn on the realistic scenario with
@@ -20,6 +25,7 @@ the SQLite store (N=200, median of 7 rounds), which converts every entry it writ
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import types
 import typing
@@ -28,7 +34,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from prism._keys import reject_unknown_keys
 
-__all__ = ["Serializable", "from_fields", "from_json_value", "to_json_value"]
+__all__ = ["Serializable", "from_fields", "from_json_value", "to_json_text", "to_json_value"]
 
 _S = TypeVar("_S", bound="Serializable")
 
@@ -93,6 +99,46 @@ def to_json_value(value: Any) -> Any:
     return value
 
 
+def _members(value: Any) -> Any:
+    """What the JSON encoder writes for a value it does not know, as
+    [`to_json_value()`][prism._serde.to_json_value] converts it but one level deep (the encoder walks the rest): a
+    serializable dataclass's members, a mapping as a dict, else ``to_dict()``."""
+    if isinstance(value, Serializable):
+        if type(value).to_dict is not _BASE_TO_DICT:
+            return value.to_dict()
+        out: dict[str, Any] = {}
+        for name, serialize in _encode_plan(type(value)):
+            if serialize:
+                item = getattr(value, name)
+                if item is not None:
+                    out[name] = item
+        return out
+    if isinstance(value, Mapping):
+        return dict(value)
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_TEXT_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_members
+)
+
+
+def to_json_text(value: Any) -> str:
+    """The compact JSON text of ``value`` — serializable dataclasses, tuples, mappings and JSON
+    data — in one walk: ``json.dumps(to_json_value(value), ensure_ascii=False,
+    separators=(",", ":"), allow_nan=False)``, character for character (members in field
+    order, ``None`` fields omitted), without building ``to_json_value``'s dicts. O(size).
+
+    Raises:
+        TypeError: a value that is not JSON-compatible.
+        ValueError: ``NaN`` or an infinity; a circular structure.
+    """
+    return _TEXT_ENCODER.encode(value)
+
+
 def from_json_value(hint: Any, value: Any, owner: type | None = None) -> Any:
     """Decode ``value`` according to the type ``hint`` (used by ``from_dict``)."""
     return _decoder_for(hint, owner)(value)
@@ -115,6 +161,8 @@ def from_fields(cls: type[_S], data: Mapping[str, Any]) -> _S:
 
 # --------------------------------------------------------------------------- plans
 
+
+_BASE_TO_DICT = Serializable.to_dict
 
 _ENCODE_CACHE: dict[type, tuple[tuple[str, bool], ...]] = {}
 _DECODE_CACHE: dict[type, dict[str, _Decoder]] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 from abc import abstractmethod
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from prism.checkpoints import (
 )
 from prism.errors import CheckpointConflictError
 from prism.stores._common import DatabaseAccess, decoded
-from prism.stores._sessions import Appends, check_appends
+from prism.stores._sessions import Appends, check_append, check_appends
 from prism.types import JsonValue, OwnershipScope
 
 __all__ = [
@@ -94,6 +94,13 @@ class CheckpointMethods(DatabaseAccess):
         """Append ``appends`` (the entries and their parameters), then save ``write``, in ONE
         transaction; the record's ``created_at``. Any refusal raises, and nothing of the call
         is stored."""
+
+    @abstractmethod
+    def _submit_with_entries(
+        self, entries: tuple[SessionAppend, ...], write: CheckpointWrite
+    ) -> Awaitable[str]:
+        """What [`_save_with_entries()`][prism.stores._checkpoints.CheckpointMethods._save_with_entries] does for the (checked) ``entries``, which the
+        dialect encodes where it runs the write; the awaitable of the record's ``created_at``."""
 
     async def save_checkpoint(
         self,
@@ -192,6 +199,72 @@ class CheckpointMethods(DatabaseAccess):
             updated_at=write.now,
             fencing_token=fencing_token,
         )
+
+    def _save_json_with_entries(
+        self,
+        *,
+        entries: Sequence[SessionAppend],
+        namespace: str,
+        key: str,
+        value: JsonValue,
+        text: str,
+        version: int,
+        expected_version: int,
+        fencing_token: int | None,
+        ownership: OwnershipScope | None,
+    ) -> Awaitable[str]:
+        """[`save_checkpoint_with_entries()`][prism.stores._checkpoints.CheckpointMethods.save_checkpoint_with_entries] for a caller that has the value's JSON text
+        already: a durable run's turn writes, which measured the envelope's size on that text.
+        Not part of any store protocol; the same checks, statements and transaction.
+
+        Args:
+            entries: The appends, as ``save_checkpoint_with_entries`` takes them.
+            namespace: The checkpoint namespace.
+            key: The checkpoint key.
+            value: The value (its run-index columns are read from it).
+            text: ``value``'s compact JSON text (``ensure_ascii=False``, ``separators=(",",
+                ":")``, keys in insertion order), exactly what the store would write for it.
+            version: The new version.
+            expected_version: The stored version being replaced (0: a first save).
+            fencing_token: The writer's token.
+            ownership: Recorded with the row.
+
+        Returns:
+            The awaitable of the record's ``created_at``; when it is a future, the write runs to
+            its end even if the future is cancelled. The checks of the arguments raise at once.
+
+        Raises:
+            TypeError, ValueError, CheckpointConflictError: malformed arguments (at once).
+            SessionAppendConflictError, ValueError, CheckpointConflictError: from the awaitable,
+                as ``save_checkpoint_with_entries`` raises them; nothing is stored.
+        """
+        check_checkpoint_write(
+            namespace=namespace,
+            key=key,
+            version=version,
+            expected_version=expected_version,
+            fencing_token=fencing_token,
+        )
+        appends = tuple(entries)
+        for append in appends:
+            check_append(append.entry, append.expected_parent_id, append.fork)
+        owner = (
+            (None, None, None)
+            if ownership is None
+            else (ownership.tenant_id, ownership.account_id, ownership.user_id)
+        )
+        write = CheckpointWrite(
+            namespace,
+            key,
+            value,
+            self._stored_text(value, text),
+            version,
+            expected_version,
+            fencing_token,
+            now_iso(),
+            owner,
+        )
+        return self._submit_with_entries(appends, write)
 
     async def load_checkpoint(
         self, *, namespace: str, key: str, ownership: OwnershipScope | None = None

@@ -107,6 +107,12 @@ class DatabaseAccess(ABC):
         """The stored JSON text of ``value`` (a ``jsonb`` parameter for PostgreSQL)."""
 
     @staticmethod
+    def _stored_text(value: Any, text: str, /) -> str:
+        """What [`_encode()`][prism.stores._common.DatabaseAccess._encode] returns for ``value``, given ``text`` = ``dumps(value)``
+        (without encoding ``value`` again)."""
+        return text
+
+    @staticmethod
     @abstractmethod
     def _decode(raw: Any, /) -> Any:
         """The JSON value of a stored JSON column (undoing [`_encode()`][prism.stores._common.DatabaseAccess._encode])."""

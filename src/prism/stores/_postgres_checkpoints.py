@@ -26,7 +26,7 @@ nothing next to sending megabytes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,7 +38,7 @@ from prism.stores._checkpoints import (
     checkpoint_conflict,
 )
 from prism.stores._postgres_connection import PostgresConnection
-from prism.stores._postgres_sessions import PostgresSessionSql
+from prism.stores._postgres_sessions import PostgresSessionSql, append_params
 from prism.stores._sessions import Appends, append_error
 
 if TYPE_CHECKING:
@@ -144,6 +144,15 @@ class PostgresCheckpoints(CheckpointMethods, PostgresConnection):
             return created_at, None
         current = await self._fetch(sql.load, (write.namespace, write.key), one=True)
         return None, ((int(current[0][0]), current[0][4]) if current else None)
+
+    def _submit_with_entries(
+        self, entries: tuple[SessionAppend, ...], write: CheckpointWrite
+    ) -> Awaitable[str]:
+        params = [
+            append_params(a.entry, a.expected_parent_id, a.idempotency_key, a.fork)
+            for a in entries
+        ]
+        return self._save_with_entries((entries, params), write)
 
     async def _save_with_entries(self, appends: Appends, write: CheckpointWrite) -> str:
         save = checkpoint_params(write)

@@ -80,7 +80,11 @@ def jsonb(value: Any) -> str:
     ``{"$prism_json": "<its JSON text>"}`` (the escape is then plain characters of a string);
     [`unwrap()`][prism.stores._postgres_connection.unwrap] reverses it. Other values are stored as they are. O(len(text)).
     """
-    text = dumps(value)
+    return jsonb_text(value, dumps(value))
+
+
+def jsonb_text(value: Any, text: str) -> str:
+    """[`jsonb()`][prism.stores._postgres_connection.jsonb] of ``value`` given ``text`` = ``dumps(value)``. O(len(text))."""
     if "\\u0000" in text or (type(value) is dict and len(value) == 1 and _WRAP in value):
         return dumps({_WRAP: text})
     return text
@@ -337,6 +341,7 @@ class PostgresConnection(DatabaseAccess):
         return finish(await self._fetch(sql, params))
 
     _encode = staticmethod(jsonb)
+    _stored_text = staticmethod(jsonb_text)
     _decode = staticmethod(unwrap)
 
 

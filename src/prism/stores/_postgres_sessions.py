@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from prism._serde import to_json_text
 from prism.store import SessionEntry
-from prism.stores._postgres_connection import PostgresConnection, jsonb
+from prism.stores._postgres_connection import PostgresConnection, jsonb_text
 from prism.stores._sessions import SessionMethods, SessionSql
 
 __all__ = ["PostgresSessionSql", "PostgresSessions", "append_params", "entry_key"]
@@ -82,7 +83,7 @@ def append_params(
         entry.kind,
         entry.run_id,
         entry.timestamp,
-        jsonb(entry.to_dict()),
+        jsonb_text(entry, to_json_text(entry)),
         expected_parent_id,
         idempotency_key,
         bool(fork),

@@ -17,6 +17,7 @@ entries with its envelope through it.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Sequence
 from typing import Any, Final
@@ -31,7 +32,7 @@ from prism.stores._checkpoints import (
 )
 from prism.stores._sessions import Appends, append_error
 from prism.stores._sqlite_connection import SqliteConnection
-from prism.stores._sqlite_sessions import append_outcome
+from prism.stores._sqlite_sessions import append_outcome, append_params
 
 __all__ = [
     "CP_INDEX",
@@ -190,3 +191,18 @@ class SqliteCheckpoints(CheckpointMethods, SqliteConnection):
         row = checkpoint_row(write)
         entries, params = appends
         return await self._call(lambda conn: save_with_entries(conn, entries, params, row))
+
+    def _submit_with_entries(
+        self, entries: tuple[SessionAppend, ...], write: CheckpointWrite
+    ) -> asyncio.Future[str]:
+        row = checkpoint_row(write)
+
+        def job(conn: sqlite3.Connection) -> str:
+            # the entries are encoded where the write runs (on the worker thread when queued)
+            params = [
+                append_params(a.entry, a.expected_parent_id, a.idempotency_key, a.fork)
+                for a in entries
+            ]
+            return save_with_entries(conn, entries, params, row)
+
+        return self._submit_write(job)

@@ -1,14 +1,17 @@
 """The SQLite store's connection: its worker thread, the connection's settings, the schema
 migration, and the store's lifecycle.
 
-SQLite calls block, so none of them runs on the event loop. Each store starts one
+SQLite calls block, so they run on a worker thread (the one exception: a durable run's turn
+write, made on the caller's thread while the store is idle and the write lock free, see
+[`prism.stores._sqlite_inline`][prism.stores._sqlite_inline]). Each store starts one
 [`Worker`][prism.stores._sqlite_connection.Worker] thread that opens the connection (WAL journal, ``synchronous=NORMAL``, foreign
 keys on, a busy timeout; then [`migrate()`][prism.stores._sqlite_connection.migrate]) and takes ``(function, future, loop)`` jobs from
 a FIFO queue, runs ``function(connection)`` and hands the result or the exception back to the
-waiting coroutine on its own loop. ``None`` on the queue stops the thread, which closes the
-connection. [`SqliteConnection`][prism.stores._sqlite_connection.SqliteConnection] is the store's side of it: ``open``/``aclose``, the
-queueing of jobs ([`SqliteConnection._call()`][prism.stores._sqlite_connection.SqliteConnection._call], which also turns SQLite's corruption codes
-into a typed error) and the [`DatabaseAccess`][prism.stores._common.DatabaseAccess] of the concept mixins.
+waiting coroutine on its own loop (SQLite's corruption codes turned into a typed error). ``None``
+on the queue stops the thread, which closes the connection.
+[`SqliteConnection`][prism.stores._sqlite_connection.SqliteConnection] is the store's side of it: ``open``/``aclose``, the queueing of jobs
+([`SqliteConnection._submit()`][prism.stores._sqlite_connection.SqliteConnection._submit] hands back the job's future, [`SqliteConnection._call()`][prism.stores._sqlite_connection.SqliteConnection._call]
+awaits it) and the [`DatabaseAccess`][prism.stores._common.DatabaseAccess] of the concept mixins.
 
 Group commit: the jobs that are already queued when the worker takes one (several sessions
 writing at once, the parallel calls of one tool round) run in ONE transaction, each inside its
@@ -39,6 +42,7 @@ from prism._util import now_iso
 from prism.errors import ERR_PRISM_STORE_CORRUPT, StoreError, StoreSchemaError
 from prism.stores._common import DatabaseAccess, dumps
 from prism.stores._migrations import MIGRATIONS_TABLE, load_migrations, plan_migrations
+from prism.stores._sqlite_inline import InlineWrites
 
 __all__ = ["MAX_BATCH", "Job", "SqliteConnection", "Worker", "migrate"]
 
@@ -64,13 +68,16 @@ class Worker(threading.Thread):
 
     Args:
         connect: Opens (and migrates) the connection, on this thread.
-        name: The thread name.
+        target: The database's path or URI (named by the typed error of a damaged file).
     """
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection], name: str) -> None:
-        super().__init__(name=name, daemon=True)
+    def __init__(self, connect: Callable[[], sqlite3.Connection], target: str) -> None:
+        super().__init__(name=f"prism-sqlite:{target}", daemon=True)
         self.jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self.idle = False
+        """The connection is open and no job is in hand (set by this thread)."""
         self._connect = connect
+        self._target = target
 
     def run(self) -> None:
         conn: sqlite3.Connection | None = None
@@ -82,7 +89,9 @@ class Worker(threading.Thread):
         jobs = self.jobs
         try:
             while True:
+                self.idle = failure is None
                 job = jobs.get()
+                self.idle = False
                 if job is None:
                     return
                 batch = [job]
@@ -102,6 +111,8 @@ class Worker(threading.Thread):
                     assert conn is not None
                     outcomes = _run_batch(conn, batch)
                 for (_, fut, loop), (ok, value) in zip(batch, outcomes, strict=True):
+                    if not ok and isinstance(value, sqlite3.DatabaseError):
+                        value = _corrupt(value, self._target) or value
                     try:
                         loop.call_soon_threadsafe(_deliver, fut, ok, value)
                     except RuntimeError:  # the caller's loop is closed; nobody is waiting
@@ -194,7 +205,17 @@ class SqliteConnection(DatabaseAccess):
     """The store's connection layer: the worker thread, ``open``/``aclose`` and the database
     access of the concept mixins (see [`SqliteStore`][prism.stores.sqlite.SqliteStore])."""
 
-    __slots__ = ("_busy_timeout_s", "_closed", "_lock", "_pid", "_target", "_uri", "_worker")
+    __slots__ = (
+        "_busy_timeout_s",
+        "_closed",
+        "_inline",
+        "_lock",
+        "_pid",
+        "_shared_file",
+        "_target",
+        "_uri",
+        "_worker",
+    )
 
     def __init__(self, path_or_uri: str | os.PathLike[str], *, busy_timeout_s: float = 5.0) -> None:
         timeout = float(busy_timeout_s)
@@ -204,6 +225,10 @@ class SqliteConnection(DatabaseAccess):
         self._uri = self._target.startswith("file:")
         self._busy_timeout_s = timeout
         self._worker: Worker | None = None
+        self._inline: InlineWrites | None = None
+        self._shared_file = False
+        """The database is a file in WAL mode, which a second connection shares (set when the
+        worker's connection opens)."""
         self._pid = os.getpid()
         self._closed = False
         self._lock = threading.Lock()
@@ -241,6 +266,8 @@ class SqliteConnection(DatabaseAccess):
             worker = self._worker
         if worker is None:
             return
+        if self._inline is not None:
+            self._inline.close()
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
         worker.jobs.put((_noop, fut, loop))  # runs after every queued job
@@ -260,17 +287,47 @@ class SqliteConnection(DatabaseAccess):
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn, self._target)
+            files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
+        except BaseException:
+            conn.close()
+            raise
+        self._shared_file = str(mode).lower() == "wal" and bool(files and files[0])
+        return conn
+
+    def _connect_inline(self) -> sqlite3.Connection:
+        """A second connection for [`InlineWrites`][prism.stores._sqlite_inline.InlineWrites]: the store's settings, but a busy
+        timeout of 0 and no automatic WAL checkpoint (the schema is the worker's to migrate)."""
+        conn = sqlite3.connect(
+            self._target,
+            timeout=0,
+            isolation_level=None,
+            uri=self._uri,
+            cached_statements=64,
+            check_same_thread=False,  # used under InlineWrites' lock, by one thread at a time
+        )
+        try:
+            conn.execute("PRAGMA busy_timeout = 0")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
         except BaseException:
             conn.close()
             raise
         return conn
 
-    async def _call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``fn(connection)`` on the worker thread (starting it on first use)."""
+    def _submit(self, fn: Callable[[sqlite3.Connection], _T]) -> asyncio.Future[_T]:
+        """Queue ``fn(connection)`` for the worker thread (starting it on first use); the future
+        of its result, resolved on the running loop.
+
+        The job runs whatever happens to the future: cancelling it only drops the result.
+
+        Raises:
+            RuntimeError: the store is closed.
+        """
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[_T] = loop.create_future()
         with self._lock:
@@ -281,16 +338,49 @@ class SqliteConnection(DatabaseAccess):
                 # First use, or first use in a forked child: the parent's thread and connection
                 # did not survive the fork, so this process opens its own.
                 self._pid = os.getpid()
-                worker = self._worker = Worker(self._connect, name=f"prism-sqlite:{self._target}")
+                worker = self._worker = Worker(self._connect, self._target)
+                self._inline = InlineWrites(self._connect_inline)
                 worker.start()
             worker.jobs.put((fn, fut, loop))
-        try:
-            return await fut
-        except sqlite3.DatabaseError as exc:
-            corrupt = _corrupt(exc, self._target)
-            if corrupt is None:
-                raise
-            raise corrupt from exc
+        return fut
+
+    def _submit_write(self, fn: Callable[[sqlite3.Connection], _T]) -> asyncio.Future[_T]:
+        """[`_submit()`][prism.stores._sqlite_connection.SqliteConnection._submit] for a job that makes its own ``BEGIN IMMEDIATE`` transaction:
+        run on this thread at once when the store is idle and the write lock is free
+        ([`InlineWrites`][prism.stores._sqlite_inline.InlineWrites]), else queued for the worker. The returned future is done when
+        the job ran here."""
+        worker = self._worker
+        inline = self._inline
+        if (
+            inline is not None
+            and worker is not None
+            and worker.idle
+            and self._shared_file
+            and not self._closed
+            and self._pid == os.getpid()
+            and worker.jobs.empty()
+        ):
+            outcome = inline.run(fn)
+            if outcome is not None:
+                fut: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+                ok, value = outcome
+                if ok:
+                    fut.set_result(value)
+                else:
+                    if isinstance(value, sqlite3.DatabaseError):
+                        value = _corrupt(value, self._target) or value
+                    fut.set_exception(value)
+                return fut
+        return self._submit(fn)
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``fn(connection)`` on the worker thread and return its result.
+
+        Raises:
+            StoreError: ``ERR_PRISM_STORE_CORRUPT`` — the file is damaged or not a database.
+            Exception: what ``fn`` raised.
+        """
+        return await self._submit(fn)
 
     async def _query(self, sql: str, params: Any, finish: Callable[[list[Any]], _T]) -> _T:
         return await self._call(lambda conn: finish(conn.execute(sql, params).fetchall()))
@@ -314,14 +404,17 @@ _CORRUPT_CODES: Final = frozenset((11, 26))
 
 
 def _corrupt(exc: sqlite3.DatabaseError, target: str) -> StoreError | None:
-    """The typed error of a damaged database or a file that is not one, else ``None``."""
+    """The typed error of a damaged database or a file that is not one (``exc`` its cause),
+    else ``None``."""
     code = getattr(exc, "sqlite_errorcode", None)
     text = str(exc)
     if (isinstance(code, int) and code & 0xFF in _CORRUPT_CODES) or (
         code is None and ("not a database" in text or "malformed" in text)
     ):
-        return StoreError(
+        error = StoreError(
             ERR_PRISM_STORE_CORRUPT,
             f"SQLite store {target} is damaged or not a database ({text})",
         )
+        error.__cause__ = exc
+        return error
     return None

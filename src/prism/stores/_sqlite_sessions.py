@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Final
 
+from prism._serde import to_json_text
 from prism.store import SessionEntry
-from prism.stores._common import dumps
 from prism.stores._sessions import SessionMethods, SessionSql
 from prism.stores._sqlite_connection import SqliteConnection
 
@@ -96,7 +96,7 @@ def append_params(
         entry.timestamp,
         idempotency_key,
         expected_parent_id,
-        dumps(entry.to_dict()),
+        to_json_text(entry),
         bool(fork),
     )
 

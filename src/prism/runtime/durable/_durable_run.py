@@ -29,7 +29,8 @@ from prism.runtime.durable._envelope import (
     agent_id_of,
     arguments_hash,
     check_shape,
-    members_size,
+    json_text,
+    utf8_size,
 )
 from prism.runtime.durable._run_envelope import (
     AgentRunState,
@@ -59,7 +60,6 @@ from prism.types import (
     ToolCallContent,
     ToolDefinition,
     ToolResult,
-    canonical_json,
 )
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ class DurableRun:
 
     __slots__ = (
         "_base",
-        "_base_bytes",
+        "_base_open",
         "_entries",
         "_gated",
         "_gated_calls",
@@ -214,9 +214,9 @@ class DurableRun:
         }
         if redactor is not None:
             base = redactor.redact(base)
-        # The constant part is redacted, checked and sized once per leg.
+        # The constant part is redacted, checked and encoded once per leg.
         self._base = base
-        self._base_bytes = members_size(base)
+        self._base_open = _open_text(base)
         self._model = model_of(base)
         self.version = 0
         """The stored version (0: no envelope written yet)."""
@@ -279,7 +279,7 @@ class DurableRun:
         base = dict(self._base)
         base["source_tools"] = dict(digests)
         self._base = base
-        self._base_bytes = members_size(base)
+        self._base_open = _open_text(base)
 
     # ----------------------------------------------------------------- writes
 
@@ -337,8 +337,11 @@ class DurableRun:
             parts = redactor.redact(parts)
         try:
             check_shape(parts, 0)
-            # canonical_json(parts) has its braces and one separator fewer than its members
-            size = self._base_bytes + len(canonical_json(parts).encode("utf-8"))
+            # The envelope's text, made once: its size is checked on it, and a store that takes
+            # it stores it as it is. ``{**base, **parts}`` (disjoint keys) is the base's members,
+            # a comma, then the parts' members; its compact text has the canonical form's size.
+            text = self._base_open + json_text(parts)[1:]
+            size = utf8_size(text)
         except (TypeError, ValueError, RecursionError) as exc:
             raise AgentRunStateError(f"run state is not storable: {exc}") from exc
         limit = options.max_state_bytes
@@ -347,7 +350,9 @@ class DurableRun:
         envelope = {**self._base, **parts}
         version = self.version
         if self.turn_writes is not None:
-            record = await self.turn_writes.save(self.run_id, envelope, version, self.ownership)
+            stored = await self.turn_writes.save(
+                self.run_id, envelope, text, version, self.ownership
+            )
         else:
             record = await self.checkpoints.save_checkpoint(
                 namespace=AGENT_RUN_NAMESPACE,
@@ -358,11 +363,12 @@ class DurableRun:
                 fencing_token=options.fencing_token,
                 ownership=self.ownership,
             )
-        self.version = record.version
+            stored = record.version
+        self.version = stored
         if not keep_sticky:
             self.sticky = []
         self.loop_state = loop_state
-        state = envelope_view(envelope, record.version, self._model)
+        state = envelope_view(envelope, stored, self._model)
         self.state = state
         return state
 
@@ -696,6 +702,12 @@ class DurableRun:
         if self._marked:
             self._marked.clear()
             self._stray.clear()
+
+
+def _open_text(base: Mapping[str, Any]) -> str:
+    """The compact JSON text of ``base`` without its closing brace, and a comma: what the text
+    of an envelope ``{**base, **parts}`` starts with."""
+    return json_text(base)[:-1] + ","
 
 
 def _held(call: ToolCallContent) -> ToolResult:

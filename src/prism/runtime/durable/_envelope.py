@@ -9,6 +9,7 @@ the loop snapshot.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any, Final, cast
@@ -46,13 +47,14 @@ __all__ = [
     "check_shape",
     "checked_envelope",
     "encode_state",
+    "json_text",
     "load_agent_run_state",
     "load_state",
     "loop_state_of",
-    "members_size",
     "run_key",
     "save_agent_run_state",
     "upgrade_envelope",
+    "utf8_size",
 ]
 
 # --------------------------------------------------------------------------- fingerprint
@@ -266,18 +268,28 @@ def encode_state(state: Any, limit: int) -> int:
     return size
 
 
-def members_size(obj: Mapping[str, Any]) -> int:
-    """UTF-8 bytes of ``canonical_json(obj)`` without its braces, plus one separator per member.
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
-    ``canonical_json({**a, **b})`` (disjoint keys) is ``1 + members_size(a) + members_size(b)``
-    bytes: braces (2) plus the members, minus the one separator too many. Raises ``TypeError`` /
-    ``ValueError`` for non-JSON values.
+
+def json_text(value: Any) -> str:
+    """The compact JSON text of a JSON value (``ensure_ascii=False``, ``separators=(",", ":")``,
+    keys in insertion order, NaN/inf refused): what the database stores write for it. It has
+    the size of ``canonical_json(value)``, which differs only in the order of keys.
+
+    Raises:
+        TypeError: a value that is not JSON-compatible.
+        ValueError: ``NaN`` or an infinity; a circular structure.
     """
-    total = 0
-    for key, value in obj.items():
-        total += len(canonical_json(key).encode("utf-8")) + 2  # ':' and ','
-        total += len(canonical_json(value).encode("utf-8"))
-    return total
+    return _ENCODER.encode(value)
+
+
+def utf8_size(text: str) -> int:
+    """UTF-8 bytes of ``text``.
+
+    Raises:
+        UnicodeEncodeError: a lone surrogate.
+    """
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def checked_envelope(value: Any) -> dict[str, Any]:

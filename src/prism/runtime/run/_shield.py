@@ -4,6 +4,9 @@ The success, failure and cleanup steps of a leg must finish even when the task a
 cancelled meanwhile: [`shielded()`][prism.runtime.run._shield.shielded] runs such a step so that a cancellation of the caller is
 delivered only once the step is done.
 
+[`finished()`][prism.runtime.run._shield.finished] does the same for work that already runs
+elsewhere (a store's thread): it waits for the work's future, so no task is needed.
+
 A step runs in a task of its own, which the caller's cancellation does not touch. A step that
 calls no host code (``inline=True``; the leg's cleanup when it opened no tool source, writes no
 ledger and has no trace) starts inline in the caller's task instead: up to its first real wait no
@@ -20,10 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import types
-from collections.abc import Coroutine, Generator
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any, TypeVar
 
-__all__ = ["shielded"]
+__all__ = ["finished", "shielded"]
 
 _T = TypeVar("_T")
 
@@ -62,6 +65,30 @@ async def shielded(step: Coroutine[Any, Any, _T], *, inline: bool = False) -> _T
         task.result()  # the step's own exception first
         raise asyncio.CancelledError
     return task.result()
+
+
+async def finished(work: Awaitable[_T]) -> _T:
+    """``work``'s result, waited for even if the caller is cancelled meanwhile.
+
+    A future (a store's, resolved from its thread) is waited for as it is, without a task;
+    any other awaitable runs in a task of its own.
+
+    Raises:
+        Exception: what ``work`` raises (first, when the caller was cancelled too).
+        asyncio.CancelledError: the caller was cancelled while waiting; raised once ``work``
+            has finished.
+    """
+    future = asyncio.ensure_future(work)
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        future.result()  # the work's own exception first
+        raise asyncio.CancelledError
+    return future.result()
 
 
 @types.coroutine
