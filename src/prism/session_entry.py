@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from prism._fast_init import fast_init
 from prism._serde import Serializable
 from prism._util import new_id, now_iso
 from prism.types import JsonValue, Message, ModelConfig
@@ -24,6 +25,7 @@ SessionEntryKind: TypeAlias = Literal["message", "model_change", "compaction", "
 """What a session entry records."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SessionEntry(Serializable):
     """One append-only record of a session transcript.

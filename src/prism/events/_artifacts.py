@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from prism._fast_init import fast_init
 from prism.artifact_contracts import ArtifactValidation
 from prism.events._base import ArtifactEventFields
 
@@ -17,6 +18,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArtifactValidationStartedEvent(ArtifactEventFields):
     """Validation of a candidate began."""
@@ -26,6 +28,7 @@ class ArtifactValidationStartedEvent(ArtifactEventFields):
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArtifactValidationFinishedEvent(ArtifactEventFields):
     """Validation of a candidate ended."""
@@ -37,6 +40,7 @@ class ArtifactValidationFinishedEvent(ArtifactEventFields):
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArtifactRevisionStartedEvent(ArtifactEventFields):
     """A revision turn follows a failed candidate."""
@@ -48,6 +52,7 @@ class ArtifactRevisionStartedEvent(ArtifactEventFields):
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArtifactFinishedEvent(ArtifactEventFields):
     """A candidate was accepted."""
@@ -57,6 +62,7 @@ class ArtifactFinishedEvent(ArtifactEventFields):
     type: Literal["artifact_finished"] = field(default="artifact_finished", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArtifactFailedEvent(ArtifactEventFields):
     """The artifact loop failed terminally."""

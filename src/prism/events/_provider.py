@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from prism._fast_init import fast_init
 from prism._serde import Serializable
 from prism.events._base import RunEventFields, TurnEventFields
 from prism.types import ContentBlock, ErrorInfo, Message, ModelConfig, ProviderStopReason, Usage
@@ -20,6 +21,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProviderTurnMetadata(Serializable):
     """Identity of one provider attempt."""
@@ -36,6 +38,7 @@ class ProviderTurnMetadata(Serializable):
     """HTTP status of a failed attempt, when the error code is an int in 100..599."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderTurnStartedEvent(TurnEventFields):
     """A provider attempt began."""
@@ -45,6 +48,7 @@ class ProviderTurnStartedEvent(TurnEventFields):
     type: Literal["provider_turn_started"] = field(default="provider_turn_started", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderTurnFinishedEvent(TurnEventFields):
     """A provider attempt ended."""
@@ -63,6 +67,7 @@ class ProviderTurnFinishedEvent(TurnEventFields):
     type: Literal["provider_turn_finished"] = field(default="provider_turn_finished", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryScheduledEvent(RunEventFields):
     """A failed provider attempt will be retried."""
@@ -76,6 +81,7 @@ class RetryScheduledEvent(RunEventFields):
     type: Literal["retry_scheduled"] = field(default="retry_scheduled", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageStartedEvent(RunEventFields):
     """An assistant draft opened; at most once per attempt, and once per turn.
@@ -91,6 +97,7 @@ class MessageStartedEvent(RunEventFields):
     type: Literal["message_started"] = field(default="message_started", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageDeltaEvent(RunEventFields):
     """One stream fragment of the draft."""
@@ -100,6 +107,7 @@ class MessageDeltaEvent(RunEventFields):
     type: Literal["message_delta"] = field(default="message_delta", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageFinishedEvent(RunEventFields):
     """The complete assistant draft, after it was stored."""

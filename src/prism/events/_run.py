@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from prism._fast_init import fast_init
 from prism._serde import Serializable
 from prism.events._base import RunEventFields, SessionEventFields, TurnEventFields
 from prism.types import (
@@ -38,6 +39,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentStartedEvent(RunEventFields):
     """First event of a run leg."""
@@ -45,6 +47,7 @@ class AgentStartedEvent(RunEventFields):
     type: Literal["agent_started"] = field(default="agent_started", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentResumedEvent(RunEventFields):
     """A resumed leg started; immediately follows ``agent_started``."""
@@ -54,6 +57,7 @@ class AgentResumedEvent(RunEventFields):
     type: Literal["agent_resumed"] = field(default="agent_resumed", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentFinishedEvent(RunEventFields):
     """Terminal event of a succeeded leg."""
@@ -69,6 +73,7 @@ class AgentFinishedEvent(RunEventFields):
     type: Literal["agent_finished"] = field(default="agent_finished", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSuspendedEvent(RunEventFields):
     """Terminal event of a suspended leg."""
@@ -81,6 +86,7 @@ class AgentSuspendedEvent(RunEventFields):
     type: Literal["agent_suspended"] = field(default="agent_suspended", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentDeniedEvent(RunEventFields):
     """Emitted alone by a ``deny`` resume."""
@@ -93,6 +99,7 @@ class AgentDeniedEvent(RunEventFields):
     type: Literal["agent_denied"] = field(default="agent_denied", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStartedEvent(TurnEventFields):
     """A loop turn began: its boundary passed (the approval suspension, the turn policy,
@@ -103,6 +110,7 @@ class TurnStartedEvent(TurnEventFields):
     type: Literal["turn_started"] = field(default="turn_started", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnFinishedEvent(TurnEventFields):
     """A loop turn ended (closes the ``turn_started`` of the same ``turn``)."""
@@ -110,6 +118,7 @@ class TurnFinishedEvent(TurnEventFields):
     type: Literal["turn_finished"] = field(default="turn_finished", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorEvent(Serializable):
     """Terminal event of a failed or aborted leg, or the busy rejection."""
@@ -123,6 +132,7 @@ class ErrorEvent(Serializable):
     type: Literal["error"] = field(default="error", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunLimitExceededEvent(RunEventFields):
     """The first limit breach of a run."""
@@ -132,6 +142,7 @@ class RunLimitExceededEvent(RunEventFields):
     type: Literal["run_limit_exceeded"] = field(default="run_limit_exceeded", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GuardrailDecisionEvent(RunEventFields):
     """A guardrail decided."""
@@ -145,6 +156,7 @@ class GuardrailDecisionEvent(RunEventFields):
     type: Literal["guardrail_decision"] = field(default="guardrail_decision", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueueUpdatedEvent(RunEventFields):
     """The steer queue changed."""
@@ -154,6 +166,7 @@ class QueueUpdatedEvent(RunEventFields):
     type: Literal["queue_updated"] = field(default="queue_updated", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SteerRejectedEvent(RunEventFields):
     """A steered message was rejected by an input guardrail."""
@@ -165,6 +178,7 @@ class SteerRejectedEvent(RunEventFields):
     type: Literal["steer_rejected"] = field(default="steer_rejected", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EventSubscriberOverflowEvent(SessionEventFields):
     """A subscriber queue overflowed."""
@@ -180,6 +194,7 @@ class EventSubscriberOverflowEvent(SessionEventFields):
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionStartedEvent(SessionEventFields):
     """Compaction began."""
@@ -187,6 +202,7 @@ class CompactionStartedEvent(SessionEventFields):
     type: Literal["compaction_started"] = field(default="compaction_started", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionFinishedEvent(SessionEventFields):
     """Compaction ended."""

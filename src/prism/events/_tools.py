@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from prism._fast_init import fast_init
 from prism._serde import Serializable
 from prism.events._base import RunEventFields
 from prism.types import ErrorInfo, JsonValue, ToolCallContent, ToolResult
@@ -25,6 +26,7 @@ ToolExecutionStatus: TypeAlias = Literal["finished", "error", "blocked"]
 """Terminal status of a tool call."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolExecutionMetadata(Serializable):
     """Timing and outcome of one tool call."""
@@ -35,6 +37,7 @@ class ToolExecutionMetadata(Serializable):
     """Terminal status."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionStartedEvent(RunEventFields):
     """A tool call started executing."""
@@ -44,6 +47,7 @@ class ToolExecutionStartedEvent(RunEventFields):
     type: Literal["tool_execution_started"] = field(default="tool_execution_started", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionProgressEvent(RunEventFields):
     """A tool reported progress."""
@@ -59,6 +63,7 @@ class ToolExecutionProgressEvent(RunEventFields):
     type: Literal["tool_execution_progress"] = field(default="tool_execution_progress", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionFinishedEvent(RunEventFields):
     """A tool call finished."""
@@ -70,6 +75,7 @@ class ToolExecutionFinishedEvent(RunEventFields):
     type: Literal["tool_execution_finished"] = field(default="tool_execution_finished", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionErrorEvent(RunEventFields):
     """A tool call raised or returned an error."""
@@ -83,6 +89,7 @@ class ToolExecutionErrorEvent(RunEventFields):
     type: Literal["tool_execution_error"] = field(default="tool_execution_error", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionBlockedEvent(RunEventFields):
     """A tool call was blocked before it executed (guardrail, unknown or denied tool, invalid

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, Union
 
 from prism._failure_records import ErrorInfo
+from prism._fast_init import fast_init
 from prism._json import JsonValue
 from prism._serde import Serializable
 
@@ -30,6 +31,7 @@ ToolAuthority: TypeAlias = Literal["host", "provider-hosted"]
 """Who executes a tool call; ``None`` on a call means ``"host"``."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TextContent(Serializable):
     """Plain text part."""
@@ -39,6 +41,7 @@ class TextContent(Serializable):
     type: Literal["text"] = field(default="text", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ThinkingContent(Serializable):
     """Reasoning part. ``redacted_data`` holds an opaque block sent back unchanged."""
@@ -52,6 +55,7 @@ class ThinkingContent(Serializable):
     type: Literal["thinking"] = field(default="thinking", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ImageContent(Serializable):
     """Image part; at least one of ``data``/``url``.
@@ -73,6 +77,7 @@ class ImageContent(Serializable):
             raise ValueError("ImageContent needs data or url")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallDeltaFields(Serializable):
     """The fields of a streamed tool-call fragment, as a provider streams it
@@ -91,6 +96,7 @@ class ToolCallDeltaFields(Serializable):
     """``"provider-hosted"`` for server-executed calls."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallDeltaContent(ToolCallDeltaFields):
     """Streamed tool-call fragment; only in live ``message_delta`` events, never stored."""
@@ -98,6 +104,7 @@ class ToolCallDeltaContent(ToolCallDeltaFields):
     type: Literal["tool_call_delta"] = field(default="tool_call_delta", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallContent(Serializable):
     """A complete tool call."""
@@ -115,6 +122,7 @@ class ToolCallContent(Serializable):
     type: Literal["tool_call"] = field(default="tool_call", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolResultContent(Serializable):
     """The answer to a tool call."""

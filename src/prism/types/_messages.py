@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union
 
+from prism._fast_init import fast_init
 from prism._json import JsonValue
 from prism._serde import Serializable
 from prism.types._content import ContentBlock, TextContent, ToolResultContent, _text_of
@@ -28,6 +29,7 @@ MessageRole: TypeAlias = Literal["system", "user", "assistant", "tool"]
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Message(Serializable):
     """One transcript message.

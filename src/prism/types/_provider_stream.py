@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union
 
 from prism._failure_records import ErrorInfo
+from prism._fast_init import fast_init
 from prism._serde import Serializable
 from prism.types._content import (
     ContentBlock,
@@ -47,6 +48,7 @@ ProviderStopReason: TypeAlias = Literal[
 """Why the provider stopped."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProviderMessageStart(Serializable):
     """The provider opened an assistant message."""
@@ -56,6 +58,7 @@ class ProviderMessageStart(Serializable):
     type: Literal["message_start"] = field(default="message_start", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProviderContentDelta(Serializable):
     """A text, thinking or image fragment."""
@@ -65,6 +68,7 @@ class ProviderContentDelta(Serializable):
     type: Literal["content_delta"] = field(default="content_delta", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProviderToolCallDelta(ToolCallDeltaFields):
     """A tool-call fragment; reconstructed into ``ProviderToolCall``."""
@@ -72,6 +76,7 @@ class ProviderToolCallDelta(ToolCallDeltaFields):
     type: Literal["tool_call_delta"] = field(default="tool_call_delta", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProviderToolCall(Serializable):
     """A completed tool call."""
@@ -81,6 +86,7 @@ class ProviderToolCall(Serializable):
     type: Literal["tool_call"] = field(default="tool_call", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProviderUsage(Serializable):
     """A usage report."""
@@ -90,6 +96,7 @@ class ProviderUsage(Serializable):
     type: Literal["usage"] = field(default="usage", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProviderDone(Serializable):
     """End of a successful stream."""
@@ -105,6 +112,7 @@ class ProviderDone(Serializable):
     type: Literal["done"] = field(default="done", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProviderErrorEvent(Serializable):
     """A failed stream."""
@@ -151,6 +159,7 @@ def provider_event_from_dict(data: Mapping[str, Any]) -> ProviderEvent:
     return cls.from_dict(data)  # type: ignore[return-value]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProviderTurnResult(Serializable):
     """The outcome of one provider attempt."""

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from prism._fast_init import fast_init
 from prism._serde import Serializable
 from prism.abort import AbortSignal
 from prism.types._content import ContentBlock, TextContent, ThinkingContent
@@ -19,6 +20,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ContextBlock(Serializable):
     """Extra context given to a request."""
@@ -56,6 +58,7 @@ class ContextBlock(Serializable):
         )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProviderRequest(Serializable):
     """One provider call. Derive modified requests with ``dataclasses.replace``.

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from prism._failure_records import ErrorInfo
+from prism._fast_init import fast_init
 from prism._json import JsonValue
 from prism._serde import Serializable
 from prism.abort import AbortSignal
@@ -110,6 +111,7 @@ class DelegatingRun(Protocol):
         ...
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolDefinition(Serializable):
     """A host tool. ``to_dict()`` omits ``execute``; there is no round trip."""
@@ -139,6 +141,7 @@ class ToolDefinition(Serializable):
     suspends the run as ``interrupt_before_tool`` does."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolExecutionContext(Serializable):
     """What a tool's ``execute`` receives besides its arguments."""
@@ -159,6 +162,7 @@ class ToolExecutionContext(Serializable):
     """The calling run, for a tool that runs a child agent (``None`` outside a run)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolResult(Serializable):
     """Outcome of one tool call; an *error result* when ``error`` is set."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from prism._fast_init import fast_init
 from prism._serde import Serializable
 
 __all__ = [
@@ -21,6 +22,7 @@ _TOKEN_FIELDS = (
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Usage(Serializable):
     """Token and cost usage of a provider turn or aggregate.
