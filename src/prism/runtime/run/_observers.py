@@ -214,6 +214,12 @@ class SessionObservers:
         by [`subscribe()`][prism.runtime.run._observers.SessionObservers.subscribe], [`discard()`][prism.runtime.run._observers.SessionObservers.discard] and [`close_all()`][prism.runtime.run._observers.SessionObservers.close_all], so that the per-event check
         is one attribute read. Read-only for callers."""
 
+    @property
+    def dispatching(self) -> bool:
+        """Whether a dispatcher task awaits what an async ``on_event`` returned (then
+        [`drain()`][prism.runtime.run._observers.SessionObservers.drain] has something to wait for)."""
+        return self._dispatcher is not None
+
     def _update_active(self) -> None:
         self.active = bool(self._subs) or self._on_event is not None
 
