@@ -147,6 +147,24 @@ class RunLeg:
         resume: Where a resumed leg starts from, else ``None``.
     """
 
+    __slots__ = (
+        "_abort_reason",
+        "_error",
+        "_failure_cause",
+        "_start_record",
+        "_status",
+        "_stop_detail",
+        "_stop_reason",
+        "_unbridge",
+        "config",
+        "ctx",
+        "durable",
+        "loop",
+        "plan",
+        "resume",
+        "run_id",
+    )
+
     def __init__(
         self,
         state: SessionState,
