@@ -10,6 +10,7 @@ previous leg stopped.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import logging
 import math
@@ -122,11 +123,12 @@ def coerce_counters(value: RunLimitCounters | Mapping[str, Any] | None) -> RunLi
 class _LoopDeadlines:
     """The wall-time deadlines of the trackers started on one event loop, behind one timer.
 
-    A tracker registers its deadline (in ``loop.time()`` seconds) when it starts and removes it
-    when it is disposed: two dictionary operations. The loop holds one timer, armed for the
-    earliest deadline registered since it last fired; when it fires, every registered deadline up
-    to its time is due (each such tracker's ``_on_deadline()`` is called, in registration order)
-    and the timer is armed again for the earliest deadline left. A deadline earlier than the armed
+    A tracker registers its deadline (in ``loop.time()`` seconds, with a copy of the context it
+    starts in) when it starts and removes it when it is disposed: two dictionary operations. The
+    loop holds one timer, armed for the earliest deadline registered since it last fired; when it
+    fires, every registered deadline up to its time is due (each such tracker's
+    ``_on_deadline()`` is called in its own context, as a timer of its own would have called it,
+    in registration order) and the timer is armed again for the earliest deadline left. A deadline earlier than the armed
     one arms an earlier timer; the later one then finds itself superseded and does nothing. A
     timer whose trackers were all disposed meanwhile fires once with nothing due.
 
@@ -139,15 +141,16 @@ class _LoopDeadlines:
     __slots__ = ("_armed_at", "_due")
 
     def __init__(self) -> None:
-        self._due: dict[RunLimitTracker, float] = {}
+        self._due: dict[RunLimitTracker, tuple[float, contextvars.Context]] = {}
         self._armed_at = math.inf
         """The time the newest timer is armed for (``inf``: none pending)."""
 
     def add(
         self, loop: asyncio.AbstractEventLoop, tracker: RunLimitTracker, when: float
     ) -> _LoopDeadlines:
-        """Register ``tracker``'s deadline ``when`` (``loop.time()`` seconds); returns ``self``."""
-        self._due[tracker] = when
+        """Register ``tracker``'s deadline ``when`` (``loop.time()`` seconds), to be called in
+        the current context; returns ``self``."""
+        self._due[tracker] = (when, contextvars.copy_context())
         if when < self._armed_at:
             self._armed_at = when
             loop.call_at(when, self._fire, when)
@@ -162,16 +165,18 @@ class _LoopDeadlines:
             return  # superseded by an earlier timer, which fired first
         self._armed_at = math.inf
         due = self._due
-        passed = [tracker for tracker, when in due.items() if when <= armed_at]
-        for tracker in passed:
+        passed = [
+            (tracker, context) for tracker, (when, context) in due.items() if when <= armed_at
+        ]
+        for tracker, _ in passed:
             del due[tracker]
-        for tracker in passed:
+        for tracker, context in passed:
             try:
-                tracker._on_deadline()
+                context.run(tracker._on_deadline)
             except Exception:  # one tracker's failure does not cost the others their deadline
                 _log.exception("run deadline callback failed")
         if due and self._armed_at == math.inf:
-            when = min(due.values())
+            when = min(when for when, _ in due.values())
             self._armed_at = when
             asyncio.get_running_loop().call_at(when, self._fire, when)
 
