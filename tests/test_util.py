@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -30,6 +31,26 @@ def test_new_id_is_a_prefix_and_a_uuid4_hex_arch_13() -> None:
 def test_new_id_keeps_the_whole_prefix_arch_13() -> None:
     assert new_id("toolcall").startswith("toolcall_")
     assert len(new_id("run")) == len("run_") + 32
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_new_id_of_a_forked_child_differs_from_its_parents_arch_13() -> None:
+    """Random bytes read ahead before a fork are not handed out again in the child."""
+    new_id("run")  # the parent now holds bytes read ahead
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            os.write(write, " ".join(new_id("run") for _ in range(8)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = set(pipe.read().split())
+    os.waitpid(pid, 0)
+    parent = {new_id("run") for _ in range(8)}
+    assert len(child) == 8
+    assert not child & parent
 
 
 def test_now_iso_is_utc_with_milliseconds_and_z_arch_13(monkeypatch: pytest.MonkeyPatch) -> None:

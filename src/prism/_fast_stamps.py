@@ -1,4 +1,4 @@
-"""Ids and timestamps stamped on every entry, event record and run: two speed tricks.
+"""Ids and timestamps stamped on every entry, event record and run: three speed tricks.
 
 Every stored entry, ledger record and run gets an id and an ISO-8601 timestamp, several per turn:
 
@@ -7,6 +7,11 @@ Every stored entry, ledger record and run gets an id and an ISO-8601 timestamp, 
   ``uuid.uuid4().hex`` gives, without building a ``uuid.UUID`` (whose constructor validates its
   input in Python). Measured against ``uuid.uuid4().hex`` (interleaved A/B, N=1000 turns, median
   of 11 rounds; three ids per turn in the per-turn scenario) it saves 2 µs per turn.
+* The random bytes of those ids are read from ``os.urandom`` 4096 bytes (256 ids) at a time and
+  handed out 16 at a time, instead of one ``os.urandom(16)`` call per id: each call is a system
+  call, which costs more than generating its 16 bytes (on a virtual machine, 1.2 µs of the 1.4 µs
+  of ``os.urandom(16)``). The bytes are the same ``os.urandom`` bytes, each used once; a forked
+  child drops what its parent read ahead, so parent and child never hand out the same bytes.
 * [`now_iso()`][prism._fast_stamps.now_iso] caches the formatted text per millisecond, and its date-and-seconds part per
   second, because several entries are often stamped within the same millisecond on a fast turn.
   The plain equivalent formats ``datetime.now(timezone.utc)`` every time; measured against it
@@ -21,12 +26,29 @@ import time
 __all__ = ["new_id", "now_iso"]
 
 _urandom = os.urandom
+_ID_BYTES = 16
+_READ_AHEAD = 256
+"""Ids' worth of random bytes read at once."""
+_ahead: list[bytes] = []
+"""Random 16-byte blocks read ahead and not handed out yet (``list.pop`` takes one atomically, so
+threads never share a block)."""
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_ahead.clear)
+
+
+def _random_block() -> bytes:
+    try:
+        return _ahead.pop()
+    except IndexError:
+        data = _urandom(_ID_BYTES * _READ_AHEAD)
+        _ahead.extend(data[i : i + _ID_BYTES] for i in range(_ID_BYTES, len(data), _ID_BYTES))
+        return data[:_ID_BYTES]
 
 
 def new_id(prefix: str) -> str:
     """Return ``<prefix>_<32 lowercase hex>``, the hex of a random version-4 UUID (the same
     format and distribution as ``uuid.uuid4().hex``)."""
-    raw = bytearray(_urandom(16))
+    raw = bytearray(_random_block())
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
     raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
     return f"{prefix}_{raw.hex()}"

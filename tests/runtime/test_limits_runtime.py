@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from typing import Any
 
 import pytest
@@ -150,6 +151,67 @@ async def test_wall_time_breach_aborts_a_stuck_tool_lim_6() -> None:
     assert result.breach is not None and result.breach.limit == "max_wall_time_ms"
     assert result.result.status == "failed"
     assert types_of(events).count("run_limit_exceeded") == 1
+
+
+def _stuck_session(wall_ms: int, **session_options: Any) -> Any:
+    async def stuck(arguments: dict[str, Any], context: Any) -> Any:
+        await context.signal.wait()
+        return "late"
+
+    session, _ = make_session(
+        [[provider_tool_call("c", "stuck", {}), provider_done()], TEXT],
+        tools=[ToolDefinition(name="stuck", execute=stuck)],
+        limits={"max_wall_time_ms": wall_ms},
+        session_options=session_options,
+    )
+    return session
+
+
+async def test_wall_time_deadlines_of_concurrent_runs_each_fire_on_time_lim_6() -> None:
+    """Runs in flight at once share the loop's deadline timer: a later deadline registered
+    first and an earlier one registered after it both breach, each once, and a run that ends
+    first leaves the others' deadlines armed."""
+    finished, _ = make_session([TEXT], limits={"max_wall_time_ms": 10_000})
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    outcomes = await asyncio.wait_for(
+        asyncio.gather(
+            _stuck_session(200).run("x"),
+            _stuck_session(30).run("x"),
+            finished.run("x"),
+            return_exceptions=True,
+        ),
+        timeout=5,
+    )
+    late, early, done = outcomes
+    for failed in (late, early):
+        assert isinstance(failed, AgentRunLimitError)
+        assert failed.breach is not None and failed.breach.limit == "max_wall_time_ms"
+    assert not isinstance(done, BaseException) and done.status == "succeeded"
+    assert loop.time() - started >= 0.2
+
+
+async def test_a_wall_time_breach_reaches_on_event_in_the_runs_context_lim_6() -> None:
+    """Each deadline's ``run_limit_exceeded`` event is delivered in the context its run started
+    in (where a host's context variables are set), whichever run's deadline armed the timer that
+    fired it."""
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+    seen: list[str] = []
+
+    def on_event(event: Any) -> None:
+        if event.type == "run_limit_exceeded":
+            seen.append(request_id.get())
+
+    async def run(name: str, delay_s: float) -> Any:
+        request_id.set(name)
+        await asyncio.sleep(delay_s)
+        return await _stuck_session(40, on_event=on_event).run("x")
+
+    outcomes = await asyncio.wait_for(
+        asyncio.gather(run("first", 0), run("second", 0.02), return_exceptions=True), timeout=5
+    )
+    assert all(isinstance(outcome, AgentRunLimitError) for outcome in outcomes)
+    assert seen == ["first", "second"]
 
 
 async def test_a_breach_recorded_by_a_tool_is_status_failed_not_aborted_err_4() -> None:

@@ -10,10 +10,12 @@ previous leg stopped.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import logging
 import math
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
@@ -113,6 +115,87 @@ def coerce_counters(value: RunLimitCounters | Mapping[str, Any] | None) -> RunLi
         if not ok:
             raise ValueError(f"limit counter {name} must be a non-negative number, got {v!r}")
     return counters
+
+
+# --------------------------------------------------------------------------- deadline timer
+
+
+class _LoopDeadlines:
+    """The wall-time deadlines of the trackers started on one event loop, behind one timer.
+
+    A tracker registers its deadline (in ``loop.time()`` seconds, with a copy of the context it
+    starts in) when it starts and removes it when it is disposed: two dictionary operations. The
+    loop holds one timer, armed for the earliest deadline registered since it last fired; when it
+    fires, every registered deadline up to its time is due (each such tracker's
+    ``_on_deadline()`` is called in its own context, as a timer of its own would have called it,
+    in registration order) and the timer is armed again for the earliest deadline left. A deadline earlier than the armed
+    one arms an earlier timer; the later one then finds itself superseded and does nothing. A
+    timer whose trackers were all disposed meanwhile fires once with nothing due.
+
+    One timer per loop instead of one per run: a run of a few hundred microseconds would
+    otherwise create, schedule and cancel a timer (with a copy of its context) for a deadline
+    minutes away, and cancelled timers stay in the loop's heap until the loop next looks at it.
+    Nothing here refers to the loop (its timers do), so a closed loop is freed with its entry.
+    """
+
+    __slots__ = ("_armed_at", "_due")
+
+    def __init__(self) -> None:
+        self._due: dict[RunLimitTracker, tuple[float, contextvars.Context]] = {}
+        self._armed_at = math.inf
+        """The time the newest timer is armed for (``inf``: none pending)."""
+
+    def add(
+        self, loop: asyncio.AbstractEventLoop, tracker: RunLimitTracker, when: float
+    ) -> _LoopDeadlines:
+        """Register ``tracker``'s deadline ``when`` (``loop.time()`` seconds), to be called in
+        the current context; returns ``self``."""
+        self._due[tracker] = (when, contextvars.copy_context())
+        if when < self._armed_at:
+            self._armed_at = when
+            loop.call_at(when, self._fire, when)
+        return self
+
+    def remove(self, tracker: RunLimitTracker) -> None:
+        """Forget ``tracker``'s deadline (no-op when it is not registered)."""
+        self._due.pop(tracker, None)
+
+    def _fire(self, armed_at: float) -> None:
+        if armed_at != self._armed_at:
+            return  # superseded by an earlier timer, which fired first
+        self._armed_at = math.inf
+        due = self._due
+        passed = [
+            (tracker, context) for tracker, (when, context) in due.items() if when <= armed_at
+        ]
+        for tracker, _ in passed:
+            del due[tracker]
+        for tracker, context in passed:
+            try:
+                context.run(tracker._on_deadline)
+            except Exception:  # one tracker's failure does not cost the others their deadline
+                _log.exception("run deadline callback failed")
+        if due and self._armed_at == math.inf:
+            when = min(when for when, _ in due.values())
+            self._armed_at = when
+            asyncio.get_running_loop().call_at(when, self._fire, when)
+
+
+_DEADLINES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopDeadlines] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _loop_deadlines(loop: asyncio.AbstractEventLoop) -> _LoopDeadlines:
+    """The deadlines of ``loop``, made on first use and dropped with the loop (a loop that
+    takes no weak reference gets a timer per tracker instead)."""
+    try:
+        deadlines = _DEADLINES.get(loop)
+        if deadlines is None:
+            deadlines = _DEADLINES[loop] = _LoopDeadlines()
+    except TypeError:
+        return _LoopDeadlines()
+    return deadlines
 
 
 # --------------------------------------------------------------------------- tracker
@@ -249,7 +332,8 @@ class RunLimitTracker:
         self._breach: RunLimitBreach | None = None
         self._leg_start: float | None = None
         self._disposed = False
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: _LoopDeadlines | None = None
+        """The deadlines of the event loop this tracker's deadline is registered with."""
         self._deadline_at: str | None = None
         self._deadline_epoch: float | None = None
 
@@ -345,15 +429,16 @@ class RunLimitTracker:
         limit = self._max_wall
         if math.isinf(limit):
             return
-        remaining_ms = max(0.0, float(limit) - self._wall_base_ms)
+        remaining_s = max(0.0, float(limit) - self._wall_base_ms) / 1000.0
         loop = asyncio.get_running_loop()
-        self._timer = loop.call_later(remaining_ms / 1000.0, self._on_deadline)
-        self._deadline_epoch = time.time() + remaining_ms / 1000.0
+        self._timer = _loop_deadlines(loop).add(loop, self, loop.time() + remaining_s)
+        self._deadline_epoch = time.time() + remaining_s
 
     def dispose(self) -> None:
         """Cancel the deadline timer and stop counting wall time. Idempotent."""
-        if self._timer is not None:
-            self._timer.cancel()
+        deadlines = self._timer
+        if deadlines is not None:
+            deadlines.remove(self)
             self._timer = None
         if self._leg_start is not None and not self._disposed:
             self._wall_base_ms += (self._clock() - self._leg_start) * 1000.0
@@ -365,6 +450,7 @@ class RunLimitTracker:
         return self._wall_base_ms + (self._clock() - self._leg_start) * 1000.0
 
     def _on_deadline(self) -> None:
+        """The deadline passed (called once, by the loop's deadline timer)."""
         self._timer = None
         if self._disposed or self._breach is not None:
             return

@@ -201,7 +201,9 @@ class SessionObservers:
 
     def __init__(self, on_event: OnEvent | None = None) -> None:
         self._on_event = on_event
-        self._subs: list[EventSubscription] = []
+        self._subs: tuple[EventSubscription, ...] = ()
+        """The open subscriptions, replaced as a whole when one is added or removed (a session
+        that never subscribes keeps the shared empty tuple: no list per session)."""
         self._dispatch_queue: deque[Awaitable[Any]] | None = None
         """Awaitables an async ``on_event`` returned, not yet awaited; made on the first one
         (a deque is some 600 bytes, and most sessions never need it)."""
@@ -213,6 +215,12 @@ class SessionObservers:
         """True when anything observes events (a subscription or ``on_event``). Kept up to date
         by [`subscribe()`][prism.runtime.run._observers.SessionObservers.subscribe], [`discard()`][prism.runtime.run._observers.SessionObservers.discard] and [`close_all()`][prism.runtime.run._observers.SessionObservers.close_all], so that the per-event check
         is one attribute read. Read-only for callers."""
+
+    @property
+    def dispatching(self) -> bool:
+        """Whether a dispatcher task awaits what an async ``on_event`` returned (then
+        [`drain()`][prism.runtime.run._observers.SessionObservers.drain] has something to wait for)."""
+        return self._dispatcher is not None
 
     def _update_active(self) -> None:
         self.active = bool(self._subs) or self._on_event is not None
@@ -229,21 +237,21 @@ class SessionObservers:
     ) -> EventSubscription:
         """Add and return a new subscription."""
         sub = EventSubscription(self, max_queued_events=max_queued_events, overflow=overflow)
-        self._subs.append(sub)
+        self._subs = (*self._subs, sub)
         self.active = True
         return sub
 
     def discard(self, sub: EventSubscription) -> None:
         """Forget ``sub`` (called when it closes)."""
-        try:
-            self._subs.remove(sub)
-        except ValueError:
-            pass
+        subs = self._subs
+        if sub in subs:
+            index = subs.index(sub)
+            self._subs = subs[:index] + subs[index + 1 :]
         self._update_active()
 
     def close_all(self) -> None:
         """Close every subscription; queued events still drain."""
-        subs, self._subs = self._subs, []
+        subs, self._subs = self._subs, ()
         self._update_active()
         for sub in subs:
             sub.close()
@@ -255,7 +263,7 @@ class SessionObservers:
             if len(subs) == 1:
                 subs[0].push(event)
             else:
-                for sub in tuple(subs):  # a push may close (and discard) its subscription
+                for sub in subs:  # a push may close (and discard) its subscription: a new tuple
                     sub.push(event)
         callback = self._on_event
         if callback is None:

@@ -46,7 +46,6 @@ _log = logging.getLogger("prism")
 __all__ = [
     "auto_compact",
     "close_leg_resources",
-    "open_leg_resources",
     "close_tool_sources",
     "open_tool_sources",
     "release_context",
@@ -159,14 +158,6 @@ async def close_tool_sources(ctx: RunContext) -> None:
         await scope.aclose()
     except Exception:
         _log.warning("closing a tool source failed", exc_info=True)
-
-
-async def open_leg_resources(
-    ctx: RunContext, provider: AIProvider, resume: ResumePoint | None
-) -> None:
-    """At the leg's start: its trace ([`start_trace()`][prism.runtime.run._setup.start_trace]), then its tool sources."""
-    start_trace(ctx, provider, resume)
-    await open_tool_sources(ctx)
 
 
 async def close_leg_resources(ctx: RunContext) -> None:

@@ -55,10 +55,11 @@ from prism.runtime.run._handoff import RunHandoff, handed_off_to
 from prism.runtime.run._setup import (
     auto_compact,
     close_leg_resources,
-    open_leg_resources,
+    open_tool_sources,
     release_context,
     resolve_provider,
     setup_loop,
+    start_trace,
 )
 from prism.runtime.run._shield import shielded
 from prism.runtime.run.config import AgentConfig
@@ -145,6 +146,24 @@ class RunLeg:
         run_id: The run id (``run_…``).
         resume: Where a resumed leg starts from, else ``None``.
     """
+
+    __slots__ = (
+        "_abort_reason",
+        "_error",
+        "_failure_cause",
+        "_start_record",
+        "_status",
+        "_stop_detail",
+        "_stop_reason",
+        "_unbridge",
+        "config",
+        "ctx",
+        "durable",
+        "loop",
+        "plan",
+        "resume",
+        "run_id",
+    )
 
     def __init__(
         self,
@@ -274,8 +293,12 @@ class RunLeg:
         plan = self.plan
         ctx = self.ctx
         state = ctx.state
-        provider = await resolve_provider(ctx)
-        await open_leg_resources(ctx, provider, self.resume)
+        provider = config.provider
+        if provider is None:
+            provider = await resolve_provider(ctx)
+        start_trace(ctx, provider, self.resume)
+        if config.tool_sources:
+            await open_tool_sources(ctx)
         ctx.signal.throw_if_aborted()
         ctx.tracker.start()
         if ctx.observed():  # no event object when nothing observes the run
@@ -287,7 +310,8 @@ class RunLeg:
                     session_id=ctx.session_id, run_id=self.run_id, version=resume.version
                 )
             )
-        await state.ensure_leaf()
+        if not state.leaf_resolved:
+            await state.ensure_leaf()
         if ctx.ledger_on:  # the run record exists only for a ledger
             self._start_record = start_run_record(
                 run_id=self.run_id,
@@ -332,7 +356,8 @@ class RunLeg:
         loop, needs = setup_loop(ctx, provider, active_skills, summaries)
         del branch, messages, summaries  # not kept alive while the loop runs
         self.loop = loop
-        ctx.handoff = await RunHandoff.attach(ctx, loop, needs.handoffs, handed_to)
+        if needs.handoffs or handed_to is not None:
+            ctx.handoff = await RunHandoff.attach(ctx, loop, needs.handoffs, handed_to)
         if durable is not None:
             # A resumed leg restores the loop, then replays the decided calls.
             durable.loop = loop
@@ -395,10 +420,11 @@ class RunLeg:
         usage = ctx.accumulator.value()
         if usage is None and isinstance(fallback, Usage):
             usage = fallback
-        writer = ctx.writer
-        if usage is not None:
-            writer.record_usage("run_total", usage)
-        await writer.drain()
+        if ctx.ledger_on:
+            writer = ctx.writer
+            if usage is not None:
+                writer.record_usage("run_total", usage)
+            await writer.drain()
         finish_reason: Any = ctx.finish_reason
         stop_detail: str | None = None
         artifact = ctx.artifact
@@ -531,7 +557,8 @@ class RunLeg:
                 await fut
             except BaseException:
                 pass
-        await close_leg_resources(ctx)
+        if ctx.tool_scope is not None or ctx.trace is not None:
+            await close_leg_resources(ctx)
         state = ctx.state
         state.clear_steers()
         if self.durable is not None:
@@ -542,10 +569,11 @@ class RunLeg:
             self._unbridge = None
         ledger_error: BaseException | None = None
         writer = ctx.writer
-        try:
-            await writer.drain()
-        except Exception as exc:
-            ledger_error = exc
+        if ctx.ledger_on:  # without a ledger the writer has nothing to drain
+            try:
+                await writer.drain()
+            except Exception as exc:
+                ledger_error = exc
         if self._start_record is not None and writer.enabled:
             status = self._status or "failed"
             writer.append_run(
@@ -562,8 +590,10 @@ class RunLeg:
                 await writer.drain()
             except Exception as exc:
                 ledger_error = ledger_error or exc
-        await ctx.observers.drain()
-        ctx.observers.close_all()
+        observers = ctx.observers
+        if observers.dispatching:
+            await observers.drain()
+        observers.close_all()
         state.finish(self)
         release_context(ctx)
         if ledger_error is not None and not isinstance(outcome, asyncio.CancelledError):

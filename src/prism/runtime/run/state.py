@@ -117,8 +117,8 @@ class SessionState:
         """A run (or a manual compaction) is active."""
         self.active: ActiveRun | None = None
         """The active run leg."""
-        self.steer_queue: list[Message] = []
-        """Steered messages waiting for the next turn."""
+        self.steer_queue: tuple[Message, ...] = ()
+        """Steered messages waiting for the next turn (replaced as a whole when it changes)."""
         self.steer_bytes = 0
         """UTF-8 bytes of text in [`steer_queue`][prism.runtime.run.state.SessionState.steer_queue]."""
         self.soft_pending = False
@@ -212,7 +212,7 @@ class SessionState:
             or self.steer_bytes + size > MAX_STEER_BYTES
         ):
             return False
-        queue.extend(messages)
+        self.steer_queue = (*queue, *messages)
         self.steer_bytes += size
         return True
 
@@ -224,7 +224,7 @@ class SessionState:
 
     def clear_steers(self) -> None:
         """Empty the steer queue."""
-        self.steer_queue.clear()
+        self.steer_queue = ()
         self.steer_bytes = 0
 
     # ----------------------------------------------------------------- events outside a run
