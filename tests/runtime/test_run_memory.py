@@ -59,12 +59,16 @@ async def test_finished_runs_leave_no_reference_cycle() -> None:
     last = [provider_text_delta("Shipped."), provider_done()]
     await _one_run([_tool_turn(), last])  # warm-up: first-use caches
     gc.collect()
+    # Everything alive before the run is held, so what an earlier test left to other threads
+    # (a server's objects they drop meanwhile) cannot turn into garbage during the check.
+    alive_before = gc.get_objects()
     gc.disable()
     try:
         assert await _one_run([_tool_turn(), last]) == "succeeded"
         assert _prism_garbage() == []
     finally:
         gc.enable()
+        del alive_before
 
 
 def _prism_garbage() -> list[str]:
