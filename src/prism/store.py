@@ -136,6 +136,14 @@ def _copy_entry(entry: SessionEntry) -> SessionEntry:
 # --------------------------------------------------------------------------- memory store
 
 
+def _check_append(entry: SessionEntry, expected_parent_id: str | None, fork: bool) -> None:
+    """The argument checks of an append (before anything is copied or stored)."""
+    if not isinstance(entry, SessionEntry):
+        raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
+    if fork and expected_parent_id is None:
+        raise ValueError("fork=True requires expected_parent_id")
+
+
 class _SessionData:
     __slots__ = ("by_id", "entries", "idempotency", "parents")
 
@@ -190,10 +198,7 @@ class MemorySessionStore:
                 parent is missing from the session, is not a branch tip (without ``fork``), or
                 the idempotent append was already made.
         """
-        if not isinstance(entry, SessionEntry):
-            raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
-        if fork and expected_parent_id is None:
-            raise ValueError("fork=True requires expected_parent_id")
+        _check_append(entry, expected_parent_id, fork)
         self._insert(
             _copy_entry(entry),
             expected_parent_id=expected_parent_id,
@@ -225,10 +230,7 @@ class MemorySessionStore:
                 fork=fork,
             )
             return
-        if not isinstance(entry, SessionEntry):
-            raise TypeError(f"append expects a SessionEntry, got {type(entry).__name__}")
-        if fork and expected_parent_id is None:
-            raise ValueError("fork=True requires expected_parent_id")
+        _check_append(entry, expected_parent_id, fork)
         self._insert(
             entry,
             expected_parent_id=expected_parent_id,

@@ -3,7 +3,7 @@ migration, and the store's lifecycle.
 
 SQLite calls block, so they run on a worker thread (the one exception: a durable run's turn
 write, made on the caller's thread while the store is idle and the write lock free, see
-[`prism.stores._sqlite_inline`][prism.stores._sqlite_inline]). Each store starts one
+[`prism.stores._fast_sqlite_writes`][prism.stores._fast_sqlite_writes]). Each store starts one
 [`Worker`][prism.stores._sqlite_connection.Worker] thread that opens the connection (WAL journal, ``synchronous=NORMAL``, foreign
 keys on, a busy timeout; then [`migrate()`][prism.stores._sqlite_connection.migrate]) and takes ``(function, future, loop)`` jobs from
 a FIFO queue, runs ``function(connection)`` and hands the result or the exception back to the
@@ -41,8 +41,8 @@ from typing import Any, Final, Self, TypeAlias, TypeVar
 from prism._util import now_iso
 from prism.errors import ERR_PRISM_STORE_CORRUPT, StoreError, StoreSchemaError
 from prism.stores._common import DatabaseAccess, dumps
+from prism.stores._fast_sqlite_writes import InlineWrites
 from prism.stores._migrations import MIGRATIONS_TABLE, load_migrations, plan_migrations
-from prism.stores._sqlite_inline import InlineWrites
 
 __all__ = ["MAX_BATCH", "Job", "SqliteConnection", "Worker", "migrate"]
 
@@ -299,7 +299,7 @@ class SqliteConnection(DatabaseAccess):
         return conn
 
     def _connect_inline(self) -> sqlite3.Connection:
-        """A second connection for [`InlineWrites`][prism.stores._sqlite_inline.InlineWrites]: the store's settings, but a busy
+        """A second connection for [`InlineWrites`][prism.stores._fast_sqlite_writes.InlineWrites]: the store's settings, but a busy
         timeout of 0 and no automatic WAL checkpoint (the schema is the worker's to migrate)."""
         conn = sqlite3.connect(
             self._target,
@@ -347,7 +347,7 @@ class SqliteConnection(DatabaseAccess):
     def _submit_write(self, fn: Callable[[sqlite3.Connection], _T]) -> asyncio.Future[_T]:
         """[`_submit()`][prism.stores._sqlite_connection.SqliteConnection._submit] for a job that makes its own ``BEGIN IMMEDIATE`` transaction:
         run on this thread at once when the store is idle and the write lock is free
-        ([`InlineWrites`][prism.stores._sqlite_inline.InlineWrites]), else queued for the worker. The returned future is done when
+        ([`InlineWrites`][prism.stores._fast_sqlite_writes.InlineWrites]), else queued for the worker. The returned future is done when
         the job ran here."""
         worker = self._worker
         inline = self._inline

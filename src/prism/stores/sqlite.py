@@ -9,7 +9,7 @@ semantics of the memory stores, over the standard library's ``sqlite3``:
 * every blocking call runs on one dedicated worker thread per store that owns the connection and
   takes jobs from a queue, except one kind: a durable run's turn write, which the run awaits
   anyway, is made on the calling thread through a second connection when the worker is idle and
-  the write lock is free (it never waits for a lock nor syncs a file; see ``_sqlite_inline``);
+  the write lock is free (it never waits for a lock nor syncs a file; see ``_fast_sqlite_writes``);
 * every write is ONE transaction: an append's tip check, idempotency check and insert are a
   single ``INSERT ... SELECT ... WHERE``; a checkpoint save is a single conditional
   ``INSERT OR IGNORE``, or a conditional ``UPDATE ... RETURNING`` followed by an update of the

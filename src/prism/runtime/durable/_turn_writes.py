@@ -25,7 +25,7 @@ envelope, is handed to a store that takes it ([`JsonEntryCheckpointStore`][prism
 PostgreSQL stores, through a private method beside their public protocol), so the store does
 not encode the envelope again; each held entry is encoded once, in one walk, where the write
 runs (SQLite makes a turn write on the caller's thread while the store is idle, see
-``prism.stores._sqlite_inline``, else on its worker thread). A write with appends waits for the
+``prism.stores._fast_sqlite_writes``, else on its worker thread). A write with appends waits for the
 store's future through a cancellation instead of running in a task of its own.
 
 What a crash (a killed process) leaves is what the envelope says, never more, never less: held

@@ -6,7 +6,7 @@ short transaction, see ``prism.runtime.durable._turn_writes``) is awaited by the
 goes on, so handing it to the store's worker thread buys no parallelism: the run waits, and the
 hand-over costs two thread wake-ups (the worker's, then the event loop's). Measured on a shared
 two-core machine, those wake-ups cost more CPU than the transaction itself. So
-[`InlineWrites`][prism.stores._sqlite_inline.InlineWrites] runs such a write on the calling thread
+[`InlineWrites`][prism.stores._fast_sqlite_writes.InlineWrites] runs such a write on the calling thread
 — with a connection of its own — when that cannot wait on anything:
 
 * only while the worker is idle (no queued job, none running), so the writes of one store keep
@@ -15,7 +15,7 @@ two-core machine, those wake-ups cost more CPU than the transaction itself. So
   database's write lock, ``BEGIN IMMEDIATE`` fails at once, the transaction is rolled back and
   the write goes to the worker, which waits for the lock with the store's timeout;
 * never a WAL checkpoint (which syncs the files): this connection's automatic checkpoints are
-  off, and every [`WORKER_EVERY`][prism.stores._sqlite_inline.WORKER_EVERY]-th write is left to the
+  off, and every [`WORKER_EVERY`][prism.stores._fast_sqlite_writes.WORKER_EVERY]-th write is left to the
   worker, whose commit makes SQLite's automatic checkpoint once the WAL holds 1,000 pages (as
   every commit of the store did before).
 
