@@ -68,3 +68,17 @@ def test_now_iso_matches_the_clock_arch_13() -> None:
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", value)
     parsed = time.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")
     assert abs(time.mktime(parsed) - time.mktime(time.gmtime())) < 5
+
+
+def test_new_id_random_digits_cover_every_value_arch_13() -> None:
+    """Only the version digit is fixed; the variant digit is one of 8, 9, a, b; every other digit
+    of the ids takes all sixteen values (the read-ahead block is masked, not truncated)."""
+    digits = [new_id("x")[2:] for _ in range(3000)]
+    for position in range(32):
+        seen = {d[position] for d in digits}
+        if position == 12:
+            assert seen == {"4"}
+        elif position == 16:
+            assert seen == set("89ab")
+        else:
+            assert len(seen) == 16, position

@@ -33,14 +33,18 @@ async def record_turn(
     history = ctx.history
     if turn == 1:
         history.extend(ctx.input_messages)
+    # optional on a context: when nothing would receive them, the events are not built
+    dropped = getattr(ctx, "events_dropped", None)
     if result.started:
         message = Message(
             role="assistant", content=result.content, id=result.message_id, metadata=metadata
         )
         history.append(message)
         await ctx.append_message(message)
-        ctx.emit(MessageFinishedEvent(session_id=session_id, run_id=run_id, message=message))
-    ctx.emit(TurnFinishedEvent(session_id=session_id, run_id=run_id, turn=turn))
+        if dropped is None or not dropped():
+            ctx.emit(MessageFinishedEvent(session_id=session_id, run_id=run_id, message=message))
+    if dropped is None or not dropped():
+        ctx.emit(TurnFinishedEvent(session_id=session_id, run_id=run_id, turn=turn))
 
 
 async def end_tool_rounds(

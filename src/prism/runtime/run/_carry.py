@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from prism._fast_entry_copy import rebuild_dataclass
+from prism._fast_entry_copy import replace_field
 from prism._json import copy_json
 from prism.runtime.run._json_size import canonical_size_known
 from prism.runtime.run._request_codec import RequestCodec
@@ -126,7 +126,7 @@ class PayloadCarry:
                 continue
             if parts is None:
                 parts = list(content)
-            parts[index] = rebuild_dataclass(part, {name: hit[1]})
+            parts[index] = replace_field(part, name, hit[1])
         if parts is None:
             return message, owned
-        return rebuild_dataclass(message, {"content": tuple(parts)}), owned
+        return replace_field(message, "content", tuple(parts)), owned
