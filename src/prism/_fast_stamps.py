@@ -12,9 +12,10 @@ Every stored entry, ledger record and run gets an id and an ISO-8601 timestamp, 
   generating its 16 bytes (on a virtual machine, 1.2 µs of the 1.4 µs of ``os.urandom(16)``).
   The version and variant bits of all 256 are set in one operation on the block as an integer and
   the block is turned into hex once, so an id costs a ``list.pop`` and a format (measured:
-  cachegrind instructions per tiny-tool turn of ``benchmarks/bench_turns.py``: 468.9 k → 462.5 k). The bytes are the same ``os.urandom``
-  bytes, each used once; a forked child drops what its parent read ahead, so parent and child
-  never hand out the same bytes.
+  cachegrind instructions per tiny-tool turn of ``benchmarks/bench_turns.py``, against masking
+  and hexing each id's 16 bytes on their own: 468.9 k → 462.5 k). The bytes are the same
+  ``os.urandom`` bytes, each used once; a forked child drops what its parent read ahead, so
+  parent and child never hand out the same bytes.
 * [`now_iso()`][prism._fast_stamps.now_iso] caches the formatted text per millisecond, and its date-and-seconds part per
   second, because several entries are often stamped within the same millisecond on a fast turn.
   The plain equivalent formats ``datetime.now(timezone.utc)`` every time; measured against it
