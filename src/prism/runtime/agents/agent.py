@@ -34,6 +34,7 @@ from prism.runtime.run.config import (
     check_run_tool_choice,
     with_max_tokens,
 )
+from prism.runtime.run.plan import run_defaults
 from prism.runtime.run.seam import DurableHooks, LegHooks, ResumePoint, RunStateOptions
 from prism.store import CompactionOptions, SessionStore, validate_compaction_options
 from prism.tools import (
@@ -411,6 +412,10 @@ def create_agent(
         ),
         tracing=tracing,
     )
+    try:  # what every run needs of the agent's options is resolved once, here
+        run_defaults(config, AGENT_DURABLE_HOOKS)
+    except Exception:  # nothing is kept: each run raises it again, as without this line
+        pass
     return Agent(config)
 
 
