@@ -370,10 +370,8 @@ async def test_gvr4_unobserved_progress_events_are_left_out_but_the_verdict_is_n
     ctx = WatchedContext([text("bad"), text("good")])
     await generate_validate_revise_loop(validator=accepts("good")).run(ctx.as_ctx)
     assert ctx.summary() == [
-        "turn_started(1)",
         "message_finished",
         "turn_finished(1)",
-        "turn_started(2)",
         "message_finished",
         "turn_finished(2)",
         "artifact_finished(2,2)",
@@ -383,8 +381,9 @@ async def test_gvr4_unobserved_progress_events_are_left_out_but_the_verdict_is_n
 
 
 async def test_gvr4_progress_events_follow_observed_at_each_emission() -> None:
-    # watched for the first candidate's validation start only, then for its revision
-    ctx = WatchedContext([text("bad"), text("good")], watching=[True, False, True, False, False])
+    # watched for the first turn's start and validation start, then for its revision
+    watching = [True, True, False, True, False]
+    ctx = WatchedContext([text("bad"), text("good")], watching=watching)
     await generate_validate_revise_loop(validator=accepts("good")).run(ctx.as_ctx)
     assert [f"{e.type}({e.turn},{e.attempt})" for e in ctx.artifact_events()] == [
         "artifact_validation_started(1,1)",
@@ -392,6 +391,7 @@ async def test_gvr4_progress_events_follow_observed_at_each_emission() -> None:
         "artifact_finished(2,2)",
     ]
     assert ctx.artifact_events()[1].failure.errors == (ArtifactError("not good"),)
+    assert [e.turn for e in ctx.events if e.type == "turn_started"] == [1]
 
 
 async def test_gvr4_turn1_input_enters_history_once_after_generate() -> None:

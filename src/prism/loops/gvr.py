@@ -354,7 +354,7 @@ class GenerateValidateReviseLoop:
         Args:
             ctx: The run's loop context. ``charge_tool_round``, ``is_tool_call_exclusive``,
                 ``has_pending_steers`` and ``apply_pending_steers`` are optional; with an
-                ``observed()`` member, the ``artifact_validation_started``,
+                ``observed()`` member, the ``turn_started``, ``artifact_validation_started``,
                 ``artifact_validation_finished`` and ``artifact_revision_started`` events are
                 built only while it returns ``True``.
 
@@ -372,7 +372,7 @@ class GenerateValidateReviseLoop:
         session_id = ctx.session_id
         run_id = ctx.run_id
         apply_steers = getattr(ctx, "apply_pending_steers", None)
-        # optional: the artifact progress events are built only when something observes them
+        # optional: the progress events are built only when something observes them
         observed = getattr(ctx, "observed", None)
         bounded = self._tool_calls == "bounded"
         final_only = self._final_only
@@ -391,7 +391,8 @@ class GenerateValidateReviseLoop:
             signal.throw_if_aborted()
             if apply_steers is not None:
                 await apply_steers()
-            ctx.emit(TurnStartedEvent(session_id=session_id, run_id=run_id, turn=turn))
+            if observed is None or observed():
+                ctx.emit(TurnStartedEvent(session_id=session_id, run_id=run_id, turn=turn))
 
             # Assemble, remember the schema, apply the final-turn-only timing.
             request = await ctx.assemble(next_input, None, turn)
