@@ -98,6 +98,9 @@ def field_path(pointer: str | None) -> str | None:
     """
     if not pointer:
         return None
+    path = _FIELD_PATHS.get(pointer)
+    if path is not None:
+        return path
     if not pointer.startswith("/"):
         return pointer
     parts: list[str] = []
@@ -109,7 +112,16 @@ def field_path(pointer: str | None) -> str | None:
             parts.append(f".{key}" if parts else key)
         else:
             parts.append(f"[{json.dumps(key)}]")
-    return "".join(parts)
+    path = "".join(parts)
+    if len(_FIELD_PATHS) < _FIELD_PATHS_KEPT:
+        _FIELD_PATHS[pointer] = path
+    return path
+
+
+_FIELD_PATHS: dict[str, str] = {}
+"""The field paths of the pointers seen so far (a revision usually reports the same ones)."""
+
+_FIELD_PATHS_KEPT: Final = 1024
 
 
 def _default_repairer(
