@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError, model_validator
 
 from prism.abort import AbortController
 from prism.artifacts import ArtifactCallbacks, json_schema_artifact, pydantic_artifact
@@ -169,6 +170,59 @@ async def test_pydantic_artifact_reports_field_errors_with_pointers() -> None:
         ArtifactError("Input should be a valid string", path="/items/0/name"),
         ArtifactError("Field required", path="/title"),
     )
+
+
+class Counted(BaseModel):
+    """A model that counts how often it is validated."""
+
+    runs: ClassVar[list[int]] = []
+    age: int
+
+    @model_validator(mode="before")
+    @classmethod
+    def _count(cls, data: Any) -> Any:
+        cls.runs.append(1)
+        return data
+
+
+async def test_pydantic_artifact_validates_each_draft_once() -> None:
+    callbacks = pydantic_artifact(Counted)
+    Counted.runs.clear()
+    parsed = await parse(callbacks, '{"age": "old"}')
+    result = await validate(callbacks, parsed.value)
+    assert result.ok is False
+    assert result.errors == (
+        ArtifactError(
+            "Input should be a valid integer, unable to parse string as an integer", path="/age"
+        ),
+    )
+    assert len(Counted.runs) == 1
+    # the parser's verdict is used once: the same object again is validated again
+    assert await validate(callbacks, parsed.value) == result
+    assert len(Counted.runs) == 2
+
+
+async def test_pydantic_artifact_interleaved_drafts_get_their_own_errors() -> None:
+    callbacks = pydantic_artifact(Doc)
+    first = await parse(callbacks, '{"title": 1, "items": []}')
+    second = await parse(callbacks, '{"items": []}')
+    other = {"title": "t", "items": [{"name": 5}]}
+    assert await validate(callbacks, other) == ArtifactValidation(
+        ok=False, errors=(ArtifactError("Input should be a valid string", path="/items/0/name"),)
+    )
+    assert await validate(callbacks, first.value) == ArtifactValidation(
+        ok=False, errors=(ArtifactError("Input should be a valid string", path="/title"),)
+    )
+    assert await validate(callbacks, second.value) == ArtifactValidation(
+        ok=False, errors=(ArtifactError("Field required", path="/title"),)
+    )
+    assert await validate(callbacks, {"title": "t", "items": []}) == ArtifactValidation(ok=True)
+
+
+async def test_pydantic_artifact_keeps_no_validation_error_alive() -> None:
+    callbacks = pydantic_artifact(Doc)
+    await parse(callbacks, '{"items": 3}')
+    assert not [o for o in gc.get_objects() if isinstance(o, ValidationError)]
 
 
 async def test_pydantic_artifact_root_error_has_no_path() -> None:

@@ -84,6 +84,7 @@ _MODULES = [
     "prism.events._provider",
     "prism.events._tools",
     "prism.events._artifacts",
+    "prism.artifact_contracts",
 ]
 
 

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeAlias, TypeVar
 
+from prism._fast_init import fast_init
 from prism._keys import reject_unknown_keys
 from prism._serde import Serializable
 from prism.abort import AbortSignal
@@ -30,6 +31,7 @@ __all__ = [
 T = TypeVar("T")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ArtifactError(Serializable):
     """One artifact validation or parse error.
@@ -98,6 +100,7 @@ def _fields_of(
     return value
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ArtifactValidation(Serializable):
     """Outcome of validating (or parsing) one artifact candidate.
@@ -159,6 +162,7 @@ class ArtifactValidation(Serializable):
         return cls(ok=ok, errors=() if errors is None else errors, metadata=metadata)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ArtifactContext(Serializable):
     """Context passed to every artifact callback.

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, NotRequired, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, NotRequired, TypedDict, TypeVar
 
 from prism.errors import PrismConfigError
 from prism.loops.contracts import (
@@ -81,8 +81,14 @@ def _pointer(parts: Iterable[object]) -> str | None:
     return "/" + "/".join(tokens) if tokens else None
 
 
-def _sorted_errors(errors: Iterable[ArtifactError]) -> tuple[ArtifactError, ...]:
-    return tuple(sorted(errors, key=lambda e: (e.path or "", e.message)))
+def _error_order(error: ArtifactError) -> tuple[str, str]:
+    return (error.path or "", error.message)
+
+
+def _sorted_errors(errors: list[ArtifactError]) -> tuple[ArtifactError, ...]:
+    if len(errors) > 1:
+        errors.sort(key=_error_order)
+    return tuple(errors)
 
 
 def _strip_fence(text: str) -> str:
@@ -100,19 +106,20 @@ def _strip_fence(text: str) -> str:
     return stripped
 
 
-def _parse_json(text: str, ctx: ArtifactContext) -> ArtifactParseResult[Any]:
-    """Decode the draft as JSON (optionally inside one code fence).
+def _decode_json(text: str) -> tuple[Any, str | None]:
+    """Decode the draft as JSON (optionally inside one code fence): ``(value, None)``, or
+    ``(None, why)`` when it is no artifact.
 
-    A decode error is a parse failure with the decoder's message; a decoded JSON ``null`` is also a
-    parse failure, because the loop treats a ``None`` value as "no artifact".
+    A decode error is a failure with the decoder's message; a decoded JSON ``null`` is also a
+    failure, because the loop treats a ``None`` value as "no artifact".
     """
     try:
         value = json.loads(_strip_fence(text))
     except ValueError as exc:
-        return ArtifactParseResult(ok=False, error=f"invalid JSON: {exc}")
+        return None, f"invalid JSON: {exc}"
     if value is None:
-        return ArtifactParseResult(ok=False, error="artifact is JSON null")
-    return ArtifactParseResult(ok=True, value=value)
+        return None, "artifact is JSON null"
+    return value, None
 
 
 def _native(name: str | None, schema: Mapping[str, Any]) -> StructuredOutputOptions | None:
@@ -173,7 +180,10 @@ def json_schema_artifact(
     validator = json_schema_artifact_validator(schema_dict)
 
     def parser(text: str, ctx: ArtifactContext) -> ArtifactParseResult[Any]:
-        return _parse_json(text, ctx)
+        value, error = _decode_json(text)
+        if error is not None:
+            return ArtifactParseResult(ok=False, error=error)
+        return ArtifactParseResult(ok=True, value=value)
 
     callbacks: ArtifactCallbacks[Any] = {"parser": parser, "validator": validator}
     native = _native(structured_output_name, schema_dict)
@@ -191,6 +201,25 @@ def _title(schema: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------
 # pydantic v2
 # --------------------------------------------------------------------------------------------
+
+
+_ACCEPTED: Final = ArtifactValidation(ok=True)
+"""The pydantic validator's verdict on an instance of the model (immutable, shared)."""
+
+
+def _pydantic_failure(exc: Any) -> ArtifactValidation:
+    """A ``pydantic.ValidationError`` as a failed validation: one ``ArtifactError`` per pydantic
+    error (path = JSON pointer of its ``loc``), sorted; holds no reference to ``exc``."""
+    details: list[dict[str, Any]] = exc.errors(include_url=False)
+    return ArtifactValidation(
+        ok=False,
+        errors=_sorted_errors(
+            [
+                ArtifactError(str(d.get("msg", "invalid value")), path=_pointer(d.get("loc", ())))
+                for d in details
+            ]
+        ),
+    )
 
 
 def _import_pydantic() -> Any:
@@ -216,6 +245,8 @@ def pydantic_artifact(
     hands the decoded data on unchanged and the validator reports one ``ArtifactError`` per
     pydantic error (path = JSON pointer of its ``loc``, ``None`` at the root), so the repairer sees
     every field-level problem; the repairer then receives the decoded data, not an instance.
+    Each draft is validated once: for the very object its parser last handed on, the validator
+    reports the errors the parser's validation found (the data must not be changed in between).
 
     Args:
         model: A ``pydantic.BaseModel`` subclass.
@@ -237,33 +268,37 @@ def pydantic_artifact(
             f"pydantic_artifact expects a pydantic.BaseModel subclass, got {model!r}"
         )
     validation_error: type[Exception] = pydantic.ValidationError
+    # The parser's verdict on the data it last handed on, so that the validator does not
+    # validate the same draft again: (that very object, its failure), taken by the validator
+    # only for that object. Concurrent runs sharing these callbacks may overwrite it; a validator
+    # that then finds another object validates itself, as it does for values from elsewhere.
+    handed_on: tuple[Any, ArtifactValidation] | None = None
 
     def parser(text: str, ctx: ArtifactContext) -> ArtifactParseResult[Any]:
-        decoded = _parse_json(text, ctx)
-        if not decoded.ok:
-            return decoded
+        nonlocal handed_on
+        value, error = _decode_json(text)
+        if error is not None:
+            return ArtifactParseResult(ok=False, error=error)
         try:
-            return ArtifactParseResult(ok=True, value=model.model_validate(decoded.value))
-        except validation_error:
-            return decoded  # the validator reports the field errors
+            return ArtifactParseResult(ok=True, value=model.model_validate(value))
+        except validation_error as exc:
+            failure = _pydantic_failure(exc)
+        handed_on = (value, failure)
+        return ArtifactParseResult(ok=True, value=value)  # the validator reports the errors
 
     def validator(value: Any, ctx: ArtifactContext) -> ArtifactValidation:
+        nonlocal handed_on
         if isinstance(value, model):
-            return ArtifactValidation(ok=True)
+            return _ACCEPTED
+        handed = handed_on
+        if handed is not None and handed[0] is value:
+            handed_on = None
+            return handed[1]
         try:
             model.model_validate(value)
         except validation_error as exc:
-            details: list[dict[str, Any]] = exc.errors(include_url=False)  # type: ignore[attr-defined]
-            return ArtifactValidation(
-                ok=False,
-                errors=_sorted_errors(
-                    ArtifactError(
-                        str(d.get("msg", "invalid value")), path=_pointer(d.get("loc", ()))
-                    )
-                    for d in details
-                ),
-            )
-        return ArtifactValidation(ok=True)
+            return _pydantic_failure(exc)
+        return _ACCEPTED
 
     callbacks: ArtifactCallbacks[M | Any] = {"parser": parser, "validator": validator}
     schema = model.model_json_schema()

@@ -356,6 +356,44 @@ async def test_gvr4_events_carry_run_ids() -> None:
     assert {(e.session_id, e.run_id) for e in ctx.events} == {("session_a", "run_a")}
 
 
+@dataclass
+class WatchedContext(StubContext):
+    """A context whose ``observed()`` says whether anything watches its events."""
+
+    watching: list[bool] = field(default_factory=list)
+
+    def observed(self) -> bool:
+        return self.watching.pop(0) if self.watching else False
+
+
+async def test_gvr4_unobserved_progress_events_are_left_out_but_the_verdict_is_not() -> None:
+    ctx = WatchedContext([text("bad"), text("good")])
+    await generate_validate_revise_loop(validator=accepts("good")).run(ctx.as_ctx)
+    assert ctx.summary() == [
+        "message_finished",
+        "turn_finished(1)",
+        "message_finished",
+        "turn_finished(2)",
+        "artifact_finished(2,2)",
+    ]
+    assert ctx.artifact == "good"
+    assert texts(ctx.stored) == ["bad", "not good", "good"]
+
+
+async def test_gvr4_progress_events_follow_observed_at_each_emission() -> None:
+    # watched for the first turn's start and validation start, then for its revision
+    watching = [True, True, False, True, False]
+    ctx = WatchedContext([text("bad"), text("good")], watching=watching)
+    await generate_validate_revise_loop(validator=accepts("good")).run(ctx.as_ctx)
+    assert [f"{e.type}({e.turn},{e.attempt})" for e in ctx.artifact_events()] == [
+        "artifact_validation_started(1,1)",
+        "artifact_revision_started(1,1)",
+        "artifact_finished(2,2)",
+    ]
+    assert ctx.artifact_events()[1].failure.errors == (ArtifactError("not good"),)
+    assert [e.turn for e in ctx.events if e.type == "turn_started"] == [1]
+
+
 async def test_gvr4_turn1_input_enters_history_once_after_generate() -> None:
     """GVR-4 step 7: the input is pushed to live history after the first generate, once."""
     ctx = StubContext([text("bad"), text("good")])

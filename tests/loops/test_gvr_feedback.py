@@ -98,3 +98,12 @@ def test_field_path_reads_json_pointers_i21_18(pointer: str | None, path: str | 
     from prism.loops.gvr import field_path
 
     assert field_path(pointer) == path
+    assert field_path(pointer) == path  # again, as remembered
+
+
+def test_field_path_remembers_a_bounded_number_of_pointers() -> None:
+    from prism.loops import gvr
+
+    for i in range(gvr._FIELD_PATHS_KEPT + 10):
+        assert gvr.field_path(f"/k{i}/{i}") == f"k{i}[{i}]"
+    assert len(gvr._FIELD_PATHS) <= gvr._FIELD_PATHS_KEPT

@@ -423,7 +423,9 @@ class LoopContext(Protocol):
     A loop reaches the model, tools, store and event stream only through these members.
     Built-in loops treat ``charge_tool_round``, ``is_tool_call_exclusive``,
     ``has_pending_steers`` and ``apply_pending_steers`` as optional: a duck-typed context
-    without them behaves as no charge, not exclusive, no steers.
+    without them behaves as no charge, not exclusive, no steers. A context may also offer
+    ``observed() -> bool`` (whether anything observes ``emit`` right now); the built-in loops
+    then leave out the progress events nothing would receive, and without it emit them all.
     """
 
     @property

@@ -98,6 +98,9 @@ def field_path(pointer: str | None) -> str | None:
     """
     if not pointer:
         return None
+    path = _FIELD_PATHS.get(pointer)
+    if path is not None:
+        return path
     if not pointer.startswith("/"):
         return pointer
     parts: list[str] = []
@@ -109,7 +112,16 @@ def field_path(pointer: str | None) -> str | None:
             parts.append(f".{key}" if parts else key)
         else:
             parts.append(f"[{json.dumps(key)}]")
-    return "".join(parts)
+    path = "".join(parts)
+    if len(_FIELD_PATHS) < _FIELD_PATHS_KEPT:
+        _FIELD_PATHS[pointer] = path
+    return path
+
+
+_FIELD_PATHS: dict[str, str] = {}
+"""The field paths of the pointers seen so far (a revision usually reports the same ones)."""
+
+_FIELD_PATHS_KEPT: Final = 1024
 
 
 def _default_repairer(
@@ -353,7 +365,10 @@ class GenerateValidateReviseLoop:
 
         Args:
             ctx: The run's loop context. ``charge_tool_round``, ``is_tool_call_exclusive``,
-                ``has_pending_steers`` and ``apply_pending_steers`` are optional.
+                ``has_pending_steers`` and ``apply_pending_steers`` are optional; with an
+                ``observed()`` member, the ``turn_started``, ``artifact_validation_started``,
+                ``artifact_validation_finished`` and ``artifact_revision_started`` events are
+                built only while it returns ``True``.
 
         Returns:
             The last non-``None`` per-turn usage (a fallback only).
@@ -369,6 +384,8 @@ class GenerateValidateReviseLoop:
         session_id = ctx.session_id
         run_id = ctx.run_id
         apply_steers = getattr(ctx, "apply_pending_steers", None)
+        # optional: the progress events are built only when something observes them
+        observed = getattr(ctx, "observed", None)
         bounded = self._tool_calls == "bounded"
         final_only = self._final_only
         max_revisions = self._max_revisions
@@ -386,7 +403,8 @@ class GenerateValidateReviseLoop:
             signal.throw_if_aborted()
             if apply_steers is not None:
                 await apply_steers()
-            ctx.emit(TurnStartedEvent(session_id=session_id, run_id=run_id, turn=turn))
+            if observed is None or observed():
+                ctx.emit(TurnStartedEvent(session_id=session_id, run_id=run_id, turn=turn))
 
             # Assemble, remember the schema, apply the final-turn-only timing.
             request = await ctx.assemble(next_input, None, turn)
@@ -485,11 +503,12 @@ class GenerateValidateReviseLoop:
             # validate
             self._attempts += 1
             attempt = self._attempts
-            ctx.emit(
-                ArtifactValidationStartedEvent(
-                    session_id=session_id, run_id=run_id, turn=turn, attempt=attempt
+            if observed is None or observed():
+                ctx.emit(
+                    ArtifactValidationStartedEvent(
+                        session_id=session_id, run_id=run_id, turn=turn, attempt=attempt
+                    )
                 )
-            )
             if parse_failure is not None:
                 validation = parse_failure
             else:
@@ -499,15 +518,16 @@ class GenerateValidateReviseLoop:
                         raw_validation = await raw_validation
                     raw_validation = ArtifactValidation.coerce(raw_validation)
                 validation = raw_validation
-            ctx.emit(
-                ArtifactValidationFinishedEvent(
-                    session_id=session_id,
-                    run_id=run_id,
-                    turn=turn,
-                    attempt=attempt,
-                    result=validation,
+            if observed is None or observed():
+                ctx.emit(
+                    ArtifactValidationFinishedEvent(
+                        session_id=session_id,
+                        run_id=run_id,
+                        turn=turn,
+                        attempt=attempt,
+                        result=validation,
+                    )
                 )
-            )
 
             # the verdict: accepted, or rejected with the revision budget exhausted
             if validation.ok or attempt > max_revisions:
@@ -526,15 +546,16 @@ class GenerateValidateReviseLoop:
                 return usage
 
             # revise: store the repair now, push it to history after the next generate
-            ctx.emit(
-                ArtifactRevisionStartedEvent(
-                    session_id=session_id,
-                    run_id=run_id,
-                    turn=turn,
-                    attempt=attempt,
-                    failure=validation,
+            if observed is None or observed():
+                ctx.emit(
+                    ArtifactRevisionStartedEvent(
+                        session_id=session_id,
+                        run_id=run_id,
+                        turn=turn,
+                        attempt=attempt,
+                        failure=validation,
+                    )
                 )
-            )
             repair = self._repairer(None if parse_failure is not None else value, validation, actx)
             if not isinstance(repair, str) and isawaitable(repair):
                 repair = await repair
