@@ -73,11 +73,14 @@ class SingleShotLoop:
         # the ids in later
         sid: str = getattr(ctx, "session_id", "")
         rid: str = getattr(ctx, "run_id", "")
+        # optional: turn_started is built only while something observes the run
+        observed = getattr(ctx, "observed", None)
         while True:
             signal.throw_if_aborted()
             if steers:
                 await ctx.apply_pending_steers()
-            ctx.emit(TurnStartedEvent(session_id=sid, run_id=rid, turn=turn))
+            if observed is None or observed():
+                ctx.emit(TurnStartedEvent(session_id=sid, run_id=rid, turn=turn))
             request = await ctx.assemble(next_input, None, turn)
             signal.throw_if_aborted()
             result = await ctx.generate(request)
