@@ -197,3 +197,21 @@ def test_int_fields_are_measured_exactly_arch_15(usage: Usage) -> None:
     flagged = Usage(input_tokens=1)
     object.__setattr__(flagged, "input_tokens", True)  # not an int: the general path
     assert canonical_size(flagged) == len(canonical_json(to_json_value(flagged)).encode())
+
+
+def test_text_deltas_are_measured_exactly_arch_15() -> None:
+    from prism.types import ProviderContentDelta
+
+    events = [
+        ProviderContentDelta(TextContent(text))
+        for text in ("", "plain", 'ünï "q" \\ \n\u2028', "\U0001f600" * 3)
+    ]
+    events.append(ProviderContentDelta(ThinkingContent("t", signature="s")))
+    odd = ProviderContentDelta(TextContent("x"))
+    object.__setattr__(odd.content, "type", "".join(["te", "xt"]))
+    events.append(odd)
+    odd = ProviderContentDelta(TextContent("x"))
+    object.__setattr__(odd, "type", "other")
+    events.append(odd)
+    for event in events:
+        assert canonical_size(event) == len(canonical_json(to_json_value(event)).encode())

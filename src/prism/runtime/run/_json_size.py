@@ -11,7 +11,9 @@ its size is the sum of the sizes of its parts.
   the C encoder, configured exactly as ``canonical_json`` configures it but without the
   circular-reference bookkeeping; a value that recurses too deep for it (a circular structure) is
   measured again the full way, which raises the full computation's ``ValueError``.
-* ``str``, ``int``, ``float``, ``bool``, ``None``, ``list`` and ``tuple`` are measured directly.
+* ``str``, ``int``, ``float``, ``bool``, ``None``, ``list`` and ``tuple`` are measured directly;
+  so is a text delta of a provider stream (the event a stream repeats most), as its frame
+  measured once plus its text.
 * Anything unusual — a class with its own ``to_dict``, a mapping that is not a ``dict``, a value
   the encoder rejects — takes the full computation.
 
@@ -41,6 +43,7 @@ from types import MappingProxyType
 from typing import Any
 
 from prism._serde import Serializable, to_json_value
+from prism.types import ProviderContentDelta, TextContent
 
 __all__ = ["canonical_size", "canonical_size_known"]
 
@@ -340,3 +343,23 @@ def canonical_size(value: Any) -> int:
     if sizer is None:
         sizer = _sizer_for(type(value))
     return sizer(value)
+
+
+_DELTA_SIZER = _dataclass_sizer(ProviderContentDelta)
+_DELTA_TAG = ProviderContentDelta(TextContent("")).type
+_TEXT_TAG = TextContent("").type
+_TEXT_DELTA_FRAME = _DELTA_SIZER(ProviderContentDelta(TextContent(""))) - 2
+
+
+def _content_delta_size(event: ProviderContentDelta) -> int:
+    """A text delta, the event a stream repeats most: its frame (tags, keys, braces), measured
+    once, plus its text. Other content, or a tag that is not its class's own, is measured by the
+    generated sizer."""
+    part = event.content
+    if type(part) is TextContent and part.type is _TEXT_TAG and event.type is _DELTA_TAG:
+        text = _encode_str(part.text)
+        return _TEXT_DELTA_FRAME + (len(text) if text.isascii() else len(text.encode()))
+    return _DELTA_SIZER(event)
+
+
+_SIZERS[ProviderContentDelta] = _content_delta_size
