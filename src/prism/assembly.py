@@ -403,14 +403,15 @@ class RequestAssembler:
                 self.last_layout = AssemblyLayout(messages, len(prefix), count)
         else:
             self.last_layout = AssemblyLayout(messages, len(prefix), count)
+        # model, messages, tools, context, options, metadata, signal (positional: built each turn)
         return ProviderRequest(
-            model=self._model,
-            messages=messages,
-            tools=self._tools,
-            context=blocks,
-            options=self._options,
-            metadata=self._metadata,
-            signal=self._signal,
+            self._model,
+            messages,
+            self._tools,
+            blocks,
+            self._options,
+            self._metadata,
+            self._signal,
         )
 
     def _join(
