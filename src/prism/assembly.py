@@ -242,7 +242,8 @@ class RequestAssembler:
     """Builds provider requests for one run from precomputed parts.
 
     Construct once per run leg; [`assemble()`][prism.assembly.RequestAssembler.assemble] then costs one tuple concatenation of message
-    references plus whatever the host's context providers and ``input_assembly`` hook do.
+    references (given a history version, the last request's messages extended by the history's
+    new ones) plus whatever the host's context providers and ``input_assembly`` hook do.
 
     Args:
         model: The effective model.
