@@ -175,3 +175,36 @@ def test_skill_and_contribution_round_trip_con_3() -> None:
     skill = Skill(name="s", instructions="i", description="d", metadata={"k": 1})
     assert Skill.from_dict(skill.to_dict()) == skill
     assert "context" not in skill.to_dict()
+
+
+async def test_a_growing_history_extends_the_last_requests_messages_arch_15() -> None:
+    """With a history version the assembler extends its last tuple while the history only grew;
+    every request holds exactly what copying the whole history gives."""
+    from prism.runtime.run._request_codec import LiveHistory
+
+    assembler = RequestAssembler(model=MODEL, instructions="Base.")
+    history = LiveHistory([user_message("a")])
+    system = (await assembler.assemble(history, [])).messages[0]
+
+    async def check(next_input: Any = ()) -> None:
+        request = await assembler.assemble(history, next_input, history_version=history.mutations)
+        tail = [user_message(next_input)] if isinstance(next_input, str) else []
+        assert request.messages == (system, *history, *tail)
+        layout = assembler.last_layout
+        assert layout is not None and (layout.prefix_len, layout.history_len) == (1, len(history))
+
+    await check()
+    history.append(assistant_message("b"))
+    history.extend([user_message("c"), assistant_message("d")])
+    await check("e")
+    await check()
+    history[1] = assistant_message("B")  # not an append: copied whole
+    await check()
+    del history[2:]
+    history.append(user_message("f"))
+    await check()
+    other = LiveHistory(history)  # another history with the same version
+    other.mutations = history.mutations
+    history, previous = other, history
+    previous.append(user_message("not sent"))
+    await check()

@@ -218,6 +218,10 @@ def _coerce_block(value: object) -> ContextBlock:
 _NO_MESSAGES: tuple[Message, ...] = ()
 
 
+_Joined = tuple[Sequence[Message], tuple[Message, ...], int, int, tuple[Message, ...]]
+"""``(history, prefix, history_version, history count, prefix + history)`` of the last request."""
+
+
 class AssemblyLayout(NamedTuple):
     """Where the live history sits inside an assembled message tuple.
 
@@ -238,7 +242,8 @@ class RequestAssembler:
     """Builds provider requests for one run from precomputed parts.
 
     Construct once per run leg; [`assemble()`][prism.assembly.RequestAssembler.assemble] then costs one tuple concatenation of message
-    references plus whatever the host's context providers and ``input_assembly`` hook do.
+    references (given a history version, the last request's messages extended by the history's
+    new ones) plus whatever the host's context providers and ``input_assembly`` hook do.
 
     Args:
         model: The effective model.
@@ -259,6 +264,7 @@ class RequestAssembler:
         "_context",
         "_head",
         "_input_assembly",
+        "_joined",
         "_metadata",
         "_model",
         "_options",
@@ -310,6 +316,7 @@ class RequestAssembler:
         self._session_id = session_id
         self._run_id = run_id
         self._input_assembly = input_assembly
+        self._joined: _Joined | None = None
         self.last_layout: AssemblyLayout | None = None
         """Layout of the last assembled message tuple (``None`` after a hook replaced it)."""
 
@@ -344,6 +351,7 @@ class RequestAssembler:
         tool_results: Sequence[ToolResult] | None = None,
         *,
         turn: int = 1,
+        history_version: int | None = None,
     ) -> ProviderRequest:
         """Build the request for one turn.
 
@@ -352,6 +360,11 @@ class RequestAssembler:
             next_input: New input after the history (``[]``/``()`` for continuation turns).
             tool_results: Loop-local tool results, appended as tool-result messages.
             turn: Turn index given to context providers.
+            history_version: A number that changes whenever ``history`` changes other than by
+                appending (the run's ``LiveHistory.mutations``), read just before this call. While
+                it is the same as at the last call with this ``history``, and no context provider
+                runs in between, the messages up to the history's end are that call's, extended
+                by the messages appended since; ``None``: the history is always copied whole.
 
         Returns:
             The unredacted request (redaction happens in ``generate``).
@@ -379,11 +392,8 @@ class RequestAssembler:
         else:
             prefix = self._head
         count = len(history)
-        # One pass over the history references: the only O(history) work of a turn.
-        if prefix or tail:
-            messages = (*prefix, *history, *tail)
-        else:
-            messages = tuple(history)
+        head = self._join(prefix, history, count, None if self._context else history_version)
+        messages = head + tail if tail else head
         hook = self._input_assembly
         if hook is not None:
             replaced = tuple(await hook(messages))
@@ -394,15 +404,42 @@ class RequestAssembler:
                 self.last_layout = AssemblyLayout(messages, len(prefix), count)
         else:
             self.last_layout = AssemblyLayout(messages, len(prefix), count)
+        # model, messages, tools, context, options, metadata, signal (positional: built each turn)
         return ProviderRequest(
-            model=self._model,
-            messages=messages,
-            tools=self._tools,
-            context=blocks,
-            options=self._options,
-            metadata=self._metadata,
-            signal=self._signal,
+            self._model,
+            messages,
+            self._tools,
+            blocks,
+            self._options,
+            self._metadata,
+            self._signal,
         )
+
+    def _join(
+        self,
+        prefix: tuple[Message, ...],
+        history: Sequence[Message],
+        count: int,
+        version: int | None,
+    ) -> tuple[Message, ...]:
+        """``prefix`` and the first ``count`` messages of ``history`` as one tuple. Copying the
+        history's references is the only O(history) work of a turn; while the history only grew
+        (``version`` as at the last call with this ``history``) the last tuple is extended by the
+        messages appended since. ``version`` ``None``: copied whole, nothing kept."""
+        joined = self._joined
+        if (
+            version is not None
+            and joined is not None
+            and joined[0] is history
+            and joined[1] is prefix
+            and joined[2] == version
+            and joined[3] <= count
+        ):
+            head = joined[4] + tuple(history[joined[3] : count])
+        else:
+            head = (*prefix, *history)
+        self._joined = None if version is None else (history, prefix, version, count, head)
+        return head
 
     async def _resolve_context(
         self, history: Sequence[Message], tail: tuple[Message, ...], turn: int

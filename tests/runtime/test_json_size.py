@@ -173,3 +173,45 @@ def test_tool_call_sizes_are_exact_alone_and_inside_a_message_arch_15() -> None:
         assert canonical_size(message) == len(canonical_json(to_json_value(message)).encode())
     twin = ToolCallContent(id="c1", name="n", arguments={"i": 1, "s": "é"})
     assert canonical_size(twin) == canonical_size(calls[1])
+
+
+def test_a_type_tag_that_is_not_the_default_object_is_measured_exactly_arch_15() -> None:
+    """The generated sizers add a tag's size computed once while the tag is the class's own
+    default object; an equal copy (as unpickling makes) or another value is measured."""
+    for tag in ("".join(["te", "xt"]), "other", "é"):
+        part = TextContent("hi")
+        object.__setattr__(part, "type", tag)
+        assert canonical_size(part) == len(canonical_json(to_json_value(part)).encode())
+    bare = ToolCallContent(id="", name="", arguments={})
+    object.__setattr__(bare, "type", None)
+    assert canonical_size(bare) == len(canonical_json(to_json_value(bare)).encode())
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [Usage(), Usage(input_tokens=0), Usage(input_tokens=12, output_tokens=3, cost=0.5)],
+    ids=["empty", "zero", "mixed"],
+)
+def test_int_fields_are_measured_exactly_arch_15(usage: Usage) -> None:
+    assert canonical_size(usage) == len(canonical_json(to_json_value(usage)).encode())
+    flagged = Usage(input_tokens=1)
+    object.__setattr__(flagged, "input_tokens", True)  # not an int: the general path
+    assert canonical_size(flagged) == len(canonical_json(to_json_value(flagged)).encode())
+
+
+def test_text_deltas_are_measured_exactly_arch_15() -> None:
+    from prism.types import ProviderContentDelta
+
+    events = [
+        ProviderContentDelta(TextContent(text))
+        for text in ("", "plain", 'ünï "q" \\ \n\u2028', "\U0001f600" * 3)
+    ]
+    events.append(ProviderContentDelta(ThinkingContent("t", signature="s")))
+    odd = ProviderContentDelta(TextContent("x"))
+    object.__setattr__(odd.content, "type", "".join(["te", "xt"]))
+    events.append(odd)
+    odd = ProviderContentDelta(TextContent("x"))
+    object.__setattr__(odd, "type", "other")
+    events.append(odd)
+    for event in events:
+        assert canonical_size(event) == len(canonical_json(to_json_value(event)).encode())

@@ -213,3 +213,20 @@ def test_strings_measured_together_give_each_strings_own_size_arch_15(value: Any
 def test_a_lone_surrogate_anywhere_takes_the_general_path_arch_15() -> None:
     assert copy_json({"a": "\ud800"}) is None
     assert copy_json(["ok", {"\udfff": 1}]) is None
+
+
+def test_a_carried_call_is_not_measured_again_inside_its_message_arch_15() -> None:
+    """The size the stream event's walk measured is the call's size in the assistant message."""
+    from prism.runtime.run._carry import PayloadCarry
+    from prism.runtime.run._request_codec import LiveHistory, RequestCodec
+    from prism.types import Message, ProviderToolCall, TextContent
+
+    codec = RequestCodec(None, LiveHistory())
+    carry = PayloadCarry(codec)
+    call = ToolCallContent(id="c", name="t", arguments={"q": _big("é")})
+    message = Message("assistant", (TextContent("x"), call))
+    assert carry.call_size(ProviderToolCall(call=call)) == len(
+        canonical_json(ProviderToolCall(call=call).to_dict()).encode()
+    )
+    assert codec.message(message)[1] == len(canonical_json(message.to_dict()).encode())
+    assert not codec._known  # taken once

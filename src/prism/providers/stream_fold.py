@@ -362,13 +362,14 @@ class StreamFold:
 
     def result(self) -> ProviderTurnResult:
         """The turn result of the fold (after [`finish()`][prism.providers.stream_fold.StreamFold.finish])."""
+        # content, calls, message_id, started, usage, stop_reason (positional: built each turn)
         return ProviderTurnResult(
-            content=tuple(self.content),
-            calls=tuple(self.calls),
-            message_id=self.message_id,
-            started=self.started,
-            usage=self.usage,
-            stop_reason=self.stop_reason,
+            tuple(self.content),
+            tuple(self.calls),
+            self.message_id,
+            self.started,
+            self.usage,
+            self.stop_reason,
         )
 
     def _add_part(self, part: ContentBlock) -> None:

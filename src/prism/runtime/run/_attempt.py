@@ -279,15 +279,13 @@ class AttemptState:
     def announce(self, event: ProviderEvent) -> None:
         """Emit the message events of a content delta or a tool call (final or fragment), before
         it is folded: ``message_started`` ahead of the attempt's first one, then the
-        ``message_delta`` of the fragment itself (through [`delta()`][prism.runtime.run._attempt.AttemptState.delta]).
+        ``message_delta`` of the fragment itself (through [`delta()`][prism.runtime.run._attempt.AttemptState.delta]). Called only while
+        the run's events are observed.
 
         A message start is never announced: ``message_started`` is held until the first content,
         thinking or tool-call delta (or the end of the message, [`open_message()`][prism.runtime.run._attempt.AttemptState.open_message]), so an
         attempt that fails before any of them — and is retried or handed to a fallback — leaves
         subscribers no start of a message that never comes. The fold keeps the start's id."""
-        runner = self.runner
-        if not runner.observed():
-            return
         kind = type(event)
         if not self.opened:
             self.open_message()

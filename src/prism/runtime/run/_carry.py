@@ -5,9 +5,10 @@ byte count.
 Passes over a payload without a redactor (a ``dict`` of the types a JSON decoder produces):
 
 * a tool call's arguments — one walk when the provider's call arrives
-  ([`prism._json.copy_json()`][prism._json.copy_json]: the JSON check, a private copy, the canonical size); the size is
-  charged to ``max_response_bytes`` and, when the assistant message joins a request, to the
-  request byte count; the copy is what the store keeps. (The tool's argument schema check is the
+  ([`prism._json.copy_json()`][prism._json.copy_json]: the JSON check, a private copy, the canonical size), then the call
+  around them is measured once: its size, with the event's tag, is charged to
+  ``max_response_bytes`` and, when the assistant message joins a request, is the call's part of
+  the request byte count; the copy is what the store keeps. (The tool's argument schema check is the
   tool's own, separate pass.)
 * a tool result — one walk in the dispatcher (the same function, see
   [`prism.tools.results.normalise_result()`][prism.tools.results.normalise_result]), carried the same way, when nothing can change
@@ -40,7 +41,7 @@ from typing import Any, Final
 
 from prism._fast_entry_copy import replace_field
 from prism._json import copy_json
-from prism.runtime.run._json_size import canonical_size_known
+from prism.runtime.run._json_size import canonical_size, canonical_size_known
 from prism.runtime.run._request_codec import RequestCodec
 from prism.types import (
     ImageContent,
@@ -57,6 +58,9 @@ __all__ = ["PayloadCarry"]
 _STRING_PARTS: Final = frozenset({TextContent, ThinkingContent, ImageContent})
 """Content parts made only of strings (nothing in them can be changed in place)."""
 _ATOMIC: Final = frozenset({str, int, float, bool, type(None)})
+_BARE_CALL: Final = ToolCallContent("", "", {})
+_CALL_FRAME: Final = canonical_size(ProviderToolCall(_BARE_CALL)) - canonical_size(_BARE_CALL)
+"""What a ``tool_call`` stream event adds to the size of its call (its ``type`` tag, braces)."""
 
 
 class PayloadCarry:
@@ -80,9 +84,11 @@ class PayloadCarry:
         self._codec.carry_size(value, size)
 
     def call_size(self, event: ProviderToolCall) -> int:
-        """The canonical size of a provider's tool call, its arguments checked, copied and
-        measured in one walk and carried on; ``-1`` when they take the general path (not a
-        ``dict``, an ``arguments_error``, outside the decoded-JSON types)."""
+        """The canonical size of a provider's tool call event, its arguments checked, copied and
+        measured in one walk; the copy and the call's own size are carried on (the codec takes
+        the size when it measures the assistant message holding the call). ``-1`` when the
+        arguments take the general path (not a ``dict``, an ``arguments_error``, outside the
+        decoded-JSON types)."""
         call = event.call
         arguments = call.arguments
         if type(arguments) is not dict or call.arguments_error is not None:
@@ -91,8 +97,10 @@ class PayloadCarry:
         if walked is None:
             return -1
         copy, size = walked
-        self.keep(arguments, copy, size)
-        return canonical_size_known(event, {id(arguments): (arguments, size)})
+        self.copies[id(arguments)] = (arguments, copy)
+        size = canonical_size_known(call, {id(arguments): (arguments, size)})
+        self._codec.carry_size(call, size)  # the assistant message holds this very call
+        return size + _CALL_FRAME
 
     def for_store(self, message: Message) -> tuple[Message, bool]:
         """``(message to store, owned)``: ``message`` with its carried tool-result values and call

@@ -154,10 +154,10 @@ class RequestCodec:
 
     # ----------------------------------------------------------------- per message
 
-    def carry_size(self, value: dict[str, Any], size: int) -> None:
-        """Take ``size`` as the canonical size of the dict ``value`` when a message holding it is
-        measured (the walk that checked a tool result measured it; ``value`` is frozen from now
-        on, as messages are)."""
+    def carry_size(self, value: object, size: int) -> None:
+        """Take ``size`` as the canonical size of ``value`` — a dict, or a content part — when a
+        message holding it is measured (the walk that checked a tool result, or the provider's
+        tool call, measured it; ``value`` is frozen from now on, as messages are)."""
         self._known[id(value)] = (value, size)
 
     def message(self, message: Message) -> tuple[Message, int]:

@@ -764,7 +764,8 @@ class ProviderAttempts:
             else:
                 charge(canonical_size(event))
             if kind in message_kinds:
-                announce(event)
+                if self.observed():
+                    announce(event)
             elif kind is ProviderErrorEvent:
                 raise AttemptFailed(event.error, fold.streamed, None)  # type: ignore[union-attr]
             if add(event):

@@ -567,14 +567,17 @@ class RunContext:
             self.turn = turn
         assembler = self.assembler
         assert assembler is not None
+        history = self.history
+        version = history.mutations
         request = await assembler.assemble(
-            self.history,
+            history,
             next_input,
             tool_results,
             turn=boundary_turn if turn is None else turn,
+            history_version=version,
         )
         self._layout = assembler.last_layout
-        self._layout_version = self.history.mutations
+        self._layout_version = history.mutations
         return request
 
     async def _enter(self, boundary: TurnBoundary) -> None:
