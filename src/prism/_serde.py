@@ -38,6 +38,10 @@ __all__ = ["Serializable", "from_fields", "from_json_value", "to_json_text", "to
 
 _S = TypeVar("_S", bound="Serializable")
 
+_PLAIN = frozenset((str, int, float, bool))
+"""Types whose values ``to_json_value`` returns as they are (a field's most common case, taken
+without the call)."""
+
 _Decoder = Callable[[Any], Any]
 
 
@@ -56,7 +60,7 @@ class Serializable:
             value = getattr(self, name)
             if value is None:
                 continue
-            out[name] = to_json_value(value)
+            out[name] = value if type(value) in _PLAIN else to_json_value(value)
         return out
 
     @classmethod
