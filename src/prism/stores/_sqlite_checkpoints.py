@@ -7,6 +7,12 @@ writes the run-index columns of schema migration 2,
 ([`CP_UPDATE`][prism.stores._sqlite_checkpoints.CP_UPDATE]: ``created_at`` and the stored run-index columns; a successful save reads
 nothing else) followed, when those columns change, by [`CP_INDEX`][prism.stores._sqlite_checkpoints.CP_INDEX], which writes them
 (so their index pages are not rewritten on every save) — both in one transaction ([`save_row()`][prism.stores._sqlite_checkpoints.save_row]).
+Since schema migration 5 the table is a rowid table (its primary key kept by its own unique
+index, which a save does not change), so a run's envelope of up to ~4,000 bytes is stored in its
+row: a save rewrites that one page, where the ``WITHOUT ROWID`` table of version 1 put an
+envelope over ~1,000 bytes on an overflow page that every save freed and took again (four pages,
+the database header among them). Measured on the realistic scenario: an ``every-turn`` write
+commits 6.7 pages instead of 8.6, a dispatch marking 1 instead of 4.
 
 [`save_with_entries()`][prism.stores._sqlite_checkpoints.save_with_entries] appends session entries and saves a checkpoint in ONE transaction (what
 ``save_checkpoint_with_entries`` runs): its own ``BEGIN IMMEDIATE`` ... ``COMMIT``, or, inside the
