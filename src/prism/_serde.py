@@ -38,6 +38,10 @@ __all__ = ["Serializable", "from_fields", "from_json_value", "to_json_text", "to
 
 _S = TypeVar("_S", bound="Serializable")
 
+_PLAIN = frozenset((str, int, float, bool))
+"""Types whose values ``to_json_value`` returns as they are (a field's most common case, taken
+without the call)."""
+
 _Decoder = Callable[[Any], Any]
 
 
@@ -56,7 +60,7 @@ class Serializable:
             value = getattr(self, name)
             if value is None:
                 continue
-            out[name] = to_json_value(value)
+            out[name] = value if type(value) in _PLAIN else to_json_value(value)
         return out
 
     @classmethod
@@ -103,16 +107,19 @@ def _members(value: Any) -> Any:
     """What the JSON encoder writes for a value it does not know, as
     [`to_json_value()`][prism._serde.to_json_value] converts it but one level deep (the encoder walks the rest): a
     serializable dataclass's members, a mapping as a dict, else ``to_dict()``."""
-    if isinstance(value, Serializable):
-        if type(value).to_dict is not _BASE_TO_DICT:
-            return value.to_dict()
+    cls = type(value)
+    names = _MEMBER_NAMES.get(cls, ())  # () also for a class without fields: looked up again
+    if names == ():
+        names = _member_names(cls)
+    if names is not None:
         out: dict[str, Any] = {}
-        for name, serialize in _encode_plan(type(value)):
-            if serialize:
-                item = getattr(value, name)
-                if item is not None:
-                    out[name] = item
+        for name in names:
+            item = getattr(value, name)
+            if item is not None:
+                out[name] = item
         return out
+    if isinstance(value, Serializable):
+        return value.to_dict()
     if isinstance(value, Mapping):
         return dict(value)
     to_dict = getattr(value, "to_dict", None)
@@ -165,6 +172,7 @@ def from_fields(cls: type[_S], data: Mapping[str, Any]) -> _S:
 _BASE_TO_DICT = Serializable.to_dict
 
 _ENCODE_CACHE: dict[type, tuple[tuple[str, bool], ...]] = {}
+_MEMBER_NAMES: dict[type, tuple[str, ...] | None] = {}
 _DECODE_CACHE: dict[type, dict[str, _Decoder]] = {}
 _INIT_CACHE: dict[type, frozenset[str]] = {}
 
@@ -177,6 +185,16 @@ def _encode_plan(cls: type) -> tuple[tuple[str, bool], ...]:
         )
         _ENCODE_CACHE[cls] = plan
     return plan
+
+
+def _member_names(cls: type) -> tuple[str, ...] | None:
+    """The serialised fields of a [`Serializable`][prism._serde.Serializable] class that keeps the base ``to_dict``, in
+    field order (what [`_members()`][prism._serde._members] writes of its values); ``None`` for any other class."""
+    names: tuple[str, ...] | None = None
+    if issubclass(cls, Serializable) and cls.to_dict is _BASE_TO_DICT:
+        names = tuple(name for name, serialize in _encode_plan(cls) if serialize)
+    _MEMBER_NAMES[cls] = names
+    return names
 
 
 def _init_names(cls: type) -> frozenset[str]:

@@ -241,3 +241,74 @@ async def test_db4_postgres_failed_migration_is_refused_and_rolled_back(
             "SELECT to_regclass(%s)", (f'"{pg_schema}".prism_schema_migrations',)
         )
         assert (await cur.fetchone()) == (None,)
+
+
+async def test_sqlite_migration_5_keeps_checkpoint_rows_indexes_and_triggers(
+    tmp_path: Path,
+) -> None:
+    """Migration 5 rebuilds prism_checkpoints as a rowid table (an envelope is stored in its
+    row, not on an overflow page): same rows, columns, indexes and triggers as before, and a
+    save afterwards keeps the run summaries as the triggers of version 3 do."""
+    path = tmp_path / "v4.db"
+    shipped = load_migrations("sqlite")
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(
+        "CREATE TABLE prism_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+        "checksum TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    for migration in shipped[:4]:
+        for statement in migration.statements():
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO prism_schema_migrations VALUES (?, ?, ?, 'then')",
+            (migration.version, migration.name, migration.checksum),
+        )
+    then = "2020-01-01T00:00:00.000Z"
+    value = '{"session_id":"s1","status":"running","agent_id":"a1","filler":"' + "x" * 3000 + '"}'
+    rows = [
+        ("prism.agent-run", "run_1", 3, value, then, then, 7, "te", "ac", "us", "s1", "running", 1),
+        ("other", "k", 1, "[1]", then, then, None, None, None, None, None, None, None),
+    ]
+    conn.executemany(f"INSERT INTO prism_checkpoints VALUES ({', '.join('?' * 13)})", rows)
+
+    def schema() -> list[tuple[str, str]]:
+        return sorted(
+            conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'prism_checkpoints' "
+                "AND type IN ('index', 'trigger') AND sql IS NOT NULL"
+            ).fetchall()
+        )
+
+    before = schema()
+    conn.close()
+
+    store = SqliteStore(path)
+    async with store:
+        listed = await store.list_run_checkpoints(session_id="s1")
+        assert [(r.key, r.version) for r in listed] == [("run_1", 3)]
+        await store.save_checkpoint(
+            namespace="prism.agent-run",
+            key="run_1",
+            value={"session_id": "s1", "status": "succeeded", "agent_id": "a1"},
+            version=4,
+            expected_version=3,
+            fencing_token=7,
+        )
+
+    conn = sqlite3.connect(path)
+    try:
+        assert schema() == before
+        (table_sql,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'prism_checkpoints'"
+        ).fetchone()
+        assert "WITHOUT ROWID" not in table_sql.upper()
+        stored = conn.execute("SELECT * FROM prism_checkpoints ORDER BY namespace").fetchall()
+        assert stored[0] == rows[1]
+        assert stored[1][:3] == ("prism.agent-run", "run_1", 4)
+        assert stored[1][6:] == (7, None, None, None, "s1", "succeeded", 0)
+        assert conn.execute(
+            "SELECT run_id, status FROM prism_run_summaries"
+        ).fetchall() == [("run_1", "succeeded")]
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()

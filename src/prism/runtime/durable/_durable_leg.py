@@ -192,7 +192,7 @@ class DurableDriver:
         checkpoint; it also ends the dispatch marking of the previous tool round (its rows are
         stored)."""
         run = self.run
-        await run.write("running", **self._frame(), loop_state=self._snapshot())
+        await run.save("running", **self._frame(), loop_state=self._snapshot())
         run.clear_marks()
         if self.turn_writes is not None:
             self.turn_writes.hold()
@@ -210,7 +210,7 @@ class DurableDriver:
         """
         if self.options.checkpoint_policy != "every-turn" or not input_messages:
             return
-        await self.run.write("running", **self._frame(), loop_state=None, input=input_messages)
+        await self.run.save("running", **self._frame(), loop_state=None, input=input_messages)
 
     # ----------------------------------------------------------------- tools
 
@@ -254,7 +254,7 @@ class DurableDriver:
             if child_agent(tool) is not None:
                 return None  # an agent tool is marked with its child (``record_child``)
             entry.status = "dispatched"
-            await run.write(
+            await run.save(
                 "running",
                 **self._frame(),
                 loop_state=run.loop_state,
@@ -303,7 +303,7 @@ class DurableDriver:
         if entry is not None:
             entry.status, entry.child = "dispatched", ChildRun.from_json(link)
             pending = run.replay_pending_calls()
-            await run.write(
+            await run.save(
                 "running", **self._frame(), loop_state=run.loop_state, pending_calls=pending
             )
             return
@@ -316,7 +316,7 @@ class DurableDriver:
             entry = run.mark_dispatched(call, open_calls)
             entry.child = ChildRun.from_json(link)
             try:
-                await run.write(
+                await run.save(
                     "running",
                     **self._frame(),
                     loop_state=self._snapshot(),
@@ -362,7 +362,7 @@ class DurableDriver:
         async with lock:
             entry = run.mark_dispatched(call, open_calls)
             try:
-                await run.write(
+                await run.save(
                     "running",
                     **self._frame(),
                     loop_state=self._snapshot(),

@@ -143,6 +143,7 @@ class DurableRun:
         "_marked",
         "_stray",
         "_model",
+        "_written",
         "approvals",
         "_names",
         "_open",
@@ -159,7 +160,7 @@ class DurableRun:
         "resume",
         "run_id",
         "session_id",
-        "state",
+        "_state",
         "steers",
         "sticky",
         "stop_reason",
@@ -220,8 +221,9 @@ class DurableRun:
         self._model = model_of(base)
         self.version = 0
         """The stored version (0: no envelope written yet)."""
-        self.state: AgentRunState | None = None
-        """View of the last envelope written (or claimed)."""
+        self._state: AgentRunState | None = None
+        self._written: tuple[dict[str, Any], int] | None = None
+        """The last envelope written and its version, whose view is made when first read."""
         self.sticky: list[StickyDecision] = []
         self.loop_state: dict[str, Any] | None = None
         """The loop state of the last write that kept one (or the stored one on resume)."""
@@ -247,7 +249,7 @@ class DurableRun:
         if resume is not None:
             envelope: RunEnvelope = resume.state
             self.version = resume.version
-            self.state = envelope.view(resume.version)
+            self._state = envelope.view(resume.version)
             self.sticky = envelope.sticky()
             self.loop_state = None if envelope.loop_state is None else dict(envelope.loop_state)
             self.steers = [dict(m) for m in envelope.steers or ()]
@@ -283,6 +285,15 @@ class DurableRun:
 
     # ----------------------------------------------------------------- writes
 
+    @property
+    def state(self) -> AgentRunState | None:
+        """View of the last envelope written (or claimed); made when first read."""
+        state = self._state
+        if state is None and self._written is not None:
+            envelope, version = self._written
+            state = self._state = envelope_view(envelope, version, self._model)
+        return state
+
     async def write(
         self,
         status: RunStateStatus,
@@ -298,10 +309,42 @@ class DurableRun:
         keep_sticky: bool = True,
         trace: str | None = None,
     ) -> AgentRunState:
-        """Build, redact, check and compare-and-set the envelope.
+        """[`save()`][prism.runtime.durable._durable_run.DurableRun.save] the envelope and return the view of the written state (with the
+        new version). Raises what ``save`` raises."""
+        await self.save(
+            status,
+            leaf_id=leaf_id,
+            counters=counters,
+            deadline_at=deadline_at,
+            loop_state=loop_state,
+            stop_reason=stop_reason,
+            interruption=interruption,
+            input=input,
+            pending_calls=pending_calls,
+            keep_sticky=keep_sticky,
+            trace=trace,
+        )
+        state = self.state
+        assert state is not None
+        return state
 
-        Returns:
-            The view of the written state (with the new version).
+    async def save(
+        self,
+        status: RunStateStatus,
+        *,
+        leaf_id: str | None,
+        counters: Mapping[str, Any],
+        deadline_at: str | None,
+        loop_state: dict[str, Any] | None,
+        stop_reason: RunStopReason | None = None,
+        interruption: AgentRunInterruption | None = None,
+        input: Sequence[Message] | None = None,
+        pending_calls: Sequence[Mapping[str, Any]] = (),
+        keep_sticky: bool = True,
+        trace: str | None = None,
+    ) -> None:
+        """Build, redact, check and compare-and-set the envelope (its view,
+        [`state`][prism.runtime.durable._durable_run.DurableRun.state], is made when read: the writes of every turn do not read it).
 
         Raises:
             AgentRunStateError: ``ERR_PRISM_AGENT_RUN_STATE`` — the envelope is not storable or
@@ -368,9 +411,8 @@ class DurableRun:
         if not keep_sticky:
             self.sticky = []
         self.loop_state = loop_state
-        state = envelope_view(envelope, stored, self._model)
-        self.state = state
-        return state
+        self._written = (envelope, stored)
+        self._state = None
 
     # ----------------------------------------------------------------- gating
 
