@@ -177,7 +177,15 @@ async def test_tool10_no_listener_for_sync_inline_and_removed_after_async() -> N
     async def execute(args: Any, c: Any) -> int:
         return 1
 
+    # an async execute that returns without waiting needs no listener either
     await dispatch(make_call(), [ToolDefinition(name="echo", execute=execute)], context=ctx)
+    assert signal.added == 0
+
+    async def waiting(args: Any, c: Any) -> int:
+        await asyncio.sleep(0)
+        return 1
+
+    await dispatch(make_call(), [ToolDefinition(name="echo", execute=waiting)], context=ctx)
     assert signal.added == signal.removed == 1
 
 
