@@ -19,6 +19,7 @@ from prism.errors import (
 from prism.tools import (
     parallel_tool_round,
 )
+from prism.tools.abort_grace import run_with_grace
 from prism.types import (
     ErrorInfo,
     ToolDefinition,
@@ -187,6 +188,45 @@ async def test_tool10_no_listener_for_sync_inline_and_removed_after_async() -> N
 
     await dispatch(make_call(), [ToolDefinition(name="echo", execute=waiting)], context=ctx)
     assert signal.added == signal.removed == 1
+
+
+async def test_tool10_started_coroutine_is_finished_as_await_would() -> None:
+    """TOOL-10: a coroutine whose first step ran before the grace was set up is finished as a
+    plain ``await`` finishes it: results, exceptions and a cancellation it handles."""
+    signal = AbortController().signal
+
+    async def raises_after_wait() -> int:
+        await asyncio.sleep(0)
+        raise ValueError("late")
+
+    with pytest.raises(ValueError, match="late"):
+        await run_with_grace(raises_after_wait(), signal, 1000)
+
+    async def values() -> list[int]:
+        seen = []
+        for i in range(3):
+            await asyncio.sleep(0)
+            seen.append(i)
+        return seen
+
+    assert await run_with_grace(values(), signal, 1000) == [0, 1, 2]
+
+    gate = asyncio.Event()
+
+    async def handles_cancel() -> str:
+        try:
+            await gate.wait()
+        except asyncio.CancelledError:
+            return "cleaned up"
+        return "not cancelled"
+
+    async def runner() -> str:
+        return await run_with_grace(handles_cancel(), signal, 1000)
+
+    task = asyncio.ensure_future(runner())
+    await asyncio.sleep(0)
+    task.cancel()
+    assert await task == "cleaned up"
 
 
 # =========================================================================== TOOL-11
