@@ -34,6 +34,7 @@ from prism.ledger import RunLedger
 from prism.limits import RunLimitTracker
 from prism.middleware import MiddlewareRegistry
 from prism.redaction import SecretRedactor, redact_value
+from prism.tools._identity_cache import IdentityCache
 from prism.tools.abort_grace import ToolInterrupted
 from prism.tools.execution import PARALLEL_ROUND, run_execute
 from prism.tools.failure_log import log_tool_exception
@@ -173,6 +174,7 @@ class ToolDispatcher:
         "secrets",
         "sync_in_thread",
         "tool_validator",
+        "_async_execute",
         "_observed",
     )
 
@@ -232,6 +234,9 @@ class ToolDispatcher:
         self.execute_scope = execute_scope
         self.measured = measured
         self.prepares = prepares
+        self._async_execute: IdentityCache[Callable[..., Any], bool] = IdentityCache(1024)
+        """Whether a tool's ``execute`` is an ``async def`` (which never runs in a worker
+        thread), asked once per function for this dispatcher's calls rather than per call."""
 
     # ----------------------------------------------------------------- one call, top to bottom
 
@@ -476,6 +481,8 @@ class ToolDispatcher:
         """
         call = report.call
         threaded = PARALLEL_ROUND.get() if self.sync_in_thread is None else self.sync_in_thread
+        if threaded and self._async_execute.get_or_build(tool.execute, inspect.iscoroutinefunction):
+            threaded = False  # runs inline anyway
         scope = self.execute_scope
         leave_scope = None if scope is None else scope(call)
         try:

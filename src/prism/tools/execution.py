@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from contextvars import Context, ContextVar, copy_context
 from typing import TYPE_CHECKING, Any, Final
 
-from prism.tools._identity_cache import IdentityCache
 from prism.tools.abort_grace import await_with_grace, run_with_grace
 from prism.types import ToolDefinition, ToolExecutionContext, ToolResult
 
@@ -134,7 +133,7 @@ async def run_execute(
         BaseException: whatever ``execute`` raises.
     """
     execute = tool.execute
-    if threaded and not _IS_ASYNC.get_or_build(execute, inspect.iscoroutinefunction):
+    if threaded and not inspect.iscoroutinefunction(execute):
         future = TOOL_THREADS.run(execute, arguments, context)
         try:
             raw = await await_with_grace(asyncio.shield(future), context.signal, grace_ms)
@@ -152,11 +151,6 @@ async def run_execute(
     if type(raw) not in _PLAIN and inspect.isawaitable(raw):
         raw = await await_with_grace(raw, context.signal, grace_ms)
     return raw
-
-
-_IS_ASYNC: Final[IdentityCache[Callable[..., Any], bool]] = IdentityCache(1024)
-"""Whether an ``execute`` is an ``async def``, asked once per function rather than per call
-(``inspect.iscoroutinefunction`` costs 4.3 k instructions, the cache lookup a fraction)."""
 
 
 _PLAIN: Final = frozenset({dict, list, str, int, float, bool, type(None), ToolResult})
