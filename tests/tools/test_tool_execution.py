@@ -328,3 +328,33 @@ async def test_tool11_awaitable_returned_by_sync_execute_is_awaited_on_the_loop(
 
     result = await dispatch(make_call(), [ToolDefinition(name="echo", execute=execute)], sync_in_thread=True)
     assert result.value == "awaited" and ran_on == [loop_thread]
+
+
+async def test_execute_context_carries_the_call_and_the_run() -> None:
+    """The context ``execute`` receives while events are emitted: the run's fields, the call's
+    id and a ``progress`` bound to the call (built positionally, so in field order)."""
+    base = make_context()
+    run = object()
+    base = ToolExecutionContext(
+        session_id=base.session_id,
+        run_id=base.run_id,
+        tool_call_id="",
+        signal=base.signal,
+        metadata=base.metadata,
+        run=run,  # type: ignore[arg-type]
+    )
+    seen: list[ToolExecutionContext] = []
+
+    async def execute(args: Any, ctx: ToolExecutionContext) -> str:
+        seen.append(ctx)
+        await ctx.progress("half")
+        return "ok"
+
+    rec = Recorder()
+    await dispatch(make_call(), [ToolDefinition(name="echo", execute=execute)], rec, context=base)
+    (ctx,) = seen
+    assert (ctx.session_id, ctx.run_id, ctx.tool_call_id) == ("session_1", "run_1", "c1")
+    assert ctx.signal is base.signal and ctx.metadata is base.metadata and ctx.run is run
+    assert [e.type for e in rec.events if e.type == "tool_execution_progress"] == [
+        "tool_execution_progress"
+    ]

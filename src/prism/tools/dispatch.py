@@ -386,14 +386,16 @@ class ToolDispatcher:
         context = self.context
         call_id = report.call.id
         if self.emit is not None or self.ledger is not None:
+            # positional, in field order (session_id, run_id, tool_call_id, signal, metadata,
+            # progress, run): matching seven keywords would cost a third of the construction
             return ToolExecutionContext(
-                session_id=context.session_id,
-                run_id=context.run_id,
-                tool_call_id=call_id,
-                signal=context.signal,
-                metadata=context.metadata,
-                progress=report.progress,
-                run=context.run,
+                context.session_id,
+                context.run_id,
+                call_id,
+                context.signal,
+                context.metadata,
+                report.progress,
+                context.run,
             )
         if context.tool_call_id != call_id:
             return dataclasses.replace(context, tool_call_id=call_id)
