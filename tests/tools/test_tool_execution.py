@@ -19,6 +19,7 @@ from prism.errors import (
 from prism.tools import (
     parallel_tool_round,
 )
+from prism.tools.abort_grace import run_with_grace
 from prism.types import (
     ErrorInfo,
     ToolDefinition,
@@ -177,8 +178,55 @@ async def test_tool10_no_listener_for_sync_inline_and_removed_after_async() -> N
     async def execute(args: Any, c: Any) -> int:
         return 1
 
+    # an async execute that returns without waiting needs no listener either
     await dispatch(make_call(), [ToolDefinition(name="echo", execute=execute)], context=ctx)
+    assert signal.added == 0
+
+    async def waiting(args: Any, c: Any) -> int:
+        await asyncio.sleep(0)
+        return 1
+
+    await dispatch(make_call(), [ToolDefinition(name="echo", execute=waiting)], context=ctx)
     assert signal.added == signal.removed == 1
+
+
+async def test_tool10_started_coroutine_is_finished_as_await_would() -> None:
+    """TOOL-10: a coroutine whose first step ran before the grace was set up is finished as a
+    plain ``await`` finishes it: results, exceptions and a cancellation it handles."""
+    signal = AbortController().signal
+
+    async def raises_after_wait() -> int:
+        await asyncio.sleep(0)
+        raise ValueError("late")
+
+    with pytest.raises(ValueError, match="late"):
+        await run_with_grace(raises_after_wait(), signal, 1000)
+
+    async def values() -> list[int]:
+        seen = []
+        for i in range(3):
+            await asyncio.sleep(0)
+            seen.append(i)
+        return seen
+
+    assert await run_with_grace(values(), signal, 1000) == [0, 1, 2]
+
+    gate = asyncio.Event()
+
+    async def handles_cancel() -> str:
+        try:
+            await gate.wait()
+        except asyncio.CancelledError:
+            return "cleaned up"
+        return "not cancelled"
+
+    async def runner() -> str:
+        return await run_with_grace(handles_cancel(), signal, 1000)
+
+    task = asyncio.ensure_future(runner())
+    await asyncio.sleep(0)
+    task.cancel()
+    assert await task == "cleaned up"
 
 
 # =========================================================================== TOOL-11
@@ -280,3 +328,33 @@ async def test_tool11_awaitable_returned_by_sync_execute_is_awaited_on_the_loop(
 
     result = await dispatch(make_call(), [ToolDefinition(name="echo", execute=execute)], sync_in_thread=True)
     assert result.value == "awaited" and ran_on == [loop_thread]
+
+
+async def test_execute_context_carries_the_call_and_the_run() -> None:
+    """The context ``execute`` receives while events are emitted: the run's fields, the call's
+    id and a ``progress`` bound to the call (built positionally, so in field order)."""
+    base = make_context()
+    run = object()
+    base = ToolExecutionContext(
+        session_id=base.session_id,
+        run_id=base.run_id,
+        tool_call_id="",
+        signal=base.signal,
+        metadata=base.metadata,
+        run=run,  # type: ignore[arg-type]
+    )
+    seen: list[ToolExecutionContext] = []
+
+    async def execute(args: Any, ctx: ToolExecutionContext) -> str:
+        seen.append(ctx)
+        await ctx.progress("half")
+        return "ok"
+
+    rec = Recorder()
+    await dispatch(make_call(), [ToolDefinition(name="echo", execute=execute)], rec, context=base)
+    (ctx,) = seen
+    assert (ctx.session_id, ctx.run_id, ctx.tool_call_id) == ("session_1", "run_1", "c1")
+    assert ctx.signal is base.signal and ctx.metadata is base.metadata and ctx.run is run
+    assert [e.type for e in rec.events if e.type == "tool_execution_progress"] == [
+        "tool_execution_progress"
+    ]

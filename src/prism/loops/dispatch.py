@@ -27,7 +27,7 @@ from prism.abort import AbortSignal
 from prism.errors import AgentLoopStateError, AgentRunSuspended
 from prism.loops.contracts import LoopContext
 from prism.redaction import error_to_error_info
-from prism.tools import parallel_tool_round
+from prism.tools.execution import parallel_round_context
 from prism.types import ErrorInfo, ToolCallContent, ToolResult, tool_result_message
 
 __all__ = [
@@ -201,14 +201,13 @@ async def _dispatch_parallel(
     call really waits (its first step suspends) does it start the other ``width - 1`` workers as
     tasks, which claim the next calls while it finishes the waiting one in place. A round whose
     calls all finish without waiting thus creates no task at all, and a round that waits has as
-    many calls in flight as before. Every worker runs in a copy of the context made inside
-    ``parallel_tool_round``, so a sync tool runs in a worker thread and a context variable a
-    tool sets stays in its worker.
+    many calls in flight as before. Every worker runs in a copy of the context that marks a
+    parallel round (``parallel_round_context()``), so a sync tool runs in a worker thread and a
+    context variable a tool sets stays in its worker.
     """
     count = len(calls)
     pool = _Round(calls, ctx.dispatch_tool_call, ctx.signal)
-    with parallel_tool_round():
-        context = contextvars.copy_context()
+    context = parallel_round_context()
     helpers: list[asyncio.Future[None]] | None = None
     try:
         while pool.claimable():

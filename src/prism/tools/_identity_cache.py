@@ -1,4 +1,5 @@
-"""A small bounded cache keyed by object identity (a speed measure of schema validation).
+"""A small bounded cache keyed by object identity (a speed measure of schema validation and of
+tool execution, which asks once per ``execute`` function whether it is an ``async def``).
 
 Tool schemas are plain dicts, which cannot be hashed, and hashing their canonical JSON on every
 call would cost as much as what it saves. Compiling a JSON Schema validator (or the fast checker

@@ -5,17 +5,23 @@ When the run's abort signal fires while a tool's ``execute`` is being awaited, t
 ends, the dispatching task is cancelled and [`await_with_grace()`][prism.tools.abort_grace.await_with_grace] raises
 [`ToolInterrupted`][prism.tools.abort_grace.ToolInterrupted]; the dispatcher answers the call ``tool_call_interrupted``. Nothing is
 armed on the normal path: the timer exists only once the abort happened.
+
+A coroutine ``execute`` runs its first step before anything is set up
+([`run_with_grace()`][prism.tools.abort_grace.run_with_grace]): the grace can only end while the call waits, so a call that returns
+without waiting (most do) needs no listener on the signal; one that waits gets it when it first
+waits. The grace of an abort during that first step starts when the call first waits.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+import types
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any, TypeVar
 
 from prism.abort import AbortSignal
 
-__all__ = ["ToolInterrupted", "await_with_grace"]
+__all__ = ["ToolInterrupted", "await_with_grace", "run_with_grace"]
 
 T = TypeVar("T")
 
@@ -102,3 +108,48 @@ async def await_with_grace(
         grace.task.uncancel()
         raise ToolInterrupted()
     return result
+
+
+async def run_with_grace(
+    coroutine: Coroutine[Any, Any, T], signal: AbortSignal | None, grace_ms: float
+) -> T:
+    """Run ``coroutine`` (not started yet) under the abort grace and return its result.
+
+    Its first step runs at once; the grace is set up (see
+    [`await_with_grace()`][prism.tools.abort_grace.await_with_grace]) only when it waits.
+
+    Raises:
+        ToolInterrupted: the call outlived the grace.
+        BaseException: whatever ``coroutine`` raises.
+    """
+    try:
+        pending = coroutine.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    return await await_with_grace(_resumed(coroutine, pending), signal, grace_ms)
+
+
+@types.coroutine
+def _resumed(coroutine: Coroutine[Any, Any, T], pending: Any) -> Generator[Any, Any, T]:
+    """The rest of a started ``coroutine``, awaited as ``await`` would: what it waits on
+    (``pending`` first) is handed to the task, and what the task sends or throws back (a
+    cancellation included) is passed on to it."""
+    while True:
+        try:
+            sent = yield pending
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:
+            try:
+                pending = coroutine.throw(exc)
+            except StopIteration as done:
+                thrown: T = done.value
+                return thrown
+        else:
+            try:
+                pending = coroutine.send(sent)
+            except StopIteration as done:
+                result: T = done.value
+                return result

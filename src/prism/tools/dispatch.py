@@ -34,6 +34,7 @@ from prism.ledger import RunLedger
 from prism.limits import RunLimitTracker
 from prism.middleware import MiddlewareRegistry
 from prism.redaction import SecretRedactor, redact_value
+from prism.tools._identity_cache import IdentityCache
 from prism.tools.abort_grace import ToolInterrupted
 from prism.tools.execution import PARALLEL_ROUND, run_execute
 from prism.tools.failure_log import log_tool_exception
@@ -173,6 +174,7 @@ class ToolDispatcher:
         "secrets",
         "sync_in_thread",
         "tool_validator",
+        "_async_execute",
         "_observed",
     )
 
@@ -232,6 +234,9 @@ class ToolDispatcher:
         self.execute_scope = execute_scope
         self.measured = measured
         self.prepares = prepares
+        self._async_execute: IdentityCache[Callable[..., Any], bool] = IdentityCache(1024)
+        """Whether a tool's ``execute`` is an ``async def`` (which never runs in a worker
+        thread), asked once per function for this dispatcher's calls rather than per call."""
 
     # ----------------------------------------------------------------- one call, top to bottom
 
@@ -381,14 +386,16 @@ class ToolDispatcher:
         context = self.context
         call_id = report.call.id
         if self.emit is not None or self.ledger is not None:
+            # positional, in field order (session_id, run_id, tool_call_id, signal, metadata,
+            # progress, run): matching seven keywords would cost a third of the construction
             return ToolExecutionContext(
-                session_id=context.session_id,
-                run_id=context.run_id,
-                tool_call_id=call_id,
-                signal=context.signal,
-                metadata=context.metadata,
-                progress=report.progress,
-                run=context.run,
+                context.session_id,
+                context.run_id,
+                call_id,
+                context.signal,
+                context.metadata,
+                report.progress,
+                context.run,
             )
         if context.tool_call_id != call_id:
             return dataclasses.replace(context, tool_call_id=call_id)
@@ -476,6 +483,8 @@ class ToolDispatcher:
         """
         call = report.call
         threaded = PARALLEL_ROUND.get() if self.sync_in_thread is None else self.sync_in_thread
+        if threaded and self._async_execute.get_or_build(tool.execute, inspect.iscoroutinefunction):
+            threaded = False  # runs inline anyway
         scope = self.execute_scope
         leave_scope = None if scope is None else scope(call)
         try:

@@ -1,8 +1,9 @@
 """Running a tool's ``execute``: inline, or in a worker thread during a parallel round.
 
 A sync ``execute`` called inline blocks the event loop, which is harmless when calls run one at a
-time but serialises a parallel round. Inside [`parallel_tool_round()`][prism.tools.execution.parallel_tool_round] (entered by the
-tool-round dispatcher around its parallel workers) the dispatcher therefore runs a sync
+time but serialises a parallel round. Inside [`parallel_tool_round()`][prism.tools.execution.parallel_tool_round] (the tool-round
+dispatcher runs its parallel workers in [`parallel_round_context()`][prism.tools.execution.parallel_round_context], the same flag in a copied
+context) the dispatcher therefore runs a sync
 ``execute`` in a worker thread of prism's own pool, [`TOOL_THREADS`][prism.tools.execution.TOOL_THREADS]. Either way the call is
 awaited under the abort grace (``prism.tools.abort_grace``).
 
@@ -20,18 +21,19 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar, copy_context
+from contextvars import Context, ContextVar, copy_context
 from typing import TYPE_CHECKING, Any, Final
 
-from prism.tools.abort_grace import await_with_grace
+from prism.tools.abort_grace import await_with_grace, run_with_grace
 from prism.types import ToolDefinition, ToolExecutionContext, ToolResult
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["PARALLEL_ROUND", "parallel_tool_round", "run_execute"]
+__all__ = ["PARALLEL_ROUND", "parallel_round_context", "parallel_tool_round", "run_execute"]
 
 
 class ToolThreadPool:
@@ -77,6 +79,16 @@ PARALLEL_ROUND: ContextVar[bool] = ContextVar("prism_parallel_tool_round", defau
 """``True`` inside [`parallel_tool_round()`][prism.tools.execution.parallel_tool_round] (and in tasks created there)."""
 
 
+def parallel_round_context() -> Context:
+    """A copy of the current context in which [`PARALLEL_ROUND`][prism.tools.execution.PARALLEL_ROUND] is ``True``: what
+    [`parallel_tool_round()`][prism.tools.execution.parallel_tool_round] does for a round's workers, as one copy (the flag is
+    set inside the copy, so there is nothing to reset; 3.3 k instructions against 12.4 k for
+    the context manager and a copy inside it)."""
+    context = copy_context()
+    context.run(PARALLEL_ROUND.set, True)
+    return context
+
+
 @contextmanager
 def parallel_tool_round() -> Iterator[None]:
     """Mark dispatches started in this context as part of a parallel round.
@@ -84,8 +96,8 @@ def parallel_tool_round() -> Iterator[None]:
     Inside it (and in tasks created inside it, which copy the context), the ``ToolDispatcher``
     runs a sync ``execute`` in a worker thread (prism's own pool, which always has a free thread;
     the context is copied as ``asyncio.to_thread`` does) instead of inline, unless its
-    ``sync_in_thread`` argument says otherwise. The tool-round dispatcher enters it around the
-    creation of its parallel workers.
+    ``sync_in_thread`` argument says otherwise. The tool-round dispatcher runs its parallel
+    workers in [`parallel_round_context()`][prism.tools.execution.parallel_round_context] instead.
     """
     token = PARALLEL_ROUND.set(True)
     try:
@@ -134,6 +146,8 @@ async def run_execute(
             raise
     else:
         raw = execute(arguments, context)
+    if type(raw) is types.CoroutineType:
+        return await run_with_grace(raw, context.signal, grace_ms)
     if type(raw) not in _PLAIN and inspect.isawaitable(raw):
         raw = await await_with_grace(raw, context.signal, grace_ms)
     return raw
