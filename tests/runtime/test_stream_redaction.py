@@ -6,6 +6,7 @@ the run result, and the concatenated deltas of each part equal its stored (redac
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -99,6 +100,58 @@ def test_held_length_examples() -> None:
     assert held_length("xabc", ["abc", "abcdef"]) == 3  # the longer secret may still come
     assert held_length("plain text", ["sk-live"]) == 0
     assert held_length("s", ["s"]) == 0  # one-character secrets are never split
+
+
+def _redacted_pieces(secrets: Sequence[str], chunks: Sequence[str]) -> str:
+    """The chunks through one channel, each released piece redacted as its event is, joined."""
+    redact = create_secret_redactor(secrets).redact
+    channel = HeldChannel(tuple(secrets))
+    pieces = [channel.push(chunk) for chunk in chunks]
+    pieces.append(channel.flush())
+    return "".join(redact(piece) for piece in pieces)
+
+
+def test_an_occurrence_a_later_secret_finds_after_an_earlier_one_is_not_cut() -> None:
+    """EVT-21: secrets apply one after another, so "HH" is found in "GHHH" after "GH" became a
+    marker — at 2..4, not at 1..3 where it is in the raw text — and that one is not cut."""
+    secrets = ["GH", "HH"]
+    assert held_length("GHH", secrets) == 1  # "H" may still become "HH" once "GH" is replaced
+    assert held_length("GHHH", secrets) == 0
+    whole = create_secret_redactor(secrets).redact("GHHH")
+    assert whole == "[REDACTED][REDACTED]"
+    assert _redacted_pieces(secrets, ["GHHH"]) == whole
+    assert _redacted_pieces(secrets, ["GHH", "H"]) == whole
+    assert _redacted_pieces(secrets, ["G", "HH", "H"]) == whole
+
+
+def test_every_small_case_redacts_like_the_whole() -> None:
+    """EVT-21, exhaustively on a small alphabet: every list of one to three secrets of two or
+    three characters over "GH", every text of up to six characters cut once, and of up to five
+    characters cut twice. Swapping "G" and "H" maps every case onto another, so only lists
+    whose first secret starts with "G" are checked."""
+    words = ["".join(w) for size in (2, 3) for w in itertools.product("GH", repeat=size)]
+    texts = ["".join(w) for size in range(7) for w in itertools.product("GH", repeat=size)]
+    cases: list[tuple[str, list[str]]] = []
+    for text in texts:
+        size = len(text)
+        cut_sets = [(cut,) for cut in range(1, size)]
+        if size <= 5:
+            cut_sets += itertools.combinations(range(1, size), 2)
+        for cuts in cut_sets:
+            points = (0, *cuts, size)
+            cases.append((text, [text[a:b] for a, b in zip(points, points[1:], strict=False)]))
+    for count in (1, 2, 3):
+        for secrets in itertools.permutations(words, count):
+            if secrets[0][0] != "G":
+                continue
+            redact = create_secret_redactor(secrets).redact
+            redacted = {text: redact(text) for text in texts}  # every piece is one of them
+            for text, chunks in cases:
+                channel = HeldChannel(secrets)
+                pieces = [channel.push(chunk) for chunk in chunks]
+                pieces.append(channel.flush())
+                joined = "".join(redacted[piece] for piece in pieces)
+                assert joined == redacted[text], (secrets, chunks, pieces)
 
 
 # --------------------------------------------------------------------------- a run
@@ -199,6 +252,31 @@ def test_a_secret_split_across_streamed_chunks_never_leaves_the_run(
     assert places["argument deltas"] == redactor.redact(arguments)
     calls = [p for m in stored for p in m.content if type(p) is ToolCallContent]
     assert [call.arguments for call in calls] == [json.loads(places["argument deltas"])]
+
+
+@pytest.mark.parametrize(
+    ("secrets", "chunks"),
+    [
+        (["GH", "HH"], ["GHHH"]),  # "HH" is replaced at 2..4 once "GH" is a marker
+        (["G", "GH", "HH"], ["GHH"]),  # the one-character secret changes what "HH" sees
+        (["G", "GH", "HH"], ["G", "HH"]),
+    ],
+)
+async def test_the_deltas_of_secrets_applied_one_after_another_join_to_the_stored_text(
+    secrets: list[str], chunks: list[str]
+) -> None:
+    """EVT-21: a run's text deltas, each redacted, join to the stored text when a later
+    secret's occurrences are found in the text an earlier one already redacted."""
+    redactor = create_secret_redactor(secrets)
+    session, _ = make_session(
+        [[*(provider_text_delta(chunk) for chunk in chunks), provider_done()]], redactor=redactor
+    )
+    result, events = await run_collect(session)
+    assert isinstance(result, RunResult)
+    whole = redactor.redact("".join(chunks))
+    assert _delta_text(events, TextContent) == result.text == whole
+    stored = [entry.message for entry in await session.entries() if entry.message is not None]
+    assert _stored_text(stored, TextContent) == whole
 
 
 # --------------------------------------------------------------------------- flush points

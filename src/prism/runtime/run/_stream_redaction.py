@@ -8,10 +8,18 @@ could still become a secret ([`held_length()`][prism.runtime.run._stream_redacti
 minus one character) and releases it with the next chunk or when the channel is flushed (the
 part closes, the stream ends, the attempt fails or is aborted).
 
+The redactor applies the secrets one after another, each to the previous one's result, so a
+later secret's occurrences are not those it has in the raw text: with ``["GH", "HH"]``, ``"GHHH"``
+becomes ``"[REDACTED]HH"`` and then ``"[REDACTED][REDACTED]"`` — ``"HH"`` is replaced at 2..4,
+not at 1..3. ``held_length()`` therefore follows the passes as the redactor runs them, on the
+runs of raw text between the markers of earlier passes, and never cuts inside an occurrence of
+any pass nor where a tail of any pass's text could still become one.
+
 What it releases is still raw text; the event it goes into is redacted as every event is. Because
-no occurrence of a secret spans a cut, the redacted pieces join to exactly the redacted whole:
-the concatenated deltas equal the stored text. (This holds for secrets without ``[`` or ``]``; a
-secret that contains one could match across the ``[REDACTED]`` marker of another.)
+no occurrence of any pass spans a cut, whatever follows, the redacted pieces join to exactly the
+redacted whole: the concatenated deltas equal the stored text. (This holds for secrets without
+``[`` or ``]``; a secret that contains one could match across the ``[REDACTED]`` marker of
+another.)
 
 [`StreamRedaction`][prism.runtime.run._stream_redaction.StreamRedaction] keeps the channels of one provider attempt and follows the fold's
 parts: a text delta closes the thinking part and a thinking delta the text part, a signature
@@ -21,7 +29,9 @@ its deltas. Each streamed tool call (fragments grouped by index and id, as they 
 its own argument channel.
 
 Cost: a few ``str.find`` calls per secret over the held text plus the chunk; nothing at all
-when no secret is registered (the attempt then creates no channel).
+when no secret is registered (the attempt then creates no channel). One-character secrets are
+passed too when a longer one is (they are never split, but their markers change what later
+passes see).
 """
 
 from __future__ import annotations
@@ -37,52 +47,90 @@ __all__ = ["HeldChannel", "StreamRedaction", "held_length"]
 def held_length(text: str, secrets: Iterable[str]) -> int:
     """How many characters at the end of ``text`` to hold back so that no secret can be split.
 
-    Redaction replaces each secret's occurrences left to right without overlap
-    (``str.replace``), one secret after another. ``text`` is cut before the earliest tail that
-    could still become an occurrence — a tail that is a proper prefix of a secret and does not
-    overlap an occurrence of that secret already complete (a complete whole secret that is also a
-    proper prefix of a longer one is held too) — and never inside a complete occurrence. So at
-    most the longest secret's length minus one is held, unless occurrences of two different
-    secrets overlap. ``0`` when nothing needs holding. O(len(text) × number of secrets).
+    ``text`` is cut where, whatever text follows, no occurrence that redaction replaces spans the
+    cut, so the part before it redacts alone exactly as within the whole. Redaction applies the
+    secrets one after another, each with ``str.replace`` (left to right, without overlap) on the
+    previous one's result; every pass is modelled as the redactor runs it:
+
+    - A pass sees runs of raw text between the markers of earlier passes (an occurrence never
+      touches a marker: secrets hold no ``[`` or ``]``), so each occurrence it replaces is a
+      contiguous raw span. The cut is never inside one.
+    - Text before the *settled* point is redacted by every pass so far the same whatever
+      follows. A pass's occurrences complete before that point are final; a tail of its last
+      run that ends at that point and is a proper prefix of its secret (after its last
+      occurrence) could still become an occurrence, so the settled point moves to the earliest
+      such tail, and later passes only look at the text before it.
+    - As well, a raw tail that is a proper prefix of a secret and starts after that secret's
+      last occurrence is held even when an earlier secret's occurrence covers it (``"xabc"``
+      with ``["abc", "abcdef"]`` holds ``"abc"``): more than needed, never less.
+
+    The cut is the earliest of these points, moved to the start of an occurrence it falls in.
+    With one secret this holds only a tail that is a proper prefix of it (at most its length
+    minus one); secrets whose occurrences overlap or touch can hold more. ``0`` when nothing
+    needs holding. O(len(text) × number of secrets).
     """
     size = len(text)
+    settled = size
+    runs = [(0, size)]  # the raw spans the next pass sees between markers, before ``settled``
+    spans: list[tuple[int, int]] = []  # the occurrences of all passes (disjoint raw spans)
     cut = size
-    spans: list[tuple[int, int]] = []
     for secret in secrets:
         length = len(secret)
-        if length < 2:
+        if not length:
             continue
-        end = 0
-        at = text.find(secret)
-        while at >= 0:
-            end = at + length
-            spans.append((at, end))
-            at = text.find(secret, end)
-        first = secret[0]
-        start = max(end, size - length + 1)
-        while start < cut:
-            at = text.find(first, start, cut)
-            if at < 0:
-                break
-            if secret.startswith(text[at:]):
-                cut = at  # the earliest start is the longest tail
-                break
-            start = at + 1
-    moved = cut < size
-    while moved:
-        moved = False
-        for begin, end in spans:
-            if begin < cut < end:
-                cut = begin
-                moved = True
+        last = 0  # the end of this pass's last occurrence
+        next_runs: list[tuple[int, int]] = []
+        for begin, end in runs:
+            at = text.find(secret, begin, end)
+            while at >= 0:
+                if at > begin:
+                    next_runs.append((begin, at))
+                begin = last = at + length
+                spans.append((at, last))
+                at = text.find(secret, begin, end)
+            if begin < end:
+                next_runs.append((begin, end))
+        runs = next_runs
+        start = _tail_start(text, secret, last, size)  # the raw tail, even across markers
+        if start < cut:
+            cut = start
+        if runs and runs[-1][1] == settled:  # the tail of the last run, when it is settled
+            begin = runs[-1][0]
+            start = _tail_start(text, secret, begin, settled)
+            if start < settled:
+                settled = start
+                if start > begin:
+                    runs[-1] = (begin, start)
+                else:
+                    runs.pop()
+    if settled < cut:
+        cut = settled
+    for begin, end in spans:
+        if begin < cut < end:
+            cut = begin  # spans are disjoint: one move is enough
     return size - cut
+
+
+def _tail_start(text: str, secret: str, begin: int, end: int) -> int:
+    """The earliest ``start`` in ``[begin, end)`` with ``text[start:end]`` a proper prefix of
+    ``secret``, else ``end``."""
+    first = secret[0]
+    start = max(begin, end - len(secret) + 1)
+    while start < end:
+        at = text.find(first, start, end)
+        if at < 0:
+            break
+        if secret.startswith(text[at:end]):
+            return at  # the earliest start is the longest tail
+        start = at + 1
+    return end
 
 
 class HeldChannel:
     """One streamed channel's held-back text.
 
     Args:
-        secrets: The secrets to hold back prefixes of (non-empty strings).
+        secrets: The secrets, in the order the redactor applies them (empty ones are ignored).
     """
 
     __slots__ = ("_held", "_secrets")
@@ -121,7 +169,8 @@ class StreamRedaction:
     """The held channels of one provider attempt: text, thinking, each tool call's arguments.
 
     Args:
-        secrets: The active redactor's secrets (each at least two characters long).
+        secrets: The active redactor's secrets, in application order (at least one of them
+            two characters long or more).
     """
 
     __slots__ = ("_calls", "_secrets", "_text", "_thinking")

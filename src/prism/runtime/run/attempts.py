@@ -418,8 +418,11 @@ class ProviderAttempts:
         self._retry_hook = retry_hook
         self._guardrails = guardrails if guardrails is not None and guardrails.output else None
         self._redactor = redactor
+        secrets = redactor.secrets if redactor is not None else ()
+        # all of them, in order, as soon as one can be split: a one-character secret's marker
+        # changes what the later secrets' passes see
         self.held_secrets: tuple[str, ...] = (
-            tuple(s for s in redactor.secrets if len(s) > 1) if redactor is not None else ()
+            secrets if any(len(secret) > 1 for secret in secrets) else ()
         )
         self.buffer_output = buffer_output or self._guardrails is not None
         self.carry = carry
