@@ -44,6 +44,7 @@ ALLOWED = {
     "prism.tool",
     "prism.tools.dispatch_tool_call",
     "prism.tools.execution.run_execute",
+    "prism.tools.abort_grace.run_with_grace",
     # A compiled jsonschema validator (optional dependency); opaque to prism.
     "prism.tools.schema.compile_schema",
     "prism.tools.schema.schema_errors",

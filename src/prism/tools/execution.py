@@ -97,7 +97,7 @@ def parallel_tool_round() -> Iterator[None]:
     runs a sync ``execute`` in a worker thread (prism's own pool, which always has a free thread;
     the context is copied as ``asyncio.to_thread`` does) instead of inline, unless its
     ``sync_in_thread`` argument says otherwise. The tool-round dispatcher runs its parallel
-    workers in [`parallel_round_context()`][prism.tools.execution.parallel_round_context] instead.
+    workers in ``parallel_round_context()`` (below) instead.
     """
     token = PARALLEL_ROUND.set(True)
     try:
