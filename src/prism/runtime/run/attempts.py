@@ -419,11 +419,8 @@ class ProviderAttempts:
         self._guardrails = guardrails if guardrails is not None and guardrails.output else None
         self._redactor = redactor
         secrets = redactor.secrets if redactor is not None else ()
-        # all of them, in order, as soon as one can be split: a one-character secret's marker
-        # changes what the later secrets' passes see
-        self.held_secrets: tuple[str, ...] = (
-            secrets if any(len(secret) > 1 for secret in secrets) else ()
-        )
+        # all, in order, once one can be split (a 1-character secret changes the later passes)
+        self.held_secrets = secrets if any(len(secret) > 1 for secret in secrets) else ()
         self.buffer_output = buffer_output or self._guardrails is not None
         self.carry = carry
         self._child: AbortController | None = None
