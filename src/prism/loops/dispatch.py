@@ -18,11 +18,11 @@ giving up the event loop.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
+from prism._util import resumed
 from prism.abort import AbortSignal
 from prism.errors import AgentLoopStateError, AgentRunSuspended
 from prism.loops.contracts import LoopContext
@@ -227,7 +227,7 @@ async def _dispatch_parallel(
                     helpers = []
                     for _ in range(width - 1):  # a loop, not a comprehension: no cells kept
                         helpers.append(context.run(_start_worker, pool))
-                pool.results[index] = await _finish_in_place(step, pending, context)
+                pool.results[index] = await resumed(step, pending, context)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -316,27 +316,3 @@ async def _awaited(awaitable: Awaitable[ToolResult]) -> ToolResult:
 def _start_worker(pool: _Round) -> asyncio.Future[None]:
     """A worker task of ``pool`` (called inside the round's context, which the task copies)."""
     return asyncio.ensure_future(pool.worker())
-
-
-@types.coroutine
-def _finish_in_place(
-    step: Coroutine[Any, Any, ToolResult], pending: Any, context: contextvars.Context
-) -> Generator[Any, Any, ToolResult]:
-    """The rest of a started call, in the calling task and in ``context``: what the call waits on
-    (``pending`` first) is handed to the task, and what the task sends or throws back (a
-    cancellation included) is passed on to the call."""
-    while True:
-        try:
-            sent = yield pending
-        except BaseException as exc:
-            try:
-                pending = context.run(step.throw, exc)
-            except StopIteration as done:
-                result: ToolResult = done.value
-                return result
-        else:
-            try:
-                pending = context.run(step.send, sent)
-            except StopIteration as done:
-                result = done.value
-                return result

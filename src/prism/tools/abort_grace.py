@@ -15,10 +15,10 @@ waits. The grace of an abort during that first step starts when the call first w
 from __future__ import annotations
 
 import asyncio
-import types
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
+from prism._util import resumed
 from prism.abort import AbortSignal
 
 __all__ = ["ToolInterrupted", "await_with_grace", "run_with_grace"]
@@ -127,29 +127,4 @@ async def run_with_grace(
     except StopIteration as done:
         result: T = done.value
         return result
-    return await await_with_grace(_resumed(coroutine, pending), signal, grace_ms)
-
-
-@types.coroutine
-def _resumed(coroutine: Coroutine[Any, Any, T], pending: Any) -> Generator[Any, Any, T]:
-    """The rest of a started ``coroutine``, awaited as ``await`` would: what it waits on
-    (``pending`` first) is handed to the task, and what the task sends or throws back (a
-    cancellation included) is passed on to it."""
-    while True:
-        try:
-            sent = yield pending
-        except GeneratorExit:
-            coroutine.close()
-            raise
-        except BaseException as exc:
-            try:
-                pending = coroutine.throw(exc)
-            except StopIteration as done:
-                thrown: T = done.value
-                return thrown
-        else:
-            try:
-                pending = coroutine.send(sent)
-            except StopIteration as done:
-                result: T = done.value
-                return result
+    return await await_with_grace(resumed(coroutine, pending), signal, grace_ms)

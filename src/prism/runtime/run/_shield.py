@@ -22,9 +22,10 @@ run, about 3% of a two-turn run's CPU.
 from __future__ import annotations
 
 import asyncio
-import types
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
+
+from prism._util import resumed
 
 __all__ = ["finished", "shielded"]
 
@@ -52,7 +53,7 @@ async def shielded(step: Coroutine[Any, Any, _T], *, inline: bool = False) -> _T
         except StopIteration as done:
             result: _T = done.value
             return result
-        task = asyncio.ensure_future(_resume(step, pending))
+        task = asyncio.ensure_future(resumed(step, pending))
     else:
         task = asyncio.ensure_future(step)
     cancelled = False
@@ -89,24 +90,3 @@ async def finished(work: Awaitable[_T]) -> _T:
         future.result()  # the work's own exception first
         raise asyncio.CancelledError
     return future.result()
-
-
-@types.coroutine
-def _resume(step: Coroutine[Any, Any, _T], pending: Any) -> Generator[Any, Any, _T]:
-    """The rest of a started ``step``: what it waits on (``pending`` first) is handed to the task
-    running this, and what the task sends or throws back is passed on to the step."""
-    while True:
-        try:
-            sent = yield pending
-        except BaseException as exc:
-            try:
-                pending = step.throw(exc)
-            except StopIteration as done:
-                result: _T = done.value
-                return result
-        else:
-            try:
-                pending = step.send(sent)
-            except StopIteration as done:
-                result = done.value
-                return result
