@@ -390,10 +390,7 @@ class RunContext:
         """Whether an [`emit()`][prism.runtime.run.context.RunContext.emit] made now would deliver nothing and change nothing: the leg's
         terminal event is out, or nothing observes the run and no ``turn_started`` is held. A
         loop may then skip building the event."""
-        return self.terminal_emitted or (
-            self._held_turn_start is None
-            and not (self.observers.active or self.ledger_on or self.forward is not None)
-        )
+        return self._held_turn_start is None and not self.observed()
 
     def emit(self, event: AgentEvent, /) -> None:
         """Emit one event to observers and the ledger.
