@@ -25,13 +25,13 @@ the SQLite store (N=200, median of 7 rounds), which converts every entry it writ
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin
 
+from prism._fast_json import compact_text
 from prism._keys import reject_unknown_keys
 
 __all__ = ["Serializable", "from_fields", "from_json_value", "to_json_text", "to_json_value"]
@@ -128,9 +128,7 @@ def _members(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-_TEXT_ENCODER = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_members
-)
+_TEXT: Final = compact_text(_members)
 
 
 def to_json_text(value: Any) -> str:
@@ -143,7 +141,7 @@ def to_json_text(value: Any) -> str:
         TypeError: a value that is not JSON-compatible.
         ValueError: ``NaN`` or an infinity; a circular structure.
     """
-    return _TEXT_ENCODER.encode(value)
+    return _TEXT(value)
 
 
 def from_json_value(hint: Any, value: Any, owner: type | None = None) -> Any:

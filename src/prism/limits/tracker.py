@@ -411,8 +411,22 @@ class RunLimitTracker:
         )
 
     def export_counters(self) -> dict[str, JsonValue]:
-        """Return the counters as the JSON dict stored in a durable envelope."""
-        return self.counters.to_dict()
+        """Return the counters as the JSON dict stored in a durable envelope:
+        ``counters.to_dict()``, built straight from the tracker's numbers (a durable run writes
+        it with every envelope, several times a turn)."""
+        return {
+            "turns": self._turns,
+            "provider_attempts": self._provider_attempts,
+            "tool_rounds": self._tool_rounds,
+            "tool_calls": self._tool_calls,
+            "wall_time_ms": int(self._wall_ms()),
+            "request_bytes": self._request_bytes,
+            "response_bytes": self._response_bytes,
+            "input_tokens": self._input_tokens,
+            "output_tokens": self._output_tokens,
+            "total_tokens": self._total_tokens,
+            "cost": self._cost,
+        }
 
     # ----------------------------------------------------------------- wall time
 

@@ -12,18 +12,18 @@ whose transaction handling differs between the two databases.
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar
 
+from prism._fast_json import compact_text
 from prism.errors import ERR_PRISM_STORE_UNDECODABLE, StoreError
 from prism.store import SessionEntry
 
 __all__ = ["DatabaseAccess", "decoded", "dumps"]
 
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_TEXT: Final = compact_text()
 
 
 def dumps(value: Any) -> str:
@@ -31,9 +31,9 @@ def dumps(value: Any) -> str:
 
     Raises:
         TypeError: a value that is not JSON-compatible.
-        ValueError: ``NaN`` or an infinity.
+        ValueError: ``NaN`` or an infinity; a circular structure.
     """
-    return _ENCODER.encode(value)
+    return _TEXT(value)
 
 
 _T = TypeVar("_T")

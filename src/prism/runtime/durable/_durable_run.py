@@ -25,11 +25,13 @@ from prism.runtime.durable._approvals import (
     sticky_match,
 )
 from prism.runtime.durable._envelope import (
+    CallTexts,
     agent_fingerprint,
     agent_id_of,
     arguments_hash,
     check_shape,
     json_text,
+    parts_text,
     utf8_size,
 )
 from prism.runtime.durable._run_envelope import (
@@ -136,6 +138,7 @@ class DurableRun:
     __slots__ = (
         "_base",
         "_base_open",
+        "_call_texts",
         "_entries",
         "_gated",
         "_gated_calls",
@@ -218,6 +221,8 @@ class DurableRun:
         # The constant part is redacted, checked and encoded once per leg.
         self._base = base
         self._base_open = _open_text(base)
+        self._call_texts = CallTexts()
+        """The open round's calls as written (a round writes them with each of its envelopes)."""
         self._model = model_of(base)
         self.version = 0
         """The stored version (0: no envelope written yet)."""
@@ -353,37 +358,45 @@ class DurableRun:
             Exception: whatever the checkpoint store raises.
         """
         options = self.options
-        parts: dict[str, Any] = {"status": status}
+        head: dict[str, Any] = {"status": status}
         if leaf_id is not None:
-            parts["leaf_id"] = leaf_id
+            head["leaf_id"] = leaf_id
         if stop_reason is not None:
-            parts["stop_reason"] = stop_reason
+            head["stop_reason"] = stop_reason
         if interruption is not None:
-            parts["interruption"] = interruption.to_dict()
+            head["interruption"] = interruption.to_dict()
         if input is not None:
-            parts["input"] = [m.to_dict() for m in input]
-        parts["pending_calls"] = list(pending_calls)
-        parts["sticky_decisions"] = [s.to_dict() for s in self.sticky] if keep_sticky else []
+            head["input"] = [m.to_dict() for m in input]
+        pending = list(pending_calls)
+        tail: dict[str, Any] = {
+            "sticky_decisions": [s.to_dict() for s in self.sticky] if keep_sticky else []
+        }
         if self.decided:
-            parts["decided"] = list(self.decided)
-        parts["counters"] = dict(counters)
+            tail["decided"] = list(self.decided)
+        tail["counters"] = dict(counters)
         if self.steers:
-            parts["steers"] = list(self.steers)
+            tail["steers"] = list(self.steers)
         if deadline_at is not None:
-            parts["deadline_at"] = deadline_at
+            tail["deadline_at"] = deadline_at
         if loop_state is not None:
-            parts["loop_state"] = loop_state
+            tail["loop_state"] = loop_state
         if trace is not None:
-            parts["trace"] = trace
+            tail["trace"] = trace
+        parts = {**head, "pending_calls": pending, **tail}
         redactor = self.redactor
         if redactor is not None:
             parts = redactor.redact(parts)
         try:
-            check_shape(parts, 0)
             # The envelope's text, made once: its size is checked on it, and a store that takes
             # it stores it as it is. ``{**base, **parts}`` (disjoint keys) is the base's members,
             # a comma, then the parts' members; its compact text has the canonical form's size.
-            text = self._base_open + json_text(parts)[1:]
+            # Unredacted, the open round's calls are encoded once for all its writes.
+            if redactor is not None:
+                check_shape(parts, 0)
+                body = json_text(parts)
+            else:
+                body = parts_text(head, pending, tail, self._call_texts)
+            text = self._base_open + body[1:]
             size = utf8_size(text)
         except (TypeError, ValueError, RecursionError) as exc:
             raise AgentRunStateError(f"run state is not storable: {exc}") from exc
@@ -741,6 +754,7 @@ class DurableRun:
 
     def clear_marks(self) -> None:
         """A boundary checkpoint (the round's rows are stored) ends the marked round."""
+        self._call_texts.clear()
         if self._marked:
             self._marked.clear()
             self._stray.clear()

@@ -9,11 +9,11 @@ the loop snapshot.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
+from prism._fast_json import compact_text
 from prism.checkpoints import AGENT_RUN_NAMESPACE, CheckpointRecord, CheckpointStore
 from prism.errors import AgentLoopStateError, AgentRunStateError
 from prism.loop_needs import loop_needs
@@ -43,6 +43,7 @@ from prism.types import (
 __all__ = [
     "agent_fingerprint",
     "agent_id_of",
+    "CallTexts",
     "arguments_hash",
     "check_shape",
     "checked_envelope",
@@ -51,6 +52,7 @@ __all__ = [
     "load_agent_run_state",
     "load_state",
     "loop_state_of",
+    "parts_text",
     "run_key",
     "save_agent_run_state",
     "upgrade_envelope",
@@ -268,7 +270,7 @@ def encode_state(state: Any, limit: int) -> int:
     return size
 
 
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_TEXT: Final = compact_text()
 
 
 def json_text(value: Any) -> str:
@@ -280,7 +282,7 @@ def json_text(value: Any) -> str:
         TypeError: a value that is not JSON-compatible.
         ValueError: ``NaN`` or an infinity; a circular structure.
     """
-    return _ENCODER.encode(value)
+    return _TEXT(value)
 
 
 def utf8_size(text: str) -> int:
@@ -290,6 +292,80 @@ def utf8_size(text: str) -> int:
         UnicodeEncodeError: a lone surrogate.
     """
     return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+_CALL_DEPTH: Final = 3
+"""Where a pending call's ``call`` object sits in an envelope: envelope → ``pending_calls`` →
+the entry → ``call``."""
+
+
+class CallTexts:
+    """The compact JSON text of pending calls' ``call`` objects, each shape-checked and encoded
+    once at its place in an envelope.
+
+    A dispatch marking writes the open round's calls with every envelope of the round (a round
+    of N calls: N writes, each with all N calls); only the entries' status changes between
+    them. Kept by identity, with a reference to the object (its id cannot be reused meanwhile):
+    the runtime never changes a call object once built, and a redacted envelope brings new
+    objects, which simply miss. At most ``limit`` texts are kept; the owner clears them when
+    the round ends.
+    """
+
+    __slots__ = ("_limit", "_texts")
+
+    def __init__(self, limit: int = 256) -> None:
+        self._limit = limit
+        self._texts: dict[int, tuple[object, str]] = {}
+
+    def clear(self) -> None:
+        """Forget every text (the round ended)."""
+        self._texts.clear()
+
+    def text_of(self, call: object) -> str:
+        """``json_text(call)``, after ``check_shape(call, 3)``; raises as they do."""
+        texts = self._texts
+        hit = texts.get(id(call))
+        if hit is not None and hit[0] is call:
+            return hit[1]
+        check_shape(call, _CALL_DEPTH)
+        text = json_text(call)
+        if len(texts) >= self._limit:
+            texts.clear()
+        texts[id(call)] = (call, text)
+        return text
+
+
+def parts_text(
+    head: Mapping[str, Any],
+    pending_calls: list[Any],
+    tail: Mapping[str, Any],
+    calls: CallTexts,
+) -> str:
+    """The text of an envelope's written parts ``{**head, "pending_calls": pending_calls,
+    **tail}`` as ``check_shape(parts, 0)`` then ``json_text(parts)`` give it, and raising as
+    they do, with each pending call's ``call`` object taken from ``calls`` (checked and encoded
+    once per round) instead of walked again. An entry that is not a dict starting with ``call``
+    is checked and encoded whole.
+    """
+    if len(head) + len(tail) >= MAX_KEYS:
+        check_shape({**head, "pending_calls": pending_calls, **tail}, 0)
+    check_shape(head, 0)
+    check_shape(tail, 0)
+    items: list[str] = []
+    for entry in pending_calls:
+        if type(entry) is dict and len(entry) > 1 and next(iter(entry)) == "call":
+            if len(entry) > MAX_KEYS:
+                raise ValueError(f"an object has more than {MAX_KEYS} keys")
+            rest = dict(entry)
+            call_text = calls.text_of(rest.pop("call"))
+            check_shape(rest, _CALL_DEPTH - 1)
+            items.append('{"call":' + call_text + "," + json_text(rest)[1:])
+        else:
+            check_shape(entry, _CALL_DEPTH - 1)
+            items.append(json_text(entry))
+    start = json_text(head)[:-1] + "," if head else "{"
+    end = "," + json_text(tail)[1:] if tail else "}"
+    return start + '"pending_calls":[' + ",".join(items) + "]" + end
 
 
 def checked_envelope(value: Any) -> dict[str, Any]:
