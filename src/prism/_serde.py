@@ -42,6 +42,9 @@ _PLAIN = frozenset((str, int, float, bool))
 """Types whose values ``to_json_value`` returns as they are (a field's most common case, taken
 without the call)."""
 
+_LEAF: Final = frozenset((str, int, float, bool, type(None)))
+"""The exact types ``to_json_value`` returns as they are."""
+
 _Decoder = Callable[[Any], Any]
 
 
@@ -88,15 +91,19 @@ class Serializable:
 
 
 def to_json_value(value: Any) -> Any:
-    """Convert a value made of serializable dataclasses, tuples and mappings to plain JSON data."""
+    """Convert a value made of serializable dataclasses, tuples and mappings to plain JSON data.
+
+    The members of a list, tuple or mapping that are ``None`` or of an exact JSON scalar type
+    are taken as they are, without a call each (what the call would return)."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, Serializable):
         return value.to_dict()
+    leaf = _LEAF
     if isinstance(value, (list, tuple)):
-        return [to_json_value(v) for v in value]
+        return [v if type(v) in leaf else to_json_value(v) for v in value]
     if isinstance(value, Mapping):
-        return {k: to_json_value(v) for k, v in value.items()}
+        return {k: v if type(v) in leaf else to_json_value(v) for k, v in value.items()}
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
         return to_dict()
