@@ -11,8 +11,9 @@ reference detected``, or ``RecursionError``). The text is the standard encoder's
 character.
 
 Measured (``timeit``, one process): 2.63 → 1.44 µs for a two-member dict, 18.2 → 12.1 µs for a
-~300-byte nested value; on the realistic benchmark with every-turn SQLite checkpoints (14
-encodes a turn) about 1 % of the turn's instructions.
+~300-byte nested value; on the realistic benchmark with every-turn SQLite checkpoints (about 14
+encodes a turn: entries and envelope parts) 3,588.6 k → 3,436.2 k instructions per turn
+(``valgrind --tool=cachegrind``), −4 %.
 """
 
 from __future__ import annotations

@@ -41,9 +41,9 @@ from prism.types import (
 )
 
 __all__ = [
+    "CallTexts",
     "agent_fingerprint",
     "agent_id_of",
-    "CallTexts",
     "arguments_hash",
     "check_shape",
     "checked_envelope",
