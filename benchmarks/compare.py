@@ -49,6 +49,12 @@ TARGETS = {
     "realistic_sqlite_flatness": 1.3,  # prism SQLite CPU per turn, N=200 over N=20
     "concurrent_wall_s": 4.0,  # 10,000 concurrent two-turn sessions
     "concurrent_over_sequential": 1.2,  # wall, the same runs done one by one
+    "turns_vs_langgraph": 20.0,  # prism at least this many times cheaper per tiny turn, each N
+    "realistic_sqlite_vs_langgraph": 5.0,  # prism+sqlite against LangGraph without persistence
+    "realistic_sqlite_vs_langgraph_sqlite": 15.0,  # … against LangGraph with its SQLite saver
+    "gvr_us_per_revision": 50.0,  # prism, CPU µs per revision cycle
+    "gvr_vs_instructor": 4.0,  # prism's revision at least this many times below instructor's
+    "completed_session_bytes": 17054.0,  # memory per completed 10-turn session (issue 26's base)
 }
 
 
@@ -117,6 +123,17 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
                         "met": ratio <= TARGETS["per_turn_vs_bare"],
                     }
                 )
+        for n in sizes:
+            ratio = turns["ratio_to_prism"].get("langgraph", {}).get(n)
+            if ratio:
+                checks.append(
+                    {
+                        "target": f"per-turn ≥ {TARGETS['turns_vs_langgraph']:.0f}× cheaper than "
+                        f"LangGraph (N={n})",
+                        "value": ratio,
+                        "met": ratio >= TARGETS["turns_vs_langgraph"],
+                    }
+                )
         flat = turns["flatness_nmax_over_nmin"].get("prism")
         if flat is not None:
             checks.append(
@@ -153,8 +170,44 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "met": ms < TARGETS["import_ms"],
             }
         )
+    if footprint and footprint.get("memory"):
+        completed = footprint["memory"]["bytes_per_completed_10_turn_session"]
+        checks.append(
+            {
+                "target": "memory per completed 10-turn session ≤ "
+                f"{TARGETS['completed_session_bytes']:,.0f} B (issue 26's base commit)",
+                "value": completed,
+                "met": completed <= TARGETS["completed_session_bytes"],
+            }
+        )
+    checks.extend(_gvr_checks(results.get("gvr")))
     checks.extend(_realistic_checks(results.get("realistic")))
     checks.extend(_concurrency_checks(results.get("concurrency")))
+    return checks
+
+
+def _gvr_checks(gvr: dict[str, Any] | None) -> list[dict[str, Any]]:
+    results = (gvr or {}).get("results", {})
+    prism = results.get("prism", {}).get("us_per_revision")
+    if not prism:
+        return []
+    checks: list[dict[str, Any]] = [
+        {
+            "target": f"per revision ≤ {TARGETS['gvr_us_per_revision']:.0f} µs",
+            "value": prism,
+            "met": prism <= TARGETS["gvr_us_per_revision"],
+        }
+    ]
+    instructor = results.get("instructor", {}).get("us_per_revision")
+    if instructor:
+        checks.append(
+            {
+                "target": f"per revision ≥ {TARGETS['gvr_vs_instructor']:.0f}× below instructor",
+                "value": instructor / prism,
+                "detail": f"instructor {instructor:.0f} µs/revision",
+                "met": instructor / prism >= TARGETS["gvr_vs_instructor"],
+            }
+        )
     return checks
 
 
@@ -187,6 +240,21 @@ def _realistic_checks(realistic: dict[str, Any] | None) -> list[dict[str, Any]]:
             }
         )
     durable = res.get("prism+sqlite", {})
+    for other, key in (
+        ("langgraph", "realistic_sqlite_vs_langgraph"),
+        ("langgraph+sqlite", "realistic_sqlite_vs_langgraph_sqlite"),
+    ):
+        if hi in durable and hi in res.get(other, {}):
+            ratio = res[other][hi]["median_cpu_us_per_turn"] / durable[hi]["median_cpu_us_per_turn"]
+            checks.append(
+                {
+                    "target": f"realistic: SQLite every turn ≥ {TARGETS[key]:.0f}× cheaper than "
+                    f"{other} (CPU, N={hi})",
+                    "value": ratio,
+                    "detail": f"{other} {res[other][hi]['median_cpu_us_per_turn']:.0f} µs/turn",
+                    "met": ratio >= TARGETS[key],
+                }
+            )
     if hi in durable:
         wall = durable[hi]["median_wall_us_per_turn"]
         checks.append(
