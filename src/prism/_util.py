@@ -16,7 +16,7 @@ import contextvars
 import inspect
 import logging
 import types
-from collections.abc import Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any, TypeVar
 
 from prism._fast_stamps import new_id as new_id
@@ -44,6 +44,7 @@ def resumed(
     did not finish it), awaited as ``await step`` would: what it waits on (``pending`` first) is
     handed to the awaiting task, and what the task sends or throws back (a cancellation included)
     is passed on to it; closing this closes ``step``. With ``context`` each step runs in it."""
+    advance: Callable[[Any], Any]
     while True:
         try:
             sent = yield pending
@@ -51,20 +52,11 @@ def resumed(
             step.close()
             raise
         except BaseException as exc:
-            try:
-                if context is None:
-                    pending = step.throw(exc)
-                else:
-                    pending = context.run(step.throw, exc)
-            except StopIteration as done:
-                thrown: _T = done.value
-                return thrown
+            advance, sent = step.throw, exc
         else:
-            try:
-                if context is None:
-                    pending = step.send(sent)
-                else:
-                    pending = context.run(step.send, sent)
-            except StopIteration as done:
-                result: _T = done.value
-                return result
+            advance = step.send
+        try:
+            pending = advance(sent) if context is None else context.run(advance, sent)
+        except StopIteration as done:
+            result: _T = done.value
+            return result
