@@ -121,16 +121,20 @@ _MUTABLE_ENTRY_FIELDS: Final = ("message", "model", "previous_model", "data", "m
 """The fields of an entry that may hold mutable values; the others are strings."""
 
 
-def _copy_entry(entry: SessionEntry) -> SessionEntry:
-    """A new ``SessionEntry`` whose mutable contents are copied (equal to ``copy.deepcopy``)."""
-    changed: dict[str, Any] = {}
+def copy_entry(entry: SessionEntry) -> SessionEntry:
+    """``entry`` with its mutable contents copied (equal to ``copy.deepcopy``): a new
+    ``SessionEntry`` when it holds a dict or a list anywhere, else ``entry`` itself (a frozen
+    value with nothing mutable in it is shared, not copied)."""
+    changed: dict[str, Any] | None = None
     for name in _MUTABLE_ENTRY_FIELDS:
         old = getattr(entry, name)
         if old is not None:
             new = clone(old)
             if new is not old:
+                if changed is None:
+                    changed = {}
                 changed[name] = new
-    return rebuild_dataclass(entry, changed)
+    return entry if changed is None else rebuild_dataclass(entry, changed)
 
 
 # --------------------------------------------------------------------------- memory store
@@ -200,7 +204,7 @@ class MemorySessionStore:
         """
         _check_append(entry, expected_parent_id, fork)
         self._insert(
-            _copy_entry(entry),
+            copy_entry(entry),
             expected_parent_id=expected_parent_id,
             idempotency_key=idempotency_key,
             fork=fork,
@@ -284,7 +288,7 @@ class MemorySessionStore:
         with self._lock:
             data = self._sessions.get(session_id)
             entries = tuple(data.entries) if data is not None else ()
-        return [_copy_entry(e) for e in entries]
+        return [copy_entry(e) for e in entries]
 
     async def read_branch(self, session_id: str, leaf_id: str) -> builtins.list[SessionEntry]:
         """Copies of the entries from the root to ``leaf_id``, root first; O(branch).
@@ -296,7 +300,7 @@ class MemorySessionStore:
             data = self._sessions.get(session_id)
             by_id: Mapping[str, SessionEntry] = data.by_id if data is not None else {}
             branch = _walk(by_id, leaf_id)
-        return [_copy_entry(e) for e in branch]
+        return [copy_entry(e) for e in branch]
 
 
 # --------------------------------------------------------------------------- branches

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import Any, SupportsIndex
+from typing import Any, Final, SupportsIndex
 
 from prism.redaction import SecretRedactor
 from prism.request_hash import (
@@ -45,7 +45,14 @@ from prism.request_hash import (
     request_head,
 )
 from prism.runtime.run._json_size import canonical_size, canonical_size_known
-from prism.types import JsonValue, Message, ProviderRequest
+from prism.types import (
+    ImageContent,
+    JsonValue,
+    Message,
+    ProviderRequest,
+    TextContent,
+    ThinkingContent,
+)
 
 __all__ = ["HeadMemo", "LiveHistory", "RequestCodec"]
 
@@ -124,6 +131,7 @@ class RequestCodec:
         "_history",
         "_last",
         "_memo",
+        "_previous",
         "_redactor",
         "hashing",
     )
@@ -133,9 +141,14 @@ class RequestCodec:
         redactor: SecretRedactor | None,
         history: LiveHistory,
         memo: HeadMemo | None = None,
+        previous: dict[int, tuple[Message, Message, int]] | None = None,
     ) -> None:
         self._redactor = redactor
         self._memo = memo
+        self._previous = previous
+        """Sizes the session's earlier runs measured, by message id, for messages with no
+        mutable part (see [`frozen_sizes()`][prism.runtime.run._request_codec.RequestCodec.frozen_sizes]): a run continuing a long stored
+        history measures only what is new."""
         self._history = history
         self._cache: dict[int, tuple[Message, Message, int]] = {}
         self._known: dict[int, tuple[Any, int]] = {}
@@ -163,6 +176,8 @@ class RequestCodec:
     def message(self, message: Message) -> tuple[Message, int]:
         """Return ``(redacted message, canonical UTF-8 size)``, cached for the run."""
         entry = self._cache.get(id(message))
+        if entry is None and self._previous is not None:
+            entry = self._previous.get(id(message))
         if entry is not None and entry[0] is message:
             return entry[1], entry[2]
         redactor = self._redactor
@@ -174,6 +189,14 @@ class RequestCodec:
         size = canonical_size_known(red, known) if known else canonical_size(red)
         self._cache[id(message)] = (message, red, size)
         return red, size
+
+    def frozen_sizes(self) -> dict[int, tuple[Message, Message, int]]:
+        """What this run measured of messages with no mutable part (text, thinking and image
+        parts only, no metadata), by message id: ``(message, redacted, size)``. Nothing can
+        change such a message, so a later run of the session that meets the same object (a
+        stored entry the session's branch shares, [`prism.runtime.run._branch_cache`][prism.runtime.run._branch_cache]) takes
+        its size from here instead of measuring it again."""
+        return {key: entry for key, entry in self._cache.items() if _frozen(entry[0])}
 
     # ----------------------------------------------------------------- history prefix
 
@@ -193,8 +216,9 @@ class RequestCodec:
             if self._redactor is None:  # sizes only; the request keeps the messages as they are
                 cache = self._cache
                 known = self._known
+                previous = self._previous or cache
                 for item in history[done:upto]:
-                    entry = cache.get(id(item))
+                    entry = cache.get(id(item)) or previous.get(id(item))
                     if entry is not None and entry[0] is item:
                         size = entry[2]
                     else:
@@ -388,6 +412,20 @@ class RequestCodec:
         digest = head_hash(head)
         self._head_fp = (key, head, digest)
         return head, digest
+
+
+_FROZEN_PARTS: Final = frozenset({TextContent, ThinkingContent, ImageContent})
+"""Content parts made only of strings."""
+
+
+def _frozen(message: Message) -> bool:
+    """Whether nothing in ``message`` can change: no metadata, only string-made parts."""
+    if message.metadata is not None:
+        return False
+    for part in message.content:
+        if type(part) not in _FROZEN_PARTS:
+            return False
+    return True
 
 
 _Head = tuple[tuple[Any, ...], tuple[ProviderRequest, int]]

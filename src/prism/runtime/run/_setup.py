@@ -34,7 +34,6 @@ from prism.store import (
     compute_compaction,
     drop_trailing_input,
     history_from_branch,
-    read_branch,
 )
 from prism.structured_output import deliver_shown_schema, resolve_structured_output
 from prism.tools import filter_tools
@@ -353,7 +352,7 @@ def setup_attempts(ctx: RunContext, provider: AIProvider) -> None:
 async def auto_compact(ctx: RunContext, options: CompactionOptions) -> list[str]:
     """Compact, append the entry, rebuild the history without the input."""
     ctx.emit(CompactionStartedEvent(session_id=ctx.session_id, run_id=ctx.run_id))
-    branch = await read_branch(ctx.state.store, ctx.session_id, ctx.state.leaf_id)
+    branch = await ctx.state.read_branch()
     result = await compute_compaction(
         session_id=ctx.session_id,
         entries=branch,

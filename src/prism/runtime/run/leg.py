@@ -71,7 +71,6 @@ from prism.runtime.run.turn_policy import TurnBoundaryContext, TurnPolicyStop, e
 from prism.store import (
     current_model,
     history_from_branch,
-    read_branch,
     should_auto_compact,
 )
 from prism.types import (
@@ -325,7 +324,7 @@ class RunLeg:
             )
             ctx.writer.append_run(self._start_record)
         # The stored branch becomes the history; a model change is recorded.
-        branch = await read_branch(state.store, ctx.session_id, state.leaf_id)
+        branch = await state.read_branch()
         messages, summaries = history_from_branch(branch)
         ctx.history.extend(messages)
         active_skills = select_skills(plan.skills, plan.active_skills)
@@ -561,6 +560,7 @@ class RunLeg:
             await close_leg_resources(ctx)
         state = ctx.state
         state.clear_steers()
+        state.keep_sizes(ctx.redactor, ctx.codec.frozen_sizes)
         if self.durable is not None:
             self.durable.close()
         ctx.tracker.dispose()

@@ -43,7 +43,6 @@ from prism.store import (
     SessionStore,
     compaction_entry,
     compute_compaction,
-    read_branch,
     resolve_compaction_options,
 )
 from prism.types import AgentInput, ErrorInfo, RunResult, to_messages
@@ -299,7 +298,7 @@ class AgentSession:
         """The entries of the current branch, root → leaf."""
         state = self.state
         await state.ensure_leaf()
-        return await read_branch(self.store, self.id, state.leaf_id)
+        return await state.read_branch()
 
     async def checkout(self, leaf_id: str) -> None:
         """Move the leaf to ``leaf_id``; the next append starts a sibling branch.
@@ -341,7 +340,7 @@ class AgentSession:
             emit = state.observers.deliver
             emit(redact_agent_event(CompactionStartedEvent(session_id=self.id), redactor))
             await state.ensure_leaf()
-            branch = await read_branch(self.store, self.id, state.leaf_id)
+            branch = await state.read_branch()
             result = await compute_compaction(
                 session_id=self.id, entries=branch, options=options, middleware=config.middleware
             )

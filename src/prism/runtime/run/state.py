@@ -9,14 +9,15 @@ denial change it through the same methods. Nothing else reaches into the session
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
 from prism.checkpoints import SessionAppend
 from prism.events import AgentEvent
 from prism.redaction import SecretRedactor, redact_agent_event
+from prism.runtime.run._branch_cache import MIN_ENTRIES, BranchCache
 from prism.runtime.run._observers import OnEvent, SessionObservers
-from prism.store import SessionEntry, SessionStore
+from prism.store import SessionEntry, SessionStore, read_branch, walk_branch
 from prism.types import Message, TextContent
 
 __all__ = ["MAX_STEER_BYTES", "MAX_STEER_MESSAGES", "ActiveRun", "SessionState"]
@@ -25,6 +26,9 @@ MAX_STEER_MESSAGES: Final = 8
 """Most pending steered messages."""
 MAX_STEER_BYTES: Final = 65_536
 """Most pending steered text, in UTF-8 bytes of text parts."""
+_MAX_KEPT_SIZES: Final = 4096
+"""Message sizes a session keeps between runs however short its branch (see
+[`SessionState.keep_sizes()`][prism.runtime.run.state.SessionState.keep_sizes])."""
 
 
 class ActiveRun(Protocol):
@@ -76,11 +80,13 @@ class SessionState:
 
     __slots__ = (
         "active",
+        "branch",
         "busy",
         "fork_next",
         "held",
         "leaf_id",
         "leaf_resolved",
+        "message_sizes",
         "metadata",
         "observers",
         "session_id",
@@ -123,6 +129,12 @@ class SessionState:
         """UTF-8 bytes of text in [`steer_queue`][prism.runtime.run.state.SessionState.steer_queue]."""
         self.soft_pending = False
         """A soft interrupt arrived before the leg had provider attempts."""
+        self.message_sizes: tuple[object, dict[int, tuple[Message, Message, int]]] | None = None
+        """``(redactor, sizes)``: what the session's runs measured of messages nothing can
+        change, for its next runs ([`RequestCodec`][prism.runtime.run._request_codec.RequestCodec] ``previous``)."""
+        self.branch: BranchCache | None = None
+        """The branch this session last read or appended, root → leaf (see
+        [`read_branch()`][prism.runtime.run.state.SessionState.read_branch])."""
 
     # ----------------------------------------------------------------- the leaf
 
@@ -131,8 +143,59 @@ class SessionState:
         if self.leaf_resolved:
             return
         entries = await self.store.list(self.session_id)
-        self.leaf_id = entries[-1].id if entries else None
+        leaf_id = self.leaf_id = entries[-1].id if entries else None
         self.leaf_resolved = True
+        try:
+            branch = walk_branch(entries, leaf_id) if leaf_id is not None else []
+        except ValueError:  # a broken chain: the read reports it
+            return
+        if len(branch) >= MIN_ENTRIES:
+            self.branch = BranchCache(branch)
+
+    async def read_branch(self) -> list[SessionEntry]:
+        """The entries of the branch ending at the leaf, root → leaf, as a store read gives
+        them (``[]`` for a new conversation); from the store only when the session does not
+        hold that branch already (the leaf moved other than by this session's appends).
+
+        Raises:
+            ValueError: ``Unknown session leaf: <id>`` / ``Missing session parent: <id>``
+                (read from the store).
+        """
+        if self.held:  # not stored yet: the store's branch is what the reader gets
+            return await read_branch(self.store, self.session_id, self.leaf_id)
+        cache = self.branch
+        if cache is None or cache.leaf_id != self.leaf_id:
+            self.branch = None
+            branch = await read_branch(self.store, self.session_id, self.leaf_id)
+            if len(branch) < MIN_ENTRIES:
+                return branch
+            cache = self.branch = BranchCache(branch)
+        return cache.read()
+
+    def sizes_for(self, redactor: object) -> dict[int, tuple[Message, Message, int]] | None:
+        """The message sizes earlier runs measured with ``redactor`` (``None``: none)."""
+        kept = self.message_sizes
+        return kept[1] if kept is not None and kept[0] is redactor else None
+
+    def keep_sizes(
+        self, redactor: object, measured: Callable[[], dict[int, tuple[Message, Message, int]]]
+    ) -> None:
+        """Keep what a run ``measured()`` of messages nothing can change, for the next runs of a
+        session that holds its branch; they join the earlier ones measured with the same
+        ``redactor``. At most about two branches' worth are kept: past ``_MAX_KEPT_SIZES`` or
+        twice the branch, only this run's stay."""
+        branch = self.branch
+        if branch is None:  # no branch held (a short one costs little to measure again)
+            self.message_sizes = None
+            return
+        sizes = measured()
+        kept = self.sizes_for(redactor)
+        if kept is None:
+            kept = {}
+        kept.update(sizes)
+        if len(kept) > max(_MAX_KEPT_SIZES, 2 * len(branch)):
+            kept = dict(sizes)
+        self.message_sizes = (redactor, kept)
 
     def move_leaf(self, leaf_id: str | None, *, fork: bool) -> None:
         """Continue from ``leaf_id``; ``fork``: the next append starts a sibling branch."""
@@ -162,6 +225,12 @@ class SessionState:
             )
         self.fork_next = False
         self.leaf_id = entry.id
+        cache = self.branch
+        if cache is not None:
+            if cache.leaf_id == parent:
+                cache.add(entry, owned)
+            else:
+                self.branch = None
 
     def hold_appends(self) -> list[SessionAppend]:
         """Hold the appends from now on (a durable ``every-turn`` leg whose store writes

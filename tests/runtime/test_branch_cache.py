@@ -1,0 +1,265 @@
+"""A session keeps the branch it continues between runs (STORE-3 as revised, STORE-5, ARCH-15):
+its next run starts from it without reading the store again, sees exactly what a read of the
+store would give, whatever anything changed in place meanwhile, and counts request bytes exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runtime_support import MODEL
+
+import prism.runtime.run._request_codec as codec_module
+import prism.runtime.run.state as state_module
+from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
+from prism.providers.mock import create_mock_provider
+from prism.runtime.agent import create_agent
+from prism.store import MemorySessionStore, SessionEntry
+from prism.stores import SqliteStore
+from prism.types import (
+    Message,
+    ProviderRequest,
+    ToolCallContent,
+    ToolDefinition,
+    ToolResultContent,
+    canonical_json,
+)
+
+
+@pytest.fixture(autouse=True)
+def hold_short_branches(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """These tests use short sessions: a session holds every branch, an empty one too
+    (except in the test of the real threshold)."""
+    if "threshold" not in request.node.name:
+        monkeypatch.setattr(state_module, "MIN_ENTRIES", 0)
+
+
+class CountingStore(MemorySessionStore):
+    """The memory store, counting the reads a session makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    async def list(self, session_id: str) -> list[SessionEntry]:
+        self.reads.append("list")
+        return await super().list(session_id)
+
+    async def read_branch(self, session_id: str, leaf_id: str) -> list[SessionEntry]:
+        self.reads.append("read_branch")
+        return await super().read_branch(session_id, leaf_id)
+
+
+def _scribble(value: Any) -> None:
+    """Change every dict and list inside ``value`` in place."""
+    if isinstance(value, dict):
+        for item in list(value.values()):
+            _scribble(item)
+        value["scribbled"] = True
+    elif isinstance(value, list):
+        for item in value:
+            _scribble(item)
+        value.append("scribbled")
+
+
+def _scribble_messages(messages: Sequence[Message]) -> None:
+    for message in messages:
+        _scribble(message.metadata)
+        for part in message.content:
+            if isinstance(part, ToolCallContent):
+                _scribble(part.arguments)
+            elif isinstance(part, ToolResultContent):
+                _scribble(part.result)
+
+
+def _dicts(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    return [copy.deepcopy(m.to_dict()) for m in messages]
+
+
+def _lookup(kept: list[Any]) -> ToolDefinition:
+    def execute(arguments: dict[str, Any], context: Any) -> dict[str, Any]:
+        value = {"rows": [{"id": arguments.get("q"), "tags": ["x"]}], "note": "ok"}
+        kept.extend((value, arguments))  # the tool keeps what it returned and was given
+        return value
+
+    return ToolDefinition(name="lookup", execute=execute)
+
+
+def _script(runs: int) -> list[list[Any]]:
+    turns: list[list[Any]] = []
+    for r in range(runs):
+        turns.append(
+            [provider_tool_call(f"c{r}", "lookup", {"q": r, "deep": {"a": [r]}}), provider_done()]
+        )
+        turns.append([provider_text_delta(f"answer {r}"), provider_done()])
+    return turns
+
+
+async def test_next_run_sees_a_store_read_whatever_changed_in_place_store_3() -> None:
+    store = CountingStore()
+    kept: list[Any] = []
+    provider = create_mock_provider(
+        turns=[*_script(3), *[[provider_text_delta("last"), provider_done()]] * 2]
+    )
+    events: list[Any] = []
+    agent = create_agent(model=MODEL, provider=provider, tools=[_lookup(kept)], store=store)
+    session = agent.create_session(on_event=events.append)
+    for r in range(3):
+        outcome = await session.run(f"question {r}")
+        assert outcome.status == "succeeded"
+        # Everything handed out is changed in place: what the tool kept, the result's messages,
+        # the events' messages, what the provider was sent and what entries() returned.
+        for value in kept:
+            _scribble(value)
+        _scribble_messages(outcome.messages)
+        _scribble_messages(
+            [e.message for e in events if isinstance(getattr(e, "message", None), Message)]
+        )
+        for request in provider.requests:
+            _scribble_messages(request.messages)
+        for entry in await session.entries():
+            if entry.message is not None:
+                _scribble_messages([entry.message])
+    stored = [
+        e.message for e in await MemorySessionStore.list(store, session.id) if e.message is not None
+    ]
+    assert all("scribbled" not in canonical_json(m.to_dict()) for m in stored)
+
+    # A fresh session object at the same leaf reads the store; both runs send the same request.
+    store.reads.clear()
+    await session.run("once more")
+    assert store.reads == []  # the session continued from the branch it holds
+    cached_request = provider.requests[-1]
+    fresh = agent.create_session(
+        session.id, leaf_id=stored_leaf(await MemorySessionStore.list(store, session.id), 2)
+    )
+    await fresh.run("once more")
+    assert store.reads == ["read_branch"]
+    assert _dicts(cached_request.messages) == _dicts(provider.requests[-1].messages)
+    assert "scribbled" not in canonical_json(cached_request.to_dict())
+
+
+def stored_leaf(entries: Sequence[SessionEntry], back: int) -> str:
+    """The id of the entry ``back`` entries before the last (the leaf before the last run)."""
+    return entries[-1 - back].id
+
+
+async def test_a_moved_leaf_reads_the_store_again_store_5() -> None:
+    store = CountingStore()
+    provider = create_mock_provider(
+        turns=[[provider_text_delta(f"a{i}"), provider_done()] for i in range(4)]
+    )
+    session = create_agent(model=MODEL, provider=provider, store=store).create_session()
+    await session.run("one")
+    first_leaf = session.leaf_id
+    await session.run("two")
+    assert store.reads == ["list"]  # the first run looked up the (new) session's leaf once
+    assert first_leaf is not None
+    await session.checkout(first_leaf)
+    await session.run("three")
+    assert store.reads == ["list", "read_branch"]
+    texts = [m.text for m in provider.requests[-1].messages]
+    assert texts == ["one", "a0", "three"]  # the branch of the leaf checked out, not the last run's
+    await session.run("four")
+    assert store.reads == ["list", "read_branch"]
+
+
+async def test_a_reopened_session_reads_the_store_once_store_5() -> None:
+    store = CountingStore()
+    provider = create_mock_provider(
+        turns=[[provider_text_delta(f"a{i}"), provider_done()] for i in range(3)]
+    )
+    agent = create_agent(model=MODEL, provider=provider, store=store)
+    await agent.create_session("s1").run("one")
+    store.reads.clear()
+    again = agent.create_session("s1")
+    await again.run("two")
+    await again.run("three")
+    assert store.reads == ["list"]  # the leaf's lookup gives the branch too
+    assert [m.text for m in provider.requests[-1].messages] == ["one", "a0", "two", "a1", "three"]
+
+
+async def test_request_bytes_stay_exact_when_a_run_takes_earlier_runs_sizes_arch_15(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[tuple[ProviderRequest, int]] = []
+    measured: list[Any] = []
+    real_encode = codec_module.RequestCodec.encode
+    real_size = codec_module.canonical_size
+
+    def encode(self: Any, request: ProviderRequest, **kwargs: Any) -> tuple[ProviderRequest, int]:
+        out = real_encode(self, request, **kwargs)
+        seen.append(out)
+        return out
+
+    def counting(value: Any) -> int:
+        if isinstance(value, Message):
+            measured.append(value)
+        return real_size(value)
+
+    monkeypatch.setattr(codec_module.RequestCodec, "encode", encode)
+    monkeypatch.setattr(codec_module, "canonical_size", counting)
+    kept: list[Any] = []
+    provider = create_mock_provider(turns=_script(4))
+    session = create_agent(model=MODEL, provider=provider, tools=[_lookup(kept)]).create_session()
+    counts = []
+    for r in range(4):
+        before = len(measured)
+        await session.run(f"question {r} " * 20)
+        counts.append(len(measured) - before)
+    for request, size in seen:
+        assert size == len(canonical_json(request.to_dict()).encode())
+    # A run measures its new text messages (its input, the previous run's answer) and the copies
+    # of the stored tool rows it was handed (two per earlier run); text messages an earlier run
+    # measured are not measured again (the first run's call and result came with their sizes).
+    assert counts == [1, 2 + 2, 2 + 4, 2 + 6]
+
+
+async def test_a_sqlite_sessions_runs_read_the_database_once_store_5(tmp_path: Path) -> None:
+    reads: list[str] = []
+
+    class CountingSqlite(SqliteStore):
+        async def read_branch(self, session_id: str, leaf_id: str) -> Any:
+            reads.append(leaf_id)
+            return await super().read_branch(session_id, leaf_id)
+
+    store = CountingSqlite(str(tmp_path / "s.db"))
+    await store.open()
+    real = super(CountingSqlite, store).read_branch
+    try:
+        kept: list[Any] = []
+        provider = create_mock_provider(turns=_script(3))
+        agent = create_agent(model=MODEL, provider=provider, tools=[_lookup(kept)], store=store)
+        session = agent.create_session()
+        for r in range(3):
+            assert (await session.run(f"q{r}")).status == "succeeded"
+            for value in kept:
+                _scribble(value)
+        assert reads == []
+        fresh = await real(session.id, session.leaf_id or "")
+        assert [e.to_dict() for e in await session.entries()] == [e.to_dict() for e in fresh]
+        assert "scribbled" not in canonical_json([e.to_dict() for e in fresh])
+    finally:
+        await store.aclose()
+
+
+async def test_a_session_holds_a_branch_only_from_the_threshold_on_store_5() -> None:
+    store = CountingStore()
+    runs = state_module.MIN_ENTRIES // 2 + 3
+    provider = create_mock_provider(
+        turns=[[provider_text_delta(f"a{i}"), provider_done()] for i in range(runs)]
+    )
+    session = create_agent(model=MODEL, provider=provider, store=store).create_session()
+    stored = []
+    for i in range(runs):
+        await session.run(f"q{i}")
+        stored.append(store.reads.count("read_branch"))
+    # Each run starts from the branch before its input: a short one is read every time, one of
+    # MIN_ENTRIES entries once, then held.
+    first_held = state_module.MIN_ENTRIES // 2
+    assert stored[first_held - 1] == first_held - 1
+    assert stored[first_held:] == [first_held] * (runs - first_held)
