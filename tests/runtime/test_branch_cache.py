@@ -183,17 +183,17 @@ async def test_a_reopened_session_reads_the_store_once_store_5() -> None:
     assert [m.text for m in provider.requests[-1].messages] == ["one", "a0", "two", "a1", "three"]
 
 
-async def test_request_bytes_stay_exact_when_a_run_takes_earlier_runs_sizes_arch_15(
+async def test_request_bytes_stay_exact_and_a_run_measures_only_what_is_new_arch_15(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    seen: list[tuple[ProviderRequest, int]] = []
+    seen: list[tuple[str, int]] = []
     measured: list[Any] = []
     real_encode = codec_module.RequestCodec.encode
     real_size = codec_module.canonical_size
 
     def encode(self: Any, request: ProviderRequest, **kwargs: Any) -> tuple[ProviderRequest, int]:
         out = real_encode(self, request, **kwargs)
-        seen.append(out)
+        seen.append((canonical_json(out[0].to_dict()), out[1]))
         return out
 
     def counting(value: Any) -> int:
@@ -211,12 +211,12 @@ async def test_request_bytes_stay_exact_when_a_run_takes_earlier_runs_sizes_arch
         before = len(measured)
         await session.run(f"question {r} " * 20)
         counts.append(len(measured) - before)
-    for request, size in seen:
-        assert size == len(canonical_json(request.to_dict()).encode())
-    # A run measures its new text messages (its input, the previous run's answer) and the copies
-    # of the stored tool rows it was handed (two per earlier run); text messages an earlier run
-    # measured are not measured again (the first run's call and result came with their sizes).
-    assert counts == [1, 2 + 2, 2 + 4, 2 + 6]
+    for text, size in seen:
+        assert size == len(text.encode())
+    # What a run measures does not grow with the history: its input, and the previous run's
+    # four messages as the branch first hands them out (the first run's tool call and result
+    # came with their sizes); everything older comes with the sizes an earlier run measured.
+    assert counts == [1, 5, 5, 5]
 
 
 async def test_a_sqlite_sessions_runs_read_the_database_once_store_5(tmp_path: Path) -> None:
@@ -263,3 +263,63 @@ async def test_a_session_holds_a_branch_only_from_the_threshold_on_store_5() -> 
     first_held = state_module.MIN_ENTRIES // 2
     assert stored[first_held - 1] == first_held - 1
     assert stored[first_held:] == [first_held] * (runs - first_held)
+
+
+async def test_with_a_redactor_requests_stay_redacted_and_exact_across_runs_arch_15(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from prism.redaction import create_secret_redactor
+
+    seen: list[tuple[str, int]] = []  # what each encoded request was, when it was encoded
+    real_encode = codec_module.RequestCodec.encode
+
+    def encode(self: Any, request: ProviderRequest, **kwargs: Any) -> tuple[ProviderRequest, int]:
+        out = real_encode(self, request, **kwargs)
+        seen.append((canonical_json(out[0].to_dict()), out[1]))
+        return out
+
+    monkeypatch.setattr(codec_module.RequestCodec, "encode", encode)
+    kept: list[Any] = []
+    turns: list[list[Any]] = []
+    for r in range(4):
+        turns.append([provider_tool_call(f"c{r}", "lookup", {"q": f"sk-abc {r}"}), provider_done()])
+        turns.append([provider_text_delta(f"answer {r} sk-abc"), provider_done()])
+    provider = create_mock_provider(turns=turns)
+    agent = create_agent(
+        model=MODEL,
+        provider=provider,
+        tools=[_lookup(kept)],
+        redactor=create_secret_redactor(["sk-abc"]),
+    )
+    session = agent.create_session()
+    for r in range(4):
+        assert (await session.run(f"question {r} sk-abc")).status == "succeeded"
+        for value in kept:
+            _scribble(value)
+    assert len(seen) == len(provider.requests) == 8
+    for text, size in seen:
+        assert size == len(text.encode())
+        assert "sk-abc" not in text
+        assert "scribbled" not in text  # earlier runs' changes never reach a later request
+
+
+def test_the_branch_shares_plain_text_and_copies_every_mutable_container_store_3() -> None:
+    from prism.runtime.run._branch_cache import BranchCache
+    from prism.store import new_session_entry
+    from prism.types import TextContent
+
+    text = new_session_entry("message", session_id="s", message=Message("user", "hi"))
+    odd: Any = TextContent(["not", "a", "string"])  # type: ignore[arg-type]
+    listed = new_session_entry("message", session_id="s", message=Message("user", (odd,)))
+    tagged = new_session_entry(
+        "message", session_id="s", message=Message("user", "hi", metadata={"k": [1]})
+    )
+    result = Message("tool", (ToolResultContent(tool_call_id="c", name="t", result={"a": [1]}),))
+    row = new_session_entry("message", session_id="s", message=result)
+    cache = BranchCache([text, listed, tagged, row])
+    for _ in range(2):
+        out = cache.read()
+        assert out == [text, listed, tagged, row]
+        assert out[0] is text
+        assert all(a is not b for a, b in zip(out[1:], [listed, tagged, row], strict=True))
+        assert out[1].message is not None and out[1].message.content[0].text is not odd.text  # type: ignore[union-attr]

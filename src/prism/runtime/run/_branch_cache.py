@@ -30,10 +30,11 @@ entries, process CPU time): see that benchmark's figures in ``benchmarks/RESULTS
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from prism.store import SessionEntry, copy_entry
+from prism.types import Message, TextContent
 
 __all__ = ["MIN_ENTRIES", "BranchCache"]
 
@@ -41,19 +42,52 @@ MIN_ENTRIES: Final = 32
 """The shortest branch a session keeps between its runs."""
 
 
+_Sized = tuple[Message, Message, int]
+"""``(message, redacted message, canonical size)``, as the request codec keeps them."""
+
+
+def _only_text(entry: SessionEntry) -> bool:
+    """Whether ``entry`` is a message of plain text parts only, without metadata: nothing in it
+    can change (the common case, told without a walk over it)."""
+    message = entry.message
+    if (
+        message is None
+        or message.metadata is not None
+        or entry.data is not None
+        or entry.metadata is not None
+        or entry.model is not None
+        or entry.previous_model is not None
+    ):
+        return False
+    content = message.content
+    if type(content) is not tuple:
+        return False
+    for part in content:
+        if type(part) is not TextContent or type(part.text) is not str:
+            return False
+    return True
+
+
 class BranchCache:
-    """The entries root → leaf of the branch a session continues.
+    """The entries root → leaf of the branch a session continues, with the byte sizes of their
+    messages once a run measured them.
 
     Args:
         entries: The branch as a store read returned it (the cache keeps these objects).
     """
 
-    __slots__ = ("_entries", "_shared", "leaf_id")
+    __slots__ = ("_entries", "_handed", "_shared", "_sized_for", "_sizes", "leaf_id")
 
     def __init__(self, entries: Sequence[SessionEntry]) -> None:
         self._entries: list[SessionEntry] = list(entries)
         self._shared = bytearray(len(self._entries))
         """``1`` for an entry found to hold no mutable container (handed out as it is)."""
+        self._sizes: list[tuple[Message | None, int] | None] = [None] * len(self._entries)
+        """Per entry, once measured: its message's redacted form (kept for a shared entry
+        only) and canonical size, under the redactor ``_sized_for``."""
+        self._sized_for: object = None
+        self._handed: list[Message | None] = []
+        """Per entry, the message the last run was handed when its size was not known yet."""
         self.leaf_id: str | None = self._entries[-1].id if self._entries else None
         """The id of the last entry (``None``: the branch is empty, a new conversation)."""
 
@@ -65,6 +99,7 @@ class BranchCache:
         mutable containers (the runtime's own copies); else the cache keeps a copy."""
         self._entries.append(entry if owned else copy_entry(entry))
         self._shared.append(0)
+        self._sizes.append(None)
         self.leaf_id = entry.id
 
     def read(self) -> list[SessionEntry]:
@@ -78,8 +113,61 @@ class BranchCache:
             if shared[index]:
                 keep(entry)
                 continue
+            if _only_text(entry):
+                shared[index] = 1
+                keep(entry)
+                continue
             copy = copy_entry(entry)
             if copy is entry:
                 shared[index] = 1
             keep(copy)
         return out
+
+    def read_for_run(self, redactor: object) -> tuple[list[SessionEntry], dict[int, _Sized]]:
+        """[`read()`][prism.runtime.run._branch_cache.BranchCache.read], for a run redacting with ``redactor``, and the sizes earlier runs
+        measured of the messages handed out, by message id. A shared message's size and
+        redacted form are taken as they are (nothing can change it); a copy's size is taken
+        without a redactor (the copy equals what was measured, and is its own redacted form).
+        [`record()`][prism.runtime.run._branch_cache.BranchCache.record] keeps what this run measures."""
+        out = self.read()
+        if redactor is not self._sized_for:
+            self._sizes = [None] * len(self._entries)
+            self._sized_for = redactor
+        sizes = self._sizes
+        shared = self._shared
+        handed: list[Message | None] = []
+        note = handed.append
+        known: dict[int, _Sized] = {}
+        for index, entry in enumerate(out):
+            message = entry.message
+            sized = sizes[index]
+            if sized is None or message is None:
+                note(message)
+                continue
+            note(None)
+            if shared[index]:
+                red = sized[0]
+                known[id(message)] = (message, message if red is None else red, sized[1])
+            elif redactor is None:
+                known[id(message)] = (message, message, sized[1])
+        self._handed = handed
+        return out, known
+
+    def record(self, redactor: object, measured: Mapping[int, _Sized]) -> None:
+        """Keep the sizes a run measured (``measured``: the request codec's, by message id) of
+        the messages [`read_for_run()`][prism.runtime.run._branch_cache.BranchCache.read_for_run] handed it."""
+        handed, self._handed = self._handed, []
+        if redactor is not self._sized_for:
+            return
+        sizes = self._sizes
+        shared = self._shared
+        for index, message in enumerate(handed):
+            if message is None:
+                continue
+            hit = measured.get(id(message))
+            if hit is None or hit[0] is not message:
+                continue
+            if shared[index]:
+                sizes[index] = (None if hit[1] is message else hit[1], hit[2])
+            elif redactor is None:
+                sizes[index] = (None, hit[2])

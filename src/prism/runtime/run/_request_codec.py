@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import Any, Final, SupportsIndex
+from typing import Any, SupportsIndex
 
 from prism.redaction import SecretRedactor
 from prism.request_hash import (
@@ -45,14 +45,7 @@ from prism.request_hash import (
     request_head,
 )
 from prism.runtime.run._json_size import canonical_size, canonical_size_known
-from prism.types import (
-    ImageContent,
-    JsonValue,
-    Message,
-    ProviderRequest,
-    TextContent,
-    ThinkingContent,
-)
+from prism.types import JsonValue, Message, ProviderRequest
 
 __all__ = ["HeadMemo", "LiveHistory", "RequestCodec"]
 
@@ -141,14 +134,10 @@ class RequestCodec:
         redactor: SecretRedactor | None,
         history: LiveHistory,
         memo: HeadMemo | None = None,
-        previous: dict[int, tuple[Message, Message, int]] | None = None,
     ) -> None:
         self._redactor = redactor
         self._memo = memo
-        self._previous = previous
-        """Sizes the session's earlier runs measured, by message id, for messages with no
-        mutable part (see [`frozen_sizes()`][prism.runtime.run._request_codec.RequestCodec.frozen_sizes]): a run continuing a long stored
-        history measures only what is new."""
+        self._previous: dict[int, tuple[Message, Message, int]] | None = None
         self._history = history
         self._cache: dict[int, tuple[Message, Message, int]] = {}
         self._known: dict[int, tuple[Any, int]] = {}
@@ -190,13 +179,16 @@ class RequestCodec:
         self._cache[id(message)] = (message, red, size)
         return red, size
 
-    def frozen_sizes(self) -> dict[int, tuple[Message, Message, int]]:
-        """What this run measured of messages with no mutable part (text, thinking and image
-        parts only, no metadata), by message id: ``(message, redacted, size)``. Nothing can
-        change such a message, so a later run of the session that meets the same object (a
-        stored entry the session's branch shares, [`prism.runtime.run._branch_cache`][prism.runtime.run._branch_cache]) takes
-        its size from here instead of measuring it again."""
-        return {key: entry for key, entry in self._cache.items() if _frozen(entry[0])}
+    def take_sizes(self, known: dict[int, tuple[Message, Message, int]]) -> None:
+        """Take ``known`` — ``(message, redacted, size)`` by message id, what earlier runs of
+        the session measured of the history it was handed
+        ([`prism.runtime.run._branch_cache`][prism.runtime.run._branch_cache]) — instead of measuring those messages again."""
+        self._previous = known or None
+
+    @property
+    def measured(self) -> dict[int, tuple[Message, Message, int]]:
+        """What this run measured: ``(message, redacted, size)`` by message id."""
+        return self._cache
 
     # ----------------------------------------------------------------- history prefix
 
@@ -412,20 +404,6 @@ class RequestCodec:
         digest = head_hash(head)
         self._head_fp = (key, head, digest)
         return head, digest
-
-
-_FROZEN_PARTS: Final = frozenset({TextContent, ThinkingContent, ImageContent})
-"""Content parts made only of strings."""
-
-
-def _frozen(message: Message) -> bool:
-    """Whether nothing in ``message`` can change: no metadata, only string-made parts."""
-    if message.metadata is not None:
-        return False
-    for part in message.content:
-        if type(part) not in _FROZEN_PARTS:
-            return False
-    return True
 
 
 _Head = tuple[tuple[Any, ...], tuple[ProviderRequest, int]]

@@ -334,7 +334,6 @@ class RunContext:
             self.redactor,
             self.history,
             run_defaults(config, plan.durable_hooks).request_head,
-            state.sizes_for(self.redactor),
         )
         self.carry = PayloadCarry(self.codec) if self.redactor is None else None
         """The one-walk copies and sizes of tool payloads; ``None`` with a redactor (every

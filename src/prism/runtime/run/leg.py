@@ -324,7 +324,8 @@ class RunLeg:
             )
             ctx.writer.append_run(self._start_record)
         # The stored branch becomes the history; a model change is recorded.
-        branch = await state.read_branch()
+        branch, sizes = await state.read_branch_for_run(ctx.redactor)
+        ctx.codec.take_sizes(sizes)
         messages, summaries = history_from_branch(branch)
         ctx.history.extend(messages)
         active_skills = select_skills(plan.skills, plan.active_skills)
@@ -560,7 +561,8 @@ class RunLeg:
             await close_leg_resources(ctx)
         state = ctx.state
         state.clear_steers()
-        state.keep_sizes(ctx.redactor, ctx.codec.frozen_sizes)
+        if state.branch is not None:  # keep what this run measured of the history held
+            state.branch.record(ctx.redactor, ctx.codec.measured)
         if self.durable is not None:
             self.durable.close()
         ctx.tracker.dispose()

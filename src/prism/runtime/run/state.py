@@ -9,7 +9,7 @@ denial change it through the same methods. Nothing else reaches into the session
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 from prism.checkpoints import SessionAppend
@@ -26,9 +26,6 @@ MAX_STEER_MESSAGES: Final = 8
 """Most pending steered messages."""
 MAX_STEER_BYTES: Final = 65_536
 """Most pending steered text, in UTF-8 bytes of text parts."""
-_MAX_KEPT_SIZES: Final = 4096
-"""Message sizes a session keeps between runs however short its branch (see
-[`SessionState.keep_sizes()`][prism.runtime.run.state.SessionState.keep_sizes])."""
 
 
 class ActiveRun(Protocol):
@@ -86,7 +83,6 @@ class SessionState:
         "held",
         "leaf_id",
         "leaf_resolved",
-        "message_sizes",
         "metadata",
         "observers",
         "session_id",
@@ -129,9 +125,6 @@ class SessionState:
         """UTF-8 bytes of text in [`steer_queue`][prism.runtime.run.state.SessionState.steer_queue]."""
         self.soft_pending = False
         """A soft interrupt arrived before the leg had provider attempts."""
-        self.message_sizes: tuple[object, dict[int, tuple[Message, Message, int]]] | None = None
-        """``(redactor, sizes)``: what the session's runs measured of messages nothing can
-        change, for its next runs ([`RequestCodec`][prism.runtime.run._request_codec.RequestCodec] ``previous``)."""
         self.branch: BranchCache | None = None
         """The branch this session last read or appended, root → leaf (see
         [`read_branch()`][prism.runtime.run.state.SessionState.read_branch])."""
@@ -161,6 +154,25 @@ class SessionState:
             ValueError: ``Unknown session leaf: <id>`` / ``Missing session parent: <id>``
                 (read from the store).
         """
+        cache = await self._held_branch()
+        if isinstance(cache, list):
+            return cache
+        return cache.read()
+
+    async def read_branch_for_run(
+        self, redactor: object
+    ) -> tuple[list[SessionEntry], dict[int, tuple[Message, Message, int]]]:
+        """[`read_branch()`][prism.runtime.run.state.SessionState.read_branch] for a run's history, with the sizes earlier runs measured of
+        the messages handed out (by message id; see
+        [`BranchCache.read_for_run()`][prism.runtime.run._branch_cache.BranchCache.read_for_run]); ``{}`` when the session holds no branch."""
+        cache = await self._held_branch()
+        if isinstance(cache, list):
+            return cache, {}
+        return cache.read_for_run(redactor)
+
+    async def _held_branch(self) -> BranchCache | list[SessionEntry]:
+        """The branch the session holds at its leaf, else the store's (then held when it has
+        at least ``MIN_ENTRIES`` entries)."""
         if self.held:  # not stored yet: the store's branch is what the reader gets
             return await read_branch(self.store, self.session_id, self.leaf_id)
         cache = self.branch
@@ -170,32 +182,7 @@ class SessionState:
             if len(branch) < MIN_ENTRIES:
                 return branch
             cache = self.branch = BranchCache(branch)
-        return cache.read()
-
-    def sizes_for(self, redactor: object) -> dict[int, tuple[Message, Message, int]] | None:
-        """The message sizes earlier runs measured with ``redactor`` (``None``: none)."""
-        kept = self.message_sizes
-        return kept[1] if kept is not None and kept[0] is redactor else None
-
-    def keep_sizes(
-        self, redactor: object, measured: Callable[[], dict[int, tuple[Message, Message, int]]]
-    ) -> None:
-        """Keep what a run ``measured()`` of messages nothing can change, for the next runs of a
-        session that holds its branch; they join the earlier ones measured with the same
-        ``redactor``. At most about two branches' worth are kept: past ``_MAX_KEPT_SIZES`` or
-        twice the branch, only this run's stay."""
-        branch = self.branch
-        if branch is None:  # no branch held (a short one costs little to measure again)
-            self.message_sizes = None
-            return
-        sizes = measured()
-        kept = self.sizes_for(redactor)
-        if kept is None:
-            kept = {}
-        kept.update(sizes)
-        if len(kept) > max(_MAX_KEPT_SIZES, 2 * len(branch)):
-            kept = dict(sizes)
-        self.message_sizes = (redactor, kept)
+        return cache
 
     def move_leaf(self, leaf_id: str | None, *, fork: bool) -> None:
         """Continue from ``leaf_id``; ``fork``: the next append starts a sibling branch."""
