@@ -208,9 +208,11 @@ class RequestCodec:
             if self._redactor is None:  # sizes only; the request keeps the messages as they are
                 cache = self._cache
                 known = self._known
-                previous = self._previous or cache
+                previous = self._previous
                 for item in history[done:upto]:
-                    entry = cache.get(id(item)) or previous.get(id(item))
+                    entry = cache.get(id(item))
+                    if entry is None and previous is not None:
+                        entry = previous.get(id(item))
                     if entry is not None and entry[0] is item:
                         size = entry[2]
                     else:
