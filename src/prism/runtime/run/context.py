@@ -331,9 +331,7 @@ class RunContext:
         self.ledger_on = ledger is not None
         self.boundary = TurnBoundary(self.tracker)
         self.codec = RequestCodec(
-            self.redactor,
-            self.history,
-            run_defaults(config, plan.durable_hooks).request_head,
+            self.redactor, self.history, run_defaults(config, plan.durable_hooks).request_head
         )
         self.carry = PayloadCarry(self.codec) if self.redactor is None else None
         """The one-walk copies and sizes of tool payloads; ``None`` with a redactor (every
