@@ -29,7 +29,12 @@ from .conftest import (
 
 
 def _read_pid(marker: Path) -> int | None:
-    return int(marker.read_text("utf-8")) if marker.exists() else None
+    """The pid in ``marker``, or ``None`` while it is missing or not fully written yet."""
+    try:
+        text = marker.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    return int(text) if text.strip().isdigit() else None
 
 
 async def _waiting_pid(workspace: Workspace) -> int:
