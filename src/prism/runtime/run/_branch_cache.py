@@ -91,9 +91,6 @@ class BranchCache:
         self.leaf_id: str | None = self._entries[-1].id if self._entries else None
         """The id of the last entry (``None``: the branch is empty, a new conversation)."""
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def add(self, entry: SessionEntry, owned: bool, /) -> None:
         """Add ``entry``, just appended under the last one. ``owned``: nothing else holds its
         mutable containers (the runtime's own copies); else the cache keeps a copy."""
