@@ -175,7 +175,7 @@ class MemorySessionStore:
       [`append_owned()`][prism.store.MemorySessionStore.append_owned] keeps what it is handed.
 
     Costs: ``append`` O(1) (plus copying the entry's mutable contents), ``list`` O(entries),
-    ``read_branch`` O(branch length).
+    ``read_branch`` O(branch length), ``last_entry_id`` O(1).
     """
 
     __slots__ = ("_lock", "_sessions")
@@ -289,6 +289,13 @@ class MemorySessionStore:
             data = self._sessions.get(session_id)
             entries = tuple(data.entries) if data is not None else ()
         return [copy_entry(e) for e in entries]
+
+    async def last_entry_id(self, session_id: str) -> str | None:
+        """The id of the entry of ``session_id`` appended last (the leaf a new session object
+        continues from); ``None`` when the session has no entry. O(1)."""
+        with self._lock:
+            data = self._sessions.get(session_id)
+            return data.entries[-1].id if data is not None and data.entries else None
 
     async def read_branch(self, session_id: str, leaf_id: str) -> builtins.list[SessionEntry]:
         """Copies of the entries from the root to ``leaf_id``, root first; O(branch).

@@ -173,7 +173,8 @@ async def test_a_reopened_session_reads_the_store_once_store_5() -> None:
     provider = create_mock_provider(
         turns=[[provider_text_delta(f"a{i}"), provider_done()] for i in range(3)]
     )
-    agent = create_agent(model=MODEL, provider=provider, store=store)
+    agent = create_agent(model=MODEL, provider=provider, store=store, session_cache_entries=0)
+    assert agent.kept_branches is None
     await agent.create_session("s1").run("one")
     store.reads.clear()
     again = agent.create_session("s1")
@@ -181,6 +182,109 @@ async def test_a_reopened_session_reads_the_store_once_store_5() -> None:
     await again.run("three")
     assert store.reads == ["list"]  # the leaf's lookup gives the branch too
     assert [m.text for m in provider.requests[-1].messages] == ["one", "a0", "two", "a1", "three"]
+
+
+# ----------------------------------------------------------------- kept between session objects
+
+
+class LeafCountingStore(CountingStore):
+    """Also counts the lookups of the last entry."""
+
+    async def last_entry_id(self, session_id: str) -> str | None:
+        self.reads.append("last_entry_id")
+        return await super().last_entry_id(session_id)
+
+
+async def test_a_new_session_object_continues_the_kept_branch_without_reading_it_store_5() -> None:
+    store = LeafCountingStore()
+    kept: list[Any] = []
+    provider = create_mock_provider(turns=[*_script(4), [provider_text_delta("z"), provider_done()]])
+    agent = create_agent(model=MODEL, provider=provider, tools=[_lookup(kept)], store=store)
+    events: list[Any] = []
+    first = agent.create_session("chat", on_event=events.append)
+    assert (await first.run("q0")).status == "succeeded"
+    store.reads.clear()
+    for r in range(1, 4):  # one session object per message, as a web handler makes them
+        session = agent.create_session("chat", on_event=events.append)
+        before = len(provider.requests)
+        outcome = await session.run(f"q{r}")
+        assert outcome.status == "succeeded"
+        cached = _dicts(provider.requests[before].messages)  # the run's first request
+        # what the run handed out, changed in place, changes nothing kept
+        for value in kept:
+            _scribble(value)
+        _scribble_messages(outcome.messages)
+        for request in provider.requests:
+            _scribble_messages(request.messages)
+    assert store.reads == ["last_entry_id"] * 3  # never a read of the entries
+    # an agent that keeps nothing reads the store and sends the same request
+    plain = create_agent(
+        model=MODEL, provider=provider, tools=[_lookup(kept)], store=store, session_cache_entries=0
+    )
+    stored = await MemorySessionStore.list(store, "chat")
+    await plain.create_session("chat", leaf_id=stored_leaf(stored, 4)).run("q3")
+    assert cached == _dicts(provider.requests[-1].messages)
+    assert "scribbled" not in canonical_json(cached)
+
+
+async def test_a_leaf_another_writer_moved_reads_the_store_store_5() -> None:
+    store = LeafCountingStore()
+    provider = create_mock_provider(
+        turns=[[provider_text_delta(f"a{i}"), provider_done()] for i in range(5)]
+    )
+    agent = create_agent(model=MODEL, provider=provider, store=store)
+    await agent.create_session("chat").run("one")
+    # another agent (another process, say) continues the conversation
+    other = create_agent(model=MODEL, provider=provider, store=store)
+    await other.create_session("chat").run("two")
+    store.reads.clear()
+    await agent.create_session("chat").run("three")
+    assert store.reads == ["last_entry_id", "list"]
+    assert [m.text for m in provider.requests[-1].messages] == [
+        "one", "a0", "two", "a1", "three"
+    ]
+    # a fork made by another session object: the last entry is on the new branch
+    entries = await MemorySessionStore.list(store, "chat")
+    forked = other.create_session("chat", leaf_id=entries[1].id)
+    await forked.run("fork")
+    store.reads.clear()
+    await agent.create_session("chat").run("four")
+    assert store.reads == ["last_entry_id", "list"]
+    assert [m.text for m in provider.requests[-1].messages] == ["one", "a0", "fork", "a3", "four"]
+
+
+async def test_kept_branches_stay_within_session_cache_entries_store_5() -> None:
+    store = LeafCountingStore()
+    provider = create_mock_provider(
+        turns=[[provider_text_delta(f"a{i}"), provider_done()] for i in range(8)]
+    )
+    agent = create_agent(model=MODEL, provider=provider, store=store, session_cache_entries=5)
+    kept = agent.kept_branches
+    assert kept is not None
+    for name in ("a", "b", "c"):
+        await agent.create_session(name).run("hi")  # two entries each
+    assert len(kept) == 2 and kept.entries == 4  # the least recently used session went first
+    store.reads.clear()
+    await agent.create_session("c").run("again")  # kept: not read
+    assert store.reads == ["last_entry_id"]
+    assert len(kept) == 1 and kept.entries == 4  # c's four entries pushed b out
+    await agent.create_session("a").run("again")  # dropped: read from the store
+    assert store.reads == ["last_entry_id", "list"]
+    assert len(kept) == 1 and kept.entries == 4  # a's four entries pushed c out
+    await agent.create_session("c").run("more")  # read again; six entries: too long to keep
+    assert store.reads == ["last_entry_id", "list", "list"]
+    assert len(kept) == 1 and kept.entries == 4
+    assert [m.text for m in provider.requests[-1].messages] == [
+        "hi", "a2", "again", "a3", "more"
+    ]
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.5, "10", None])
+def test_session_cache_entries_must_be_an_int_of_zero_or_more_config(bad: Any) -> None:
+    from prism.errors import PrismConfigError
+
+    with pytest.raises(PrismConfigError, match="session_cache_entries"):
+        create_agent(model=MODEL, provider=create_mock_provider(turns=[]), session_cache_entries=bad)
 
 
 async def test_request_bytes_stay_exact_and_a_run_measures_only_what_is_new_arch_15(

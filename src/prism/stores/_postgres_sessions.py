@@ -38,6 +38,10 @@ class PostgresSessionSql(SessionSql):
                 "%s::text, %s::text, %s::text, %s::text, %s::jsonb, %s::text, %s::text, %s::boolean)"
             ),
             list=f"SELECT body FROM {s}.prism_session_entries WHERE session_id = %s ORDER BY seq",
+            last_entry=(
+                f"SELECT id FROM {s}.prism_session_entries WHERE session_id = %s "
+                "ORDER BY seq DESC LIMIT 1"
+            ),
             read_branch=f"""
 WITH RECURSIVE chain(entry_key, parent_key) AS (
     SELECT entry_key, parent_key FROM {s}.prism_session_entries WHERE entry_key = %s

@@ -67,6 +67,8 @@ class SessionSql:
     list_sessions: str
     """``(limit)`` → ``(session_id, entries, created_at, updated_at, last_entry_id)``,
     most recently appended first."""
+    last_entry: str
+    """``(session_id)`` → at most one ``(id,)`` row: the entry appended last."""
 
 
 class SessionMethods(DatabaseAccess):
@@ -135,6 +137,15 @@ class SessionMethods(DatabaseAccess):
 
         params = self._branch_params(session_id, leaf_id)
         return await self._query(self._session_sql.read_branch, params, finish)
+
+    async def last_entry_id(self, session_id: str) -> str | None:
+        """The id of the entry of ``session_id`` appended last (the leaf a new session object
+        continues from); ``None`` when the session has no entry. One indexed lookup."""
+
+        def finish(rows: builtins.list[Any]) -> str | None:
+            return str(rows[0][0]) if rows else None
+
+        return await self._query(self._session_sql.last_entry, (session_id,), finish)
 
     async def list_sessions(self, *, limit: int = 100) -> builtins.list[SessionInfo]:
         """The stored sessions, most recently appended first (for tooling such as a CLI).

@@ -20,6 +20,7 @@ from prism.stores._sqlite_connection import SqliteConnection
 __all__ = [
     "APPEND",
     "APPEND_DIAGNOSE",
+    "LAST_ENTRY",
     "LIST",
     "LIST_SESSIONS",
     "READ_BRANCH",
@@ -71,6 +72,9 @@ WITH RECURSIVE chain(id, parent_id) AS (
 SELECT e.id, e.parent_id, e.body
   FROM chain c JOIN prism_session_entries e ON e.session_id = ?1 AND e.id = c.id
 """
+
+LAST_ENTRY: Final = "SELECT last_entry_id FROM prism_sessions WHERE session_id = ?"
+"""The per-session row the entries' insert trigger keeps (one primary-key lookup)."""
 
 LIST_SESSIONS: Final = """
 SELECT s.session_id, s.n, s.first_ts, s.last_ts, e.id
@@ -132,7 +136,9 @@ class SqliteSessions(SessionMethods, SqliteConnection):
 
     __slots__ = ()
 
-    _session_sql = SessionSql(list=LIST, read_branch=READ_BRANCH, list_sessions=LIST_SESSIONS)
+    _session_sql = SessionSql(
+        list=LIST, read_branch=READ_BRANCH, list_sessions=LIST_SESSIONS, last_entry=LAST_ENTRY
+    )
     _append_params = staticmethod(append_params)
 
     async def _append_entry(self, params: tuple[Any, ...]) -> str:

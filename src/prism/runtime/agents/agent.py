@@ -27,6 +27,7 @@ from prism.providers.defaults import check_model_for_provider, provider_defaults
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions, validate_retry_options
 from prism.runtime.run._delegation import child_agent
+from prism.runtime.run._kept_branches import DEFAULT_SESSION_CACHE_ENTRIES, KeptBranches
 from prism.runtime.run.config import AgentConfig as AgentConfig
 from prism.runtime.run.config import ProviderSource as ProviderSource
 from prism.runtime.run.config import (
@@ -88,6 +89,12 @@ def _check_grace(value: Any) -> float:
     if not math.isfinite(value) or value < 0:
         raise PrismConfigError(f"tool_abort_grace_ms must be a finite number >= 0, got {value!r}")
     return float(value) if isinstance(value, float) else value
+
+
+def _check_session_cache(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PrismConfigError(f"session_cache_entries must be an int >= 0, got {value!r}")
+    return value
 
 
 def _tools(value: Any) -> tuple[ToolRegistry, tuple[ToolSource, ...]]:
@@ -257,6 +264,7 @@ def create_agent(
     ownership: OwnershipScope | Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
     tool_abort_grace_ms: float = 5000,
+    session_cache_entries: int = DEFAULT_SESSION_CACHE_ENTRIES,
     max_tokens: int | None = None,
     answer_after_tool_rounds: int | Literal[False] | None = None,
     tool_choice: ToolChoice | None = None,
@@ -302,6 +310,13 @@ def create_agent(
         ownership: ``OwnershipScope`` or a mapping (copied into records).
         idempotency_key: Key for store appends.
         tool_abort_grace_ms: Grace for running tools after an abort, in ms (finite, ≥ 0).
+        session_cache_entries: Most session entries (int ≥ 0; default 20,000) the agent keeps
+            in memory, over all sessions, for the session objects it creates next for the same
+            session ids. A host that creates a session object per request
+            (``create_session(session_id=...)``) then continues a long conversation without
+            reading its stored history again: the store is asked only for the id of the last
+            entry. Only branches of at least 32 entries are kept, the least recently used
+            session's first to go; ``0`` keeps none.
         max_tokens: Cap on the tokens the model generates per provider request (int ≥ 1); sets
             ``provider_options.max_tokens``, which every provider maps to its own request
             field. Unlike ``limits={"max_output_tokens": N}`` (a run budget checked on reported
@@ -336,7 +351,8 @@ def create_agent(
             a tool name not matching ``^[a-zA-Z0-9_-]{1,64}$`` or a tool ``parameters`` that is
             not a valid JSON Schema (``check_schema``; checked once per ``ToolDefinition``);
             an invalid ``tool_filter``; ``tool_validator`` not ``None``/``False``/callable;
-            ``tool_abort_grace_ms`` not a finite number ≥ 0 (``bool`` rejected); a
+            ``tool_abort_grace_ms`` not a finite number ≥ 0 (``bool`` rejected);
+            ``session_cache_entries`` not an int ≥ 0; a
             ``tool_choice`` that is not one of its forms, or names a tool the agent does not
             have (unless tool sources or handoff targets add tools at run time); a
             ``tracing`` that is not ``None``, ``False`` or an object with ``start_run``.
@@ -405,6 +421,7 @@ def create_agent(
         ownership=None if ownership is None else OwnershipScope.coerce(ownership),
         idempotency_key=idempotency_key,
         tool_abort_grace_ms=_check_grace(tool_abort_grace_ms),
+        session_cache_entries=_check_session_cache(session_cache_entries),
         max_tokens=max_tokens,
         answer_after_tool_rounds=check_answer_after_tool_rounds(answer_after_tool_rounds),
         tool_choice=check_run_tool_choice(
@@ -428,12 +445,16 @@ class Agent:
         config: The validated [`AgentConfig`][prism.runtime.agents.agent.AgentConfig].
     """
 
-    __slots__ = ("config",)
+    __slots__ = ("config", "kept_branches")
 
     def __init__(self, config: AgentConfig) -> None:
         if not isinstance(config, AgentConfig):
             raise TypeError("Agent expects an AgentConfig; use create_agent(...)")
         self.config = config
+        limit = config.session_cache_entries
+        self.kept_branches: KeptBranches | None = KeptBranches(limit) if limit > 0 else None
+        """The branches of this agent's sessions kept for its next session objects of the same
+        ids (``session_cache_entries``); the runtime's, for hosts to read only."""
 
     @property
     def id(self) -> str | None:

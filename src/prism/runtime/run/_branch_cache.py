@@ -91,6 +91,27 @@ class BranchCache:
         self.leaf_id: str | None = self._entries[-1].id if self._entries else None
         """The id of the last entry (``None``: the branch is empty, a new conversation)."""
 
+    @property
+    def length(self) -> int:
+        """The number of entries held."""
+        return len(self._entries)
+
+    def prefix(self, length: int, leaf_id: str, /) -> BranchCache | None:
+        """A new cache of the first ``length`` entries, with what was measured of them, when
+        the last of them is ``leaf_id``; else ``None``.
+
+        Entries are only ever added at the end, so the first ``length`` entries of a cache
+        stay the branch that ended at its leaf when it had ``length`` entries, whatever the
+        session that holds it appended since. O(length) copies of references."""
+        entries = self._entries
+        if length < 1 or length > len(entries) or entries[length - 1].id != leaf_id:
+            return None
+        cache = BranchCache(entries[:length])
+        cache._shared = self._shared[:length]
+        cache._sizes = self._sizes[:length]
+        cache._sized_for = self._sized_for
+        return cache
+
     def add(self, entry: SessionEntry, owned: bool, /) -> None:
         """Add ``entry``, just appended under the last one. ``owned``: nothing else holds its
         mutable containers (the runtime's own copies); else the cache keeps a copy."""

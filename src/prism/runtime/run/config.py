@@ -24,6 +24,7 @@ from prism.middleware import MiddlewareRegistry
 from prism.providers.base import AIProvider
 from prism.redaction import SecretRedactor
 from prism.retry import RetryOptions
+from prism.runtime.run._kept_branches import DEFAULT_SESSION_CACHE_ENTRIES
 from prism.store import CompactionOptions, SessionStore
 from prism.tools import PermissionPolicy, ToolFilter, ToolRegistry, ToolSource, ToolValidator
 from prism.tracing import TracingOption
@@ -130,6 +131,9 @@ class AgentConfig:
     """Idempotency key passed to every store append."""
     tool_abort_grace_ms: float = 5000
     """Milliseconds a running tool may continue after an abort."""
+    session_cache_entries: int = DEFAULT_SESSION_CACHE_ENTRIES
+    """Most session entries the agent keeps in memory for its next session objects of the
+    same session ids (``0``: none)."""
     max_tokens: int | None = None
     """Cap on the tokens generated per provider request, as given (already merged into
     ``provider_options.max_tokens``)."""

@@ -596,6 +596,7 @@ class RunLeg:
         if observers.dispatching:
             await observers.drain()
         observers.close_all()
+        state.keep_branch()
         state.finish(self)
         release_context(ctx)
         if ledger_error is not None and not isinstance(outcome, asyncio.CancelledError):

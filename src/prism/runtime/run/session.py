@@ -89,6 +89,7 @@ class AgentSession:
             metadata=metadata,
             leaf_id=leaf_id,
             on_event=on_event,
+            kept=getattr(agent, "kept_branches", None),
         )
         """The state the session's runs change (leaf, busy flag, steer queue, observers); the
         runtime's, for hosts to read only."""

@@ -16,6 +16,7 @@ from prism.checkpoints import SessionAppend
 from prism.events import AgentEvent
 from prism.redaction import SecretRedactor, redact_agent_event
 from prism.runtime.run._branch_cache import MIN_ENTRIES, BranchCache
+from prism.runtime.run._kept_branches import KeptBranches
 from prism.runtime.run._observers import OnEvent, SessionObservers
 from prism.store import SessionEntry, SessionStore, read_branch, walk_branch
 from prism.types import Message, TextContent
@@ -73,6 +74,7 @@ class SessionState:
         metadata: The session metadata.
         leaf_id: Entry the next append attaches to (``None``: look it up on first use).
         on_event: The session's ``on_event`` callback.
+        kept: The agent's branches kept between session objects (``None``: none).
     """
 
     __slots__ = (
@@ -81,6 +83,7 @@ class SessionState:
         "busy",
         "fork_next",
         "held",
+        "kept",
         "leaf_id",
         "leaf_resolved",
         "metadata",
@@ -100,6 +103,7 @@ class SessionState:
         metadata: Mapping[str, Any],
         leaf_id: str | None,
         on_event: OnEvent | None,
+        kept: KeptBranches | None = None,
     ) -> None:
         self.session_id = session_id
         self.store = store
@@ -128,14 +132,32 @@ class SessionState:
         self.branch: BranchCache | None = None
         """The branch this session last read or appended, root → leaf (see
         [`read_branch()`][prism.runtime.run.state.SessionState.read_branch])."""
+        self.kept = kept
+        """The agent's branches kept between session objects (see
+        [`keep_branch()`][prism.runtime.run.state.SessionState.keep_branch])."""
 
     # ----------------------------------------------------------------- the leaf
 
     async def ensure_leaf(self) -> None:
-        """On first use, continue from the last stored entry of this session id."""
+        """On first use, continue from the last stored entry of this session id.
+
+        With a branch the agent kept for this session id, the store is asked only for the id of
+        that entry (a store with ``last_entry_id``); when it is the kept branch's leaf, the
+        session holds that branch without reading it."""
         if self.leaf_resolved:
             return
-        entries = await self.store.list(self.session_id)
+        store = self.store
+        kept = self.kept
+        last_entry_id = getattr(store, "last_entry_id", None) if kept is not None else None
+        if last_entry_id is not None and kept is not None and kept.holds(store, self.session_id):
+            leaf_id = await last_entry_id(self.session_id)
+            cache = kept.take(store, self.session_id, leaf_id)
+            if cache is not None:
+                self.leaf_id = leaf_id
+                self.leaf_resolved = True
+                self.branch = cache
+                return
+        entries = await store.list(self.session_id)
         leaf_id = self.leaf_id = entries[-1].id if entries else None
         self.leaf_resolved = True
         try:
@@ -183,6 +205,15 @@ class SessionState:
                 return branch
             cache = self.branch = BranchCache(branch)
         return cache
+
+    def keep_branch(self) -> None:
+        """Give the branch this session holds at its leaf to the agent's kept branches, for the
+        next session object of this session id (at the end of a run; a no-op without one)."""
+        kept = self.kept
+        cache = self.branch
+        if kept is None or cache is None or self.held or cache.leaf_id != self.leaf_id:
+            return
+        kept.keep(self.store, self.session_id, cache)
 
     def move_leaf(self, leaf_id: str | None, *, fork: bool) -> None:
         """Continue from ``leaf_id``; ``fork``: the next append starts a sibling branch."""
