@@ -475,3 +475,53 @@ async def test_after_the_last_decision_the_inbox_says_so_without_a_prompt(
         assert page.errors == []
     finally:
         server.stop()
+
+
+async def test_a_branched_session_shows_its_current_branch_and_opens_the_others(
+    tmp_path: Path, chromium: Any
+) -> None:
+    """A session with a fork made by ``checkout()``: the transcript is the current branch, the
+    other branch opens in place from its summary, and nothing scrolls sideways (STORE-5)."""
+    require_browser()
+    path = tmp_path / "branches.db"
+    store = await SqliteStore(str(path)).open()
+    try:
+        replies = ("Hi Ada.", "Paris.", "Lyon, " + "a long answer " * 20, "Marseille.")
+        agent = prism.create_agent(
+            model={"provider": "mock", "model": "demo"},
+            provider=create_mock_provider(
+                turns=[[provider_text_delta(text), provider_done()] for text in replies]
+            ),
+            store=store,
+        )
+        session = agent.create_session("branched")
+        await session.run("I am Ada.")
+        fork = session.leaf_id
+        await session.run("Capital of France?")
+        await session.run("Second city of France? " + "with a long question " * 10)
+        assert fork is not None
+        await session.checkout(fork)
+        await session.run("And the third?")
+    finally:
+        await store.aclose()
+    server = Served(path).start()
+    try:
+        for width, height in SIZES:
+            page = await new_page(chromium, width, height)
+            await page.goto(f"{server.base}/sessions/branched")
+            transcript = page.locator('section[aria-labelledby="transcript-h"] .transcript')
+            assert "Capital of France?" not in await transcript.inner_text()
+            branch = page.locator("details.branch")
+            assert await branch.count() == 1
+            assert not await branch.locator("text=Capital of France?").is_visible()
+            await branch.locator("summary").click()
+            assert await branch.locator("text=Capital of France?").is_visible()
+            await branch.get_by_role("link", name=fork).click()
+            assert page.url.endswith(f"#e-{fork}")
+            overflow = await page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 0, f"scrolls sideways by {overflow}px at {width}px"
+            assert page.errors == []
+    finally:
+        server.stop()

@@ -531,3 +531,46 @@ async def test_every_page_reads_a_postgresql_store() -> None:
         await store.aclose()
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+async def test_a_session_page_shows_the_current_branch_and_the_others_apart(
+    tmp_path: Path,
+) -> None:
+    """A run made after ``checkout()`` starts a branch: the transcript is the branch a new
+    session continues (ending at the last stored entry), and the earlier branch is listed
+    apart, from the entry it forks from (STORE-5)."""
+    from prism.providers.mock import create_mock_provider
+    from prism.runtime.agent import create_agent
+
+    store = await SqliteStore(str(tmp_path / "branches.db")).open()
+    try:
+        replies = ("Hi Ada.", "Paris.", "Lyon.", "Marseille.")
+        agent = create_agent(
+            model={"provider": "mock", "model": "demo"},
+            provider=create_mock_provider(
+                turns=[[provider_text_delta(text), provider_done()] for text in replies]
+            ),
+            store=store,
+        )
+        session = agent.create_session("branched")
+        await session.run("I am Ada.")
+        fork = session.leaf_id
+        await session.run("Capital of France?")
+        assert fork is not None
+        await session.checkout(fork)
+        await session.run("Second city of France?")
+        await session.run("And the third?")
+        async with client_for(create_app(store)) as client:
+            page = (await client.get("/sessions/branched", headers=HTML)).text
+    finally:
+        await store.aclose()
+    current = page[page.index('id="transcript-h"') : page.index('id="branches-h"')]
+    others = page[page.index('id="branches-h"') :]
+    assert "This session has 2 branches" in current
+    order = ["I am Ada.", "Hi Ada.", "Second city of France?", "Lyon.", "And the third?"]
+    positions = [current.index(text) for text in order]
+    assert positions == sorted(positions)
+    assert "Capital of France?" not in current and "Paris." not in current
+    assert "Capital of France?" in others and "Paris." in others
+    assert f'href="#e-{fork}"' in others
+    assert 'Branch after <span class="fork-text">“Hi Ada.”</span> · 2 entries' in others

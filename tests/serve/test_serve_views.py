@@ -237,3 +237,40 @@ def test_charts_escape_their_labels_and_carry_titles() -> None:
     assert 'aria-label="Tokens"' in columns
     m = str(meter(5, 10, label="<m>"))
     assert "&lt;m&gt;" in m and 'width="500.00"' in m
+
+
+def test_session_branches_split_the_current_branch_from_forks_and_separate_starts() -> None:
+    from prism.inspection import StoredEntry
+    from prism.store import new_session_entry
+    from prism.types import Message
+
+    made: dict[str, StoredEntry] = {}
+    order: list[StoredEntry] = []
+
+    def add(name: str, parent: str | None) -> None:
+        parent_id = made[parent].entry.id if parent is not None else None
+        entry = new_session_entry(
+            "message", session_id="s", parent_id=parent_id, message=Message("user", name)
+        )
+        made[name] = StoredEntry(seq=len(order) + 1, entry=entry)
+        order.append(made[name])
+
+    add("a", None)
+    add("b", "a")
+    add("c", "b")  # first branch: a b c
+    add("d", "a")  # a fork after a: a d
+    add("e", "d")
+    add("f", "b")  # a fork after b: a b f (the current branch, ends at the last entry)
+    add("x", None)  # a separate start (appended before the last entry below)
+    add("g", "f")
+    current, sides = _views.session_branches(order)
+    assert [item.blocks[0].text for item in current] == ["a", "b", "f", "g"]
+    # newest first: x (a separate start), then d e (from a), then c (from b)
+    assert [[i.blocks[0].text for i in side.items] for side in sides] == [["x"], ["d", "e"], ["c"]]
+    assert [side.fork_id for side in sides] == [
+        None,
+        made["a"].entry.id,
+        made["b"].entry.id,
+    ]
+    assert [side.fork_text for side in sides] == ["", "a", "b"]
+    assert _views.session_branches([]) == ([], [])

@@ -388,7 +388,7 @@ async def _session(serve: _Serve, request: Request) -> Response:
         filter=SessionFilter(parent_session_id=session_id), limit=200
     )
     entries = await _read_entries(serve, session_id)
-    transcript = _views.project_transcript(entries)
+    transcript, side_branches = _views.session_branches(entries)
     parent = _parent_of(session_id)
     now = datetime.now(UTC)
     return await _render(
@@ -400,6 +400,7 @@ async def _session(serve: _Serve, request: Request) -> Response:
         runs_with_duration=[(r, _timeline.run_duration_ms(r, now)) for r in runs.items],
         children=list(children.items),
         transcript=transcript,
+        side_branches=side_branches,
         parent=parent,
         session_no_ledger=bool(runs.items) and not any(r.has_ledger for r in runs.items),
         no_ledger=await _without_ledger(serve, list(children.items)),

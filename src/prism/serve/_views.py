@@ -7,7 +7,10 @@ numbers, times and errors are written.
 * [`project_transcript()`][prism.serve._views.project_transcript] — a run's (or a session's) stored entries as transcript items:
   messages with their text, collapsed thinking, tool calls with their arguments and tool results
   (pretty JSON), handoff switches labelled with the agent that answers from then on, model
-  changes and compaction summaries.
+  changes and compaction summaries;
+* [`session_branches()`][prism.serve._views.session_branches] — a session's entries split into
+  the branch a new session object continues (the one ending at the last stored entry) and the
+  other branches, each from the entry it forks from.
 
 Everything here is pure (no I/O, no clock but the ``now`` it is given). Strings from runs are
 kept as they are: escaping them is the templates' job (they autoescape).
@@ -30,6 +33,7 @@ __all__ = [
     "FINAL_STATUSES",
     "LONG_TEXT",
     "ErrorView",
+    "SideBranch",
     "TranscriptBlock",
     "TranscriptItem",
     "badge",
@@ -42,6 +46,7 @@ __all__ = [
     "pretty_json",
     "project_transcript",
     "relative_time",
+    "session_branches",
     "status_tone",
     "when",
 ]
@@ -398,3 +403,80 @@ def project_transcript(
                 )
             )
     return items
+
+
+# --------------------------------------------------------------------------- branches
+
+
+@dataclass(frozen=True, slots=True)
+class SideBranch:
+    """A branch of a session other than the one its last stored entry ends."""
+
+    fork_id: str | None
+    """The entry the branch continues from (``None``: a separate start of the conversation)."""
+    fork_text: str
+    """The first line of that entry's text, shortened (``""`` when it has none)."""
+    items: list[TranscriptItem]
+    """The branch's own entries, after the fork, in append order."""
+    last_at: str
+    """The time of its last entry."""
+
+
+_FORK_TEXT: Final = 80
+
+
+def _first_line(stored: StoredEntry | None) -> str:
+    message = stored.entry.message if stored is not None else None
+    text = message.text.strip() if message is not None else ""
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= _FORK_TEXT else line[: _FORK_TEXT - 1] + "…"
+
+
+def session_branches(
+    entries: list[StoredEntry],
+) -> tuple[list[TranscriptItem], list[SideBranch]]:
+    """A session's entries as its current branch and its other branches.
+
+    The current branch is the one a new session object continues: root → the last stored entry.
+    Every other leaf (an entry without children) ends a side branch, whose own entries are
+    those after the first entry it shares with an earlier branch (the fork). Side branches come
+    newest first. An entry whose parent is not among ``entries`` starts a chain of its own.
+
+    Returns:
+        ``(current branch transcript, side branches)``; ``([], [])`` without entries.
+    """
+    if not entries:
+        return [], []
+    by_id = {stored.entry.id: stored for stored in entries}
+    parents = {stored.entry.parent_id for stored in entries}
+    shown: set[str] = set()
+
+    def chain(leaf: StoredEntry) -> list[StoredEntry]:
+        """``leaf`` and its ancestors not shown yet, root first."""
+        out: list[StoredEntry] = []
+        node: StoredEntry | None = leaf
+        while node is not None and node.entry.id not in shown:
+            shown.add(node.entry.id)
+            out.append(node)
+            parent = node.entry.parent_id
+            node = by_id.get(parent) if parent is not None else None
+        out.reverse()
+        return out
+
+    current = project_transcript(chain(entries[-1]))
+    sides: list[SideBranch] = []
+    for stored in reversed(entries[:-1]):
+        if stored.entry.id in parents or stored.entry.id in shown:
+            continue
+        own = chain(stored)
+        fork_id = own[0].entry.parent_id
+        fork = by_id.get(fork_id) if fork_id is not None else None
+        sides.append(
+            SideBranch(
+                fork_id=fork_id if fork is not None else None,
+                fork_text=_first_line(fork),
+                items=project_transcript(own),
+                last_at=stored.entry.timestamp,
+            )
+        )
+    return current, sides
