@@ -1,7 +1,8 @@
 """Session store: the store protocol, the memory store and branch reading.
 
 * [`SessionStore`][prism.store.SessionStore] — the append-only source of truth for a session's entries, with the
-  optional [`BranchReadingSessionStore`][prism.store.BranchReadingSessionStore] refinement;
+  optional [`BranchReadingSessionStore`][prism.store.BranchReadingSessionStore] and
+  [`LastEntrySessionStore`][prism.store.LastEntrySessionStore] refinements;
 * [`MemorySessionStore`][prism.store.MemorySessionStore] — branch-tip compare-and-set, explicit forks, idempotent appends;
   O(1) appends, O(branch) ``read_branch``;
 * [`read_branch()`][prism.store.read_branch], [`walk_branch()`][prism.store.walk_branch], [`history_from_branch()`][prism.store.history_from_branch],
@@ -45,6 +46,7 @@ from prism.types import Message, ModelConfig
 __all__ = [
     "NO_OLDER_ENTRIES_SUMMARY",
     "BranchReadingSessionStore",
+    "LastEntrySessionStore",
     "CompactionInput",
     "CompactionOptions",
     "CompactionResult",
@@ -111,6 +113,18 @@ class BranchReadingSessionStore(SessionStore, Protocol):
         Raises:
             ValueError: ``Unknown session leaf: <id>`` / ``Missing session parent: <id>``.
         """
+        ...
+
+
+@runtime_checkable
+class LastEntrySessionStore(SessionStore, Protocol):
+    """A store that can also tell a session's last appended entry without reading the others
+    (an optional, faster capability: a new session object of an agent that kept the session's
+    branch then continues without reading it)."""
+
+    async def last_entry_id(self, session_id: str) -> str | None:
+        """The id of the entry ``list(session_id)`` returns last; ``None`` when it returns
+        none."""
         ...
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from prism.providers.base import provider_done, provider_text_delta, provider_tool_call
 from prism.providers.mock import create_mock_provider
 from prism.runtime.agent import create_agent
-from prism.store import new_session_entry
+from prism.store import LastEntrySessionStore, new_session_entry
 from prism.types import Message, ToolDefinition
 
 MODEL = {"provider": "mock", "model": "m"}
@@ -19,6 +19,7 @@ async def test_last_entry_id_is_the_last_appended_entry_of_the_session_store_5(
     durable_stores: tuple[Any, Any],
 ) -> None:
     store = durable_stores[0]
+    assert isinstance(store, LastEntrySessionStore)
     assert await store.last_entry_id("s") is None
     root = new_session_entry("message", session_id="s", message=Message("user", "one"))
     await store.append(root)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from prism.checkpoints import AgentRunIndex, CheckpointStore, EntryCheckpointStore
 from prism.inspection import InspectionReader
 from prism.ledger import RunLedger
-from prism.store import BranchReadingSessionStore
+from prism.store import BranchReadingSessionStore, LastEntrySessionStore
 from prism.stores._inspection import InspectionMethods
 from prism.stores._inspection_sql import InspectionSql
 from prism.stores._ledger import LedgerMethods, LedgerSql
@@ -113,10 +113,11 @@ if TYPE_CHECKING:  # static proof that one object implements the protocols
         s: PostgresStore,
     ) -> tuple[
         BranchReadingSessionStore,
+        LastEntrySessionStore,
         CheckpointStore,
         AgentRunIndex,
         EntryCheckpointStore,
         RunLedger,
         InspectionReader,
     ]:
-        return (s, s, s, s, s, s)
+        return (s, s, s, s, s, s, s)
