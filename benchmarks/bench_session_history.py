@@ -13,7 +13,8 @@ And two ways of holding the session:
 
 * ``same`` — one session object for every run (a chat kept in one process);
 * ``reopened`` — a new session object for the same session id before every run (a web server
-  that builds the session per request); its first run looks up the leaf.
+  that builds the session per request); its first run looks up the leaf and continues the
+  branch the agent kept for that id, or reads it when the agent kept none.
 
 Stores (``--stores``): ``memory`` (the default in-memory store) and ``sqlite`` (``SqliteStore`` on
 a temporary file). Reported per configuration and ``H``: the median over ``--runs`` timed runs
