@@ -364,7 +364,10 @@ async def test_llama_errors_become_error_events() -> None:
     assert [e.type for e in first] == ["error"]
     assert first[0].error.code == "invalid_request"
     assert "exceed context window" in first[0].error.message
+    assert "session.compact()" in first[0].error.message  # what to do about it
+    assert "n_ctx" in first[0].error.message
     assert second[0].error.code == "local_model_error"
+    assert "compact" not in second[0].error.message
 
 
 class _GatedChunks:
@@ -513,6 +516,34 @@ async def test_real_model_streams_text_with_usage(local_provider: LlamaCppProvid
     assert result.usage.input_tokens and result.usage.input_tokens > 5
     assert result.usage.output_tokens and 1 <= result.usage.output_tokens <= 24
     assert result.usage.total_tokens == result.usage.input_tokens + result.usage.output_tokens
+
+
+@pytest.mark.local_model
+async def test_real_model_conversation_past_its_context_window_says_how_to_compact(
+    tmp_path: Any,
+) -> None:
+    """PROV-3 with the real model: a run whose history no longer fits ``n_ctx`` fails with
+    ``invalid_request``, and the error says how to compact the session or enlarge the window;
+    the session then continues after ``compact()``."""
+    _require_local_model()
+    from prism.errors import AgentRunError
+    from prism.runtime.agent import create_agent
+
+    provider = create_local_provider(n_ctx=256)
+    try:
+        agent = create_agent(provider=provider, compaction={"keep_recent_entries": 0, "max_summary_chars": 200})
+        session = agent.create_session()
+        long_text = "The harbour was busy that morning with ships and gulls. " * 30
+        with pytest.raises(AgentRunError) as caught:
+            await session.run(long_text, max_tokens=8)
+        error = caught.value.result.error
+        assert error is not None and error.code == "invalid_request"
+        assert "context window" in error.message and "session.compact()" in error.message
+        await session.compact()
+        result = await session.run("Say hi.", max_tokens=8)
+        assert result.status == "succeeded"
+    finally:
+        provider.close()
 
 
 @pytest.mark.local_model

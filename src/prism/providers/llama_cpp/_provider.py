@@ -6,7 +6,8 @@ and the stream raises the signal's abort error. Requests to one provider object 
 served one at a time (one model context).
 
 Error codes of the ``error`` events: ``invalid_request`` (request cannot be served:
-unsupported parameter, image input, unknown forced tool, prompt larger than the context window),
+unsupported parameter, image input, unknown forced tool, prompt larger than the context window —
+its message then says how to compact the session or enlarge ``n_ctx``),
 ``model_load_failed`` (the GGUF file could not be loaded), ``local_model_error`` (anything else
 llama.cpp raised). None of them is retried.
 """
@@ -45,9 +46,18 @@ _Item = tuple[Literal["events", "error", "end"], Any]
 """What the worker thread sends to the event loop: a list of events, an ``ErrorInfo``, or the end."""
 
 
-def _failure(what: str, exc: Exception, code: str) -> _Item:
-    """The error item for an exception of the worker thread: ``what: exc``, named by its type."""
-    return ("error", ErrorInfo(message=f"{what}: {exc}", name=type(exc).__name__, code=code))
+def _failure(what: str, exc: Exception, code: str, n_ctx: int | None = None) -> _Item:
+    """The error item for an exception of the worker thread: ``what: exc``, named by its type;
+    a prompt longer than the context window (``n_ctx`` tokens) says what to do about it."""
+    message = f"{what}: {exc}"
+    if n_ctx is not None and "exceed context window" in str(exc):
+        message += (
+            f" — the conversation no longer fits the model's {n_ctx}-token context window: "
+            "compact it (session.compact(), or create_agent(compaction={'threshold_entries': "
+            "N}) to compact before a run) or give the provider a larger window "
+            "(create_local_provider(n_ctx=...))"
+        )
+    return ("error", ErrorInfo(message=message, name=type(exc).__name__, code=code))
 
 
 class LocalChatModel(Protocol):
@@ -230,7 +240,7 @@ class LlamaCppProvider:
             except InvalidRequest as exc:
                 send(("error", ErrorInfo(message=str(exc), code="invalid_request")))
             except ValueError as exc:
-                send(_failure("local model request failed", exc, "invalid_request"))
+                send(_failure("local model request failed", exc, "invalid_request", self._n_ctx))
             except Exception as exc:
                 send(_failure("local model failed", exc, "local_model_error"))
             finally:
