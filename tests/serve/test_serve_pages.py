@@ -551,6 +551,7 @@ async def test_a_session_page_shows_the_current_branch_and_the_others_apart(
                 turns=[[provider_text_delta(text), provider_done()] for text in replies]
             ),
             store=store,
+            run_ledger=store,
         )
         session = agent.create_session("branched")
         await session.run("I am Ada.")
@@ -573,4 +574,7 @@ async def test_a_session_page_shows_the_current_branch_and_the_others_apart(
     assert "Capital of France?" not in current and "Paris." not in current
     assert "Capital of France?" in others and "Paris." in others
     assert f'href="#e-{fork}"' in others
+    # the run made on the other branch is marked so in the runs table, the others are not
+    runs = page[page.index('id="runs-h"') : page.index('id="transcript-h"')]
+    assert runs.count(">other branch</a>") == 1
     assert 'Branch after <span class="fork-text">“Hi Ada.”</span> · 2 entries' in others

@@ -389,6 +389,10 @@ async def _session(serve: _Serve, request: Request) -> Response:
     )
     entries = await _read_entries(serve, session_id)
     transcript, side_branches = _views.session_branches(entries)
+    on_current = {item.run_id for item in transcript}
+    other_branch_runs = {
+        item.run_id for side in side_branches for item in side.items if item.run_id
+    } - on_current
     parent = _parent_of(session_id)
     now = datetime.now(UTC)
     return await _render(
@@ -401,6 +405,7 @@ async def _session(serve: _Serve, request: Request) -> Response:
         children=list(children.items),
         transcript=transcript,
         side_branches=side_branches,
+        other_branch_runs=other_branch_runs,
         parent=parent,
         session_no_ledger=bool(runs.items) and not any(r.has_ledger for r in runs.items),
         no_ledger=await _without_ledger(serve, list(children.items)),
