@@ -97,3 +97,39 @@ async def test_a_session_object_per_message_reads_no_entries_and_sends_what_a_re
     await plain.create_session("chat", leaf_id=leaf).run("question 23")
     assert reads == ["read_branch"]
     assert provider.requests[-1].to_dict() == first
+
+
+async def test_durable_every_turn_runs_of_a_session_object_per_message_read_no_entries_store_5(
+    durable_stores: tuple[Any, Any],
+) -> None:
+    """The same with durable runs checkpointing every turn (their appends written with the
+    envelopes): past the held threshold a new session object reads no entry, and the last
+    request equals the one an agent that keeps nothing sends from the same leaf."""
+    from prism.runtime.durable import RunStateOptions
+
+    reads: list[str] = []
+    sessions, checkpoints = durable_stores
+    store = _Counting(sessions, reads)
+    durable = RunStateOptions(
+        checkpoints if checkpoints is not sessions else store, "v1", checkpoint_policy="every-turn"
+    )
+    turns: list[list[Any]] = []
+    for r in range(12):
+        turns.append([provider_tool_call(f"c{r}", "lookup", {"q": r}), provider_done()])
+        turns.append([provider_text_delta(f"answer {r}"), provider_done()])
+    provider = create_mock_provider(turns=[*turns, [provider_text_delta("z"), provider_done()]])
+    options: dict[str, Any] = {"model": MODEL, "provider": provider, "tools": [_lookup()]}
+    agent = create_agent(**options, id="desk", store=store, run_state=durable)
+    before = 0
+    for r in range(12):
+        reads.clear()
+        before = len(provider.requests)
+        outcome = await agent.create_session("chat").run(f"question {r}")
+        assert outcome.status == "succeeded"
+        if r >= 9:
+            assert reads == [], r
+    first = provider.requests[before].to_dict()
+    leaf = (await store.list("chat"))[-5].id
+    plain = create_agent(**options, store=store, session_cache_entries=0)
+    await plain.create_session("chat", leaf_id=leaf).run("question 11")
+    assert provider.requests[-1].to_dict() == first
