@@ -316,7 +316,9 @@ def create_agent(
             (``create_session(session_id=...)``) then continues a long conversation without
             reading its stored history again: the store is asked only for the id of the last
             entry. Only branches of at least 32 entries are kept, the least recently used
-            session's first to go; ``0`` keeps none.
+            session's first to go; ``0`` keeps none. A kept entry takes about 1–2.5 KB of
+            memory (text messages; calls and ~1 KB tool results), so the default holds 20–50 MB
+            at most.
         max_tokens: Cap on the tokens the model generates per provider request (int ≥ 1); sets
             ``provider_options.max_tokens``, which every provider maps to its own request
             field. Unlike ``limits={"max_output_tokens": N}`` (a run budget checked on reported
