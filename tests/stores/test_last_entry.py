@@ -59,6 +59,29 @@ class _Counting:
         return await self._store.read_branch(session_id, leaf_id)
 
 
+def _tool_turns(messages: int) -> Any:
+    """A mock provider answering each message with one ``lookup`` call, then text."""
+    turns: list[list[Any]] = []
+    for r in range(messages):
+        turns.append([provider_tool_call(f"c{r}", "lookup", {"q": r}), provider_done()])
+        turns.append([provider_text_delta(f"answer {r}"), provider_done()])
+    return create_mock_provider(turns=[*turns, [provider_text_delta("z"), provider_done()]])
+
+
+async def _chat_per_message(agent: Any, provider: Any, reads: list[str], messages: int) -> Any:
+    """Run ``messages`` messages, each on a new session object of ``"chat"``; from the tenth on
+    (the branch held from 32 entries) none reads the store. The last run's first request."""
+    before = 0
+    for r in range(messages):
+        reads.clear()
+        before = len(provider.requests)
+        outcome = await agent.create_session("chat").run(f"question {r}")
+        assert outcome.status == "succeeded"
+        if r >= 9:
+            assert reads == [], r
+    return provider.requests[before].to_dict()
+
+
 def _lookup() -> ToolDefinition:
     def execute(arguments: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"rows": [{"id": arguments.get("q"), "tags": ["x"]}], "note": "ok"}
@@ -74,24 +97,12 @@ async def test_a_session_object_per_message_reads_no_entries_and_sends_what_a_re
     session object of an agent that keeps nothing (reading the store) sends from that leaf."""
     reads: list[str] = []
     store = _Counting(durable_stores[0], reads)
-    turns: list[list[Any]] = []
-    for r in range(24):  # 24 messages of 4 entries
-        turns.append([provider_tool_call(f"c{r}", "lookup", {"q": r}), provider_done()])
-        turns.append([provider_text_delta(f"answer {r}"), provider_done()])
-    provider = create_mock_provider(turns=[*turns, [provider_text_delta("z"), provider_done()]])
+    provider = _tool_turns(24)  # 24 messages of 4 entries
     agent = create_agent(model=MODEL, provider=provider, tools=[_lookup()], store=store)
     plain = create_agent(
         model=MODEL, provider=provider, tools=[_lookup()], store=store, session_cache_entries=0
     )
-    before = 0
-    for r in range(24):
-        reads.clear()
-        before = len(provider.requests)
-        outcome = await agent.create_session("chat").run(f"question {r}")
-        assert outcome.status == "succeeded"
-        if r >= 9:  # the branch held from 32 entries on: never read again
-            assert reads == [], r
-    first = provider.requests[before].to_dict()
+    first = await _chat_per_message(agent, provider, reads, 24)
     leaf = (await store.list("chat"))[-5].id  # the leaf before the last message
     reads.clear()
     await plain.create_session("chat", leaf_id=leaf).run("question 23")
@@ -113,22 +124,10 @@ async def test_durable_every_turn_runs_of_a_session_object_per_message_read_no_e
     durable = RunStateOptions(
         checkpoints if checkpoints is not sessions else store, "v1", checkpoint_policy="every-turn"
     )
-    turns: list[list[Any]] = []
-    for r in range(12):
-        turns.append([provider_tool_call(f"c{r}", "lookup", {"q": r}), provider_done()])
-        turns.append([provider_text_delta(f"answer {r}"), provider_done()])
-    provider = create_mock_provider(turns=[*turns, [provider_text_delta("z"), provider_done()]])
+    provider = _tool_turns(12)
     options: dict[str, Any] = {"model": MODEL, "provider": provider, "tools": [_lookup()]}
     agent = create_agent(**options, id="desk", store=store, run_state=durable)
-    before = 0
-    for r in range(12):
-        reads.clear()
-        before = len(provider.requests)
-        outcome = await agent.create_session("chat").run(f"question {r}")
-        assert outcome.status == "succeeded"
-        if r >= 9:
-            assert reads == [], r
-    first = provider.requests[before].to_dict()
+    first = await _chat_per_message(agent, provider, reads, 12)
     leaf = (await store.list("chat"))[-5].id
     plain = create_agent(**options, store=store, session_cache_entries=0)
     await plain.create_session("chat", leaf_id=leaf).run("question 11")
