@@ -26,13 +26,17 @@ Sections and cells:
 * ``realistic`` — ``compare_realistic.py``'s scenario, with and without SQLite: N = 20 and 200;
 * ``gvr`` — ``compare_gvr.py``: k = 0 and 3 invalid drafts, 10 runs each; per revision.
 
-Needs ``valgrind`` on the ``PATH`` (Debian: ``apt-get install valgrind``). Takes about 15
-minutes on 2 cores (LangGraph's imports dominate under valgrind).
+Needs ``valgrind`` on the ``PATH`` (Debian: ``apt-get install valgrind``) and the benchmark
+venv (``bash benchmarks/setup.sh``). Takes about 4–5 minutes on 2 cores (two children at a time;
+LangGraph's imports and its 200-turn runs dominate under valgrind).
 
 Usage::
 
     benchmarks/.venv-compare/bin/python benchmarks/compare_instructions.py
         [--only turns realistic gvr] [--frameworks prism langgraph ...] [--json PATH]
+
+``--frameworks`` keeps the rows whose name, or whose name before ``+``, is given (``prism``
+keeps ``prism+sqlite`` too); an unknown name is an error.
 """
 
 from __future__ import annotations
@@ -146,13 +150,17 @@ def count(section: str, framework: str, size: int) -> int:
     return int(found[-1].replace(",", ""))
 
 
+def _keep(framework: str, frameworks: list[str] | None) -> bool:
+    return frameworks is None or framework in frameworks or framework.split("+")[0] in frameworks
+
+
 def measure(sections: list[str], frameworks: list[str] | None) -> dict[str, Any]:
     """Count every cell (two children at a time) and return per-unit instructions."""
     jobs: list[tuple[str, str, int]] = []
     for section in sections:
         spec = CELLS[section]
         for fw in spec["frameworks"]:
-            if frameworks is None or fw in frameworks or fw.split("+")[0] in frameworks:
+            if _keep(fw, frameworks):
                 jobs.extend((section, fw, size) for size in spec["sizes"])
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         counts = dict(zip(jobs, pool.map(lambda job: count(*job), jobs), strict=True))
@@ -194,16 +202,28 @@ def render(results: dict[str, Any]) -> str:
         lines.append("| --- | ---: | ---: |")
         for fw, row in data["rows"].items():
             ratio = row["x_prism"]
-            shown = f"{ratio:.1f}×" if ratio is not None else "—"
+            shown = "—" if ratio is None else f"{ratio:.2f}×" if ratio < 1 else f"{ratio:.1f}×"
             lines.append(f"| {fw} | {row['instructions_per_unit'] / 1000:,.1f} k | {shown} |")
         lines.append("")
     return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="+", choices=list(CELLS), default=list(CELLS))
-    parser.add_argument("--frameworks", nargs="+", default=None)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0]
+        + " Needs valgrind and the benchmark venv (bash benchmarks/setup.sh); see the module's"
+        " docstring for the method."
+    )
+    names = sorted({fw for spec in CELLS.values() for fw in spec["frameworks"]})
+    parser.add_argument(
+        "--only", nargs="+", choices=list(CELLS), default=list(CELLS), help="sections to run"
+    )
+    parser.add_argument(
+        "--frameworks",
+        nargs="+",
+        default=None,
+        help=f"rows to keep (a name or its part before '+'): {', '.join(names)}",
+    )
     parser.add_argument("--json", default=None, help="write the results here ('-': stdout)")
     parser.add_argument("--child", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -211,6 +231,14 @@ def main() -> None:
         section, framework, size = args.child
         asyncio.run(_child(section, framework, int(size)))
         return
+    if args.frameworks is not None:
+        known = {part for name in names for part in (name, name.split("+")[0])}
+        unknown = sorted(set(args.frameworks) - known)
+        if unknown:
+            parser.error(f"unknown framework(s) {', '.join(unknown)}; known: {', '.join(names)}")
+        rows = [fw for section in args.only for fw in CELLS[section]["frameworks"]]
+        if not any(_keep(fw, args.frameworks) for fw in rows):
+            parser.error("none of --frameworks has a row in the sections of --only")
     if shutil.which("valgrind") is None:
         raise SystemExit("compare_instructions.py needs valgrind (apt-get install valgrind)")
     results = measure(args.only, args.frameworks)
