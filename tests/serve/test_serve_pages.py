@@ -578,3 +578,44 @@ async def test_a_session_page_shows_the_current_branch_and_the_others_apart(
     runs = page[page.index('id="runs-h"') : page.index('id="transcript-h"')]
     assert runs.count(">other branch</a>") == 1
     assert 'Branch after <span class="fork-text">“Hi Ada.”</span> · 2 entries' in others
+
+
+async def test_a_session_page_lists_its_latest_runs_and_links_to_all_of_them(
+    tmp_path: Path,
+) -> None:
+    """A long conversation's page keeps its transcript near the top: it lists the latest five
+    runs, newest first, says how many there are, and links to the runs page filtered to the
+    session, which lists every one of them and no other session's."""
+    from prism.providers.mock import create_mock_provider
+    from prism.runtime.agent import create_agent
+
+    store = await SqliteStore(str(tmp_path / "chat.db")).open()
+    try:
+        agent = create_agent(
+            model={"provider": "mock", "model": "demo"},
+            provider=create_mock_provider(
+                turns=[[provider_text_delta(f"Reply {i}."), provider_done()] for i in range(8)]
+            ),
+            store=store,
+            run_ledger=store,
+        )
+        chat = agent.create_session("chat")
+        run_ids = [(await chat.run(f"Message {i}?")).run_id for i in range(7)]
+        other = (await agent.create_session("other").run("Elsewhere?")).run_id
+        async with client_for(create_app(store)) as client:
+            page = (await client.get("/sessions/chat", headers=HTML)).text
+            runs = page[page.index('id="runs-h"') : page.index('id="transcript-h"')]
+            assert "The latest 5 of 7 runs." in runs
+            listed = re.findall(r'href="/runs/(run_[0-9a-f]+)"', runs)
+            assert listed == run_ids[::-1][:5]
+            assert 'class="id mono">chat<' not in runs  # the session's own id is not repeated
+            assert "Message 0?" in page and "Reply 6." in page  # the whole transcript
+            link = re.search(r'href="(/runs\?session=chat)">All runs of this session', runs)
+            assert link is not None
+            full = (await client.get(link.group(1), headers=HTML)).text
+            assert re.findall(r'href="/runs/(run_[0-9a-f]+)"', full) == run_ids[::-1]
+            assert other not in full and 'name="session" value="chat"' in full
+            short = (await client.get("/sessions/other", headers=HTML)).text
+            assert "All runs of this session" not in short and other in short
+    finally:
+        await store.aclose()

@@ -75,6 +75,8 @@ __all__ = ["create_app"]
 _log = logging.getLogger("prism.serve")
 _HERE: Final = Path(__file__).parent
 _PAGE: Final = 50
+_SESSION_RUNS: Final = 5
+"""The latest runs a session page lists; the rest are on the runs page filtered to the session."""
 _MAX_LEDGER_ROWS: Final = 20_000
 _MAX_ENTRIES: Final = 20_000
 _READ: Final = 10_000  # the most a read may ask; a read fetches that many of each ledger table
@@ -383,7 +385,7 @@ async def _session(serve: _Serve, request: Request) -> Response:
     summary = await serve.reader.get_session_summary(session_id)
     if summary is None:
         raise HTTPException(404, f"No session {session_id} in this store")
-    runs = await serve.reader.list_run_summaries(session_id=session_id, limit=200)
+    runs = await serve.reader.list_run_summaries(session_id=session_id, limit=_SESSION_RUNS)
     children = await serve.reader.list_session_summaries(
         filter=SessionFilter(parent_session_id=session_id), limit=200
     )
@@ -407,16 +409,17 @@ async def _session(serve: _Serve, request: Request) -> Response:
         side_branches=side_branches,
         other_branch_runs=other_branch_runs,
         parent=parent,
-        session_no_ledger=bool(runs.items) and not any(r.has_ledger for r in runs.items),
+        session_no_ledger=bool(await _without_ledger(serve, [summary])),
         no_ledger=await _without_ledger(serve, list(children.items)),
     )
 
 
 async def _runs(serve: _Serve, request: Request) -> Response:
     q = request.query_params
-    filters = {k: q.get(k, "").strip() for k in ("agent", "status")}
+    filters = {k: q.get(k, "").strip() for k in ("agent", "status", "session")}
     cursor = q.get("cursor") or None
     listing = await serve.reader.list_run_summaries(
+        session_id=filters["session"] or None,
         agent_id=filters["agent"] or None,
         status=filters["status"] or None,
         cursor=cursor,
